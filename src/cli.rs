@@ -1,0 +1,94 @@
+//! Clap definitions only. `commands/` turns these into settings; nothing below knows clap.
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "eden",
+    version,
+    about = "Run AI coding agents autonomously and safely, each in its own git worktree",
+    after_help = "Exit codes: 0 success · 1 no completion signal (require_completion) · 2 usage or manifest error · \
+3 agent failed · 4 timeout · 5 hook failed · 6 sandbox error · 7 git error or merge conflict · 130/143 interrupted"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run an agent as a manifest (or flags) describes: worktree, iterations, merge back
+    Run(RunArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The TOML manifest to run (omit to describe the run with flags alone)
+    #[arg(value_name = "MANIFEST")]
+    pub manifests: Vec<PathBuf>,
+
+    /// Override any manifest key, e.g. `--set agent.model=opus` (repeatable)
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+
+    /// A prompt argument for `{{KEY}}` in the prompt (repeatable)
+    #[arg(long = "arg", value_name = "KEY=VALUE")]
+    pub prompt_args: Vec<String>,
+
+    /// Agent kind: simulated, cli, claude-code, codex, opencode, pi, cursor, copilot
+    #[arg(long, value_name = "KIND")]
+    pub agent: Option<String>,
+
+    /// Executable of a `cli` agent
+    #[arg(long, value_name = "PATH")]
+    pub binary: Option<String>,
+
+    /// Model passed to the agent
+    #[arg(long)]
+    pub model: Option<String>,
+
+    /// The task, as text
+    #[arg(long, conflicts_with = "prompt_file")]
+    pub prompt: Option<String>,
+
+    /// The task, from a file
+    #[arg(long, value_name = "PATH")]
+    pub prompt_file: Option<String>,
+
+    /// Run name (used in branch names and logs)
+    #[arg(long)]
+    pub name: Option<String>,
+
+    /// Most agent iterations
+    #[arg(long, value_name = "N")]
+    pub max_iterations: Option<u32>,
+
+    /// Branch strategy: head, merge-to-head, named
+    #[arg(long)]
+    pub strategy: Option<String>,
+
+    /// Branch name for strategy `named`
+    #[arg(long, value_name = "NAME")]
+    pub branch: Option<String>,
+
+    /// Branch to start from (and merge back into)
+    #[arg(long, value_name = "BRANCH")]
+    pub base: Option<String>,
+
+    /// The repository to work in (default: the current directory's)
+    #[arg(long, value_name = "DIR")]
+    pub repo: Option<PathBuf>,
+
+    /// Print the resolved plan as JSON and stop
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Print the run record as JSON on stdout
+    #[arg(long)]
+    pub json: bool,
+
+    /// No progress output (errors are still printed)
+    #[arg(long, short)]
+    pub quiet: bool,
+}

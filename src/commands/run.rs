@@ -1,0 +1,109 @@
+//! `eden run`: flags and manifest into a `Plan`, then the orchestrator; the record on stdout
+//! with `--json`.
+#![allow(clippy::print_stdout)]
+
+use crate::cli::RunArgs;
+use crate::error::Error;
+use crate::manifest::load::{LoadRequest, Override};
+use crate::manifest::{self, plan};
+use crate::orchestrator::{self, workspace, RunOptions};
+use crate::ui::Display;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Between a forwarded signal (or a timeout's SIGTERM) and SIGKILL.
+const KILL_GRACE: Duration = Duration::from_secs(5);
+
+pub fn run(args: RunArgs) -> Result<i32, Error> {
+    if args.manifests.len() > 1 {
+        return Err(Error::unsupported("running several manifests at once")
+            .with_hint("run them one at a time: `eden run a.toml && eden run b.toml`"));
+    }
+    let current_dir = std::env::current_dir().map_err(|err| Error::usage(format!("cannot read the current directory: {err}")))?;
+    let file = args.manifests.first();
+    let overrides = overrides(&args)?;
+    if file.is_none() && overrides.is_empty() {
+        return Err(Error::usage("no manifest given").with_hint(
+            "pass a manifest (`eden run plan.toml`) or describe the run with flags: `eden run --agent simulated --prompt \"...\"`",
+        ));
+    }
+    let (manifest, source) = manifest::load(LoadRequest { file: file.map(PathBuf::as_path), overrides, current_dir: &current_dir })?;
+    let plan = plan::resolve(manifest, &source, &|name| std::env::var(name).ok())?;
+    let repo_dir = match &args.repo {
+        Some(dir) => current_dir.join(dir),
+        None => current_dir,
+    };
+
+    if args.dry_run {
+        let preview = workspace::preflight(&plan, &repo_dir, "<run-id>")?;
+        let json = serde_json::json!({
+            "plan": plan,
+            "workspace": {
+                "repo": preview.root,
+                "strategy": preview.strategy,
+                "branch": preview.branch,
+                "base_branch": preview.base_branch,
+                "base_commit": preview.base_commit,
+                "worktree": preview.worktree,
+            },
+        });
+        println!("{}", serde_json::to_string_pretty(&json).expect("plans serialize"));
+        return Ok(0);
+    }
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|err| Error::usage(format!("cannot start the async runtime: {err}")))?;
+    let options = RunOptions { repo_dir, kill_grace: KILL_GRACE };
+    let display = Display::detect(args.quiet).reporter();
+    let result = runtime.block_on(orchestrator::run(&plan, &options, display));
+    if args.json {
+        if let Some(record) = &result.record {
+            println!("{}", serde_json::to_string_pretty(record).expect("records serialize"));
+        }
+    }
+    match result.error {
+        Some(error) => Err(error),
+        None => Ok(0),
+    }
+}
+
+/// Flags first (in a fixed order), then `--set` in the order given: the last word wins.
+fn overrides(args: &RunArgs) -> Result<Vec<Override>, Error> {
+    let string = |value: &str| toml::Value::String(value.to_owned());
+    let mut list = Vec::new();
+    let flags: [(&str, &str, &Option<String>); 8] = [
+        ("agent.kind", "--agent", &args.agent),
+        ("agent.binary", "--binary", &args.binary),
+        ("agent.model", "--model", &args.model),
+        ("prompt", "--prompt", &args.prompt),
+        ("prompt_file", "--prompt-file", &args.prompt_file),
+        ("name", "--name", &args.name),
+        ("branch.strategy", "--strategy", &args.strategy),
+        ("branch.name", "--branch", &args.branch),
+    ];
+    for (key, flag, value) in flags {
+        if let Some(value) = value {
+            list.push(Override::flag(key, flag, string(value)));
+        }
+    }
+    if let Some(base) = &args.base {
+        list.push(Override::flag("branch.base", "--base", string(base)));
+    }
+    if let Some(max) = args.max_iterations {
+        list.push(Override::flag("loop.max_iterations", "--max-iterations", toml::Value::Integer(max.into())));
+    }
+    for pair in &args.prompt_args {
+        let Some((key, value)) = pair.split_once('=') else {
+            return Err(Error::usage(format!("`--arg {pair}` has no value")).with_hint("write it as `--arg KEY=VALUE`"));
+        };
+        let mut item = Override::flag("prompt_args", &format!("--arg {pair}"), string(value));
+        item.path = item.path.child(key.trim());
+        list.push(item);
+    }
+    for set in &args.set {
+        list.push(Override::parse_set(set)?);
+    }
+    Ok(list)
+}

@@ -1,0 +1,123 @@
+//! Errors that reach the user: each carries the exit code documented in the README, the message,
+//! and an optional `hint:` with the fix. Library code returns these (or wraps them in `anyhow`
+//! context); `main` finds the first one in the chain to pick the exit code.
+
+use std::fmt;
+
+/// What went wrong, as far as the exit code is concerned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The run ended without its completion signal and `require_completion` is set.
+    Incomplete,
+    /// Bad command line or manifest, or a feature that is not built yet.
+    Usage,
+    /// The agent process failed (non-zero exit without the completion signal, or a reported error).
+    Agent,
+    /// Idle, step or hook timeout.
+    Timeout,
+    /// A lifecycle hook failed.
+    Hook,
+    /// The sandbox could not be set up or used.
+    Sandbox,
+    /// A git operation failed, or the merge back conflicted.
+    Git,
+    /// Interrupted by a signal (the signal number).
+    Interrupted(i32),
+}
+
+impl ErrorKind {
+    pub fn exit_code(self) -> i32 {
+        match self {
+            ErrorKind::Incomplete => 1,
+            ErrorKind::Usage => 2,
+            ErrorKind::Agent => 3,
+            ErrorKind::Timeout => 4,
+            ErrorKind::Hook => 5,
+            ErrorKind::Sandbox => 6,
+            ErrorKind::Git => 7,
+            ErrorKind::Interrupted(signal) => 128 + signal,
+        }
+    }
+
+    /// The short name used in run records and JSON output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Incomplete => "incomplete",
+            ErrorKind::Usage => "usage",
+            ErrorKind::Agent => "agent_failed",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Hook => "hook_failed",
+            ErrorKind::Sandbox => "sandbox_error",
+            ErrorKind::Git => "git_error",
+            ErrorKind::Interrupted(_) => "interrupted",
+        }
+    }
+}
+
+/// An error meant for the person running eden.
+#[derive(Debug, Clone)]
+pub struct Error {
+    pub kind: ErrorKind,
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+impl Error {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Error { kind, message: message.into(), hint: None }
+    }
+
+    pub fn usage(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::Usage, message)
+    }
+
+    pub fn git(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::Git, message)
+    }
+
+    pub fn agent(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::Agent, message)
+    }
+
+    pub fn timeout(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::Timeout, message)
+    }
+
+    /// A valid request for something a later version of eden will do.
+    pub fn unsupported(what: impl fmt::Display) -> Self {
+        Error::usage(format!("{what} is not supported yet"))
+            .with_hint("this version of eden does not implement it; remove it from the manifest")
+    }
+
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// The eden error in an `anyhow` chain, if any.
+pub fn find(error: &anyhow::Error) -> Option<&Error> {
+    error.chain().find_map(|cause| cause.downcast_ref::<Error>())
+}
+
+/// Exit code for any error: the eden error's if there is one. Anything else is an unexpected
+/// failure (I/O on eden's own state, say), reported with code 1.
+pub fn exit_code(error: &anyhow::Error) -> i32 {
+    find(error).map_or(1, |e| e.kind.exit_code())
+}
+
+pub type Result<T, E = anyhow::Error> = std::result::Result<T, E>;
+
+/// Shorthand for `Err(Error::usage(..))` in functions returning `anyhow::Result`.
+#[macro_export]
+macro_rules! bail_usage {
+    ($($arg:tt)*) => { return Err($crate::error::Error::usage(format!($($arg)*)).into()) };
+}

@@ -1,0 +1,42 @@
+//! eden: run AI coding agents autonomously and safely. Each run gets its own git worktree and
+//! branch, an iteration loop that stops on a completion signal, watchdogs for idle and hung
+//! agents, and a clean merge (or a preserved branch) at the end.
+
+pub mod agent;
+pub mod cli;
+pub mod commands;
+pub mod error;
+pub mod git;
+pub mod manifest;
+pub mod orchestrator;
+pub mod process;
+pub mod ui;
+
+use clap::Parser;
+
+pub use agent::run_simulated_agent;
+
+/// The whole command line: parse, dispatch, report an error. Returns the exit code.
+pub fn main_with_args(args: Vec<std::ffi::OsString>) -> i32 {
+    ui::configure_colors();
+    if args.get(1).is_some_and(|a| a == agent::SIMULATED_SUBCOMMAND) {
+        return run_simulated_agent();
+    }
+    let cli = match cli::Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(err) => {
+            let _ = err.print();
+            return if err.use_stderr() { 2 } else { 0 };
+        }
+    };
+    let result = match cli.command {
+        cli::Command::Run(args) => commands::run::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(error) => {
+            ui::print_error(&error.message, error.hint.as_deref());
+            error.kind.exit_code()
+        }
+    }
+}

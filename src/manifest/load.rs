@@ -1,0 +1,391 @@
+//! Loading a manifest: read the file, apply `--set` overrides, deserialize strictly, and turn
+//! every error into a message that names the file, line and column (or the flag) it came from.
+//!
+//! Deserialization runs on a merged `toml::Table`, so serde errors carry only a key path
+//! (tracked with `serde_path_to_error`); `Source::locate` maps that path back to a position
+//! through a span-preserving parse of the same text.
+
+use super::schema::Manifest;
+use crate::error::Error;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use toml_edit::{ImDocument, Item, Table, Value};
+
+/// One segment of a key path: `step[1].agent.model`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Segment {
+    Key(String),
+    Index(usize),
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KeyPath(pub Vec<Segment>);
+
+impl KeyPath {
+    pub fn parse(dotted: &str) -> KeyPath {
+        KeyPath(
+            dotted
+                .split('.')
+                .map(|part| match part.parse::<usize>() {
+                    Ok(index) => Segment::Index(index),
+                    Err(_) => Segment::Key(part.to_owned()),
+                })
+                .collect(),
+        )
+    }
+
+    pub fn child(&self, key: &str) -> KeyPath {
+        let mut path = self.clone();
+        path.0.push(Segment::Key(key.to_owned()));
+        path
+    }
+
+    pub fn index(&self, index: usize) -> KeyPath {
+        let mut path = self.clone();
+        path.0.push(Segment::Index(index));
+        path
+    }
+
+    fn starts_with(&self, prefix: &KeyPath) -> bool {
+        self.0.len() >= prefix.0.len() && self.0[..prefix.0.len()] == prefix.0[..]
+    }
+}
+
+impl fmt::Display for KeyPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, segment) in self.0.iter().enumerate() {
+            match segment {
+                Segment::Key(key) if i == 0 => write!(f, "{key}")?,
+                Segment::Key(key) => write!(f, ".{key}")?,
+                Segment::Index(index) => write!(f, "[{index}]")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Where a key's value came from: the manifest file, or a flag.
+#[derive(Debug, Clone)]
+pub struct Override {
+    pub path: KeyPath,
+    /// How the user wrote it, e.g. `--set loop.max_iterations=3` or `--prompt`.
+    pub flag: String,
+    pub value: toml::Value,
+}
+
+impl Override {
+    /// Parse `KEY=VALUE`: a value that reads as TOML (`3`, `true`, `"text"`, `["a", "b"]`) is
+    /// taken as such, anything else as a plain string.
+    pub fn parse_set(text: &str) -> Result<Override, Error> {
+        let Some((key, raw)) = text.split_once('=') else {
+            return Err(Error::usage(format!("`--set {text}` has no value"))
+                .with_hint("write it as `--set KEY=VALUE`, e.g. `--set agent.model=opus`"));
+        };
+        let key = key.trim();
+        if key.is_empty() || key.split('.').any(str::is_empty) {
+            return Err(Error::usage(format!("`--set {text}` has an invalid key `{key}`"))
+                .with_hint("keys are dotted paths like `loop.max_iterations`"));
+        }
+        let value = toml::from_str::<toml::Table>(&format!("v = {raw}"))
+            .ok()
+            .and_then(|mut table| table.remove("v"))
+            .unwrap_or_else(|| toml::Value::String(raw.to_owned()));
+        Ok(Override { path: KeyPath::parse(key), flag: format!("--set {text}"), value })
+    }
+
+    pub fn flag(path: &str, flag: &str, value: toml::Value) -> Override {
+        Override { path: KeyPath::parse(path), flag: flag.to_owned(), value }
+    }
+}
+
+/// The text a manifest came from, for locating errors. `file` is `None` in the flag-only form.
+pub struct Source {
+    pub file: Option<PathBuf>,
+    /// The folder relative paths resolve against: the manifest's, or the current directory.
+    pub base_dir: PathBuf,
+    document: Option<ImDocument<String>>,
+    overrides: Vec<Override>,
+}
+
+impl Source {
+    /// An error about the value at `path`, located in the file or attributed to its flag.
+    pub fn error_at(&self, path: &KeyPath, message: impl fmt::Display) -> Error {
+        Error::usage(format!("{}: {message}", self.origin(path, false)))
+    }
+
+    /// Like `error_at`, pointing at the key itself rather than its value.
+    pub fn error_at_key(&self, path: &KeyPath, message: impl fmt::Display) -> Error {
+        Error::usage(format!("{}: {message}", self.origin(path, true)))
+    }
+
+    /// `plan.toml:3:9`, or `` `--set agent.model=x` `` when a flag set the value.
+    pub fn origin(&self, path: &KeyPath, at_key: bool) -> String {
+        if let Some(flag) = self.overrides.iter().rev().find(|o| path.starts_with(&o.path)) {
+            return format!("`{}`", flag.flag);
+        }
+        let Some(file) = &self.file else {
+            return "command line".to_owned();
+        };
+        let (line, column) = self
+            .document
+            .as_ref()
+            .and_then(|document| {
+                let span = locate(document.as_table(), &path.0, at_key)?;
+                Some(line_column(document.raw(), span.start))
+            })
+            .unwrap_or((1, 1));
+        format!("{}:{line}:{column}", file.display())
+    }
+
+    /// Is the key present (in the file or set by a flag)?
+    pub fn has(&self, path: &KeyPath) -> bool {
+        self.overrides.iter().any(|o| o.path == *path)
+            || self
+                .document
+                .as_ref()
+                .is_some_and(|document| locate(document.as_table(), &path.0, true).is_some())
+    }
+}
+
+/// What to load: an optional manifest file plus overrides in the order given.
+pub struct LoadRequest<'a> {
+    pub file: Option<&'a Path>,
+    pub overrides: Vec<Override>,
+    pub current_dir: &'a Path,
+}
+
+pub fn load(request: LoadRequest<'_>) -> Result<(Manifest, Source), Error> {
+    let (text, file) = match request.file {
+        Some(path) => {
+            let shown = path.to_path_buf();
+            let text = std::fs::read_to_string(path).map_err(|err| {
+                let what = match err.kind() {
+                    std::io::ErrorKind::NotFound => "not found".to_owned(),
+                    _ => format!("cannot be read: {err}"),
+                };
+                Error::usage(format!("manifest `{}` {what}", shown.display())).with_hint(
+                    "pass the path of a TOML manifest, or use flags alone: \
+                     `eden run --agent simulated --prompt \"...\"`",
+                )
+            })?;
+            (text, Some(shown))
+        }
+        None => (String::new(), None),
+    };
+    let base_dir = match request.file {
+        Some(path) => {
+            let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+            request.current_dir.join(parent.unwrap_or(Path::new(".")))
+        }
+        None => request.current_dir.to_path_buf(),
+    };
+
+    let mut table: toml::Table = toml::from_str(&text).map_err(|err| {
+        let (line, column) = err.span().map_or((1, 1), |span| line_column(&text, span.start));
+        let file = file.as_deref().unwrap_or(Path::new("manifest"));
+        Error::usage(format!(
+            "{}:{line}:{column}: invalid TOML: {}",
+            file.display(),
+            err.message().trim_end()
+        ))
+        .with_hint("see the manifest reference in the README")
+    })?;
+    let document = file.as_ref().map(|_| ImDocument::parse(text.clone()).expect("parsed as TOML above"));
+    let source = Source { file, base_dir, document, overrides: request.overrides };
+
+    for item in &source.overrides {
+        apply_override(&mut table, item)?;
+    }
+
+    let manifest = serde_path_to_error::deserialize::<_, Manifest>(toml::Value::Table(table))
+        .map_err(|err| describe_serde_error(&source, err))?;
+    Ok((manifest, source))
+}
+
+fn apply_override(table: &mut toml::Table, item: &Override) -> Result<(), Error> {
+    let invalid = |why: &str| {
+        Error::usage(format!("`{}`: {why}", item.flag))
+            .with_hint("keys are dotted paths of the manifest, like `agent.model` or `step.0.prompt`")
+    };
+    let mut current = table;
+    let (last, parents) = item.path.0.split_last().expect("key paths are never empty");
+    for segment in parents {
+        let next = match segment {
+            Segment::Key(key) => current
+                .entry(key.clone())
+                .or_insert_with(|| toml::Value::Table(toml::Table::new())),
+            Segment::Index(index) => return Err(invalid(&format!("index {index} must follow a list key"))),
+        };
+        current = match next {
+            toml::Value::Table(inner) => inner,
+            toml::Value::Array(list) => {
+                return Err(invalid(&format!("`{segment:?}` is a list with {} entries; name one by its number", list.len())))
+            }
+            _ => return Err(invalid("a parent of the key is not a table")),
+        };
+    }
+    match last {
+        Segment::Key(key) => {
+            current.insert(key.clone(), item.value.clone());
+        }
+        Segment::Index(_) => return Err(invalid("the key must end with a name")),
+    }
+    Ok(())
+}
+
+/// Turn a serde error into a located message with a hint.
+fn describe_serde_error(source: &Source, err: serde_path_to_error::Error<toml::de::Error>) -> Error {
+    let mut path = KeyPath(
+        err.path()
+            .iter()
+            .filter_map(|segment| match segment {
+                serde_path_to_error::Segment::Map { key } => Some(Segment::Key(key.clone())),
+                serde_path_to_error::Segment::Seq { index } => Some(Segment::Index(*index)),
+                _ => None,
+            })
+            .collect(),
+    );
+    let message = err.inner().message().trim_end().to_owned();
+
+    if let Some((unknown, expected)) = parse_unknown(&message, "unknown field `") {
+        // The path names the table holding the unknown key; point at the key itself.
+        let table = path.to_string();
+        path = path.child(&unknown);
+        let within = if table.is_empty() { "at the top level".to_owned() } else { format!("in `[{table}]`") };
+        let error = source.error_at_key(&path, format!("unknown key `{unknown}` {within}"));
+        return with_suggestion(error, &unknown, &expected, "known keys");
+    }
+    if let Some((unknown, expected)) = parse_unknown(&message, "unknown variant `") {
+        let error = source.error_at(&path, format!("`{path}` has an unknown value `{unknown}`"));
+        return with_suggestion(error, &unknown, &expected, "expected one of");
+    }
+    let error = source.error_at(&path, format!("`{path}`: {message}"));
+    if message.starts_with("invalid type") && source.origin(&path, false).starts_with('`') {
+        return error.with_hint("a `--set` value that reads as TOML is taken as TOML; quote it to pass a string: `--set 'KEY=\"VALUE\"'`");
+    }
+    error
+}
+
+/// Split serde's "unknown field `x`, expected one of `a`, `b`" into `x` and `[a, b]`.
+fn parse_unknown(message: &str, prefix: &str) -> Option<(String, Vec<String>)> {
+    let rest = message.strip_prefix(prefix)?;
+    let (name, rest) = rest.split_once('`')?;
+    let expected = rest.split('`').skip(1).step_by(2).map(str::to_owned).collect();
+    Some((name.to_owned(), expected))
+}
+
+fn with_suggestion(error: Error, unknown: &str, expected: &[String], list_label: &str) -> Error {
+    let listed = expected.iter().map(|e| format!("`{e}`")).collect::<Vec<_>>().join(", ");
+    match closest(unknown, expected) {
+        Some(best) => error.with_hint(format!("did you mean `{best}`? {list_label}: {listed}")),
+        None if expected.is_empty() => error.with_hint("this table takes no keys"),
+        None => error.with_hint(format!("{list_label}: {listed}")),
+    }
+}
+
+/// The candidate nearest to `word` by edit distance, if it is near enough to be a typo.
+pub fn closest<'a>(word: &str, candidates: &'a [String]) -> Option<&'a str> {
+    candidates
+        .iter()
+        .map(|candidate| (edit_distance(word, candidate), candidate))
+        .filter(|(distance, candidate)| *distance <= (candidate.len().max(word.len()) / 3).max(1))
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, candidate)| candidate.as_str())
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut current = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = previous[j] + usize::from(ca != *cb);
+            current.push(substitution.min(previous[j + 1] + 1).min(current[j] + 1));
+        }
+        previous = current;
+    }
+    previous[b.len()]
+}
+
+/// The byte span of the key (`at_key`) or value at `path` in a parsed document.
+fn locate(table: &Table, path: &[Segment], at_key: bool) -> Option<std::ops::Range<usize>> {
+    let (Segment::Key(first), rest) = path.split_first()? else { return None };
+    let (key, item) = table.get_key_value(first)?;
+    if rest.is_empty() {
+        return if at_key { key.span() } else { item.span().or_else(|| key.span()) };
+    }
+    locate_item(item, rest, at_key).or_else(|| key.span())
+}
+
+fn locate_item(item: &Item, path: &[Segment], at_key: bool) -> Option<std::ops::Range<usize>> {
+    match (item, &path[0]) {
+        (Item::Table(table), Segment::Key(_)) => locate(table, path, at_key),
+        (Item::ArrayOfTables(tables), Segment::Index(index)) => {
+            let table = tables.get(*index)?;
+            if path.len() == 1 {
+                return table.span();
+            }
+            locate(table, &path[1..], at_key).or_else(|| table.span())
+        }
+        (Item::Value(value), _) => locate_value(value, path, at_key),
+        _ => None,
+    }
+}
+
+fn locate_value(value: &Value, path: &[Segment], at_key: bool) -> Option<std::ops::Range<usize>> {
+    match (value, &path[0]) {
+        (Value::InlineTable(table), Segment::Key(name)) => {
+            let (key, item) = table.get_key_value(name)?;
+            if path.len() == 1 {
+                return if at_key { key.span() } else { item.span().or_else(|| key.span()) };
+            }
+            locate_item(item, &path[1..], at_key).or_else(|| key.span())
+        }
+        (Value::Array(array), Segment::Index(index)) => {
+            let element = array.get(*index)?;
+            if path.len() == 1 {
+                return element.span();
+            }
+            locate_value(element, &path[1..], at_key).or_else(|| element.span())
+        }
+        _ => None,
+    }
+}
+
+/// 1-based line and column (in characters) of a byte offset.
+fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    (line, before[line_start..].chars().count() + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggestions() {
+        let keys = ["model".to_owned(), "kind".to_owned(), "max_iterations".to_owned()];
+        assert_eq!(closest("modle", &keys), Some("model"));
+        assert_eq!(closest("max_iteration", &keys), Some("max_iterations"));
+        assert_eq!(closest("zzzzzz", &keys), None);
+    }
+
+    #[test]
+    fn set_values_read_as_toml_or_string() {
+        let value = |text: &str| Override::parse_set(text).unwrap().value;
+        assert_eq!(value("loop.max_iterations=3"), toml::Value::Integer(3));
+        assert_eq!(value("agent.model=gpt-5.5"), toml::Value::String("gpt-5.5".into()));
+        assert_eq!(value("name=\"42\""), toml::Value::String("42".into()));
+        assert_eq!(value("prompt=fix it = now"), toml::Value::String("fix it = now".into()));
+        assert!(Override::parse_set("novalue").is_err());
+        assert!(Override::parse_set("a..b=1").is_err());
+    }
+
+    #[test]
+    fn line_columns() {
+        assert_eq!(line_column("a\nbc\nd", 3), (2, 2));
+        assert_eq!(line_column("", 0), (1, 1));
+    }
+}

@@ -1,0 +1,12 @@
+//! The manifest: the TOML contract users write (`schema`), its self-validating values
+//! (`values`), loading with file:line:col errors and `--set` overrides (`load`), resolution into
+//! the settings of a run (`plan`), and prompt rendering (`prompt`).
+
+pub mod load;
+pub mod plan;
+pub mod prompt;
+pub mod schema;
+pub mod values;
+
+pub use load::{load, LoadRequest};
+pub use plan::Plan;

@@ -1,0 +1,298 @@
+//! The manifest as users write it: every key of the TOML contract, deserialized strictly
+//! (unknown keys are errors). Defaults live in `plan.rs`, where the manifest is resolved into
+//! the settings a run uses; here a key that was not written is `None`.
+
+use super::values::{Duration, Size, StringList};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    pub name: Option<String>,
+    pub prompt: Option<String>,
+    pub prompt_file: Option<String>,
+    #[serde(default)]
+    pub prompt_args: BTreeMap<String, String>,
+    #[serde(default)]
+    pub agent: AgentSection,
+    #[serde(default)]
+    pub sandbox: SandboxSection,
+    #[serde(default)]
+    pub branch: BranchSection,
+    #[serde(default, rename = "loop")]
+    pub loop_: LoopSection,
+    #[serde(default)]
+    pub timeouts: TimeoutsSection,
+    #[serde(default)]
+    pub hooks: HooksSection,
+    #[serde(default)]
+    pub copy_to_worktree: Vec<String>,
+    pub output: Option<OutputSection>,
+    #[serde(default)]
+    pub logging: LoggingSection,
+    #[serde(default)]
+    pub step: Vec<StepSection>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AgentKind {
+    ClaudeCode,
+    Codex,
+    Opencode,
+    Pi,
+    Cursor,
+    Copilot,
+    Cli,
+    Simulated,
+}
+
+impl AgentKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentKind::ClaudeCode => "claude-code",
+            AgentKind::Codex => "codex",
+            AgentKind::Opencode => "opencode",
+            AgentKind::Pi => "pi",
+            AgentKind::Cursor => "cursor",
+            AgentKind::Copilot => "copilot",
+            AgentKind::Cli => "cli",
+            AgentKind::Simulated => "simulated",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PromptVia {
+    Stdin,
+    Arg,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentSection {
+    pub kind: Option<AgentKind>,
+    pub model: Option<String>,
+    pub effort: Option<String>,
+    pub extra_args: Option<Vec<String>>,
+    pub env: Option<BTreeMap<String, String>>,
+    /// Session id to resume (agents that support it).
+    pub resume: Option<String>,
+    // kind = "cli"
+    pub binary: Option<String>,
+    pub args: Option<Vec<String>>,
+    pub prompt_via: Option<PromptVia>,
+    pub parser: Option<String>,
+    // kind = "simulated"
+    pub lines: Option<Vec<String>>,
+    pub line_delay: Option<Duration>,
+    pub exit_code: Option<i32>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SandboxKind {
+    None,
+    Docker,
+    Podman,
+    Isolated,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Network {
+    Bridge,
+    None,
+    Host,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxSection {
+    pub kind: Option<SandboxKind>,
+    pub image: Option<String>,
+    pub network: Option<Network>,
+    pub cpus: Option<f64>,
+    pub memory: Option<Size>,
+    pub pids_limit: Option<u32>,
+    pub mounts: Option<Vec<Mount>>,
+    pub env: Option<BTreeMap<String, String>>,
+    pub run_args: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Mount {
+    pub host: String,
+    pub sandbox: String,
+    #[serde(default)]
+    pub read_only: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Strategy {
+    Head,
+    MergeToHead,
+    Named,
+}
+
+impl Strategy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Strategy::Head => "head",
+            Strategy::MergeToHead => "merge-to-head",
+            Strategy::Named => "named",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct BranchSection {
+    pub strategy: Option<Strategy>,
+    pub name: Option<String>,
+    pub base: Option<String>,
+    /// `head` only: run even though the checkout has uncommitted changes.
+    pub allow_dirty: Option<bool>,
+    /// `named` only: reuse an existing eden worktree of the branch instead of refusing.
+    pub reuse_worktree: Option<bool>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoopSection {
+    pub max_iterations: Option<u32>,
+    pub completion_signal: Option<StringList>,
+    pub idle_timeout: Option<Duration>,
+    pub idle_warning_interval: Option<Duration>,
+    pub completion_timeout: Option<Duration>,
+    pub require_completion: Option<bool>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TimeoutsSection {
+    pub hook_step: Option<Duration>,
+    pub iteration_step: Option<Duration>,
+    pub copy_to_worktree: Option<Duration>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HooksSection {
+    #[serde(default)]
+    pub host: HookPhases,
+    #[serde(default)]
+    pub sandbox: HookPhases,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HookPhases {
+    #[serde(default)]
+    pub on_worktree_ready: Vec<Hook>,
+    #[serde(default)]
+    pub on_sandbox_ready: Vec<Hook>,
+    #[serde(default)]
+    pub on_iteration_start: Vec<Hook>,
+    #[serde(default)]
+    pub on_iteration_end: Vec<Hook>,
+    #[serde(default)]
+    pub on_close: Vec<Hook>,
+}
+
+impl HookPhases {
+    pub fn is_empty(&self) -> bool {
+        self.on_worktree_ready.is_empty()
+            && self.on_sandbox_ready.is_empty()
+            && self.on_iteration_start.is_empty()
+            && self.on_iteration_end.is_empty()
+            && self.on_close.is_empty()
+    }
+}
+
+/// A hook: a shell command, or a table with its own working directory, env and timeout.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum Hook {
+    Command(String),
+    Detailed(DetailedHook),
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DetailedHook {
+    pub cmd: String,
+    pub cwd: Option<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    pub timeout: Option<Duration>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OutputKind {
+    String,
+    Object,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputSection {
+    pub kind: Option<OutputKind>,
+    pub tag: Option<String>,
+    pub schema: Option<String>,
+    pub max_retries: Option<u32>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoggingSection {
+    pub file: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum When {
+    Always,
+    Commits,
+    Success,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepSection {
+    pub name: Option<String>,
+    pub prompt: Option<String>,
+    pub prompt_file: Option<String>,
+    pub prompt_args: Option<BTreeMap<String, String>>,
+    pub agent: Option<AgentSection>,
+    pub max_iterations: Option<u32>,
+    pub completion_signal: Option<StringList>,
+    pub output: Option<OutputSection>,
+    pub when: Option<When>,
+    pub continue_on_failure: Option<bool>,
+}
+
+impl<'de> Deserialize<'de> for Hook {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct HookVisitor;
+        impl<'de> serde::de::Visitor<'de> for HookVisitor {
+            type Value = Hook;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a command string or a table { cmd, cwd, env, timeout }")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Hook, E> {
+                Ok(Hook::Command(v.to_owned()))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Hook, A::Error> {
+                DetailedHook::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(Hook::Detailed)
+            }
+        }
+        deserializer.deserialize_any(HookVisitor)
+    }
+}

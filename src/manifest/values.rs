@@ -1,0 +1,295 @@
+//! Value types of the manifest that validate themselves while deserializing, so a bad value is
+//! reported at its own line and column: durations, sizes, one-or-many lists, branch names.
+
+use serde::de::{self, Deserializer, SeqAccess, Visitor};
+use serde::{Deserialize, Serialize, Serializer};
+use std::fmt;
+use std::time::Duration as StdDuration;
+
+/// A positive duration: seconds as a number, or `"90s"`, `"10m"`, `"1h30m"`, `"500ms"`, `"2d"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Duration(pub StdDuration);
+
+impl Duration {
+    pub const fn from_secs(secs: u64) -> Self {
+        Duration(StdDuration::from_secs(secs))
+    }
+}
+
+const DURATION_EXPECTED: &str =
+    "a duration like \"90s\", \"10m\" or \"1h30m\", or a number of seconds";
+
+/// Parse `"1h30m"`-style durations. Each part is a whole number followed by `ms`, `s`, `m`, `h`
+/// or `d`; parts may be separated by spaces.
+pub fn parse_duration(text: &str) -> Result<StdDuration, String> {
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        return Err(format!("empty duration, expected {DURATION_EXPECTED}"));
+    }
+    if let Ok(secs) = trimmed.parse::<f64>() {
+        return seconds(secs);
+    }
+    let invalid = || format!("invalid duration `{text}`, expected {DURATION_EXPECTED}");
+    let mut total = StdDuration::ZERO;
+    let mut rest = trimmed;
+    while !rest.is_empty() {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return Err(invalid());
+        }
+        let number: u64 = rest[..digits].parse().map_err(|_| invalid())?;
+        rest = &rest[digits..];
+        let unit_len = rest.bytes().take_while(u8::is_ascii_alphabetic).count();
+        let unit = match &rest[..unit_len] {
+            "ms" => StdDuration::from_millis(1),
+            "s" => StdDuration::from_secs(1),
+            "m" => StdDuration::from_secs(60),
+            "h" => StdDuration::from_secs(3600),
+            "d" => StdDuration::from_secs(86_400),
+            _ => return Err(invalid()),
+        };
+        total = u32::try_from(number)
+            .ok()
+            .and_then(|n| unit.checked_mul(n))
+            .and_then(|part| total.checked_add(part))
+            .ok_or_else(invalid)?;
+        rest = rest[unit_len..].trim_start();
+    }
+    if total.is_zero() {
+        return Err(format!("duration `{text}` is zero, expected a positive duration"));
+    }
+    Ok(total)
+}
+
+fn seconds(secs: f64) -> Result<StdDuration, String> {
+    if !secs.is_finite() || secs <= 0.0 || secs > 1e9 {
+        return Err(format!("duration {secs} is out of range, expected a positive number of seconds"));
+    }
+    Ok(StdDuration::from_secs_f64(secs))
+}
+
+/// Format a duration the way the manifest accepts it back (`1h30m`, `90s` → `1m30s`, `250ms`).
+pub fn format_duration(duration: StdDuration) -> String {
+    let millis = duration.as_millis();
+    if millis == 0 {
+        return "0s".into();
+    }
+    if millis % 1000 != 0 {
+        if millis < 1000 {
+            return format!("{millis}ms");
+        }
+        return format!("{:.1}s", duration.as_secs_f64());
+    }
+    let mut secs = duration.as_secs();
+    let mut out = String::new();
+    for (unit, size) in [("d", 86_400), ("h", 3600), ("m", 60), ("s", 1)] {
+        if secs >= size {
+            out.push_str(&format!("{}{unit}", secs / size));
+            secs %= size;
+        }
+    }
+    out
+}
+
+impl<'de> Deserialize<'de> for Duration {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct DurationVisitor;
+        impl Visitor<'_> for DurationVisitor {
+            type Value = Duration;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str(DURATION_EXPECTED)
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Duration, E> {
+                parse_duration(v).map(Duration).map_err(E::custom)
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Duration, E> {
+                seconds(v as f64).map(Duration).map_err(E::custom)
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Duration, E> {
+                seconds(v as f64).map(Duration).map_err(E::custom)
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Duration, E> {
+                seconds(v).map(Duration).map_err(E::custom)
+            }
+        }
+        deserializer.deserialize_any(DurationVisitor)
+    }
+}
+
+impl Serialize for Duration {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&format_duration(self.0))
+    }
+}
+
+/// A memory size: bytes as a number, or `"512m"`, `"4g"`, `"1.5g"` (k, m, g, t; binary units).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Size(pub u64);
+
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let invalid = || format!("invalid size `{text}`, expected bytes or a size like \"512m\" or \"4g\"");
+    let trimmed = text.trim().to_ascii_lowercase();
+    let trimmed = trimmed.strip_suffix('b').unwrap_or(&trimmed);
+    let split = trimmed.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(trimmed.len());
+    let (number, unit) = trimmed.split_at(split);
+    let number: f64 = number.trim().parse().map_err(|_| invalid())?;
+    let multiplier: u64 = match unit {
+        "" => 1,
+        "k" => 1 << 10,
+        "m" => 1 << 20,
+        "g" => 1 << 30,
+        "t" => 1 << 40,
+        _ => return Err(invalid()),
+    };
+    let bytes = number * multiplier as f64;
+    if !bytes.is_finite() || bytes < 1.0 || bytes > u64::MAX as f64 {
+        return Err(invalid());
+    }
+    Ok(bytes as u64)
+}
+
+impl<'de> Deserialize<'de> for Size {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct SizeVisitor;
+        impl Visitor<'_> for SizeVisitor {
+            type Value = Size;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a size like \"512m\" or \"4g\", or a number of bytes")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Size, E> {
+                parse_size(v).map(Size).map_err(E::custom)
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Size, E> {
+                u64::try_from(v)
+                    .ok()
+                    .filter(|v| *v > 0)
+                    .map(Size)
+                    .ok_or_else(|| E::custom(format!("size {v} must be a positive number of bytes")))
+            }
+        }
+        deserializer.deserialize_any(SizeVisitor)
+    }
+}
+
+/// A list that may be written as a single string: `"x"` or `["x", "y"]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+#[serde(transparent)]
+pub struct StringList(pub Vec<String>);
+
+impl<'de> Deserialize<'de> for StringList {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ListVisitor;
+        impl<'de> Visitor<'de> for ListVisitor {
+            type Value = StringList;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string or a list of strings")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<StringList, E> {
+                Ok(StringList(vec![v.to_owned()]))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<StringList, A::Error> {
+                let mut items = Vec::new();
+                while let Some(item) = seq.next_element::<String>()? {
+                    items.push(item);
+                }
+                Ok(StringList(items))
+            }
+        }
+        deserializer.deserialize_any(ListVisitor)
+    }
+}
+
+/// Why `name` cannot be a git branch name, following `git check-ref-format --branch`.
+pub fn branch_name_problem(name: &str) -> Option<&'static str> {
+    if name.is_empty() {
+        return Some("it is empty");
+    }
+    if name.starts_with('-') {
+        return Some("it starts with `-`");
+    }
+    if name == "HEAD" || name == "@" {
+        return Some("it is reserved by git");
+    }
+    if name.contains("..") {
+        return Some("it contains `..`");
+    }
+    if name.contains("@{") {
+        return Some("it contains `@{`");
+    }
+    if name.contains("//") || name.starts_with('/') || name.ends_with('/') {
+        return Some("it has an empty path component");
+    }
+    if name.ends_with('.') {
+        return Some("it ends with `.`");
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|c| c.is_ascii_control() || matches!(c, ' ' | '~' | '^' | ':' | '?' | '*' | '[' | '\\'))
+    {
+        return Some(match c {
+            ' ' => "it contains a space",
+            _ if c.is_ascii_control() => "it contains a control character",
+            '~' => "it contains `~`",
+            '^' => "it contains `^`",
+            ':' => "it contains `:`",
+            '?' => "it contains `?`",
+            '*' => "it contains `*`",
+            '[' => "it contains `[`",
+            _ => "it contains `\\`",
+        });
+    }
+    if name.split('/').any(|part| part.starts_with('.') || part.ends_with(".lock")) {
+        return Some("a component starts with `.` or ends with `.lock`");
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        let d = |s: &str| parse_duration(s).unwrap();
+        assert_eq!(d("90s"), StdDuration::from_secs(90));
+        assert_eq!(d("10m"), StdDuration::from_secs(600));
+        assert_eq!(d("1h30m"), StdDuration::from_secs(5400));
+        assert_eq!(d("1h 30m"), StdDuration::from_secs(5400));
+        assert_eq!(d("250ms"), StdDuration::from_millis(250));
+        assert_eq!(d("45"), StdDuration::from_secs(45));
+        assert_eq!(d("0.5"), StdDuration::from_millis(500));
+        for bad in ["", "10x", "m", "10 minutes", "-5", "0s", "1h30", "99999999999h"] {
+            assert!(parse_duration(bad).is_err(), "{bad} should be rejected");
+        }
+    }
+
+    #[test]
+    fn durations_format_back() {
+        for text in ["90s", "10m", "1h30m", "250ms", "2d"] {
+            let parsed = parse_duration(text).unwrap();
+            assert_eq!(parse_duration(&format_duration(parsed)).unwrap(), parsed);
+        }
+        assert_eq!(format_duration(StdDuration::from_secs(5400)), "1h30m");
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("4g").unwrap(), 4 << 30);
+        assert_eq!(parse_size("512M").unwrap(), 512 << 20);
+        assert_eq!(parse_size("1.5g").unwrap(), 3 << 29);
+        assert_eq!(parse_size("100").unwrap(), 100);
+        for bad in ["", "g", "4x", "-1g", "0"] {
+            assert!(parse_size(bad).is_err(), "{bad} should be rejected");
+        }
+    }
+
+    #[test]
+    fn branch_names() {
+        for good in ["eden/fix-login", "feature/a.b", "x"] {
+            assert_eq!(branch_name_problem(good), None, "{good}");
+        }
+        for bad in ["", "-x", "a..b", "a b", "a~1", "a:b", "a/", "/a", "a//b", "a.lock", ".a", "a.", "HEAD", "a@{1"] {
+            assert!(branch_name_problem(bad).is_some(), "{bad} should be rejected");
+        }
+    }
+}

@@ -1,0 +1,134 @@
+//! The end of a run, whatever happened: merge a successful merge-to-head branch into its
+//! target, keep what must be kept (a branch with unmerged commits, a worktree with uncommitted
+//! changes), remove the rest, release the lock. Never deletes uncommitted work.
+
+use super::workspace::{Workspace, WorktreeAction};
+use super::LoopEnd;
+use crate::error::Error;
+use crate::git::{merge_into, Commit, MergeResult};
+use crate::manifest::plan::Plan;
+use crate::manifest::schema::Strategy;
+use crate::ui::{Event, Reporter};
+use std::path::PathBuf;
+
+pub(crate) struct Finished {
+    pub root: PathBuf,
+    pub strategy: Strategy,
+    pub branch: String,
+    pub base_branch: Option<String>,
+    pub base_commit: String,
+    pub worktree: PathBuf,
+    pub commits: Vec<Commit>,
+    pub merged_into: Option<String>,
+    pub merge_commit: Option<String>,
+    pub preserved_branch: Option<String>,
+    pub preserved_worktree: Option<PathBuf>,
+    pub error: Option<Error>,
+}
+
+pub(crate) fn finish(
+    _plan: &Plan,
+    workspace: Workspace,
+    outcome: Result<LoopEnd, Error>,
+    reporter: &mut dyn Reporter,
+) -> Finished {
+    let pre = &workspace.pre;
+    let mut error = outcome.err();
+    let mut merged_into = None;
+    let mut merge_commit = None;
+    let mut preserved_branch = None;
+    let mut preserved_worktree = None;
+
+    // The branch tip, read from the repository (the worktree may be gone by the time we ask).
+    let commits = match workspace.repo.commits_between(&pre.base_commit, &pre.branch) {
+        Ok(commits) => commits,
+        Err(err) => {
+            error.get_or_insert(err);
+            Vec::new()
+        }
+    };
+    let dirty = match pre.action {
+        WorktreeAction::UseCheckout => false,
+        _ => match workspace.worktree.dirty_paths() {
+            Ok(paths) => !paths.is_empty(),
+            // If we cannot tell, assume there is work to keep.
+            Err(_) => true,
+        },
+    };
+
+    let mut branch_is_safe_to_delete = commits.is_empty();
+    if pre.strategy == Strategy::MergeToHead && error.is_none() && !commits.is_empty() {
+        let target = pre.base_branch.clone().expect("merge-to-head has a target");
+        match merge_into(&workspace.repo, &pre.branch, &target) {
+            Ok(MergeResult::Conflict { files }) => {
+                error = Some(conflict_error(&pre.branch, &target, &files));
+            }
+            Ok(result) => {
+                merge_commit = match result {
+                    MergeResult::FastForward { commit } | MergeResult::Merged { commit } => Some(commit),
+                    _ => None,
+                };
+                merged_into = Some(target.clone());
+                branch_is_safe_to_delete = true;
+                reporter.report(&Event::Info {
+                    message: &format!("merged {} commit(s) from `{}` into `{target}`", commits.len(), pre.branch),
+                });
+            }
+            Err(err) => error = Some(err),
+        }
+    }
+
+    if dirty {
+        preserved_worktree = Some(pre.worktree.clone());
+        reporter.report(&Event::Warning {
+            message: &format!("the worktree has uncommitted changes and is kept: {}", pre.worktree.display()),
+        });
+    } else if workspace.owns_worktree() {
+        if let Err(err) = workspace.repo.remove_worktree(&pre.worktree) {
+            preserved_worktree = Some(pre.worktree.clone());
+            reporter.report(&Event::Warning { message: &format!("could not remove the worktree: {err}") });
+        }
+    }
+
+    match pre.strategy {
+        Strategy::Head => {}
+        Strategy::Named => preserved_branch = Some(pre.branch.clone()),
+        Strategy::MergeToHead => {
+            if branch_is_safe_to_delete && !dirty {
+                if let Err(err) = workspace.repo.delete_branch(&pre.branch) {
+                    reporter.report(&Event::Warning { message: &format!("could not delete the branch: {err}") });
+                    preserved_branch = Some(pre.branch.clone());
+                }
+            } else {
+                preserved_branch = Some(pre.branch.clone());
+            }
+        }
+    }
+
+    let Workspace { pre, lock, .. } = workspace;
+    drop(lock);
+    Finished {
+        root: pre.root,
+        strategy: pre.strategy,
+        branch: pre.branch,
+        base_branch: pre.base_branch,
+        base_commit: pre.base_commit,
+        worktree: pre.worktree,
+        commits,
+        merged_into,
+        merge_commit,
+        preserved_branch,
+        preserved_worktree,
+        error,
+    }
+}
+
+fn conflict_error(branch: &str, target: &str, files: &[String]) -> Error {
+    let listed = files.iter().map(|f| format!("  {f}")).collect::<Vec<_>>().join("\n");
+    Error::git(format!(
+        "merging `{branch}` into `{target}` conflicts; `{target}` was left untouched and `{branch}` is kept\nconflicting files:\n{listed}"
+    ))
+    .with_hint(format!(
+        "to finish by hand: `git switch {target} && git merge {branch}`, resolve the conflicts, `git commit`, then `git branch -d {branch}`"
+    ))
+}

@@ -1,0 +1,184 @@
+//! The iteration loop: render the prompt, run the agent under the supervisor, watch its text
+//! for the completion signal, collect the commits it made, decide whether to go on.
+
+use super::workspace::Workspace;
+use super::{interrupted, interrupted_error, LoopEnd, RunOptions};
+use super::record::{now_rfc3339, IterationRecord};
+use crate::agent::{Agent, CompletionScanner, Invocation, Parser, StreamEvent};
+use crate::error::Error;
+use crate::manifest::plan::Plan;
+use crate::manifest::prompt;
+use crate::manifest::values::format_duration;
+use crate::process::{supervise, Abort, Handlers, Outcome, Watchdogs};
+use crate::ui::{Event, Reporter};
+use std::collections::{BTreeMap, HashSet};
+use std::time::Duration;
+use tokio::sync::watch;
+
+struct IterationHandlers<'a> {
+    iteration: u32,
+    parser: Box<dyn Parser>,
+    scanner: CompletionScanner,
+    reporter: &'a mut dyn Reporter,
+    signal: Option<String>,
+}
+
+impl Handlers for IterationHandlers<'_> {
+    fn stdout_line(&mut self, line: &[u8]) -> bool {
+        let IterationHandlers { iteration, parser, scanner, reporter, signal } = self;
+        parser.parse_line(line, &mut |event| match event {
+            StreamEvent::Text { text, continues } => {
+                reporter.report(&Event::AgentText { iteration: *iteration, text });
+                if signal.is_none() {
+                    if let Some(found) = scanner.scan(text, continues) {
+                        reporter.report(&Event::CompletionSignal { iteration: *iteration, signal: found });
+                        *signal = Some(found.to_owned());
+                    }
+                }
+            }
+        });
+        self.signal.is_some()
+    }
+
+    fn stderr_line(&mut self, line: &[u8]) {
+        let text = String::from_utf8_lossy(line);
+        self.reporter.report(&Event::AgentStderr { iteration: self.iteration, text: &text });
+    }
+
+    fn idle_warning(&mut self, silent_for: Duration) {
+        self.reporter.report(&Event::IdleWarning { iteration: self.iteration, silent_secs: silent_for.as_secs() });
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn run_loop(
+    plan: &Plan,
+    options: &RunOptions,
+    workspace: &Workspace,
+    agent: &dyn Agent,
+    run_id: &str,
+    reporter: &mut dyn Reporter,
+    abort: &mut watch::Receiver<Option<Abort>>,
+    records: &mut Vec<IterationRecord>,
+) -> Result<LoopEnd, Error> {
+    let watchdogs = Watchdogs {
+        idle_timeout: plan.loop_.idle_timeout.0,
+        idle_warning_interval: plan.loop_.idle_warning_interval.0,
+        step_timeout: plan.timeouts.iteration_step.0,
+        completion_timeout: plan.loop_.completion_timeout.0,
+        kill_grace: options.kill_grace,
+    };
+    let pre = &workspace.pre;
+    let mut values: BTreeMap<String, String> = plan.prompt.args.clone();
+    values.insert("BRANCH".into(), pre.branch.clone());
+    values.insert("BASE_BRANCH".into(), pre.base_branch.clone().unwrap_or_default());
+    values.insert("MAX_ITERATIONS".into(), plan.loop_.max_iterations.to_string());
+    values.insert("RUN_ID".into(), run_id.to_owned());
+    values.insert("NAME".into(), plan.name.clone());
+    let mut seen_commits: HashSet<String> = HashSet::new();
+
+    for iteration in 1..=plan.loop_.max_iterations {
+        if let Some(error) = interrupted(abort) {
+            return Err(error);
+        }
+        reporter.report(&Event::IterationStarted { iteration, max_iterations: plan.loop_.max_iterations });
+        values.insert("ITERATION".into(), iteration.to_string());
+        let rendered = prompt::render(&plan.prompt.template, &values);
+        reporter.report(&Event::Prompt { iteration, text: &rendered });
+
+        let command = agent.command(&Invocation { prompt: &rendered, worktree: &pre.worktree })?;
+        let program = command.to_string();
+        let started_at = now_rfc3339();
+        let clock = std::time::Instant::now();
+        let mut handlers = IterationHandlers {
+            iteration,
+            parser: agent.parser(),
+            scanner: CompletionScanner::new(&plan.loop_.completion_signal),
+            reporter: &mut *reporter,
+            signal: None,
+        };
+        let (outcome, tail) = supervise(command, &watchdogs, &mut handlers, abort).await.map_err(|err| {
+            Error::agent(format!("cannot start the agent `{program}`: {err}"))
+                .with_hint("check `agent.binary` and that it is executable")
+        })?;
+        let signal = handlers.signal.take();
+        drop(handlers);
+
+        // Commits the agent made this iteration, oldest first.
+        let all = workspace.worktree.commits_between(&pre.base_commit, "HEAD")?;
+        let mut new_commits = Vec::new();
+        for commit in all {
+            if seen_commits.insert(commit.sha.clone()) {
+                reporter.report(&Event::Commit { iteration, sha: &commit.sha, subject: &commit.subject });
+                new_commits.push(commit.sha);
+            }
+        }
+
+        let (label, exit_code, result) = judge(outcome, iteration, &tail.lines(20));
+        let duration_ms = clock.elapsed().as_millis() as u64;
+        reporter.report(&Event::IterationFinished { iteration, outcome: label, exit_code, duration_ms });
+        records.push(IterationRecord {
+            iteration,
+            started_at,
+            duration_ms,
+            outcome: label.to_owned(),
+            exit_code,
+            completion_signal: signal.clone(),
+            commits: new_commits,
+            prompt: rendered,
+        });
+        match result {
+            Err(error) => return Err(error),
+            Ok(true) => return Ok(LoopEnd { completion_signal: signal }),
+            Ok(false) => {}
+        }
+    }
+    if plan.loop_.require_completion {
+        return Err(Error::new(
+            crate::error::ErrorKind::Incomplete,
+            format!("no completion signal after {} iteration(s)", plan.loop_.max_iterations),
+        )
+        .with_hint(format!(
+            "the agent must print one of: {}; raise `loop.max_iterations` or check the prompt",
+            plan.loop_.completion_signal.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(", ")
+        )));
+    }
+    Ok(LoopEnd { completion_signal: None })
+}
+
+/// What an iteration's outcome means: its label for the record, the exit code, and
+/// `Ok(true)` = complete, `Ok(false)` = go on, `Err` = the run fails.
+fn judge(outcome: Outcome, iteration: u32, tail: &[String]) -> (&'static str, Option<i32>, Result<bool, Error>) {
+    match outcome {
+        Outcome::Exited { code, signal_seen: true } => ("completed", Some(code), Ok(true)),
+        Outcome::CompletionTimeout => ("completion_timeout", None, Ok(true)),
+        Outcome::Exited { code: 0, signal_seen: false } => ("exited", Some(0), Ok(false)),
+        Outcome::Exited { code, signal_seen: false } => {
+            let mut message = format!("the agent exited with code {code} in iteration {iteration}");
+            if !tail.is_empty() {
+                message.push_str("; its last output:\n");
+                message.push_str(&tail.iter().map(|l| format!("  {l}")).collect::<Vec<_>>().join("\n"));
+            }
+            let error = Error::agent(message)
+                .with_hint("the agent failed before printing the completion signal; see its output above");
+            ("failed", Some(code), Err(error))
+        }
+        Outcome::IdleTimeout(after) => {
+            let error = Error::timeout(format!(
+                "the agent printed nothing for {} in iteration {iteration} and was stopped",
+                format_duration(after)
+            ))
+            .with_hint("raise `loop.idle_timeout` if the agent is slow to print");
+            ("idle_timeout", None, Err(error))
+        }
+        Outcome::StepTimeout(after) => {
+            let error = Error::timeout(format!(
+                "iteration {iteration} ran longer than {} and was stopped",
+                format_duration(after)
+            ))
+            .with_hint("raise `timeouts.iteration_step`");
+            ("step_timeout", None, Err(error))
+        }
+        Outcome::Aborted(number) => ("interrupted", None, Err(interrupted_error(number))),
+    }
+}

@@ -1,0 +1,182 @@
+//! A run, start to finish: preflight (no side effects), workspace, the iteration loop, finish
+//! (merge or keep), run record. The outside world is reached only through `Agent`, `Reporter`,
+//! the git runner and the process supervisor.
+
+mod finish;
+mod iterate;
+pub mod lock;
+pub mod record;
+pub mod workspace;
+
+use crate::agent;
+use crate::error::{Error, ErrorKind};
+use crate::manifest::plan::Plan;
+use crate::process::{listen_for_signals, Abort};
+use crate::ui::{Event, Fanout, LogFileReporter, Reporter};
+use record::{now_rfc3339, ErrorRecord, RunRecord};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+
+pub struct RunOptions {
+    /// Where eden was started (or `--repo`): the repository to work in.
+    pub repo_dir: PathBuf,
+    /// Between forwarding a signal (or a timeout's SIGTERM) and SIGKILL.
+    pub kill_grace: Duration,
+}
+
+/// The record (when the run got far enough to have one) and the error, if it failed.
+pub struct RunResult {
+    pub record: Option<RunRecord>,
+    pub error: Option<Error>,
+}
+
+/// How the iteration loop ended when it did not fail.
+pub(crate) struct LoopEnd {
+    pub completion_signal: Option<String>,
+}
+
+pub async fn run(plan: &Plan, options: &RunOptions, display: Option<Box<dyn Reporter>>) -> RunResult {
+    let failed = |error: Error| RunResult { record: None, error: Some(error) };
+    // From here on Ctrl-C is ours to handle: nothing below may be cut off half-way.
+    let mut abort = match listen_for_signals() {
+        Ok(receiver) => receiver,
+        Err(err) => return failed(Error::usage(format!("cannot install signal handlers: {err}"))),
+    };
+    let agent = match agent::from_plan(&plan.agent) {
+        Ok(agent) => agent,
+        Err(err) => return failed(err),
+    };
+    let run_id = record::new_run_id();
+    let pre = match workspace::preflight(plan, &options.repo_dir, &run_id) {
+        Ok(pre) => pre,
+        Err(err) => return failed(err),
+    };
+    if let Some(interrupted) = interrupted(&abort) {
+        return failed(interrupted);
+    }
+
+    let mut reporter = Fanout(display.into_iter().collect());
+    if let Some(template) = &plan.logging.file {
+        let path = pre.root.join(
+            template
+                .replace("{name}", &plan.name)
+                .replace("{branch}", &crate::git::slug(&pre.branch))
+                .replace("{run_id}", &run_id),
+        );
+        match LogFileReporter::create(&path) {
+            Ok(log) => reporter.0.push(Box::new(log)),
+            Err(err) => {
+                return failed(Error::usage(format!("cannot open the log file: {err}"))
+                    .with_hint("check `logging.file` in the manifest"))
+            }
+        }
+    }
+
+    let started_at = now_rfc3339();
+    let clock = Instant::now();
+    let mut notes = Vec::new();
+    let workspace = match workspace::create(pre, &run_id, &mut notes) {
+        Ok(workspace) => workspace,
+        Err(err) => return failed(err),
+    };
+    for note in &notes {
+        reporter.report(&Event::Warning { message: note });
+    }
+    let pre = &workspace.pre;
+    reporter.report(&Event::RunStarted {
+        run_id: &run_id,
+        name: &plan.name,
+        agent: agent.kind(),
+        strategy: pre.strategy.as_str(),
+        branch: &pre.branch,
+        base: pre.base_branch.as_deref(),
+        worktree: &pre.worktree,
+        max_iterations: plan.loop_.max_iterations,
+    });
+
+    let mut iterations = Vec::new();
+    let outcome = iterate::run_loop(
+        plan,
+        options,
+        &workspace,
+        agent.as_ref(),
+        &run_id,
+        &mut reporter,
+        &mut abort,
+        &mut iterations,
+    )
+    .await;
+    let completion_signal = outcome.as_ref().ok().and_then(|end| end.completion_signal.clone());
+    let finished = finish::finish(plan, workspace, outcome, &mut reporter);
+
+    let mut error = finished.error;
+    // A signal that arrived during the finish still counts.
+    if error.is_none() {
+        error = interrupted(&abort);
+    }
+    let exit_code = error.as_ref().map_or(0, |e| e.kind.exit_code());
+    let exit_reason = match (&error, &completion_signal) {
+        (Some(error), _) => error.kind.as_str().to_owned(),
+        (None, Some(_)) => "completed".to_owned(),
+        (None, None) => "max_iterations".to_owned(),
+    };
+    let runs_dir = finished.root.join(".eden").join("runs");
+    let mut record = RunRecord {
+        id: run_id.clone(),
+        name: plan.name.clone(),
+        manifest: plan.manifest.clone(),
+        repo: finished.root.clone(),
+        agent: agent.kind().to_owned(),
+        strategy: finished.strategy.as_str().to_owned(),
+        branch: finished.branch,
+        base_branch: finished.base_branch,
+        base_commit: finished.base_commit,
+        worktree: finished.worktree,
+        max_iterations: plan.loop_.max_iterations,
+        iterations,
+        completion_signal,
+        commits: finished.commits,
+        merged_into: finished.merged_into,
+        merge_commit: finished.merge_commit,
+        preserved_branch: finished.preserved_branch,
+        preserved_worktree: finished.preserved_worktree,
+        started_at,
+        finished_at: now_rfc3339(),
+        duration_ms: clock.elapsed().as_millis() as u64,
+        exit_reason,
+        exit_code,
+        error: error.as_ref().map(|e| ErrorRecord {
+            kind: e.kind.as_str().to_owned(),
+            message: e.message.clone(),
+            hint: e.hint.clone(),
+        }),
+        record_path: runs_dir.join(format!("{run_id}.json")),
+    };
+    if let Err(err) = write_record(&record) {
+        reporter.report(&Event::Warning { message: &format!("cannot write the run record: {err}") });
+        record.record_path = PathBuf::new();
+    }
+    reporter.report(&Event::RunFinished { record: &record });
+    RunResult { record: Some(record), error }
+}
+
+fn write_record(record: &RunRecord) -> std::io::Result<()> {
+    if let Some(dir) = record.record_path.parent() {
+        fs_err::create_dir_all(dir)?;
+    }
+    let json = serde_json::to_vec_pretty(record).map_err(std::io::Error::other)?;
+    let temporary = record.record_path.with_extension("json.tmp");
+    fs_err::write(&temporary, json)?;
+    fs_err::rename(&temporary, &record.record_path)
+}
+
+/// The interruption error if eden has received SIGINT/SIGTERM.
+pub(crate) fn interrupted(abort: &watch::Receiver<Option<Abort>>) -> Option<Error> {
+    abort.borrow().map(|request| interrupted_error(request.signal))
+}
+
+pub(crate) fn interrupted_error(signal: i32) -> Error {
+    let name = if signal == nix::sys::signal::Signal::SIGINT as i32 { "SIGINT" } else { "SIGTERM" };
+    Error::new(ErrorKind::Interrupted(signal), format!("interrupted by {name}"))
+}

@@ -1,0 +1,73 @@
+//! The run record, `.eden/runs/<id>.json`: what happened, for scripts and for people later.
+
+use crate::git::Commit;
+use serde::Serialize;
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RunRecord {
+    pub id: String,
+    pub name: String,
+    pub manifest: Option<PathBuf>,
+    pub repo: PathBuf,
+    pub agent: String,
+    pub strategy: String,
+    pub branch: String,
+    pub base_branch: Option<String>,
+    pub base_commit: String,
+    pub worktree: PathBuf,
+    pub max_iterations: u32,
+    pub iterations: Vec<IterationRecord>,
+    /// The signal that ended the run, if one was seen.
+    pub completion_signal: Option<String>,
+    /// Commits made during the run, oldest first.
+    pub commits: Vec<Commit>,
+    pub merged_into: Option<String>,
+    pub merge_commit: Option<String>,
+    pub preserved_branch: Option<String>,
+    pub preserved_worktree: Option<PathBuf>,
+    pub started_at: String,
+    pub finished_at: String,
+    pub duration_ms: u64,
+    /// `completed`, `max_iterations`, or the error kind (`agent_failed`, `timeout`, ...).
+    pub exit_reason: String,
+    pub exit_code: i32,
+    pub error: Option<ErrorRecord>,
+    pub record_path: PathBuf,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct IterationRecord {
+    pub iteration: u32,
+    pub started_at: String,
+    pub duration_ms: u64,
+    /// `exited`, `completed`, `completion_timeout`, `failed`, `idle_timeout`, `step_timeout`,
+    /// `interrupted`.
+    pub outcome: String,
+    pub exit_code: Option<i32>,
+    pub completion_signal: Option<String>,
+    pub commits: Vec<String>,
+    pub prompt: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ErrorRecord {
+    pub kind: String,
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+pub fn now_rfc3339() -> String {
+    humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
+}
+
+/// `20261122-200523-a1b2c3`: sortable, unique enough for branch names and file names.
+pub fn new_run_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let digits: String = stamp.chars().filter(char::is_ascii_digit).collect();
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u32(std::process::id());
+    hasher.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos());
+    format!("{}-{}-{:06x}", &digits[..8], &digits[8..14], hasher.finish() & 0xff_ffff)
+}

@@ -1,0 +1,197 @@
+//! Where the agent works. `preflight` decides branch, base and worktree from the plan and the
+//! repository without changing anything; `create` then takes the lock and makes the worktree.
+//! Everything that can be refused is refused in `preflight`.
+
+use super::lock::{BranchLock, Taken};
+use crate::error::Error;
+use crate::git::{slug, Git, WorktreeList};
+use crate::manifest::plan::Plan;
+use crate::manifest::schema::Strategy;
+use std::path::{Path, PathBuf};
+
+pub struct Preflight {
+    pub strategy: Strategy,
+    /// The main worktree's root; `.eden/` lives here.
+    pub root: PathBuf,
+    pub branch: String,
+    /// The branch the run started from (and, for merge-to-head, merges back into).
+    pub base_branch: Option<String>,
+    pub base_commit: String,
+    pub worktree: PathBuf,
+    pub action: WorktreeAction,
+}
+
+pub enum WorktreeAction {
+    /// `head`: the agent works in the user's checkout.
+    UseCheckout,
+    CreateWithNewBranch,
+    CreateForExistingBranch,
+    Reuse,
+}
+
+pub struct Workspace {
+    pub pre: Preflight,
+    pub repo: Git,
+    pub worktree: Git,
+    pub lock: BranchLock,
+}
+
+impl Workspace {
+    pub fn eden_dir(&self) -> PathBuf {
+        self.pre.root.join(".eden")
+    }
+
+    /// Did this run create the worktree (so it may remove it)?
+    pub fn owns_worktree(&self) -> bool {
+        matches!(self.pre.action, WorktreeAction::CreateWithNewBranch | WorktreeAction::CreateForExistingBranch)
+    }
+}
+
+pub fn preflight(plan: &Plan, repo_dir: &Path, run_id: &str) -> Result<Preflight, Error> {
+    let root = Git::discover(repo_dir)?;
+    let repo = Git::new(&root);
+    // The checkout eden was started in (it may be a linked worktree of the repository).
+    let checkout = PathBuf::from(Git::new(repo_dir).run(["rev-parse", "--show-toplevel"])?);
+    let checkout_git = Git::new(&checkout);
+    let current = checkout_git.current_branch()?;
+    let head_commit = checkout_git.resolve("HEAD")?;
+    let worktrees_dir = root.join(".eden").join("worktrees");
+
+    match plan.branch.strategy {
+        Strategy::Head => {
+            let branch = current.ok_or_else(|| {
+                Error::git("HEAD is detached; strategy `head` commits onto the checked-out branch")
+                    .with_hint("check out a branch first, or use strategy `merge-to-head`")
+            })?;
+            let base_commit = head_commit.ok_or_else(|| no_commits(&checkout))?;
+            if !plan.branch.allow_dirty {
+                let dirty = checkout_git.dirty_paths()?;
+                if !dirty.is_empty() {
+                    let shown: Vec<&str> = dirty.iter().take(5).map(String::as_str).collect();
+                    return Err(Error::git(format!(
+                        "the checkout `{}` has uncommitted changes:\n  {}{}",
+                        checkout.display(),
+                        shown.join("\n  "),
+                        if dirty.len() > 5 { format!("\n  … and {} more", dirty.len() - 5) } else { String::new() }
+                    ))
+                    .with_hint("strategy `head` works in your checkout: commit or stash first, or set `branch.allow_dirty = true`"));
+                }
+            }
+            Ok(Preflight {
+                strategy: Strategy::Head,
+                root,
+                base_branch: Some(branch.clone()),
+                branch,
+                base_commit,
+                worktree: checkout,
+                action: WorktreeAction::UseCheckout,
+            })
+        }
+        Strategy::MergeToHead => {
+            let base = match &plan.branch.base {
+                Some(base) => base.clone(),
+                None => current.ok_or_else(|| {
+                    Error::git("HEAD is detached, so there is no branch to merge back into")
+                        .with_hint("check out a branch, or set `branch.base` to the branch to merge into")
+                })?,
+            };
+            if !repo.branch_exists(&base)? {
+                return Err(Error::git(format!("base branch `{base}` does not exist"))
+                    .with_hint("strategy `merge-to-head` merges back into `branch.base`, which must be a local branch"));
+            }
+            let base_commit = repo.resolve(&base)?.ok_or_else(|| no_commits(&root))?;
+            let branch = format!("eden/{}-{run_id}", plan.name);
+            if repo.branch_exists(&branch)? {
+                return Err(Error::git(format!("branch `{branch}` already exists")));
+            }
+            Ok(Preflight {
+                strategy: Strategy::MergeToHead,
+                worktree: worktrees_dir.join(slug(&branch)),
+                root,
+                branch,
+                base_branch: Some(base),
+                base_commit,
+                action: WorktreeAction::CreateWithNewBranch,
+            })
+        }
+        Strategy::Named => {
+            let branch = plan.branch.name.clone().expect("validated: named has a name");
+            let eden_path = worktrees_dir.join(slug(&branch));
+            let worktrees = WorktreeList::read(&repo)?;
+            let exists = repo.branch_exists(&branch)?;
+            let (action, base_branch, base_commit) = if exists {
+                let tip = repo.resolve(&branch)?.unwrap_or_default();
+                let action = match worktrees.find_branch(&branch) {
+                    None => WorktreeAction::CreateForExistingBranch,
+                    Some(path) if same_path(path, &eden_path) && plan.branch.reuse_worktree => WorktreeAction::Reuse,
+                    Some(path) if same_path(path, &eden_path) => {
+                        return Err(Error::git(format!(
+                            "branch `{branch}` already has an eden worktree at `{}`",
+                            path.display()
+                        ))
+                        .with_hint("set `branch.reuse_worktree = true` to continue in it, or remove it with `git worktree remove`"));
+                    }
+                    Some(path) => {
+                        return Err(Error::git(format!("branch `{branch}` is checked out at `{}`", path.display()))
+                            .with_hint("check out another branch there first; eden works on its own worktree"));
+                    }
+                };
+                (action, None, tip)
+            } else {
+                let base = plan.branch.base.clone().or(current);
+                let base_commit = match &base {
+                    Some(base) => repo.resolve(base)?.ok_or_else(|| {
+                        Error::git(format!("base `{base}` does not exist")).with_hint("set `branch.base` to an existing branch")
+                    })?,
+                    None => head_commit.ok_or_else(|| no_commits(&root))?,
+                };
+                (WorktreeAction::CreateWithNewBranch, base, base_commit)
+            };
+            Ok(Preflight {
+                strategy: Strategy::Named,
+                root,
+                branch,
+                base_branch,
+                base_commit,
+                worktree: eden_path,
+                action,
+            })
+        }
+    }
+}
+
+fn no_commits(dir: &Path) -> Error {
+    Error::git(format!("the repository at `{}` has no commits yet", dir.display()))
+        .with_hint("make a first commit; eden branches off an existing commit")
+}
+
+fn same_path(a: &Path, b: &Path) -> bool {
+    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    canonical(a) == canonical(b)
+}
+
+/// Take the lock and make the worktree. On failure everything made here is undone.
+pub fn create(pre: Preflight, run_id: &str, notes: &mut Vec<String>) -> Result<Workspace, Error> {
+    let repo = Git::new(&pre.root);
+    repo.exclude_eden_dir()?;
+    let locks = pre.root.join(".eden").join("locks");
+    let (lock, taken) = BranchLock::acquire(&locks, &slug(&pre.branch), &pre.branch, run_id)?;
+    if let Taken::ReclaimedFrom(pid) = taken {
+        notes.push(format!("reclaimed a stale lock on `{}` left by pid {pid}", pre.branch));
+    }
+    match pre.action {
+        WorktreeAction::UseCheckout | WorktreeAction::Reuse => {}
+        WorktreeAction::CreateWithNewBranch => {
+            if let Err(err) = repo.add_worktree_new_branch(&pre.worktree, &pre.branch, &pre.base_commit) {
+                // `git worktree add -b` may have made the branch before failing.
+                if repo.branch_exists(&pre.branch).unwrap_or(false) {
+                    let _ = repo.delete_branch(&pre.branch);
+                }
+                return Err(err);
+            }
+        }
+        WorktreeAction::CreateForExistingBranch => repo.add_worktree(&pre.worktree, &pre.branch)?,
+    }
+    let worktree = Git::new(&pre.worktree);
+    Ok(Workspace { pre, repo, worktree, lock })
+}

@@ -1,0 +1,177 @@
+//! A command description that prints itself quoted (for errors and logs), runs to completion
+//! for short helper commands (git), or spawns into its own process group for supervision.
+
+use std::ffi::{OsStr, OsString};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+#[derive(Debug, Clone, Default)]
+pub enum Stdin {
+    #[default]
+    Null,
+    /// Written to the child's stdin, which is then closed.
+    Bytes(Vec<u8>),
+}
+
+#[derive(Debug, Clone)]
+pub struct ProcessBuilder {
+    program: OsString,
+    args: Vec<OsString>,
+    cwd: Option<PathBuf>,
+    /// `None` removes the variable.
+    env: Vec<(OsString, Option<OsString>)>,
+    /// Variables whose values must not appear in `Display` (they are never shown anyway; this
+    /// documents that env is not part of the printed command line).
+    stdin: Stdin,
+}
+
+/// The result of a command run to completion.
+#[derive(Debug)]
+pub struct Output {
+    pub status: std::process::ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Output {
+    pub fn success(&self) -> bool {
+        self.status.success()
+    }
+}
+
+impl ProcessBuilder {
+    pub fn new(program: impl AsRef<OsStr>) -> Self {
+        ProcessBuilder {
+            program: program.as_ref().to_owned(),
+            args: Vec::new(),
+            cwd: None,
+            env: Vec::new(),
+            stdin: Stdin::Null,
+        }
+    }
+
+    pub fn arg(mut self, arg: impl AsRef<OsStr>) -> Self {
+        self.args.push(arg.as_ref().to_owned());
+        self
+    }
+
+    pub fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.args.extend(args.into_iter().map(|a| a.as_ref().to_owned()));
+        self
+    }
+
+    pub fn cwd(mut self, dir: impl AsRef<Path>) -> Self {
+        self.cwd = Some(dir.as_ref().to_owned());
+        self
+    }
+
+    pub fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Self {
+        self.env.push((key.as_ref().to_owned(), Some(value.as_ref().to_owned())));
+        self
+    }
+
+    pub fn env_remove(mut self, key: impl AsRef<OsStr>) -> Self {
+        self.env.push((key.as_ref().to_owned(), None));
+        self
+    }
+
+    pub fn stdin(mut self, stdin: Stdin) -> Self {
+        self.stdin = stdin;
+        self
+    }
+
+    pub fn program(&self) -> &OsStr {
+        &self.program
+    }
+
+    pub fn get_cwd(&self) -> Option<&Path> {
+        self.cwd.as_deref()
+    }
+
+    pub fn take_stdin(&mut self) -> Stdin {
+        std::mem::take(&mut self.stdin)
+    }
+
+    fn command(&self) -> std::process::Command {
+        let mut command = std::process::Command::new(&self.program);
+        command.args(&self.args);
+        if let Some(cwd) = &self.cwd {
+            command.current_dir(cwd);
+        }
+        for (key, value) in &self.env {
+            match value {
+                Some(value) => command.env(key, value),
+                None => command.env_remove(key),
+            };
+        }
+        command
+    }
+
+    /// Run to completion, capturing output. For short helper commands such as git.
+    pub fn output(&self) -> std::io::Result<Output> {
+        let mut command = self.command();
+        command.stdin(match self.stdin {
+            Stdin::Null => Stdio::null(),
+            Stdin::Bytes(_) => Stdio::piped(),
+        });
+        command.stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = command.spawn()?;
+        if let (Stdin::Bytes(bytes), Some(mut stdin)) = (&self.stdin, child.stdin.take()) {
+            use std::io::Write;
+            let _ = stdin.write_all(bytes);
+        }
+        let output = child.wait_with_output()?;
+        Ok(Output {
+            status: output.status,
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        })
+    }
+
+    /// Spawn into a new process group with piped stdout and stderr, and stdin piped when there
+    /// is something to write (null otherwise, so the child never waits on a terminal).
+    pub fn spawn_group(&self) -> std::io::Result<tokio::process::Child> {
+        let mut command = tokio::process::Command::from(self.command());
+        command
+            .process_group(0)
+            .stdin(match self.stdin {
+                Stdin::Null => Stdio::null(),
+                Stdin::Bytes(_) => Stdio::piped(),
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(false);
+        command.spawn()
+    }
+}
+
+impl fmt::Display for ProcessBuilder {
+    /// The command line, shell-quoted. Environment values are never part of it.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let quote = |s: &OsStr| {
+            let s = s.to_string_lossy();
+            shlex::try_quote(&s).map(|q| q.into_owned()).unwrap_or_else(|_| format!("{s:?}"))
+        };
+        write!(f, "{}", quote(&self.program))?;
+        for arg in &self.args {
+            write!(f, " {}", quote(arg))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_quotes_arguments_and_hides_env() {
+        let command = ProcessBuilder::new("git").args(["commit", "-m", "two words"]).env("TOKEN", "s3cret");
+        assert_eq!(command.to_string(), "git commit -m 'two words'");
+    }
+}

@@ -1,0 +1,121 @@
+//! Splitting a byte stream into lines without holding more than one line (bounded) in memory,
+//! and a bounded tail of recent output for error messages.
+
+use std::collections::VecDeque;
+
+/// Longest line kept whole; longer lines are delivered in pieces of this size so memory stays
+/// bounded whatever the agent prints.
+pub const MAX_LINE: usize = 4 << 20;
+
+#[derive(Default)]
+pub struct LineSplitter {
+    partial: Vec<u8>,
+}
+
+impl LineSplitter {
+    /// Feed a chunk; `on_line` gets each complete line without its `\n` (and without a trailing
+    /// `\r`). Lines inside the chunk are passed as slices of it, without copying.
+    pub fn feed(&mut self, mut chunk: &[u8], mut on_line: impl FnMut(&[u8])) {
+        while let Some(end) = memchr::memchr(b'\n', chunk) {
+            if self.partial.is_empty() {
+                on_line(strip_cr(&chunk[..end]));
+            } else {
+                self.partial.extend_from_slice(&chunk[..end]);
+                on_line(strip_cr(&self.partial));
+                self.partial.clear();
+            }
+            chunk = &chunk[end + 1..];
+        }
+        self.partial.extend_from_slice(chunk);
+        while self.partial.len() >= MAX_LINE {
+            let rest = self.partial.split_off(MAX_LINE);
+            on_line(&self.partial);
+            self.partial = rest;
+        }
+    }
+
+    /// The last line, if the stream did not end with a newline.
+    pub fn finish(&mut self, mut on_line: impl FnMut(&[u8])) {
+        if !self.partial.is_empty() {
+            on_line(strip_cr(&self.partial));
+            self.partial.clear();
+        }
+    }
+}
+
+fn strip_cr(line: &[u8]) -> &[u8] {
+    line.strip_suffix(b"\r").unwrap_or(line)
+}
+
+/// The last `capacity` bytes written, for "the tail of its output" in error messages.
+pub struct Tail {
+    bytes: VecDeque<u8>,
+    capacity: usize,
+}
+
+impl Tail {
+    pub fn new(capacity: usize) -> Self {
+        Tail { bytes: VecDeque::with_capacity(capacity), capacity }
+    }
+
+    pub fn push(&mut self, data: &[u8]) {
+        let data = &data[data.len().saturating_sub(self.capacity)..];
+        let overflow = (self.bytes.len() + data.len()).saturating_sub(self.capacity);
+        self.bytes.drain(..overflow);
+        self.bytes.extend(data);
+    }
+
+    /// The last `max_lines` complete lines (a cut-off first line is dropped).
+    pub fn lines(&self, max_lines: usize) -> Vec<String> {
+        let (front, back) = self.bytes.as_slices();
+        let mut all = Vec::with_capacity(self.bytes.len());
+        all.extend_from_slice(front);
+        all.extend_from_slice(back);
+        let text = String::from_utf8_lossy(&all);
+        let mut lines: Vec<&str> = text.lines().collect();
+        if self.bytes.len() == self.capacity && !lines.is_empty() {
+            lines.remove(0);
+        }
+        let skip = lines.len().saturating_sub(max_lines);
+        lines[skip..].iter().map(|l| l.trim_end_matches('\r').to_owned()).filter(|l| !l.trim().is_empty()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn split(chunks: &[&[u8]]) -> Vec<String> {
+        let mut splitter = LineSplitter::default();
+        let mut lines = Vec::new();
+        for chunk in chunks {
+            splitter.feed(chunk, |l| lines.push(String::from_utf8_lossy(l).into_owned()));
+        }
+        splitter.finish(|l| lines.push(String::from_utf8_lossy(l).into_owned()));
+        lines
+    }
+
+    #[test]
+    fn lines_across_chunks() {
+        assert_eq!(split(&[b"a\nb", b"c\r\n", b"d"]), ["a", "bc", "d"]);
+        assert_eq!(split(&[b"", b"\n\n"]), ["", ""]);
+    }
+
+    #[test]
+    fn long_lines_are_bounded() {
+        let long = vec![b'x'; MAX_LINE + 10];
+        let lines = split(&[&long, b"\n"]);
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0].len(), MAX_LINE);
+        assert_eq!(lines[1].len(), 10);
+    }
+
+    #[test]
+    fn tail_keeps_last_lines() {
+        let mut tail = Tail::new(16);
+        tail.push(b"first line\nsecond\nthird\n");
+        assert_eq!(tail.lines(5), ["second", "third"]);
+        tail.push(b"x\n");
+        assert_eq!(tail.lines(1), ["x"]);
+    }
+}

@@ -1,0 +1,15 @@
+//! The one way eden starts processes (`ProcessBuilder`), and the supervisor that runs agents:
+//! own process group, streamed output, idle/step/completion watchdogs, signal forwarding and a
+//! guard that kills the whole group. No `Command::new` outside this module.
+
+mod builder;
+mod group;
+mod lines;
+mod signals;
+mod supervise;
+
+pub use builder::{Output, ProcessBuilder, Stdin};
+pub use group::GroupGuard;
+pub use lines::{LineSplitter, Tail};
+pub use signals::listen as listen_for_signals;
+pub use supervise::{supervise, Abort, Handlers, Outcome, Watchdogs};

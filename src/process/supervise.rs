@@ -1,0 +1,200 @@
+//! Running an agent under watch: its output streamed line by line to the handlers, and the
+//! watchdogs that end it — idle (no stdout), step (wall time), completion (signal seen but the
+//! process hangs on exit) and abort (eden got SIGINT/SIGTERM). Every kill targets the process
+//! group: first the polite signal, then SIGKILL after a grace period.
+
+use super::{GroupGuard, LineSplitter, ProcessBuilder, Stdin, Tail};
+use nix::sys::signal::Signal;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::watch;
+use tokio::time::{sleep_until, Instant};
+
+/// After the leader exits, how long to keep reading pipes that grandchildren still hold open.
+const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
+
+#[derive(Debug, Clone)]
+pub struct Watchdogs {
+    pub idle_timeout: Duration,
+    pub idle_warning_interval: Duration,
+    pub step_timeout: Duration,
+    pub completion_timeout: Duration,
+    /// Between the polite signal and SIGKILL.
+    pub kill_grace: Duration,
+}
+
+/// A request from the signal listener: the signal eden received, and how many so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Abort {
+    pub signal: i32,
+    pub count: u32,
+}
+
+/// What the supervisor calls as output arrives.
+pub trait Handlers {
+    /// One line of stdout. Returns true once the completion signal has been seen.
+    fn stdout_line(&mut self, line: &[u8]) -> bool;
+    fn stderr_line(&mut self, line: &[u8]);
+    /// No stdout for `silent_for`, repeated every warning interval.
+    fn idle_warning(&mut self, silent_for: Duration);
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The process ended on its own. `code` is 128+n for a child killed by signal n.
+    Exited { code: i32, signal_seen: bool },
+    /// The completion signal was seen but the process did not exit within the grace: killed.
+    CompletionTimeout,
+    IdleTimeout(Duration),
+    StepTimeout(Duration),
+    Aborted(i32),
+}
+
+#[derive(Clone, Copy)]
+enum KillReason {
+    CompletionTimeout,
+    Idle,
+    Step,
+    Aborted(i32),
+}
+
+pub async fn supervise(
+    mut command: ProcessBuilder,
+    watchdogs: &Watchdogs,
+    handlers: &mut dyn Handlers,
+    abort: &mut watch::Receiver<Option<Abort>>,
+) -> std::io::Result<(Outcome, Tail)> {
+    let mut child = command.spawn_group()?;
+    let guard = GroupGuard::new(child.id().unwrap_or(0));
+    if let (Stdin::Bytes(bytes), Some(mut stdin)) = (command.take_stdin(), child.stdin.take()) {
+        // A child that never reads its stdin must not block us: write from a task, ignore EPIPE.
+        tokio::spawn(async move {
+            let _ = stdin.write_all(&bytes).await;
+        });
+    }
+    let mut stdout = child.stdout.take().expect("stdout is piped");
+    let mut stderr = child.stderr.take().expect("stderr is piped");
+
+    let mut tail = Tail::new(16 * 1024);
+    let mut out_buffer = vec![0u8; 64 * 1024];
+    let mut err_buffer = vec![0u8; 8 * 1024];
+    let mut out_lines = LineSplitter::default();
+    let mut err_lines = LineSplitter::default();
+    let (mut stdout_open, mut stderr_open) = (true, true);
+
+    let start = Instant::now();
+    let step_deadline = start + watchdogs.step_timeout;
+    let mut last_output = start;
+    let mut next_warning = start + watchdogs.idle_warning_interval;
+    let mut signal_seen = false;
+    let mut completion_deadline: Option<Instant> = None;
+    let mut exit_code: Option<i32> = None;
+    let mut drain_deadline: Option<Instant> = None;
+    let mut kill: Option<(KillReason, Instant)> = None;
+    let mut sigkill_sent = false;
+    let mut abort_open = true;
+
+    let begin_kill = |reason: KillReason, signal: Signal, kill: &mut Option<(KillReason, Instant)>| {
+        guard.signal(signal);
+        // Keep the first reason: a step timeout while an abort is under way is still an abort.
+        let reason = kill.map_or(reason, |(first, _)| first);
+        *kill = Some((reason, Instant::now() + watchdogs.kill_grace));
+    };
+    if let Some(request) = *abort.borrow_and_update() {
+        begin_kill(KillReason::Aborted(request.signal), Signal::SIGKILL, &mut kill);
+    }
+
+    loop {
+        if exit_code.is_some() && !stdout_open && !stderr_open {
+            break;
+        }
+        let watching = exit_code.is_none() && kill.is_none();
+        tokio::select! {
+            read = stdout.read(&mut out_buffer), if stdout_open => match read {
+                Ok(0) | Err(_) => {
+                    stdout_open = false;
+                    out_lines.finish(|line| signal_seen |= handlers.stdout_line(line));
+                }
+                Ok(n) => {
+                    let chunk = &out_buffer[..n];
+                    tail.push(chunk);
+                    last_output = Instant::now();
+                    next_warning = last_output + watchdogs.idle_warning_interval;
+                    out_lines.feed(chunk, |line| signal_seen |= handlers.stdout_line(line));
+                }
+            },
+            read = stderr.read(&mut err_buffer), if stderr_open => match read {
+                Ok(0) | Err(_) => {
+                    stderr_open = false;
+                    err_lines.finish(|line| handlers.stderr_line(line));
+                }
+                Ok(n) => {
+                    tail.push(&err_buffer[..n]);
+                    err_lines.feed(&err_buffer[..n], |line| handlers.stderr_line(line));
+                }
+            },
+            status = child.wait(), if exit_code.is_none() => {
+                exit_code = Some(match status {
+                    Ok(status) => status_code(status),
+                    Err(_) => 1,
+                });
+                drain_deadline = Some(Instant::now() + DRAIN_AFTER_EXIT);
+            },
+            () = sleep_until(last_output + watchdogs.idle_timeout), if watching => {
+                begin_kill(KillReason::Idle, Signal::SIGTERM, &mut kill);
+            },
+            () = sleep_until(next_warning), if watching => {
+                handlers.idle_warning(last_output.elapsed());
+                next_warning += watchdogs.idle_warning_interval;
+            },
+            () = sleep_until(step_deadline), if watching => {
+                begin_kill(KillReason::Step, Signal::SIGTERM, &mut kill);
+            },
+            () = sleep_until(completion_deadline.unwrap_or(step_deadline)), if watching && completion_deadline.is_some() => {
+                begin_kill(KillReason::CompletionTimeout, Signal::SIGTERM, &mut kill);
+            },
+            changed = abort.changed(), if exit_code.is_none() && abort_open => {
+                match (changed, *abort.borrow_and_update()) {
+                    (Ok(()), Some(request)) if request.count >= 2 => {
+                        begin_kill(KillReason::Aborted(request.signal), Signal::SIGKILL, &mut kill);
+                        sigkill_sent = true;
+                    }
+                    (Ok(()), Some(request)) => {
+                        let signal = Signal::try_from(request.signal).unwrap_or(Signal::SIGTERM);
+                        begin_kill(KillReason::Aborted(request.signal), signal, &mut kill);
+                    }
+                    (Ok(()), None) => {}
+                    // The sender is gone: nobody can abort any more; stop polling it.
+                    (Err(_), _) => abort_open = false,
+                }
+            },
+            () = sleep_until(kill.map_or(step_deadline, |(_, at)| at)), if kill.is_some() && !sigkill_sent => {
+                guard.kill();
+                sigkill_sent = true;
+            },
+            () = sleep_until(drain_deadline.unwrap_or(step_deadline)), if drain_deadline.is_some() => {
+                // Something in the group still holds our pipes: end it and stop reading.
+                guard.kill();
+                break;
+            },
+        }
+        if signal_seen && completion_deadline.is_none() {
+            completion_deadline = Some(Instant::now() + watchdogs.completion_timeout);
+        }
+    }
+    drop(guard);
+
+    let outcome = match kill {
+        Some((KillReason::Aborted(signal), _)) => Outcome::Aborted(signal),
+        Some((KillReason::Idle, _)) => Outcome::IdleTimeout(watchdogs.idle_timeout),
+        Some((KillReason::Step, _)) => Outcome::StepTimeout(watchdogs.step_timeout),
+        Some((KillReason::CompletionTimeout, _)) => Outcome::CompletionTimeout,
+        None => Outcome::Exited { code: exit_code.unwrap_or(1), signal_seen },
+    };
+    Ok((outcome, tail))
+}
+
+fn status_code(status: std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status.code().or_else(|| status.signal().map(|n| 128 + n)).unwrap_or(1)
+}

@@ -1,0 +1,164 @@
+//! Everything eden tells people goes through a `Reporter`: the orchestrator emits `Event`s and
+//! never prints. Implementations: the live terminal view (`live`), plain timestamped lines for
+//! CI (`plain`), JSON lines into the log file (`log_file`). Only this module writes to stderr.
+#![allow(clippy::print_stderr)]
+
+mod live;
+mod log_file;
+mod plain;
+
+pub use live::LiveReporter;
+pub use log_file::LogFileReporter;
+pub use plain::PlainReporter;
+
+use crate::orchestrator::record::RunRecord;
+use serde::Serialize;
+use std::path::Path;
+
+#[derive(Debug, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event<'a> {
+    RunStarted {
+        run_id: &'a str,
+        name: &'a str,
+        agent: &'a str,
+        strategy: &'a str,
+        branch: &'a str,
+        base: Option<&'a str>,
+        worktree: &'a Path,
+        max_iterations: u32,
+    },
+    Info {
+        message: &'a str,
+    },
+    Warning {
+        message: &'a str,
+    },
+    IterationStarted {
+        iteration: u32,
+        max_iterations: u32,
+    },
+    Prompt {
+        iteration: u32,
+        text: &'a str,
+    },
+    AgentText {
+        iteration: u32,
+        text: &'a str,
+    },
+    AgentStderr {
+        iteration: u32,
+        text: &'a str,
+    },
+    IdleWarning {
+        iteration: u32,
+        silent_secs: u64,
+    },
+    CompletionSignal {
+        iteration: u32,
+        signal: &'a str,
+    },
+    Commit {
+        iteration: u32,
+        sha: &'a str,
+        subject: &'a str,
+    },
+    IterationFinished {
+        iteration: u32,
+        outcome: &'a str,
+        exit_code: Option<i32>,
+        duration_ms: u64,
+    },
+    RunFinished {
+        record: &'a RunRecord,
+    },
+}
+
+pub trait Reporter {
+    fn report(&mut self, event: &Event<'_>);
+}
+
+/// Sends each event to several reporters (display and log file).
+#[derive(Default)]
+pub struct Fanout(pub Vec<Box<dyn Reporter>>);
+
+impl Reporter for Fanout {
+    fn report(&mut self, event: &Event<'_>) {
+        for reporter in &mut self.0 {
+            reporter.report(event);
+        }
+    }
+}
+
+/// How people see the run on stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Display {
+    Live,
+    Plain,
+    Quiet,
+}
+
+impl Display {
+    /// Live on a terminal, plain lines otherwise (CI, pipes).
+    pub fn detect(quiet: bool) -> Self {
+        if quiet {
+            Display::Quiet
+        } else if console::Term::stderr().is_term() {
+            Display::Live
+        } else {
+            Display::Plain
+        }
+    }
+
+    pub fn reporter(self) -> Option<Box<dyn Reporter>> {
+        match self {
+            Display::Live => Some(Box::new(LiveReporter::new())),
+            Display::Plain => Some(Box::new(PlainReporter::new())),
+            Display::Quiet => None,
+        }
+    }
+}
+
+/// Honour `NO_COLOR` (any non-empty value) on top of console's own terminal detection.
+pub fn configure_colors() {
+    if std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()) {
+        console::set_colors_enabled(false);
+        console::set_colors_enabled_stderr(false);
+    }
+}
+
+/// Print an error for people: `error: ...` and `hint: ...` lines on stderr.
+pub fn print_error(message: &str, hint: Option<&str>) {
+    let label = console::style("error:").red().bold();
+    eprintln!("{label} {message}");
+    if let Some(hint) = hint {
+        eprintln!("{} {hint}", console::style("hint:").cyan().bold());
+    }
+}
+
+/// The end-of-run summary lines shared by the live and plain displays.
+pub(crate) fn summary_lines(record: &RunRecord) -> Vec<String> {
+    let mut lines = Vec::new();
+    let iterations = record.iterations.len();
+    let elapsed = crate::manifest::values::format_duration(std::time::Duration::from_millis(record.duration_ms));
+    let head = match (&record.completion_signal, record.exit_code) {
+        (Some(_), 0) => format!("completed in iteration {iterations}/{} ({elapsed})", record.max_iterations),
+        (None, 0) => format!("finished {iterations} iteration(s) without the completion signal ({elapsed})"),
+        _ => format!("ended: {} after {iterations} iteration(s) ({elapsed})", record.exit_reason),
+    };
+    lines.push(head);
+    let commits = record.commits.len();
+    match (&record.merged_into, commits) {
+        (_, 0) => lines.push("no commits".to_owned()),
+        (Some(target), n) => lines.push(format!("{n} commit(s) merged into `{target}`")),
+        (None, n) => lines.push(format!("{n} commit(s) on `{}`", record.branch)),
+    }
+    if let Some(branch) = &record.preserved_branch {
+        lines.push(format!("branch kept: `{branch}`"));
+    }
+    if let Some(worktree) = &record.preserved_worktree {
+        lines.push(format!("worktree kept (uncommitted changes): {}", worktree.display()));
+    }
+    lines.push(format!("run record: {}", record.record_path.display()));
+    lines
+}

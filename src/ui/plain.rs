@@ -1,0 +1,65 @@
+//! Plain timestamped lines on stderr, for CI logs and pipes: no cursor movement, no spinner.
+
+use super::{summary_lines, Event, Reporter};
+use std::io::Write;
+
+pub struct PlainReporter {
+    stderr: std::io::Stderr,
+}
+
+impl PlainReporter {
+    pub fn new() -> Self {
+        PlainReporter { stderr: std::io::stderr() }
+    }
+
+    fn line(&mut self, text: &str) {
+        let mut out = self.stderr.lock();
+        let _ = writeln!(out, "{} {text}", clock());
+    }
+}
+
+impl Default for PlainReporter {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// UTC wall clock, `HH:MM:SS`.
+pub(crate) fn clock() -> String {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    format!("{:02}:{:02}:{:02}", secs / 3600 % 24, secs / 60 % 60, secs % 60)
+}
+
+impl Reporter for PlainReporter {
+    fn report(&mut self, event: &Event<'_>) {
+        match event {
+            Event::RunStarted { run_id, name, agent, strategy, branch, worktree, .. } => {
+                self.line(&format!("eden run `{name}` ({run_id}): agent {agent}, strategy {strategy}, branch `{branch}`"));
+                self.line(&format!("worktree {}", worktree.display()));
+            }
+            Event::Info { message } => self.line(message),
+            Event::Warning { message } => self.line(&format!("warning: {message}")),
+            Event::IterationStarted { iteration, max_iterations } => {
+                self.line(&format!("iteration {iteration}/{max_iterations} started"));
+            }
+            Event::Prompt { .. } => {}
+            Event::AgentText { text, .. } => self.line(&format!("| {text}")),
+            Event::AgentStderr { text, .. } => self.line(&format!("! {text}")),
+            Event::IdleWarning { silent_secs, .. } => {
+                self.line(&format!("warning: no output from the agent for {silent_secs}s"));
+            }
+            Event::CompletionSignal { iteration, signal } => {
+                self.line(&format!("completion signal `{signal}` seen in iteration {iteration}"));
+            }
+            Event::Commit { sha, subject, .. } => self.line(&format!("commit {} {subject}", &sha[..sha.len().min(10)])),
+            Event::IterationFinished { iteration, outcome, duration_ms, .. } => {
+                self.line(&format!("iteration {iteration} finished: {outcome} ({:.1}s)", *duration_ms as f64 / 1000.0));
+            }
+            Event::RunFinished { record } => {
+                for line in summary_lines(record) {
+                    self.line(&line);
+                }
+            }
+        }
+    }
+}
