@@ -174,8 +174,10 @@ pub fn load(request: LoadRequest<'_>) -> Result<(Manifest, Source), Error> {
     };
     let base_dir = match request.file {
         Some(path) => {
-            let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
-            request.current_dir.join(parent.unwrap_or(Path::new(".")))
+            match path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                Some(parent) => request.current_dir.join(parent),
+                None => request.current_dir.to_path_buf(),
+            }
         }
         None => request.current_dir.to_path_buf(),
     };
@@ -245,12 +247,20 @@ fn describe_serde_error(source: &Source, err: serde_path_to_error::Error<toml::d
             })
             .collect(),
     );
-    let message = err.inner().message().trim_end().to_owned();
+    let message = err
+        .inner()
+        .message()
+        .trim_end()
+        .replace("expected u32", "expected a positive whole number")
+        .replace("expected i32", "expected a whole number")
+        .replace("expected f64", "expected a number");
 
     if let Some((unknown, expected)) = parse_unknown(&message, "unknown field `") {
-        // The path names the table holding the unknown key; point at the key itself.
-        let table = path.to_string();
-        path = path.child(&unknown);
+        // Point at the key itself; name the table that holds it.
+        if path.0.last() != Some(&Segment::Key(unknown.clone())) {
+            path = path.child(&unknown);
+        }
+        let table = KeyPath(path.0[..path.0.len() - 1].to_vec()).to_string();
         let within = if table.is_empty() { "at the top level".to_owned() } else { format!("in `[{table}]`") };
         let error = source.error_at_key(&path, format!("unknown key `{unknown}` {within}"));
         return with_suggestion(error, &unknown, &expected, "known keys");
@@ -293,18 +303,28 @@ pub fn closest<'a>(word: &str, candidates: &'a [String]) -> Option<&'a str> {
         .map(|(_, candidate)| candidate.as_str())
 }
 
+/// Edit distance where swapping two neighbouring letters counts as one edit (`modle` → `model`).
 fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
-    let mut previous: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut current = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let substitution = previous[j] + usize::from(ca != *cb);
-            current.push(substitution.min(previous[j + 1] + 1).min(current[j] + 1));
-        }
-        previous = current;
+    let mut table = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in table.iter_mut().enumerate() {
+        row[0] = i;
     }
-    previous[b.len()]
+    for j in 0..=b.len() {
+        table[0][j] = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (table[i - 1][j] + 1).min(table[i][j - 1] + 1).min(table[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(table[i - 2][j - 2] + 1);
+            }
+            table[i][j] = best;
+        }
+    }
+    table[a.len()][b.len()]
 }
 
 /// The byte span of the key (`at_key`) or value at `path` in a parsed document.
@@ -370,6 +390,7 @@ mod tests {
         assert_eq!(closest("modle", &keys), Some("model"));
         assert_eq!(closest("max_iteration", &keys), Some("max_iterations"));
         assert_eq!(closest("zzzzzz", &keys), None);
+        assert_eq!(closest("foo", &["loop".to_owned()]), None);
     }
 
     #[test]

@@ -225,17 +225,17 @@ fn refuse_unbuilt(manifest: &Manifest, source: &Source) -> Result<(), Error> {
     }
     for (side, phases) in [("host", &manifest.hooks.host), ("sandbox", &manifest.hooks.sandbox)] {
         if !phases.is_empty() {
-            return unsupported(at("hooks").child(side), "lifecycle hooks".into());
+            return unsupported(at("hooks").child(side), format!("`[hooks.{side}]`"));
         }
     }
     if !manifest.copy_to_worktree.is_empty() {
         return unsupported(at("copy_to_worktree"), "`copy_to_worktree`".into());
     }
     if manifest.output.is_some() {
-        return unsupported(at("output"), "structured output (`[output]`)".into());
+        return unsupported(at("output"), "`[output]` (structured output)".into());
     }
     if !manifest.step.is_empty() {
-        return unsupported(at("step"), "multi-step manifests (`[[step]]`)".into());
+        return unsupported(at("step"), "`[[step]]` (multi-step manifests)".into());
     }
     if let Some(kind) = manifest.agent.kind.filter(|k| !matches!(k, AgentKind::Cli | AgentKind::Simulated)) {
         return unsupported(at("agent.kind"), format!("agent kind `{}`", kind.as_str()));
