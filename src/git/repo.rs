@@ -6,7 +6,7 @@ use serde::Serialize;
 use std::path::{Path, PathBuf};
 
 /// Variables that would point git somewhere other than the directory we name.
-const GIT_ENV_TO_REMOVE: [&str; 10] = [
+const GIT_ENV_TO_REMOVE: [&str; 8] = [
     "GIT_DIR",
     "GIT_WORK_TREE",
     "GIT_INDEX_FILE",
@@ -15,8 +15,6 @@ const GIT_ENV_TO_REMOVE: [&str; 10] = [
     "GIT_COMMON_DIR",
     "GIT_NAMESPACE",
     "GIT_PREFIX",
-    "GIT_CEILING_DIRECTORIES",
-    "GIT_DISCOVERY_ACROSS_FILESYSTEM",
 ];
 
 /// A git command runner bound to one directory.

@@ -33,26 +33,20 @@ pub fn parse_duration(text: &str) -> Result<StdDuration, String> {
     let mut total = StdDuration::ZERO;
     let mut rest = trimmed;
     while !rest.is_empty() {
-        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        if digits == 0 {
-            return Err(invalid());
-        }
-        let number: u64 = rest[..digits].parse().map_err(|_| invalid())?;
-        rest = &rest[digits..];
+        let number_len = rest.bytes().take_while(|b| b.is_ascii_digit() || *b == b'.').count();
+        let number: f64 = rest[..number_len].parse().map_err(|_| invalid())?;
+        rest = &rest[number_len..];
         let unit_len = rest.bytes().take_while(u8::is_ascii_alphabetic).count();
-        let unit = match &rest[..unit_len] {
-            "ms" => StdDuration::from_millis(1),
-            "s" => StdDuration::from_secs(1),
-            "m" => StdDuration::from_secs(60),
-            "h" => StdDuration::from_secs(3600),
-            "d" => StdDuration::from_secs(86_400),
+        let unit_secs = match &rest[..unit_len] {
+            "ms" => 0.001,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            "d" => 86_400.0,
             _ => return Err(invalid()),
         };
-        total = u32::try_from(number)
-            .ok()
-            .and_then(|n| unit.checked_mul(n))
-            .and_then(|part| total.checked_add(part))
-            .ok_or_else(invalid)?;
+        let part = StdDuration::try_from_secs_f64(number * unit_secs).map_err(|_| invalid())?;
+        total = total.checked_add(part).filter(|t| t.as_secs() <= 1_000_000_000).ok_or_else(invalid)?;
         rest = rest[unit_len..].trim_start();
     }
     if total.is_zero() {
@@ -258,7 +252,9 @@ mod tests {
         assert_eq!(d("250ms"), StdDuration::from_millis(250));
         assert_eq!(d("45"), StdDuration::from_secs(45));
         assert_eq!(d("0.5"), StdDuration::from_millis(500));
-        for bad in ["", "10x", "m", "10 minutes", "-5", "0s", "1h30", "99999999999h"] {
+        assert_eq!(d("0.6s"), StdDuration::from_millis(600));
+        assert_eq!(d("1.5h"), StdDuration::from_secs(5400));
+        for bad in ["", "10x", "m", "10 minutes", "-5", "0s", "1h30", "99999999999h", "1..5s", ".s"] {
             assert!(parse_duration(bad).is_err(), "{bad} should be rejected");
         }
     }

@@ -1,0 +1,155 @@
+//! The command line itself: version, help, the flag-only form, overrides, dry runs, JSON, logs.
+
+use crate::support::{cli_manifest, TestEnv};
+
+#[test]
+fn version_and_help() {
+    let env = TestEnv::new();
+    let run = env.eden(&["--version"]);
+    run.assert_code(0);
+    assert_eq!(run.stdout.trim(), format!("eden {}", env!("CARGO_PKG_VERSION")));
+    let run = env.eden(&["help"]);
+    run.assert_code(0);
+    assert!(run.stdout.contains("run") && run.stdout.contains("Exit codes"), "{}", run.stdout);
+    let run = env.eden(&["run", "--help"]);
+    assert!(run.stdout.contains("--set <KEY=VALUE>") && run.stdout.contains("--dry-run"));
+    env.eden(&["frobnicate"]).assert_code(2);
+}
+
+#[test]
+fn the_flag_only_form_runs_a_cli_agent() {
+    let env = TestEnv::new();
+    let agent = env.script(
+        "agent.sh",
+        "prompt=$(cat)\necho \"$prompt\" > prompt.txt && git add prompt.txt && git commit -q -m \"$1\"\necho '<promise>COMPLETE</promise>'",
+    );
+    let run = env.eden(&[
+        "run",
+        "--agent",
+        "cli",
+        "--binary",
+        agent.to_str().unwrap(),
+        "--prompt",
+        "fix issue {{ISSUE}} on {{BASE_BRANCH}}",
+        "--arg",
+        "ISSUE=42",
+        "--set",
+        "agent.args=[\"from-args\"]",
+        "--name",
+        "flags",
+        "--json",
+    ]);
+    run.assert_code(0);
+    let record = run.record();
+    assert_eq!(record["name"], "flags");
+    assert_eq!(record["iterations"][0]["prompt"], "fix issue 42 on main");
+    assert_eq!(std::fs::read_to_string(env.repo.join("prompt.txt")).unwrap(), "fix issue 42 on main\n");
+    assert_eq!(env.log_subjects("main")[0], "from-args");
+}
+
+#[test]
+fn prompts_can_go_on_argv_with_the_model_filled_in() {
+    let env = TestEnv::new();
+    let agent = env.script("agent.sh", "echo \"model=$1 prompt=$2 stdin=$(cat | wc -c)\"\necho DONE");
+    let manifest = format!(
+        "{}model = \"m-1\"\nargs = [\"{{model}}\"]\nprompt_via = \"arg\"\n",
+        cli_manifest(&agent, "[loop]\ncompletion_signal = \"DONE\"")
+    );
+    let run = env.run_manifest(&manifest, &[]);
+    run.assert_code(0);
+    assert!(run.stderr.contains("model=m-1 prompt=iteration 1 stdin=0"), "{}", run.stderr);
+}
+
+#[test]
+fn set_overrides_manifest_values() {
+    let env = TestEnv::new();
+    let agent = env.script("agent.sh", "cat >/dev/null\necho working");
+    let run = env.run_manifest(&cli_manifest(&agent, "[loop]\nmax_iterations = 5"), &["--set", "loop.max_iterations=2"]);
+    run.assert_code(0);
+    assert_eq!(run.record()["iterations"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn dry_run_prints_the_plan_and_touches_nothing() {
+    let env = TestEnv::new();
+    let agent = env.script("agent.sh", "exit 0");
+    let manifest = format!(
+        "{}env = {{ API_TOKEN = \"${{SECRET_FOR_TEST}}\" }}\n",
+        cli_manifest(&agent, "[loop]\nidle_timeout = 90\ncompletion_timeout = \"1h30m\"")
+    );
+    let path = env.write_manifest(&manifest);
+    let mut command = env.eden_command(&["run", path.to_str().unwrap(), "--dry-run"]);
+    command.env("SECRET_FOR_TEST", "hunter2-secret");
+    let run = crate::support::Run::from(command.output().unwrap());
+    run.assert_code(0);
+    let plan = run.record();
+    assert_eq!(plan["plan"]["agent"]["kind"], "cli");
+    assert_eq!(plan["plan"]["loop"]["idle_timeout"], "1m30s");
+    assert_eq!(plan["plan"]["loop"]["completion_timeout"], "1h30m");
+    assert_eq!(plan["plan"]["agent"]["env"]["API_TOKEN"], "***");
+    assert_eq!(plan["workspace"]["strategy"], "merge-to-head");
+    assert_eq!(plan["workspace"]["base_branch"], "main");
+    assert!(!run.stdout.contains("hunter2"), "env values never printed");
+    env.assert_pristine();
+    assert!(!env.repo.join(".eden").exists(), "a dry run creates nothing");
+}
+
+#[test]
+fn the_log_file_gets_every_event_as_json_lines() {
+    let env = TestEnv::new();
+    let agent = env.script("agent.sh", "cat >/dev/null\necho 'hello from the agent'\necho '<promise>COMPLETE</promise>'");
+    let run = env.run_manifest(&cli_manifest(&agent, "[logging]\nfile = \".eden/logs/{name}-{run_id}.log\""), &["--quiet"]);
+    run.assert_code(0);
+    assert!(run.stderr.is_empty(), "--quiet prints nothing: {}", run.stderr);
+    let id = run.record()["id"].as_str().unwrap().to_owned();
+    let log = std::fs::read_to_string(env.repo.join(format!(".eden/logs/t-{id}.log"))).unwrap();
+    let events: Vec<serde_json::Value> = log.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let kinds: Vec<&str> = events.iter().map(|e| e["event"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        ["run_started", "iteration_started", "prompt", "agent_text", "agent_text", "completion_signal", "iteration_finished", "run_finished"]
+    );
+    assert_eq!(events[3]["text"], "hello from the agent");
+    assert!(events.iter().all(|e| e["ts"].is_string()));
+}
+
+#[test]
+fn plain_output_when_stderr_is_not_a_terminal() {
+    let env = TestEnv::new();
+    let run = env.eden(&["run", "--agent", "simulated", "--prompt", "hi"]);
+    run.assert_code(0);
+    assert!(run.stdout.is_empty(), "stdout is for data only");
+    let first = run.stderr.lines().next().unwrap();
+    let (clock, rest) = first.split_at(8);
+    assert!(clock.chars().all(|c| c.is_ascii_digit() || c == ':'), "timestamped: {first}");
+    assert!(rest.starts_with(" eden run `eden`"), "{first}");
+    assert!(run.stderr.contains("| simulated agent: working"));
+    assert!(!run.stderr.contains('\x1b'), "no escape codes when not a terminal");
+}
+
+#[test]
+fn simulated_agent_exit_codes_and_delays() {
+    let env = TestEnv::new();
+    let run = env.eden(&[
+        "run", "--agent", "simulated", "--prompt", "x", "--json",
+        "--set", "agent.lines=[\"a\", \"b\"]", "--set", "agent.exit_code=3", "--set", "agent.line_delay=\"50ms\"",
+    ]);
+    run.assert_code(3);
+    assert!(run.error_text().contains("exited with code 3"));
+    assert_eq!(run.record()["iterations"][0]["exit_code"], 3);
+}
+
+#[test]
+fn outside_a_repository_is_a_clear_error() {
+    let env = TestEnv::new();
+    let outside = env.root().join("not-a-repo");
+    std::fs::create_dir_all(&outside).unwrap();
+    let mut command = env.eden_command(&["run", "--agent", "simulated", "--prompt", "x"]);
+    command.current_dir(&outside).env("GIT_CEILING_DIRECTORIES", env.root());
+    let run = crate::support::Run::from(command.output().unwrap());
+    run.assert_code(2);
+    insta::assert_snapshot!(env.redact(&run.error_text()), @r"
+    error: `[TMP]/not-a-repo` is not inside a git repository
+    hint: run eden from your repository, or pass `--repo PATH`
+    ");
+}

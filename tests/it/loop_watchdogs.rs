@@ -1,0 +1,161 @@
+//! The iteration loop and its watchdogs, with real processes: completion signals wherever they
+//! appear, idle and step timeouts, hung agents, failures and their output tail.
+
+use crate::support::{cli_manifest, TestEnv};
+use std::time::{Duration, Instant};
+
+#[test]
+fn the_signal_on_the_last_of_several_lines_completes_the_run() {
+    let env = TestEnv::new();
+    let agent = env.script("agent.sh", "cat >/dev/null\nfor i in $(seq 200); do echo \"line $i\"; done\necho 'done: <promise>COMPLETE</promise>'");
+    let run = env.run_manifest(&cli_manifest(&agent, ""), &[]);
+    run.assert_code(0);
+    let record = run.record();
+    assert_eq!(record["iterations"].as_array().unwrap().len(), 1);
+    assert_eq!(record["iterations"][0]["outcome"], "completed");
+}
+
+#[test]
+fn a_signal_split_across_two_writes_still_counts() {
+    let env = TestEnv::new();
+    // The two halves arrive in separate reads: the first is flushed, then the agent pauses.
+    let agent = env.script("agent.sh", "cat >/dev/null\nprintf 'finished <promise>COMP'\nsleep 0.5\nprintf 'LETE</promise>\\n'");
+    let run = env.run_manifest(&cli_manifest(&agent, "[loop]\nmax_iterations = 2"), &[]);
+    run.assert_code(0);
+    assert_eq!(run.record()["iterations"].as_array().unwrap().len(), 1);
+    assert_eq!(run.record()["completion_signal"], "<promise>COMPLETE</promise>");
+}
+
+#[test]
+fn custom_signals_and_the_iteration_limit() {
+    let env = TestEnv::new();
+    let agent = env.script("agent.sh", "cat >/dev/null\necho 'still working'");
+    let base = "[loop]\nmax_iterations = 3\ncompletion_signal = [\"ALL DONE\", \"NOTHING LEFT\"]";
+    // Without the signal, the run ends after max_iterations and succeeds...
+    let run = env.run_manifest(&cli_manifest(&agent, base), &[]);
+    run.assert_code(0);
+    let record = run.record();
+    assert_eq!(record["iterations"].as_array().unwrap().len(), 3);
+    assert_eq!(record["exit_reason"], "max_iterations");
+    // ...unless completion is required: exit 1.
+    let run = env.run_manifest(&cli_manifest(&agent, &format!("{base}\nrequire_completion = true")), &[]);
+    run.assert_code(1);
+    insta::assert_snapshot!(run.error_text(), @r"
+    error: no completion signal after 3 iteration(s)
+    hint: the agent must print one of: `ALL DONE`, `NOTHING LEFT`; raise `loop.max_iterations` or check the prompt
+    ");
+    // The second signal of the list works too.
+    let agent = env.script("agent2.sh", "cat >/dev/null\necho 'NOTHING LEFT to do'");
+    let run = env.run_manifest(&cli_manifest(&agent, base), &[]);
+    run.assert_code(0);
+    assert_eq!(run.record()["completion_signal"], "NOTHING LEFT");
+}
+
+#[test]
+fn a_failing_agent_is_exit_3_with_the_tail_of_its_output() {
+    let env = TestEnv::new();
+    let agent = env.script("agent.sh", "cat >/dev/null\nfor i in $(seq 50); do echo \"progress $i\"; done\necho 'fatal: cannot reach the model' >&2\nexit 42");
+    let run = env.run_manifest(&cli_manifest(&agent, ""), &[]);
+    run.assert_code(3);
+    let error = run.error_text();
+    assert!(error.starts_with("error: the agent exited with code 42 in iteration 1; its last output:"), "{error}");
+    assert!(error.contains("  progress 50\n") && error.contains("fatal: cannot reach the model"), "{error}");
+    assert!(!error.contains("progress 1\n"), "only the tail: {error}");
+    let record = run.record();
+    assert_eq!(record["exit_reason"], "agent_failed");
+    assert_eq!(record["iterations"][0]["exit_code"], 42);
+    env.assert_pristine();
+}
+
+#[test]
+fn a_non_zero_exit_after_the_signal_is_still_complete() {
+    let env = TestEnv::new();
+    let agent = env.script("agent.sh", "cat >/dev/null\necho '<promise>COMPLETE</promise>'\nexit 1");
+    env.run_manifest(&cli_manifest(&agent, ""), &[]).assert_code(0);
+}
+
+#[test]
+fn idle_timeout_kills_a_silent_agent_after_warnings() {
+    let env = TestEnv::new();
+    let agent = env.script("agent.sh", "cat >/dev/null\necho 'thinking...'\nsleep 30");
+    let started = Instant::now();
+    let run = env.run_manifest(
+        &cli_manifest(&agent, "[loop]\nidle_timeout = \"2s\"\nidle_warning_interval = \"0.6s\""),
+        &[],
+    );
+    run.assert_code(4);
+    assert!(started.elapsed() < Duration::from_secs(20), "killed, not waited out");
+    insta::assert_snapshot!(run.error_text(), @r"
+    error: the agent printed nothing for 2s in iteration 1 and was stopped
+    hint: raise `loop.idle_timeout` if the agent is slow to print
+    ");
+    let warnings = run.stderr.matches("warning: no output from the agent").count();
+    assert!(warnings >= 2, "idle warnings repeat every interval:\n{}", run.stderr);
+    assert_eq!(run.record()["iterations"][0]["outcome"], "idle_timeout");
+    env.assert_pristine();
+}
+
+#[test]
+fn completion_timeout_ends_an_agent_that_hangs_after_the_signal() {
+    let env = TestEnv::new();
+    let agent = env.script(
+        "agent.sh",
+        "cat >/dev/null\necho x > result.txt && git add result.txt && git commit -q -m result\necho '<promise>COMPLETE</promise>'\nsleep 60",
+    );
+    let started = Instant::now();
+    let run = env.run_manifest(&cli_manifest(&agent, "[loop]\ncompletion_timeout = \"1s\"\nmax_iterations = 3"), &[]);
+    run.assert_code(0);
+    assert!(started.elapsed() < Duration::from_secs(20));
+    let record = run.record();
+    assert_eq!(record["iterations"].as_array().unwrap().len(), 1);
+    assert_eq!(record["iterations"][0]["outcome"], "completion_timeout");
+    assert_eq!(record["merged_into"], "main");
+    env.assert_pristine();
+}
+
+#[test]
+fn step_timeout_kills_the_agent_and_its_grandchildren() {
+    let env = TestEnv::new();
+    let pid_file = env.root().join("grandchild.pid");
+    // The agent keeps printing (so it is never idle) and starts a background grandchild that
+    // would outlive it if only the leader were killed.
+    let agent = env.script(
+        "agent.sh",
+        &format!(
+            "cat >/dev/null\nsleep 300 &\necho $! > {}\nwhile true; do echo tick; sleep 0.2; done",
+            pid_file.display()
+        ),
+    );
+    let run = env.run_manifest(&cli_manifest(&agent, "[timeouts]\niteration_step = \"2s\""), &[]);
+    run.assert_code(4);
+    insta::assert_snapshot!(run.error_text(), @r"
+    error: iteration 1 ran longer than 2s and was stopped
+    hint: raise `timeouts.iteration_step`
+    ");
+    let pid: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+    assert!(!process_alive(pid), "the grandchild {pid} must be killed with its parent");
+}
+
+#[test]
+fn grandchildren_left_behind_by_a_finished_agent_are_killed() {
+    let env = TestEnv::new();
+    let pid_file = env.root().join("daemon.pid");
+    // A daemon that keeps stdout open: eden must not hang on it, and must not leave it running.
+    let agent = env.script(
+        "agent.sh",
+        &format!("cat >/dev/null\nsleep 300 &\necho $! > {}\necho '<promise>COMPLETE</promise>'", pid_file.display()),
+    );
+    let started = Instant::now();
+    env.run_manifest(&cli_manifest(&agent, ""), &[]).assert_code(0);
+    assert!(started.elapsed() < Duration::from_secs(20));
+    let pid: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+    assert!(!process_alive(pid), "the leftover {pid} must be killed");
+}
+
+pub fn process_alive(pid: i32) -> bool {
+    // A zombie is dead for our purposes; read its state rather than only probing with kill 0.
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'),
+        Err(_) => false,
+    }
+}

@@ -1,0 +1,10 @@
+//! eden's integration tests: real git repositories, real processes and signals, one binary.
+
+mod support;
+
+mod cli;
+mod locks;
+mod loop_watchdogs;
+mod manifest_errors;
+mod signals;
+mod strategies;

@@ -1,0 +1,228 @@
+//! Bad manifests: each gives its file:line:col, a hint, exit 2, and leaves nothing behind.
+
+use crate::support::TestEnv;
+
+/// Run a bad manifest (plus args); assert exit 2 and a pristine repository; return the message.
+fn rejected(manifest: &str, args: &[&str]) -> String {
+    let env = TestEnv::new();
+    std::fs::write(env.root().join("prompt.md"), "a prompt from a file").unwrap();
+    let path = env.write_manifest(manifest);
+    let mut all = vec!["run", path.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let run = env.eden(&all);
+    run.assert_code(2);
+    assert!(run.stdout.is_empty());
+    env.assert_pristine();
+    assert!(!env.repo.join(".eden").exists(), "nothing may be created");
+    env.redact(&run.error_text())
+}
+
+const OK: &str = "prompt = \"do it\"\n[agent]\nkind = \"simulated\"\n";
+
+#[test]
+fn unknown_key_with_suggestion() {
+    insta::assert_snapshot!(rejected("prompt = \"x\"\n[agent]\nkind = \"simulated\"\nmodle = \"m\"\n", &[]), @r"
+    error: [TMP]/plan.toml:4:1: unknown key `modle` in `[agent]`
+    hint: did you mean `model`? known keys: `kind`, `model`, `effort`, `extra_args`, `env`, `resume`, `binary`, `args`, `prompt_via`, `parser`, `lines`, `line_delay`, `exit_code`
+    ");
+}
+
+#[test]
+fn unknown_top_level_key() {
+    insta::assert_snapshot!(rejected("promt = \"x\"\n[agent]\nkind = \"simulated\"\n", &[]), @r"
+    error: [TMP]/plan.toml:1:1: unknown key `promt` at the top level
+    hint: did you mean `prompt`? known keys: `name`, `prompt`, `prompt_file`, `prompt_args`, `agent`, `sandbox`, `branch`, `loop`, `timeouts`, `hooks`, `copy_to_worktree`, `output`, `logging`, `step`
+    ");
+}
+
+#[test]
+fn unknown_section() {
+    insta::assert_snapshot!(rejected(&format!("{OK}[lop]\nmax_iterations = 2\n"), &[]), @r"
+    error: [TMP]/plan.toml:4:2: unknown key `lop` at the top level
+    hint: did you mean `loop`? known keys: `name`, `prompt`, `prompt_file`, `prompt_args`, `agent`, `sandbox`, `branch`, `loop`, `timeouts`, `hooks`, `copy_to_worktree`, `output`, `logging`, `step`
+    ");
+}
+
+#[test]
+fn unknown_agent_kind() {
+    insta::assert_snapshot!(rejected("prompt = \"x\"\n[agent]\nkind = \"simulatd\"\n", &[]), @r"
+    error: [TMP]/plan.toml:3:8: `agent.kind` has an unknown value `simulatd`
+    hint: did you mean `simulated`? expected one of: `claude-code`, `codex`, `opencode`, `pi`, `cursor`, `copilot`, `cli`, `simulated`
+    ");
+}
+
+#[test]
+fn wrong_type() {
+    insta::assert_snapshot!(rejected(&format!("{OK}[loop]\nmax_iterations = \"3\"\n"), &[]), @r#"
+    error: [TMP]/plan.toml:5:18: `loop.max_iterations`: invalid type: string "3", expected a positive whole number
+    "#);
+}
+
+#[test]
+fn bad_duration() {
+    insta::assert_snapshot!(rejected(&format!("{OK}[loop]\nidle_timeout = \"10x\"\n"), &[]), @r#"
+    error: [TMP]/plan.toml:5:16: `loop.idle_timeout`: invalid duration `10x`, expected a duration like "90s", "10m" or "1h30m", or a number of seconds
+    "#);
+}
+
+#[test]
+fn zero_and_negative_durations() {
+    insta::assert_snapshot!(rejected(&format!("{OK}[timeouts]\niteration_step = -5\n"), &[]), @r"
+    error: [TMP]/plan.toml:5:18: `timeouts.iteration_step`: duration -5 is out of range, expected a positive number of seconds
+    ");
+    insta::assert_snapshot!(rejected(&format!("{OK}[loop]\ncompletion_timeout = \"0s\"\n"), &[]), @r"
+    error: [TMP]/plan.toml:5:22: `loop.completion_timeout`: duration `0s` is zero, expected a positive duration
+    ");
+}
+
+#[test]
+fn empty_signal_list_and_empty_signal() {
+    insta::assert_snapshot!(rejected(&format!("{OK}[loop]\ncompletion_signal = []\n"), &[]), @r#"
+    error: [TMP]/plan.toml:5:21: `loop.completion_signal` is an empty list
+    hint: give at least one signal, e.g. "<promise>COMPLETE</promise>"
+    "#);
+    insta::assert_snapshot!(rejected(&format!("{OK}[loop]\ncompletion_signal = [\"DONE\", \" \"]\n"), &[]), @r"
+    error: [TMP]/plan.toml:5:30: a completion signal is empty
+    hint: an empty signal would match any output; give the text the agent prints when done
+    ");
+}
+
+#[test]
+fn both_prompt_and_prompt_file() {
+    insta::assert_snapshot!(rejected("prompt = \"x\"\nprompt_file = \"prompt.md\"\n[agent]\nkind = \"simulated\"\n", &[]), @r"
+    error: [TMP]/plan.toml:2:1: both `prompt` and `prompt_file` are set
+    hint: keep one of them
+    ");
+}
+
+#[test]
+fn no_prompt() {
+    insta::assert_snapshot!(rejected("[agent]\nkind = \"simulated\"\n", &[]), @r#"
+    error: [TMP]/plan.toml:1:1: no prompt given
+    hint: give the task with `prompt = "..."` or `prompt_file = "task.md"` (or `--prompt`)
+    "#);
+}
+
+#[test]
+fn missing_prompt_file() {
+    insta::assert_snapshot!(rejected("prompt_file = \"tasks/missing.md\"\n[agent]\nkind = \"simulated\"\n", &[]), @r"
+    error: [TMP]/plan.toml:1:15: prompt file `[TMP]/tasks/missing.md` does not exist
+    hint: prompt files are resolved against the manifest's folder
+    ");
+}
+
+#[test]
+fn bad_branch_name() {
+    insta::assert_snapshot!(rejected(&format!("{OK}[branch]\nstrategy = \"named\"\nname = \"fix login\"\n"), &[]), @r"
+    error: [TMP]/plan.toml:6:8: `fix login` is not a valid branch name: it contains a space
+    hint: branch names follow `git check-ref-format --branch`
+    ");
+}
+
+#[test]
+fn named_strategy_without_a_name() {
+    insta::assert_snapshot!(rejected(&format!("{OK}[branch]\nstrategy = \"named\"\n"), &[]), @r#"
+    error: [TMP]/plan.toml:4:1: strategy `named` needs `branch.name`
+    hint: set `branch.name = "eden/my-task"` (or `--branch`)
+    "#);
+}
+
+#[test]
+fn key_of_another_strategy() {
+    insta::assert_snapshot!(rejected(&format!("{OK}[branch]\nallow_dirty = true\n"), &[]), @r"
+    error: [TMP]/plan.toml:5:1: `branch.allow_dirty` does not apply to strategy `merge-to-head`
+    hint: it is used by strategy `head`
+    ");
+}
+
+#[test]
+fn missing_binary() {
+    insta::assert_snapshot!(rejected("prompt = \"x\"\n[agent]\nkind = \"cli\"\nbinary = \"no-such-agent-binary\"\n", &[]), @r"
+    error: [TMP]/plan.toml:4:10: agent binary `no-such-agent-binary` was not found on PATH
+    hint: a name is looked up on PATH; a path with `/` is resolved against the manifest's folder
+    ");
+}
+
+#[test]
+fn cli_without_binary() {
+    insta::assert_snapshot!(rejected("prompt = \"x\"\n[agent]\nkind = \"cli\"\n", &[]), @r"
+    error: [TMP]/plan.toml:2:1: agent kind `cli` needs `agent.binary`
+    hint: set `agent.binary` (or `--binary`) to the agent's executable
+    ");
+}
+
+#[test]
+fn unknown_prompt_placeholder() {
+    insta::assert_snapshot!(rejected("prompt = \"fix {{ISSUE}}\"\n[prompt_args]\nREPO = \"x\"\n[agent]\nkind = \"simulated\"\n", &[]), @r"
+    error: [TMP]/plan.toml:1:10: the prompt uses `{{ISSUE}}` but no value is given for `ISSUE`
+    hint: add it under `[prompt_args]` or pass `--arg ISSUE=VALUE`; known keys: REPO, BRANCH, BASE_BRANCH, ITERATION, MAX_ITERATIONS, RUN_ID, NAME
+    ");
+}
+
+#[test]
+fn missing_environment_variable() {
+    insta::assert_snapshot!(rejected("prompt = \"x\"\n[agent]\nkind = \"cli\"\nbinary = \"sh\"\nenv = { TOKEN = \"${EDEN_TEST_UNSET_VARIABLE}\" }\n", &[]), @r"
+    error: [TMP]/plan.toml:5:17: `agent.env.TOKEN` refers to `${EDEN_TEST_UNSET_VARIABLE}`, which is not set
+    hint: export `EDEN_TEST_UNSET_VARIABLE` before running eden, or remove the reference
+    ");
+}
+
+#[test]
+fn zero_iterations() {
+    insta::assert_snapshot!(rejected(&format!("{OK}[loop]\nmax_iterations = 0\n"), &[]), @r"
+    error: [TMP]/plan.toml:5:18: `loop.max_iterations` must be at least 1
+    hint: the agent runs at most this many times
+    ");
+}
+
+#[test]
+fn invalid_toml() {
+    insta::assert_snapshot!(rejected("prompt = \"x\n[agent]\n", &[]), @r"
+    error: [TMP]/plan.toml:1:12: invalid TOML: invalid basic string
+    hint: see the manifest reference in the README
+    ");
+}
+
+#[test]
+fn features_not_built_yet() {
+    insta::assert_snapshot!(rejected(&format!("{OK}[sandbox]\nkind = \"docker\"\nimage = \"x\"\n"), &[]), @r"
+    error: [TMP]/plan.toml:5:8: sandbox kind `docker` is not supported yet
+    hint: this version of eden runs `simulated` and `cli` agents on the host; remove it from the manifest
+    ");
+    insta::assert_snapshot!(rejected(&format!("{OK}[hooks.host]\non_worktree_ready = [\"npm ci\"]\n"), &[]), @r"
+    error: [TMP]/plan.toml:4:1: `[hooks.host]` is not supported yet
+    hint: this version of eden runs `simulated` and `cli` agents on the host; remove it from the manifest
+    ");
+    insta::assert_snapshot!(rejected("prompt = \"x\"\n[agent]\nkind = \"codex\"\n", &[]), @r"
+    error: [TMP]/plan.toml:3:8: agent kind `codex` is not supported yet
+    hint: this version of eden runs `simulated` and `cli` agents on the host; remove it from the manifest
+    ");
+}
+
+#[test]
+fn bad_set_override() {
+    insta::assert_snapshot!(rejected(OK, &["--set", "loop.max_iterations=many"]), @r#"
+    error: `--set loop.max_iterations=many`: `loop.max_iterations`: invalid type: string "many", expected a positive whole number
+    hint: a `--set` value that reads as TOML is taken as TOML; quote it to pass a string: `--set 'KEY="VALUE"'`
+    "#);
+    insta::assert_snapshot!(rejected(OK, &["--set", "agent.kindd=cli"]), @r"
+    error: `--set agent.kindd=cli`: unknown key `kindd` in `[agent]`
+    hint: did you mean `kind`? known keys: `kind`, `model`, `effort`, `extra_args`, `env`, `resume`, `binary`, `args`, `prompt_via`, `parser`, `lines`, `line_delay`, `exit_code`
+    ");
+    insta::assert_snapshot!(rejected(OK, &["--set", "noequals"]), @r"
+    error: `--set noequals` has no value
+    hint: write it as `--set KEY=VALUE`, e.g. `--set agent.model=opus`
+    ");
+}
+
+#[test]
+fn missing_manifest_file() {
+    let env = TestEnv::new();
+    let run = env.eden(&["run", "nope.toml"]);
+    run.assert_code(2);
+    insta::assert_snapshot!(run.error_text(), @r#"
+    error: manifest `nope.toml` not found
+    hint: pass the path of a TOML manifest, or use flags alone: `eden run --agent simulated --prompt "..."`
+    "#);
+    env.assert_pristine();
+}

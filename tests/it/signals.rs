@@ -1,0 +1,91 @@
+//! Real SIGINT/SIGTERM delivered to a running eden.
+
+use crate::support::{cli_manifest, Run, TestEnv};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+fn wait_for(path: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !path.exists() {
+        assert!(Instant::now() < deadline, "timed out waiting for {}", path.display());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Start eden on `manifest`, wait until the agent touched `ready`, send `signals`, collect.
+fn interrupt(env: &TestEnv, manifest: &str, ready: &Path, signals: &[Signal]) -> (Run, Duration) {
+    let path = env.write_manifest(manifest);
+    let mut command = env.eden_command(&["run", path.to_str().unwrap(), "--json"]);
+    command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    let child = command.spawn().unwrap();
+    wait_for(ready);
+    let sent = Instant::now();
+    for signal in signals {
+        kill(Pid::from_raw(child.id() as i32), *signal).unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let output = child.wait_with_output().unwrap();
+    (Run::from(output), sent.elapsed())
+}
+
+#[test]
+fn ctrl_c_stops_the_agent_keeps_dirty_work_and_exits_130() {
+    let env = TestEnv::new();
+    let ready = env.root().join("ready");
+    let agent = env.script(
+        "agent.sh",
+        &format!(
+            "cat >/dev/null\necho half > half-done.txt\necho committed > kept.txt && git add kept.txt && git commit -q -m 'first half'\ntouch {}\nsleep 300",
+            ready.display()
+        ),
+    );
+    let (run, took) = interrupt(&env, &cli_manifest(&agent, ""), &ready, &[Signal::SIGINT]);
+    run.assert_code(130);
+    assert!(took < Duration::from_secs(10), "the agent is stopped promptly");
+    assert_eq!(run.error_text(), "error: interrupted by SIGINT");
+    let record = run.record();
+    assert_eq!(record["exit_reason"], "interrupted");
+    assert_eq!(record["exit_code"], 130);
+    assert_eq!(record["iterations"][0]["outcome"], "interrupted");
+    // Not merged; the branch with its commit and the dirty worktree are kept.
+    assert_eq!(record["merged_into"], serde_json::Value::Null);
+    let branch = record["branch"].as_str().unwrap();
+    assert_eq!(record["preserved_branch"], branch);
+    let worktree = record["preserved_worktree"].as_str().unwrap();
+    assert_eq!(std::fs::read_to_string(format!("{worktree}/half-done.txt")).unwrap(), "half\n");
+    assert_eq!(env.log_subjects(branch)[0], "first half");
+    assert_eq!(env.log_subjects("main"), ["initial commit"]);
+    // The lock is released and the record written.
+    let locks: Vec<_> = std::fs::read_dir(env.repo.join(".eden/locks")).unwrap().collect();
+    assert!(locks.is_empty(), "lock released");
+    assert!(Path::new(record["record_path"].as_str().unwrap()).exists());
+}
+
+#[test]
+fn sigterm_exits_143_and_a_clean_worktree_is_removed() {
+    let env = TestEnv::new();
+    let ready = env.root().join("ready");
+    let agent = env.script("agent.sh", &format!("cat >/dev/null\ntouch {}\nsleep 300", ready.display()));
+    let (run, _) = interrupt(&env, &cli_manifest(&agent, ""), &ready, &[Signal::SIGTERM]);
+    run.assert_code(143);
+    assert_eq!(run.error_text(), "error: interrupted by SIGTERM");
+    env.assert_pristine();
+}
+
+#[test]
+fn a_second_ctrl_c_kills_an_agent_that_ignores_the_first() {
+    let env = TestEnv::new();
+    let ready = env.root().join("ready");
+    // The agent ignores SIGINT and SIGTERM: only SIGKILL ends it.
+    let agent = env.script(
+        "agent.sh",
+        &format!("trap '' INT TERM\ncat >/dev/null\ntouch {}\nwhile true; do sleep 0.1; done", ready.display()),
+    );
+    let (run, took) = interrupt(&env, &cli_manifest(&agent, ""), &ready, &[Signal::SIGINT, Signal::SIGINT]);
+    run.assert_code(130);
+    // Well under the 5 s grace the first Ctrl-C alone would wait.
+    assert!(took < Duration::from_secs(3), "the second Ctrl-C kills at once (took {took:?})");
+    env.assert_pristine();
+}

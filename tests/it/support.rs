@@ -1,0 +1,194 @@
+//! A hermetic world per test: temp HOME, an empty `GIT_CONFIG_GLOBAL` file (checked to still be
+//! empty at the end), a fresh repository with one commit, and helpers to run eden and git.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+pub const EDEN: &str = env!("CARGO_BIN_EXE_eden");
+
+pub struct TestEnv {
+    pub dir: tempfile::TempDir,
+    pub repo: PathBuf,
+}
+
+impl TestEnv {
+    pub fn new() -> Self {
+        let dir = tempfile::Builder::new().prefix("eden-it-").tempdir().expect("temp dir");
+        let env = TestEnv { repo: dir.path().join("repo"), dir };
+        std::fs::create_dir_all(env.home()).unwrap();
+        std::fs::write(env.global_config(), "").unwrap();
+        std::fs::create_dir_all(&env.repo).unwrap();
+        env.git(&["init", "-q", "-b", "main"]);
+        env.write("README.md", "# test repo\n");
+        env.git(&["add", "README.md"]);
+        env.git(&["commit", "-q", "-m", "initial commit"]);
+        env
+    }
+
+    pub fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn home(&self) -> PathBuf {
+        self.root().join("home")
+    }
+
+    pub fn global_config(&self) -> PathBuf {
+        self.root().join("gitconfig")
+    }
+
+    /// Environment every child gets: hermetic git, fixed identity, no inherited git state.
+    pub fn apply_env(&self, command: &mut Command) {
+        for (key, _) in std::env::vars_os() {
+            if key.to_string_lossy().starts_with("GIT_") {
+                command.env_remove(key);
+            }
+        }
+        command
+            .env("HOME", self.home())
+            .env("GIT_CONFIG_GLOBAL", self.global_config())
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_AUTHOR_NAME", "Test")
+            .env("GIT_AUTHOR_EMAIL", "test@example.com")
+            .env("GIT_COMMITTER_NAME", "Test")
+            .env("GIT_COMMITTER_EMAIL", "test@example.com")
+            .env_remove("NO_COLOR");
+    }
+
+    pub fn git(&self, args: &[&str]) -> String {
+        self.git_in(&self.repo, args)
+    }
+
+    pub fn git_in(&self, dir: &Path, args: &[&str]) -> String {
+        let mut command = Command::new("git");
+        command.args(args).current_dir(dir).stdin(Stdio::null());
+        self.apply_env(&mut command);
+        let output = command.output().expect("git runs");
+        assert!(output.status.success(), "git {args:?} failed: {}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8_lossy(&output.stdout).trim_end().to_owned()
+    }
+
+    /// Write a file relative to the repository.
+    pub fn write(&self, path: &str, content: &str) -> PathBuf {
+        let path = self.repo.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, content).unwrap();
+        path
+    }
+
+    /// An executable bash script outside the repository.
+    pub fn script(&self, name: &str, body: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let path = self.root().join(name);
+        std::fs::write(&path, format!("#!/usr/bin/env bash\n{body}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+
+    pub fn eden_command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(EDEN);
+        command.args(args).current_dir(&self.repo).stdin(Stdio::null());
+        self.apply_env(&mut command);
+        command
+    }
+
+    pub fn eden(&self, args: &[&str]) -> Run {
+        let output = self.eden_command(args).output().expect("eden runs");
+        Run::from(output)
+    }
+
+    /// Write the manifest outside the repository (so `head` runs see a clean checkout) and run
+    /// it from the repository with `--json` and extra args.
+    pub fn run_manifest(&self, manifest: &str, args: &[&str]) -> Run {
+        let path = self.write_manifest(manifest);
+        let path = path.to_string_lossy().into_owned();
+        let mut all = vec!["run", path.as_str(), "--json"];
+        all.extend_from_slice(args);
+        self.eden(&all)
+    }
+
+    pub fn write_manifest(&self, manifest: &str) -> PathBuf {
+        let path = self.root().join("plan.toml");
+        std::fs::write(&path, manifest).unwrap();
+        path
+    }
+
+    pub fn branches(&self) -> Vec<String> {
+        self.git(&["branch", "--format=%(refname:short)"]).lines().map(str::to_owned).collect()
+    }
+
+    pub fn worktree_count(&self) -> usize {
+        self.git(&["worktree", "list", "--porcelain"]).lines().filter(|l| l.starts_with("worktree ")).count()
+    }
+
+    pub fn log_subjects(&self, rev: &str) -> Vec<String> {
+        self.git(&["log", "--format=%s", rev]).lines().map(str::to_owned).collect()
+    }
+
+    /// Replace this test's temp paths so messages can be snapshotted.
+    pub fn redact(&self, text: &str) -> String {
+        let root = self.root().to_string_lossy().into_owned();
+        let canonical = std::fs::canonicalize(self.root()).unwrap().to_string_lossy().into_owned();
+        text.replace(&canonical, "[TMP]").replace(&root, "[TMP]")
+    }
+
+    /// Nothing eden-made may remain: only `main`, one worktree, no `.eden` state but runs/locks dirs.
+    pub fn assert_pristine(&self) {
+        assert_eq!(self.branches(), ["main"], "no branch may be left behind");
+        assert_eq!(self.worktree_count(), 1, "no worktree may be left behind");
+    }
+}
+
+impl Drop for TestEnv {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let global = std::fs::read_to_string(self.global_config()).unwrap_or_default();
+            assert!(global.is_empty(), "the global git config was written: {global}");
+        }
+    }
+}
+
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl From<Output> for Run {
+    fn from(output: Output) -> Self {
+        use std::os::unix::process::ExitStatusExt;
+        let code = output.status.code().unwrap_or_else(|| 128 + output.status.signal().unwrap_or(0));
+        Run {
+            code,
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+}
+
+impl Run {
+    pub fn record(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|err| panic!("stdout is not JSON ({err}):\n{}\nstderr:\n{}", self.stdout, self.stderr))
+    }
+
+    #[track_caller]
+    pub fn assert_code(&self, code: i32) -> &Self {
+        assert_eq!(self.code, code, "exit code\nstdout:\n{}\nstderr:\n{}", self.stdout, self.stderr);
+        self
+    }
+
+    /// The `error:` and `hint:` lines of stderr.
+    pub fn error_text(&self) -> String {
+        let start = self.stderr.find("error:").unwrap_or(self.stderr.len());
+        self.stderr[start..].trim_end().to_owned()
+    }
+}
+
+/// A manifest for a `cli` agent running `script`.
+pub fn cli_manifest(script: &Path, extra: &str) -> String {
+    format!(
+        "name = \"t\"\nprompt = \"iteration {{{{ITERATION}}}}\"\n{extra}\n[agent]\nkind = \"cli\"\nbinary = \"{}\"\n",
+        script.display()
+    )
+}
