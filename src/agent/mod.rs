@@ -33,7 +33,10 @@ pub struct LinesParser;
 impl Parser for LinesParser {
     fn parse_line(&mut self, line: &[u8], emit: &mut dyn FnMut(StreamEvent<'_>)) {
         let text = String::from_utf8_lossy(line);
-        emit(StreamEvent::Text { text: &text, continues: false });
+        emit(StreamEvent::Text {
+            text: &text,
+            continues: false,
+        });
     }
 }
 
@@ -51,11 +54,11 @@ pub trait Agent {
 
 pub fn from_plan(plan: &AgentPlan) -> Result<Box<dyn Agent>, Error> {
     Ok(match plan {
-        AgentPlan::Simulated { lines, line_delay, exit_code } => Box::new(SimulatedAgent::new(
-            lines.clone(),
-            line_delay.map(|d| d.0),
-            *exit_code,
-        )?),
+        AgentPlan::Simulated {
+            lines,
+            line_delay,
+            exit_code,
+        } => Box::new(SimulatedAgent::new(lines.clone(), line_delay.map(|d| d.0), *exit_code)?),
         AgentPlan::Cli(cli) => Box::new(CliAgent::new(cli.clone())),
     })
 }

@@ -11,44 +11,65 @@ use crate::error::Error;
 pub enum MergeResult {
     /// The target already contains the branch.
     UpToDate,
-    FastForward { commit: String },
-    Merged { commit: String },
-    Conflict { files: Vec<String> },
+    FastForward {
+        commit: String,
+    },
+    Merged {
+        commit: String,
+    },
+    Conflict {
+        files: Vec<String>,
+    },
 }
 
 pub fn merge_into(git: &Git, branch: &str, target: &str) -> Result<MergeResult, Error> {
     let missing = |name: &str| Error::git(format!("branch `{name}` does not exist"));
-    let target_commit = git.resolve(target)?.ok_or_else(|| missing(target))?;
-    let branch_commit = git.resolve(branch)?.ok_or_else(|| missing(branch))?;
-    if git.is_ancestor(&branch_commit, &target_commit)? {
+    let target_commit = git.branch_commit(target)?.ok_or_else(|| missing(target))?;
+    let branch_commit = git.branch_commit(branch)?.ok_or_else(|| missing(branch))?;
+    let merge_base = git.run(["merge-base", &target_commit, &branch_commit])?;
+    if merge_base == branch_commit {
         return Ok(MergeResult::UpToDate);
     }
-
-    let preview = git
-        .command(["merge-tree", "--write-tree", "--name-only", "--no-messages", &target_commit, &branch_commit])
-        .output()
-        .map_err(|err| Error::git(format!("cannot run git merge-tree: {err}")))?;
-    let mut lines = preview.stdout.lines();
-    let tree = lines.next().unwrap_or_default().trim().to_owned();
-    match preview.status.code() {
-        Some(0) => {}
-        Some(1) => {
-            let files = lines.map(str::to_owned).filter(|l| !l.is_empty()).collect();
-            return Ok(MergeResult::Conflict { files });
-        }
-        _ => {
-            return Err(Error::git(format!("`git merge-tree` failed: {}", preview.stderr.trim()))
-                .with_hint("eden needs git 2.38 or newer"))
+    let fast_forward = merge_base == target_commit;
+    let mut tree = String::new();
+    if !fast_forward {
+        let preview = git
+            .command([
+                "merge-tree",
+                "--write-tree",
+                "--name-only",
+                "--no-messages",
+                &target_commit,
+                &branch_commit,
+            ])
+            .output()
+            .map_err(|err| Error::git(format!("cannot run git merge-tree: {err}")))?;
+        let mut lines = preview.stdout.lines();
+        tree = lines.next().unwrap_or_default().trim().to_owned();
+        match preview.status.code() {
+            Some(0) => {}
+            Some(1) => {
+                let files = lines.map(str::to_owned).filter(|l| !l.is_empty()).collect();
+                return Ok(MergeResult::Conflict { files });
+            }
+            _ => {
+                return Err(
+                    Error::git(format!("`git merge-tree` failed: {}", preview.stderr.trim()))
+                        .with_hint("eden needs git 2.38 or newer"),
+                )
+            }
         }
     }
-    let fast_forward = git.is_ancestor(&target_commit, &branch_commit)?;
-    let identity = identity_args(git)?;
+    // Merge commits need an identity; fast-forwards do not.
+    let identity = if fast_forward { Vec::new() } else { identity_args(git)? };
 
     if let Some(checkout) = WorktreeList::read(git)?.find_branch(target).map(Git::new) {
         let mut args = identity;
         args.extend(["merge", "--no-edit", "--quiet", branch].map(String::from));
         let command = checkout.command(&args);
-        let output = command.output().map_err(|err| Error::git(format!("cannot run `{command}`: {err}")))?;
+        let output = command
+            .output()
+            .map_err(|err| Error::git(format!("cannot run `{command}`: {err}")))?;
         if !output.success() {
             // merge-tree said it is clean, so git refused up front (local changes in the way).
             // Should a merge have started anyway, undo it: never leave a half-done merge.
@@ -66,7 +87,11 @@ pub fn merge_into(git: &Git, branch: &str, target: &str) -> Result<MergeResult, 
             )));
         }
         let commit = checkout.resolve("HEAD")?.unwrap_or_default();
-        return Ok(if fast_forward { MergeResult::FastForward { commit } } else { MergeResult::Merged { commit } });
+        return Ok(if fast_forward {
+            MergeResult::FastForward { commit }
+        } else {
+            MergeResult::Merged { commit }
+        });
     }
 
     let reference = format!("refs/heads/{target}");
@@ -76,7 +101,19 @@ pub fn merge_into(git: &Git, branch: &str, target: &str) -> Result<MergeResult, 
     }
     let message = format!("Merge branch '{branch}' into {target}");
     let mut args = identity;
-    args.extend(["commit-tree", &tree, "-p", &target_commit, "-p", &branch_commit, "-m", &message].map(String::from));
+    args.extend(
+        [
+            "commit-tree",
+            &tree,
+            "-p",
+            &target_commit,
+            "-p",
+            &branch_commit,
+            "-m",
+            &message,
+        ]
+        .map(String::from),
+    );
     let commit = git.run(&args)?;
     // The old value guards against the target moving while we merged.
     git.run(["update-ref", &reference, &commit, &target_commit])?;

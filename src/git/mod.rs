@@ -10,5 +10,5 @@ mod repo;
 mod worktree;
 
 pub use merge::{merge_into, MergeResult};
-pub use repo::{Commit, Git};
-pub use worktree::{slug, WorktreeList};
+pub use repo::{Commit, Discovered, Git};
+pub use worktree::{slug, Removal, WorktreeList};

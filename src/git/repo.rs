@@ -23,6 +23,17 @@ pub struct Git {
     pub dir: PathBuf,
 }
 
+/// Where things are, as `discover` found them.
+#[derive(Debug, Clone)]
+pub struct Discovered {
+    /// The main worktree's root: `.eden/` lives here.
+    pub root: PathBuf,
+    /// The repository's shared `.git` directory.
+    pub common_dir: PathBuf,
+    /// The checkout eden was started in (the main worktree or a linked one).
+    pub checkout: PathBuf,
+}
+
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct Commit {
     pub sha: String,
@@ -77,37 +88,44 @@ impl Git {
         S: AsRef<std::ffi::OsStr>,
     {
         let command = self.command(args);
-        let output = command.output().map_err(|err| Error::git(format!("cannot run `{command}`: {err}")))?;
+        let output = command
+            .output()
+            .map_err(|err| Error::git(format!("cannot run `{command}`: {err}")))?;
         Ok(output.success())
     }
 
-    /// The main worktree's root for the repository containing `dir`.
-    pub fn discover(dir: &Path) -> Result<PathBuf, Error> {
-        let probe = Git::new(dir);
+    /// Find the repository containing `dir` with a single `git rev-parse`.
+    pub fn discover(dir: &Path) -> Result<Discovered, Error> {
         let not_a_repo = || {
             Error::usage(format!("`{}` is not inside a git repository", dir.display()))
-                .with_hint("run eden from your repository, or pass `--repo PATH`")
+                .with_hint("run eden from your repository (one with a working tree), or pass `--repo PATH`")
         };
         if !dir.is_dir() {
             return Err(not_a_repo());
         }
-        let common = probe
-            .run(["rev-parse", "--path-format=absolute", "--git-common-dir"])
+        let output = Git::new(dir)
+            .run([
+                "rev-parse",
+                "--path-format=absolute",
+                "--git-common-dir",
+                "--show-toplevel",
+            ])
             .map_err(|_| not_a_repo())?;
-        if probe.run(["rev-parse", "--is-bare-repository"]).is_ok_and(|bare| bare == "true") {
-            return Err(Error::usage("eden needs a repository with a working tree, not a bare one"));
-        }
-        let common = PathBuf::from(common);
-        let root = if common.file_name().is_some_and(|name| name == ".git") {
-            common.parent().map(Path::to_path_buf).ok_or_else(not_a_repo)?
-        } else {
-            PathBuf::from(probe.run(["rev-parse", "--show-toplevel"])?)
+        let mut lines = output.lines().map(PathBuf::from);
+        let (Some(common_dir), Some(checkout)) = (lines.next(), lines.next()) else {
+            return Err(not_a_repo());
         };
-        Ok(dunce_canonical(&root))
-    }
-
-    pub fn git_common_dir(&self) -> Result<PathBuf, Error> {
-        Ok(PathBuf::from(self.run(["rev-parse", "--path-format=absolute", "--git-common-dir"])?))
+        // The main worktree holds the common `.git`; a repository with a separate git dir
+        // (`--separate-git-dir`) has no such parent, so its checkout is the root.
+        let root = match common_dir.file_name() {
+            Some(name) if name == ".git" => common_dir.parent().map_or_else(|| checkout.clone(), Path::to_path_buf),
+            _ => checkout.clone(),
+        };
+        Ok(Discovered {
+            root: dunce_canonical(&root),
+            common_dir,
+            checkout,
+        })
     }
 
     /// The checked-out branch, or `None` on a detached HEAD.
@@ -130,8 +148,9 @@ impl Git {
         Ok(output.success().then(|| output.stdout.trim().to_owned()))
     }
 
-    pub fn branch_exists(&self, branch: &str) -> Result<bool, Error> {
-        self.check(["show-ref", "--verify", "--quiet", &format!("refs/heads/{branch}")])
+    /// The commit a local branch points at, `None` if there is no such branch.
+    pub fn branch_commit(&self, branch: &str) -> Result<Option<String>, Error> {
+        self.resolve(&format!("refs/heads/{branch}"))
     }
 
     /// Uncommitted changes (staged, unstaged or untracked, ignoring what git ignores), as
@@ -148,28 +167,37 @@ impl Git {
         Ok(log
             .lines()
             .filter_map(|line| line.split_once('\0'))
-            .map(|(sha, subject)| Commit { sha: sha.to_owned(), subject: subject.to_owned() })
+            .map(|(sha, subject)| Commit {
+                sha: sha.to_owned(),
+                subject: subject.to_owned(),
+            })
             .collect())
-    }
-
-    pub fn is_ancestor(&self, ancestor: &str, descendant: &str) -> Result<bool, Error> {
-        self.check(["merge-base", "--is-ancestor", ancestor, descendant])
     }
 
     /// Add `.eden/` to the repository's `info/exclude` so eden's state never shows up as
     /// untracked files. Idempotent.
-    pub fn exclude_eden_dir(&self) -> Result<(), Error> {
-        let info = self.git_common_dir()?.join("info");
+    pub fn exclude_eden_dir(common_dir: &Path) -> Result<(), Error> {
+        let info = common_dir.join("info");
         let exclude = info.join("exclude");
         let current = std::fs::read_to_string(&exclude).unwrap_or_default();
-        if current.lines().any(|line| matches!(line.trim(), ".eden/" | ".eden" | "/.eden/" | "/.eden")) {
+        if current
+            .lines()
+            .any(|line| matches!(line.trim(), ".eden/" | ".eden" | "/.eden/" | "/.eden"))
+        {
             return Ok(());
         }
         let write_error = |err: std::io::Error| Error::git(format!("cannot update `{}`: {err}", exclude.display()));
         fs_err::create_dir_all(&info).map_err(write_error)?;
-        let separator = if current.is_empty() || current.ends_with('\n') { "" } else { "\n" };
-        fs_err::write(&exclude, format!("{current}{separator}# eden's worktrees, locks and logs\n/.eden/\n"))
-            .map_err(write_error)
+        let separator = if current.is_empty() || current.ends_with('\n') {
+            ""
+        } else {
+            "\n"
+        };
+        fs_err::write(
+            &exclude,
+            format!("{current}{separator}# eden's worktrees, locks and logs\n/.eden/\n"),
+        )
+        .map_err(write_error)
     }
 }
 

@@ -6,7 +6,23 @@ use std::path::{Path, PathBuf};
 
 /// A branch name made into one path component: `eden/fix-login` → `eden-fix-login`.
 pub fn slug(branch: &str) -> String {
-    branch.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') { c } else { '-' }).collect()
+    branch
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Removal {
+    Removed,
+    /// It has uncommitted changes and was left in place.
+    KeptDirty,
 }
 
 /// `git worktree list --porcelain`, parsed.
@@ -37,7 +53,10 @@ impl WorktreeList {
 
     /// The worktree that has `branch` checked out.
     pub fn find_branch(&self, branch: &str) -> Option<&Path> {
-        self.entries.iter().find(|(_, b)| b.as_deref() == Some(branch)).map(|(path, _)| path.as_path())
+        self.entries
+            .iter()
+            .find(|(_, b)| b.as_deref() == Some(branch))
+            .map(|(path, _)| path.as_path())
     }
 }
 
@@ -58,15 +77,30 @@ impl Git {
 
     /// Create a worktree at `path` for the existing `branch`.
     pub fn add_worktree(&self, path: &Path, branch: &str) -> Result<(), Error> {
-        self.run(["worktree".as_ref(), "add".as_ref(), "--quiet".as_ref(), path.as_os_str(), branch.as_ref()])
-            .map(drop)
+        self.run([
+            "worktree".as_ref(),
+            "add".as_ref(),
+            "--quiet".as_ref(),
+            path.as_os_str(),
+            branch.as_ref(),
+        ])
+        .map(drop)
     }
 
-    /// Remove a clean worktree. git itself refuses if it has uncommitted changes, so this can
-    /// never lose work.
-    pub fn remove_worktree(&self, path: &Path) -> Result<(), Error> {
-        self.run(["worktree".as_ref(), "remove".as_ref(), path.as_os_str()])?;
-        self.run(["worktree", "prune"]).map(drop)
+    /// Remove a clean worktree. git itself refuses when it has modified or untracked files, so
+    /// this can never lose work: that refusal is `Ok(Removal::KeptDirty)`.
+    pub fn remove_worktree(&self, path: &Path) -> Result<Removal, Error> {
+        let command = self.command(["worktree".as_ref(), "remove".as_ref(), path.as_os_str()]);
+        let output = command
+            .output()
+            .map_err(|err| Error::git(format!("cannot run `{command}`: {err}")))?;
+        if output.success() {
+            return Ok(Removal::Removed);
+        }
+        if output.stderr.contains("modified or untracked files") {
+            return Ok(Removal::KeptDirty);
+        }
+        Err(Error::git(format!("`{command}` failed: {}", output.stderr.trim())))
     }
 
     /// Delete a branch whose commits are safe elsewhere (merged, or none of its own).

@@ -90,11 +90,19 @@ impl Override {
             .ok()
             .and_then(|mut table| table.remove("v"))
             .unwrap_or_else(|| toml::Value::String(raw.to_owned()));
-        Ok(Override { path: KeyPath::parse(key), flag: format!("--set {text}"), value })
+        Ok(Override {
+            path: KeyPath::parse(key),
+            flag: format!("--set {text}"),
+            value,
+        })
     }
 
     pub fn flag(path: &str, flag: &str, value: toml::Value) -> Override {
-        Override { path: KeyPath::parse(path), flag: flag.to_owned(), value }
+        Override {
+            path: KeyPath::parse(path),
+            flag: flag.to_owned(),
+            value,
+        }
     }
 }
 
@@ -173,12 +181,10 @@ pub fn load(request: LoadRequest<'_>) -> Result<(Manifest, Source), Error> {
         None => (String::new(), None),
     };
     let base_dir = match request.file {
-        Some(path) => {
-            match path.parent().filter(|p| !p.as_os_str().is_empty()) {
-                Some(parent) => request.current_dir.join(parent),
-                None => request.current_dir.to_path_buf(),
-            }
-        }
+        Some(path) => match path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            Some(parent) => request.current_dir.join(parent),
+            None => request.current_dir.to_path_buf(),
+        },
         None => request.current_dir.to_path_buf(),
     };
 
@@ -192,8 +198,15 @@ pub fn load(request: LoadRequest<'_>) -> Result<(Manifest, Source), Error> {
         ))
         .with_hint("see the manifest reference in the README")
     })?;
-    let document = file.as_ref().map(|_| ImDocument::parse(text.clone()).expect("parsed as TOML above"));
-    let source = Source { file, base_dir, document, overrides: request.overrides };
+    let document = file
+        .as_ref()
+        .map(|_| ImDocument::parse(text.clone()).expect("parsed as TOML above"));
+    let source = Source {
+        file,
+        base_dir,
+        document,
+        overrides: request.overrides,
+    };
 
     for item in &source.overrides {
         apply_override(&mut table, item)?;
@@ -221,7 +234,10 @@ fn apply_override(table: &mut toml::Table, item: &Override) -> Result<(), Error>
         current = match next {
             toml::Value::Table(inner) => inner,
             toml::Value::Array(list) => {
-                return Err(invalid(&format!("`{segment:?}` is a list with {} entries; name one by its number", list.len())))
+                return Err(invalid(&format!(
+                    "`{segment:?}` is a list with {} entries; name one by its number",
+                    list.len()
+                )))
             }
             _ => return Err(invalid("a parent of the key is not a table")),
         };
@@ -261,7 +277,11 @@ fn describe_serde_error(source: &Source, err: serde_path_to_error::Error<toml::d
             path = path.child(&unknown);
         }
         let table = KeyPath(path.0[..path.0.len() - 1].to_vec()).to_string();
-        let within = if table.is_empty() { "at the top level".to_owned() } else { format!("in `[{table}]`") };
+        let within = if table.is_empty() {
+            "at the top level".to_owned()
+        } else {
+            format!("in `[{table}]`")
+        };
         let error = source.error_at_key(&path, format!("unknown key `{unknown}` {within}"));
         return with_suggestion(error, &unknown, &expected, "known keys");
     }
@@ -271,7 +291,9 @@ fn describe_serde_error(source: &Source, err: serde_path_to_error::Error<toml::d
     }
     let error = source.error_at(&path, format!("`{path}`: {message}"));
     if message.starts_with("invalid type") && source.origin(&path, false).starts_with('`') {
-        return error.with_hint("a `--set` value that reads as TOML is taken as TOML; quote it to pass a string: `--set 'KEY=\"VALUE\"'`");
+        return error.with_hint(
+            "a `--set` value that reads as TOML is taken as TOML; quote it to pass a string: `--set 'KEY=\"VALUE\"'`",
+        );
     }
     error
 }
@@ -311,13 +333,15 @@ fn edit_distance(a: &str, b: &str) -> usize {
     for (i, row) in table.iter_mut().enumerate() {
         row[0] = i;
     }
-    for j in 0..=b.len() {
-        table[0][j] = j;
+    for (j, cell) in table[0].iter_mut().enumerate() {
+        *cell = j;
     }
     for i in 1..=a.len() {
         for j in 1..=b.len() {
             let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut best = (table[i - 1][j] + 1).min(table[i][j - 1] + 1).min(table[i - 1][j - 1] + cost);
+            let mut best = (table[i - 1][j] + 1)
+                .min(table[i][j - 1] + 1)
+                .min(table[i - 1][j - 1] + cost);
             if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
                 best = best.min(table[i - 2][j - 2] + 1);
             }
@@ -329,10 +353,16 @@ fn edit_distance(a: &str, b: &str) -> usize {
 
 /// The byte span of the key (`at_key`) or value at `path` in a parsed document.
 fn locate(table: &Table, path: &[Segment], at_key: bool) -> Option<std::ops::Range<usize>> {
-    let (Segment::Key(first), rest) = path.split_first()? else { return None };
+    let (Segment::Key(first), rest) = path.split_first()? else {
+        return None;
+    };
     let (key, item) = table.get_key_value(first)?;
     if rest.is_empty() {
-        return if at_key { key.span() } else { item.span().or_else(|| key.span()) };
+        return if at_key {
+            key.span()
+        } else {
+            item.span().or_else(|| key.span())
+        };
     }
     locate_item(item, rest, at_key).or_else(|| key.span())
 }
@@ -357,7 +387,11 @@ fn locate_value(value: &Value, path: &[Segment], at_key: bool) -> Option<std::op
         (Value::InlineTable(table), Segment::Key(name)) => {
             let (key, item) = table.get_key_value(name)?;
             if path.len() == 1 {
-                return if at_key { key.span() } else { item.span().or_else(|| key.span()) };
+                return if at_key {
+                    key.span()
+                } else {
+                    item.span().or_else(|| key.span())
+                };
             }
             locate_item(item, &path[1..], at_key).or_else(|| key.span())
         }

@@ -289,8 +289,7 @@ impl<'de> Deserialize<'de> for Hook {
                 Ok(Hook::Command(v.to_owned()))
             }
             fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Hook, A::Error> {
-                DetailedHook::deserialize(serde::de::value::MapAccessDeserializer::new(map))
-                    .map(Hook::Detailed)
+                DetailedHook::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(Hook::Detailed)
             }
         }
         deserializer.deserialize_any(HookVisitor)

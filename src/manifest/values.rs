@@ -16,8 +16,7 @@ impl Duration {
     }
 }
 
-const DURATION_EXPECTED: &str =
-    "a duration like \"90s\", \"10m\" or \"1h30m\", or a number of seconds";
+const DURATION_EXPECTED: &str = "a duration like \"90s\", \"10m\" or \"1h30m\", or a number of seconds";
 
 /// Parse `"1h30m"`-style durations. Each part is a whole number followed by `ms`, `s`, `m`, `h`
 /// or `d`; parts may be separated by spaces.
@@ -46,7 +45,10 @@ pub fn parse_duration(text: &str) -> Result<StdDuration, String> {
             _ => return Err(invalid()),
         };
         let part = StdDuration::try_from_secs_f64(number * unit_secs).map_err(|_| invalid())?;
-        total = total.checked_add(part).filter(|t| t.as_secs() <= 1_000_000_000).ok_or_else(invalid)?;
+        total = total
+            .checked_add(part)
+            .filter(|t| t.as_secs() <= 1_000_000_000)
+            .ok_or_else(invalid)?;
         rest = rest[unit_len..].trim_start();
     }
     if total.is_zero() {
@@ -57,7 +59,9 @@ pub fn parse_duration(text: &str) -> Result<StdDuration, String> {
 
 fn seconds(secs: f64) -> Result<StdDuration, String> {
     if !secs.is_finite() || secs <= 0.0 || secs > 1e9 {
-        return Err(format!("duration {secs} is out of range, expected a positive number of seconds"));
+        return Err(format!(
+            "duration {secs} is out of range, expected a positive number of seconds"
+        ));
     }
     Ok(StdDuration::from_secs_f64(secs))
 }
@@ -232,7 +236,10 @@ pub fn branch_name_problem(name: &str) -> Option<&'static str> {
             _ => "it contains `\\`",
         });
     }
-    if name.split('/').any(|part| part.starts_with('.') || part.ends_with(".lock")) {
+    if name
+        .split('/')
+        .any(|part| part.starts_with('.') || part.ends_with(".lock"))
+    {
         return Some("a component starts with `.` or ends with `.lock`");
     }
     None
@@ -254,7 +261,18 @@ mod tests {
         assert_eq!(d("0.5"), StdDuration::from_millis(500));
         assert_eq!(d("0.6s"), StdDuration::from_millis(600));
         assert_eq!(d("1.5h"), StdDuration::from_secs(5400));
-        for bad in ["", "10x", "m", "10 minutes", "-5", "0s", "1h30", "99999999999h", "1..5s", ".s"] {
+        for bad in [
+            "",
+            "10x",
+            "m",
+            "10 minutes",
+            "-5",
+            "0s",
+            "1h30",
+            "99999999999h",
+            "1..5s",
+            ".s",
+        ] {
             assert!(parse_duration(bad).is_err(), "{bad} should be rejected");
         }
     }
@@ -284,7 +302,9 @@ mod tests {
         for good in ["eden/fix-login", "feature/a.b", "x"] {
             assert_eq!(branch_name_problem(good), None, "{good}");
         }
-        for bad in ["", "-x", "a..b", "a b", "a~1", "a:b", "a/", "/a", "a//b", "a.lock", ".a", "a.", "HEAD", "a@{1"] {
+        for bad in [
+            "", "-x", "a..b", "a b", "a~1", "a:b", "a/", "/a", "a//b", "a.lock", ".a", "a.", "HEAD", "a@{1",
+        ] {
             assert!(branch_name_problem(bad).is_some(), "{bad} should be rejected");
         }
     }

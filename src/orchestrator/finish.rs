@@ -5,8 +5,7 @@
 use super::workspace::{Workspace, WorktreeAction};
 use super::LoopEnd;
 use crate::error::Error;
-use crate::git::{merge_into, Commit, MergeResult};
-use crate::manifest::plan::Plan;
+use crate::git::{merge_into, Commit, MergeResult, Removal};
 use crate::manifest::schema::Strategy;
 use crate::ui::{Event, Reporter};
 use std::path::PathBuf;
@@ -27,9 +26,9 @@ pub(crate) struct Finished {
 }
 
 pub(crate) fn finish(
-    _plan: &Plan,
     workspace: Workspace,
     outcome: Result<LoopEnd, Error>,
+    known_commits: Option<Vec<Commit>>,
     reporter: &mut dyn Reporter,
 ) -> Finished {
     let pre = &workspace.pre;
@@ -39,24 +38,19 @@ pub(crate) fn finish(
     let mut preserved_branch = None;
     let mut preserved_worktree = None;
 
-    // The branch tip, read from the repository (the worktree may be gone by the time we ask).
-    let commits = match workspace.repo.commits_between(&pre.base_commit, &pre.branch) {
-        Ok(commits) => commits,
-        Err(err) => {
-            error.get_or_insert(err);
-            Vec::new()
-        }
-    };
-    let dirty = match pre.action {
-        WorktreeAction::UseCheckout => false,
-        _ => match workspace.worktree.dirty_paths() {
-            Ok(paths) => !paths.is_empty(),
-            // If we cannot tell, assume there is work to keep.
-            Err(_) => true,
-        },
+    // The loop collected the commits after each iteration; ask git only if it could not.
+    let commits = match known_commits {
+        Some(commits) => commits,
+        None => workspace
+            .repo
+            .commits_between(&pre.base_commit, &pre.branch)
+            .unwrap_or_else(|err| {
+                error.get_or_insert(err);
+                Vec::new()
+            }),
     };
 
-    let mut branch_is_safe_to_delete = commits.is_empty();
+    let mut merged = commits.is_empty();
     if pre.strategy == Strategy::MergeToHead && error.is_none() && !commits.is_empty() {
         let target = pre.base_branch.clone().expect("merge-to-head has a target");
         match merge_into(&workspace.repo, &pre.branch, &target) {
@@ -66,37 +60,64 @@ pub(crate) fn finish(
             Ok(result) => {
                 merge_commit = match result {
                     MergeResult::FastForward { commit } | MergeResult::Merged { commit } => Some(commit),
-                    _ => None,
+                    MergeResult::UpToDate | MergeResult::Conflict { .. } => None,
                 };
                 merged_into = Some(target.clone());
-                branch_is_safe_to_delete = true;
+                merged = true;
                 reporter.report(&Event::Info {
-                    message: &format!("merged {} commit(s) from `{}` into `{target}`", commits.len(), pre.branch),
+                    message: &format!(
+                        "merged {} commit(s) from `{}` into `{target}`",
+                        commits.len(),
+                        pre.branch
+                    ),
                 });
             }
             Err(err) => error = Some(err),
         }
     }
 
-    if dirty {
-        preserved_worktree = Some(pre.worktree.clone());
-        reporter.report(&Event::Warning {
-            message: &format!("the worktree has uncommitted changes and is kept: {}", pre.worktree.display()),
-        });
-    } else if workspace.owns_worktree() {
-        if let Err(err) = workspace.repo.remove_worktree(&pre.worktree) {
-            preserved_worktree = Some(pre.worktree.clone());
-            reporter.report(&Event::Warning { message: &format!("could not remove the worktree: {err}") });
+    // git refuses to remove a worktree with modified or untracked files: that is our test for
+    // "has uncommitted work", so nothing can be lost here.
+    let worktree_removed = match pre.action {
+        WorktreeAction::UseCheckout => false,
+        WorktreeAction::Reuse => {
+            if workspace.worktree.dirty_paths().map_or(true, |paths| !paths.is_empty()) {
+                preserved_worktree = Some(pre.worktree.clone());
+            }
+            false
         }
+        WorktreeAction::CreateWithNewBranch | WorktreeAction::CreateForExistingBranch => {
+            match workspace.repo.remove_worktree(&pre.worktree) {
+                Ok(Removal::Removed) => true,
+                Ok(Removal::KeptDirty) => {
+                    preserved_worktree = Some(pre.worktree.clone());
+                    false
+                }
+                Err(err) => {
+                    reporter.report(&Event::Warning {
+                        message: &format!("could not remove the worktree: {err}"),
+                    });
+                    preserved_worktree = Some(pre.worktree.clone());
+                    false
+                }
+            }
+        }
+    };
+    if let Some(path) = &preserved_worktree {
+        reporter.report(&Event::Warning {
+            message: &format!("the worktree has uncommitted changes and is kept: {}", path.display()),
+        });
     }
 
     match pre.strategy {
         Strategy::Head => {}
         Strategy::Named => preserved_branch = Some(pre.branch.clone()),
         Strategy::MergeToHead => {
-            if branch_is_safe_to_delete && !dirty {
+            if merged && worktree_removed {
                 if let Err(err) = workspace.repo.delete_branch(&pre.branch) {
-                    reporter.report(&Event::Warning { message: &format!("could not delete the branch: {err}") });
+                    reporter.report(&Event::Warning {
+                        message: &format!("could not delete the branch: {err}"),
+                    });
                     preserved_branch = Some(pre.branch.clone());
                 }
             } else {

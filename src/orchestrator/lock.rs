@@ -32,7 +32,9 @@ impl BranchLock {
                 }
                 Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {
                     let owner = std::fs::read_to_string(&path).ok();
-                    let pid = owner.as_deref().and_then(|text| text.lines().next()?.trim().parse::<i32>().ok());
+                    let pid = owner
+                        .as_deref()
+                        .and_then(|text| text.lines().next()?.trim().parse::<i32>().ok());
                     match pid {
                         Some(pid) if is_alive(pid) => {
                             return Err(Error::git(format!(
@@ -53,7 +55,10 @@ impl BranchLock {
                 Err(err) => return Err(io_error(err)),
             }
         }
-        Err(Error::git(format!("cannot take the lock `{}`: it keeps reappearing", path.display())))
+        Err(Error::git(format!(
+            "cannot take the lock `{}`: it keeps reappearing",
+            path.display()
+        )))
     }
 }
 

@@ -37,7 +37,10 @@ pub(crate) struct LoopEnd {
 }
 
 pub async fn run(plan: &Plan, options: &RunOptions, display: Option<Box<dyn Reporter>>) -> RunResult {
-    let failed = |error: Error| RunResult { record: None, error: Some(error) };
+    let failed = |error: Error| RunResult {
+        record: None,
+        error: Some(error),
+    };
     // From here on Ctrl-C is ours to handle: nothing below may be cut off half-way.
     let mut abort = match listen_for_signals() {
         Ok(receiver) => receiver,
@@ -67,8 +70,10 @@ pub async fn run(plan: &Plan, options: &RunOptions, display: Option<Box<dyn Repo
         match LogFileReporter::create(&path) {
             Ok(log) => reporter.0.push(Box::new(log)),
             Err(err) => {
-                return failed(Error::usage(format!("cannot open the log file: {err}"))
-                    .with_hint("check `logging.file` in the manifest"))
+                return failed(
+                    Error::usage(format!("cannot open the log file: {err}"))
+                        .with_hint("check `logging.file` in the manifest"),
+                )
             }
         }
     }
@@ -96,6 +101,7 @@ pub async fn run(plan: &Plan, options: &RunOptions, display: Option<Box<dyn Repo
     });
 
     let mut iterations = Vec::new();
+    let mut commits = None;
     let outcome = iterate::run_loop(
         plan,
         options,
@@ -105,10 +111,11 @@ pub async fn run(plan: &Plan, options: &RunOptions, display: Option<Box<dyn Repo
         &mut reporter,
         &mut abort,
         &mut iterations,
+        &mut commits,
     )
     .await;
     let completion_signal = outcome.as_ref().ok().and_then(|end| end.completion_signal.clone());
-    let finished = finish::finish(plan, workspace, outcome, &mut reporter);
+    let finished = finish::finish(workspace, outcome, commits, &mut reporter);
 
     let mut error = finished.error;
     // A signal that arrived during the finish still counts.
@@ -154,11 +161,16 @@ pub async fn run(plan: &Plan, options: &RunOptions, display: Option<Box<dyn Repo
         record_path: runs_dir.join(format!("{run_id}.json")),
     };
     if let Err(err) = write_record(&record) {
-        reporter.report(&Event::Warning { message: &format!("cannot write the run record: {err}") });
+        reporter.report(&Event::Warning {
+            message: &format!("cannot write the run record: {err}"),
+        });
         record.record_path = PathBuf::new();
     }
     reporter.report(&Event::RunFinished { record: &record });
-    RunResult { record: Some(record), error }
+    RunResult {
+        record: Some(record),
+        error,
+    }
 }
 
 fn write_record(record: &RunRecord) -> std::io::Result<()> {
@@ -177,6 +189,10 @@ pub(crate) fn interrupted(abort: &watch::Receiver<Option<Abort>>) -> Option<Erro
 }
 
 pub(crate) fn interrupted_error(signal: i32) -> Error {
-    let name = if signal == nix::sys::signal::Signal::SIGINT as i32 { "SIGINT" } else { "SIGTERM" };
+    let name = if signal == nix::sys::signal::Signal::SIGINT as i32 {
+        "SIGINT"
+    } else {
+        "SIGTERM"
+    };
     Error::new(ErrorKind::Interrupted(signal), format!("interrupted by {name}"))
 }

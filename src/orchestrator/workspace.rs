@@ -13,6 +13,7 @@ pub struct Preflight {
     pub strategy: Strategy,
     /// The main worktree's root; `.eden/` lives here.
     pub root: PathBuf,
+    pub common_dir: PathBuf,
     pub branch: String,
     /// The branch the run started from (and, for merge-to-head, merges back into).
     pub base_branch: Option<String>,
@@ -43,18 +44,20 @@ impl Workspace {
 
     /// Did this run create the worktree (so it may remove it)?
     pub fn owns_worktree(&self) -> bool {
-        matches!(self.pre.action, WorktreeAction::CreateWithNewBranch | WorktreeAction::CreateForExistingBranch)
+        matches!(
+            self.pre.action,
+            WorktreeAction::CreateWithNewBranch | WorktreeAction::CreateForExistingBranch
+        )
     }
 }
 
 pub fn preflight(plan: &Plan, repo_dir: &Path, run_id: &str) -> Result<Preflight, Error> {
-    let root = Git::discover(repo_dir)?;
+    let found = Git::discover(repo_dir)?;
+    let root = found.root.clone();
     let repo = Git::new(&root);
-    // The checkout eden was started in (it may be a linked worktree of the repository).
-    let checkout = PathBuf::from(Git::new(repo_dir).run(["rev-parse", "--show-toplevel"])?);
-    let checkout_git = Git::new(&checkout);
+    let checkout_git = Git::new(&found.checkout);
     let current = checkout_git.current_branch()?;
-    let head_commit = checkout_git.resolve("HEAD")?;
+    let head_commit = || checkout_git.resolve("HEAD")?.ok_or_else(|| no_commits(&found.checkout));
     let worktrees_dir = root.join(".eden").join("worktrees");
 
     match plan.branch.strategy {
@@ -63,49 +66,53 @@ pub fn preflight(plan: &Plan, repo_dir: &Path, run_id: &str) -> Result<Preflight
                 Error::git("HEAD is detached; strategy `head` commits onto the checked-out branch")
                     .with_hint("check out a branch first, or use strategy `merge-to-head`")
             })?;
-            let base_commit = head_commit.ok_or_else(|| no_commits(&checkout))?;
+            let base_commit = head_commit()?;
             if !plan.branch.allow_dirty {
                 let dirty = checkout_git.dirty_paths()?;
                 if !dirty.is_empty() {
                     let shown: Vec<&str> = dirty.iter().take(5).map(String::as_str).collect();
                     return Err(Error::git(format!(
                         "the checkout `{}` has uncommitted changes:\n  {}{}",
-                        checkout.display(),
+                        found.checkout.display(),
                         shown.join("\n  "),
                         if dirty.len() > 5 { format!("\n  … and {} more", dirty.len() - 5) } else { String::new() }
                     ))
-                    .with_hint("strategy `head` works in your checkout: commit or stash first, or set `branch.allow_dirty = true`"));
+                    .with_hint(
+                        "strategy `head` works in your checkout: commit or stash first, or set `branch.allow_dirty = true`",
+                    ));
                 }
             }
             Ok(Preflight {
                 strategy: Strategy::Head,
                 root,
+                common_dir: found.common_dir,
                 base_branch: Some(branch.clone()),
                 branch,
                 base_commit,
-                worktree: checkout,
+                worktree: found.checkout,
                 action: WorktreeAction::UseCheckout,
             })
         }
         Strategy::MergeToHead => {
             let base = match &plan.branch.base {
                 Some(base) => base.clone(),
-                None => current.ok_or_else(|| {
+                None => current.clone().ok_or_else(|| {
                     Error::git("HEAD is detached, so there is no branch to merge back into")
                         .with_hint("check out a branch, or set `branch.base` to the branch to merge into")
                 })?,
             };
-            if !repo.branch_exists(&base)? {
-                return Err(Error::git(format!("base branch `{base}` does not exist"))
-                    .with_hint("strategy `merge-to-head` merges back into `branch.base`, which must be a local branch"));
-            }
-            let base_commit = repo.resolve(&base)?.ok_or_else(|| no_commits(&root))?;
+            let base_commit = repo.branch_commit(&base)?.ok_or_else(|| {
+                let why = if current.as_deref() == Some(base.as_str()) {
+                    no_commits(&root)
+                } else {
+                    Error::git(format!("base branch `{base}` does not exist"))
+                };
+                why.with_hint("strategy `merge-to-head` merges back into `branch.base`, which must be a local branch")
+            })?;
             let branch = format!("eden/{}-{run_id}", plan.name);
-            if repo.branch_exists(&branch)? {
-                return Err(Error::git(format!("branch `{branch}` already exists")));
-            }
             Ok(Preflight {
                 strategy: Strategy::MergeToHead,
+                common_dir: found.common_dir,
                 worktree: worktrees_dir.join(slug(&branch)),
                 root,
                 branch,
@@ -118,9 +125,7 @@ pub fn preflight(plan: &Plan, repo_dir: &Path, run_id: &str) -> Result<Preflight
             let branch = plan.branch.name.clone().expect("validated: named has a name");
             let eden_path = worktrees_dir.join(slug(&branch));
             let worktrees = WorktreeList::read(&repo)?;
-            let exists = repo.branch_exists(&branch)?;
-            let (action, base_branch, base_commit) = if exists {
-                let tip = repo.resolve(&branch)?.unwrap_or_default();
+            let (action, base_branch, base_commit) = if let Some(tip) = repo.branch_commit(&branch)? {
                 let action = match worktrees.find_branch(&branch) {
                     None => WorktreeAction::CreateForExistingBranch,
                     Some(path) if same_path(path, &eden_path) && plan.branch.reuse_worktree => WorktreeAction::Reuse,
@@ -132,8 +137,10 @@ pub fn preflight(plan: &Plan, repo_dir: &Path, run_id: &str) -> Result<Preflight
                         .with_hint("set `branch.reuse_worktree = true` to continue in it, or remove it with `git worktree remove`"));
                     }
                     Some(path) => {
-                        return Err(Error::git(format!("branch `{branch}` is checked out at `{}`", path.display()))
-                            .with_hint("check out another branch there first; eden works on its own worktree"));
+                        return Err(
+                            Error::git(format!("branch `{branch}` is checked out at `{}`", path.display()))
+                                .with_hint("check out another branch there first; eden works on its own worktree"),
+                        );
                     }
                 };
                 (action, None, tip)
@@ -141,14 +148,16 @@ pub fn preflight(plan: &Plan, repo_dir: &Path, run_id: &str) -> Result<Preflight
                 let base = plan.branch.base.clone().or(current);
                 let base_commit = match &base {
                     Some(base) => repo.resolve(base)?.ok_or_else(|| {
-                        Error::git(format!("base `{base}` does not exist")).with_hint("set `branch.base` to an existing branch")
+                        Error::git(format!("base `{base}` does not exist"))
+                            .with_hint("set `branch.base` to an existing branch")
                     })?,
-                    None => head_commit.ok_or_else(|| no_commits(&root))?,
+                    None => head_commit()?,
                 };
                 (WorktreeAction::CreateWithNewBranch, base, base_commit)
             };
             Ok(Preflight {
                 strategy: Strategy::Named,
+                common_dir: found.common_dir,
                 root,
                 branch,
                 base_branch,
@@ -173,7 +182,7 @@ fn same_path(a: &Path, b: &Path) -> bool {
 /// Take the lock and make the worktree. On failure everything made here is undone.
 pub fn create(pre: Preflight, run_id: &str, notes: &mut Vec<String>) -> Result<Workspace, Error> {
     let repo = Git::new(&pre.root);
-    repo.exclude_eden_dir()?;
+    Git::exclude_eden_dir(&pre.common_dir)?;
     let locks = pre.root.join(".eden").join("locks");
     let (lock, taken) = BranchLock::acquire(&locks, &slug(&pre.branch), &pre.branch, run_id)?;
     if let Taken::ReclaimedFrom(pid) = taken {
@@ -184,7 +193,7 @@ pub fn create(pre: Preflight, run_id: &str, notes: &mut Vec<String>) -> Result<W
         WorktreeAction::CreateWithNewBranch => {
             if let Err(err) = repo.add_worktree_new_branch(&pre.worktree, &pre.branch, &pre.base_commit) {
                 // `git worktree add -b` may have made the branch before failing.
-                if repo.branch_exists(&pre.branch).unwrap_or(false) {
+                if repo.branch_commit(&pre.branch).is_ok_and(|tip| tip.is_some()) {
                     let _ = repo.delete_branch(&pre.branch);
                 }
                 return Err(err);
@@ -193,5 +202,10 @@ pub fn create(pre: Preflight, run_id: &str, notes: &mut Vec<String>) -> Result<W
         WorktreeAction::CreateForExistingBranch => repo.add_worktree(&pre.worktree, &pre.branch)?,
     }
     let worktree = Git::new(&pre.worktree);
-    Ok(Workspace { pre, repo, worktree, lock })
+    Ok(Workspace {
+        pre,
+        repo,
+        worktree,
+        lock,
+    })
 }

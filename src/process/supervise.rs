@@ -42,7 +42,10 @@ pub trait Handlers {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
     /// The process ended on its own. `code` is 128+n for a child killed by signal n.
-    Exited { code: i32, signal_seen: bool },
+    Exited {
+        code: i32,
+        signal_seen: bool,
+    },
     /// The completion signal was seen but the process did not exit within the grace: killed.
     CompletionTimeout,
     IdleTimeout(Duration),
@@ -189,7 +192,10 @@ pub async fn supervise(
         Some((KillReason::Idle, _)) => Outcome::IdleTimeout(watchdogs.idle_timeout),
         Some((KillReason::Step, _)) => Outcome::StepTimeout(watchdogs.step_timeout),
         Some((KillReason::CompletionTimeout, _)) => Outcome::CompletionTimeout,
-        None => Outcome::Exited { code: exit_code.unwrap_or(1), signal_seen },
+        None => Outcome::Exited {
+            code: exit_code.unwrap_or(1),
+            signal_seen,
+        },
     };
     Ok((outcome, tail))
 }

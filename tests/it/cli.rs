@@ -10,7 +10,11 @@ fn version_and_help() {
     assert_eq!(run.stdout.trim(), format!("eden {}", env!("CARGO_PKG_VERSION")));
     let run = env.eden(&["help"]);
     run.assert_code(0);
-    assert!(run.stdout.contains("run") && run.stdout.contains("Exit codes"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("run") && run.stdout.contains("Exit codes"),
+        "{}",
+        run.stdout
+    );
     let run = env.eden(&["run", "--help"]);
     assert!(run.stdout.contains("--set <KEY=VALUE>") && run.stdout.contains("--dry-run"));
     env.eden(&["frobnicate"]).assert_code(2);
@@ -43,28 +47,41 @@ fn the_flag_only_form_runs_a_cli_agent() {
     let record = run.record();
     assert_eq!(record["name"], "flags");
     assert_eq!(record["iterations"][0]["prompt"], "fix issue 42 on main");
-    assert_eq!(std::fs::read_to_string(env.repo.join("prompt.txt")).unwrap(), "fix issue 42 on main\n");
+    assert_eq!(
+        std::fs::read_to_string(env.repo.join("prompt.txt")).unwrap(),
+        "fix issue 42 on main\n"
+    );
     assert_eq!(env.log_subjects("main")[0], "from-args");
 }
 
 #[test]
 fn prompts_can_go_on_argv_with_the_model_filled_in() {
     let env = TestEnv::new();
-    let agent = env.script("agent.sh", "echo \"model=$1 prompt=$2 stdin=$(cat | wc -c)\"\necho DONE");
+    let agent = env.script(
+        "agent.sh",
+        "echo \"model=$1 prompt=$2 stdin=$(cat | wc -c)\"\necho DONE",
+    );
     let manifest = format!(
         "{}model = \"m-1\"\nargs = [\"{{model}}\"]\nprompt_via = \"arg\"\n",
         cli_manifest(&agent, "[loop]\ncompletion_signal = \"DONE\"")
     );
     let run = env.run_manifest(&manifest, &[]);
     run.assert_code(0);
-    assert!(run.stderr.contains("model=m-1 prompt=iteration 1 stdin=0"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("model=m-1 prompt=iteration 1 stdin=0"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]
 fn set_overrides_manifest_values() {
     let env = TestEnv::new();
     let agent = env.script("agent.sh", "cat >/dev/null\necho working");
-    let run = env.run_manifest(&cli_manifest(&agent, "[loop]\nmax_iterations = 5"), &["--set", "loop.max_iterations=2"]);
+    let run = env.run_manifest(
+        &cli_manifest(&agent, "[loop]\nmax_iterations = 5"),
+        &["--set", "loop.max_iterations=2"],
+    );
     run.assert_code(0);
     assert_eq!(run.record()["iterations"].as_array().unwrap().len(), 2);
 }
@@ -97,8 +114,14 @@ fn dry_run_prints_the_plan_and_touches_nothing() {
 #[test]
 fn the_log_file_gets_every_event_as_json_lines() {
     let env = TestEnv::new();
-    let agent = env.script("agent.sh", "cat >/dev/null\necho 'hello from the agent'\necho '<promise>COMPLETE</promise>'");
-    let run = env.run_manifest(&cli_manifest(&agent, "[logging]\nfile = \".eden/logs/{name}-{run_id}.log\""), &["--quiet"]);
+    let agent = env.script(
+        "agent.sh",
+        "cat >/dev/null\necho 'hello from the agent'\necho '<promise>COMPLETE</promise>'",
+    );
+    let run = env.run_manifest(
+        &cli_manifest(&agent, "[logging]\nfile = \".eden/logs/{name}-{run_id}.log\""),
+        &["--quiet"],
+    );
     run.assert_code(0);
     assert!(run.stderr.is_empty(), "--quiet prints nothing: {}", run.stderr);
     let id = run.record()["id"].as_str().unwrap().to_owned();
@@ -107,7 +130,16 @@ fn the_log_file_gets_every_event_as_json_lines() {
     let kinds: Vec<&str> = events.iter().map(|e| e["event"].as_str().unwrap()).collect();
     assert_eq!(
         kinds,
-        ["run_started", "iteration_started", "prompt", "agent_text", "agent_text", "completion_signal", "iteration_finished", "run_finished"]
+        [
+            "run_started",
+            "iteration_started",
+            "prompt",
+            "agent_text",
+            "agent_text",
+            "completion_signal",
+            "iteration_finished",
+            "run_finished"
+        ]
     );
     assert_eq!(events[3]["text"], "hello from the agent");
     assert!(events.iter().all(|e| e["ts"].is_string()));
@@ -121,7 +153,10 @@ fn plain_output_when_stderr_is_not_a_terminal() {
     assert!(run.stdout.is_empty(), "stdout is for data only");
     let first = run.stderr.lines().next().unwrap();
     let (clock, rest) = first.split_at(8);
-    assert!(clock.chars().all(|c| c.is_ascii_digit() || c == ':'), "timestamped: {first}");
+    assert!(
+        clock.chars().all(|c| c.is_ascii_digit() || c == ':'),
+        "timestamped: {first}"
+    );
     assert!(rest.starts_with(" eden run `eden`"), "{first}");
     assert!(run.stderr.contains("| simulated agent: working"));
     assert!(!run.stderr.contains('\x1b'), "no escape codes when not a terminal");
@@ -131,8 +166,18 @@ fn plain_output_when_stderr_is_not_a_terminal() {
 fn simulated_agent_exit_codes_and_delays() {
     let env = TestEnv::new();
     let run = env.eden(&[
-        "run", "--agent", "simulated", "--prompt", "x", "--json",
-        "--set", "agent.lines=[\"a\", \"b\"]", "--set", "agent.exit_code=3", "--set", "agent.line_delay=\"50ms\"",
+        "run",
+        "--agent",
+        "simulated",
+        "--prompt",
+        "x",
+        "--json",
+        "--set",
+        "agent.lines=[\"a\", \"b\"]",
+        "--set",
+        "agent.exit_code=3",
+        "--set",
+        "agent.line_delay=\"50ms\"",
     ]);
     run.assert_code(3);
     assert!(run.error_text().contains("exited with code 3"));
@@ -150,6 +195,6 @@ fn outside_a_repository_is_a_clear_error() {
     run.assert_code(2);
     insta::assert_snapshot!(env.redact(&run.error_text()), @r"
     error: `[TMP]/not-a-repo` is not inside a git repository
-    hint: run eden from your repository, or pass `--repo PATH`
+    hint: run eden from your repository (one with a working tree), or pass `--repo PATH`
     ");
 }

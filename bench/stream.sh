@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Streaming throughput and peak memory: an agent prints SIZE bytes (default 1 GiB) of output
+# through `eden run --quiet` with the `lines` parser and no log file. Two shapes: 100-byte
+# lines, and one endless line with no newline (memory must stay bounded either way).
+#   bench/stream.sh [SIZE_BYTES]
+source "$(dirname "$0")/common.sh"
+size=${1:-1073741824}
+line=$(printf 'x%.0s' $(seq 99))
+cat > "$work/lines.sh" <<AGENT
+#!/usr/bin/env bash
+yes '$line' | head -c $size
+echo '<promise>COMPLETE</promise>'
+AGENT
+cat > "$work/one-line.sh" <<AGENT
+#!/usr/bin/env bash
+head -c $size /dev/zero | tr '\\0' x
+echo
+echo '<promise>COMPLETE</promise>'
+AGENT
+chmod +x "$work/lines.sh" "$work/one-line.sh"
+cd "$repo"
+
+measure() {
+  local name=$1 agent=$2
+  # Raw producer speed, for reference: the agent alone into /dev/null.
+  local start=$(now_ns); "$agent" > /dev/null; local raw_ns=$(( $(now_ns) - start ))
+  start=$(now_ns)
+  local rss_kb
+  rss_kb=$( { /usr/bin/time -f '%M' "$eden" run --agent cli --binary "$agent" --prompt x \
+      --set loop.max_iterations=1 --set loop.idle_timeout=60 --quiet 2>&1 >/dev/null; } | tail -1)
+  local eden_ns=$(( $(now_ns) - start ))
+  awk -v n="$name" -v s="$size" -v e="$eden_ns" -v r="$raw_ns" -v m="$rss_kb" 'BEGIN {
+    printf "%-22s eden %6.0f MB/s (producer alone %6.0f MB/s), peak RSS %.1f MB\n",
+      n, s / (e / 1e9) / 1e6, s / (r / 1e9) / 1e6, m / 1024 }'
+}
+echo "streaming $(( size / 1048576 )) MiB through eden run --quiet (lines parser, no log file):"
+measure "100-byte lines" "$work/lines.sh"
+measure "one line, no newline" "$work/one-line.sh"
