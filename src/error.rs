@@ -64,11 +64,7 @@ pub struct Error {
 
 impl Error {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Error {
-            kind,
-            message: message.into(),
-            hint: None,
-        }
+        Error { kind, message: message.into(), hint: None }
     }
 
     pub fn usage(message: impl Into<String>) -> Self {

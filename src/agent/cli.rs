@@ -41,9 +41,7 @@ impl Agent for CliAgent {
                 arg
             }
         });
-        let mut command = ProcessBuilder::new(&self.plan.binary)
-            .args(args)
-            .cwd(invocation.worktree);
+        let mut command = ProcessBuilder::new(&self.plan.binary).args(args).cwd(invocation.worktree);
         for (key, value) in &self.plan.env {
             command = command.env(key, &value.0);
         }

@@ -32,11 +32,18 @@ pub struct LinesParser;
 
 impl Parser for LinesParser {
     fn parse_line(&mut self, line: &[u8], emit: &mut dyn FnMut(StreamEvent<'_>)) {
-        let text = String::from_utf8_lossy(line);
-        emit(StreamEvent::Text {
-            text: &text,
-            continues: false,
-        });
+        let text = decode(line);
+        emit(StreamEvent::Text { text: &text, continues: false });
+    }
+}
+
+/// Bytes to text, replacing invalid UTF-8. `str::from_utf8` validates a word at a time, far
+/// faster than `from_utf8_lossy`'s chunk iterator, so try it first: agents' output is almost
+/// always valid.
+pub fn decode(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => std::borrow::Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(bytes),
     }
 }
 
@@ -54,11 +61,27 @@ pub trait Agent {
 
 pub fn from_plan(plan: &AgentPlan) -> Result<Box<dyn Agent>, Error> {
     Ok(match plan {
-        AgentPlan::Simulated {
-            lines,
-            line_delay,
-            exit_code,
-        } => Box::new(SimulatedAgent::new(lines.clone(), line_delay.map(|d| d.0), *exit_code)?),
+        AgentPlan::Simulated { lines, line_delay, exit_code } => {
+            Box::new(SimulatedAgent::new(lines.clone(), line_delay.map(|d| d.0), *exit_code)?)
+        }
         AgentPlan::Cli(cli) => Box::new(CliAgent::new(cli.clone())),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_text_even_when_not_utf8() {
+        let mut texts = Vec::new();
+        let mut parser = LinesParser;
+        for line in [&b"plain"[..], b"caf\xc3\xa9", b"bad \xff byte"] {
+            parser.parse_line(line, &mut |event| {
+                let StreamEvent::Text { text, .. } = event;
+                texts.push(text.to_owned());
+            });
+        }
+        assert_eq!(texts, ["plain", "café", "bad \u{fffd} byte"]);
+    }
 }

@@ -15,12 +15,7 @@ impl CompletionScanner {
     pub fn new(signals: &[String]) -> Self {
         let finders = signals.iter().map(|s| Finder::new(s.as_bytes()).into_owned()).collect();
         let longest = signals.iter().map(String::len).max().unwrap_or(0);
-        CompletionScanner {
-            signals: signals.to_vec(),
-            finders,
-            carry: Vec::new(),
-            longest,
-        }
+        CompletionScanner { signals: signals.to_vec(), finders, carry: Vec::new(), longest }
     }
 
     /// Scan a piece of text; returns the signal found, if any. `continues` says the next piece
@@ -33,10 +28,7 @@ impl CompletionScanner {
             // A signal straddling the seam lies within the carry plus this text's start.
             let carried = self.carry.len();
             self.carry.extend_from_slice(&bytes[..bytes.len().min(keep)]);
-            found = self
-                .finders
-                .iter()
-                .position(|finder| finder.find(&self.carry).is_some());
+            found = self.finders.iter().position(|finder| finder.find(&self.carry).is_some());
             self.carry.truncate(carried);
         }
         if continues && found.is_none() {

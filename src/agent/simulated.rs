@@ -28,19 +28,10 @@ pub struct SimulatedAgent {
 impl SimulatedAgent {
     pub fn new(lines: Vec<String>, line_delay: Option<Duration>, exit_code: i32) -> Result<Self, Error> {
         let executable = std::env::current_exe().map_err(|err| {
-            Error::agent(format!(
-                "cannot find eden's own executable to run the simulated agent: {err}"
-            ))
+            Error::agent(format!("cannot find eden's own executable to run the simulated agent: {err}"))
         })?;
-        let script = Script {
-            lines,
-            line_delay_ms: line_delay.map_or(0, |d| d.as_millis() as u64),
-            exit_code,
-        };
-        Ok(SimulatedAgent {
-            script: serde_json::to_string(&script).expect("serializable"),
-            executable,
-        })
+        let script = Script { lines, line_delay_ms: line_delay.map_or(0, |d| d.as_millis() as u64), exit_code };
+        Ok(SimulatedAgent { script: serde_json::to_string(&script).expect("serializable"), executable })
     }
 }
 
@@ -64,10 +55,7 @@ impl Agent for SimulatedAgent {
 
 /// The body of the hidden subcommand: print the script's lines and exit with its code.
 pub fn run_simulated_agent() -> i32 {
-    let Some(script) = std::env::var(SIMULATED_ENV)
-        .ok()
-        .and_then(|s| serde_json::from_str::<Script>(&s).ok())
-    else {
+    let Some(script) = std::env::var(SIMULATED_ENV).ok().and_then(|s| serde_json::from_str::<Script>(&s).ok()) else {
         return 2;
     };
     // Read the prompt like a real agent would, so the writer never sees a closed pipe.

@@ -28,11 +28,8 @@ pub fn run(args: RunArgs) -> Result<i32, Error> {
             "pass a manifest (`eden run plan.toml`) or describe the run with flags: `eden run --agent simulated --prompt \"...\"`",
         ));
     }
-    let (manifest, source) = manifest::load(LoadRequest {
-        file: file.map(PathBuf::as_path),
-        overrides,
-        current_dir: &current_dir,
-    })?;
+    let (manifest, source) =
+        manifest::load(LoadRequest { file: file.map(PathBuf::as_path), overrides, current_dir: &current_dir })?;
     let plan = plan::resolve(manifest, &source, &|name| std::env::var(name).ok())?;
     let repo_dir = match &args.repo {
         Some(dir) => current_dir.join(dir),
@@ -60,10 +57,7 @@ pub fn run(args: RunArgs) -> Result<i32, Error> {
         .enable_all()
         .build()
         .map_err(|err| Error::usage(format!("cannot start the async runtime: {err}")))?;
-    let options = RunOptions {
-        repo_dir,
-        kill_grace: KILL_GRACE,
-    };
+    let options = RunOptions { repo_dir, kill_grace: KILL_GRACE };
     let display = Display::detect(args.quiet).reporter();
     let result = runtime.block_on(orchestrator::run(&plan, &options, display));
     if args.json {
@@ -100,11 +94,7 @@ fn overrides(args: &RunArgs) -> Result<Vec<Override>, Error> {
         list.push(Override::flag("branch.base", "--base", string(base)));
     }
     if let Some(max) = args.max_iterations {
-        list.push(Override::flag(
-            "loop.max_iterations",
-            "--max-iterations",
-            toml::Value::Integer(max.into()),
-        ));
+        list.push(Override::flag("loop.max_iterations", "--max-iterations", toml::Value::Integer(max.into())));
     }
     for pair in &args.prompt_args {
         let Some((key, value)) = pair.split_once('=') else {

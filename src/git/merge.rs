@@ -34,14 +34,7 @@ pub fn merge_into(git: &Git, branch: &str, target: &str) -> Result<MergeResult, 
     let mut tree = String::new();
     if !fast_forward {
         let preview = git
-            .command([
-                "merge-tree",
-                "--write-tree",
-                "--name-only",
-                "--no-messages",
-                &target_commit,
-                &branch_commit,
-            ])
+            .command(["merge-tree", "--write-tree", "--name-only", "--no-messages", &target_commit, &branch_commit])
             .output()
             .map_err(|err| Error::git(format!("cannot run git merge-tree: {err}")))?;
         let mut lines = preview.stdout.lines();
@@ -53,10 +46,8 @@ pub fn merge_into(git: &Git, branch: &str, target: &str) -> Result<MergeResult, 
                 return Ok(MergeResult::Conflict { files });
             }
             _ => {
-                return Err(
-                    Error::git(format!("`git merge-tree` failed: {}", preview.stderr.trim()))
-                        .with_hint("eden needs git 2.38 or newer"),
-                )
+                return Err(Error::git(format!("`git merge-tree` failed: {}", preview.stderr.trim()))
+                    .with_hint("eden needs git 2.38 or newer"))
             }
         }
     }
@@ -67,9 +58,7 @@ pub fn merge_into(git: &Git, branch: &str, target: &str) -> Result<MergeResult, 
         let mut args = identity;
         args.extend(["merge", "--no-edit", "--quiet", branch].map(String::from));
         let command = checkout.command(&args);
-        let output = command
-            .output()
-            .map_err(|err| Error::git(format!("cannot run `{command}`: {err}")))?;
+        let output = command.output().map_err(|err| Error::git(format!("cannot run `{command}`: {err}")))?;
         if !output.success() {
             // merge-tree said it is clean, so git refused up front (local changes in the way).
             // Should a merge have started anyway, undo it: never leave a half-done merge.
@@ -87,11 +76,7 @@ pub fn merge_into(git: &Git, branch: &str, target: &str) -> Result<MergeResult, 
             )));
         }
         let commit = checkout.resolve("HEAD")?.unwrap_or_default();
-        return Ok(if fast_forward {
-            MergeResult::FastForward { commit }
-        } else {
-            MergeResult::Merged { commit }
-        });
+        return Ok(if fast_forward { MergeResult::FastForward { commit } } else { MergeResult::Merged { commit } });
     }
 
     let reference = format!("refs/heads/{target}");
@@ -101,19 +86,7 @@ pub fn merge_into(git: &Git, branch: &str, target: &str) -> Result<MergeResult, 
     }
     let message = format!("Merge branch '{branch}' into {target}");
     let mut args = identity;
-    args.extend(
-        [
-            "commit-tree",
-            &tree,
-            "-p",
-            &target_commit,
-            "-p",
-            &branch_commit,
-            "-m",
-            &message,
-        ]
-        .map(String::from),
-    );
+    args.extend(["commit-tree", &tree, "-p", &target_commit, "-p", &branch_commit, "-m", &message].map(String::from));
     let commit = git.run(&args)?;
     // The old value guards against the target moving while we merged.
     git.run(["update-ref", &reference, &commit, &target_commit])?;

@@ -88,9 +88,7 @@ impl Git {
         S: AsRef<std::ffi::OsStr>,
     {
         let command = self.command(args);
-        let output = command
-            .output()
-            .map_err(|err| Error::git(format!("cannot run `{command}`: {err}")))?;
+        let output = command.output().map_err(|err| Error::git(format!("cannot run `{command}`: {err}")))?;
         Ok(output.success())
     }
 
@@ -104,12 +102,7 @@ impl Git {
             return Err(not_a_repo());
         }
         let output = Git::new(dir)
-            .run([
-                "rev-parse",
-                "--path-format=absolute",
-                "--git-common-dir",
-                "--show-toplevel",
-            ])
+            .run(["rev-parse", "--path-format=absolute", "--git-common-dir", "--show-toplevel"])
             .map_err(|_| not_a_repo())?;
         let mut lines = output.lines().map(PathBuf::from);
         let (Some(common_dir), Some(checkout)) = (lines.next(), lines.next()) else {
@@ -121,11 +114,7 @@ impl Git {
             Some(name) if name == ".git" => common_dir.parent().map_or_else(|| checkout.clone(), Path::to_path_buf),
             _ => checkout.clone(),
         };
-        Ok(Discovered {
-            root: dunce_canonical(&root),
-            common_dir,
-            checkout,
-        })
+        Ok(Discovered { root: dunce_canonical(&root), common_dir, checkout })
     }
 
     /// The checked-out branch, or `None` on a detached HEAD.
@@ -167,10 +156,7 @@ impl Git {
         Ok(log
             .lines()
             .filter_map(|line| line.split_once('\0'))
-            .map(|(sha, subject)| Commit {
-                sha: sha.to_owned(),
-                subject: subject.to_owned(),
-            })
+            .map(|(sha, subject)| Commit { sha: sha.to_owned(), subject: subject.to_owned() })
             .collect())
     }
 
@@ -180,24 +166,14 @@ impl Git {
         let info = common_dir.join("info");
         let exclude = info.join("exclude");
         let current = std::fs::read_to_string(&exclude).unwrap_or_default();
-        if current
-            .lines()
-            .any(|line| matches!(line.trim(), ".eden/" | ".eden" | "/.eden/" | "/.eden"))
-        {
+        if current.lines().any(|line| matches!(line.trim(), ".eden/" | ".eden" | "/.eden/" | "/.eden")) {
             return Ok(());
         }
         let write_error = |err: std::io::Error| Error::git(format!("cannot update `{}`: {err}", exclude.display()));
         fs_err::create_dir_all(&info).map_err(write_error)?;
-        let separator = if current.is_empty() || current.ends_with('\n') {
-            ""
-        } else {
-            "\n"
-        };
-        fs_err::write(
-            &exclude,
-            format!("{current}{separator}# eden's worktrees, locks and logs\n/.eden/\n"),
-        )
-        .map_err(write_error)
+        let separator = if current.is_empty() || current.ends_with('\n') { "" } else { "\n" };
+        fs_err::write(&exclude, format!("{current}{separator}# eden's worktrees, locks and logs\n/.eden/\n"))
+            .map_err(write_error)
     }
 }
 

@@ -6,16 +6,7 @@ use std::path::{Path, PathBuf};
 
 /// A branch name made into one path component: `eden/fix-login` → `eden-fix-login`.
 pub fn slug(branch: &str) -> String {
-    branch
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect()
+    branch.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') { c } else { '-' }).collect()
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,10 +44,7 @@ impl WorktreeList {
 
     /// The worktree that has `branch` checked out.
     pub fn find_branch(&self, branch: &str) -> Option<&Path> {
-        self.entries
-            .iter()
-            .find(|(_, b)| b.as_deref() == Some(branch))
-            .map(|(path, _)| path.as_path())
+        self.entries.iter().find(|(_, b)| b.as_deref() == Some(branch)).map(|(path, _)| path.as_path())
     }
 }
 
@@ -77,23 +65,14 @@ impl Git {
 
     /// Create a worktree at `path` for the existing `branch`.
     pub fn add_worktree(&self, path: &Path, branch: &str) -> Result<(), Error> {
-        self.run([
-            "worktree".as_ref(),
-            "add".as_ref(),
-            "--quiet".as_ref(),
-            path.as_os_str(),
-            branch.as_ref(),
-        ])
-        .map(drop)
+        self.run(["worktree".as_ref(), "add".as_ref(), "--quiet".as_ref(), path.as_os_str(), branch.as_ref()]).map(drop)
     }
 
     /// Remove a clean worktree. git itself refuses when it has modified or untracked files, so
     /// this can never lose work: that refusal is `Ok(Removal::KeptDirty)`.
     pub fn remove_worktree(&self, path: &Path) -> Result<Removal, Error> {
         let command = self.command(["worktree".as_ref(), "remove".as_ref(), path.as_os_str()]);
-        let output = command
-            .output()
-            .map_err(|err| Error::git(format!("cannot run `{command}`: {err}")))?;
+        let output = command.output().map_err(|err| Error::git(format!("cannot run `{command}`: {err}")))?;
         if output.success() {
             return Ok(Removal::Removed);
         }

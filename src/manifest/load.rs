@@ -90,19 +90,11 @@ impl Override {
             .ok()
             .and_then(|mut table| table.remove("v"))
             .unwrap_or_else(|| toml::Value::String(raw.to_owned()));
-        Ok(Override {
-            path: KeyPath::parse(key),
-            flag: format!("--set {text}"),
-            value,
-        })
+        Ok(Override { path: KeyPath::parse(key), flag: format!("--set {text}"), value })
     }
 
     pub fn flag(path: &str, flag: &str, value: toml::Value) -> Override {
-        Override {
-            path: KeyPath::parse(path),
-            flag: flag.to_owned(),
-            value,
-        }
+        Override { path: KeyPath::parse(path), flag: flag.to_owned(), value }
     }
 }
 
@@ -148,10 +140,7 @@ impl Source {
     /// Is the key present (in the file or set by a flag)?
     pub fn has(&self, path: &KeyPath) -> bool {
         self.overrides.iter().any(|o| o.path == *path)
-            || self
-                .document
-                .as_ref()
-                .is_some_and(|document| locate(document.as_table(), &path.0, true).is_some())
+            || self.document.as_ref().is_some_and(|document| locate(document.as_table(), &path.0, true).is_some())
     }
 }
 
@@ -191,22 +180,11 @@ pub fn load(request: LoadRequest<'_>) -> Result<(Manifest, Source), Error> {
     let mut table: toml::Table = toml::from_str(&text).map_err(|err| {
         let (line, column) = err.span().map_or((1, 1), |span| line_column(&text, span.start));
         let file = file.as_deref().unwrap_or(Path::new("manifest"));
-        Error::usage(format!(
-            "{}:{line}:{column}: invalid TOML: {}",
-            file.display(),
-            err.message().trim_end()
-        ))
-        .with_hint("see the manifest reference in the README")
+        Error::usage(format!("{}:{line}:{column}: invalid TOML: {}", file.display(), err.message().trim_end()))
+            .with_hint("see the manifest reference in the README")
     })?;
-    let document = file
-        .as_ref()
-        .map(|_| ImDocument::parse(text.clone()).expect("parsed as TOML above"));
-    let source = Source {
-        file,
-        base_dir,
-        document,
-        overrides: request.overrides,
-    };
+    let document = file.as_ref().map(|_| ImDocument::parse(text.clone()).expect("parsed as TOML above"));
+    let source = Source { file, base_dir, document, overrides: request.overrides };
 
     for item in &source.overrides {
         apply_override(&mut table, item)?;
@@ -226,9 +204,7 @@ fn apply_override(table: &mut toml::Table, item: &Override) -> Result<(), Error>
     let (last, parents) = item.path.0.split_last().expect("key paths are never empty");
     for segment in parents {
         let next = match segment {
-            Segment::Key(key) => current
-                .entry(key.clone())
-                .or_insert_with(|| toml::Value::Table(toml::Table::new())),
+            Segment::Key(key) => current.entry(key.clone()).or_insert_with(|| toml::Value::Table(toml::Table::new())),
             Segment::Index(index) => return Err(invalid(&format!("index {index} must follow a list key"))),
         };
         current = match next {
@@ -277,11 +253,7 @@ fn describe_serde_error(source: &Source, err: serde_path_to_error::Error<toml::d
             path = path.child(&unknown);
         }
         let table = KeyPath(path.0[..path.0.len() - 1].to_vec()).to_string();
-        let within = if table.is_empty() {
-            "at the top level".to_owned()
-        } else {
-            format!("in `[{table}]`")
-        };
+        let within = if table.is_empty() { "at the top level".to_owned() } else { format!("in `[{table}]`") };
         let error = source.error_at_key(&path, format!("unknown key `{unknown}` {within}"));
         return with_suggestion(error, &unknown, &expected, "known keys");
     }
@@ -339,9 +311,7 @@ fn edit_distance(a: &str, b: &str) -> usize {
     for i in 1..=a.len() {
         for j in 1..=b.len() {
             let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut best = (table[i - 1][j] + 1)
-                .min(table[i][j - 1] + 1)
-                .min(table[i - 1][j - 1] + cost);
+            let mut best = (table[i - 1][j] + 1).min(table[i][j - 1] + 1).min(table[i - 1][j - 1] + cost);
             if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
                 best = best.min(table[i - 2][j - 2] + 1);
             }
@@ -358,11 +328,7 @@ fn locate(table: &Table, path: &[Segment], at_key: bool) -> Option<std::ops::Ran
     };
     let (key, item) = table.get_key_value(first)?;
     if rest.is_empty() {
-        return if at_key {
-            key.span()
-        } else {
-            item.span().or_else(|| key.span())
-        };
+        return if at_key { key.span() } else { item.span().or_else(|| key.span()) };
     }
     locate_item(item, rest, at_key).or_else(|| key.span())
 }
@@ -387,11 +353,7 @@ fn locate_value(value: &Value, path: &[Segment], at_key: bool) -> Option<std::op
         (Value::InlineTable(table), Segment::Key(name)) => {
             let (key, item) = table.get_key_value(name)?;
             if path.len() == 1 {
-                return if at_key {
-                    key.span()
-                } else {
-                    item.span().or_else(|| key.span())
-                };
+                return if at_key { key.span() } else { item.span().or_else(|| key.span()) };
             }
             locate_item(item, &path[1..], at_key).or_else(|| key.span())
         }

@@ -41,11 +41,7 @@ pub struct PromptPlan {
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum AgentPlan {
-    Simulated {
-        lines: Vec<String>,
-        line_delay: Option<Duration>,
-        exit_code: i32,
-    },
+    Simulated { lines: Vec<String>, line_delay: Option<Duration>, exit_code: i32 },
     Cli(CliPlan),
 }
 
@@ -144,16 +140,9 @@ pub fn resolve(manifest: Manifest, source: &Source, host_env: &dyn Fn(&str) -> O
         if !manifest.prompt_args.contains_key(key) && !prompt::BUILT_INS.contains(&key) {
             let mut known: Vec<&str> = manifest.prompt_args.keys().map(String::as_str).collect();
             known.extend(prompt::BUILT_INS);
-            let where_ = if prompt.file.is_some() {
-                at("prompt_file")
-            } else {
-                at("prompt")
-            };
+            let where_ = if prompt.file.is_some() { at("prompt_file") } else { at("prompt") };
             return Err(source
-                .error_at(
-                    &where_,
-                    format!("the prompt uses `{{{{{key}}}}}` but no value is given for `{key}`"),
-                )
+                .error_at(&where_, format!("the prompt uses `{{{{{key}}}}}` but no value is given for `{key}`"))
                 .with_hint(format!(
                     "add it under `[prompt_args]` or pass `--arg {key}=VALUE`; known keys: {}",
                     known.join(", ")
@@ -163,10 +152,7 @@ pub fn resolve(manifest: Manifest, source: &Source, host_env: &dyn Fn(&str) -> O
     for key in manifest.prompt_args.keys() {
         if prompt::BUILT_INS.contains(&key.as_str()) {
             return Err(source
-                .error_at_key(
-                    &at("prompt_args").child(key),
-                    format!("`{key}` is filled in by eden and cannot be set"),
-                )
+                .error_at_key(&at("prompt_args").child(key), format!("`{key}` is filled in by eden and cannot be set"))
                 .with_hint(format!("built-in keys: {}", prompt::BUILT_INS.join(", "))));
         }
     }
@@ -189,10 +175,7 @@ pub fn resolve(manifest: Manifest, source: &Source, host_env: &dyn Fn(&str) -> O
         for key in placeholders_single(file) {
             if !LOG_PLACEHOLDERS.contains(&key) {
                 return Err(source
-                    .error_at(
-                        &at("logging.file"),
-                        format!("unknown placeholder `{{{key}}}` in the log file name"),
-                    )
+                    .error_at(&at("logging.file"), format!("unknown placeholder `{{{key}}}` in the log file name"))
                     .with_hint("the log file name may use {name}, {branch} and {run_id}"));
             }
         }
@@ -202,11 +185,7 @@ pub fn resolve(manifest: Manifest, source: &Source, host_env: &dyn Fn(&str) -> O
     Ok(Plan {
         name,
         manifest: source.file.clone(),
-        prompt: PromptPlan {
-            template: prompt.template,
-            file: prompt.file,
-            args: manifest.prompt_args.clone(),
-        },
+        prompt: PromptPlan { template: prompt.template, file: prompt.file, args: manifest.prompt_args.clone() },
         agent,
         sandbox: "none",
         branch,
@@ -214,9 +193,7 @@ pub fn resolve(manifest: Manifest, source: &Source, host_env: &dyn Fn(&str) -> O
         timeouts: TimeoutsPlan {
             iteration_step: manifest.timeouts.iteration_step.unwrap_or(Duration::from_secs(3600)),
         },
-        logging: LoggingPlan {
-            file: manifest.logging.file.clone(),
-        },
+        logging: LoggingPlan { file: manifest.logging.file.clone() },
     })
 }
 
@@ -224,17 +201,12 @@ pub fn resolve(manifest: Manifest, source: &Source, host_env: &dyn Fn(&str) -> O
 fn refuse_unbuilt(manifest: &Manifest, source: &Source) -> Result<(), Error> {
     let at = |key: &str| KeyPath::parse(key);
     let unsupported = |path: KeyPath, what: String| {
-        Err(source
-            .error_at(&path, format!("{what} is not supported yet"))
-            .with_hint(
-                "this version of eden runs `simulated` and `cli` agents on the host; remove it from the manifest",
-            ))
+        Err(source.error_at(&path, format!("{what} is not supported yet")).with_hint(
+            "this version of eden runs `simulated` and `cli` agents on the host; remove it from the manifest",
+        ))
     };
     if let Some(kind) = manifest.sandbox.kind.filter(|kind| *kind != SandboxKind::None) {
-        let name = serde_json::to_value(kind)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default();
+        let name = serde_json::to_value(kind).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
         return unsupported(at("sandbox.kind"), format!("sandbox kind `{name}`"));
     }
     let sandbox = &manifest.sandbox;
@@ -273,11 +245,7 @@ fn refuse_unbuilt(manifest: &Manifest, source: &Source) -> Result<(), Error> {
     if !manifest.step.is_empty() {
         return unsupported(at("step"), "`[[step]]` (multi-step manifests)".into());
     }
-    if let Some(kind) = manifest
-        .agent
-        .kind
-        .filter(|k| !matches!(k, AgentKind::Cli | AgentKind::Simulated))
-    {
+    if let Some(kind) = manifest.agent.kind.filter(|k| !matches!(k, AgentKind::Cli | AgentKind::Simulated)) {
         return unsupported(at("agent.kind"), format!("agent kind `{}`", kind.as_str()));
     }
     Ok(())
@@ -300,10 +268,7 @@ fn resolve_prompt(manifest: &Manifest, source: &Source) -> Result<ResolvedPrompt
         (None, None) => {
             return Err(source.error_at(&KeyPath::default(), "no prompt given").with_hint(hint));
         }
-        (Some(text), None) => ResolvedPrompt {
-            template: text.clone(),
-            file: None,
-        },
+        (Some(text), None) => ResolvedPrompt { template: text.clone(), file: None },
         (None, Some(file)) => {
             let path = source.base_dir.join(file);
             let template = std::fs::read_to_string(&path).map_err(|err| {
@@ -316,18 +281,11 @@ fn resolve_prompt(manifest: &Manifest, source: &Source) -> Result<ResolvedPrompt
                     .error_at(&at("prompt_file"), format!("prompt file `{}` {what}", path.display()))
                     .with_hint("prompt files are resolved against the manifest's folder")
             })?;
-            ResolvedPrompt {
-                template,
-                file: Some(path),
-            }
+            ResolvedPrompt { template, file: Some(path) }
         }
     };
     if resolved.template.trim().is_empty() {
-        let key = if resolved.file.is_some() {
-            "prompt_file"
-        } else {
-            "prompt"
-        };
+        let key = if resolved.file.is_some() { "prompt_file" } else { "prompt" };
         return Err(source.error_at(&at(key), "the prompt is empty").with_hint(hint));
     }
     Ok(resolved)
@@ -415,10 +373,7 @@ fn resolve_agent(
             let args = agent.args.clone().unwrap_or_default();
             if agent.model.is_none() && args.iter().any(|a| a.contains("{model}")) {
                 return Err(source
-                    .error_at(
-                        &path.child("args"),
-                        "`agent.args` uses `{model}` but `agent.model` is not set",
-                    )
+                    .error_at(&path.child("args"), "`agent.args` uses `{model}` but `agent.model` is not set")
                     .with_hint("set `agent.model` (or `--model`)"));
             }
             let prompt_via = agent.prompt_via.unwrap_or(PromptVia::Stdin);
@@ -435,24 +390,12 @@ fn resolve_agent(
                 }
                 let value = expand_env(&value, host_env).map_err(|missing| {
                     source
-                        .error_at(
-                            &key_path,
-                            format!("`agent.env.{key}` refers to `${{{missing}}}`, which is not set"),
-                        )
-                        .with_hint(format!(
-                            "export `{missing}` before running eden, or remove the reference"
-                        ))
+                        .error_at(&key_path, format!("`agent.env.{key}` refers to `${{{missing}}}`, which is not set"))
+                        .with_hint(format!("export `{missing}` before running eden, or remove the reference"))
                 })?;
                 env.insert(key, Secret(value));
             }
-            Ok(AgentPlan::Cli(CliPlan {
-                binary,
-                args,
-                prompt_via,
-                parser,
-                model: agent.model.clone(),
-                env,
-            }))
+            Ok(AgentPlan::Cli(CliPlan { binary, args, prompt_via, parser, model: agent.model.clone(), env }))
         }
         _ => unreachable!("refused by refuse_unbuilt"),
     }
@@ -499,10 +442,7 @@ fn resolve_loop(section: &LoopSection, source: &Source) -> Result<LoopPlan, Erro
     let max_iterations = section.max_iterations.unwrap_or(10);
     if max_iterations == 0 {
         return Err(source
-            .error_at(
-                &path.child("max_iterations"),
-                "`loop.max_iterations` must be at least 1",
-            )
+            .error_at(&path.child("max_iterations"), "`loop.max_iterations` must be at least 1")
             .with_hint("the agent runs at most this many times"));
     }
     let completion_signal = match &section.completion_signal {
@@ -510,18 +450,12 @@ fn resolve_loop(section: &LoopSection, source: &Source) -> Result<LoopPlan, Erro
         Some(list) => {
             if list.0.is_empty() {
                 return Err(source
-                    .error_at(
-                        &path.child("completion_signal"),
-                        "`loop.completion_signal` is an empty list",
-                    )
+                    .error_at(&path.child("completion_signal"), "`loop.completion_signal` is an empty list")
                     .with_hint(format!("give at least one signal, e.g. \"{DEFAULT_SIGNAL}\"")));
             }
             if let Some(index) = list.0.iter().position(|s| s.trim().is_empty()) {
                 return Err(source
-                    .error_at(
-                        &path.child("completion_signal").index(index),
-                        "a completion signal is empty",
-                    )
+                    .error_at(&path.child("completion_signal").index(index), "a completion signal is empty")
                     .with_hint("an empty signal would match any output; give the text the agent prints when done"));
             }
             list.0.clone()
@@ -569,10 +503,7 @@ fn resolve_branch(section: &BranchSection, source: &Source) -> Result<BranchPlan
         if let Some(value) = value {
             if let Some(problem) = branch_name_problem(value) {
                 return Err(source
-                    .error_at(
-                        &path.child(key),
-                        format!("`{value}` is not a valid branch name: {problem}"),
-                    )
+                    .error_at(&path.child(key), format!("`{value}` is not a valid branch name: {problem}"))
                     .with_hint("branch names follow `git check-ref-format --branch`"));
             }
         }
@@ -593,10 +524,7 @@ fn name_problem(name: &str) -> Option<&'static str> {
     if name.len() > 64 {
         return Some("it is longer than 64 characters");
     }
-    if !name
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
-    {
+    if !name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-')) {
         return Some("it may only contain letters, digits, `.`, `_` and `-`");
     }
     if name.starts_with(['.', '-']) || name.ends_with('.') || name.ends_with(".lock") || name.contains("..") {
@@ -607,20 +535,9 @@ fn name_problem(name: &str) -> Option<&'static str> {
 
 /// The manifest file's stem made safe for branch names, or `eden` for the flag-only form.
 fn default_name(file: Option<&Path>) -> String {
-    let stem = file
-        .and_then(|f| f.file_stem())
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let cleaned: String = stem
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '_' | '-') {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect();
+    let stem = file.and_then(|f| f.file_stem()).map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let cleaned: String =
+        stem.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '_' | '-') { c } else { '-' }).collect();
     let cleaned = cleaned.trim_matches('-');
     if cleaned.is_empty() {
         "eden".into()

@@ -24,10 +24,7 @@ pub fn placeholders(template: &str) -> Vec<&str> {
 }
 
 fn is_key(text: &str) -> bool {
-    !text.is_empty()
-        && text
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    !text.is_empty() && text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 /// Replace every `{{KEY}}` with its value. Callers validate keys first with `placeholders`;
@@ -57,10 +54,7 @@ mod tests {
     #[test]
     fn renders_known_keys_and_keeps_other_braces() {
         let values = BTreeMap::from([("ISSUE".to_owned(), "42".to_owned()), ("N".to_owned(), "1".to_owned())]);
-        assert_eq!(
-            render("fix #{{ISSUE}} ({{ N }}) {x} {{ not a key }}", &values),
-            "fix #42 (1) {x} {{ not a key }}"
-        );
+        assert_eq!(render("fix #{{ISSUE}} ({{ N }}) {x} {{ not a key }}", &values), "fix #42 (1) {x} {{ not a key }}");
         assert_eq!(placeholders("{{A}} {{ B }} {{}} {{c d}} {{D"), vec!["A", "B"]);
     }
 }

@@ -45,10 +45,7 @@ pub fn parse_duration(text: &str) -> Result<StdDuration, String> {
             _ => return Err(invalid()),
         };
         let part = StdDuration::try_from_secs_f64(number * unit_secs).map_err(|_| invalid())?;
-        total = total
-            .checked_add(part)
-            .filter(|t| t.as_secs() <= 1_000_000_000)
-            .ok_or_else(invalid)?;
+        total = total.checked_add(part).filter(|t| t.as_secs() <= 1_000_000_000).ok_or_else(invalid)?;
         rest = rest[unit_len..].trim_start();
     }
     if total.is_zero() {
@@ -59,9 +56,7 @@ pub fn parse_duration(text: &str) -> Result<StdDuration, String> {
 
 fn seconds(secs: f64) -> Result<StdDuration, String> {
     if !secs.is_finite() || secs <= 0.0 || secs > 1e9 {
-        return Err(format!(
-            "duration {secs} is out of range, expected a positive number of seconds"
-        ));
+        return Err(format!("duration {secs} is out of range, expected a positive number of seconds"));
     }
     Ok(StdDuration::from_secs_f64(secs))
 }
@@ -220,9 +215,8 @@ pub fn branch_name_problem(name: &str) -> Option<&'static str> {
     if name.ends_with('.') {
         return Some("it ends with `.`");
     }
-    if let Some(c) = name
-        .chars()
-        .find(|c| c.is_ascii_control() || matches!(c, ' ' | '~' | '^' | ':' | '?' | '*' | '[' | '\\'))
+    if let Some(c) =
+        name.chars().find(|c| c.is_ascii_control() || matches!(c, ' ' | '~' | '^' | ':' | '?' | '*' | '[' | '\\'))
     {
         return Some(match c {
             ' ' => "it contains a space",
@@ -236,10 +230,7 @@ pub fn branch_name_problem(name: &str) -> Option<&'static str> {
             _ => "it contains `\\`",
         });
     }
-    if name
-        .split('/')
-        .any(|part| part.starts_with('.') || part.ends_with(".lock"))
-    {
+    if name.split('/').any(|part| part.starts_with('.') || part.ends_with(".lock")) {
         return Some("a component starts with `.` or ends with `.lock`");
     }
     None
@@ -261,18 +252,7 @@ mod tests {
         assert_eq!(d("0.5"), StdDuration::from_millis(500));
         assert_eq!(d("0.6s"), StdDuration::from_millis(600));
         assert_eq!(d("1.5h"), StdDuration::from_secs(5400));
-        for bad in [
-            "",
-            "10x",
-            "m",
-            "10 minutes",
-            "-5",
-            "0s",
-            "1h30",
-            "99999999999h",
-            "1..5s",
-            ".s",
-        ] {
+        for bad in ["", "10x", "m", "10 minutes", "-5", "0s", "1h30", "99999999999h", "1..5s", ".s"] {
             assert!(parse_duration(bad).is_err(), "{bad} should be rejected");
         }
     }
@@ -302,9 +282,7 @@ mod tests {
         for good in ["eden/fix-login", "feature/a.b", "x"] {
             assert_eq!(branch_name_problem(good), None, "{good}");
         }
-        for bad in [
-            "", "-x", "a..b", "a b", "a~1", "a:b", "a/", "/a", "a//b", "a.lock", ".a", "a.", "HEAD", "a@{1",
-        ] {
+        for bad in ["", "-x", "a..b", "a b", "a~1", "a:b", "a/", "/a", "a//b", "a.lock", ".a", "a.", "HEAD", "a@{1"] {
             assert!(branch_name_problem(bad).is_some(), "{bad} should be rejected");
         }
     }

@@ -41,13 +41,10 @@ pub(crate) fn finish(
     // The loop collected the commits after each iteration; ask git only if it could not.
     let commits = match known_commits {
         Some(commits) => commits,
-        None => workspace
-            .repo
-            .commits_between(&pre.base_commit, &pre.branch)
-            .unwrap_or_else(|err| {
-                error.get_or_insert(err);
-                Vec::new()
-            }),
+        None => workspace.repo.commits_between(&pre.base_commit, &pre.branch).unwrap_or_else(|err| {
+            error.get_or_insert(err);
+            Vec::new()
+        }),
     };
 
     let mut merged = commits.is_empty();
@@ -65,11 +62,7 @@ pub(crate) fn finish(
                 merged_into = Some(target.clone());
                 merged = true;
                 reporter.report(&Event::Info {
-                    message: &format!(
-                        "merged {} commit(s) from `{}` into `{target}`",
-                        commits.len(),
-                        pre.branch
-                    ),
+                    message: &format!("merged {} commit(s) from `{}` into `{target}`", commits.len(), pre.branch),
                 });
             }
             Err(err) => error = Some(err),
@@ -94,9 +87,7 @@ pub(crate) fn finish(
                     false
                 }
                 Err(err) => {
-                    reporter.report(&Event::Warning {
-                        message: &format!("could not remove the worktree: {err}"),
-                    });
+                    reporter.report(&Event::Warning { message: &format!("could not remove the worktree: {err}") });
                     preserved_worktree = Some(pre.worktree.clone());
                     false
                 }
@@ -115,9 +106,7 @@ pub(crate) fn finish(
         Strategy::MergeToHead => {
             if merged && worktree_removed {
                 if let Err(err) = workspace.repo.delete_branch(&pre.branch) {
-                    reporter.report(&Event::Warning {
-                        message: &format!("could not delete the branch: {err}"),
-                    });
+                    reporter.report(&Event::Warning { message: &format!("could not delete the branch: {err}") });
                     preserved_branch = Some(pre.branch.clone());
                 }
             } else {

@@ -26,25 +26,13 @@ struct IterationHandlers<'a> {
 
 impl Handlers for IterationHandlers<'_> {
     fn stdout_line(&mut self, line: &[u8]) -> bool {
-        let IterationHandlers {
-            iteration,
-            parser,
-            scanner,
-            reporter,
-            signal,
-        } = self;
+        let IterationHandlers { iteration, parser, scanner, reporter, signal } = self;
         parser.parse_line(line, &mut |event| match event {
             StreamEvent::Text { text, continues } => {
-                reporter.report(&Event::AgentText {
-                    iteration: *iteration,
-                    text,
-                });
+                reporter.report(&Event::AgentText { iteration: *iteration, text });
                 if signal.is_none() {
                     if let Some(found) = scanner.scan(text, continues) {
-                        reporter.report(&Event::CompletionSignal {
-                            iteration: *iteration,
-                            signal: found,
-                        });
+                        reporter.report(&Event::CompletionSignal { iteration: *iteration, signal: found });
                         *signal = Some(found.to_owned());
                     }
                 }
@@ -54,18 +42,12 @@ impl Handlers for IterationHandlers<'_> {
     }
 
     fn stderr_line(&mut self, line: &[u8]) {
-        let text = String::from_utf8_lossy(line);
-        self.reporter.report(&Event::AgentStderr {
-            iteration: self.iteration,
-            text: &text,
-        });
+        let text = crate::agent::decode(line);
+        self.reporter.report(&Event::AgentStderr { iteration: self.iteration, text: &text });
     }
 
     fn idle_warning(&mut self, silent_for: Duration) {
-        self.reporter.report(&Event::IdleWarning {
-            iteration: self.iteration,
-            silent_secs: silent_for.as_secs(),
-        });
+        self.reporter.report(&Event::IdleWarning { iteration: self.iteration, silent_secs: silent_for.as_secs() });
     }
 }
 
@@ -101,21 +83,12 @@ pub(crate) async fn run_loop(
         if let Some(error) = interrupted(abort) {
             return Err(error);
         }
-        reporter.report(&Event::IterationStarted {
-            iteration,
-            max_iterations: plan.loop_.max_iterations,
-        });
+        reporter.report(&Event::IterationStarted { iteration, max_iterations: plan.loop_.max_iterations });
         values.insert("ITERATION".into(), iteration.to_string());
         let rendered = prompt::render(&plan.prompt.template, &values);
-        reporter.report(&Event::Prompt {
-            iteration,
-            text: &rendered,
-        });
+        reporter.report(&Event::Prompt { iteration, text: &rendered });
 
-        let command = agent.command(&Invocation {
-            prompt: &rendered,
-            worktree: &pre.worktree,
-        })?;
+        let command = agent.command(&Invocation { prompt: &rendered, worktree: &pre.worktree })?;
         let program = command.to_string();
         let started_at = now_rfc3339();
         let clock = std::time::Instant::now();
@@ -126,12 +99,10 @@ pub(crate) async fn run_loop(
             reporter: &mut *reporter,
             signal: None,
         };
-        let (outcome, tail) = supervise(command, &watchdogs, &mut handlers, abort)
-            .await
-            .map_err(|err| {
-                Error::agent(format!("cannot start the agent `{program}`: {err}"))
-                    .with_hint("check `agent.binary` and that it is executable")
-            })?;
+        let (outcome, tail) = supervise(command, &watchdogs, &mut handlers, abort).await.map_err(|err| {
+            Error::agent(format!("cannot start the agent `{program}`: {err}"))
+                .with_hint("check `agent.binary` and that it is executable")
+        })?;
         let signal = handlers.signal.take();
         drop(handlers);
 
@@ -140,11 +111,7 @@ pub(crate) async fn run_loop(
         let mut new_commits = Vec::new();
         for commit in &all {
             if seen_commits.insert(commit.sha.clone()) {
-                reporter.report(&Event::Commit {
-                    iteration,
-                    sha: &commit.sha,
-                    subject: &commit.subject,
-                });
+                reporter.report(&Event::Commit { iteration, sha: &commit.sha, subject: &commit.subject });
                 new_commits.push(commit.sha.clone());
             }
         }
@@ -152,12 +119,7 @@ pub(crate) async fn run_loop(
 
         let (label, exit_code, result) = judge(outcome, iteration, &tail.lines(20));
         let duration_ms = clock.elapsed().as_millis() as u64;
-        reporter.report(&Event::IterationFinished {
-            iteration,
-            outcome: label,
-            exit_code,
-            duration_ms,
-        });
+        reporter.report(&Event::IterationFinished { iteration, outcome: label, exit_code, duration_ms });
         records.push(IterationRecord {
             iteration,
             started_at,
@@ -170,11 +132,7 @@ pub(crate) async fn run_loop(
         });
         match result {
             Err(error) => return Err(error),
-            Ok(true) => {
-                return Ok(LoopEnd {
-                    completion_signal: signal,
-                })
-            }
+            Ok(true) => return Ok(LoopEnd { completion_signal: signal }),
             Ok(false) => {}
         }
     }
@@ -185,36 +143,20 @@ pub(crate) async fn run_loop(
         )
         .with_hint(format!(
             "the agent must print one of: {}; raise `loop.max_iterations` or check the prompt",
-            plan.loop_
-                .completion_signal
-                .iter()
-                .map(|s| format!("`{s}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
+            plan.loop_.completion_signal.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(", ")
         )));
     }
-    Ok(LoopEnd {
-        completion_signal: None,
-    })
+    Ok(LoopEnd { completion_signal: None })
 }
 
 /// What an iteration's outcome means: its label for the record, the exit code, and
 /// `Ok(true)` = complete, `Ok(false)` = go on, `Err` = the run fails.
 fn judge(outcome: Outcome, iteration: u32, tail: &[String]) -> (&'static str, Option<i32>, Result<bool, Error>) {
     match outcome {
-        Outcome::Exited {
-            code,
-            signal_seen: true,
-        } => ("completed", Some(code), Ok(true)),
+        Outcome::Exited { code, signal_seen: true } => ("completed", Some(code), Ok(true)),
         Outcome::CompletionTimeout => ("completion_timeout", None, Ok(true)),
-        Outcome::Exited {
-            code: 0,
-            signal_seen: false,
-        } => ("exited", Some(0), Ok(false)),
-        Outcome::Exited {
-            code,
-            signal_seen: false,
-        } => {
+        Outcome::Exited { code: 0, signal_seen: false } => ("exited", Some(0), Ok(false)),
+        Outcome::Exited { code, signal_seen: false } => {
             let mut message = format!("the agent exited with code {code} in iteration {iteration}");
             if !tail.is_empty() {
                 message.push_str("; its last output:\n");

@@ -32,9 +32,7 @@ impl BranchLock {
                 }
                 Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {
                     let owner = std::fs::read_to_string(&path).ok();
-                    let pid = owner
-                        .as_deref()
-                        .and_then(|text| text.lines().next()?.trim().parse::<i32>().ok());
+                    let pid = owner.as_deref().and_then(|text| text.lines().next()?.trim().parse::<i32>().ok());
                     match pid {
                         Some(pid) if is_alive(pid) => {
                             return Err(Error::git(format!(
@@ -55,10 +53,7 @@ impl BranchLock {
                 Err(err) => return Err(io_error(err)),
             }
         }
-        Err(Error::git(format!(
-            "cannot take the lock `{}`: it keeps reappearing",
-            path.display()
-        )))
+        Err(Error::git(format!("cannot take the lock `{}`: it keeps reappearing", path.display())))
     }
 }
 
@@ -69,10 +64,9 @@ fn is_alive(pid: i32) -> bool {
 impl Drop for BranchLock {
     fn drop(&mut self) {
         // Remove only our own lock.
-        let ours = std::fs::read_to_string(&self.path)
-            .ok()
-            .and_then(|text| text.lines().next()?.trim().parse::<u32>().ok())
-            == Some(std::process::id());
+        let ours =
+            std::fs::read_to_string(&self.path).ok().and_then(|text| text.lines().next()?.trim().parse::<u32>().ok())
+                == Some(std::process::id());
         if ours {
             let _ = std::fs::remove_file(&self.path);
         }

@@ -37,10 +37,7 @@ pub(crate) struct LoopEnd {
 }
 
 pub async fn run(plan: &Plan, options: &RunOptions, display: Option<Box<dyn Reporter>>) -> RunResult {
-    let failed = |error: Error| RunResult {
-        record: None,
-        error: Some(error),
-    };
+    let failed = |error: Error| RunResult { record: None, error: Some(error) };
     // From here on Ctrl-C is ours to handle: nothing below may be cut off half-way.
     let mut abort = match listen_for_signals() {
         Ok(receiver) => receiver,
@@ -161,16 +158,11 @@ pub async fn run(plan: &Plan, options: &RunOptions, display: Option<Box<dyn Repo
         record_path: runs_dir.join(format!("{run_id}.json")),
     };
     if let Err(err) = write_record(&record) {
-        reporter.report(&Event::Warning {
-            message: &format!("cannot write the run record: {err}"),
-        });
+        reporter.report(&Event::Warning { message: &format!("cannot write the run record: {err}") });
         record.record_path = PathBuf::new();
     }
     reporter.report(&Event::RunFinished { record: &record });
-    RunResult {
-        record: Some(record),
-        error,
-    }
+    RunResult { record: Some(record), error }
 }
 
 fn write_record(record: &RunRecord) -> std::io::Result<()> {
@@ -189,10 +181,6 @@ pub(crate) fn interrupted(abort: &watch::Receiver<Option<Abort>>) -> Option<Erro
 }
 
 pub(crate) fn interrupted_error(signal: i32) -> Error {
-    let name = if signal == nix::sys::signal::Signal::SIGINT as i32 {
-        "SIGINT"
-    } else {
-        "SIGTERM"
-    };
+    let name = if signal == nix::sys::signal::Signal::SIGINT as i32 { "SIGINT" } else { "SIGTERM" };
     Error::new(ErrorKind::Interrupted(signal), format!("interrupted by {name}"))
 }

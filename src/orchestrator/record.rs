@@ -68,16 +68,7 @@ pub fn new_run_id() -> String {
     let digits: String = stamp.chars().filter(char::is_ascii_digit).collect();
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
     hasher.write_u32(std::process::id());
-    hasher.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_nanos(),
-    );
-    format!(
-        "{}-{}-{:06x}",
-        &digits[..8],
-        &digits[8..14],
-        hasher.finish() & 0xff_ffff
-    )
+    hasher
+        .write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos());
+    format!("{}-{}-{:06x}", &digits[..8], &digits[8..14], hasher.finish() & 0xff_ffff)
 }

@@ -44,10 +44,7 @@ impl Workspace {
 
     /// Did this run create the worktree (so it may remove it)?
     pub fn owns_worktree(&self) -> bool {
-        matches!(
-            self.pre.action,
-            WorktreeAction::CreateWithNewBranch | WorktreeAction::CreateForExistingBranch
-        )
+        matches!(self.pre.action, WorktreeAction::CreateWithNewBranch | WorktreeAction::CreateForExistingBranch)
     }
 }
 
@@ -137,10 +134,8 @@ pub fn preflight(plan: &Plan, repo_dir: &Path, run_id: &str) -> Result<Preflight
                         .with_hint("set `branch.reuse_worktree = true` to continue in it, or remove it with `git worktree remove`"));
                     }
                     Some(path) => {
-                        return Err(
-                            Error::git(format!("branch `{branch}` is checked out at `{}`", path.display()))
-                                .with_hint("check out another branch there first; eden works on its own worktree"),
-                        );
+                        return Err(Error::git(format!("branch `{branch}` is checked out at `{}`", path.display()))
+                            .with_hint("check out another branch there first; eden works on its own worktree"));
                     }
                 };
                 (action, None, tip)
@@ -202,10 +197,5 @@ pub fn create(pre: Preflight, run_id: &str, notes: &mut Vec<String>) -> Result<W
         WorktreeAction::CreateForExistingBranch => repo.add_worktree(&pre.worktree, &pre.branch)?,
     }
     let worktree = Git::new(&pre.worktree);
-    Ok(Workspace {
-        pre,
-        repo,
-        worktree,
-        lock,
-    })
+    Ok(Workspace { pre, repo, worktree, lock })
 }

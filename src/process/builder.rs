@@ -71,8 +71,7 @@ impl ProcessBuilder {
     }
 
     pub fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Self {
-        self.env
-            .push((key.as_ref().to_owned(), Some(value.as_ref().to_owned())));
+        self.env.push((key.as_ref().to_owned(), Some(value.as_ref().to_owned())));
         self
     }
 
@@ -156,9 +155,7 @@ impl fmt::Display for ProcessBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let quote = |s: &OsStr| {
             let s = s.to_string_lossy();
-            shlex::try_quote(&s)
-                .map(|q| q.into_owned())
-                .unwrap_or_else(|_| format!("{s:?}"))
+            shlex::try_quote(&s).map(|q| q.into_owned()).unwrap_or_else(|_| format!("{s:?}"))
         };
         write!(f, "{}", quote(&self.program))?;
         for arg in &self.args {
@@ -174,9 +171,7 @@ mod tests {
 
     #[test]
     fn display_quotes_arguments_and_hides_env() {
-        let command = ProcessBuilder::new("git")
-            .args(["commit", "-m", "two words"])
-            .env("TOKEN", "s3cret");
+        let command = ProcessBuilder::new("git").args(["commit", "-m", "two words"]).env("TOKEN", "s3cret");
         assert_eq!(command.to_string(), "git commit -m 'two words'");
     }
 }

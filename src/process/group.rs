@@ -13,9 +13,7 @@ pub struct GroupGuard {
 
 impl GroupGuard {
     pub fn new(pid: u32) -> Self {
-        GroupGuard {
-            pgid: i32::try_from(pid).ok().map(Pid::from_raw),
-        }
+        GroupGuard { pgid: i32::try_from(pid).ok().map(Pid::from_raw) }
     }
 
     /// Send `signal` to every process of the group. A group that no longer exists is fine.

@@ -55,10 +55,7 @@ pub struct Tail {
 
 impl Tail {
     pub fn new(capacity: usize) -> Self {
-        Tail {
-            bytes: VecDeque::with_capacity(capacity),
-            capacity,
-        }
+        Tail { bytes: VecDeque::with_capacity(capacity), capacity }
     }
 
     pub fn push(&mut self, data: &[u8]) {
@@ -80,11 +77,7 @@ impl Tail {
             lines.remove(0);
         }
         let skip = lines.len().saturating_sub(max_lines);
-        lines[skip..]
-            .iter()
-            .map(|l| l.trim_end_matches('\r').to_owned())
-            .filter(|l| !l.trim().is_empty())
-            .collect()
+        lines[skip..].iter().map(|l| l.trim_end_matches('\r').to_owned()).filter(|l| !l.trim().is_empty()).collect()
     }
 }
 

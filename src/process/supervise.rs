@@ -10,6 +10,18 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::watch;
 use tokio::time::{sleep_until, Instant};
 
+/// Agents can print hundreds of MB/s. With the default 64 KiB pipe, writer and reader take
+/// turns every 64 KiB; a 1 MiB pipe and read buffer let both run at full speed.
+const PIPE_SIZE: i32 = 1 << 20;
+const READ_BUFFER: usize = 256 * 1024;
+
+/// Ask the kernel for a bigger pipe. Best effort: an unprivileged process may be capped by
+/// `/proc/sys/fs/pipe-max-size`, and a smaller pipe only costs speed.
+fn enlarge_pipe(pipe: &tokio::process::ChildStdout) {
+    use std::os::fd::AsRawFd;
+    let _ = nix::fcntl::fcntl(pipe.as_raw_fd(), nix::fcntl::FcntlArg::F_SETPIPE_SZ(PIPE_SIZE));
+}
+
 /// After the leader exits, how long to keep reading pipes that grandchildren still hold open.
 const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
 
@@ -76,10 +88,11 @@ pub async fn supervise(
         });
     }
     let mut stdout = child.stdout.take().expect("stdout is piped");
+    enlarge_pipe(&stdout);
     let mut stderr = child.stderr.take().expect("stderr is piped");
 
     let mut tail = Tail::new(16 * 1024);
-    let mut out_buffer = vec![0u8; 64 * 1024];
+    let mut out_buffer = vec![0u8; READ_BUFFER];
     let mut err_buffer = vec![0u8; 8 * 1024];
     let mut out_lines = LineSplitter::default();
     let mut err_lines = LineSplitter::default();
@@ -192,10 +205,7 @@ pub async fn supervise(
         Some((KillReason::Idle, _)) => Outcome::IdleTimeout(watchdogs.idle_timeout),
         Some((KillReason::Step, _)) => Outcome::StepTimeout(watchdogs.step_timeout),
         Some((KillReason::CompletionTimeout, _)) => Outcome::CompletionTimeout,
-        None => Outcome::Exited {
-            code: exit_code.unwrap_or(1),
-            signal_seen,
-        },
+        None => Outcome::Exited { code: exit_code.unwrap_or(1), signal_seen },
     };
     Ok((outcome, tail))
 }

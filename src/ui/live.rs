@@ -21,10 +21,7 @@ impl LiveReporter {
                 .tick_chars("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏ "),
         );
         bar.enable_steady_tick(Duration::from_millis(100));
-        LiveReporter {
-            bar,
-            iteration: String::new(),
-        }
+        LiveReporter { bar, iteration: String::new() }
     }
 }
 
@@ -38,34 +35,20 @@ impl Reporter for LiveReporter {
     fn report(&mut self, event: &Event<'_>) {
         let bar = &self.bar;
         match event {
-            Event::RunStarted {
-                run_id,
-                name,
-                agent,
-                strategy,
-                branch,
-                worktree,
-                ..
-            } => {
+            Event::RunStarted { run_id, name, agent, strategy, branch, worktree, .. } => {
                 bar.println(format!(
                     "{} {} {}",
                     style("eden").green().bold(),
                     style(name).bold(),
                     style(format!("({run_id})")).dim()
                 ));
-                bar.println(format!(
-                    "  agent {agent} · strategy {strategy} · branch {}",
-                    style(branch).cyan()
-                ));
+                bar.println(format!("  agent {agent} · strategy {strategy} · branch {}", style(branch).cyan()));
                 bar.println(format!("  worktree {}", style(worktree.display()).dim()));
                 bar.set_prefix("starting");
             }
             Event::Info { message } => bar.println(format!("{} {message}", style("·").dim())),
             Event::Warning { message } => bar.println(format!("{} {message}", style("warning:").yellow().bold())),
-            Event::IterationStarted {
-                iteration,
-                max_iterations,
-            } => {
+            Event::IterationStarted { iteration, max_iterations } => {
                 self.iteration = format!("iteration {iteration}/{max_iterations}");
                 bar.println(format!("{} {}", style("▶").cyan(), style(&self.iteration).bold()));
                 bar.set_prefix(self.iteration.clone());
@@ -84,25 +67,12 @@ impl Reporter for LiveReporter {
                 ));
             }
             Event::CompletionSignal { signal, .. } => {
-                bar.println(format!(
-                    "{} completion signal {}",
-                    style("✓").green(),
-                    style(signal).bold()
-                ));
+                bar.println(format!("{} completion signal {}", style("✓").green(), style(signal).bold()));
             }
             Event::Commit { sha, subject, .. } => {
-                bar.println(format!(
-                    "  {} {} {subject}",
-                    style("commit").yellow(),
-                    &sha[..sha.len().min(10)]
-                ));
+                bar.println(format!("  {} {} {subject}", style("commit").yellow(), &sha[..sha.len().min(10)]));
             }
-            Event::IterationFinished {
-                iteration,
-                outcome,
-                duration_ms,
-                ..
-            } => {
+            Event::IterationFinished { iteration, outcome, duration_ms, .. } => {
                 bar.println(format!(
                     "{} iteration {iteration}: {outcome} {}",
                     style("■").dim(),
@@ -114,11 +84,7 @@ impl Reporter for LiveReporter {
                 let ok = record.exit_code == 0;
                 for (i, line) in summary_lines(record).into_iter().enumerate() {
                     if i == 0 {
-                        let mark = if ok {
-                            style("✓").green().bold()
-                        } else {
-                            style("✗").red().bold()
-                        };
+                        let mark = if ok { style("✓").green().bold() } else { style("✗").red().bold() };
                         eprintln!("{mark} {line}");
                     } else {
                         eprintln!("  {line}");

@@ -22,9 +22,7 @@ impl LogFileReporter {
             fs_err::create_dir_all(parent)?;
         }
         let file = fs_err::OpenOptions::new().create(true).append(true).open(path)?;
-        Ok(LogFileReporter {
-            writer: BufWriter::new(file),
-        })
+        Ok(LogFileReporter { writer: BufWriter::new(file) })
     }
 }
 

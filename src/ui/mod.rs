@@ -142,17 +142,11 @@ pub(crate) fn summary_lines(record: &RunRecord) -> Vec<String> {
     let iterations = record.iterations.len();
     let elapsed = crate::manifest::values::format_duration(std::time::Duration::from_millis(record.duration_ms));
     let head = match (&record.completion_signal, record.exit_code) {
-        (Some(_), 0) => format!(
-            "completed in iteration {iterations}/{} ({elapsed})",
-            record.max_iterations
-        ),
+        (Some(_), 0) => format!("completed in iteration {iterations}/{} ({elapsed})", record.max_iterations),
         (None, 0) => {
             format!("finished {iterations} iteration(s) without the completion signal ({elapsed})")
         }
-        _ => format!(
-            "ended: {} after {iterations} iteration(s) ({elapsed})",
-            record.exit_reason
-        ),
+        _ => format!("ended: {} after {iterations} iteration(s) ({elapsed})", record.exit_reason),
     };
     lines.push(head);
     let commits = record.commits.len();

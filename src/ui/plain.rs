@@ -9,9 +9,7 @@ pub struct PlainReporter {
 
 impl PlainReporter {
     pub fn new() -> Self {
-        PlainReporter {
-            stderr: std::io::stderr(),
-        }
+        PlainReporter { stderr: std::io::stderr() }
     }
 
     fn line(&mut self, text: &str) {
@@ -28,24 +26,14 @@ impl Default for PlainReporter {
 
 /// UTC wall clock, `HH:MM:SS`.
 pub(crate) fn clock() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
     format!("{:02}:{:02}:{:02}", secs / 3600 % 24, secs / 60 % 60, secs % 60)
 }
 
 impl Reporter for PlainReporter {
     fn report(&mut self, event: &Event<'_>) {
         match event {
-            Event::RunStarted {
-                run_id,
-                name,
-                agent,
-                strategy,
-                branch,
-                worktree,
-                ..
-            } => {
+            Event::RunStarted { run_id, name, agent, strategy, branch, worktree, .. } => {
                 self.line(&format!(
                     "eden run `{name}` ({run_id}): agent {agent}, strategy {strategy}, branch `{branch}`"
                 ));
@@ -53,10 +41,7 @@ impl Reporter for PlainReporter {
             }
             Event::Info { message } => self.line(message),
             Event::Warning { message } => self.line(&format!("warning: {message}")),
-            Event::IterationStarted {
-                iteration,
-                max_iterations,
-            } => {
+            Event::IterationStarted { iteration, max_iterations } => {
                 self.line(&format!("iteration {iteration}/{max_iterations} started"));
             }
             Event::Prompt { .. } => {}
@@ -69,16 +54,8 @@ impl Reporter for PlainReporter {
                 self.line(&format!("completion signal `{signal}` seen in iteration {iteration}"));
             }
             Event::Commit { sha, subject, .. } => self.line(&format!("commit {} {subject}", &sha[..sha.len().min(10)])),
-            Event::IterationFinished {
-                iteration,
-                outcome,
-                duration_ms,
-                ..
-            } => {
-                self.line(&format!(
-                    "iteration {iteration} finished: {outcome} ({:.1}s)",
-                    *duration_ms as f64 / 1000.0
-                ));
+            Event::IterationFinished { iteration, outcome, duration_ms, .. } => {
+                self.line(&format!("iteration {iteration} finished: {outcome} ({:.1}s)", *duration_ms as f64 / 1000.0));
             }
             Event::RunFinished { record } => {
                 for line in summary_lines(record) {

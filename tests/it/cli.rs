@@ -10,11 +10,7 @@ fn version_and_help() {
     assert_eq!(run.stdout.trim(), format!("eden {}", env!("CARGO_PKG_VERSION")));
     let run = env.eden(&["help"]);
     run.assert_code(0);
-    assert!(
-        run.stdout.contains("run") && run.stdout.contains("Exit codes"),
-        "{}",
-        run.stdout
-    );
+    assert!(run.stdout.contains("run") && run.stdout.contains("Exit codes"), "{}", run.stdout);
     let run = env.eden(&["run", "--help"]);
     assert!(run.stdout.contains("--set <KEY=VALUE>") && run.stdout.contains("--dry-run"));
     env.eden(&["frobnicate"]).assert_code(2);
@@ -47,41 +43,29 @@ fn the_flag_only_form_runs_a_cli_agent() {
     let record = run.record();
     assert_eq!(record["name"], "flags");
     assert_eq!(record["iterations"][0]["prompt"], "fix issue 42 on main");
-    assert_eq!(
-        std::fs::read_to_string(env.repo.join("prompt.txt")).unwrap(),
-        "fix issue 42 on main\n"
-    );
+    assert_eq!(std::fs::read_to_string(env.repo.join("prompt.txt")).unwrap(), "fix issue 42 on main\n");
     assert_eq!(env.log_subjects("main")[0], "from-args");
 }
 
 #[test]
 fn prompts_can_go_on_argv_with_the_model_filled_in() {
     let env = TestEnv::new();
-    let agent = env.script(
-        "agent.sh",
-        "echo \"model=$1 prompt=$2 stdin=$(cat | wc -c)\"\necho DONE",
-    );
+    let agent = env.script("agent.sh", "echo \"model=$1 prompt=$2 stdin=$(cat | wc -c)\"\necho DONE");
     let manifest = format!(
         "{}model = \"m-1\"\nargs = [\"{{model}}\"]\nprompt_via = \"arg\"\n",
         cli_manifest(&agent, "[loop]\ncompletion_signal = \"DONE\"")
     );
     let run = env.run_manifest(&manifest, &[]);
     run.assert_code(0);
-    assert!(
-        run.stderr.contains("model=m-1 prompt=iteration 1 stdin=0"),
-        "{}",
-        run.stderr
-    );
+    assert!(run.stderr.contains("model=m-1 prompt=iteration 1 stdin=0"), "{}", run.stderr);
 }
 
 #[test]
 fn set_overrides_manifest_values() {
     let env = TestEnv::new();
     let agent = env.script("agent.sh", "cat >/dev/null\necho working");
-    let run = env.run_manifest(
-        &cli_manifest(&agent, "[loop]\nmax_iterations = 5"),
-        &["--set", "loop.max_iterations=2"],
-    );
+    let run =
+        env.run_manifest(&cli_manifest(&agent, "[loop]\nmax_iterations = 5"), &["--set", "loop.max_iterations=2"]);
     run.assert_code(0);
     assert_eq!(run.record()["iterations"].as_array().unwrap().len(), 2);
 }
@@ -114,14 +98,10 @@ fn dry_run_prints_the_plan_and_touches_nothing() {
 #[test]
 fn the_log_file_gets_every_event_as_json_lines() {
     let env = TestEnv::new();
-    let agent = env.script(
-        "agent.sh",
-        "cat >/dev/null\necho 'hello from the agent'\necho '<promise>COMPLETE</promise>'",
-    );
-    let run = env.run_manifest(
-        &cli_manifest(&agent, "[logging]\nfile = \".eden/logs/{name}-{run_id}.log\""),
-        &["--quiet"],
-    );
+    let agent =
+        env.script("agent.sh", "cat >/dev/null\necho 'hello from the agent'\necho '<promise>COMPLETE</promise>'");
+    let run =
+        env.run_manifest(&cli_manifest(&agent, "[logging]\nfile = \".eden/logs/{name}-{run_id}.log\""), &["--quiet"]);
     run.assert_code(0);
     assert!(run.stderr.is_empty(), "--quiet prints nothing: {}", run.stderr);
     let id = run.record()["id"].as_str().unwrap().to_owned();
@@ -153,10 +133,7 @@ fn plain_output_when_stderr_is_not_a_terminal() {
     assert!(run.stdout.is_empty(), "stdout is for data only");
     let first = run.stderr.lines().next().unwrap();
     let (clock, rest) = first.split_at(8);
-    assert!(
-        clock.chars().all(|c| c.is_ascii_digit() || c == ':'),
-        "timestamped: {first}"
-    );
+    assert!(clock.chars().all(|c| c.is_ascii_digit() || c == ':'), "timestamped: {first}");
     assert!(rest.starts_with(" eden run `eden`"), "{first}");
     assert!(run.stderr.contains("| simulated agent: working"));
     assert!(!run.stderr.contains('\x1b'), "no escape codes when not a terminal");

@@ -22,9 +22,7 @@ fn a_live_lock_refuses_the_run_and_changes_nothing() {
     let lock = write_lock(&env, std::process::id());
     let run = env.run_manifest(&named_manifest(&env), &[]);
     run.assert_code(7);
-    let message = env
-        .redact(&run.error_text())
-        .replace(&std::process::id().to_string(), "[PID]");
+    let message = env.redact(&run.error_text()).replace(&std::process::id().to_string(), "[PID]");
     insta::assert_snapshot!(message, @r"
     error: branch `eden/locked` is in use by another eden run (pid [PID])
     hint: wait for that run to finish; if pid [PID] is not eden, delete `[TMP]/repo/.eden/locks/eden-locked.lock`
@@ -44,9 +42,7 @@ fn a_stale_lock_of_a_dead_process_is_reclaimed() {
     let run = env.run_manifest(&named_manifest(&env), &[]);
     run.assert_code(0);
     assert!(
-        run.stderr.contains(&format!(
-            "reclaimed a stale lock on `eden/locked` left by pid {dead_pid}"
-        )),
+        run.stderr.contains(&format!("reclaimed a stale lock on `eden/locked` left by pid {dead_pid}")),
         "{}",
         run.stderr
     );

@@ -22,10 +22,8 @@ fn the_signal_on_the_last_of_several_lines_completes_the_run() {
 fn a_signal_split_across_two_writes_still_counts() {
     let env = TestEnv::new();
     // The two halves arrive in separate reads: the first is flushed, then the agent pauses.
-    let agent = env.script(
-        "agent.sh",
-        "cat >/dev/null\nprintf 'finished <promise>COMP'\nsleep 0.5\nprintf 'LETE</promise>\\n'",
-    );
+    let agent = env
+        .script("agent.sh", "cat >/dev/null\nprintf 'finished <promise>COMP'\nsleep 0.5\nprintf 'LETE</promise>\\n'");
     let run = env.run_manifest(&cli_manifest(&agent, "[loop]\nmax_iterations = 2"), &[]);
     run.assert_code(0);
     assert_eq!(run.record()["iterations"].as_array().unwrap().len(), 1);
@@ -44,10 +42,7 @@ fn custom_signals_and_the_iteration_limit() {
     assert_eq!(record["iterations"].as_array().unwrap().len(), 3);
     assert_eq!(record["exit_reason"], "max_iterations");
     // ...unless completion is required: exit 1.
-    let run = env.run_manifest(
-        &cli_manifest(&agent, &format!("{base}\nrequire_completion = true")),
-        &[],
-    );
+    let run = env.run_manifest(&cli_manifest(&agent, &format!("{base}\nrequire_completion = true")), &[]);
     run.assert_code(1);
     insta::assert_snapshot!(run.error_text(), @r"
     error: no completion signal after 3 iteration(s)
@@ -67,14 +62,8 @@ fn a_failing_agent_is_exit_3_with_the_tail_of_its_output() {
     let run = env.run_manifest(&cli_manifest(&agent, ""), &[]);
     run.assert_code(3);
     let error = run.error_text();
-    assert!(
-        error.starts_with("error: the agent exited with code 42 in iteration 1; its last output:"),
-        "{error}"
-    );
-    assert!(
-        error.contains("  progress 50\n") && error.contains("fatal: cannot reach the model"),
-        "{error}"
-    );
+    assert!(error.starts_with("error: the agent exited with code 42 in iteration 1; its last output:"), "{error}");
+    assert!(error.contains("  progress 50\n") && error.contains("fatal: cannot reach the model"), "{error}");
     assert!(!error.contains("progress 1\n"), "only the tail: {error}");
     let record = run.record();
     assert_eq!(record["exit_reason"], "agent_failed");
@@ -94,13 +83,8 @@ fn idle_timeout_kills_a_silent_agent_after_warnings() {
     let env = TestEnv::new();
     let agent = env.script("agent.sh", "cat >/dev/null\necho 'thinking...'\nsleep 30");
     let started = Instant::now();
-    let run = env.run_manifest(
-        &cli_manifest(
-            &agent,
-            "[loop]\nidle_timeout = \"2s\"\nidle_warning_interval = \"0.6s\"",
-        ),
-        &[],
-    );
+    let run =
+        env.run_manifest(&cli_manifest(&agent, "[loop]\nidle_timeout = \"2s\"\nidle_warning_interval = \"0.6s\""), &[]);
     run.assert_code(4);
     assert!(started.elapsed() < Duration::from_secs(20), "killed, not waited out");
     insta::assert_snapshot!(run.error_text(), @r"
@@ -121,10 +105,7 @@ fn completion_timeout_ends_an_agent_that_hangs_after_the_signal() {
         "cat >/dev/null\necho x > result.txt && git add result.txt && git commit -q -m result\necho '<promise>COMPLETE</promise>'\nsleep 60",
     );
     let started = Instant::now();
-    let run = env.run_manifest(
-        &cli_manifest(&agent, "[loop]\ncompletion_timeout = \"1s\"\nmax_iterations = 3"),
-        &[],
-    );
+    let run = env.run_manifest(&cli_manifest(&agent, "[loop]\ncompletion_timeout = \"1s\"\nmax_iterations = 3"), &[]);
     run.assert_code(0);
     assert!(started.elapsed() < Duration::from_secs(20));
     let record = run.record();
@@ -154,10 +135,7 @@ fn step_timeout_kills_the_agent_and_its_grandchildren() {
     hint: raise `timeouts.iteration_step`
     ");
     let pid: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
-    assert!(
-        !process_alive(pid),
-        "the grandchild {pid} must be killed with its parent"
-    );
+    assert!(!process_alive(pid), "the grandchild {pid} must be killed with its parent");
 }
 
 #[test]
@@ -167,10 +145,7 @@ fn grandchildren_left_behind_by_a_finished_agent_are_killed() {
     // A daemon that keeps stdout open: eden must not hang on it, and must not leave it running.
     let agent = env.script(
         "agent.sh",
-        &format!(
-            "cat >/dev/null\nsleep 300 &\necho $! > {}\necho '<promise>COMPLETE</promise>'",
-            pid_file.display()
-        ),
+        &format!("cat >/dev/null\nsleep 300 &\necho $! > {}\necho '<promise>COMPLETE</promise>'", pid_file.display()),
     );
     let started = Instant::now();
     env.run_manifest(&cli_manifest(&agent, ""), &[]).assert_code(0);

@@ -18,9 +18,7 @@ fn wait_for(path: &Path) {
 fn interrupt(env: &TestEnv, manifest: &str, ready: &Path, signals: &[Signal]) -> (Run, Duration) {
     let path = env.write_manifest(manifest);
     let mut command = env.eden_command(&["run", path.to_str().unwrap(), "--json"]);
-    command
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
+    command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
     let child = command.spawn().unwrap();
     wait_for(ready);
     let sent = Instant::now();
@@ -56,10 +54,7 @@ fn ctrl_c_stops_the_agent_keeps_dirty_work_and_exits_130() {
     let branch = record["branch"].as_str().unwrap();
     assert_eq!(record["preserved_branch"], branch);
     let worktree = record["preserved_worktree"].as_str().unwrap();
-    assert_eq!(
-        std::fs::read_to_string(format!("{worktree}/half-done.txt")).unwrap(),
-        "half\n"
-    );
+    assert_eq!(std::fs::read_to_string(format!("{worktree}/half-done.txt")).unwrap(), "half\n");
     assert_eq!(env.log_subjects(branch)[0], "first half");
     assert_eq!(env.log_subjects("main"), ["initial commit"]);
     // The lock is released and the record written.
@@ -72,10 +67,7 @@ fn ctrl_c_stops_the_agent_keeps_dirty_work_and_exits_130() {
 fn sigterm_exits_143_and_a_clean_worktree_is_removed() {
     let env = TestEnv::new();
     let ready = env.root().join("ready");
-    let agent = env.script(
-        "agent.sh",
-        &format!("cat >/dev/null\ntouch {}\nsleep 300", ready.display()),
-    );
+    let agent = env.script("agent.sh", &format!("cat >/dev/null\ntouch {}\nsleep 300", ready.display()));
     let (run, _) = interrupt(&env, &cli_manifest(&agent, ""), &ready, &[Signal::SIGTERM]);
     run.assert_code(143);
     assert_eq!(run.error_text(), "error: interrupted by SIGTERM");
@@ -89,22 +81,11 @@ fn a_second_ctrl_c_kills_an_agent_that_ignores_the_first() {
     // The agent ignores SIGINT and SIGTERM: only SIGKILL ends it.
     let agent = env.script(
         "agent.sh",
-        &format!(
-            "trap '' INT TERM\ncat >/dev/null\ntouch {}\nwhile true; do sleep 0.1; done",
-            ready.display()
-        ),
+        &format!("trap '' INT TERM\ncat >/dev/null\ntouch {}\nwhile true; do sleep 0.1; done", ready.display()),
     );
-    let (run, took) = interrupt(
-        &env,
-        &cli_manifest(&agent, ""),
-        &ready,
-        &[Signal::SIGINT, Signal::SIGINT],
-    );
+    let (run, took) = interrupt(&env, &cli_manifest(&agent, ""), &ready, &[Signal::SIGINT, Signal::SIGINT]);
     run.assert_code(130);
     // Well under the 5 s grace the first Ctrl-C alone would wait.
-    assert!(
-        took < Duration::from_secs(3),
-        "the second Ctrl-C kills at once (took {took:?})"
-    );
+    assert!(took < Duration::from_secs(3), "the second Ctrl-C kills at once (took {took:?})");
     env.assert_pristine();
 }

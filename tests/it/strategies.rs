@@ -30,31 +30,18 @@ fn merge_to_head_merges_commits_of_every_iteration_and_cleans_up() {
     assert_eq!(record["completion_signal"], "<promise>COMPLETE</promise>");
     assert_eq!(record["exit_reason"], "completed");
     assert_eq!(record["merged_into"], "main");
-    let subjects: Vec<&str> = record["commits"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["subject"].as_str().unwrap())
-        .collect();
+    let subjects: Vec<&str> =
+        record["commits"].as_array().unwrap().iter().map(|c| c["subject"].as_str().unwrap()).collect();
     assert_eq!(subjects, ["agent commit 1", "agent commit 2", "agent commit 3"]);
     assert_eq!(record["iterations"][1]["commits"].as_array().unwrap().len(), 1);
     assert!(record["branch"].as_str().unwrap().starts_with("eden/t-"));
     // The work is on main, and nothing is left behind.
     for n in 1..=3 {
-        assert!(
-            env.repo.join(format!("file-{n}.txt")).exists(),
-            "main's checkout follows the merge"
-        );
+        assert!(env.repo.join(format!("file-{n}.txt")).exists(), "main's checkout follows the merge");
     }
-    assert_eq!(
-        env.log_subjects("main")[..3],
-        ["agent commit 3", "agent commit 2", "agent commit 1"]
-    );
+    assert_eq!(env.log_subjects("main")[..3], ["agent commit 3", "agent commit 2", "agent commit 1"]);
     env.assert_pristine();
-    assert!(
-        env.git(&["status", "--porcelain"]).is_empty(),
-        ".eden/ must be excluded from git status"
-    );
+    assert!(env.git(&["status", "--porcelain"]).is_empty(), ".eden/ must be excluded from git status");
     // The run record on disk is the one printed.
     let on_disk: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(record["record_path"].as_str().unwrap()).unwrap()).unwrap();
@@ -75,10 +62,7 @@ fn merge_to_head_into_a_branch_that_is_not_checked_out() {
     assert_eq!(run.record()["merged_into"], "release");
     assert_eq!(env.log_subjects("release")[0], "agent commit 1");
     assert_eq!(env.log_subjects("main")[0], "main moves");
-    assert!(
-        !env.repo.join("file-1.txt").exists(),
-        "the checkout of main is untouched"
-    );
+    assert!(!env.repo.join("file-1.txt").exists(), "the checkout of main is untouched");
     assert_eq!(env.branches(), ["main", "release"]);
 }
 
@@ -93,11 +77,7 @@ echo agent > agent.txt && git add agent.txt && git commit -q -m "agent work"
 (cd "$MAIN_CHECKOUT" && echo user > user.txt && git add user.txt && git commit -q -m "user work")
 echo "<promise>COMPLETE</promise>""#,
     );
-    let manifest = format!(
-        "{}env = {{ MAIN_CHECKOUT = \"{}\" }}\n",
-        cli_manifest(&agent, ""),
-        env.repo.display()
-    );
+    let manifest = format!("{}env = {{ MAIN_CHECKOUT = \"{}\" }}\n", cli_manifest(&agent, ""), env.repo.display());
     let run = env.run_manifest(&manifest, &[]);
     run.assert_code(0);
     let subjects = env.log_subjects("main");
@@ -128,11 +108,7 @@ echo "agent version" > README.md && git commit -q -am "agent edits README"
 (cd "$MAIN_CHECKOUT" && echo "user version" > README.md && git commit -q -am "user edits README")
 echo "<promise>COMPLETE</promise>""#,
     );
-    let manifest = format!(
-        "{}env = {{ MAIN_CHECKOUT = \"{}\" }}\n",
-        cli_manifest(&agent, ""),
-        env.repo.display()
-    );
+    let manifest = format!("{}env = {{ MAIN_CHECKOUT = \"{}\" }}\n", cli_manifest(&agent, ""), env.repo.display());
     let before_head = {
         let run = env.run_manifest(&manifest, &[]);
         run.assert_code(7);
@@ -155,32 +131,19 @@ echo "<promise>COMPLETE</promise>""#,
     assert_eq!(env.git(&["rev-parse", "main"]), before_head);
     assert!(env.git(&["status", "--porcelain"]).is_empty());
     assert!(!env.repo.join(".git/MERGE_HEAD").exists());
-    assert_eq!(
-        std::fs::read_to_string(env.repo.join("README.md")).unwrap(),
-        "user version\n"
-    );
-    assert_eq!(
-        env.worktree_count(),
-        1,
-        "the clean worktree is removed even when the branch is kept"
-    );
+    assert_eq!(std::fs::read_to_string(env.repo.join("README.md")).unwrap(), "user version\n");
+    assert_eq!(env.worktree_count(), 1, "the clean worktree is removed even when the branch is kept");
 }
 
 #[test]
 fn a_dirty_worktree_is_kept_and_its_path_reported() {
     let env = TestEnv::new();
-    let agent = env.script(
-        "agent.sh",
-        "cat >/dev/null\necho draft > notes.txt\necho '<promise>COMPLETE</promise>'",
-    );
+    let agent = env.script("agent.sh", "cat >/dev/null\necho draft > notes.txt\necho '<promise>COMPLETE</promise>'");
     let run = env.run_manifest(&cli_manifest(&agent, ""), &[]);
     run.assert_code(0);
     let record = run.record();
     let worktree = record["preserved_worktree"].as_str().expect("worktree kept");
-    assert_eq!(
-        std::fs::read_to_string(format!("{worktree}/notes.txt")).unwrap(),
-        "draft\n"
-    );
+    assert_eq!(std::fs::read_to_string(format!("{worktree}/notes.txt")).unwrap(), "draft\n");
     assert!(run.stderr.contains(worktree), "the kept path is printed");
     assert_eq!(record["preserved_branch"], record["branch"]);
 }
@@ -215,22 +178,12 @@ fn head_strategy_refuses_a_dirty_checkout_unless_allowed() {
     hint: strategy `head` works in your checkout: commit or stash first, or set `branch.allow_dirty = true`
     ");
     assert_eq!(env.log_subjects("main"), ["initial commit"], "nothing ran");
-    assert_eq!(
-        std::fs::read_to_string(env.repo.join("README.md")).unwrap(),
-        "uncommitted edit\n"
-    );
+    assert_eq!(std::fs::read_to_string(env.repo.join("README.md")).unwrap(), "uncommitted edit\n");
 
-    let run = env.run_manifest(
-        &cli_manifest(&agent, "[branch]\nstrategy = \"head\"\nallow_dirty = true"),
-        &[],
-    );
+    let run = env.run_manifest(&cli_manifest(&agent, "[branch]\nstrategy = \"head\"\nallow_dirty = true"), &[]);
     run.assert_code(0);
     assert_eq!(env.log_subjects("main")[0], "agent commit 1");
-    assert_eq!(
-        std::fs::read_to_string(env.repo.join("README.md")).unwrap(),
-        "uncommitted edit\n",
-        "user's edit kept"
-    );
+    assert_eq!(std::fs::read_to_string(env.repo.join("README.md")).unwrap(), "uncommitted edit\n", "user's edit kept");
 }
 
 #[test]
@@ -245,28 +198,17 @@ fn named_strategy_keeps_the_branch_and_continues_it_later() {
     assert_eq!(record["merged_into"], serde_json::Value::Null);
     assert_eq!(env.branches(), ["eden/feature", "main"]);
     assert_eq!(env.worktree_count(), 1, "a clean worktree is removed");
-    assert_eq!(
-        env.log_subjects("main"),
-        ["initial commit"],
-        "named branches are not merged"
-    );
+    assert_eq!(env.log_subjects("main"), ["initial commit"], "named branches are not merged");
 
     // A second run continues the existing branch; only its own commits are collected.
     let agent = env.script(
         "agent2.sh",
         "cat >/dev/null\necho more > more.txt && git add more.txt && git commit -q -m second\necho '<promise>COMPLETE</promise>'",
     );
-    let run = env.run_manifest(
-        &cli_manifest(&agent, "[branch]\nstrategy = \"named\"\nname = \"eden/feature\""),
-        &[],
-    );
+    let run = env.run_manifest(&cli_manifest(&agent, "[branch]\nstrategy = \"named\"\nname = \"eden/feature\""), &[]);
     run.assert_code(0);
-    let subjects: Vec<String> = run.record()["commits"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["subject"].as_str().unwrap().to_owned())
-        .collect();
+    let subjects: Vec<String> =
+        run.record()["commits"].as_array().unwrap().iter().map(|c| c["subject"].as_str().unwrap().to_owned()).collect();
     assert_eq!(subjects, ["second"]);
     assert_eq!(env.log_subjects("eden/feature")[..2], ["second", "agent commit 1"]);
 }
@@ -275,10 +217,7 @@ fn named_strategy_keeps_the_branch_and_continues_it_later() {
 fn named_strategy_reuses_an_eden_worktree_only_when_asked() {
     let env = TestEnv::new();
     // The first run leaves a dirty worktree behind.
-    let agent = env.script(
-        "agent.sh",
-        "cat >/dev/null\necho wip > wip.txt\necho '<promise>COMPLETE</promise>'",
-    );
+    let agent = env.script("agent.sh", "cat >/dev/null\necho wip > wip.txt\necho '<promise>COMPLETE</promise>'");
     let named = "[branch]\nstrategy = \"named\"\nname = \"eden/wip\"";
     env.run_manifest(&cli_manifest(&agent, named), &[]).assert_code(0);
     assert_eq!(env.worktree_count(), 2);
@@ -291,10 +230,7 @@ fn named_strategy_reuses_an_eden_worktree_only_when_asked() {
     run.assert_code(7);
     assert!(run.stderr.contains("already has an eden worktree"), "{}", run.stderr);
 
-    let run = env.run_manifest(
-        &cli_manifest(&finisher, &format!("{named}\nreuse_worktree = true")),
-        &[],
-    );
+    let run = env.run_manifest(&cli_manifest(&finisher, &format!("{named}\nreuse_worktree = true")), &[]);
     run.assert_code(0);
     assert_eq!(env.log_subjects("eden/wip")[0], "finish wip");
 }

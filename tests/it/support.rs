@@ -14,10 +14,7 @@ pub struct TestEnv {
 impl TestEnv {
     pub fn new() -> Self {
         let dir = tempfile::Builder::new().prefix("eden-it-").tempdir().expect("temp dir");
-        let env = TestEnv {
-            repo: dir.path().join("repo"),
-            dir,
-        };
+        let env = TestEnv { repo: dir.path().join("repo"), dir };
         std::fs::create_dir_all(env.home()).unwrap();
         std::fs::write(env.global_config(), "").unwrap();
         std::fs::create_dir_all(&env.repo).unwrap();
@@ -67,11 +64,7 @@ impl TestEnv {
         command.args(args).current_dir(dir).stdin(Stdio::null());
         self.apply_env(&mut command);
         let output = command.output().expect("git runs");
-        assert!(
-            output.status.success(),
-            "git {args:?} failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        assert!(output.status.success(), "git {args:?} failed: {}", String::from_utf8_lossy(&output.stderr));
         String::from_utf8_lossy(&output.stdout).trim_end().to_owned()
     }
 
@@ -121,33 +114,21 @@ impl TestEnv {
     }
 
     pub fn branches(&self) -> Vec<String> {
-        self.git(&["branch", "--format=%(refname:short)"])
-            .lines()
-            .map(str::to_owned)
-            .collect()
+        self.git(&["branch", "--format=%(refname:short)"]).lines().map(str::to_owned).collect()
     }
 
     pub fn worktree_count(&self) -> usize {
-        self.git(&["worktree", "list", "--porcelain"])
-            .lines()
-            .filter(|l| l.starts_with("worktree "))
-            .count()
+        self.git(&["worktree", "list", "--porcelain"]).lines().filter(|l| l.starts_with("worktree ")).count()
     }
 
     pub fn log_subjects(&self, rev: &str) -> Vec<String> {
-        self.git(&["log", "--format=%s", rev])
-            .lines()
-            .map(str::to_owned)
-            .collect()
+        self.git(&["log", "--format=%s", rev]).lines().map(str::to_owned).collect()
     }
 
     /// Replace this test's temp paths so messages can be snapshotted.
     pub fn redact(&self, text: &str) -> String {
         let root = self.root().to_string_lossy().into_owned();
-        let canonical = std::fs::canonicalize(self.root())
-            .unwrap()
-            .to_string_lossy()
-            .into_owned();
+        let canonical = std::fs::canonicalize(self.root()).unwrap().to_string_lossy().into_owned();
         text.replace(&canonical, "[TMP]").replace(&root, "[TMP]")
     }
 
@@ -176,10 +157,7 @@ pub struct Run {
 impl From<Output> for Run {
     fn from(output: Output) -> Self {
         use std::os::unix::process::ExitStatusExt;
-        let code = output
-            .status
-            .code()
-            .unwrap_or_else(|| 128 + output.status.signal().unwrap_or(0));
+        let code = output.status.code().unwrap_or_else(|| 128 + output.status.signal().unwrap_or(0));
         Run {
             code,
             stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
@@ -196,11 +174,7 @@ impl Run {
 
     #[track_caller]
     pub fn assert_code(&self, code: i32) -> &Self {
-        assert_eq!(
-            self.code, code,
-            "exit code\nstdout:\n{}\nstderr:\n{}",
-            self.stdout, self.stderr
-        );
+        assert_eq!(self.code, code, "exit code\nstdout:\n{}\nstderr:\n{}", self.stdout, self.stderr);
         self
     }
 
