@@ -33,10 +33,8 @@ pub fn merge_into(git: &Git, branch: &str, target: &str) -> Result<MergeResult, 
     let fast_forward = merge_base == target_commit;
     let mut tree = String::new();
     if !fast_forward {
-        let preview = git
-            .command(["merge-tree", "--write-tree", "--name-only", "--no-messages", &target_commit, &branch_commit])
-            .output()
-            .map_err(|err| Error::git(format!("cannot run git merge-tree: {err}")))?;
+        let (preview, _) =
+            git.output(["merge-tree", "--write-tree", "--name-only", "--no-messages", &target_commit, &branch_commit])?;
         let mut lines = preview.stdout.lines();
         tree = lines.next().unwrap_or_default().trim().to_owned();
         match preview.status.code() {
@@ -57,8 +55,7 @@ pub fn merge_into(git: &Git, branch: &str, target: &str) -> Result<MergeResult, 
     if let Some(checkout) = WorktreeList::read(git)?.find_branch(target).map(Git::new) {
         let mut args = identity;
         args.extend(["merge", "--no-edit", "--quiet", branch].map(String::from));
-        let command = checkout.command(&args);
-        let output = command.output().map_err(|err| Error::git(format!("cannot run `{command}`: {err}")))?;
+        let (output, _) = checkout.output(&args)?;
         if !output.success() {
             // merge-tree said it is clean, so git refused up front (local changes in the way).
             // Should a merge have started anyway, undo it: never leave a half-done merge.

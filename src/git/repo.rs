@@ -1,7 +1,7 @@
 //! The sanitized git runner and the repository queries eden needs.
 
 use crate::error::Error;
-use crate::process::ProcessBuilder;
+use crate::process::{Output, ProcessBuilder};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -63,9 +63,9 @@ impl Git {
         command
     }
 
-    /// Run and return stdout (trimmed of the final newline); a failure is a git error that
-    /// shows the command and git's own message.
-    pub fn run<I, S>(&self, args: I) -> Result<String, Error>
+    /// Run to completion whatever git's exit status, returning the output and the command line
+    /// (for messages). Only failing to start git at all is an error here.
+    pub fn output<I, S>(&self, args: I) -> Result<(Output, String), Error>
     where
         I: IntoIterator<Item = S>,
         S: AsRef<std::ffi::OsStr>,
@@ -74,9 +74,19 @@ impl Git {
         let output = command.output().map_err(|err| {
             Error::git(format!("cannot run `{command}`: {err}")).with_hint("is git installed and on PATH?")
         })?;
+        Ok((output, command.to_string()))
+    }
+
+    /// Run and return stdout (trimmed of the final newline); a failure is a git error that
+    /// shows the command and git's own message.
+    pub fn run<I, S>(&self, args: I) -> Result<String, Error>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<std::ffi::OsStr>,
+    {
+        let (output, command) = self.output(args)?;
         if !output.success() {
-            let message = output.stderr.trim();
-            return Err(Error::git(format!("`{command}` failed: {message}")));
+            return Err(Error::git(format!("`{command}` failed: {}", output.stderr.trim())));
         }
         Ok(output.stdout.trim_end_matches('\n').to_owned())
     }
@@ -87,9 +97,7 @@ impl Git {
         I: IntoIterator<Item = S>,
         S: AsRef<std::ffi::OsStr>,
     {
-        let command = self.command(args);
-        let output = command.output().map_err(|err| Error::git(format!("cannot run `{command}`: {err}")))?;
-        Ok(output.success())
+        Ok(self.output(args)?.0.success())
     }
 
     /// Find the repository containing `dir` with a single `git rev-parse`.
@@ -119,21 +127,14 @@ impl Git {
 
     /// The checked-out branch, or `None` on a detached HEAD.
     pub fn current_branch(&self) -> Result<Option<String>, Error> {
-        let output = self.command(["symbolic-ref", "--quiet", "--short", "HEAD"]).output();
-        match output {
-            Ok(output) if output.success() => Ok(Some(output.stdout.trim().to_owned())),
-            Ok(_) => Ok(None),
-            Err(err) => Err(Error::git(format!("cannot run git: {err}"))),
-        }
+        let (output, _) = self.output(["symbolic-ref", "--quiet", "--short", "HEAD"])?;
+        Ok(output.success().then(|| output.stdout.trim().to_owned()))
     }
 
     /// Resolve a revision to a commit id, `None` if it does not exist.
     pub fn resolve(&self, revision: &str) -> Result<Option<String>, Error> {
         let spec = format!("{revision}^{{commit}}");
-        let output = self
-            .command(["rev-parse", "--verify", "--quiet", spec.as_str()])
-            .output()
-            .map_err(|err| Error::git(format!("cannot run git: {err}")))?;
+        let (output, _) = self.output(["rev-parse", "--verify", "--quiet", spec.as_str()])?;
         Ok(output.success().then(|| output.stdout.trim().to_owned()))
     }
 

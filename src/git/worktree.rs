@@ -71,8 +71,7 @@ impl Git {
     /// Remove a clean worktree. git itself refuses when it has modified or untracked files, so
     /// this can never lose work: that refusal is `Ok(Removal::KeptDirty)`.
     pub fn remove_worktree(&self, path: &Path) -> Result<Removal, Error> {
-        let command = self.command(["worktree".as_ref(), "remove".as_ref(), path.as_os_str()]);
-        let output = command.output().map_err(|err| Error::git(format!("cannot run `{command}`: {err}")))?;
+        let (output, command) = self.output(["worktree".as_ref(), "remove".as_ref(), path.as_os_str()])?;
         if output.success() {
             return Ok(Removal::Removed);
         }

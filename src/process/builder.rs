@@ -112,9 +112,13 @@ impl ProcessBuilder {
         command
     }
 
-    /// Run to completion, capturing output. For short helper commands such as git.
+    /// Run to completion, capturing output. For short helper commands such as git. The child
+    /// gets its own process group so the terminal's Ctrl-C reaches only eden, which finishes
+    /// (or undoes) what it started instead of leaving a half-done `git worktree add` or merge.
     pub fn output(&self) -> std::io::Result<Output> {
+        use std::os::unix::process::CommandExt;
         let mut command = self.command();
+        command.process_group(0);
         command.stdin(match self.stdin {
             Stdin::Null => Stdio::null(),
             Stdin::Bytes(_) => Stdio::piped(),
