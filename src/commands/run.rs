@@ -1,6 +1,5 @@
 //! `eden run`: flags and manifest into a `Plan`, then the orchestrator; the record on stdout
 //! with `--json`.
-#![allow(clippy::print_stdout)]
 
 use crate::cli::RunArgs;
 use crate::error::Error;
@@ -49,7 +48,7 @@ pub fn run(args: RunArgs) -> Result<i32, Error> {
                 "worktree": preview.worktree,
             },
         });
-        println!("{}", serde_json::to_string_pretty(&json).expect("plans serialize"));
+        print_data(&serde_json::to_string_pretty(&json).expect("plans serialize"));
         return Ok(0);
     }
 
@@ -62,13 +61,21 @@ pub fn run(args: RunArgs) -> Result<i32, Error> {
     let result = runtime.block_on(orchestrator::run(&plan, &options, display));
     if args.json {
         if let Some(record) = &result.record {
-            println!("{}", serde_json::to_string_pretty(record).expect("records serialize"));
+            print_data(&serde_json::to_string_pretty(record).expect("records serialize"));
         }
     }
     match result.error {
         Some(error) => Err(error),
         None => Ok(0),
     }
+}
+
+/// Write data to stdout. A reader that went away (`eden run --json | head -1`) is not an error
+/// worth a panic: the run itself is over by now.
+fn print_data(text: &str) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    let _ = writeln!(stdout, "{text}").and_then(|()| stdout.flush());
 }
 
 /// Flags first (in a fixed order), then `--set` in the order given: the last word wins.
