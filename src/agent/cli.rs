@@ -1,7 +1,7 @@
 //! `kind = "cli"`: any executable. Arguments are templates (`{model}`, `{prompt}`); the prompt
 //! goes on stdin unless `prompt_via = "arg"`.
 
-use super::{Agent, Invocation, LinesParser, Parser};
+use super::{parser_named, Agent, Invocation, Parser};
 use crate::error::Error;
 use crate::manifest::plan::{CliPlan, MAX_ARGV_PROMPT};
 use crate::manifest::schema::PromptVia;
@@ -52,6 +52,6 @@ impl Agent for CliAgent {
     }
 
     fn parser(&self) -> Box<dyn Parser> {
-        Box::new(LinesParser)
+        parser_named(&self.plan.parser).expect("validated when the manifest loaded")
     }
 }

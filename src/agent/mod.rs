@@ -1,26 +1,30 @@
 //! Agents: how to start one for an iteration (`Agent`) and how to read what it prints
-//! (`Parser` into `StreamEvent`s). The orchestrator knows only these traits.
+//! (`Parser` into `StreamEvent`s). One file per agent CLI; the orchestrator knows only the
+//! traits.
 
+mod claude;
 mod cli;
+mod codex;
+mod copilot;
+mod cursor;
+mod opencode;
+mod pi;
 mod scanner;
 mod simulated;
+pub mod stream;
 
 pub use cli::CliAgent;
 pub use scanner::CompletionScanner;
 pub use simulated::{run_simulated_agent, SimulatedAgent, SIMULATED_ENV, SIMULATED_SUBCOMMAND};
+pub use stream::{FailureKind, StreamEvent, Usage, UsageMode};
 
 use crate::error::Error;
-use crate::manifest::plan::AgentPlan;
+use crate::manifest::plan::{AgentPlan, Secret, MAX_ARGV_PROMPT};
+use crate::manifest::schema::AgentKind;
 use crate::process::ProcessBuilder;
-use std::path::Path;
-
-/// What an agent printed, in eden's terms.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StreamEvent<'a> {
-    /// Text the agent wrote. `continues` is true when it is a fragment that the next text event
-    /// continues (streamed deltas), false for a complete line or block.
-    Text { text: &'a str, continues: bool },
-}
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 pub trait Parser: Send {
     fn parse_line(&mut self, line: &[u8], emit: &mut dyn FnMut(StreamEvent<'_>));
@@ -32,8 +36,7 @@ pub struct LinesParser;
 
 impl Parser for LinesParser {
     fn parse_line(&mut self, line: &[u8], emit: &mut dyn FnMut(StreamEvent<'_>)) {
-        let text = decode(line);
-        emit(StreamEvent::Text { text: &text, continues: false });
+        emit(StreamEvent::Text { text: decode(line), continues: false, subagent: false });
     }
 }
 
@@ -47,10 +50,29 @@ pub fn decode(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// Parser names accepted by `agent.parser` for `cli` agents.
+pub const PARSERS: [&str; 7] = ["lines", "claude-code", "codex", "opencode", "pi", "cursor", "copilot"];
+
+/// A parser by name (`claude-stream-json` is accepted for `claude-code`).
+pub fn parser_named(name: &str) -> Option<Box<dyn Parser>> {
+    Some(match name {
+        "lines" => Box::new(LinesParser),
+        "claude-code" | "claude-stream-json" => Box::new(claude::ClaudeParser),
+        "codex" => Box::new(codex::CodexParser),
+        "opencode" => Box::new(opencode::OpencodeParser::default()),
+        "pi" => Box::new(pi::PiParser),
+        "cursor" => Box::new(cursor::CursorParser),
+        "copilot" => Box::new(copilot::CopilotParser),
+        _ => return None,
+    })
+}
+
 /// Per-iteration facts an agent needs to build its command.
 pub struct Invocation<'a> {
     pub prompt: &'a str,
     pub worktree: &'a Path,
+    /// Resume this session instead of `agent.resume` (retries of the same conversation).
+    pub resume: Option<&'a str>,
 }
 
 pub trait Agent {
@@ -59,14 +81,93 @@ pub trait Agent {
     fn parser(&self) -> Box<dyn Parser>;
 }
 
+/// The settings of a built-in agent adapter, resolved from `[agent]`.
+#[derive(Debug, Clone, Serialize)]
+pub struct AdapterSettings {
+    pub kind: AgentKind,
+    pub binary: PathBuf,
+    pub model: Option<String>,
+    pub effort: Option<String>,
+    pub extra_args: Vec<String>,
+    pub env: BTreeMap<String, Secret>,
+    pub resume: Option<String>,
+}
+
+/// The executable each agent kind runs by default, and where to get it.
+pub fn default_binary(kind: AgentKind) -> Option<(&'static str, &'static str)> {
+    Some(match kind {
+        AgentKind::ClaudeCode => ("claude", "install it with `npm install -g @anthropic-ai/claude-code`"),
+        AgentKind::Codex => ("codex", "install it with `npm install -g @openai/codex`"),
+        AgentKind::Opencode => ("opencode", "install it with `npm install -g opencode-ai`"),
+        AgentKind::Pi => ("pi", "install it with `npm install -g @mariozechner/pi-coding-agent`"),
+        AgentKind::Copilot => ("copilot", "install it with `npm install -g @github/copilot`"),
+        AgentKind::Cursor => ("agent", "install Cursor's CLI (it is not on npm), or set `agent.binary`"),
+        AgentKind::Cli | AgentKind::Simulated => return None,
+    })
+}
+
+/// Agents that take their prompt on the command line rather than stdin.
+pub fn prompt_on_argv(kind: AgentKind) -> bool {
+    matches!(kind, AgentKind::Opencode | AgentKind::Pi | AgentKind::Cursor | AgentKind::Copilot)
+}
+
+/// Which agents accept `effort`.
+pub fn supports_effort(kind: AgentKind) -> bool {
+    matches!(kind, AgentKind::ClaudeCode | AgentKind::Codex)
+}
+
+pub struct Adapter {
+    settings: AdapterSettings,
+}
+
+impl Agent for Adapter {
+    fn kind(&self) -> &'static str {
+        self.settings.kind.as_str()
+    }
+
+    fn command(&self, invocation: &Invocation<'_>) -> Result<ProcessBuilder, Error> {
+        let settings = &self.settings;
+        if prompt_on_argv(settings.kind) && invocation.prompt.len() > MAX_ARGV_PROMPT {
+            return Err(Error::usage(format!(
+                "the prompt is {} KiB; `{}` takes its prompt on the command line, where eden allows at most {} KiB",
+                invocation.prompt.len() / 1024,
+                settings.kind.as_str(),
+                MAX_ARGV_PROMPT / 1024
+            ))
+            .with_hint("shorten the prompt, or use an agent that reads it from stdin (claude-code, codex)"));
+        }
+        let mut command = match settings.kind {
+            AgentKind::ClaudeCode => claude::command(settings, invocation),
+            AgentKind::Codex => codex::command(settings, invocation),
+            AgentKind::Opencode => opencode::command(settings, invocation),
+            AgentKind::Pi => pi::command(settings, invocation),
+            AgentKind::Cursor => cursor::command(settings, invocation),
+            AgentKind::Copilot => copilot::command(settings, invocation),
+            AgentKind::Cli | AgentKind::Simulated => unreachable!("not adapters"),
+        };
+        for (key, value) in &settings.env {
+            command = command.env(key, &value.0);
+        }
+        Ok(command.cwd(invocation.worktree))
+    }
+
+    fn parser(&self) -> Box<dyn Parser> {
+        parser_named(self.settings.kind.as_str()).expect("every adapter has a parser")
+    }
+}
+
 pub fn from_plan(plan: &AgentPlan) -> Result<Box<dyn Agent>, Error> {
     Ok(match plan {
         AgentPlan::Simulated { lines, line_delay, exit_code } => {
             Box::new(SimulatedAgent::new(lines.clone(), line_delay.map(|d| d.0), *exit_code)?)
         }
         AgentPlan::Cli(cli) => Box::new(CliAgent::new(cli.clone())),
+        AgentPlan::Adapter(settings) => Box::new(Adapter { settings: settings.clone() }),
     })
 }
+
+#[cfg(test)]
+mod fixtures;
 
 #[cfg(test)]
 mod tests {
@@ -78,8 +179,9 @@ mod tests {
         let mut parser = LinesParser;
         for line in [&b"plain"[..], b"caf\xc3\xa9", b"bad \xff byte"] {
             parser.parse_line(line, &mut |event| {
-                let StreamEvent::Text { text, .. } = event;
-                texts.push(text.to_owned());
+                if let StreamEvent::Text { text, .. } = event {
+                    texts.push(text.into_owned());
+                }
             });
         }
         assert_eq!(texts, ["plain", "café", "bad \u{fffd} byte"]);

@@ -41,8 +41,14 @@ pub struct PromptPlan {
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum AgentPlan {
-    Simulated { lines: Vec<String>, line_delay: Option<Duration>, exit_code: i32 },
+    Simulated {
+        lines: Vec<String>,
+        line_delay: Option<Duration>,
+        exit_code: i32,
+    },
     Cli(CliPlan),
+    #[serde(untagged)]
+    Adapter(crate::agent::AdapterSettings),
 }
 
 impl AgentPlan {
@@ -50,6 +56,7 @@ impl AgentPlan {
         match self {
             AgentPlan::Simulated { .. } => "simulated",
             AgentPlan::Cli(_) => "cli",
+            AgentPlan::Adapter(settings) => settings.kind.as_str(),
         }
     }
 }
@@ -60,7 +67,7 @@ pub struct CliPlan {
     /// Argument templates (`{model}`, `{prompt}` filled per iteration), `extra_args` appended.
     pub args: Vec<String>,
     pub prompt_via: PromptVia,
-    pub parser: &'static str,
+    pub parser: String,
     pub model: Option<String>,
     pub env: BTreeMap<String, Secret>,
 }
@@ -202,7 +209,7 @@ fn refuse_unbuilt(manifest: &Manifest, source: &Source) -> Result<(), Error> {
     let at = |key: &str| KeyPath::parse(key);
     let unsupported = |path: KeyPath, what: String| {
         Err(source.error_at(&path, format!("{what} is not supported yet")).with_hint(
-            "this version of eden runs `simulated` and `cli` agents on the host; remove it from the manifest",
+            "this version of eden runs agents on the host (sandbox `none`), without hooks or steps; remove it from the manifest",
         ))
     };
     if let Some(kind) = manifest.sandbox.kind.filter(|kind| *kind != SandboxKind::None) {
@@ -244,9 +251,6 @@ fn refuse_unbuilt(manifest: &Manifest, source: &Source) -> Result<(), Error> {
     }
     if !manifest.step.is_empty() {
         return unsupported(at("step"), "`[[step]]` (multi-step manifests)".into());
-    }
-    if let Some(kind) = manifest.agent.kind.filter(|k| !matches!(k, AgentKind::Cli | AgentKind::Simulated)) {
-        return unsupported(at("agent.kind"), format!("agent kind `{}`", kind.as_str()));
     }
     Ok(())
 }
@@ -314,8 +318,10 @@ fn resolve_agent(
         }
         Ok(())
     };
+    if kind == AgentKind::Simulated {
+        only_for("binary", agent.binary.is_some(), "cli and the agent adapters")?;
+    }
     if kind != AgentKind::Cli {
-        only_for("binary", agent.binary.is_some(), "cli")?;
         only_for("args", agent.args.is_some(), "cli")?;
         only_for("prompt_via", agent.prompt_via.is_some(), "cli")?;
         only_for("parser", agent.parser.is_some(), "cli")?;
@@ -325,8 +331,28 @@ fn resolve_agent(
         only_for("line_delay", agent.line_delay.is_some(), "simulated")?;
         only_for("exit_code", agent.exit_code.is_some(), "simulated")?;
     }
-    only_for("effort", agent.effort.is_some(), "claude-code or codex")?;
-    only_for("resume", agent.resume.is_some(), "claude-code, codex or pi")?;
+    if !crate::agent::supports_effort(kind) {
+        only_for("effort", agent.effort.is_some(), "claude-code or codex")?;
+    }
+    if matches!(kind, AgentKind::Cli | AgentKind::Simulated) {
+        only_for("resume", agent.resume.is_some(), "claude-code, codex, opencode, pi, cursor or copilot")?;
+    }
+    let env = || -> Result<BTreeMap<String, Secret>, Error> {
+        let mut env = BTreeMap::new();
+        for (key, value) in agent.env.clone().unwrap_or_default() {
+            let key_path = path.child("env").child(&key);
+            if key.is_empty() || key.contains('=') || key.contains('\0') {
+                return Err(source.error_at_key(&key_path, format!("invalid environment variable name `{key}`")));
+            }
+            let value = expand_env(&value, host_env).map_err(|missing| {
+                source
+                    .error_at(&key_path, format!("`agent.env.{key}` refers to `${{{missing}}}`, which is not set"))
+                    .with_hint(format!("export `{missing}` before running eden, or remove the reference"))
+            })?;
+            env.insert(key, Secret(value));
+        }
+        Ok(env)
+    };
 
     match kind {
         AgentKind::Simulated => {
@@ -356,20 +382,12 @@ fn resolve_agent(
                     .error_at(&path.child("binary"), why)
                     .with_hint("a name is looked up on PATH; a path with `/` is resolved against the manifest's folder")
             })?;
-            let parser = match agent.parser.as_deref().unwrap_or("lines") {
-                "lines" => "lines",
-                known @ ("claude-stream-json" | "codex-json" | "opencode-json" | "pi-json" | "cursor-stream-json"
-                | "copilot-json" | "claude-code" | "codex" | "opencode" | "pi" | "cursor" | "copilot") => {
-                    return Err(source
-                        .error_at(&path.child("parser"), format!("parser `{known}` is not supported yet"))
-                        .with_hint("this version parses agent output with `lines` only"));
-                }
-                other => {
-                    return Err(source
-                        .error_at(&path.child("parser"), format!("unknown parser `{other}`"))
-                        .with_hint("use `lines`"));
-                }
-            };
+            let parser = agent.parser.clone().unwrap_or_else(|| "lines".to_owned());
+            if crate::agent::parser_named(&parser).is_none() {
+                return Err(source
+                    .error_at(&path.child("parser"), format!("unknown parser `{parser}`"))
+                    .with_hint(format!("parsers: {}", crate::agent::PARSERS.join(", "))));
+            }
             let args = agent.args.clone().unwrap_or_default();
             if agent.model.is_none() && args.iter().any(|a| a.contains("{model}")) {
                 return Err(source
@@ -382,22 +400,36 @@ fn resolve_agent(
                 args.push("{prompt}".into());
             }
             args.extend(agent.extra_args.clone().unwrap_or_default());
-            let mut env = BTreeMap::new();
-            for (key, value) in agent.env.clone().unwrap_or_default() {
-                let key_path = path.child("env").child(&key);
-                if key.is_empty() || key.contains('=') || key.contains('\0') {
-                    return Err(source.error_at_key(&key_path, format!("invalid environment variable name `{key}`")));
-                }
-                let value = expand_env(&value, host_env).map_err(|missing| {
-                    source
-                        .error_at(&key_path, format!("`agent.env.{key}` refers to `${{{missing}}}`, which is not set"))
-                        .with_hint(format!("export `{missing}` before running eden, or remove the reference"))
-                })?;
-                env.insert(key, Secret(value));
-            }
+            let env = env()?;
             Ok(AgentPlan::Cli(CliPlan { binary, args, prompt_via, parser, model: agent.model.clone(), env }))
         }
-        _ => unreachable!("refused by refuse_unbuilt"),
+        adapter => {
+            let (default, install) = crate::agent::default_binary(adapter).expect("adapters have a binary");
+            let binary = match &agent.binary {
+                Some(binary) => find_binary(binary, &source.base_dir).map_err(|why| {
+                    source.error_at(&path.child("binary"), why).with_hint(
+                        "a name is looked up on PATH; a path with `/` is resolved against the manifest's folder",
+                    )
+                })?,
+                None => which::which(default).map_err(|_| {
+                    source
+                        .error_at(
+                            &path.child("kind"),
+                            format!("agent kind `{}` runs `{default}`, which was not found on PATH", adapter.as_str()),
+                        )
+                        .with_hint(format!("{install}; or set `agent.binary` to its path"))
+                })?,
+            };
+            Ok(AgentPlan::Adapter(crate::agent::AdapterSettings {
+                kind: adapter,
+                binary,
+                model: agent.model.clone(),
+                effort: agent.effort.clone(),
+                extra_args: agent.extra_args.clone().unwrap_or_default(),
+                env: env()?,
+                resume: agent.resume.clone(),
+            }))
+        }
     }
 }
 

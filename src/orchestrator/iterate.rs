@@ -1,10 +1,10 @@
 //! The iteration loop: render the prompt, run the agent under the supervisor, watch its text
 //! for the completion signal, collect the commits it made, decide whether to go on.
 
-use super::record::{now_rfc3339, IterationRecord};
+use super::record::{now_rfc3339, AgentFailure, IterationRecord, ToolCallRecord};
 use super::workspace::Workspace;
 use super::{interrupted, interrupted_error, LoopEnd, RunOptions};
-use crate::agent::{Agent, CompletionScanner, Invocation, Parser, StreamEvent};
+use crate::agent::{Agent, CompletionScanner, Invocation, Parser, StreamEvent, Usage, UsageMode};
 use crate::error::Error;
 use crate::git::Commit;
 use crate::manifest::plan::Plan;
@@ -22,22 +22,71 @@ struct IterationHandlers<'a> {
     scanner: CompletionScanner,
     reporter: &'a mut dyn Reporter,
     signal: Option<String>,
+    usage: Option<Usage>,
+    session_id: Option<String>,
+    tool_calls: Vec<ToolCallRecord>,
+    failure: Option<AgentFailure>,
+}
+
+impl IterationHandlers<'_> {
+    fn handle(&mut self, event: StreamEvent<'_>) {
+        let iteration = self.iteration;
+        match event {
+            StreamEvent::Text { text, continues, subagent } => {
+                self.reporter.report(&Event::AgentText { iteration, text: &text });
+                // Subagents' text is theirs, not the agent's answer: it cannot complete the run.
+                if self.signal.is_none() && !subagent {
+                    if let Some(found) = self.scanner.scan(&text, continues) {
+                        self.reporter.report(&Event::CompletionSignal { iteration, signal: found });
+                        self.signal = Some(found.to_owned());
+                    }
+                }
+            }
+            StreamEvent::ToolCall { name, summary, subagent } => {
+                self.reporter.report(&Event::ToolCall { iteration, name: &name, summary: &summary, subagent });
+                self.tool_calls.push(ToolCallRecord { name, summary, ok: None, subagent });
+            }
+            StreamEvent::ToolResult { name, ok } => {
+                let pending = self
+                    .tool_calls
+                    .iter_mut()
+                    .find(|call| call.ok.is_none() && name.as_deref().is_none_or(|name| name == call.name));
+                if let Some(call) = pending {
+                    call.ok = Some(ok);
+                }
+                if !ok {
+                    self.reporter.report(&Event::ToolFailed { iteration, name: name.as_deref() });
+                }
+            }
+            StreamEvent::Usage { usage, mode } => {
+                let current = self.usage.get_or_insert_with(Usage::default);
+                match mode {
+                    UsageMode::Add => current.add(&usage),
+                    UsageMode::Total => *current = usage,
+                }
+                self.reporter.report(&Event::Usage { iteration, usage: current });
+            }
+            StreamEvent::SessionId(id) => {
+                if self.session_id.as_deref() != Some(id.as_str()) {
+                    self.reporter.report(&Event::SessionId { iteration, session_id: &id });
+                    self.session_id = Some(id);
+                }
+            }
+            StreamEvent::FinalResult(_) => {}
+            StreamEvent::Error { message, kind } => {
+                self.reporter.report(&Event::AgentError { iteration, message: &message, kind });
+                self.failure = Some(AgentFailure { message, kind });
+            }
+            StreamEvent::Notice(message) => self.reporter.report(&Event::Notice { iteration, message: &message }),
+        }
+    }
 }
 
 impl Handlers for IterationHandlers<'_> {
     fn stdout_line(&mut self, line: &[u8]) -> bool {
-        let IterationHandlers { iteration, parser, scanner, reporter, signal } = self;
-        parser.parse_line(line, &mut |event| match event {
-            StreamEvent::Text { text, continues } => {
-                reporter.report(&Event::AgentText { iteration: *iteration, text });
-                if signal.is_none() {
-                    if let Some(found) = scanner.scan(text, continues) {
-                        reporter.report(&Event::CompletionSignal { iteration: *iteration, signal: found });
-                        *signal = Some(found.to_owned());
-                    }
-                }
-            }
-        });
+        let mut parser = std::mem::replace(&mut self.parser, Box::new(crate::agent::LinesParser));
+        parser.parse_line(line, &mut |event| self.handle(event));
+        self.parser = parser;
         self.signal.is_some()
     }
 
@@ -88,7 +137,7 @@ pub(crate) async fn run_loop(
         let rendered = prompt::render(&plan.prompt.template, &values);
         reporter.report(&Event::Prompt { iteration, text: &rendered });
 
-        let command = agent.command(&Invocation { prompt: &rendered, worktree: &pre.worktree })?;
+        let command = agent.command(&Invocation { prompt: &rendered, worktree: &pre.worktree, resume: None })?;
         let program = command.to_string();
         let started_at = now_rfc3339();
         let clock = std::time::Instant::now();
@@ -98,13 +147,16 @@ pub(crate) async fn run_loop(
             scanner: CompletionScanner::new(&plan.loop_.completion_signal),
             reporter: &mut *reporter,
             signal: None,
+            usage: None,
+            session_id: None,
+            tool_calls: Vec::new(),
+            failure: None,
         };
         let (outcome, tail) = supervise(command, &watchdogs, &mut handlers, abort).await.map_err(|err| {
             Error::agent(format!("cannot start the agent `{program}`: {err}"))
                 .with_hint("check `agent.binary` and that it is executable")
         })?;
-        let signal = handlers.signal.take();
-        drop(handlers);
+        let IterationHandlers { signal, usage, session_id, tool_calls, failure, .. } = handlers;
 
         // Commits the agent made this iteration, oldest first.
         let all = workspace.worktree.commits_between(&pre.base_commit, "HEAD")?;
@@ -117,7 +169,7 @@ pub(crate) async fn run_loop(
         }
         *commits = Some(all);
 
-        let (label, exit_code, result) = judge(outcome, iteration, &tail.lines(20));
+        let (label, exit_code, result) = judge(outcome, iteration, &tail.describe(15), failure.as_ref());
         let duration_ms = clock.elapsed().as_millis() as u64;
         reporter.report(&Event::IterationFinished { iteration, outcome: label, exit_code, duration_ms });
         records.push(IterationRecord {
@@ -129,6 +181,10 @@ pub(crate) async fn run_loop(
             completion_signal: signal.clone(),
             commits: new_commits,
             prompt: rendered,
+            session_id,
+            usage,
+            tool_calls,
+            agent_error: failure,
         });
         match result {
             Err(error) => return Err(error),
@@ -151,7 +207,19 @@ pub(crate) async fn run_loop(
 
 /// What an iteration's outcome means: its label for the record, the exit code, and
 /// `Ok(true)` = complete, `Ok(false)` = go on, `Err` = the run fails.
-fn judge(outcome: Outcome, iteration: u32, tail: &[String]) -> (&'static str, Option<i32>, Result<bool, Error>) {
+fn judge(
+    outcome: Outcome,
+    iteration: u32,
+    tail: &str,
+    failure: Option<&AgentFailure>,
+) -> (&'static str, Option<i32>, Result<bool, Error>) {
+    // A failure the agent reported on stdout (auth, rate limit, model error) is the reason,
+    // whatever its exit code: pi, for one, exits 0 after a failed model call.
+    if let (Some(failure), Outcome::Exited { code, signal_seen: false }) = (failure, outcome) {
+        let error = Error::agent(format!("the agent reported a failure in iteration {iteration}: {}", failure.message))
+            .with_hint(failure.kind.hint());
+        return ("failed", Some(code), Err(error));
+    }
     match outcome {
         Outcome::Exited { code, signal_seen: true } => ("completed", Some(code), Ok(true)),
         Outcome::CompletionTimeout => ("completion_timeout", None, Ok(true)),
@@ -159,8 +227,8 @@ fn judge(outcome: Outcome, iteration: u32, tail: &[String]) -> (&'static str, Op
         Outcome::Exited { code, signal_seen: false } => {
             let mut message = format!("the agent exited with code {code} in iteration {iteration}");
             if !tail.is_empty() {
-                message.push_str("; its last output:\n");
-                message.push_str(&tail.iter().map(|l| format!("  {l}")).collect::<Vec<_>>().join("\n"));
+                message.push_str("; its last output:");
+                message.push_str(tail);
             }
             let error = Error::agent(message)
                 .with_hint("the agent failed before printing the completion signal; see its output above");

@@ -126,6 +126,12 @@ pub async fn run(plan: &Plan, options: &RunOptions, display: Option<Box<dyn Repo
         (None, None) => "max_iterations".to_owned(),
     };
     let runs_dir = finished.root.join(".eden").join("runs");
+    let usage = iterations.iter().filter_map(|i| i.usage).reduce(|mut total, usage| {
+        total.add(&usage);
+        total
+    });
+    let session_id = iterations.iter().rev().find_map(|i| i.session_id.clone());
+    let agent_failure = iterations.last().and_then(|i| i.agent_error.as_ref()).map(|f| f.kind);
     let mut record = RunRecord {
         id: run_id.clone(),
         name: plan.name.clone(),
@@ -140,6 +146,8 @@ pub async fn run(plan: &Plan, options: &RunOptions, display: Option<Box<dyn Repo
         max_iterations: plan.loop_.max_iterations,
         iterations,
         completion_signal,
+        usage,
+        session_id,
         commits: finished.commits,
         merged_into: finished.merged_into,
         merge_commit: finished.merge_commit,
@@ -152,6 +160,7 @@ pub async fn run(plan: &Plan, options: &RunOptions, display: Option<Box<dyn Repo
         exit_code,
         error: error.as_ref().map(|e| ErrorRecord {
             kind: e.kind.as_str().to_owned(),
+            agent_failure: if e.kind == ErrorKind::Agent { agent_failure } else { None },
             message: e.message.clone(),
             hint: e.hint.clone(),
         }),

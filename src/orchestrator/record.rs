@@ -1,5 +1,6 @@
 //! The run record, `.eden/runs/<id>.json`: what happened, for scripts and for people later.
 
+use crate::agent::{FailureKind, Usage};
 use crate::git::Commit;
 use serde::Serialize;
 use std::path::PathBuf;
@@ -20,6 +21,10 @@ pub struct RunRecord {
     pub iterations: Vec<IterationRecord>,
     /// The signal that ended the run, if one was seen.
     pub completion_signal: Option<String>,
+    /// Usage summed over the iterations that reported it.
+    pub usage: Option<Usage>,
+    /// The last session id the agent reported.
+    pub session_id: Option<String>,
     /// Commits made during the run, oldest first.
     pub commits: Vec<Commit>,
     pub merged_into: Option<String>,
@@ -48,11 +53,35 @@ pub struct IterationRecord {
     pub completion_signal: Option<String>,
     pub commits: Vec<String>,
     pub prompt: String,
+    /// The agent's session id, when it reports one.
+    pub session_id: Option<String>,
+    /// Token usage (and cost when reported) for this iteration.
+    pub usage: Option<Usage>,
+    pub tool_calls: Vec<ToolCallRecord>,
+    /// A failure the agent reported on its own output.
+    pub agent_error: Option<AgentFailure>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolCallRecord {
+    pub name: String,
+    pub summary: String,
+    /// `None` until (unless) the agent reports the result.
+    pub ok: Option<bool>,
+    pub subagent: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct AgentFailure {
+    pub message: String,
+    pub kind: FailureKind,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ErrorRecord {
     pub kind: String,
+    /// For agent failures the agent reported itself: `authentication`, `rate_limit`, `other`.
+    pub agent_failure: Option<FailureKind>,
     pub message: String,
     pub hint: Option<String>,
 }

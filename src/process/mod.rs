@@ -12,4 +12,4 @@ pub use builder::{Output, ProcessBuilder, Stdin};
 pub use group::GroupGuard;
 pub use lines::{LineSplitter, Tail};
 pub use signals::listen as listen_for_signals;
-pub use supervise::{supervise, Abort, Handlers, Outcome, Watchdogs};
+pub use supervise::{supervise, Abort, Handlers, Outcome, OutputTails, Watchdogs};

@@ -65,6 +65,30 @@ pub enum Outcome {
     Aborted(i32),
 }
 
+/// The last output of each stream, kept apart: their relative order is not knowable.
+pub struct OutputTails {
+    pub stdout: Tail,
+    pub stderr: Tail,
+}
+
+impl OutputTails {
+    /// Indented lines for an error message: the end of stdout, then the end of stderr.
+    pub fn describe(&self, max_lines: usize) -> String {
+        let mut out = String::new();
+        for line in self.stdout.lines(max_lines) {
+            out.push_str(&format!("\n  {line}"));
+        }
+        let stderr = self.stderr.lines(max_lines);
+        if !stderr.is_empty() {
+            out.push_str("\n  stderr:");
+            for line in stderr {
+                out.push_str(&format!("\n  {line}"));
+            }
+        }
+        out
+    }
+}
+
 #[derive(Clone, Copy)]
 enum KillReason {
     CompletionTimeout,
@@ -78,7 +102,7 @@ pub async fn supervise(
     watchdogs: &Watchdogs,
     handlers: &mut dyn Handlers,
     abort: &mut watch::Receiver<Option<Abort>>,
-) -> std::io::Result<(Outcome, Tail)> {
+) -> std::io::Result<(Outcome, OutputTails)> {
     let mut child = command.spawn_group()?;
     let guard = GroupGuard::new(child.id().unwrap_or(0));
     if let (Stdin::Bytes(bytes), Some(mut stdin)) = (command.take_stdin(), child.stdin.take()) {
@@ -91,7 +115,7 @@ pub async fn supervise(
     enlarge_pipe(&stdout);
     let mut stderr = child.stderr.take().expect("stderr is piped");
 
-    let mut tail = Tail::new(16 * 1024);
+    let mut tails = OutputTails { stdout: Tail::new(16 * 1024), stderr: Tail::new(8 * 1024) };
     let mut out_buffer = vec![0u8; READ_BUFFER];
     let mut err_buffer = vec![0u8; 8 * 1024];
     let mut out_lines = LineSplitter::default();
@@ -133,7 +157,7 @@ pub async fn supervise(
                 }
                 Ok(n) => {
                     let chunk = &out_buffer[..n];
-                    tail.push(chunk);
+                    tails.stdout.push(chunk);
                     last_output = Instant::now();
                     next_warning = last_output + watchdogs.idle_warning_interval;
                     out_lines.feed(chunk, |line| signal_seen |= handlers.stdout_line(line));
@@ -145,7 +169,7 @@ pub async fn supervise(
                     err_lines.finish(|line| handlers.stderr_line(line));
                 }
                 Ok(n) => {
-                    tail.push(&err_buffer[..n]);
+                    tails.stderr.push(&err_buffer[..n]);
                     err_lines.feed(&err_buffer[..n], |line| handlers.stderr_line(line));
                 }
             },
@@ -207,7 +231,7 @@ pub async fn supervise(
         Some((KillReason::CompletionTimeout, _)) => Outcome::CompletionTimeout,
         None => Outcome::Exited { code: exit_code.unwrap_or(1), signal_seen },
     };
-    Ok((outcome, tail))
+    Ok((outcome, tails))
 }
 
 fn status_code(status: std::process::ExitStatus) -> i32 {

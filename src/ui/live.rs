@@ -66,6 +66,21 @@ impl Reporter for LiveReporter {
                     style("warning:").yellow().bold()
                 ));
             }
+            Event::ToolCall { name, summary, subagent, .. } => {
+                let line = format!("  {} {} {summary}", style("⏺").cyan(), style(name).bold());
+                bar.println(if *subagent { style(line).dim().to_string() } else { line });
+            }
+            Event::ToolFailed { name, .. } => {
+                bar.println(format!("  {} {} failed", style("✗").red(), name.unwrap_or("tool call")));
+            }
+            Event::Usage { usage, .. } => {
+                bar.set_prefix(format!("{} · {} tokens", self.iteration, super::thousands(usage.total_tokens())));
+            }
+            Event::SessionId { .. } => {}
+            Event::AgentError { message, .. } => {
+                bar.println(format!("{} {message}", style("agent error:").red().bold()));
+            }
+            Event::Notice { message, .. } => bar.println(format!("  {}", style(message).dim())),
             Event::CompletionSignal { signal, .. } => {
                 bar.println(format!("{} completion signal {}", style("✓").green(), style(signal).bold()));
             }

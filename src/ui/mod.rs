@@ -54,6 +54,34 @@ pub enum Event<'a> {
         iteration: u32,
         silent_secs: u64,
     },
+    ToolCall {
+        iteration: u32,
+        name: &'a str,
+        summary: &'a str,
+        subagent: bool,
+    },
+    ToolFailed {
+        iteration: u32,
+        name: Option<&'a str>,
+    },
+    /// The iteration's usage so far.
+    Usage {
+        iteration: u32,
+        usage: &'a crate::agent::Usage,
+    },
+    SessionId {
+        iteration: u32,
+        session_id: &'a str,
+    },
+    AgentError {
+        iteration: u32,
+        message: &'a str,
+        kind: crate::agent::FailureKind,
+    },
+    Notice {
+        iteration: u32,
+        message: &'a str,
+    },
     CompletionSignal {
         iteration: u32,
         signal: &'a str,
@@ -155,6 +183,9 @@ pub(crate) fn summary_lines(record: &RunRecord) -> Vec<String> {
         (Some(target), n) => lines.push(format!("{n} commit(s) merged into `{target}`")),
         (None, n) => lines.push(format!("{n} commit(s) on `{}`", record.branch)),
     }
+    if let Some(usage) = &record.usage {
+        lines.push(usage_line(usage));
+    }
     if let Some(branch) = &record.preserved_branch {
         lines.push(format!("branch kept: `{branch}`"));
     }
@@ -163,4 +194,31 @@ pub(crate) fn summary_lines(record: &RunRecord) -> Vec<String> {
     }
     lines.push(format!("run record: {}", record.record_path.display()));
     lines
+}
+
+/// `tokens: 1,234 in · 56 out · 7,890 cache read · 0 cache write · $0.0123`
+pub(crate) fn usage_line(usage: &crate::agent::Usage) -> String {
+    let mut line = format!(
+        "tokens: {} in · {} out · {} cache read · {} cache write",
+        thousands(usage.input_tokens),
+        thousands(usage.output_tokens),
+        thousands(usage.cache_read_tokens),
+        thousands(usage.cache_write_tokens)
+    );
+    if let Some(cost) = usage.cost_usd {
+        line.push_str(&format!(" · ${cost:.4}"));
+    }
+    line
+}
+
+pub(crate) fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }

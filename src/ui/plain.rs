@@ -50,6 +50,15 @@ impl Reporter for PlainReporter {
             Event::IdleWarning { silent_secs, .. } => {
                 self.line(&format!("warning: no output from the agent for {silent_secs}s"));
             }
+            Event::ToolCall { name, summary, subagent, .. } => {
+                let who = if *subagent { "subagent tool" } else { "tool" };
+                self.line(&format!("{who} {name} {summary}"));
+            }
+            Event::ToolFailed { name, .. } => self.line(&format!("tool {} failed", name.unwrap_or("call"))),
+            Event::Usage { .. } => {}
+            Event::SessionId { session_id, .. } => self.line(&format!("session {session_id}")),
+            Event::AgentError { message, .. } => self.line(&format!("agent error: {message}")),
+            Event::Notice { message, .. } => self.line(&format!("agent notice: {message}")),
             Event::CompletionSignal { iteration, signal } => {
                 self.line(&format!("completion signal `{signal}` seen in iteration {iteration}"));
             }

@@ -63,7 +63,7 @@ fn a_failing_agent_is_exit_3_with_the_tail_of_its_output() {
     run.assert_code(3);
     let error = run.error_text();
     assert!(error.starts_with("error: the agent exited with code 42 in iteration 1; its last output:"), "{error}");
-    assert!(error.contains("  progress 50\n") && error.contains("fatal: cannot reach the model"), "{error}");
+    assert!(error.contains("  progress 50\n  stderr:\n  fatal: cannot reach the model\n"), "{error}");
     assert!(!error.contains("progress 1\n"), "only the tail: {error}");
     let record = run.record();
     assert_eq!(record["exit_reason"], "agent_failed");

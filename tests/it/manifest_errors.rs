@@ -187,15 +187,46 @@ fn invalid_toml() {
 fn features_not_built_yet() {
     insta::assert_snapshot!(rejected(&format!("{OK}[sandbox]\nkind = \"docker\"\nimage = \"x\"\n"), &[]), @r"
     error: [TMP]/plan.toml:5:8: sandbox kind `docker` is not supported yet
-    hint: this version of eden runs `simulated` and `cli` agents on the host; remove it from the manifest
+    hint: this version of eden runs agents on the host (sandbox `none`), without hooks or steps; remove it from the manifest
     ");
     insta::assert_snapshot!(rejected(&format!("{OK}[hooks.host]\non_worktree_ready = [\"npm ci\"]\n"), &[]), @r"
     error: [TMP]/plan.toml:4:1: `[hooks.host]` is not supported yet
-    hint: this version of eden runs `simulated` and `cli` agents on the host; remove it from the manifest
+    hint: this version of eden runs agents on the host (sandbox `none`), without hooks or steps; remove it from the manifest
     ");
-    insta::assert_snapshot!(rejected("prompt = \"x\"\n[agent]\nkind = \"codex\"\n", &[]), @r"
-    error: [TMP]/plan.toml:3:8: agent kind `codex` is not supported yet
-    hint: this version of eden runs `simulated` and `cli` agents on the host; remove it from the manifest
+}
+
+#[test]
+fn missing_agent_cli_names_its_package() {
+    // PATH without the agent CLIs: the error names the npm package that provides each.
+    for (kind, binary, package) in [
+        ("claude-code", "claude", "@anthropic-ai/claude-code"),
+        ("codex", "codex", "@openai/codex"),
+        ("opencode", "opencode", "opencode-ai"),
+        ("pi", "pi", "@mariozechner/pi-coding-agent"),
+        ("copilot", "copilot", "@github/copilot"),
+    ] {
+        let env = TestEnv::new();
+        let path = env.write_manifest(&format!("prompt = \"x\"\n[agent]\nkind = \"{kind}\"\n"));
+        let mut command = env.eden_command(&["run", path.to_str().unwrap()]);
+        command.env("PATH", "/usr/bin:/bin");
+        let run = crate::support::Run::from(command.output().unwrap());
+        run.assert_code(2);
+        assert_eq!(
+            env.redact(&run.error_text()),
+            format!(
+                "error: [TMP]/plan.toml:3:8: agent kind `{kind}` runs `{binary}`, which was not found on PATH\n\
+                 hint: install it with `npm install -g {package}`; or set `agent.binary` to its path"
+            )
+        );
+        env.assert_pristine();
+    }
+}
+
+#[test]
+fn effort_only_where_supported() {
+    insta::assert_snapshot!(rejected("prompt = \"x\"\n[agent]\nkind = \"cli\"\nbinary = \"sh\"\neffort = \"high\"\n", &[]), @r"
+    error: [TMP]/plan.toml:5:1: `agent.effort` does not apply to agent kind `cli`
+    hint: it is used by kind `claude-code or codex`; remove it
     ");
 }
 

@@ -1,0 +1,120 @@
+//! Codex: `codex exec --json ... -`, prompt on stdin. Items (`agent_message`,
+//! `command_execution`, `file_change`, ...) start and complete; `turn.completed` carries usage
+//! (cached tokens are part of the input count); `turn.failed` is the failure.
+
+use super::stream::*;
+use super::{AdapterSettings, Invocation, Parser};
+use crate::process::{ProcessBuilder, Stdin};
+use serde_json::Value;
+use std::borrow::Cow;
+
+pub fn command(settings: &AdapterSettings, invocation: &Invocation<'_>) -> ProcessBuilder {
+    let mut command = ProcessBuilder::new(&settings.binary).arg("exec");
+    if let Some(session) = invocation.resume.or(settings.resume.as_deref()) {
+        command = command.args(["resume", session]);
+    }
+    command = command.args(["--json", "--dangerously-bypass-approvals-and-sandbox", "--skip-git-repo-check"]);
+    if let Some(model) = &settings.model {
+        command = command.args(["-m", model]);
+    }
+    if let Some(effort) = &settings.effort {
+        command = command.args(["-c", &format!("model_reasoning_effort=\"{effort}\"")]);
+    }
+    command.args(&settings.extra_args).arg("-").stdin(Stdin::Bytes(invocation.prompt.as_bytes().to_vec()))
+}
+
+#[derive(Default)]
+pub struct CodexParser;
+
+impl Parser for CodexParser {
+    fn parse_line(&mut self, line: &[u8], emit: &mut dyn FnMut(StreamEvent<'_>)) {
+        let Some(value) = json_object(line) else { return emit(passthrough(line)) };
+        match str_at(&value, "/type").unwrap_or("") {
+            "thread.started" => {
+                if let Some(id) = str_at(&value, "/thread_id") {
+                    emit(StreamEvent::SessionId(id.to_owned()));
+                }
+            }
+            kind @ ("item.started" | "item.completed") => {
+                let item = value.get("item").unwrap_or(&Value::Null);
+                let completed = kind == "item.completed";
+                match (str_at(item, "/type").unwrap_or(""), completed) {
+                    ("agent_message", true) => {
+                        let text = str_at(item, "/text").unwrap_or("");
+                        emit(StreamEvent::Text { text: Cow::Borrowed(text), continues: false, subagent: false });
+                    }
+                    ("command_execution", false) => emit(StreamEvent::ToolCall {
+                        name: "Bash".into(),
+                        summary: one_line(&unwrap_shell(str_at(item, "/command").unwrap_or("")), 120),
+                        subagent: false,
+                    }),
+                    ("command_execution", true) => emit(StreamEvent::ToolResult {
+                        name: Some("Bash".into()),
+                        ok: item.get("exit_code").and_then(Value::as_i64) == Some(0),
+                    }),
+                    ("file_change", false) => {
+                        let paths: Vec<&str> = item
+                            .get("changes")
+                            .and_then(Value::as_array)
+                            .into_iter()
+                            .flatten()
+                            .filter_map(|change| str_at(change, "/path"))
+                            .collect();
+                        emit(StreamEvent::ToolCall { name: "Edit".into(), summary: paths.join(", "), subagent: false });
+                    }
+                    ("file_change", true) => emit(StreamEvent::ToolResult {
+                        name: Some("Edit".into()),
+                        ok: str_at(item, "/status") == Some("completed"),
+                    }),
+                    ("mcp_tool_call", false) => emit(StreamEvent::ToolCall {
+                        name: str_at(item, "/tool").unwrap_or("mcp").to_owned(),
+                        summary: tool_summary(item.get("arguments").unwrap_or(&Value::Null)),
+                        subagent: false,
+                    }),
+                    ("web_search", false) => emit(StreamEvent::ToolCall {
+                        name: "WebSearch".into(),
+                        summary: one_line(str_at(item, "/query").unwrap_or(""), 120),
+                        subagent: false,
+                    }),
+                    ("error", true) => emit(StreamEvent::Notice(str_at(item, "/message").unwrap_or("").to_owned())),
+                    _ => {}
+                }
+            }
+            "turn.completed" => {
+                let usage = value.get("usage").unwrap_or(&Value::Null);
+                let cached = u64_at(usage, "/cached_input_tokens");
+                emit(StreamEvent::Usage {
+                    usage: Usage {
+                        input_tokens: u64_at(usage, "/input_tokens").saturating_sub(cached),
+                        output_tokens: u64_at(usage, "/output_tokens"),
+                        cache_read_tokens: cached,
+                        cache_write_tokens: u64_at(usage, "/cache_write_input_tokens"),
+                        cost_usd: None,
+                    },
+                    mode: UsageMode::Total,
+                });
+            }
+            "turn.failed" => {
+                let message = str_at(&value, "/error/message").unwrap_or("the turn failed");
+                emit(StreamEvent::Error { message: message.to_owned(), kind: FailureKind::classify(None, message) });
+            }
+            // Retries ("Reconnecting... 1/5") and the like; a real failure ends in turn.failed.
+            "error" => emit(StreamEvent::Notice(str_at(&value, "/message").unwrap_or("").to_owned())),
+            _ => {}
+        }
+    }
+}
+
+/// `/bin/bash -lc 'git commit -m x'` → `git commit -m x`.
+fn unwrap_shell(command: &str) -> String {
+    for prefix in ["/bin/bash -lc ", "bash -lc ", "/bin/sh -c ", "sh -c "] {
+        if let Some(rest) = command.strip_prefix(prefix) {
+            if let Some(words) = shlex::split(rest) {
+                if words.len() == 1 {
+                    return words[0].clone();
+                }
+            }
+        }
+    }
+    command.to_owned()
+}

@@ -1,0 +1,51 @@
+//! Cursor's `agent --print --output-format stream-json`: Claude's line shapes plus `tool_call`
+//! lines (`started`/`completed`, the call keyed by its kind, e.g. `shellToolCall`). Not on npm;
+//! tested with recorded lines and a fake binary.
+
+use super::claude::parse_claude_like;
+use super::stream::*;
+use super::{AdapterSettings, Invocation, Parser};
+use crate::process::ProcessBuilder;
+use serde_json::Value;
+
+pub fn command(settings: &AdapterSettings, invocation: &Invocation<'_>) -> ProcessBuilder {
+    let mut command =
+        ProcessBuilder::new(&settings.binary).args(["--print", "--output-format", "stream-json", "--force"]);
+    if let Some(model) = &settings.model {
+        command = command.args(["--model", model]);
+    }
+    if let Some(session) = invocation.resume.or(settings.resume.as_deref()) {
+        command = command.args(["--resume", session]);
+    }
+    command.args(&settings.extra_args).arg(invocation.prompt)
+}
+
+#[derive(Default)]
+pub struct CursorParser;
+
+impl Parser for CursorParser {
+    fn parse_line(&mut self, line: &[u8], emit: &mut dyn FnMut(StreamEvent<'_>)) {
+        let Some(value) = json_object(line) else { return emit(passthrough(line)) };
+        if str_at(&value, "/type") != Some("tool_call") {
+            return parse_claude_like(&value, emit);
+        }
+        // { "shellToolCall": { "args": {...}, "result": {...} } }
+        let Some((kind, call)) = value.get("tool_call").and_then(Value::as_object).and_then(|o| o.iter().next()) else {
+            return;
+        };
+        let name = kind.strip_suffix("ToolCall").unwrap_or(kind).to_owned();
+        match str_at(&value, "/subtype") {
+            Some("started") => emit(StreamEvent::ToolCall {
+                name,
+                summary: tool_summary(call.get("args").unwrap_or(&Value::Null)),
+                subagent: false,
+            }),
+            Some("completed") => {
+                let failed = call.pointer("/result/error").is_some()
+                    || call.pointer("/result/success").and_then(Value::as_bool) == Some(false);
+                emit(StreamEvent::ToolResult { name: Some(name), ok: !failed });
+            }
+            _ => {}
+        }
+    }
+}

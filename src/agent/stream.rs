@@ -1,0 +1,185 @@
+//! What agents print, in eden's terms: one `StreamEvent` type that every parser produces, and
+//! the helpers parsers share (JSON field access, tool-call summaries, failure classification).
+
+use serde::Serialize;
+use serde_json::Value;
+use std::borrow::Cow;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamEvent<'a> {
+    /// Text the agent wrote. `continues` is true when the next text event continues it
+    /// (streamed deltas), false for a complete line or block.
+    Text {
+        text: Cow<'a, str>,
+        continues: bool,
+        subagent: bool,
+    },
+    /// The agent started a tool: its name and a short human summary of the input.
+    ToolCall {
+        name: String,
+        summary: String,
+        subagent: bool,
+    },
+    ToolResult {
+        name: Option<String>,
+        ok: bool,
+    },
+    Usage {
+        usage: Usage,
+        mode: UsageMode,
+    },
+    SessionId(String),
+    /// The agent's own final answer, when it reports one separately.
+    FinalResult(String),
+    /// A failure the agent reported on stdout (it may still exit 0).
+    Error {
+        message: String,
+        kind: FailureKind,
+    },
+    /// A non-fatal notice from the agent (retries and the like).
+    Notice(String),
+}
+
+/// Token counts (and cost when the agent reports it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cache_read_tokens: u64,
+    pub cache_write_tokens: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+}
+
+impl Usage {
+    pub fn add(&mut self, other: &Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cache_read_tokens += other.cache_read_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
+        self.cost_usd = match (self.cost_usd, other.cost_usd) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+        };
+    }
+
+    pub fn total_tokens(&self) -> u64 {
+        self.input_tokens + self.output_tokens + self.cache_read_tokens + self.cache_write_tokens
+    }
+}
+
+/// How a usage event combines with what came before in the same iteration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UsageMode {
+    /// Counts for one step or message: added up.
+    Add,
+    /// Totals for the whole invocation so far: replaces earlier counts.
+    Total,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureKind {
+    Authentication,
+    RateLimit,
+    Other,
+}
+
+impl FailureKind {
+    /// Classify from an HTTP status and/or the message text.
+    pub fn classify(status: Option<u64>, message: &str) -> FailureKind {
+        let lower = message.to_ascii_lowercase();
+        match status {
+            Some(401 | 403) => FailureKind::Authentication,
+            Some(429) => FailureKind::RateLimit,
+            _ if lower.contains("rate limit") || lower.contains("rate_limit") || lower.contains("429") => {
+                FailureKind::RateLimit
+            }
+            _ if lower.contains("401")
+                || lower.contains("authenticat")
+                || lower.contains("unauthorized")
+                || lower.contains("api key") =>
+            {
+                FailureKind::Authentication
+            }
+            _ => FailureKind::Other,
+        }
+    }
+
+    pub fn hint(self) -> &'static str {
+        match self {
+            FailureKind::Authentication => "check the API key or login the agent uses (`agent.env`, or its own config)",
+            FailureKind::RateLimit => {
+                "the model provider is rate-limiting: wait and run again, or use another key or model"
+            }
+            FailureKind::Other => "see the agent's message; the run's log and record have its full output",
+        }
+    }
+}
+
+/// Parse a line as a JSON object; `None` for anything else (which parsers pass on as text).
+pub fn json_object(line: &[u8]) -> Option<Value> {
+    let first = line.iter().find(|b| !b.is_ascii_whitespace())?;
+    if *first != b'{' {
+        return None;
+    }
+    serde_json::from_slice::<Value>(line).ok().filter(Value::is_object)
+}
+
+pub fn str_at<'v>(value: &'v Value, pointer: &str) -> Option<&'v str> {
+    value.pointer(pointer).and_then(Value::as_str)
+}
+
+pub fn u64_at(value: &Value, pointer: &str) -> u64 {
+    value.pointer(pointer).and_then(Value::as_u64).unwrap_or(0)
+}
+
+/// A one-line summary of a tool's input: the command for shells, the path for file tools,
+/// otherwise the first short string argument.
+pub fn tool_summary(input: &Value) -> String {
+    let pick = ["command", "cmd", "file_path", "filePath", "path", "pattern", "url", "query", "description"]
+        .iter()
+        .find_map(|key| input.get(*key).and_then(Value::as_str))
+        .or_else(|| input.as_object()?.values().find_map(Value::as_str))
+        .or_else(|| input.as_str())
+        .unwrap_or("");
+    one_line(pick, 120)
+}
+
+/// First line, trimmed, cut to `max` characters with an ellipsis.
+pub fn one_line(text: &str, max: usize) -> String {
+    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+    if line.chars().count() <= max {
+        line.to_owned()
+    } else {
+        let cut: String = line.chars().take(max.saturating_sub(1)).collect();
+        format!("{cut}…")
+    }
+}
+
+/// A line that is not the JSON the parser expects: passed through as text, never dropped.
+pub fn passthrough<'a>(line: &'a [u8]) -> StreamEvent<'a> {
+    StreamEvent::Text { text: crate::agent::decode(line), continues: false, subagent: false }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summaries() {
+        let v: Value = serde_json::json!({"command": "git commit -m x\nsecond line", "description": "d"});
+        assert_eq!(tool_summary(&v), "git commit -m x");
+        let v: Value = serde_json::json!({"file_path": "/tmp/a.rs", "content": "x"});
+        assert_eq!(tool_summary(&v), "/tmp/a.rs");
+        assert_eq!(one_line(&"x".repeat(200), 10).chars().count(), 10);
+    }
+
+    #[test]
+    fn failure_kinds() {
+        assert_eq!(FailureKind::classify(Some(401), ""), FailureKind::Authentication);
+        assert_eq!(FailureKind::classify(None, "Rate limit reached"), FailureKind::RateLimit);
+        assert_eq!(FailureKind::classify(None, "unexpected status 401 Unauthorized"), FailureKind::Authentication);
+        assert_eq!(FailureKind::classify(None, "model not found"), FailureKind::Other);
+    }
+}
