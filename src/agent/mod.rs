@@ -187,3 +187,90 @@ mod tests {
         assert_eq!(texts, ["plain", "café", "bad \u{fffd} byte"]);
     }
 }
+
+#[cfg(test)]
+mod argv_tests {
+    use super::*;
+
+    fn settings(kind: AgentKind) -> AdapterSettings {
+        AdapterSettings {
+            kind,
+            binary: PathBuf::from(default_binary(kind).unwrap().0),
+            model: Some("the-model".into()),
+            effort: supports_effort(kind).then(|| "high".to_owned()),
+            extra_args: vec!["--extra".into()],
+            env: BTreeMap::from([("API_KEY".to_owned(), Secret("s3cret".into()))]),
+            resume: None,
+        }
+    }
+
+    /// The command line each adapter builds, with and without a session to resume.
+    fn argv(kind: AgentKind, resume: Option<&str>) -> String {
+        let agent = Adapter { settings: settings(kind) };
+        let invocation = Invocation { prompt: "fix the tests", worktree: Path::new("/repo/wt"), resume };
+        agent.command(&invocation).unwrap().to_string()
+    }
+
+    #[test]
+    fn command_lines() {
+        let all: Vec<String> = [
+            AgentKind::ClaudeCode,
+            AgentKind::Codex,
+            AgentKind::Opencode,
+            AgentKind::Pi,
+            AgentKind::Cursor,
+            AgentKind::Copilot,
+        ]
+        .into_iter()
+        .flat_map(|kind| [argv(kind, None), argv(kind, Some("sess-1"))])
+        .collect();
+        insta::assert_snapshot!(all.join("\n"), @r#"
+        claude -p --output-format stream-json --verbose --dangerously-skip-permissions --model the-model --effort high --extra
+        claude -p --output-format stream-json --verbose --dangerously-skip-permissions --model the-model --effort high --resume sess-1 --extra
+        codex exec --json --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check -m the-model -c 'model_reasoning_effort="high"' --extra -
+        codex exec resume sess-1 --json --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check -m the-model -c 'model_reasoning_effort="high"' --extra -
+        opencode run --format json --model the-model --extra 'fix the tests'
+        opencode run --format json --model the-model --session sess-1 --extra 'fix the tests'
+        pi -p --mode json --model the-model --extra 'fix the tests'
+        pi -p --mode json --model the-model --session sess-1 --extra 'fix the tests'
+        agent --print --output-format stream-json --force --model the-model --extra 'fix the tests'
+        agent --print --output-format stream-json --force --model the-model --resume sess-1 --extra 'fix the tests'
+        copilot -p 'fix the tests' --output-format json --allow-all-tools --model the-model --extra
+        copilot -p 'fix the tests' --output-format json --allow-all-tools --model the-model --resume sess-1 --extra
+        "#);
+    }
+
+    #[test]
+    fn env_values_never_appear_on_the_command_line() {
+        for kind in [AgentKind::ClaudeCode, AgentKind::Codex, AgentKind::Pi] {
+            assert!(!argv(kind, None).contains("s3cret"));
+        }
+    }
+
+    #[test]
+    fn pi_splits_provider_and_model() {
+        let mut settings = settings(AgentKind::Pi);
+        settings.model = Some("anthropic/claude-x".into());
+        let agent = Adapter { settings };
+        let invocation = Invocation { prompt: "p", worktree: Path::new("/w"), resume: None };
+        assert_eq!(
+            agent.command(&invocation).unwrap().to_string(),
+            "pi -p --mode json --provider anthropic --model claude-x --extra p"
+        );
+    }
+
+    #[test]
+    fn prompts_too_long_for_argv_are_refused() {
+        let agent = Adapter { settings: settings(AgentKind::Opencode) };
+        let prompt = "x".repeat(MAX_ARGV_PROMPT + 1);
+        let invocation = Invocation { prompt: &prompt, worktree: Path::new("/w"), resume: None };
+        let error = agent.command(&invocation).unwrap_err();
+        assert_eq!(
+            error.message,
+            "the prompt is 120 KiB; `opencode` takes its prompt on the command line, where eden allows at most 120 KiB"
+        );
+        // Claude reads stdin: no limit.
+        let agent = Adapter { settings: settings(AgentKind::ClaudeCode) };
+        assert!(agent.command(&invocation).is_ok());
+    }
+}

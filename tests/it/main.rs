@@ -6,5 +6,7 @@ mod cli;
 mod locks;
 mod loop_watchdogs;
 mod manifest_errors;
+mod model_server;
+mod real_agents;
 mod signals;
 mod strategies;

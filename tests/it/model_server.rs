@@ -1,0 +1,387 @@
+//! A scripted model server on 127.0.0.1 for the real agent CLIs: Anthropic Messages (Claude,
+//! pi), OpenAI Responses (Codex) and Chat Completions (opencode, pi, Copilot), streamed as
+//! server-sent events. The script is stateless: the step is the number of tool results already
+//! in the request — 0: write `hello.txt`, 1: commit it with a shell call, 2: a final text with
+//! the completion signal. It adds up the usage it reports so tests can compare.
+
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+pub const INPUT_TOKENS: u64 = 12;
+pub const OUTPUT_TOKENS: u64 = 7;
+pub const FINAL_TEXT: &str = "All done: wrote hello.txt. <promise>COMPLETE</promise>";
+
+#[derive(Default)]
+pub struct Stats {
+    pub requests: AtomicU64,
+    pub input_tokens: AtomicU64,
+    pub output_tokens: AtomicU64,
+    /// Paths of the requests, for debugging a CLI that talks to something unexpected.
+    pub paths: Mutex<Vec<String>>,
+}
+
+pub struct ModelServer {
+    pub port: u16,
+    pub stats: Arc<Stats>,
+    stop: Arc<AtomicBool>,
+}
+
+impl ModelServer {
+    /// `repo` is the test repository: the worktree eden makes is found under it in the request.
+    pub fn start(repo: PathBuf, fail_with_401: bool) -> ModelServer {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+        let port = listener.local_addr().unwrap().port();
+        let stats = Arc::new(Stats::default());
+        let stop = Arc::new(AtomicBool::new(false));
+        let (thread_stats, thread_stop) = (stats.clone(), stop.clone());
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                if thread_stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(stream) = stream else { continue };
+                let (stats, repo) = (thread_stats.clone(), repo.clone());
+                std::thread::spawn(move || {
+                    let _ = serve(stream, &stats, &repo, fail_with_401);
+                });
+            }
+        });
+        ModelServer { port, stats, stop }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    pub fn usage(&self) -> (u64, u64) {
+        (self.stats.input_tokens.load(Ordering::SeqCst), self.stats.output_tokens.load(Ordering::SeqCst))
+    }
+}
+
+impl Drop for ModelServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+    }
+}
+
+struct Request {
+    method: String,
+    path: String,
+    body: Vec<u8>,
+}
+
+fn read_request(reader: &mut BufReader<TcpStream>) -> std::io::Result<Option<Request>> {
+    let mut line = String::new();
+    if reader.read_line(&mut line)? == 0 {
+        return Ok(None);
+    }
+    let mut parts = line.split_whitespace();
+    let method = parts.next().unwrap_or("").to_owned();
+    let path = parts.next().unwrap_or("").to_owned();
+    let (mut length, mut chunked) = (0usize, false);
+    loop {
+        let mut header = String::new();
+        reader.read_line(&mut header)?;
+        let header = header.trim_end();
+        if header.is_empty() {
+            break;
+        }
+        let lower = header.to_ascii_lowercase();
+        if let Some(value) = lower.strip_prefix("content-length:") {
+            length = value.trim().parse().unwrap_or(0);
+        } else if lower.starts_with("transfer-encoding:") && lower.contains("chunked") {
+            chunked = true;
+        }
+    }
+    let mut body = Vec::new();
+    if chunked {
+        loop {
+            let mut size = String::new();
+            reader.read_line(&mut size)?;
+            let size = usize::from_str_radix(size.trim().split(';').next().unwrap_or("0"), 16).unwrap_or(0);
+            let mut chunk = vec![0; size + 2];
+            reader.read_exact(&mut chunk)?;
+            if size == 0 {
+                break;
+            }
+            body.extend_from_slice(&chunk[..size]);
+        }
+    } else {
+        body.resize(length, 0);
+        reader.read_exact(&mut body)?;
+    }
+    Ok(Some(Request { method, path, body }))
+}
+
+fn serve(stream: TcpStream, stats: &Stats, repo: &std::path::Path, fail_with_401: bool) -> std::io::Result<()> {
+    let mut reader = BufReader::new(stream.try_clone()?);
+    let mut writer = stream;
+    while let Some(request) = read_request(&mut reader)? {
+        stats.requests.fetch_add(1, Ordering::SeqCst);
+        stats.paths.lock().unwrap().push(format!("{} {}", request.method, request.path));
+        let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+        let path = request.path.split('?').next().unwrap_or("");
+        if request.method != "POST" {
+            respond(&mut writer, 200, "application/json", b"{}")?;
+            continue;
+        }
+        if fail_with_401 {
+            let error = if path.ends_with("/messages") {
+                json!({"type": "error", "error": {"type": "authentication_error", "message": "mock failure status 401"}})
+            } else {
+                json!({"error": {"message": "mock failure status 401", "type": "invalid_request_error", "code": "invalid_api_key"}})
+            };
+            respond(&mut writer, 401, "application/json", error.to_string().as_bytes())?;
+            continue;
+        }
+        let workdir = find_workdir(&request.body, repo);
+        let stream_wanted = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
+        let events = if path.ends_with("/messages/count_tokens") {
+            respond(&mut writer, 200, "application/json", br#"{"input_tokens":12}"#)?;
+            continue;
+        } else if path.ends_with("/messages") {
+            anthropic(&body, &workdir, stream_wanted)
+        } else if path.ends_with("/responses") {
+            responses(&body, &workdir)
+        } else if path.ends_with("/chat/completions") {
+            chat(&body, &workdir, stream_wanted)
+        } else if path.ends_with("/models") {
+            respond(
+                &mut writer,
+                200,
+                "application/json",
+                br#"{"object":"list","data":[{"id":"mock-model","object":"model"}]}"#,
+            )?;
+            continue;
+        } else {
+            respond(&mut writer, 404, "application/json", b"{}")?;
+            continue;
+        };
+        stats.input_tokens.fetch_add(INPUT_TOKENS, Ordering::SeqCst);
+        stats.output_tokens.fetch_add(OUTPUT_TOKENS, Ordering::SeqCst);
+        match events {
+            Reply::Sse(events) => {
+                let mut text = String::new();
+                for (name, data) in events {
+                    match name {
+                        Some(name) => text.push_str(&format!("event: {name}\ndata: {data}\n\n")),
+                        None => text.push_str(&format!("data: {data}\n\n")),
+                    }
+                }
+                respond(&mut writer, 200, "text/event-stream", text.as_bytes())?;
+            }
+            Reply::Json(value) => respond(&mut writer, 200, "application/json", value.to_string().as_bytes())?,
+        }
+    }
+    Ok(())
+}
+
+fn respond(writer: &mut TcpStream, status: u16, content_type: &str, body: &[u8]) -> std::io::Result<()> {
+    let reason = match status {
+        200 => "OK",
+        401 => "Unauthorized",
+        _ => "Not Found",
+    };
+    write!(
+        writer,
+        "HTTP/1.1 {status} {reason}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nrequest-id: req_mock\r\n\r\n",
+        body.len()
+    )?;
+    writer.write_all(body)?;
+    writer.flush()
+}
+
+/// The worktree eden made (`<repo>/.eden/worktrees/<slug>`), as named in the request.
+fn find_workdir(body: &[u8], repo: &std::path::Path) -> String {
+    let text = String::from_utf8_lossy(body);
+    let marker = format!("{}/.eden/worktrees/", repo.display());
+    match text.find(&marker) {
+        Some(start) => {
+            let rest = &text[start + marker.len()..];
+            let end =
+                rest.find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))).unwrap_or(rest.len());
+            format!("{marker}{}", &rest[..end])
+        }
+        None => ".".to_owned(),
+    }
+}
+
+enum Reply {
+    Sse(Vec<(Option<&'static str>, String)>),
+    Json(Value),
+}
+
+enum Step {
+    Write { path: String },
+    Commit,
+    Done,
+}
+
+fn step(tool_results: usize, workdir: &str) -> Step {
+    match tool_results {
+        0 => Step::Write { path: format!("{workdir}/hello.txt") },
+        1 => Step::Commit,
+        _ => Step::Done,
+    }
+}
+
+const COMMIT: &str = "git add -A && git commit -q -m 'add hello.txt'";
+
+/// Anthropic Messages, for Claude (`Write`/`Bash`) and pi (`write`/`bash`).
+fn anthropic(body: &Value, workdir: &str, stream: bool) -> Reply {
+    let tool_results = body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .filter(|block| block["type"] == "tool_result")
+        .count();
+    let tools: Vec<&str> = body["tools"].as_array().into_iter().flatten().filter_map(|t| t["name"].as_str()).collect();
+    let claude = tools.contains(&"Write");
+    let (text, tool) = match step(tool_results, workdir) {
+        Step::Write { path } => {
+            let input = if claude {
+                json!({"file_path": path, "content": "hello from mock\n"})
+            } else {
+                json!({"path": path, "content": "hello from mock\n"})
+            };
+            ("I'll do that now.", Some((if claude { "Write" } else { "write" }, input)))
+        }
+        Step::Commit => ("I'll do that now.", Some((if claude { "Bash" } else { "bash" }, json!({"command": COMMIT})))),
+        Step::Done => (FINAL_TEXT, None),
+    };
+    let id = format!("msg_mock_{tool_results}");
+    let usage = json!({"input_tokens": INPUT_TOKENS, "output_tokens": OUTPUT_TOKENS, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0});
+    let stop = if tool.is_some() { "tool_use" } else { "end_turn" };
+    if !stream {
+        let mut content = vec![json!({"type": "text", "text": text})];
+        if let Some((name, input)) = &tool {
+            content.push(
+                json!({"type": "tool_use", "id": format!("toolu_mock_{tool_results}"), "name": name, "input": input}),
+            );
+        }
+        return Reply::Json(
+            json!({"id": id, "type": "message", "role": "assistant", "model": "mock-model", "content": content, "stop_reason": stop, "usage": usage}),
+        );
+    }
+    let mut events = vec![
+        (Some("message_start"), json!({"type": "message_start", "message": {"id": id, "type": "message", "role": "assistant", "model": "mock-model", "content": [], "stop_reason": null, "usage": {"input_tokens": INPUT_TOKENS, "output_tokens": 1}}}).to_string()),
+        (Some("content_block_start"), json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}).to_string()),
+        (Some("content_block_delta"), json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}).to_string()),
+        (Some("content_block_stop"), json!({"type": "content_block_stop", "index": 0}).to_string()),
+    ];
+    if let Some((name, input)) = &tool {
+        events.push((Some("content_block_start"), json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": format!("toolu_mock_{tool_results}"), "name": name, "input": {}}}).to_string()));
+        events.push((Some("content_block_delta"), json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": input.to_string()}}).to_string()));
+        events.push((Some("content_block_stop"), json!({"type": "content_block_stop", "index": 1}).to_string()));
+    }
+    events.push((Some("message_delta"), json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": OUTPUT_TOKENS}}).to_string()));
+    events.push((Some("message_stop"), json!({"type": "message_stop"}).to_string()));
+    Reply::Sse(events)
+}
+
+/// OpenAI Responses, for Codex (`apply_patch` custom tool, `exec_command` function).
+fn responses(body: &Value, workdir: &str) -> Reply {
+    let tool_results = body["input"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|item| item["type"].as_str().is_some_and(|t| t.ends_with("_output")))
+        .count();
+    let item = match step(tool_results, workdir) {
+        Step::Write { path } => {
+            json!({"type": "custom_tool_call", "id": "ctc_mock", "call_id": "call_mock_0", "name": "apply_patch", "status": "completed",
+            "input": format!("*** Begin Patch\n*** Add File: {path}\n+hello from mock\n*** End Patch\n")})
+        }
+        Step::Commit => {
+            json!({"type": "function_call", "id": "fc_mock", "call_id": "call_mock_1", "name": "exec_command", "status": "completed",
+            "arguments": json!({"cmd": COMMIT, "workdir": workdir}).to_string()})
+        }
+        Step::Done => json!({"type": "message", "id": "msg_mock", "role": "assistant", "status": "completed",
+            "content": [{"type": "output_text", "text": FINAL_TEXT, "annotations": []}]}),
+    };
+    let response = |status: &str, output: Value, usage: Value| json!({"id": "resp_mock", "object": "response", "created_at": 0, "status": status, "model": "gpt-5.5", "output": output, "usage": usage});
+    let usage = json!({"input_tokens": INPUT_TOKENS, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": OUTPUT_TOKENS, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": INPUT_TOKENS + OUTPUT_TOKENS});
+    let mut events = vec![
+        (
+            Some("response.created"),
+            json!({"type": "response.created", "response": response("in_progress", json!([]), Value::Null)})
+                .to_string(),
+        ),
+        (
+            Some("response.output_item.added"),
+            json!({"type": "response.output_item.added", "output_index": 0, "item": item}).to_string(),
+        ),
+    ];
+    if item["type"] == "message" {
+        events.push((Some("response.output_text.delta"), json!({"type": "response.output_text.delta", "item_id": "msg_mock", "output_index": 0, "content_index": 0, "delta": FINAL_TEXT}).to_string()));
+    }
+    events.push((
+        Some("response.output_item.done"),
+        json!({"type": "response.output_item.done", "output_index": 0, "item": item}).to_string(),
+    ));
+    events.push((
+        Some("response.completed"),
+        json!({"type": "response.completed", "response": response("completed", json!([item]), usage)}).to_string(),
+    ));
+    Reply::Sse(events)
+}
+
+/// Chat Completions, for opencode (`write{filePath}`), pi (`write{path}`) and Copilot
+/// (`create{path,file_text}`), all with `bash{command}`.
+fn chat(body: &Value, workdir: &str, stream: bool) -> Reply {
+    let tool_results = body["messages"].as_array().into_iter().flatten().filter(|m| m["role"] == "tool").count();
+    let tools: Vec<&Value> = body["tools"].as_array().into_iter().flatten().collect();
+    let tool_named = |name: &str| tools.iter().find(|t| t["function"]["name"] == name).copied();
+    let (text, call) = match step(tool_results, workdir) {
+        Step::Write { path } => {
+            let call = if tool_named("create").is_some() {
+                ("create", json!({"path": path, "file_text": "hello from mock\n"}))
+            } else if tool_named("write")
+                .is_some_and(|t| t["function"]["parameters"]["properties"].get("filePath").is_some())
+            {
+                ("write", json!({"filePath": path, "content": "hello from mock\n"}))
+            } else {
+                ("write", json!({"path": path, "content": "hello from mock\n"}))
+            };
+            ("I'll do that now.", Some(call))
+        }
+        Step::Commit => {
+            ("I'll do that now.", Some(("bash", json!({"command": COMMIT, "description": "Commit the file"}))))
+        }
+        Step::Done => (FINAL_TEXT, None),
+    };
+    let usage = json!({"prompt_tokens": INPUT_TOKENS, "completion_tokens": OUTPUT_TOKENS, "total_tokens": INPUT_TOKENS + OUTPUT_TOKENS});
+    let finish = if call.is_some() { "tool_calls" } else { "stop" };
+    let tool_calls = call.map(|(name, arguments)| {
+        json!([{"index": 0, "id": format!("call_mock_{tool_results}"), "type": "function", "function": {"name": name, "arguments": arguments.to_string()}}])
+    });
+    if !stream {
+        let mut message = json!({"role": "assistant", "content": text});
+        if let Some(calls) = &tool_calls {
+            message["tool_calls"] = calls.clone();
+        }
+        return Reply::Json(
+            json!({"id": "chatcmpl-mock", "object": "chat.completion", "created": 0, "model": "mock-model",
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": usage}),
+        );
+    }
+    let chunk = |delta: Value, finish: Value| {
+        json!({"id": "chatcmpl-mock", "object": "chat.completion.chunk", "created": 0, "model": "mock-model",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+        .to_string()
+    };
+    let mut events = vec![(None, chunk(json!({"role": "assistant", "content": text}), Value::Null))];
+    if let Some(calls) = tool_calls {
+        events.push((None, chunk(json!({"tool_calls": calls}), Value::Null)));
+    }
+    events.push((None, chunk(json!({}), json!(finish))));
+    events.push((None, json!({"id": "chatcmpl-mock", "object": "chat.completion.chunk", "created": 0, "model": "mock-model", "choices": [], "usage": usage}).to_string()));
+    events.push((None, "[DONE]".to_owned()));
+    Reply::Sse(events)
+}

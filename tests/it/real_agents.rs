@@ -1,0 +1,140 @@
+//! The real agent CLIs from npm, offline against the scripted model server: each writes a file,
+//! commits it with a shell tool call and prints the completion signal; and each, against a
+//! server that answers 401, fails with exit 3 and its own reason. `.ci/run` installs the CLIs;
+//! elsewhere a missing CLI skips its test with a note (in CI it fails).
+
+use crate::model_server::ModelServer;
+use crate::support::{Run, TestEnv};
+
+/// The CLI's path, or `None` (and a note) when it is not installed outside CI.
+fn require(binary: &str) -> Option<std::path::PathBuf> {
+    match which::which(binary) {
+        Ok(path) => Some(path),
+        Err(_) if std::env::var_os("CI").is_some() => panic!("`{binary}` must be installed in CI (see .ci/run)"),
+        Err(_) => {
+            eprintln!("skipping: `{binary}` is not installed (npm install -g ...; see .ci/run)");
+            None
+        }
+    }
+}
+
+struct Agent {
+    kind: &'static str,
+    binary: &'static str,
+    model: Option<&'static str>,
+    /// Environment and config files pointing the CLI at the server.
+    configure: fn(&TestEnv, &ModelServer) -> Vec<(String, String)>,
+}
+
+fn run(agent: &Agent, fail_with_401: bool) -> Option<(TestEnv, ModelServer, Run)> {
+    require(agent.binary)?;
+    let env = TestEnv::new();
+    let server = ModelServer::start(std::fs::canonicalize(&env.repo).unwrap(), fail_with_401);
+    let model = agent.model.map(|m| format!("model = \"{m}\"\n")).unwrap_or_default();
+    let manifest = format!(
+        "name = \"real\"\nprompt = \"create hello.txt and commit it\"\n[agent]\nkind = \"{}\"\n{model}\
+         [loop]\nmax_iterations = 1\nidle_timeout = \"90s\"\n",
+        agent.kind
+    );
+    let path = env.write_manifest(&manifest);
+    let mut command = env.eden_command(&["run", path.to_str().unwrap(), "--json"]);
+    for (key, value) in (agent.configure)(&env, &server) {
+        command.env(key, value);
+    }
+    let run = Run::from(command.output().unwrap());
+    Some((env, server, run))
+}
+
+/// The successful run: merged commit, completion, session id, usage and tool calls.
+fn assert_write_and_commit(agent: &Agent) {
+    let Some((env, server, run)) = run(agent, false) else { return };
+    run.assert_code(0);
+    let record = run.record();
+    assert_eq!(record["completion_signal"], "<promise>COMPLETE</promise>", "{}", run.stderr);
+    assert_eq!(record["merged_into"], "main");
+    assert_eq!(env.log_subjects("main")[0], "add hello.txt");
+    assert_eq!(std::fs::read_to_string(env.repo.join("hello.txt")).unwrap(), "hello from mock\n");
+    let iteration = &record["iterations"][0];
+    assert!(iteration["session_id"].as_str().is_some_and(|s| !s.is_empty()), "session id: {iteration}");
+    let calls: Vec<String> = iteration["tool_calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| format!("{} {}", c["name"].as_str().unwrap(), c["summary"].as_str().unwrap()))
+        .collect();
+    assert!(calls.iter().any(|c| c.contains("hello.txt")), "a file-writing tool call: {calls:?}");
+    assert!(calls.iter().any(|c| c.contains("git add -A && git commit")), "the shell tool call: {calls:?}");
+    env.assert_pristine();
+    if agent.kind != "copilot" {
+        // Copilot reports no token counts; every other agent's must match what the server sent.
+        let (input, output) = server.usage();
+        let usage = &record["usage"];
+        assert_eq!(
+            (
+                usage["input_tokens"].as_u64().unwrap() + usage["cache_read_tokens"].as_u64().unwrap(),
+                usage["output_tokens"].as_u64().unwrap()
+            ),
+            (input, output),
+            "usage in the record vs the server's: {usage}"
+        );
+    }
+}
+
+/// Against a 401: exit 3, the agent's own reason, recognisable as an authentication failure.
+fn assert_401(agent: &Agent, expected_reason: &str) {
+    let Some((env, _server, run)) = run(agent, true) else { return };
+    run.assert_code(3);
+    let error = run.error_text();
+    assert!(error.contains(expected_reason), "the agent's reason in: {error}");
+    assert!(error.contains("hint: check the API key"), "{error}");
+    assert_eq!(run.record()["error"]["agent_failure"], "authentication");
+    env.assert_pristine();
+}
+
+fn claude_env(env: &TestEnv, server: &ModelServer) -> Vec<(String, String)> {
+    vec![
+        ("ANTHROPIC_BASE_URL".into(), server.url()),
+        ("ANTHROPIC_API_KEY".into(), "dummy".into()),
+        ("CLAUDE_CONFIG_DIR".into(), env.root().join("claude").display().to_string()),
+        ("DISABLE_TELEMETRY".into(), "1".into()),
+        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".into(), "1".into()),
+        ("CLAUDE_CODE_MAX_RETRIES".into(), "0".into()),
+    ]
+}
+
+const CLAUDE: Agent = Agent { kind: "claude-code", binary: "claude", model: None, configure: claude_env };
+
+#[test]
+fn claude_code_writes_commits_and_completes() {
+    assert_write_and_commit(&CLAUDE);
+}
+
+#[test]
+fn claude_code_401_is_an_agent_failure() {
+    assert_401(&CLAUDE, "Failed to authenticate");
+}
+
+fn codex_env(env: &TestEnv, server: &ModelServer) -> Vec<(String, String)> {
+    let home = env.root().join("codex");
+    std::fs::create_dir_all(&home).unwrap();
+    let config = format!(
+        "model = \"gpt-5.5\"\nmodel_provider = \"mock\"\n\n[model_providers.mock]\nname = \"mock\"\n\
+         base_url = \"{}/v1\"\nenv_key = \"MOCK_API_KEY\"\nwire_api = \"responses\"\nrequest_max_retries = 0\n\
+         stream_max_retries = 0\n",
+        server.url()
+    );
+    std::fs::write(home.join("config.toml"), config).unwrap();
+    vec![("CODEX_HOME".into(), home.display().to_string()), ("MOCK_API_KEY".into(), "dummy".into())]
+}
+
+const CODEX: Agent = Agent { kind: "codex", binary: "codex", model: Some("gpt-5.5"), configure: codex_env };
+
+#[test]
+fn codex_writes_commits_and_completes() {
+    assert_write_and_commit(&CODEX);
+}
+
+#[test]
+fn codex_401_is_an_agent_failure() {
+    assert_401(&CODEX, "401 Unauthorized");
+}
