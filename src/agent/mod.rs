@@ -113,7 +113,7 @@ pub fn prompt_on_argv(kind: AgentKind) -> bool {
 
 /// Which agents accept `effort`.
 pub fn supports_effort(kind: AgentKind) -> bool {
-    matches!(kind, AgentKind::ClaudeCode | AgentKind::Codex)
+    matches!(kind, AgentKind::ClaudeCode | AgentKind::Codex | AgentKind::Opencode)
 }
 
 pub struct Adapter {
@@ -229,8 +229,8 @@ mod argv_tests {
         claude -p --output-format stream-json --verbose --dangerously-skip-permissions --model the-model --effort high --resume sess-1 --extra
         codex exec --json --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check -m the-model -c 'model_reasoning_effort="high"' --extra -
         codex exec resume sess-1 --json --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check -m the-model -c 'model_reasoning_effort="high"' --extra -
-        opencode run --format json --model the-model --extra 'fix the tests'
-        opencode run --format json --model the-model --session sess-1 --extra 'fix the tests'
+        opencode run --format json --auto --model the-model --variant high --extra 'fix the tests'
+        opencode run --format json --auto --model the-model --variant high --session sess-1 --extra 'fix the tests'
         pi -p --mode json --model the-model --extra 'fix the tests'
         pi -p --mode json --model the-model --session sess-1 --extra 'fix the tests'
         agent --print --output-format stream-json --force --model the-model --extra 'fix the tests'

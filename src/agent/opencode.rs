@@ -9,9 +9,13 @@ use serde_json::Value;
 use std::borrow::Cow;
 
 pub fn command(settings: &AdapterSettings, invocation: &Invocation<'_>) -> ProcessBuilder {
-    let mut command = ProcessBuilder::new(&settings.binary).args(["run", "--format", "json"]);
+    // `--auto` approves tool permissions: nobody is there to answer prompts.
+    let mut command = ProcessBuilder::new(&settings.binary).args(["run", "--format", "json", "--auto"]);
     if let Some(model) = &settings.model {
         command = command.args(["--model", model]);
+    }
+    if let Some(effort) = &settings.effort {
+        command = command.args(["--variant", effort]);
     }
     if let Some(session) = invocation.resume.or(settings.resume.as_deref()) {
         command = command.args(["--session", session]);

@@ -332,7 +332,7 @@ fn resolve_agent(
         only_for("exit_code", agent.exit_code.is_some(), "simulated")?;
     }
     if !crate::agent::supports_effort(kind) {
-        only_for("effort", agent.effort.is_some(), "claude-code or codex")?;
+        only_for("effort", agent.effort.is_some(), "claude-code, codex or opencode")?;
     }
     if matches!(kind, AgentKind::Cli | AgentKind::Simulated) {
         only_for("resume", agent.resume.is_some(), "claude-code, codex, opencode, pi, cursor or copilot")?;

@@ -102,6 +102,9 @@ impl ProcessBuilder {
         command.args(&self.args);
         if let Some(cwd) = &self.cwd {
             command.current_dir(cwd);
+            // Programs that honour `$PWD` over getcwd() (opencode does) must not see the
+            // directory eden was started in: that is the user's checkout, not the worktree.
+            command.env("PWD", cwd);
         }
         for (key, value) in &self.env {
             match value {
@@ -172,6 +175,12 @@ impl fmt::Display for ProcessBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pwd_follows_the_working_directory() {
+        let output = ProcessBuilder::new("sh").args(["-c", "echo \"$PWD\""]).cwd("/tmp").output().unwrap();
+        assert_eq!(output.stdout.trim(), "/tmp");
+    }
 
     #[test]
     fn display_quotes_arguments_and_hides_env() {

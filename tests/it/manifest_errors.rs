@@ -226,7 +226,7 @@ fn missing_agent_cli_names_its_package() {
 fn effort_only_where_supported() {
     insta::assert_snapshot!(rejected("prompt = \"x\"\n[agent]\nkind = \"cli\"\nbinary = \"sh\"\neffort = \"high\"\n", &[]), @r"
     error: [TMP]/plan.toml:5:1: `agent.effort` does not apply to agent kind `cli`
-    hint: it is used by kind `claude-code or codex`; remove it
+    hint: it is used by kind `claude-code, codex or opencode`; remove it
     ");
 }
 

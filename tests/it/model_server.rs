@@ -125,6 +125,11 @@ fn serve(stream: TcpStream, stats: &Stats, repo: &std::path::Path, fail_with_401
         stats.requests.fetch_add(1, Ordering::SeqCst);
         stats.paths.lock().unwrap().push(format!("{} {}", request.method, request.path));
         let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+        // Debugging aid: EDEN_TEST_DUMP_REQUESTS=DIR writes every request body there.
+        if let Some(dir) = std::env::var_os("EDEN_TEST_DUMP_REQUESTS") {
+            let n = stats.requests.load(Ordering::SeqCst);
+            let _ = std::fs::write(std::path::Path::new(&dir).join(format!("{n}.json")), &request.body);
+        }
         let path = request.path.split('?').next().unwrap_or("");
         if request.method != "POST" {
             respond(&mut writer, 200, "application/json", b"{}")?;
@@ -162,8 +167,12 @@ fn serve(stream: TcpStream, stats: &Stats, repo: &std::path::Path, fail_with_401
             respond(&mut writer, 404, "application/json", b"{}")?;
             continue;
         };
-        stats.input_tokens.fetch_add(INPUT_TOKENS, Ordering::SeqCst);
-        stats.output_tokens.fetch_add(OUTPUT_TOKENS, Ordering::SeqCst);
+        // Agent turns carry tools; tool-less requests are the CLI's own chores (opencode names
+        // the session), which it does not count as the agent's usage.
+        if body["tools"].as_array().is_some_and(|tools| !tools.is_empty()) {
+            stats.input_tokens.fetch_add(INPUT_TOKENS, Ordering::SeqCst);
+            stats.output_tokens.fetch_add(OUTPUT_TOKENS, Ordering::SeqCst);
+        }
         match events {
             Reply::Sse(events) => {
                 let mut text = String::new();
@@ -217,9 +226,13 @@ enum Reply {
 }
 
 enum Step {
-    Write { path: String },
+    Write {
+        path: String,
+    },
     Commit,
     Done,
+    /// A request without tools: a title or summary the CLI asks for on the side.
+    Chore,
 }
 
 fn step(tool_results: usize, workdir: &str) -> Step {
@@ -243,7 +256,8 @@ fn anthropic(body: &Value, workdir: &str, stream: bool) -> Reply {
         .count();
     let tools: Vec<&str> = body["tools"].as_array().into_iter().flatten().filter_map(|t| t["name"].as_str()).collect();
     let claude = tools.contains(&"Write");
-    let (text, tool) = match step(tool_results, workdir) {
+    let script = if tools.is_empty() { Step::Chore } else { step(tool_results, workdir) };
+    let (text, tool) = match script {
         Step::Write { path } => {
             let input = if claude {
                 json!({"file_path": path, "content": "hello from mock\n"})
@@ -254,6 +268,7 @@ fn anthropic(body: &Value, workdir: &str, stream: bool) -> Reply {
         }
         Step::Commit => ("I'll do that now.", Some((if claude { "Bash" } else { "bash" }, json!({"command": COMMIT})))),
         Step::Done => (FINAL_TEXT, None),
+        Step::Chore => ("Mock title", None),
     };
     let id = format!("msg_mock_{tool_results}");
     let usage = json!({"input_tokens": INPUT_TOKENS, "output_tokens": OUTPUT_TOKENS, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0});
@@ -302,8 +317,10 @@ fn responses(body: &Value, workdir: &str) -> Reply {
             json!({"type": "function_call", "id": "fc_mock", "call_id": "call_mock_1", "name": "exec_command", "status": "completed",
             "arguments": json!({"cmd": COMMIT, "workdir": workdir}).to_string()})
         }
-        Step::Done => json!({"type": "message", "id": "msg_mock", "role": "assistant", "status": "completed",
-            "content": [{"type": "output_text", "text": FINAL_TEXT, "annotations": []}]}),
+        Step::Done | Step::Chore => {
+            json!({"type": "message", "id": "msg_mock", "role": "assistant", "status": "completed",
+            "content": [{"type": "output_text", "text": FINAL_TEXT, "annotations": []}]})
+        }
     };
     let response = |status: &str, output: Value, usage: Value| json!({"id": "resp_mock", "object": "response", "created_at": 0, "status": status, "model": "gpt-5.5", "output": output, "usage": usage});
     let usage = json!({"input_tokens": INPUT_TOKENS, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": OUTPUT_TOKENS, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": INPUT_TOKENS + OUTPUT_TOKENS});
@@ -338,7 +355,9 @@ fn chat(body: &Value, workdir: &str, stream: bool) -> Reply {
     let tool_results = body["messages"].as_array().into_iter().flatten().filter(|m| m["role"] == "tool").count();
     let tools: Vec<&Value> = body["tools"].as_array().into_iter().flatten().collect();
     let tool_named = |name: &str| tools.iter().find(|t| t["function"]["name"] == name).copied();
-    let (text, call) = match step(tool_results, workdir) {
+    let script = if tools.is_empty() { Step::Chore } else { step(tool_results, workdir) };
+    let (text, call) = match script {
+        Step::Chore => ("Mock title", None),
         Step::Write { path } => {
             let call = if tool_named("create").is_some() {
                 ("create", json!({"path": path, "file_text": "hello from mock\n"}))

@@ -51,7 +51,16 @@ fn assert_write_and_commit(agent: &Agent) {
     run.assert_code(0);
     let record = run.record();
     assert_eq!(record["completion_signal"], "<promise>COMPLETE</promise>", "{}", run.stderr);
-    assert_eq!(record["merged_into"], "main");
+    assert_eq!(
+        record["merged_into"],
+        "main",
+        "{}\n{:#}\n{:?}\nmain: {:?}\nstatus: {}",
+        run.stderr,
+        record["iterations"][0]["tool_calls"],
+        server.stats.paths.lock().unwrap(),
+        env.log_subjects("main"),
+        env.git(&["status", "--short"])
+    );
     assert_eq!(env.log_subjects("main")[0], "add hello.txt");
     assert_eq!(std::fs::read_to_string(env.repo.join("hello.txt")).unwrap(), "hello from mock\n");
     let iteration = &record["iterations"][0];
@@ -137,4 +146,36 @@ fn codex_writes_commits_and_completes() {
 #[test]
 fn codex_401_is_an_agent_failure() {
     assert_401(&CODEX, "401 Unauthorized");
+}
+
+fn opencode_env(env: &TestEnv, server: &ModelServer) -> Vec<(String, String)> {
+    let config = serde_json::json!({
+        "$schema": "https://opencode.ai/config.json",
+        "autoupdate": false,
+        "share": "disabled",
+        "provider": {
+            "mock": {
+                "npm": "@ai-sdk/openai-compatible",
+                "name": "Mock",
+                "options": { "baseURL": format!("{}/v1", server.url()), "apiKey": "dummy" },
+                "models": { "mock-model": { "name": "Mock model" } }
+            }
+        }
+    });
+    let path = env.root().join("opencode.json");
+    std::fs::write(&path, config.to_string()).unwrap();
+    vec![("OPENCODE_CONFIG".into(), path.display().to_string()), ("OPENCODE_DISABLE_AUTOUPDATE".into(), "1".into())]
+}
+
+const OPENCODE: Agent =
+    Agent { kind: "opencode", binary: "opencode", model: Some("mock/mock-model"), configure: opencode_env };
+
+#[test]
+fn opencode_writes_commits_and_completes() {
+    assert_write_and_commit(&OPENCODE);
+}
+
+#[test]
+fn opencode_401_is_an_agent_failure() {
+    assert_401(&OPENCODE, "mock failure status 401");
 }

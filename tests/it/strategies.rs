@@ -234,3 +234,19 @@ fn named_strategy_reuses_an_eden_worktree_only_when_asked() {
     run.assert_code(0);
     assert_eq!(env.log_subjects("eden/wip")[0], "finish wip");
 }
+
+#[test]
+fn the_agent_runs_in_the_worktree_with_pwd_pointing_there() {
+    let env = TestEnv::new();
+    // eden itself is started with PWD = the user's checkout; the agent must not inherit it.
+    let agent = env.script(
+        "agent.sh",
+        "cat >/dev/null\necho \"pwd=$PWD\"\necho \"cwd=$(/bin/pwd -P)\"\necho '<promise>COMPLETE</promise>'",
+    );
+    let run = env.run_manifest(&cli_manifest(&agent, ""), &[]);
+    run.assert_code(0);
+    let worktree = run.record()["worktree"].as_str().unwrap().to_owned();
+    assert!(run.stderr.contains(&format!("| pwd={worktree}\n")), "{}", run.stderr);
+    let real = std::fs::canonicalize(&env.repo).unwrap().join(".eden/worktrees");
+    assert!(run.stderr.contains(&format!("| cwd={}/", real.display())), "{}", run.stderr);
+}

@@ -61,7 +61,7 @@ impl TestEnv {
 
     pub fn git_in(&self, dir: &Path, args: &[&str]) -> String {
         let mut command = Command::new("git");
-        command.args(args).current_dir(dir).stdin(Stdio::null());
+        command.args(args).current_dir(dir).env("PWD", dir).stdin(Stdio::null());
         self.apply_env(&mut command);
         let output = command.output().expect("git runs");
         assert!(output.status.success(), "git {args:?} failed: {}", String::from_utf8_lossy(&output.stderr));
@@ -87,7 +87,8 @@ impl TestEnv {
 
     pub fn eden_command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(EDEN);
-        command.args(args).current_dir(&self.repo).stdin(Stdio::null());
+        // PWD too: a child that trusts $PWD must never find the developer's checkout there.
+        command.args(args).current_dir(&self.repo).env("PWD", &self.repo).stdin(Stdio::null());
         self.apply_env(&mut command);
         command
     }
