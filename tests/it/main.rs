@@ -1,4 +1,5 @@
 //! eden's integration tests: real git repositories, real processes and signals, one binary.
+#![allow(clippy::print_stderr)]
 
 mod support;
 

@@ -208,7 +208,9 @@ fn missing_agent_cli_names_its_package() {
         let env = TestEnv::new();
         let path = env.write_manifest(&format!("prompt = \"x\"\n[agent]\nkind = \"{kind}\"\n"));
         let mut command = env.eden_command(&["run", path.to_str().unwrap()]);
-        command.env("PATH", "/usr/bin:/bin");
+        let empty = env.root().join("empty-bin");
+        std::fs::create_dir_all(&empty).unwrap();
+        command.env("PATH", &empty);
         let run = crate::support::Run::from(command.output().unwrap());
         run.assert_code(2);
         assert_eq!(
