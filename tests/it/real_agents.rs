@@ -179,3 +179,55 @@ fn opencode_writes_commits_and_completes() {
 fn opencode_401_is_an_agent_failure() {
     assert_401(&OPENCODE, "mock failure status 401");
 }
+
+fn pi_env(env: &TestEnv, server: &ModelServer) -> Vec<(String, String)> {
+    let dir = env.root().join("pi");
+    std::fs::create_dir_all(&dir).unwrap();
+    let models = serde_json::json!({
+        "providers": {
+            "mockant": {
+                "baseUrl": server.url(),
+                "api": "anthropic-messages",
+                "apiKey": "dummy",
+                "models": [{ "id": "mock-model", "name": "Mock model" }]
+            }
+        }
+    });
+    std::fs::write(dir.join("models.json"), models.to_string()).unwrap();
+    vec![("PI_CODING_AGENT_DIR".into(), dir.display().to_string())]
+}
+
+const PI: Agent = Agent { kind: "pi", binary: "pi", model: Some("mockant/mock-model"), configure: pi_env };
+
+#[test]
+fn pi_writes_commits_and_completes() {
+    assert_write_and_commit(&PI);
+}
+
+#[test]
+fn pi_401_is_an_agent_failure_although_pi_exits_0() {
+    assert_401(&PI, "mock failure status 401");
+}
+
+fn copilot_env(env: &TestEnv, server: &ModelServer) -> Vec<(String, String)> {
+    vec![
+        ("COPILOT_PROVIDER_BASE_URL".into(), format!("{}/v1", server.url())),
+        ("COPILOT_PROVIDER_TYPE".into(), "openai".into()),
+        ("COPILOT_PROVIDER_API_KEY".into(), "dummy".into()),
+        ("COPILOT_MODEL".into(), "mock-model".into()),
+        ("COPILOT_OFFLINE".into(), "true".into()),
+        ("XDG_CONFIG_HOME".into(), env.root().join("xdg").display().to_string()),
+    ]
+}
+
+const COPILOT: Agent = Agent { kind: "copilot", binary: "copilot", model: None, configure: copilot_env };
+
+#[test]
+fn copilot_writes_commits_and_completes() {
+    assert_write_and_commit(&COPILOT);
+}
+
+#[test]
+fn copilot_401_is_an_agent_failure() {
+    assert_401(&COPILOT, "Authentication failed");
+}
