@@ -3,6 +3,7 @@
 
 mod support;
 
+mod adapters;
 mod cli;
 mod locks;
 mod loop_watchdogs;

@@ -181,7 +181,11 @@ impl Run {
 
     /// The `error:` and `hint:` lines of stderr.
     pub fn error_text(&self) -> String {
-        let start = self.stderr.find("error:").unwrap_or(self.stderr.len());
+        let start = if self.stderr.starts_with("error:") {
+            0
+        } else {
+            self.stderr.find("\nerror:").map_or(self.stderr.len(), |i| i + 1)
+        };
         self.stderr[start..].trim_end().to_owned()
     }
 }
