@@ -5,6 +5,9 @@
 use super::stream::*;
 use super::{AdapterSettings, Invocation, Parser};
 use crate::process::{ProcessBuilder, Stdin};
+use serde::de::IgnoredAny;
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::Value;
 use std::borrow::Cow;
 
@@ -38,73 +41,181 @@ pub struct ClaudeParser;
 
 impl Parser for ClaudeParser {
     fn parse_line(&mut self, line: &[u8], emit: &mut dyn FnMut(StreamEvent<'_>)) {
-        let Some(value) = json_object(line) else { return emit(passthrough(line)) };
-        parse_claude_like(&value, emit);
+        if !line.trim_ascii_start().starts_with(b"{") {
+            return emit(passthrough(line));
+        }
+        // Validate UTF-8 once for the whole line; `from_str` then skips per-string checks.
+        let Ok(text) = std::str::from_utf8(line) else { return emit(passthrough(line)) };
+        match serde_json::from_str::<Line<'_>>(text) {
+            Ok(parsed) => parsed.emit(emit),
+            Err(_) => emit(passthrough(line)),
+        }
     }
 }
 
-/// Shared with Cursor, whose stream copies Claude's shapes.
-pub fn parse_claude_like(value: &Value, emit: &mut dyn FnMut(StreamEvent<'_>)) {
-    let subagent = value.get("parent_tool_use_id").is_some_and(|p| !p.is_null());
-    match str_at(value, "/type").unwrap_or("") {
-        "system" => {
-            if let Some(id) = str_at(value, "/session_id") {
-                emit(StreamEvent::SessionId(id.to_owned()));
+// Typed, borrowing views of Claude's lines: strings without escapes are borrowed from the
+// input, everything not named here is skipped without being built. Several times faster than
+// a `serde_json::Value` per line, which matters for multi-hundred-MB streams.
+
+#[derive(Deserialize)]
+struct Line<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(default, borrow)]
+    session_id: Option<Cow<'a, str>>,
+    #[serde(default)]
+    parent_tool_use_id: Option<IgnoredAny>,
+    #[serde(default)]
+    error: Option<IgnoredAny>,
+    #[serde(default, borrow)]
+    message: Option<Message<'a>>,
+    #[serde(default)]
+    is_error: Option<bool>,
+    #[serde(default)]
+    api_error_status: Option<u64>,
+    #[serde(default, borrow)]
+    subtype: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    result: Option<Cow<'a, str>>,
+    #[serde(default)]
+    total_cost_usd: Option<f64>,
+    #[serde(default)]
+    usage: Option<LineUsage>,
+}
+
+#[derive(Deserialize)]
+struct Message<'a> {
+    /// A list of blocks, or (in user lines) a plain string, which carries nothing for us.
+    #[serde(default, borrow)]
+    content: Blocks<'a>,
+}
+
+#[derive(Default)]
+struct Blocks<'a>(Vec<Block<'a>>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Blocks<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct BlocksVisitor<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for BlocksVisitor<'a> {
+            type Value = Blocks<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a list of content blocks or a string")
             }
-        }
-        "assistant" => {
-            // A synthetic error message precedes an error `result`; the result carries it.
-            if value.get("error").is_some() {
-                return;
+            fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Blocks<'a>, E> {
+                Ok(Blocks::default())
             }
-            for block in value.pointer("/message/content").and_then(Value::as_array).into_iter().flatten() {
-                match str_at(block, "/type") {
-                    Some("text") => {
-                        let text = str_at(block, "/text").unwrap_or("");
-                        emit(StreamEvent::Text { text: Cow::Borrowed(text), continues: false, subagent });
-                    }
-                    Some("tool_use") => emit(StreamEvent::ToolCall {
-                        name: str_at(block, "/name").unwrap_or("tool").to_owned(),
-                        summary: tool_summary(block.get("input").unwrap_or(&Value::Null)),
-                        subagent,
-                    }),
-                    _ => {}
+            fn visit_unit<E: serde::de::Error>(self) -> Result<Blocks<'a>, E> {
+                Ok(Blocks::default())
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Blocks<'a>, A::Error> {
+                let mut blocks = Vec::new();
+                while let Some(block) = seq.next_element::<Block<'a>>()? {
+                    blocks.push(block);
                 }
+                Ok(Blocks(blocks))
             }
         }
-        "user" => {
-            for block in value.pointer("/message/content").and_then(Value::as_array).into_iter().flatten() {
-                if str_at(block, "/type") == Some("tool_result") {
-                    let failed = block.get("is_error").and_then(Value::as_bool).unwrap_or(false);
-                    emit(StreamEvent::ToolResult { name: None, ok: !failed });
-                }
-            }
-        }
-        "result" => {
-            if let Some(id) = str_at(value, "/session_id") {
-                emit(StreamEvent::SessionId(id.to_owned()));
-            }
-            if let Some(usage) = value.get("usage") {
-                emit(StreamEvent::Usage {
-                    usage: Usage {
-                        input_tokens: u64_at(usage, "/input_tokens"),
-                        output_tokens: u64_at(usage, "/output_tokens"),
-                        cache_read_tokens: u64_at(usage, "/cache_read_input_tokens"),
-                        cache_write_tokens: u64_at(usage, "/cache_creation_input_tokens"),
-                        cost_usd: value.get("total_cost_usd").and_then(Value::as_f64),
-                    },
-                    mode: UsageMode::Total,
-                });
-            }
-            let text = str_at(value, "/result").unwrap_or("");
-            if value.get("is_error").and_then(Value::as_bool).unwrap_or(false) {
-                let status = value.get("api_error_status").and_then(Value::as_u64);
-                let message = if text.is_empty() { str_at(value, "/subtype").unwrap_or("error") } else { text };
-                emit(StreamEvent::Error { message: message.to_owned(), kind: FailureKind::classify(status, message) });
-            } else if !text.is_empty() {
-                emit(StreamEvent::FinalResult(text.to_owned()));
-            }
-        }
-        _ => {}
+        deserializer.deserialize_any(BlocksVisitor(std::marker::PhantomData))
     }
+}
+
+#[derive(Deserialize)]
+struct Block<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(default, borrow)]
+    text: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    input: Option<&'a RawValue>,
+    #[serde(default)]
+    is_error: Option<bool>,
+}
+
+#[derive(Deserialize, Default)]
+struct LineUsage {
+    #[serde(default)]
+    input_tokens: Option<u64>,
+    #[serde(default)]
+    output_tokens: Option<u64>,
+    #[serde(default)]
+    cache_read_input_tokens: Option<u64>,
+    #[serde(default)]
+    cache_creation_input_tokens: Option<u64>,
+}
+
+impl<'a> Line<'a> {
+    fn blocks(&mut self) -> Vec<Block<'a>> {
+        self.message.take().map(|message| message.content.0).unwrap_or_default()
+    }
+
+    fn emit(mut self, emit: &mut dyn FnMut(StreamEvent<'_>)) {
+        let subagent = self.parent_tool_use_id.is_some();
+        match self.kind.as_ref() {
+            "system" => {
+                if let Some(id) = self.session_id {
+                    emit(StreamEvent::SessionId(id.into_owned()));
+                }
+            }
+            // A synthetic error message precedes an error `result`; the result carries it.
+            "assistant" if self.error.is_some() => {}
+            "assistant" => {
+                for block in self.blocks() {
+                    match block.kind.as_ref() {
+                        "text" => {
+                            emit(StreamEvent::Text { text: block.text.unwrap_or_default(), continues: false, subagent })
+                        }
+                        "tool_use" => {
+                            let input = block.input.and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok());
+                            emit(StreamEvent::ToolCall {
+                                name: block.name.as_deref().unwrap_or("tool").to_owned(),
+                                summary: tool_summary(input.as_ref().unwrap_or(&Value::Null)),
+                                subagent,
+                            });
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            "user" => {
+                for block in self.blocks() {
+                    if block.kind == "tool_result" {
+                        emit(StreamEvent::ToolResult { name: None, ok: !block.is_error.unwrap_or(false) });
+                    }
+                }
+            }
+            "result" => {
+                if let Some(id) = &self.session_id {
+                    emit(StreamEvent::SessionId(id.to_string()));
+                }
+                if let Some(usage) = &self.usage {
+                    emit(StreamEvent::Usage {
+                        usage: Usage {
+                            input_tokens: usage.input_tokens.unwrap_or(0),
+                            output_tokens: usage.output_tokens.unwrap_or(0),
+                            cache_read_tokens: usage.cache_read_input_tokens.unwrap_or(0),
+                            cache_write_tokens: usage.cache_creation_input_tokens.unwrap_or(0),
+                            cost_usd: self.total_cost_usd,
+                        },
+                        mode: UsageMode::Total,
+                    });
+                }
+                let text = self.result.as_deref().unwrap_or("");
+                if self.is_error.unwrap_or(false) {
+                    let message = if text.is_empty() { self.subtype.as_deref().unwrap_or("error") } else { text };
+                    let kind = FailureKind::classify(self.api_error_status, message);
+                    emit(StreamEvent::Error { message: message.to_owned(), kind });
+                } else if !text.is_empty() {
+                    emit(StreamEvent::FinalResult(text.to_owned()));
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Cursor's stream copies Claude's shapes (plus its own `tool_call` lines).
+pub fn parse_claude_line(line: &[u8], emit: &mut dyn FnMut(StreamEvent<'_>)) {
+    ClaudeParser.parse_line(line, emit);
 }

@@ -2,7 +2,7 @@
 //! lines (`started`/`completed`, the call keyed by its kind, e.g. `shellToolCall`). Not on npm;
 //! tested with recorded lines and a fake binary.
 
-use super::claude::parse_claude_like;
+use super::claude::parse_claude_line;
 use super::stream::*;
 use super::{AdapterSettings, Invocation, Parser};
 use crate::process::ProcessBuilder;
@@ -25,9 +25,12 @@ pub struct CursorParser;
 
 impl Parser for CursorParser {
     fn parse_line(&mut self, line: &[u8], emit: &mut dyn FnMut(StreamEvent<'_>)) {
+        if memchr::memmem::find(line, b"\"tool_call\"").is_none() {
+            return parse_claude_line(line, emit);
+        }
         let Some(value) = json_object(line) else { return emit(passthrough(line)) };
         if str_at(&value, "/type") != Some("tool_call") {
-            return parse_claude_like(&value, emit);
+            return parse_claude_line(line, emit);
         }
         // { "shellToolCall": { "args": {...}, "result": {...} } }
         let Some((kind, call)) = value.get("tool_call").and_then(Value::as_object).and_then(|o| o.iter().next()) else {
@@ -41,8 +44,8 @@ impl Parser for CursorParser {
                 subagent: false,
             }),
             Some("completed") => {
-                let failed = call.pointer("/result/error").is_some()
-                    || call.pointer("/result/success").and_then(Value::as_bool) == Some(false);
+                let failed = at(call, "/result/error").is_some()
+                    || at(call, "/result/success").and_then(Value::as_bool) == Some(false);
                 emit(StreamEvent::ToolResult { name: Some(name), ok: !failed });
             }
             _ => {}

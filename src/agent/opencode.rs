@@ -48,7 +48,7 @@ impl Parser for OpencodeParser {
                 let status = str_at(part, "/state/status").unwrap_or("");
                 emit(StreamEvent::ToolCall {
                     name: name.clone(),
-                    summary: tool_summary(part.pointer("/state/input").unwrap_or(&Value::Null)),
+                    summary: tool_summary(at(part, "/state/input").unwrap_or(&Value::Null)),
                     subagent: false,
                 });
                 if matches!(status, "completed" | "error") {
@@ -71,7 +71,7 @@ impl Parser for OpencodeParser {
             "error" => {
                 let error = value.get("error").unwrap_or(&Value::Null);
                 let message = str_at(error, "/data/message").or_else(|| str_at(error, "/name")).unwrap_or("error");
-                let status = error.pointer("/data/statusCode").and_then(Value::as_u64);
+                let status = at(error, "/data/statusCode").and_then(Value::as_u64);
                 emit(StreamEvent::Error { message: message.to_owned(), kind: FailureKind::classify(status, message) });
             }
             _ => {}

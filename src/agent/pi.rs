@@ -53,7 +53,7 @@ impl Parser for PiParser {
                             output_tokens: u64_at(usage, "/output"),
                             cache_read_tokens: u64_at(usage, "/cacheRead"),
                             cache_write_tokens: u64_at(usage, "/cacheWrite"),
-                            cost_usd: usage.pointer("/cost/total").and_then(Value::as_f64),
+                            cost_usd: at(usage, "/cost/total").and_then(Value::as_f64),
                         },
                         mode: UsageMode::Add,
                     });

@@ -126,12 +126,21 @@ pub fn json_object(line: &[u8]) -> Option<Value> {
     serde_json::from_slice::<Value>(line).ok().filter(Value::is_object)
 }
 
+/// `value.pointer(..)` without its per-segment unescaping: our pointers are plain literals.
+pub fn at<'v>(value: &'v Value, pointer: &str) -> Option<&'v Value> {
+    pointer.split('/').skip(1).try_fold(value, |value, key| match value {
+        Value::Object(map) => map.get(key),
+        Value::Array(list) => list.get(key.parse::<usize>().ok()?),
+        _ => None,
+    })
+}
+
 pub fn str_at<'v>(value: &'v Value, pointer: &str) -> Option<&'v str> {
-    value.pointer(pointer).and_then(Value::as_str)
+    at(value, pointer).and_then(Value::as_str)
 }
 
 pub fn u64_at(value: &Value, pointer: &str) -> u64 {
-    value.pointer(pointer).and_then(Value::as_u64).unwrap_or(0)
+    at(value, pointer).and_then(Value::as_u64).unwrap_or(0)
 }
 
 /// A one-line summary of a tool's input: the command for shells, the path for file tools,

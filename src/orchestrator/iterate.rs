@@ -25,6 +25,9 @@ struct IterationHandlers<'a> {
     usage: Option<Usage>,
     session_id: Option<String>,
     tool_calls: Vec<ToolCallRecord>,
+    /// Index of the oldest call still waiting for its result: results arrive in order, so
+    /// matching never rescans the calls already answered.
+    first_pending: usize,
     failure: Option<AgentFailure>,
 }
 
@@ -47,12 +50,14 @@ impl IterationHandlers<'_> {
                 self.tool_calls.push(ToolCallRecord { name, summary, ok: None, subagent });
             }
             StreamEvent::ToolResult { name, ok } => {
-                let pending = self
-                    .tool_calls
-                    .iter_mut()
-                    .find(|call| call.ok.is_none() && name.as_deref().is_none_or(|name| name == call.name));
-                if let Some(call) = pending {
-                    call.ok = Some(ok);
+                let pending = self.tool_calls[self.first_pending..]
+                    .iter()
+                    .position(|call| call.ok.is_none() && name.as_deref().is_none_or(|name| name == call.name));
+                if let Some(offset) = pending {
+                    self.tool_calls[self.first_pending + offset].ok = Some(ok);
+                    while self.tool_calls.get(self.first_pending).is_some_and(|call| call.ok.is_some()) {
+                        self.first_pending += 1;
+                    }
                 }
                 if !ok {
                     self.reporter.report(&Event::ToolFailed { iteration, name: name.as_deref() });
@@ -150,6 +155,7 @@ pub(crate) async fn run_loop(
             usage: None,
             session_id: None,
             tool_calls: Vec::new(),
+            first_pending: 0,
             failure: None,
         };
         let (outcome, tail) = supervise(command, &watchdogs, &mut handlers, abort).await.map_err(|err| {

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Parsing throughput and peak memory: a 200 MB Claude stream-json stream (the recorded
+# write-and-commit run, repeated) through `eden run --quiet` with a `cli` agent that cats it and
+# `parser = "claude-code"`.
+#   bench/parse.sh [SIZE_MB]   (default 200)
+source "$(dirname "$0")/common.sh"
+size_mb=${1:-200}
+fixture=$root/tests/fixtures/agent-streams/claude-write_bash.jsonl
+# Everything but the final result line (which carries the signal), repeated to the size.
+head -n -1 "$fixture" > "$work/body.jsonl"
+body_bytes=$(wc -c < "$work/body.jsonl")
+copies=$(( size_mb * 1000000 / body_bytes ))
+for _ in $(seq "$copies"); do cat "$work/body.jsonl"; done > "$work/stream.jsonl"
+tail -n 1 "$fixture" >> "$work/stream.jsonl"
+bytes=$(wc -c < "$work/stream.jsonl")
+cat > "$work/agent.sh" <<AGENT
+#!/usr/bin/env bash
+cat > /dev/null
+cat "$work/stream.jsonl"
+AGENT
+chmod +x "$work/agent.sh"
+cd "$repo"
+sync
+runs=() rss=()
+for _ in 1 2 3; do
+  start=$(now_ns)
+  rss+=($( { /usr/bin/time -f '%M' "$eden" run --agent cli --binary "$work/agent.sh" --prompt x \
+      --set agent.parser=claude-code --set loop.max_iterations=1 --quiet 2>&1 >/dev/null; } | tail -1))
+  runs+=($(( $(now_ns) - start )))
+done
+elapsed=$(printf '%s\n' "${runs[@]}" | median)
+rss_kb=$(printf '%s\n' "${rss[@]}" | sort -n | tail -1)
+awk -v b="$bytes" -v e="$elapsed" -v m="$rss_kb" 'BEGIN {
+  printf "claude stream-json, %.0f MB (median of 3): eden %.0f MB/s, peak RSS %.1f MB (targets: >= 200 MB/s, < 50 MB)\n",
+    b / 1e6, b / (e / 1e9) / 1e6, m / 1024 }'
