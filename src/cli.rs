@@ -85,8 +85,13 @@ pub struct RunArgs {
     pub dry_run: bool,
 
     /// Print the run record as JSON on stdout
-    #[arg(long)]
+    #[arg(long, conflicts_with = "json_events")]
     pub json: bool,
+
+    /// Print every event as a JSON line on stdout as it happens; the last, `run_finished`,
+    /// carries the run record
+    #[arg(long)]
+    pub json_events: bool,
 
     /// No progress output (errors are still printed)
     #[arg(long, short)]

@@ -6,7 +6,7 @@ use crate::error::Error;
 use crate::manifest::load::{LoadRequest, Override};
 use crate::manifest::{self, plan};
 use crate::orchestrator::{self, workspace, RunOptions};
-use crate::ui::Display;
+use crate::ui::{Display, JsonLinesReporter, Reporter};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -57,8 +57,11 @@ pub fn run(args: RunArgs) -> Result<i32, Error> {
         .build()
         .map_err(|err| Error::usage(format!("cannot start the async runtime: {err}")))?;
     let options = RunOptions { repo_dir, kill_grace: KILL_GRACE };
-    let display = Display::detect(args.quiet).reporter();
-    let result = runtime.block_on(orchestrator::run(&plan, &options, display));
+    let mut reporters: Vec<Box<dyn Reporter>> = Display::detect(args.quiet).reporter().into_iter().collect();
+    if args.json_events {
+        reporters.push(Box::new(JsonLinesReporter::stdout()));
+    }
+    let result = runtime.block_on(orchestrator::run(&plan, &options, reporters));
     if args.json {
         if let Some(record) = &result.record {
             print_data(&serde_json::to_string_pretty(record).expect("records serialize"));

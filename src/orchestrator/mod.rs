@@ -36,7 +36,7 @@ pub(crate) struct LoopEnd {
     pub completion_signal: Option<String>,
 }
 
-pub async fn run(plan: &Plan, options: &RunOptions, display: Option<Box<dyn Reporter>>) -> RunResult {
+pub async fn run(plan: &Plan, options: &RunOptions, reporters: Vec<Box<dyn Reporter>>) -> RunResult {
     let failed = |error: Error| RunResult { record: None, error: Some(error) };
     // From here on Ctrl-C is ours to handle: nothing below may be cut off half-way.
     let mut abort = match listen_for_signals() {
@@ -56,7 +56,7 @@ pub async fn run(plan: &Plan, options: &RunOptions, display: Option<Box<dyn Repo
         return failed(interrupted);
     }
 
-    let mut reporter = Fanout(display.into_iter().collect());
+    let mut reporter = Fanout(reporters);
     if let Some(template) = &plan.logging.file {
         let path = pre.root.join(
             template

@@ -69,6 +69,7 @@ impl Reporter for LiveReporter {
             Event::ToolCall { name, summary, subagent, .. } => {
                 let line = format!("  {} {} {summary}", style("⏺").cyan(), style(name).bold());
                 bar.println(if *subagent { style(line).dim().to_string() } else { line });
+                bar.set_message(format!("{name} {summary}"));
             }
             Event::ToolFailed { name, .. } => {
                 bar.println(format!("  {} {} failed", style("✗").red(), name.unwrap_or("tool call")));

@@ -1,13 +1,18 @@
-//! `[logging] file`: every event as one JSON line with a timestamp.
+//! Every event as one JSON line with a timestamp: the `[logging] file`, and `--json-events` on
+//! stdout (flushed per event, so a consumer sees them as they happen).
 
 use super::{Event, Reporter};
 use serde::Serialize;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
-pub struct LogFileReporter {
-    writer: BufWriter<fs_err::File>,
+pub struct JsonLinesReporter<W: Write> {
+    writer: BufWriter<W>,
+    /// Flush after every event (stdout) or only after the less frequent ones (files).
+    flush_every_event: bool,
 }
+
+pub type LogFileReporter = JsonLinesReporter<fs_err::File>;
 
 #[derive(Serialize)]
 struct Line<'a> {
@@ -22,22 +27,28 @@ impl LogFileReporter {
             fs_err::create_dir_all(parent)?;
         }
         let file = fs_err::OpenOptions::new().create(true).append(true).open(path)?;
-        Ok(LogFileReporter { writer: BufWriter::new(file) })
+        Ok(JsonLinesReporter { writer: BufWriter::new(file), flush_every_event: false })
     }
 }
 
-impl Reporter for LogFileReporter {
+impl JsonLinesReporter<std::io::Stdout> {
+    pub fn stdout() -> Self {
+        JsonLinesReporter { writer: BufWriter::new(std::io::stdout()), flush_every_event: true }
+    }
+}
+
+impl<W: Write> Reporter for JsonLinesReporter<W> {
     fn report(&mut self, event: &Event<'_>) {
         let ts = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
         let _ = serde_json::to_writer(&mut self.writer, &Line { ts, event });
         let _ = self.writer.write_all(b"\n");
-        if !matches!(event, Event::AgentText { .. } | Event::AgentStderr { .. }) {
+        if self.flush_every_event || !matches!(event, Event::AgentText { .. } | Event::AgentStderr { .. }) {
             let _ = self.writer.flush();
         }
     }
 }
 
-impl Drop for LogFileReporter {
+impl<W: Write> Drop for JsonLinesReporter<W> {
     fn drop(&mut self) {
         let _ = self.writer.flush();
     }

@@ -8,7 +8,7 @@ mod log_file;
 mod plain;
 
 pub use live::LiveReporter;
-pub use log_file::LogFileReporter;
+pub use log_file::{JsonLinesReporter, LogFileReporter};
 pub use plain::PlainReporter;
 
 use crate::orchestrator::record::RunRecord;

@@ -231,3 +231,33 @@ fn copilot_writes_commits_and_completes() {
 fn copilot_401_is_an_agent_failure() {
     assert_401(&COPILOT, "Authentication failed");
 }
+
+#[test]
+fn json_events_stream_the_tool_calls_as_they_happen() {
+    let Some(_) = require("claude") else { return };
+    let env = TestEnv::new();
+    let server = ModelServer::start(std::fs::canonicalize(&env.repo).unwrap(), false);
+    let path = env.write_manifest(
+        "name = \"events\"\nprompt = \"create hello.txt and commit it\"\n[agent]\nkind = \"claude-code\"\n[loop]\nmax_iterations = 1\n",
+    );
+    let mut command = env.eden_command(&["run", path.to_str().unwrap(), "--json-events", "--quiet"]);
+    for (key, value) in claude_env(&env, &server) {
+        command.env(key, value);
+    }
+    let run = Run::from(command.output().unwrap());
+    run.assert_code(0);
+    let events: Vec<serde_json::Value> = run.stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let tools: Vec<String> = events
+        .iter()
+        .filter(|e| e["event"] == "tool_call")
+        .map(|e| format!("{} {}", e["name"].as_str().unwrap(), e["summary"].as_str().unwrap()))
+        .collect();
+    assert_eq!(tools.len(), 2, "{tools:?}");
+    assert!(tools[0].starts_with("Write ") && tools[0].ends_with("/hello.txt"), "{tools:?}");
+    assert_eq!(tools[1], "Bash git add -A && git commit -q -m 'add hello.txt'");
+    assert!(events.iter().any(|e| e["event"] == "session_id"));
+    assert!(events.iter().any(|e| e["event"] == "usage"));
+    let last = events.last().unwrap();
+    assert_eq!(last["event"], "run_finished");
+    assert_eq!(last["record"]["merged_into"], "main");
+}
