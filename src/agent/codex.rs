@@ -91,7 +91,8 @@ impl Parser for CodexParser {
                         cache_write_tokens: u64_at(usage, "/cache_write_input_tokens"),
                         cost_usd: None,
                     },
-                    mode: UsageMode::Total,
+                    // After `codex exec resume`, these are running totals for the thread.
+                    mode: UsageMode::SessionTotal,
                 });
             }
             "turn.failed" => {

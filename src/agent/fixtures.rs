@@ -25,7 +25,7 @@ fn summarize(parser: &str, fixture: &str) -> String {
                 let current = usage.get_or_insert_with(Usage::default);
                 match mode {
                     UsageMode::Add => current.add(&u),
-                    UsageMode::Total => *current = u,
+                    UsageMode::Total | UsageMode::SessionTotal => *current = u,
                 }
             }
             StreamEvent::SessionId(id) => writeln!(out, "session: {id}").unwrap(),

@@ -63,6 +63,20 @@ impl Usage {
         };
     }
 
+    /// What `self` (a running total) added since `earlier` (the same session's previous total).
+    pub fn since(&self, earlier: &Usage) -> Usage {
+        Usage {
+            input_tokens: self.input_tokens.saturating_sub(earlier.input_tokens),
+            output_tokens: self.output_tokens.saturating_sub(earlier.output_tokens),
+            cache_read_tokens: self.cache_read_tokens.saturating_sub(earlier.cache_read_tokens),
+            cache_write_tokens: self.cache_write_tokens.saturating_sub(earlier.cache_write_tokens),
+            cost_usd: match (self.cost_usd, earlier.cost_usd) {
+                (Some(now), Some(before)) => Some((now - before).max(0.0)),
+                (now, _) => now,
+            },
+        }
+    }
+
     pub fn total_tokens(&self) -> u64 {
         self.input_tokens + self.output_tokens + self.cache_read_tokens + self.cache_write_tokens
     }
@@ -75,6 +89,9 @@ pub enum UsageMode {
     Add,
     /// Totals for the whole invocation so far: replaces earlier counts.
     Total,
+    /// Running totals for the whole session, across resumed invocations (Codex): replaces
+    /// earlier counts, and what earlier iterations reported for the same session is subtracted.
+    SessionTotal,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -12,7 +12,7 @@ use crate::manifest::prompt;
 use crate::manifest::values::format_duration;
 use crate::process::{supervise, Abort, Handlers, Outcome, Watchdogs};
 use crate::ui::{Event, Reporter};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 use tokio::sync::watch;
 
@@ -25,6 +25,10 @@ struct IterationHandlers<'a> {
     usage: Option<Usage>,
     session_id: Option<String>,
     tool_calls: Vec<ToolCallRecord>,
+    /// Running totals reported by earlier iterations, per session (for `SessionTotal`).
+    session_totals: &'a HashMap<String, Usage>,
+    /// This iteration's latest running total, remembered once the iteration ends.
+    pending_session_total: Option<(String, Usage)>,
     /// Index of the oldest call still waiting for its result: results arrive in order, so
     /// matching never rescans the calls already answered.
     first_pending: usize,
@@ -68,6 +72,13 @@ impl IterationHandlers<'_> {
                 match mode {
                     UsageMode::Add => current.add(&usage),
                     UsageMode::Total => *current = usage,
+                    UsageMode::SessionTotal => {
+                        let earlier = self.session_id.as_ref().and_then(|id| self.session_totals.get(id));
+                        *current = earlier.map_or(usage, |earlier| usage.since(earlier));
+                        if let Some(id) = &self.session_id {
+                            self.pending_session_total = Some((id.clone(), usage));
+                        }
+                    }
                 }
                 self.reporter.report(&Event::Usage { iteration, usage: current });
             }
@@ -132,6 +143,7 @@ pub(crate) async fn run_loop(
     values.insert("RUN_ID".into(), run_id.to_owned());
     values.insert("NAME".into(), plan.name.clone());
     let mut seen_commits: HashSet<String> = HashSet::new();
+    let mut session_totals: HashMap<String, Usage> = HashMap::new();
 
     for iteration in 1..=plan.loop_.max_iterations {
         if let Some(error) = interrupted(abort) {
@@ -155,6 +167,8 @@ pub(crate) async fn run_loop(
             usage: None,
             session_id: None,
             tool_calls: Vec::new(),
+            session_totals: &session_totals,
+            pending_session_total: None,
             first_pending: 0,
             failure: None,
         };
@@ -162,7 +176,10 @@ pub(crate) async fn run_loop(
             Error::agent(format!("cannot start the agent `{program}`: {err}"))
                 .with_hint("check `agent.binary` and that it is executable")
         })?;
-        let IterationHandlers { signal, usage, session_id, tool_calls, failure, .. } = handlers;
+        let IterationHandlers { signal, usage, session_id, tool_calls, failure, pending_session_total, .. } = handlers;
+        if let Some((id, total)) = pending_session_total {
+            session_totals.insert(id, total);
+        }
 
         // Commits the agent made this iteration, oldest first.
         let all = workspace.worktree.commits_between(&pre.base_commit, "HEAD")?;

@@ -102,3 +102,40 @@ fn a_signal_in_subagent_text_does_not_complete_the_run() {
     run.assert_code(0);
     assert_eq!(run.record()["completion_signal"], serde_json::Value::Null);
 }
+
+#[test]
+fn codex_running_totals_after_a_resume_are_not_counted_twice() {
+    let env = TestEnv::new();
+    // Two iterations on the same Codex thread: the second reports the thread's running totals.
+    let script = env.script(
+        "codex-like.sh",
+        r#"prompt=$(cat)
+n=${prompt##* }
+echo '{"type":"thread.started","thread_id":"thread-1"}'
+echo "{\"type\":\"item.completed\",\"item\":{\"id\":\"i\",\"type\":\"agent_message\",\"text\":\"turn $n\"}}"
+echo "{\"type\":\"turn.completed\",\"usage\":{\"input_tokens\":$((n * 30)),\"cached_input_tokens\":$((n * 10)),\"output_tokens\":$((n * 7))}}""#,
+    );
+    let manifest = format!(
+        "name = \"cx\"\nprompt = \"iteration {{{{ITERATION}}}}\"\n[agent]\nkind = \"cli\"\nbinary = \"{}\"\nparser = \"codex\"\n[loop]\nmax_iterations = 2\n",
+        script.display()
+    );
+    let run = env.run_manifest(&manifest, &[]);
+    run.assert_code(0);
+    let record = run.record();
+    let per_iteration: Vec<(u64, u64, u64)> = record["iterations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            let u = &i["usage"];
+            (
+                u["input_tokens"].as_u64().unwrap(),
+                u["cache_read_tokens"].as_u64().unwrap(),
+                u["output_tokens"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(per_iteration, [(20, 10, 7), (20, 10, 7)]);
+    assert_eq!(record["usage"]["input_tokens"], 40);
+    assert_eq!(record["usage"]["output_tokens"], 14);
+}

@@ -37,7 +37,7 @@ fn run(agent: &Agent, fail_with_401: bool) -> Option<(TestEnv, ModelServer, Run)
         agent.kind
     );
     let path = env.write_manifest(&manifest);
-    let mut command = env.eden_command(&["run", path.to_str().unwrap(), "--json"]);
+    let mut command = env.eden_command(&["run", path.to_str().unwrap(), "--json-events"]);
     for (key, value) in (agent.configure)(&env, &server) {
         command.env(key, value);
     }
@@ -45,11 +45,24 @@ fn run(agent: &Agent, fail_with_401: bool) -> Option<(TestEnv, ModelServer, Run)
     Some((env, server, run))
 }
 
+/// The `--json-events` stream and the run record its last event carries.
+fn events(run: &Run) -> (Vec<serde_json::Value>, serde_json::Value) {
+    let events: Vec<serde_json::Value> = run
+        .stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|err| panic!("not JSON ({err}): {line}\n{}", run.stderr)))
+        .collect();
+    let last = events.last().unwrap_or_else(|| panic!("no events\n{}", run.stderr));
+    assert_eq!(last["event"], "run_finished");
+    let record = last["record"].clone();
+    (events, record)
+}
+
 /// The successful run: merged commit, completion, session id, usage and tool calls.
 fn assert_write_and_commit(agent: &Agent) {
     let Some((env, server, run)) = run(agent, false) else { return };
     run.assert_code(0);
-    let record = run.record();
+    let (events, record) = events(&run);
     assert_eq!(record["completion_signal"], "<promise>COMPLETE</promise>", "{}", run.stderr);
     assert_eq!(
         record["merged_into"],
@@ -65,12 +78,13 @@ fn assert_write_and_commit(agent: &Agent) {
     assert_eq!(std::fs::read_to_string(env.repo.join("hello.txt")).unwrap(), "hello from mock\n");
     let iteration = &record["iterations"][0];
     assert!(iteration["session_id"].as_str().is_some_and(|s| !s.is_empty()), "session id: {iteration}");
-    let calls: Vec<String> = iteration["tool_calls"]
-        .as_array()
-        .unwrap()
+    // Tool calls as the events reported them while the agent ran.
+    let calls: Vec<String> = events
         .iter()
-        .map(|c| format!("{} {}", c["name"].as_str().unwrap(), c["summary"].as_str().unwrap()))
+        .filter(|e| e["event"] == "tool_call")
+        .map(|e| format!("{} {}", e["name"].as_str().unwrap(), e["summary"].as_str().unwrap()))
         .collect();
+    assert_eq!(iteration["tool_calls"].as_array().unwrap().len(), calls.len(), "the record lists the same calls");
     assert!(calls.iter().any(|c| c.contains("hello.txt")), "a file-writing tool call: {calls:?}");
     assert!(calls.iter().any(|c| c.contains("git add -A && git commit")), "the shell tool call: {calls:?}");
     env.assert_pristine();
@@ -96,7 +110,9 @@ fn assert_401(agent: &Agent, expected_reason: &str) {
     let error = run.error_text();
     assert!(error.contains(expected_reason), "the agent's reason in: {error}");
     assert!(error.contains("hint: check the API key"), "{error}");
-    assert_eq!(run.record()["error"]["agent_failure"], "authentication");
+    let (events, record) = events(&run);
+    assert_eq!(record["error"]["agent_failure"], "authentication");
+    assert!(events.iter().any(|e| e["event"] == "agent_error" && e["kind"] == "authentication"));
     env.assert_pristine();
 }
 
