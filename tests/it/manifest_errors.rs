@@ -53,26 +53,18 @@ fn unknown_agent_kind() {
 
 #[test]
 fn wrong_type() {
-    insta::assert_snapshot!(rejected(&format!("{OK}[loop]\nmax_iterations = \"3\"\n"), &[]), @r#"
-    error: [TMP]/plan.toml:5:18: `loop.max_iterations`: invalid type: string "3", expected a positive whole number
-    "#);
+    insta::assert_snapshot!(rejected(&format!("{OK}[loop]\nmax_iterations = \"3\"\n"), &[]), @r#"error: [TMP]/plan.toml:5:18: `loop.max_iterations`: invalid type: string "3", expected a positive whole number"#);
 }
 
 #[test]
 fn bad_duration() {
-    insta::assert_snapshot!(rejected(&format!("{OK}[loop]\nidle_timeout = \"10x\"\n"), &[]), @r#"
-    error: [TMP]/plan.toml:5:16: `loop.idle_timeout`: invalid duration `10x`, expected a duration like "90s", "10m" or "1h30m", or a number of seconds
-    "#);
+    insta::assert_snapshot!(rejected(&format!("{OK}[loop]\nidle_timeout = \"10x\"\n"), &[]), @r#"error: [TMP]/plan.toml:5:16: `loop.idle_timeout`: invalid duration `10x`, expected a duration like "90s", "10m" or "1h30m", or a number of seconds"#);
 }
 
 #[test]
 fn zero_and_negative_durations() {
-    insta::assert_snapshot!(rejected(&format!("{OK}[timeouts]\niteration_step = -5\n"), &[]), @r"
-    error: [TMP]/plan.toml:5:18: `timeouts.iteration_step`: duration -5 is out of range, expected a positive number of seconds
-    ");
-    insta::assert_snapshot!(rejected(&format!("{OK}[loop]\ncompletion_timeout = \"0s\"\n"), &[]), @r"
-    error: [TMP]/plan.toml:5:22: `loop.completion_timeout`: duration `0s` is zero, expected a positive duration
-    ");
+    insta::assert_snapshot!(rejected(&format!("{OK}[timeouts]\niteration_step = -5\n"), &[]), @r"error: [TMP]/plan.toml:5:18: `timeouts.iteration_step`: duration -5 is out of range, expected a positive number of seconds");
+    insta::assert_snapshot!(rejected(&format!("{OK}[loop]\ncompletion_timeout = \"0s\"\n"), &[]), @r"error: [TMP]/plan.toml:5:22: `loop.completion_timeout`: duration `0s` is zero, expected a positive duration");
 }
 
 #[test]
