@@ -19,16 +19,11 @@ pub fn command(settings: &AdapterSettings, invocation: &Invocation<'_>) -> Proce
         "--verbose",
         "--dangerously-skip-permissions",
     ]);
-    if let Some(model) = &settings.model {
-        command = command.args(["--model", model]);
-    }
-    if let Some(effort) = &settings.effort {
-        command = command.args(["--effort", effort]);
-    }
-    if let Some(session) = invocation.resume.or(settings.resume.as_deref()) {
-        command = command.args(["--resume", session]);
-    }
-    command = command.args(&settings.extra_args);
+    command = command
+        .option("--model", settings.model.as_deref())
+        .option("--effort", settings.effort.as_deref())
+        .option("--resume", invocation.resume.or(settings.resume.as_deref()))
+        .args(&settings.extra_args);
     // As root, Claude refuses to skip permissions unless told it is sandboxed.
     if nix::unistd::geteuid().is_root() {
         command = command.env("IS_SANDBOX", "1");

@@ -14,9 +14,7 @@ pub fn command(settings: &AdapterSettings, invocation: &Invocation<'_>) -> Proce
         command = command.args(["resume", session]);
     }
     command = command.args(["--json", "--dangerously-bypass-approvals-and-sandbox", "--skip-git-repo-check"]);
-    if let Some(model) = &settings.model {
-        command = command.args(["-m", model]);
-    }
+    command = command.option("-m", settings.model.as_deref());
     if let Some(effort) = &settings.effort {
         command = command.args(["-c", &format!("model_reasoning_effort=\"{effort}\"")]);
     }

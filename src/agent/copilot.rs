@@ -9,18 +9,15 @@ use serde_json::Value;
 use std::borrow::Cow;
 
 pub fn command(settings: &AdapterSettings, invocation: &Invocation<'_>) -> ProcessBuilder {
-    let mut command = ProcessBuilder::new(&settings.binary).args(["-p", invocation.prompt]).args([
+    let command = ProcessBuilder::new(&settings.binary).args(["-p", invocation.prompt]).args([
         "--output-format",
         "json",
         "--allow-all-tools",
     ]);
-    if let Some(model) = &settings.model {
-        command = command.args(["--model", model]);
-    }
-    if let Some(session) = invocation.resume.or(settings.resume.as_deref()) {
-        command = command.args(["--resume", session]);
-    }
-    command.args(&settings.extra_args)
+    command
+        .option("--model", settings.model.as_deref())
+        .option("--resume", invocation.resume.or(settings.resume.as_deref()))
+        .args(&settings.extra_args)
 }
 
 #[derive(Default)]

@@ -9,15 +9,12 @@ use crate::process::ProcessBuilder;
 use serde_json::Value;
 
 pub fn command(settings: &AdapterSettings, invocation: &Invocation<'_>) -> ProcessBuilder {
-    let mut command =
-        ProcessBuilder::new(&settings.binary).args(["--print", "--output-format", "stream-json", "--force"]);
-    if let Some(model) = &settings.model {
-        command = command.args(["--model", model]);
-    }
-    if let Some(session) = invocation.resume.or(settings.resume.as_deref()) {
-        command = command.args(["--resume", session]);
-    }
-    command.args(&settings.extra_args).arg(invocation.prompt)
+    let command = ProcessBuilder::new(&settings.binary).args(["--print", "--output-format", "stream-json", "--force"]);
+    command
+        .option("--model", settings.model.as_deref())
+        .option("--resume", invocation.resume.or(settings.resume.as_deref()))
+        .args(&settings.extra_args)
+        .arg(invocation.prompt)
 }
 
 #[derive(Default)]

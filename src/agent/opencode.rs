@@ -10,17 +10,13 @@ use std::borrow::Cow;
 
 pub fn command(settings: &AdapterSettings, invocation: &Invocation<'_>) -> ProcessBuilder {
     // `--auto` approves tool permissions: nobody is there to answer prompts.
-    let mut command = ProcessBuilder::new(&settings.binary).args(["run", "--format", "json", "--auto"]);
-    if let Some(model) = &settings.model {
-        command = command.args(["--model", model]);
-    }
-    if let Some(effort) = &settings.effort {
-        command = command.args(["--variant", effort]);
-    }
-    if let Some(session) = invocation.resume.or(settings.resume.as_deref()) {
-        command = command.args(["--session", session]);
-    }
-    command.args(&settings.extra_args).arg(invocation.prompt)
+    let command = ProcessBuilder::new(&settings.binary).args(["run", "--format", "json", "--auto"]);
+    command
+        .option("--model", settings.model.as_deref())
+        .option("--variant", settings.effort.as_deref())
+        .option("--session", invocation.resume.or(settings.resume.as_deref()))
+        .args(&settings.extra_args)
+        .arg(invocation.prompt)
 }
 
 #[derive(Default)]

@@ -17,10 +17,10 @@ pub fn command(settings: &AdapterSettings, invocation: &Invocation<'_>) -> Proce
             None => command = command.args(["--model", model]),
         }
     }
-    if let Some(session) = invocation.resume.or(settings.resume.as_deref()) {
-        command = command.args(["--session", session]);
-    }
-    command.args(&settings.extra_args).arg(invocation.prompt)
+    command
+        .option("--session", invocation.resume.or(settings.resume.as_deref()))
+        .args(&settings.extra_args)
+        .arg(invocation.prompt)
 }
 
 #[derive(Default)]

@@ -65,6 +65,14 @@ impl ProcessBuilder {
         self
     }
 
+    /// `flag value` when there is a value, nothing otherwise.
+    pub fn option(self, flag: &str, value: Option<&str>) -> Self {
+        match value {
+            Some(value) => self.arg(flag).arg(value),
+            None => self,
+        }
+    }
+
     pub fn cwd(mut self, dir: impl AsRef<Path>) -> Self {
         self.cwd = Some(dir.as_ref().to_owned());
         self
