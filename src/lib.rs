@@ -10,6 +10,7 @@ pub mod git;
 pub mod manifest;
 pub mod orchestrator;
 pub mod process;
+pub mod sandbox;
 pub mod ui;
 
 use clap::Parser;

@@ -23,12 +23,54 @@ pub struct Plan {
     pub manifest: Option<PathBuf>,
     pub prompt: PromptPlan,
     pub agent: AgentPlan,
-    pub sandbox: &'static str,
+    pub sandbox: SandboxPlan,
     pub branch: BranchPlan,
     #[serde(rename = "loop")]
     pub loop_: LoopPlan,
     pub timeouts: TimeoutsPlan,
     pub logging: LoggingPlan,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum SandboxPlan {
+    None,
+    Container(ContainerPlan),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Engine {
+    Docker,
+    Podman,
+}
+
+impl Engine {
+    pub fn binary(self) -> &'static str {
+        match self {
+            Engine::Docker => "docker",
+            Engine::Podman => "podman",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ContainerPlan {
+    pub engine: Engine,
+    pub image: String,
+    pub network: Network,
+    pub cpus: Option<f64>,
+    pub memory: Option<u64>,
+    pub pids_limit: Option<u32>,
+    pub mounts: Vec<MountPlan>,
+    pub run_args: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct MountPlan {
+    pub host: PathBuf,
+    pub sandbox: String,
+    pub read_only: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -138,7 +180,8 @@ pub fn resolve(manifest: Manifest, source: &Source, host_env: &dyn Fn(&str) -> O
     };
 
     let prompt = resolve_prompt(&manifest, source)?;
-    let agent = resolve_agent(&manifest.agent, source, host_env)?;
+    let sandbox = resolve_sandbox(&manifest.sandbox, source)?;
+    let agent = resolve_agent(&manifest.agent, source, host_env, !matches!(sandbox, SandboxPlan::None))?;
     let loop_ = resolve_loop(&manifest.loop_, source)?;
     let branch = resolve_branch(&manifest.branch, source)?;
 
@@ -194,7 +237,7 @@ pub fn resolve(manifest: Manifest, source: &Source, host_env: &dyn Fn(&str) -> O
         manifest: source.file.clone(),
         prompt: PromptPlan { template: prompt.template, file: prompt.file, args: manifest.prompt_args.clone() },
         agent,
-        sandbox: "none",
+        sandbox,
         branch,
         loop_,
         timeouts: TimeoutsPlan {
@@ -209,14 +252,14 @@ fn refuse_unbuilt(manifest: &Manifest, source: &Source) -> Result<(), Error> {
     let at = |key: &str| KeyPath::parse(key);
     let unsupported = |path: KeyPath, what: String| {
         Err(source.error_at(&path, format!("{what} is not supported yet")).with_hint(
-            "this version of eden runs agents on the host (sandbox `none`), without hooks or steps; remove it from the manifest",
+            "this version of eden runs agents on the host or in docker/podman containers, without hooks or steps; remove it from the manifest",
         ))
     };
-    if let Some(kind) = manifest.sandbox.kind.filter(|kind| *kind != SandboxKind::None) {
-        let name = serde_json::to_value(kind).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
-        return unsupported(at("sandbox.kind"), format!("sandbox kind `{name}`"));
+    if manifest.sandbox.kind == Some(SandboxKind::Isolated) {
+        return unsupported(at("sandbox.kind"), "sandbox kind `isolated`".into());
     }
     let sandbox = &manifest.sandbox;
+    let container = matches!(sandbox.kind, Some(SandboxKind::Docker | SandboxKind::Podman));
     for (key, set) in [
         ("image", sandbox.image.is_some()),
         ("network", sandbox.network.is_some()),
@@ -226,7 +269,7 @@ fn refuse_unbuilt(manifest: &Manifest, source: &Source) -> Result<(), Error> {
         ("mounts", sandbox.mounts.is_some()),
         ("run_args", sandbox.run_args.is_some()),
     ] {
-        if set {
+        if set && !container {
             return Err(source
                 .error_at_key(
                     &at("sandbox").child(key),
@@ -299,7 +342,20 @@ fn resolve_agent(
     agent: &AgentSection,
     source: &Source,
     host_env: &dyn Fn(&str) -> Option<String>,
+    in_container: bool,
 ) -> Result<AgentPlan, Error> {
+    // In a container the executable is looked up there, not on the host.
+    let find_binary = |binary: &str, base_dir: &Path| -> Result<PathBuf, String> {
+        if !in_container {
+            return find_binary(binary, base_dir);
+        }
+        if binary.contains('/') && !binary.starts_with('/') {
+            return Err(format!(
+                "`{binary}` is a relative path, but the agent runs in a container: give a name on the image's PATH or an absolute path inside the image"
+            ));
+        }
+        Ok(PathBuf::from(binary))
+    };
     let path = KeyPath::parse("agent");
     let kinds = "simulated, cli, claude-code, codex, opencode, pi, cursor, copilot";
     let Some(kind) = agent.kind else {
@@ -411,6 +467,7 @@ fn resolve_agent(
                         "a name is looked up on PATH; a path with `/` is resolved against the manifest's folder",
                     )
                 })?,
+                None if in_container => PathBuf::from(default),
                 None => which::which(default).map_err(|_| {
                     source
                         .error_at(
@@ -467,6 +524,59 @@ pub fn expand_env(value: &str, host_env: &dyn Fn(&str) -> Option<String>) -> Res
     }
     out.push_str(rest);
     Ok(out)
+}
+
+fn resolve_sandbox(section: &SandboxSection, source: &Source) -> Result<SandboxPlan, Error> {
+    let path = KeyPath::parse("sandbox");
+    let engine = match section.kind {
+        None | Some(SandboxKind::None) => return Ok(SandboxPlan::None),
+        Some(SandboxKind::Docker) => Engine::Docker,
+        Some(SandboxKind::Podman) => Engine::Podman,
+        Some(SandboxKind::Isolated) => unreachable!("refused by refuse_unbuilt"),
+    };
+    let Some(image) = section.image.clone().filter(|image| !image.trim().is_empty()) else {
+        return Err(source
+            .error_at(&path, format!("sandbox kind `{}` needs `sandbox.image`", engine.binary()))
+            .with_hint("set `sandbox.image` to a local image, e.g. one built with `docker build -t eden:myrepo .`"));
+    };
+    if let Some(cpus) = section.cpus {
+        if !(cpus > 0.0 && cpus.is_finite()) {
+            return Err(
+                source.error_at(&path.child("cpus"), format!("`sandbox.cpus` must be a positive number, not {cpus}"))
+            );
+        }
+    }
+    if section.pids_limit == Some(0) {
+        return Err(source.error_at(&path.child("pids_limit"), "`sandbox.pids_limit` must be at least 1"));
+    }
+    let mut mounts = Vec::new();
+    for (index, mount) in section.mounts.clone().unwrap_or_default().into_iter().enumerate() {
+        let at = path.child("mounts").index(index);
+        let host = match mount.host.strip_prefix("~/") {
+            Some(rest) => std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default().join(rest),
+            None => source.base_dir.join(&mount.host),
+        };
+        if !host.exists() {
+            return Err(source
+                .error_at(&at.child("host"), format!("mount source `{}` does not exist", host.display()))
+                .with_hint("create it, or fix the path (relative paths resolve against the manifest's folder)"));
+        }
+        if !mount.sandbox.starts_with('/') {
+            return Err(source
+                .error_at(&at.child("sandbox"), format!("mount target `{}` must be an absolute path", mount.sandbox)));
+        }
+        mounts.push(MountPlan { host, sandbox: mount.sandbox, read_only: mount.read_only });
+    }
+    Ok(SandboxPlan::Container(ContainerPlan {
+        engine,
+        image,
+        network: section.network.unwrap_or(Network::Bridge),
+        cpus: section.cpus,
+        memory: section.memory.map(|size| size.0),
+        pids_limit: section.pids_limit,
+        mounts,
+        run_args: section.run_args.clone().unwrap_or_default(),
+    }))
 }
 
 fn resolve_loop(section: &LoopSection, source: &Source) -> Result<LoopPlan, Error> {

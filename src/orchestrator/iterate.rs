@@ -11,6 +11,7 @@ use crate::manifest::plan::Plan;
 use crate::manifest::prompt;
 use crate::manifest::values::format_duration;
 use crate::process::{supervise, Abort, Handlers, Outcome, Watchdogs};
+use crate::sandbox::SandboxHandle;
 use crate::ui::{Event, Reporter};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
@@ -122,6 +123,7 @@ pub(crate) async fn run_loop(
     options: &RunOptions,
     workspace: &Workspace,
     agent: &dyn Agent,
+    sandbox: &dyn SandboxHandle,
     run_id: &str,
     reporter: &mut dyn Reporter,
     abort: &mut watch::Receiver<Option<Abort>>,
@@ -155,7 +157,8 @@ pub(crate) async fn run_loop(
         reporter.report(&Event::Prompt { iteration, text: &rendered });
 
         let command = agent.command(&Invocation { prompt: &rendered, worktree: &pre.worktree, resume: None })?;
-        let program = command.to_string();
+        let prepared = sandbox.prepare(command)?;
+        let program = prepared.command.to_string();
         let started_at = now_rfc3339();
         let clock = std::time::Instant::now();
         let mut handlers = IterationHandlers {
@@ -172,10 +175,12 @@ pub(crate) async fn run_loop(
             first_pending: 0,
             failure: None,
         };
-        let (outcome, tail) = supervise(command, &watchdogs, &mut handlers, abort).await.map_err(|err| {
-            Error::agent(format!("cannot start the agent `{program}`: {err}"))
-                .with_hint("check `agent.binary` and that it is executable")
-        })?;
+        let (outcome, tail) = supervise(prepared.command, &watchdogs, &mut handlers, abort, prepared.inside.as_deref())
+            .await
+            .map_err(|err| {
+                Error::agent(format!("cannot start the agent `{program}`: {err}"))
+                    .with_hint("check `agent.binary` and that it is executable")
+            })?;
         let IterationHandlers { signal, usage, session_id, tool_calls, failure, pending_session_total, .. } = handlers;
         if let Some((id, total)) = pending_session_total {
             session_totals.insert(id, total);

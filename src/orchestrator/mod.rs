@@ -10,8 +10,9 @@ pub mod workspace;
 
 use crate::agent;
 use crate::error::{Error, ErrorKind};
-use crate::manifest::plan::Plan;
+use crate::manifest::plan::{Plan, SandboxPlan};
 use crate::process::{listen_for_signals, Abort};
+use crate::sandbox::{self, container::ContainerRequest, Host, SandboxHandle};
 use crate::ui::{Event, Fanout, LogFileReporter, Reporter};
 use record::{now_rfc3339, ErrorRecord, RunRecord};
 use std::path::PathBuf;
@@ -52,6 +53,12 @@ pub async fn run(plan: &Plan, options: &RunOptions, reporters: Vec<Box<dyn Repor
         Ok(pre) => pre,
         Err(err) => return failed(err),
     };
+    // The engine and image are checked before anything is created.
+    if let SandboxPlan::Container(container) = &plan.sandbox {
+        if let Err(err) = sandbox::container::preflight(container.engine, &container.image) {
+            return failed(err);
+        }
+    }
     if let Some(interrupted) = interrupted(&abort) {
         return failed(interrupted);
     }
@@ -99,18 +106,58 @@ pub async fn run(plan: &Plan, options: &RunOptions, reporters: Vec<Box<dyn Repor
 
     let mut iterations = Vec::new();
     let mut commits = None;
-    let outcome = iterate::run_loop(
-        plan,
-        options,
-        &workspace,
-        agent.as_ref(),
-        &run_id,
-        &mut reporter,
-        &mut abort,
-        &mut iterations,
-        &mut commits,
-    )
-    .await;
+    let mut sandbox: Box<dyn SandboxHandle> = Box::new(Host);
+    let started = match &plan.sandbox {
+        SandboxPlan::None => Ok(()),
+        SandboxPlan::Container(container) => {
+            for name in sandbox::prune_abandoned(container.engine, &pre.root) {
+                reporter
+                    .report(&Event::Warning { message: &format!("removed container `{name}` left by an earlier run") });
+            }
+            let request = ContainerRequest {
+                plan: container,
+                run_id: &run_id,
+                repo_root: &pre.root,
+                common_dir: &pre.common_dir,
+                worktree: &pre.worktree,
+                branch: &pre.branch,
+            };
+            sandbox::start_container(&request).map(|handle| {
+                sandbox = handle;
+                let message = format!(
+                    "{} container `{}` started from `{}`",
+                    container.engine.binary(),
+                    sandbox.container().unwrap_or_default(),
+                    container.image
+                );
+                reporter.report(&Event::Info { message: &message });
+            })
+        }
+    };
+    let outcome = match started {
+        Err(error) => Err(error),
+        Ok(()) => {
+            iterate::run_loop(
+                plan,
+                options,
+                &workspace,
+                agent.as_ref(),
+                sandbox.as_ref(),
+                &run_id,
+                &mut reporter,
+                &mut abort,
+                &mut iterations,
+                &mut commits,
+            )
+            .await
+        }
+    };
+    let container = sandbox.container().map(str::to_owned);
+    let sandbox_kind = sandbox.kind();
+    // The container goes first, whatever happened: nothing may be left running.
+    if let Err(err) = sandbox.close() {
+        reporter.report(&Event::Warning { message: &err.message });
+    }
     let completion_signal = outcome.as_ref().ok().and_then(|end| end.completion_signal.clone());
     let finished = finish::finish(workspace, outcome, commits, &mut reporter);
 
@@ -138,6 +185,8 @@ pub async fn run(plan: &Plan, options: &RunOptions, reporters: Vec<Box<dyn Repor
         manifest: plan.manifest.clone(),
         repo: finished.root.clone(),
         agent: agent.kind().to_owned(),
+        sandbox: sandbox_kind.to_owned(),
+        container,
         strategy: finished.strategy.as_str().to_owned(),
         branch: finished.branch,
         base_branch: finished.base_branch,

@@ -12,6 +12,9 @@ pub struct RunRecord {
     pub manifest: Option<PathBuf>,
     pub repo: PathBuf,
     pub agent: String,
+    /// `none`, `docker` or `podman`; the container's name when there was one.
+    pub sandbox: String,
+    pub container: Option<String>,
     pub strategy: String,
     pub branch: String,
     pub base_branch: Option<String>,

@@ -101,6 +101,15 @@ impl ProcessBuilder {
         self.cwd.as_deref()
     }
 
+    pub fn get_args(&self) -> &[OsString] {
+        &self.args
+    }
+
+    /// Variables set (`Some`) or removed (`None`) for the child, in order.
+    pub fn get_env(&self) -> &[(OsString, Option<OsString>)] {
+        &self.env
+    }
+
     pub fn take_stdin(&mut self) -> Stdin {
         std::mem::take(&mut self.stdin)
     }

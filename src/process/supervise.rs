@@ -97,11 +97,15 @@ enum KillReason {
     Aborted(i32),
 }
 
+/// Signals the command's processes inside a sandbox, where the host process group does not reach.
+pub type InsideKiller<'a> = Option<&'a (dyn Fn(Signal) + Send + Sync)>;
+
 pub async fn supervise(
     mut command: ProcessBuilder,
     watchdogs: &Watchdogs,
     handlers: &mut dyn Handlers,
     abort: &mut watch::Receiver<Option<Abort>>,
+    inside: InsideKiller<'_>,
 ) -> std::io::Result<(Outcome, OutputTails)> {
     let mut child = command.spawn_group()?;
     let guard = GroupGuard::new(child.id().unwrap_or(0));
@@ -134,8 +138,14 @@ pub async fn supervise(
     let mut sigkill_sent = false;
     let mut abort_open = true;
 
-    let begin_kill = |reason: KillReason, signal: Signal, kill: &mut Option<(KillReason, Instant)>| {
+    let signal_all = |signal: Signal| {
+        if let Some(inside) = inside {
+            inside(signal);
+        }
         guard.signal(signal);
+    };
+    let begin_kill = |reason: KillReason, signal: Signal, kill: &mut Option<(KillReason, Instant)>| {
+        signal_all(signal);
         // Keep the first reason: a step timeout while an abort is under way is still an abort.
         let reason = kill.map_or(reason, |(first, _)| first);
         *kill = Some((reason, Instant::now() + watchdogs.kill_grace));
@@ -209,12 +219,12 @@ pub async fn supervise(
                 }
             },
             () = sleep_until(kill.map_or(step_deadline, |(_, at)| at)), if kill.is_some() && !sigkill_sent => {
-                guard.kill();
+                signal_all(Signal::SIGKILL);
                 sigkill_sent = true;
             },
             () = sleep_until(drain_deadline.unwrap_or(step_deadline)), if drain_deadline.is_some() => {
                 // Something in the group still holds our pipes: end it and stop reading.
-                guard.kill();
+                signal_all(Signal::SIGKILL);
                 break;
             },
         }

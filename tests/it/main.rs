@@ -5,6 +5,7 @@ mod support;
 
 mod adapters;
 mod cli;
+mod containers;
 mod locks;
 mod loop_watchdogs;
 mod manifest_errors;

@@ -177,13 +177,34 @@ fn invalid_toml() {
 
 #[test]
 fn features_not_built_yet() {
-    insta::assert_snapshot!(rejected(&format!("{OK}[sandbox]\nkind = \"docker\"\nimage = \"x\"\n"), &[]), @r"
-    error: [TMP]/plan.toml:5:8: sandbox kind `docker` is not supported yet
-    hint: this version of eden runs agents on the host (sandbox `none`), without hooks or steps; remove it from the manifest
+    insta::assert_snapshot!(rejected(&format!("{OK}[sandbox]\nkind = \"isolated\"\n"), &[]), @r"
+    error: [TMP]/plan.toml:5:8: sandbox kind `isolated` is not supported yet
+    hint: this version of eden runs agents on the host or in docker/podman containers, without hooks or steps; remove it from the manifest
     ");
     insta::assert_snapshot!(rejected(&format!("{OK}[hooks.host]\non_worktree_ready = [\"npm ci\"]\n"), &[]), @r"
     error: [TMP]/plan.toml:4:1: `[hooks.host]` is not supported yet
-    hint: this version of eden runs agents on the host (sandbox `none`), without hooks or steps; remove it from the manifest
+    hint: this version of eden runs agents on the host or in docker/podman containers, without hooks or steps; remove it from the manifest
+    ");
+}
+
+#[test]
+fn container_keys_need_a_container_and_an_image() {
+    insta::assert_snapshot!(rejected(&format!("{OK}[sandbox]\nmemory = \"1g\"\n"), &[]), @r"
+    error: [TMP]/plan.toml:5:1: `sandbox.memory` has no effect without a container sandbox
+    hint: set `sandbox.kind` to `docker` or `podman`, or remove the key
+    ");
+    insta::assert_snapshot!(rejected(&format!("{OK}[sandbox]\nkind = \"docker\"\n"), &[]), @r#"
+    error: [TMP]/plan.toml:4:1: sandbox kind `docker` needs `sandbox.image`
+    hint: set `sandbox.image` to a local image, e.g. one built with `docker build -t eden:myrepo .`
+    "#);
+    insta::assert_snapshot!(rejected(&format!("{OK}[sandbox]\nkind = \"podman\"\nimage = \"x\"\nmemory = \"lots\"\n"), &[]), @r#"error: [TMP]/plan.toml:7:10: `sandbox.memory`: invalid size `lots`, expected bytes or a size like "512m" or "4g""#);
+    insta::assert_snapshot!(rejected(&format!("{OK}[sandbox]\nkind = \"docker\"\nimage = \"x\"\nmounts = [{{ host = \"nope\", sandbox = \"/n\" }}]\n"), &[]), @r"
+    error: [TMP]/plan.toml:7:20: mount source `[TMP]/nope` does not exist
+    hint: create it, or fix the path (relative paths resolve against the manifest's folder)
+    ");
+    insta::assert_snapshot!(rejected(&format!("{OK}[sandbox]\nkind = \"docker\"\nimage = \"x\"\nnetwork = \"wifi\"\n"), &[]), @r"
+    error: [TMP]/plan.toml:7:11: `sandbox.network` has an unknown value `wifi`
+    hint: expected one of: `bridge`, `none`, `host`
     ");
 }
 

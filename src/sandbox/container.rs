@@ -1,0 +1,297 @@
+//! docker and podman: one implementation, two binaries. One long-lived container per run
+//! (`--init`, labels `eden.run`, `eden.repo`, `eden.branch`, `eden.pid`), the worktree and the
+//! repository's `.git` mounted at the same absolute paths as on the host (so git's worktree links
+//! resolve in both directions), the host's uid:gid. Every agent command is an `exec` in it.
+//!
+//! Environment values never go on a command line: the engine client gets them in its own
+//! environment and is told only the names (`-e NAME`).
+//!
+//! Killing the `exec` client does not stop what it started inside, so each command runs behind
+//! a tiny wrapper that writes its pid (an exec'd process leads its own process group) to a file
+//! in the mounted `.git`; kills then signal that group inside the container.
+
+use super::{Prepared, SandboxHandle};
+use crate::error::{Error, ErrorKind};
+use crate::manifest::plan::{ContainerPlan, Engine};
+use crate::manifest::schema::Network;
+use crate::process::{Output, ProcessBuilder, Stdin};
+use nix::sys::signal::Signal;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Where eden's own executable appears inside (the simulated agent runs it).
+const EDEN_INSIDE: &str = "/opt/eden/bin/eden";
+
+/// Runs the command with its pid written first: `sh -c WRAPPER PIDFILE PROGRAM ARGS...`.
+const WRAPPER: &str = r#"echo $$ > "$0" && exec "$@""#;
+
+/// Git inside works on a repository owned by the same uid, but the mount may make it look
+/// foreign; allow it per command, never through anyone's global config.
+const GIT_SAFE_DIRECTORY: [(&str, &str); 3] =
+    [("GIT_CONFIG_COUNT", "1"), ("GIT_CONFIG_KEY_0", "safe.directory"), ("GIT_CONFIG_VALUE_0", "*")];
+
+pub struct Container {
+    engine: Engine,
+    name: String,
+    /// Host folder (inside the mounted `.git`) for the pid files of running commands.
+    pid_dir: PathBuf,
+    next_exec: AtomicU64,
+    removed: bool,
+}
+
+fn sandbox_error(message: impl Into<String>) -> Error {
+    Error::new(ErrorKind::Sandbox, message)
+}
+
+/// What the container needs to know about the run.
+pub struct ContainerRequest<'a> {
+    pub plan: &'a ContainerPlan,
+    pub run_id: &'a str,
+    pub repo_root: &'a Path,
+    pub common_dir: &'a Path,
+    pub worktree: &'a Path,
+    pub branch: &'a str,
+}
+
+fn engine_command(engine: Engine) -> ProcessBuilder {
+    ProcessBuilder::new(engine.binary())
+}
+
+fn run(command: ProcessBuilder) -> Result<Output, Error> {
+    command.output().map_err(|err| sandbox_error(format!("cannot run `{command}`: {err}")))
+}
+
+/// Checks that need no container: the engine is installed, reachable, and has the image.
+pub fn preflight(engine: Engine, image: &str) -> Result<(), Error> {
+    let binary = engine.binary();
+    if which::which(binary).is_err() {
+        return Err(sandbox_error(format!("`{binary}` is not installed (sandbox kind `{binary}`)"))
+            .with_hint(match engine {
+            Engine::Docker => {
+                "install Docker (Debian: `apt-get install docker.io`) and start it, or use `sandbox.kind = \"podman\"`"
+            }
+            Engine::Podman => "install podman (Debian: `apt-get install podman`), or use `sandbox.kind = \"docker\"`",
+        }));
+    }
+    let info = run(engine_command(engine).args(["version", "--format", "{{.Server.Version}}"]))?;
+    if !info.success() {
+        return Err(sandbox_error(format!("`{binary} version` cannot reach the engine: {}", first_line(&info.stderr)))
+            .with_hint(match engine {
+                Engine::Docker => {
+                    "is the Docker daemon running? start it (`sudo systemctl start docker`, or `dockerd &`)"
+                }
+                Engine::Podman => "check `podman info` for the engine's own error",
+            }));
+    }
+    let inspect = run(engine_command(engine).args(["image", "inspect", "--format", "{{.Id}}", image]))?;
+    if !inspect.success() {
+        return Err(sandbox_error(format!("image `{image}` is not available to {binary}"))
+            .with_hint(format!("build it first (`{binary} build -t {image} .`); eden never pulls images")));
+    }
+    Ok(())
+}
+
+/// Start the run's container (after `preflight`). Anything that fails after the container
+/// exists removes it.
+pub fn start(request: &ContainerRequest<'_>) -> Result<Box<dyn SandboxHandle>, Error> {
+    let plan = request.plan;
+    let engine = plan.engine;
+    let name = format!("eden-{}", request.run_id);
+    let uid = nix::unistd::getuid().as_raw();
+    let gid = nix::unistd::getgid().as_raw();
+    let eden = std::env::current_exe().map_err(|err| sandbox_error(format!("cannot find eden's executable: {err}")))?;
+
+    let mut command = engine_command(engine)
+        .args(["run", "-d", "--init", "--name", &name])
+        .args(["--label", &format!("eden.run={}", request.run_id)])
+        .args(["--label", &format!("eden.repo={}", request.repo_root.display())])
+        .args(["--label", &format!("eden.branch={}", request.branch)])
+        .args(["--label", &format!("eden.pid={}", std::process::id())])
+        .args(["--user", &format!("{uid}:{gid}")])
+        .args(["--network", network_name(plan.network)])
+        .args(["-w", &request.worktree.to_string_lossy()]);
+    if engine == Engine::Podman {
+        command = command.arg("--pull=never");
+        if uid != 0 {
+            command = command.arg("--userns=keep-id");
+        }
+    }
+    for path in [request.worktree, request.common_dir] {
+        let path = path.to_string_lossy();
+        command = command.args(["-v", &format!("{path}:{path}")]);
+    }
+    command = command.args(["-v", &format!("{}:{EDEN_INSIDE}:ro", eden.display())]);
+    for mount in &plan.mounts {
+        let mode = if mount.read_only { ":ro" } else { "" };
+        command = command.args(["-v", &format!("{}:{}{mode}", mount.host.display(), mount.sandbox)]);
+    }
+    if let Some(cpus) = plan.cpus {
+        command = command.args(["--cpus", &cpus.to_string()]);
+    }
+    if let Some(memory) = plan.memory {
+        command = command.args(["--memory", &memory.to_string()]);
+    }
+    if let Some(pids) = plan.pids_limit {
+        command = command.args(["--pids-limit", &pids.to_string()]);
+    }
+    command = command.args(&plan.run_args).arg(&plan.image).args(["tail", "-f", "/dev/null"]);
+
+    let output = run(command.clone())?;
+    let mut container = Container {
+        engine,
+        name: name.clone(),
+        pid_dir: request.common_dir.join("eden-exec").join(request.run_id),
+        next_exec: AtomicU64::new(0),
+        removed: false,
+    };
+    if !output.success() {
+        let _ = container.close();
+        return Err(sandbox_error(format!(
+            "the {} container failed to start: {}",
+            engine.binary(),
+            output.stderr.trim()
+        ))
+        .with_hint(format!("the command was `{command}`")));
+    }
+    // A limit the engine accepted but cannot enforce is reported as a warning: refuse the run.
+    if let Some(warning) = output.stderr.lines().find(|l| l.contains("WARNING") && l.to_lowercase().contains("limit")) {
+        let _ = container.close();
+        return Err(sandbox_error(format!("{} cannot enforce a limit: {}", engine.binary(), warning.trim()))
+            .with_hint("remove the limit from `[sandbox]`, or run on a host whose kernel supports it"));
+    }
+    if let Err(err) = fs_err::create_dir_all(&container.pid_dir) {
+        let _ = container.close();
+        return Err(sandbox_error(format!("cannot prepare the container's exec folder: {err}")));
+    }
+    // The image's user must be able to work in the worktree.
+    let check = run(engine_command(engine).args(["exec", &name, "sh", "-c", "test -w \"$PWD\""]))?;
+    if !check.success() {
+        let _ = container.close();
+        return Err(sandbox_error(format!(
+            "in image `{}`, uid {uid} cannot write the worktree (or the image has no `sh`)",
+            plan.image
+        ))
+        .with_hint("the image must have `sh` and let the host's user write bind mounts; build it with that uid/gid"));
+    }
+    Ok(Box::new(container))
+}
+
+fn network_name(network: Network) -> &'static str {
+    match network {
+        Network::Bridge => "bridge",
+        Network::None => "none",
+        Network::Host => "host",
+    }
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim()
+}
+
+impl SandboxHandle for Container {
+    fn kind(&self) -> &'static str {
+        self.engine.binary()
+    }
+
+    fn container(&self) -> Option<&str> {
+        Some(&self.name)
+    }
+
+    fn prepare(&self, mut command: ProcessBuilder) -> Result<Prepared, Error> {
+        let n = self.next_exec.fetch_add(1, Ordering::SeqCst);
+        let pid_file = self.pid_dir.join(format!("{n}.pid"));
+        let stdin = command.take_stdin();
+        let mut exec = engine_command(self.engine).arg("exec");
+        if matches!(stdin, Stdin::Bytes(_)) {
+            exec = exec.arg("-i");
+        }
+        if let Some(cwd) = command.get_cwd() {
+            exec = exec.args(["-w".as_ref(), cwd.as_os_str()]);
+        }
+        // Names only on the command line; the values travel in the client's environment.
+        for (key, value) in GIT_SAFE_DIRECTORY {
+            exec = exec.args(["-e", key]).env(key, value);
+        }
+        for (key, value) in command.get_env() {
+            if let Some(value) = value {
+                if key != "PWD" {
+                    exec = exec.arg("-e").arg(key).env(key, value);
+                }
+            }
+        }
+        let program = if Some(command.program()) == std::env::current_exe().ok().as_deref().map(Path::as_os_str) {
+            EDEN_INSIDE.as_ref()
+        } else {
+            command.program()
+        };
+        exec = exec
+            .arg(&self.name)
+            .args(["sh", "-c", WRAPPER])
+            .arg(&pid_file)
+            .arg(program)
+            .args(command.get_args())
+            .stdin(stdin);
+        let (engine, name) = (self.engine, self.name.clone());
+        let inside = move |signal: Signal| kill_inside(engine, &name, &pid_file, signal);
+        Ok(Prepared { command: exec, inside: Some(Box::new(inside)) })
+    }
+
+    fn close(&mut self) -> Result<(), Error> {
+        if self.removed {
+            return Ok(());
+        }
+        self.removed = true;
+        let _ = fs_err::remove_dir_all(&self.pid_dir);
+        let output = run(engine_command(self.engine).args(["rm", "-f", &self.name]))?;
+        if !output.success()
+            && !output.stderr.contains("No such container")
+            && !output.stderr.contains("no such container")
+        {
+            return Err(sandbox_error(format!("cannot remove container `{}`: {}", self.name, output.stderr.trim())));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Container {
+    fn drop(&mut self) {
+        let _ = self.close();
+    }
+}
+
+/// Signal the process group of a command inside the container (busybox's `kill` has no `--`).
+fn kill_inside(engine: Engine, container: &str, pid_file: &Path, signal: Signal) {
+    let Ok(pid) = std::fs::read_to_string(pid_file) else { return };
+    let pid = pid.trim();
+    if pid.parse::<u32>().is_err() {
+        return;
+    }
+    let name = signal.as_str().trim_start_matches("SIG");
+    let script = format!("kill -s {name} -- -{pid} 2>/dev/null || kill -{name} -{pid}");
+    let _ = engine_command(engine).args(["exec", container, "sh", "-c", &script]).output();
+}
+
+/// Remove containers of this repository left by eden processes that no longer exist (eden was
+/// killed before it could clean up). Returns the names removed.
+pub fn prune_abandoned(engine: Engine, repo_root: &Path) -> Vec<String> {
+    let filter = format!("label=eden.repo={}", repo_root.display());
+    let Ok(listing) = engine_command(engine)
+        .args(["ps", "-a", "--filter", &filter, "--format", "{{.Names}} {{.Label \"eden.pid\"}}"])
+        .output()
+    else {
+        return Vec::new();
+    };
+    let mut removed = Vec::new();
+    for line in listing.stdout.lines() {
+        let mut parts = line.split_whitespace();
+        let (Some(name), Some(pid)) = (parts.next(), parts.next().and_then(|p| p.parse::<i32>().ok())) else {
+            continue;
+        };
+        let alive =
+            !matches!(nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None), Err(nix::errno::Errno::ESRCH));
+        if !alive && engine_command(engine).args(["rm", "-f", name]).output().is_ok_and(|o| o.success()) {
+            removed.push(name.to_owned());
+        }
+    }
+    removed
+}

@@ -1,0 +1,50 @@
+//! Where agent commands run: on the host, or inside one long-lived container per run. The
+//! orchestrator only sees `SandboxHandle`: turn a command into one that runs in the sandbox,
+//! reach the processes it started there when they must be killed, and clean up.
+
+pub mod container;
+
+pub use container::{prune_abandoned, start as start_container};
+
+use crate::error::Error;
+use crate::process::ProcessBuilder;
+use nix::sys::signal::Signal;
+
+/// A command ready to start on the host, and how to reach what it runs inside the sandbox.
+pub struct Prepared {
+    pub command: ProcessBuilder,
+    /// Kills the command's process tree inside the sandbox (killing the host-side client of a
+    /// `docker exec` leaves it running). `None` when the host process group is everything.
+    pub inside: Option<Box<dyn Fn(Signal) + Send + Sync>>,
+}
+
+pub trait SandboxHandle: Send {
+    /// `none`, `docker`, `podman`.
+    fn kind(&self) -> &'static str;
+    /// The container's name, if there is one.
+    fn container(&self) -> Option<&str>;
+    fn prepare(&self, command: ProcessBuilder) -> Result<Prepared, Error>;
+    /// Remove the sandbox. Idempotent.
+    fn close(&mut self) -> Result<(), Error>;
+}
+
+/// No sandbox: commands run on the host as they are.
+pub struct Host;
+
+impl SandboxHandle for Host {
+    fn kind(&self) -> &'static str {
+        "none"
+    }
+
+    fn container(&self) -> Option<&str> {
+        None
+    }
+
+    fn prepare(&self, command: ProcessBuilder) -> Result<Prepared, Error> {
+        Ok(Prepared { command, inside: None })
+    }
+
+    fn close(&mut self) -> Result<(), Error> {
+        Ok(())
+    }
+}

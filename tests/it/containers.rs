@@ -1,0 +1,240 @@
+//! The docker and podman sandboxes on the real engines. The test image is a Debian minbase
+//! rootfs with git (debootstrap), imported into each engine once per machine. `.ci/run`
+//! installs and starts the engines; elsewhere a missing engine skips its tests with a note.
+
+use crate::support::{Run, TestEnv};
+use std::process::Command;
+use std::sync::Mutex;
+
+pub const IMAGE: &str = "localhost/eden-test:git";
+static BUILD: Mutex<()> = Mutex::new(());
+
+/// Is `engine` usable, with the test image in it? Builds the image the first time.
+fn ready(engine: &str) -> bool {
+    let _serial = BUILD.lock().unwrap_or_else(|e| e.into_inner());
+    let works = |args: &[&str]| Command::new(engine).args(args).output().is_ok_and(|o| o.status.success());
+    if !works(&["version", "--format", "{{.Server.Version}}"]) {
+        assert!(std::env::var_os("CI").is_none(), "`{engine}` must be installed and running in CI (see .ci/run)");
+        eprintln!("skipping: `{engine}` is not available");
+        return false;
+    }
+    if works(&["image", "inspect", IMAGE]) {
+        return true;
+    }
+    let rootfs = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("eden-test-rootfs");
+    if !rootfs.join("usr/bin/git").exists() {
+        let _ = std::fs::remove_dir_all(&rootfs);
+        let status = Command::new("debootstrap")
+            .args(["--variant=minbase", "--include=git,ca-certificates", "bookworm"])
+            .arg(&rootfs)
+            .arg("http://deb.debian.org/debian")
+            .output()
+            .expect("debootstrap runs (apt-get install debootstrap)");
+        assert!(status.status.success(), "debootstrap failed: {}", String::from_utf8_lossy(&status.stderr));
+    }
+    let import = Command::new("sh")
+        .arg("-c")
+        .arg(format!("tar -C '{}' -c . | {engine} import - {IMAGE}", rootfs.display()))
+        .output()
+        .unwrap();
+    assert!(import.status.success(), "import failed: {}", String::from_utf8_lossy(&import.stderr));
+    true
+}
+
+fn containers_of(engine: &str, repo: &std::path::Path) -> Vec<String> {
+    let output = Command::new(engine)
+        .args(["ps", "-a", "--filter", &format!("label=eden.repo={}", repo.display()), "--format", "{{.Names}}"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&output.stdout).lines().map(str::to_owned).collect()
+}
+
+/// A manifest whose agent is `sh -c SCRIPT` inside the image.
+fn manifest(engine: &str, script: &str, extra_sandbox: &str) -> String {
+    let script = script.replace('\\', "\\\\").replace('"', "\\\"");
+    format!(
+        "name = \"box\"\nprompt = \"go\"\n[agent]\nkind = \"cli\"\nbinary = \"sh\"\nargs = [\"-c\", \"cat >/dev/null; {script}\"]\n\
+         [sandbox]\nkind = \"{engine}\"\nimage = \"{IMAGE}\"\n{extra_sandbox}\n[loop]\nmax_iterations = 1\nidle_timeout = \"60s\"\n"
+    )
+}
+
+const COMMIT: &str = "id -u > owner.txt && git add owner.txt && git -c user.name=box -c user.email=box@example.com commit -qm 'from the box' && echo '<promise>COMPLETE</promise>'";
+
+fn writes_commits_and_merges(engine: &str) {
+    if !ready(engine) {
+        return;
+    }
+    let env = TestEnv::new();
+    let run = env.run_manifest(&manifest(engine, COMMIT, ""), &[]);
+    run.assert_code(0);
+    let record = run.record();
+    assert_eq!(record["sandbox"], engine);
+    assert!(record["container"].as_str().unwrap().starts_with("eden-"));
+    assert_eq!(record["merged_into"], "main", "{}", run.stderr);
+    assert_eq!(env.log_subjects("main")[0], "from the box");
+    // The agent ran as the host user, so its files belong to the host user.
+    use std::os::unix::fs::MetadataExt;
+    let owner = std::fs::metadata(env.repo.join("owner.txt")).unwrap().uid();
+    assert_eq!(owner, nix::unistd::getuid().as_raw());
+    assert_eq!(std::fs::read_to_string(env.repo.join("owner.txt")).unwrap().trim(), owner.to_string());
+    assert!(containers_of(engine, &std::fs::canonicalize(&env.repo).unwrap()).is_empty(), "container removed");
+    env.assert_pristine();
+}
+
+fn ctrl_c_leaves_no_container(engine: &str) {
+    if !ready(engine) {
+        return;
+    }
+    let env = TestEnv::new();
+    let shared = env.root().join("shared");
+    std::fs::create_dir_all(&shared).unwrap();
+    let mount = format!("mounts = [{{ host = \"{}\", sandbox = \"/shared\" }}]", shared.display());
+    let path = env.write_manifest(&manifest(engine, "echo half > half.txt; touch /shared/ready; sleep 300", &mount));
+    let mut command = env.eden_command(&["run", path.to_str().unwrap(), "--json"]);
+    command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    let child = command.spawn().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !shared.join("ready").exists() {
+        assert!(std::time::Instant::now() < deadline, "the agent never started");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
+    let run = Run::from(child.wait_with_output().unwrap());
+    run.assert_code(130);
+    assert!(containers_of(engine, &std::fs::canonicalize(&env.repo).unwrap()).is_empty(), "container removed");
+    let record = run.record();
+    let worktree = record["preserved_worktree"].as_str().expect("the dirty worktree is kept");
+    assert_eq!(std::fs::read_to_string(format!("{worktree}/half.txt")).unwrap(), "half\n");
+}
+
+fn network_none_has_no_network(engine: &str) {
+    if !ready(engine) {
+        return;
+    }
+    let env = TestEnv::new();
+    let script = "echo \"interfaces: $(ls /sys/class/net | tr '\\n' ' ')\"; echo '<promise>COMPLETE</promise>'";
+    let run = env.run_manifest(&manifest(engine, script, "network = \"none\""), &[]);
+    run.assert_code(0);
+    assert!(run.stderr.contains("| interfaces: lo \n"), "only loopback: {}", run.stderr);
+}
+
+fn limits_are_enforced(engine: &str) {
+    if !ready(engine) {
+        return;
+    }
+    let env = TestEnv::new();
+    // A fork bomb in miniature: 200 sleepers against a limit of 30 processes.
+    // dash gives up at the first failed fork, so count the forks in a child shell.
+    let script = "n=$(sh -c 'for i in $(seq 200); do sleep 30 >/dev/null 2>&1 & echo x; done' 2>/dev/null | wc -l); echo \"started $n\"; echo '<promise>COMPLETE</promise>'";
+    let run = env.run_manifest(&manifest(engine, script, "pids_limit = 30"), &[]);
+    run.assert_code(0);
+    let started: usize = run
+        .stderr
+        .lines()
+        .find_map(|l| l.split("| started ").nth(1))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{}", run.stderr));
+    assert!(started < 30, "pids_limit caps the processes: {started} started");
+    // Memory: a process holding 300 MB in a 64 MB container is killed.
+    let run = env.run_manifest(
+        &manifest(engine, "head -c 300000000 /dev/zero | tail > /dev/null; echo \"tail exit $?\"", "memory = \"64m\""),
+        &[],
+    );
+    assert!(run.stderr.contains("| tail exit 137"), "the memory hog is OOM-killed: {}", run.stderr);
+    assert!(containers_of(engine, &std::fs::canonicalize(&env.repo).unwrap()).is_empty());
+}
+
+fn env_values_stay_out_of_ps_and_logs(engine: &str) {
+    if !ready(engine) {
+        return;
+    }
+    let env = TestEnv::new();
+    let secret = format!("s3cret-{}", std::process::id());
+    // The agent proves the value arrived (by its hash) and stays alive long enough to be seen.
+    let script = "printf %s \"$EDEN_TEST_TOKEN\" | sha256sum; sleep 2; echo '<promise>COMPLETE</promise>'";
+    let manifest = format!(
+        "{}[logging]\nfile = \".eden/logs/run.log\"\n",
+        manifest(engine, script, "")
+            .replace("[sandbox]", "env = { EDEN_TEST_TOKEN = \"${EDEN_TEST_TOKEN_SOURCE}\" }\n[sandbox]")
+    );
+    let path = env.write_manifest(&manifest);
+    let mut command = env.eden_command(&["run", path.to_str().unwrap(), "--json"]);
+    command.env("EDEN_TEST_TOKEN_SOURCE", &secret);
+    command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    let child = command.spawn().unwrap();
+    // While it runs, no process's command line may carry the value.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    while std::time::Instant::now() < deadline {
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
+                assert!(
+                    !String::from_utf8_lossy(&cmdline).contains(&secret),
+                    "secret on a command line: {:?}",
+                    entry.path()
+                );
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let run = Run::from(child.wait_with_output().unwrap());
+    run.assert_code(0);
+    let hash = Command::new("sh").arg("-c").arg(format!("printf %s '{secret}' | sha256sum")).output().unwrap();
+    let hash = String::from_utf8_lossy(&hash.stdout).split_whitespace().next().unwrap().to_owned();
+    assert!(run.stderr.contains(&hash), "the agent received the value");
+    let log = std::fs::read_to_string(env.repo.join(".eden/logs/run.log")).unwrap();
+    for (what, text) in [("stderr", &run.stderr), ("record", &run.stdout), ("log", &log)] {
+        assert!(!text.contains(&secret), "the value leaked into the {what}");
+    }
+}
+
+fn missing_image_is_a_clear_error(engine: &str) {
+    if !ready(engine) {
+        return;
+    }
+    let env = TestEnv::new();
+    let run = env.run_manifest(&manifest(engine, "true", "").replace(IMAGE, "localhost/eden-no-such-image:1"), &[]);
+    run.assert_code(6);
+    assert_eq!(
+        run.error_text(),
+        format!(
+            "error: image `localhost/eden-no-such-image:1` is not available to {engine}\n\
+             hint: build it first (`{engine} build -t localhost/eden-no-such-image:1 .`); eden never pulls images"
+        )
+    );
+    env.assert_pristine();
+    assert!(!env.repo.join(".eden").exists(), "nothing created");
+}
+
+macro_rules! engine_tests {
+    ($engine:ident) => {
+        mod $engine {
+            #[test]
+            fn writes_commits_and_merges() {
+                super::writes_commits_and_merges(stringify!($engine));
+            }
+            #[test]
+            fn ctrl_c_leaves_no_container() {
+                super::ctrl_c_leaves_no_container(stringify!($engine));
+            }
+            #[test]
+            fn network_none_has_no_network() {
+                super::network_none_has_no_network(stringify!($engine));
+            }
+            #[test]
+            fn limits_are_enforced() {
+                super::limits_are_enforced(stringify!($engine));
+            }
+            #[test]
+            fn env_values_stay_out_of_ps_and_logs() {
+                super::env_values_stay_out_of_ps_and_logs(stringify!($engine));
+            }
+            #[test]
+            fn missing_image_is_a_clear_error() {
+                super::missing_image_is_a_clear_error(stringify!($engine));
+            }
+        }
+    };
+}
+
+engine_tests!(docker);
+engine_tests!(podman);
