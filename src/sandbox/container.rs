@@ -275,9 +275,12 @@ fn kill_inside(engine: Engine, container: &str, pid_file: &Path, signal: Signal)
 /// killed before it could clean up). Returns the names removed.
 pub fn prune_abandoned(engine: Engine, repo_root: &Path) -> Vec<String> {
     let filter = format!("label=eden.repo={}", repo_root.display());
-    let Ok(listing) = engine_command(engine)
-        .args(["ps", "-a", "--filter", &filter, "--format", "{{.Names}} {{.Label \"eden.pid\"}}"])
-        .output()
+    // The engines' templates differ: docker's `ps` has a `Label` function, podman a `Labels` map.
+    let format = match engine {
+        Engine::Docker => "{{.Names}} {{.Label \"eden.pid\"}}",
+        Engine::Podman => "{{.Names}} {{index .Labels \"eden.pid\"}}",
+    };
+    let Ok(listing) = engine_command(engine).args(["ps", "-a", "--filter", &filter, "--format", format]).output()
     else {
         return Vec::new();
     };

@@ -232,9 +232,101 @@ macro_rules! engine_tests {
             fn missing_image_is_a_clear_error() {
                 super::missing_image_is_a_clear_error(stringify!($engine));
             }
+            #[test]
+            fn agent_missing_from_the_image_is_a_sandbox_error() {
+                super::agent_missing_from_the_image_is_a_sandbox_error(stringify!($engine));
+            }
+            #[test]
+            fn step_timeout_inside_the_container() {
+                super::step_timeout_inside_the_container(stringify!($engine));
+            }
+            #[test]
+            fn read_only_mounts_are_read_only() {
+                super::read_only_mounts_are_read_only(stringify!($engine));
+            }
+            #[test]
+            fn containers_of_dead_runs_are_pruned() {
+                super::containers_of_dead_runs_are_pruned(stringify!($engine));
+            }
         }
     };
 }
 
 engine_tests!(docker);
 engine_tests!(podman);
+
+fn agent_missing_from_the_image_is_a_sandbox_error(engine: &str) {
+    if !ready(engine) {
+        return;
+    }
+    let env = TestEnv::new();
+    let manifest = manifest(engine, "true", "")
+        .replace("binary = \"sh\"\nargs = [\"-c\", \"cat >/dev/null; true\"]", "binary = \"no-such-agent\"");
+    let run = env.run_manifest(&manifest, &[]);
+    run.assert_code(6);
+    let error = run.error_text();
+    assert!(
+        error.contains("the agent could not be started in container `eden-") && error.contains("no-such-agent"),
+        "{error}"
+    );
+    assert!(containers_of(engine, &std::fs::canonicalize(&env.repo).unwrap()).is_empty());
+}
+
+fn step_timeout_inside_the_container(engine: &str) {
+    if !ready(engine) {
+        return;
+    }
+    let env = TestEnv::new();
+    let script = "while true; do echo tick; sleep 0.2; done";
+    let manifest = format!("{}[timeouts]\niteration_step = \"2s\"\n", manifest(engine, script, ""));
+    let started = std::time::Instant::now();
+    let run = env.run_manifest(&manifest, &[]);
+    run.assert_code(4);
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+    assert!(containers_of(engine, &std::fs::canonicalize(&env.repo).unwrap()).is_empty());
+    env.assert_pristine();
+}
+
+fn read_only_mounts_are_read_only(engine: &str) {
+    if !ready(engine) {
+        return;
+    }
+    let env = TestEnv::new();
+    let shared = env.root().join("ro");
+    std::fs::create_dir_all(&shared).unwrap();
+    std::fs::write(shared.join("data.txt"), "data\n").unwrap();
+    let mount = format!("mounts = [{{ host = \"{}\", sandbox = \"/ro\", read_only = true }}]", shared.display());
+    let script = "cat /ro/data.txt; if touch /ro/new 2>/dev/null; then echo writable; else echo read-only; fi; echo '<promise>COMPLETE</promise>'";
+    let run = env.run_manifest(&manifest(engine, script, &mount), &[]);
+    run.assert_code(0);
+    assert!(run.stderr.contains("| data\n") && run.stderr.contains("| read-only\n"), "{}", run.stderr);
+    assert!(!shared.join("new").exists());
+}
+
+fn containers_of_dead_runs_are_pruned(engine: &str) {
+    if !ready(engine) {
+        return;
+    }
+    let env = TestEnv::new();
+    let repo = std::fs::canonicalize(&env.repo).unwrap();
+    // A container as a killed eden would leave it: its eden.pid no longer exists.
+    let mut child = Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let name = format!("eden-leftover-{}", std::process::id());
+    let mut run_args = vec!["run", "-d", "--init", "--name", &name];
+    let labels = [format!("eden.repo={}", repo.display()), format!("eden.pid={dead}")];
+    for label in &labels {
+        run_args.extend(["--label", label]);
+    }
+    if engine == "podman" {
+        run_args.push("--pull=never");
+    }
+    run_args.extend([IMAGE, "tail", "-f", "/dev/null"]);
+    assert!(Command::new(engine).args(&run_args).output().unwrap().status.success());
+    assert_eq!(containers_of(engine, &repo), [name.clone()]);
+    let run = env.run_manifest(&manifest(engine, "echo '<promise>COMPLETE</promise>'", ""), &[]);
+    run.assert_code(0);
+    assert!(run.stderr.contains(&format!("removed container `{name}` left by an earlier run")), "{}", run.stderr);
+    assert!(containers_of(engine, &repo).is_empty());
+}
