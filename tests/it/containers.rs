@@ -324,7 +324,7 @@ fn containers_of_dead_runs_are_pruned(engine: &str) {
     }
     run_args.extend([IMAGE, "tail", "-f", "/dev/null"]);
     assert!(Command::new(engine).args(&run_args).output().unwrap().status.success());
-    assert_eq!(containers_of(engine, &repo), [name.clone()]);
+    assert_eq!(containers_of(engine, &repo), std::slice::from_ref(&name));
     let run = env.run_manifest(&manifest(engine, "echo '<promise>COMPLETE</promise>'", ""), &[]);
     run.assert_code(0);
     assert!(run.stderr.contains(&format!("removed container `{name}` left by an earlier run")), "{}", run.stderr);
