@@ -245,6 +245,10 @@ macro_rules! engine_tests {
                 super::read_only_mounts_are_read_only(stringify!($engine));
             }
             #[test]
+            fn the_simulated_agent_runs_inside() {
+                super::the_simulated_agent_runs_inside(stringify!($engine));
+            }
+            #[test]
             fn containers_of_dead_runs_are_pruned() {
                 super::containers_of_dead_runs_are_pruned(stringify!($engine));
             }
@@ -329,4 +333,16 @@ fn containers_of_dead_runs_are_pruned(engine: &str) {
     run.assert_code(0);
     assert!(run.stderr.contains(&format!("removed container `{name}` left by an earlier run")), "{}", run.stderr);
     assert!(containers_of(engine, &repo).is_empty());
+}
+
+fn the_simulated_agent_runs_inside(engine: &str) {
+    if !ready(engine) {
+        return;
+    }
+    let env = TestEnv::new();
+    let manifest = format!("name = \"sim\"\nprompt = \"hi\"\n[agent]\nkind = \"simulated\"\n[sandbox]\nkind = \"{engine}\"\nimage = \"{IMAGE}\"\n");
+    let run = env.run_manifest(&manifest, &[]);
+    run.assert_code(0);
+    assert!(run.stderr.contains("| simulated agent: working"), "{}", run.stderr);
+    assert_eq!(run.record()["sandbox"], engine);
 }
