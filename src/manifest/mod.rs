@@ -2,9 +2,11 @@
 //! (`values`), loading with file:line:col errors and `--set` overrides (`load`), resolution into
 //! the settings of a run (`plan`), and prompt rendering (`prompt`).
 
+mod agent_plan;
 pub mod load;
 pub mod plan;
 pub mod prompt;
+mod sandbox_plan;
 pub mod schema;
 pub mod values;
 

@@ -21,8 +21,8 @@ pub struct ProcessBuilder {
     cwd: Option<PathBuf>,
     /// `None` removes the variable.
     env: Vec<(OsString, Option<OsString>)>,
-    /// Variables whose values must not appear in `Display` (they are never shown anyway; this
-    /// documents that env is not part of the printed command line).
+    /// What the child reads. Environment values are never part of `Display`: secrets travel in
+    /// the environment, and the printed command line goes into errors and logs.
     stdin: Stdin,
 }
 

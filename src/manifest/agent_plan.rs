@@ -1,0 +1,262 @@
+//! Resolving `[agent]`: which kind, which executable (looked up on the host, or left for the
+//! container to find), its arguments and environment (`${VAR}` expanded from eden's own).
+
+use super::load::{KeyPath, Source};
+use super::plan::DEFAULT_SIGNAL;
+use super::schema::*;
+use super::values::Duration;
+use crate::error::Error;
+use serde::{Serialize, Serializer};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum AgentPlan {
+    Simulated {
+        lines: Vec<String>,
+        line_delay: Option<Duration>,
+        exit_code: i32,
+    },
+    Cli(CliPlan),
+    #[serde(untagged)]
+    Adapter(crate::agent::AdapterSettings),
+}
+
+impl AgentPlan {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            AgentPlan::Simulated { .. } => "simulated",
+            AgentPlan::Cli(_) => "cli",
+            AgentPlan::Adapter(settings) => settings.kind.as_str(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CliPlan {
+    pub binary: PathBuf,
+    /// Argument templates (`{model}`, `{prompt}` filled per iteration), `extra_args` appended.
+    pub args: Vec<String>,
+    pub prompt_via: PromptVia,
+    pub parser: String,
+    pub model: Option<String>,
+    pub env: BTreeMap<String, Secret>,
+}
+
+/// An environment value: never printed, logged or serialized.
+#[derive(Clone)]
+pub struct Secret(pub String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("***")
+    }
+}
+
+impl Serialize for Secret {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str("***")
+    }
+}
+
+pub(super) fn resolve_agent(
+    agent: &AgentSection,
+    source: &Source,
+    host_env: &dyn Fn(&str) -> Option<String>,
+    in_container: bool,
+) -> Result<AgentPlan, Error> {
+    // In a container the executable is looked up there, not on the host.
+    let find_binary = |binary: &str, base_dir: &Path| -> Result<PathBuf, String> {
+        if !in_container {
+            return find_binary(binary, base_dir);
+        }
+        if binary.contains('/') && !binary.starts_with('/') {
+            return Err(format!(
+                "`{binary}` is a relative path, but the agent runs in a container: give a name on the image's PATH or an absolute path inside the image"
+            ));
+        }
+        Ok(PathBuf::from(binary))
+    };
+    let path = KeyPath::parse("agent");
+    let kinds = "simulated, cli, claude-code, codex, opencode, pi, cursor, copilot";
+    let Some(kind) = agent.kind else {
+        return Err(source
+            .error_at(&path, "no agent kind given")
+            .with_hint(format!("set `agent.kind` (or `--agent`) to one of: {kinds}")));
+    };
+    let only_for = |key: &str, set: bool, owner: &str| -> Result<(), Error> {
+        if set {
+            return Err(source
+                .error_at_key(
+                    &path.child(key),
+                    format!("`agent.{key}` does not apply to agent kind `{}`", kind.as_str()),
+                )
+                .with_hint(format!("it is used by kind `{owner}`; remove it")));
+        }
+        Ok(())
+    };
+    if kind == AgentKind::Simulated {
+        only_for("binary", agent.binary.is_some(), "cli and the agent adapters")?;
+    }
+    if kind != AgentKind::Cli {
+        only_for("args", agent.args.is_some(), "cli")?;
+        only_for("prompt_via", agent.prompt_via.is_some(), "cli")?;
+        only_for("parser", agent.parser.is_some(), "cli")?;
+    }
+    if kind != AgentKind::Simulated {
+        only_for("lines", agent.lines.is_some(), "simulated")?;
+        only_for("line_delay", agent.line_delay.is_some(), "simulated")?;
+        only_for("exit_code", agent.exit_code.is_some(), "simulated")?;
+    }
+    if !crate::agent::supports_effort(kind) {
+        only_for("effort", agent.effort.is_some(), "claude-code, codex or opencode")?;
+    }
+    if matches!(kind, AgentKind::Cli | AgentKind::Simulated) {
+        only_for("resume", agent.resume.is_some(), "claude-code, codex, opencode, pi, cursor or copilot")?;
+    }
+    let env = || -> Result<BTreeMap<String, Secret>, Error> {
+        let mut env = BTreeMap::new();
+        for (key, value) in agent.env.clone().unwrap_or_default() {
+            let key_path = path.child("env").child(&key);
+            if key.is_empty() || key.contains('=') || key.contains('\0') {
+                return Err(source.error_at_key(&key_path, format!("invalid environment variable name `{key}`")));
+            }
+            let value = expand_env(&value, host_env).map_err(|missing| {
+                source
+                    .error_at(&key_path, format!("`agent.env.{key}` refers to `${{{missing}}}`, which is not set"))
+                    .with_hint(format!("export `{missing}` before running eden, or remove the reference"))
+            })?;
+            env.insert(key, Secret(value));
+        }
+        Ok(env)
+    };
+
+    match kind {
+        AgentKind::Simulated => {
+            only_for("model", agent.model.is_some(), "cli")?;
+            only_for("extra_args", agent.extra_args.is_some(), "cli")?;
+            only_for("env", agent.env.is_some(), "cli")?;
+            Ok(AgentPlan::Simulated {
+                lines: agent.lines.clone().unwrap_or_else(|| {
+                    vec![
+                        "simulated agent: reading the task".into(),
+                        "simulated agent: working".into(),
+                        format!("simulated agent: done {DEFAULT_SIGNAL}"),
+                    ]
+                }),
+                line_delay: agent.line_delay,
+                exit_code: agent.exit_code.unwrap_or(0),
+            })
+        }
+        AgentKind::Cli => {
+            let Some(binary) = &agent.binary else {
+                return Err(source
+                    .error_at(&path, "agent kind `cli` needs `agent.binary`")
+                    .with_hint("set `agent.binary` (or `--binary`) to the agent's executable"));
+            };
+            let binary = find_binary(binary, &source.base_dir).map_err(|why| {
+                source
+                    .error_at(&path.child("binary"), why)
+                    .with_hint("a name is looked up on PATH; a path with `/` is resolved against the manifest's folder")
+            })?;
+            let parser = agent.parser.clone().unwrap_or_else(|| "lines".to_owned());
+            if crate::agent::parser_named(&parser).is_none() {
+                return Err(source
+                    .error_at(&path.child("parser"), format!("unknown parser `{parser}`"))
+                    .with_hint(format!("parsers: {}", crate::agent::PARSERS.join(", "))));
+            }
+            let args = agent.args.clone().unwrap_or_default();
+            if agent.model.is_none() && args.iter().any(|a| a.contains("{model}")) {
+                return Err(source
+                    .error_at(&path.child("args"), "`agent.args` uses `{model}` but `agent.model` is not set")
+                    .with_hint("set `agent.model` (or `--model`)"));
+            }
+            let prompt_via = agent.prompt_via.unwrap_or(PromptVia::Stdin);
+            let mut args = args;
+            if prompt_via == PromptVia::Arg && !args.iter().any(|a| a.contains("{prompt}")) {
+                args.push("{prompt}".into());
+            }
+            args.extend(agent.extra_args.clone().unwrap_or_default());
+            let env = env()?;
+            Ok(AgentPlan::Cli(CliPlan { binary, args, prompt_via, parser, model: agent.model.clone(), env }))
+        }
+        adapter => {
+            let (default, install) = crate::agent::default_binary(adapter).expect("adapters have a binary");
+            let binary = match &agent.binary {
+                Some(binary) => find_binary(binary, &source.base_dir).map_err(|why| {
+                    source.error_at(&path.child("binary"), why).with_hint(
+                        "a name is looked up on PATH; a path with `/` is resolved against the manifest's folder",
+                    )
+                })?,
+                None if in_container => PathBuf::from(default),
+                None => which::which(default).map_err(|_| {
+                    source
+                        .error_at(
+                            &path.child("kind"),
+                            format!("agent kind `{}` runs `{default}`, which was not found on PATH", adapter.as_str()),
+                        )
+                        .with_hint(format!("{install}; or set `agent.binary` to its path"))
+                })?,
+            };
+            Ok(AgentPlan::Adapter(crate::agent::AdapterSettings {
+                kind: adapter,
+                binary,
+                model: agent.model.clone(),
+                effort: agent.effort.clone(),
+                extra_args: agent.extra_args.clone().unwrap_or_default(),
+                env: env()?,
+                resume: agent.resume.clone(),
+            }))
+        }
+    }
+}
+
+/// Find an executable: a name on PATH, or a path relative to the manifest's folder.
+fn find_binary(binary: &str, base_dir: &Path) -> Result<PathBuf, String> {
+    if binary.trim().is_empty() {
+        return Err("`agent.binary` is empty".into());
+    }
+    if binary.contains('/') {
+        let path = base_dir.join(binary);
+        let path =
+            std::fs::canonicalize(&path).map_err(|_| format!("agent binary `{}` does not exist", path.display()))?;
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).map(|m| m.permissions().mode()).unwrap_or(0);
+        if path.is_dir() || mode & 0o111 == 0 {
+            return Err(format!("agent binary `{}` is not executable", path.display()));
+        }
+        return Ok(path);
+    }
+    which::which(binary).map_err(|_| format!("agent binary `{binary}` was not found on PATH"))
+}
+
+/// Expand `${VAR}` references from the host environment; the name of a missing one is the error.
+pub fn expand_env(value: &str, host_env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::with_capacity(value.len());
+    let mut rest = value;
+    while let Some(start) = rest.find("${") {
+        let Some(end) = rest[start..].find('}') else {
+            break;
+        };
+        let name = &rest[start + 2..start + end];
+        out.push_str(&rest[..start]);
+        out.push_str(&host_env(name).ok_or_else(|| name.to_owned())?);
+        rest = &rest[start + end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_expansion() {
+        let env = |name: &str| (name == "HOME_X").then(|| "/h".to_owned());
+        assert_eq!(expand_env("a ${HOME_X}/b", &env).unwrap(), "a /h/b");
+        assert_eq!(expand_env("${NOPE}", &env).unwrap_err(), "NOPE");
+        assert_eq!(expand_env("plain $X", &env).unwrap(), "plain $X");
+    }
+}

@@ -1,0 +1,103 @@
+//! Resolving `[sandbox]`: none, or a docker/podman container with its image, network, limits
+//! and extra mounts (paths resolved and checked here, before anything runs).
+
+use super::load::{KeyPath, Source};
+use super::schema::*;
+use crate::error::Error;
+use serde::Serialize;
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum SandboxPlan {
+    None,
+    Container(ContainerPlan),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Engine {
+    Docker,
+    Podman,
+}
+
+impl Engine {
+    pub fn binary(self) -> &'static str {
+        match self {
+            Engine::Docker => "docker",
+            Engine::Podman => "podman",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ContainerPlan {
+    pub engine: Engine,
+    pub image: String,
+    pub network: Network,
+    pub cpus: Option<f64>,
+    pub memory: Option<u64>,
+    pub pids_limit: Option<u32>,
+    pub mounts: Vec<MountPlan>,
+    pub run_args: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct MountPlan {
+    pub host: PathBuf,
+    pub sandbox: String,
+    pub read_only: bool,
+}
+
+pub(super) fn resolve_sandbox(section: &SandboxSection, source: &Source) -> Result<SandboxPlan, Error> {
+    let path = KeyPath::parse("sandbox");
+    let engine = match section.kind {
+        None | Some(SandboxKind::None) => return Ok(SandboxPlan::None),
+        Some(SandboxKind::Docker) => Engine::Docker,
+        Some(SandboxKind::Podman) => Engine::Podman,
+        Some(SandboxKind::Isolated) => unreachable!("refused by refuse_unbuilt"),
+    };
+    let Some(image) = section.image.clone().filter(|image| !image.trim().is_empty()) else {
+        return Err(source
+            .error_at(&path, format!("sandbox kind `{}` needs `sandbox.image`", engine.binary()))
+            .with_hint("set `sandbox.image` to a local image, e.g. one built with `docker build -t eden:myrepo .`"));
+    };
+    if let Some(cpus) = section.cpus {
+        if !(cpus > 0.0 && cpus.is_finite()) {
+            return Err(
+                source.error_at(&path.child("cpus"), format!("`sandbox.cpus` must be a positive number, not {cpus}"))
+            );
+        }
+    }
+    if section.pids_limit == Some(0) {
+        return Err(source.error_at(&path.child("pids_limit"), "`sandbox.pids_limit` must be at least 1"));
+    }
+    let mut mounts = Vec::new();
+    for (index, mount) in section.mounts.clone().unwrap_or_default().into_iter().enumerate() {
+        let at = path.child("mounts").index(index);
+        let host = match mount.host.strip_prefix("~/") {
+            Some(rest) => std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default().join(rest),
+            None => source.base_dir.join(&mount.host),
+        };
+        if !host.exists() {
+            return Err(source
+                .error_at(&at.child("host"), format!("mount source `{}` does not exist", host.display()))
+                .with_hint("create it, or fix the path (relative paths resolve against the manifest's folder)"));
+        }
+        if !mount.sandbox.starts_with('/') {
+            return Err(source
+                .error_at(&at.child("sandbox"), format!("mount target `{}` must be an absolute path", mount.sandbox)));
+        }
+        mounts.push(MountPlan { host, sandbox: mount.sandbox, read_only: mount.read_only });
+    }
+    Ok(SandboxPlan::Container(ContainerPlan {
+        engine,
+        image,
+        network: section.network.unwrap_or(Network::Bridge),
+        cpus: section.cpus,
+        memory: section.memory.map(|size| size.0),
+        pids_limit: section.pids_limit,
+        mounts,
+        run_args: section.run_args.clone().unwrap_or_default(),
+    }))
+}
