@@ -92,7 +92,7 @@ pub fn resolve(manifest: Manifest, source: &Source, host_env: &dyn Fn(&str) -> O
 
     let prompt = resolve_prompt(&manifest, source)?;
     let sandbox = resolve_sandbox(&manifest.sandbox, source)?;
-    let agent = resolve_agent(&manifest.agent, source, host_env, !matches!(sandbox, SandboxPlan::None))?;
+    let agent = resolve_agent(&manifest.agent, source, host_env, matches!(sandbox, SandboxPlan::Container(_)))?;
     let loop_ = resolve_loop(&manifest.loop_, source)?;
     let branch = resolve_branch(&manifest.branch, source)?;
 
@@ -161,15 +161,12 @@ pub fn resolve(manifest: Manifest, source: &Source, host_env: &dyn Fn(&str) -> O
 fn refuse_unbuilt(manifest: &Manifest, source: &Source) -> Result<(), Error> {
     let at = |key: &str| KeyPath::parse(key);
     let unsupported = |path: KeyPath, what: String| {
-        Err(source.error_at(&path, format!("{what} is not supported yet")).with_hint(
-            "this version of eden runs agents on the host or in docker/podman containers, without hooks or steps; remove it from the manifest",
-        ))
+        Err(source
+            .error_at(&path, format!("{what} is not supported yet"))
+            .with_hint("this version of eden runs agents without hooks or steps; remove it from the manifest"))
     };
-    if manifest.sandbox.kind == Some(SandboxKind::Isolated) {
-        return unsupported(at("sandbox.kind"), "sandbox kind `isolated`".into());
-    }
     let sandbox = &manifest.sandbox;
-    let container = matches!(sandbox.kind, Some(SandboxKind::Docker | SandboxKind::Podman));
+    let container = matches!(sandbox.kind, Some(SandboxKind::Docker | SandboxKind::Podman | SandboxKind::Isolated));
     for (key, set) in [
         ("image", sandbox.image.is_some()),
         ("network", sandbox.network.is_some()),

@@ -12,6 +12,10 @@ use std::path::PathBuf;
 pub enum SandboxPlan {
     None,
     Container(ContainerPlan),
+    /// A private clone outside the repository, run under bubblewrap.
+    Isolated {
+        network: Network,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -55,7 +59,34 @@ pub(super) fn resolve_sandbox(section: &SandboxSection, source: &Source) -> Resu
         None | Some(SandboxKind::None) => return Ok(SandboxPlan::None),
         Some(SandboxKind::Docker) => Engine::Docker,
         Some(SandboxKind::Podman) => Engine::Podman,
-        Some(SandboxKind::Isolated) => unreachable!("refused by refuse_unbuilt"),
+        Some(SandboxKind::Isolated) => {
+            for (key, set) in [
+                ("image", section.image.is_some()),
+                ("cpus", section.cpus.is_some()),
+                ("memory", section.memory.is_some()),
+                ("pids_limit", section.pids_limit.is_some()),
+                ("mounts", section.mounts.is_some()),
+                ("run_args", section.run_args.is_some()),
+            ] {
+                if set {
+                    return Err(source
+                        .error_at_key(
+                            &path.child(key),
+                            format!("`sandbox.{key}` applies to docker and podman, not `isolated`"),
+                        )
+                        .with_hint("remove it, or use `sandbox.kind = \"docker\"` or `\"podman\"`"));
+                }
+            }
+            if section.network == Some(Network::Host) {
+                return Err(source
+                    .error_at(
+                        &path.child("network"),
+                        "`isolated` supports `network = \"none\"` or `\"bridge\"` (the host's)",
+                    )
+                    .with_hint("use `bridge` for network access, `none` for none"));
+            }
+            return Ok(SandboxPlan::Isolated { network: section.network.unwrap_or(Network::Bridge) });
+        }
     };
     let Some(image) = section.image.clone().filter(|image| !image.trim().is_empty()) else {
         return Err(source

@@ -186,6 +186,11 @@ pub(crate) async fn run_loop(
             session_totals.insert(id, total);
         }
 
+        // Where the agent worked elsewhere (an isolated copy), its commits come back first.
+        let synced = sandbox.sync();
+        if let Ok(Some(note)) = &synced {
+            reporter.report(&Event::Info { message: note });
+        }
         // Commits the agent made this iteration, oldest first.
         let all = workspace.worktree.commits_between(&pre.base_commit, "HEAD")?;
         let mut new_commits = Vec::new();
@@ -198,17 +203,8 @@ pub(crate) async fn run_loop(
         *commits = Some(all);
 
         let (label, exit_code, mut result) = judge(outcome, iteration, &tail.describe(15), failure.as_ref());
-        // In a container, "command not found" from the exec wrapper is the sandbox's problem
-        // (the image lacks the agent), not the agent's.
-        if let (Some(container), Outcome::Exited { code: 126 | 127, .. }) = (sandbox.container(), outcome) {
-            let stderr = tail.stderr.lines(5).join("\n");
-            if stderr.contains("not found") || stderr.contains("Permission denied") {
-                result = Err(Error::new(
-                    crate::error::ErrorKind::Sandbox,
-                    format!("the agent could not be started in container `{container}`: {}", stderr.trim()),
-                )
-                .with_hint("install the agent in the image, or set `agent.binary` to its path inside the image"));
-            }
+        if let Err(error) = synced {
+            result = Err(error);
         }
         let duration_ms = clock.elapsed().as_millis() as u64;
         reporter.report(&Event::IterationFinished { iteration, outcome: label, exit_code, duration_ms });

@@ -11,8 +11,9 @@ pub mod workspace;
 use crate::agent;
 use crate::error::{Error, ErrorKind};
 use crate::manifest::plan::{Plan, SandboxPlan};
+use crate::manifest::schema::Network;
 use crate::process::{listen_for_signals, Abort};
-use crate::sandbox::{self, container::ContainerRequest, Host, SandboxHandle};
+use crate::sandbox::{self, container::ContainerRequest, isolated::IsolatedRequest, Host, SandboxHandle};
 use crate::ui::{Event, Fanout, LogFileReporter, Reporter};
 use record::{now_rfc3339, ErrorRecord, RunRecord};
 use std::path::PathBuf;
@@ -109,6 +110,15 @@ pub async fn run(plan: &Plan, options: &RunOptions, reporters: Vec<Box<dyn Repor
     let mut sandbox: Box<dyn SandboxHandle> = Box::new(Host);
     let started = match &plan.sandbox {
         SandboxPlan::None => Ok(()),
+        SandboxPlan::Isolated { network } => {
+            let request = IsolatedRequest {
+                run_id: &run_id,
+                repo_root: &pre.root,
+                worktree: &pre.worktree,
+                network: *network != Network::None,
+            };
+            sandbox::isolated::start(&request).map(|handle| sandbox = handle)
+        }
         SandboxPlan::Container(container) => {
             for name in sandbox::prune_abandoned(container.engine, &pre.root) {
                 reporter
@@ -154,10 +164,21 @@ pub async fn run(plan: &Plan, options: &RunOptions, reporters: Vec<Box<dyn Repor
     };
     let container = sandbox.container().map(str::to_owned);
     let sandbox_kind = sandbox.kind();
-    // The container goes first, whatever happened: nothing may be left running.
-    if let Err(err) = sandbox.close() {
-        reporter.report(&Event::Warning { message: &err.message });
-    }
+    // The sandbox goes first, whatever happened: nothing may be left running, and an isolated
+    // copy's uncommitted work must be in the worktree before the finish looks at it.
+    let outcome = match (sandbox.close(), outcome) {
+        (Ok(note), outcome) => {
+            if let Some(note) = note {
+                reporter.report(&Event::Info { message: &note });
+            }
+            outcome
+        }
+        (Err(err), Ok(_)) => Err(err),
+        (Err(err), Err(first)) => {
+            reporter.report(&Event::Warning { message: &err.message });
+            Err(first)
+        }
+    };
     let completion_signal = outcome.as_ref().ok().and_then(|end| end.completion_signal.clone());
     let finished = finish::finish(workspace, outcome, commits, &mut reporter);
 

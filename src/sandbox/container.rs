@@ -36,6 +36,8 @@ pub struct Container {
     /// Host folder (inside the mounted `.git`) for the pid files of running commands.
     pid_dir: PathBuf,
     next_exec: AtomicU64,
+    /// Programs already found in the image (checked once each, before their first exec).
+    found: std::sync::Mutex<std::collections::HashSet<std::ffi::OsString>>,
     removed: bool,
 }
 
@@ -142,6 +144,7 @@ pub fn start(request: &ContainerRequest<'_>) -> Result<Box<dyn SandboxHandle>, E
         name: name.clone(),
         pid_dir: request.common_dir.join("eden-exec").join(request.run_id),
         next_exec: AtomicU64::new(0),
+        found: Default::default(),
         removed: false,
     };
     if !output.success() {
@@ -224,6 +227,7 @@ impl SandboxHandle for Container {
         } else {
             command.program()
         };
+        self.check_program(program)?;
         exec = exec
             .arg(&self.name)
             .args(["sh", "-c", WRAPPER])
@@ -236,9 +240,9 @@ impl SandboxHandle for Container {
         Ok(Prepared { command: exec, inside: Some(Box::new(inside)) })
     }
 
-    fn close(&mut self) -> Result<(), Error> {
+    fn close(&mut self) -> Result<Option<String>, Error> {
         if self.removed {
-            return Ok(());
+            return Ok(None);
         }
         self.removed = true;
         let _ = fs_err::remove_dir_all(&self.pid_dir);
@@ -249,6 +253,29 @@ impl SandboxHandle for Container {
         {
             return Err(sandbox_error(format!("cannot remove container `{}`: {}", self.name, output.stderr.trim())));
         }
+        Ok(None)
+    }
+}
+
+impl Container {
+    /// Fail clearly, before running anything, when the image does not have the program.
+    fn check_program(&self, program: &std::ffi::OsStr) -> Result<(), Error> {
+        let mut found = self.found.lock().unwrap_or_else(|e| e.into_inner());
+        if found.contains(program) {
+            return Ok(());
+        }
+        let probe = engine_command(self.engine)
+            .args(["exec", &self.name, "sh", "-c", "command -v \"$1\" >/dev/null", "sh"])
+            .arg(program);
+        if !run(probe)?.success() {
+            return Err(sandbox_error(format!(
+                "`{}` was not found in container `{}`: the image has no such program on its PATH",
+                program.to_string_lossy(),
+                self.name
+            ))
+            .with_hint("install the agent in the image, or set `agent.binary` to its path inside the image"));
+        }
+        found.insert(program.to_owned());
         Ok(())
     }
 }

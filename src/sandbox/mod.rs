@@ -3,6 +3,7 @@
 //! reach the processes it started there when they must be killed, and clean up.
 
 pub mod container;
+pub mod isolated;
 
 pub use container::{prune_abandoned, start as start_container};
 
@@ -24,8 +25,14 @@ pub trait SandboxHandle: Send {
     /// The container's name, if there is one.
     fn container(&self) -> Option<&str>;
     fn prepare(&self, command: ProcessBuilder) -> Result<Prepared, Error>;
-    /// Remove the sandbox. Idempotent.
-    fn close(&mut self) -> Result<(), Error>;
+    /// After each iteration: bring the agent's work into the worktree where it lives elsewhere
+    /// (the isolated copy). Returns a note for the display, if any.
+    fn sync(&self) -> Result<Option<String>, Error> {
+        Ok(None)
+    }
+    /// Remove the sandbox, bringing back what must come back first. Idempotent. Returns a note
+    /// for the display, if any.
+    fn close(&mut self) -> Result<Option<String>, Error>;
 }
 
 /// No sandbox: commands run on the host as they are.
@@ -44,7 +51,7 @@ impl SandboxHandle for Host {
         Ok(Prepared { command, inside: None })
     }
 
-    fn close(&mut self) -> Result<(), Error> {
-        Ok(())
+    fn close(&mut self) -> Result<Option<String>, Error> {
+        Ok(None)
     }
 }

@@ -6,6 +6,7 @@ mod support;
 mod adapters;
 mod cli;
 mod containers;
+mod isolated;
 mod locks;
 mod loop_watchdogs;
 mod manifest_errors;

@@ -177,13 +177,9 @@ fn invalid_toml() {
 
 #[test]
 fn features_not_built_yet() {
-    insta::assert_snapshot!(rejected(&format!("{OK}[sandbox]\nkind = \"isolated\"\n"), &[]), @r"
-    error: [TMP]/plan.toml:5:8: sandbox kind `isolated` is not supported yet
-    hint: this version of eden runs agents on the host or in docker/podman containers, without hooks or steps; remove it from the manifest
-    ");
     insta::assert_snapshot!(rejected(&format!("{OK}[hooks.host]\non_worktree_ready = [\"npm ci\"]\n"), &[]), @r"
     error: [TMP]/plan.toml:4:1: `[hooks.host]` is not supported yet
-    hint: this version of eden runs agents on the host or in docker/podman containers, without hooks or steps; remove it from the manifest
+    hint: this version of eden runs agents without hooks or steps; remove it from the manifest
     ");
 }
 
@@ -206,6 +202,14 @@ fn container_keys_need_a_container_and_an_image() {
     error: [TMP]/plan.toml:7:11: `sandbox.network` has an unknown value `wifi`
     hint: expected one of: `bridge`, `none`, `host`
     ");
+}
+
+#[test]
+fn isolated_takes_no_container_keys() {
+    insta::assert_snapshot!(rejected(&format!("{OK}[sandbox]\nkind = \"isolated\"\nimage = \"x\"\n"), &[]), @r#"
+    error: [TMP]/plan.toml:6:1: `sandbox.image` applies to docker and podman, not `isolated`
+    hint: remove it, or use `sandbox.kind = "docker"` or `"podman"`
+    "#);
 }
 
 #[test]

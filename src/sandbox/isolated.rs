@@ -1,0 +1,203 @@
+//! `isolated`: the agent works in a private clone of the worktree outside the repository, under
+//! bubblewrap — the whole system read-only, only the clone (and a private `TMPDIR`) writable,
+//! optionally without network. It cannot touch the host repository or other worktrees.
+//! After each iteration its commits are fetched back into the worktree; at the end anything it
+//! left uncommitted is saved as a patch under `.eden/patches/` and applied to the worktree. If
+//! bringing work back fails, the clone is kept and its path reported.
+
+use super::{Prepared, SandboxHandle};
+use crate::error::{Error, ErrorKind};
+use crate::git::Git;
+use crate::process::ProcessBuilder;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+fn sandbox_error(message: impl Into<String>) -> Error {
+    Error::new(ErrorKind::Sandbox, message)
+}
+
+pub struct IsolatedRequest<'a> {
+    pub run_id: &'a str,
+    pub repo_root: &'a Path,
+    pub worktree: &'a Path,
+    pub network: bool,
+}
+
+pub struct Isolated {
+    copy: PathBuf,
+    /// The agent's writable temporary folder (`TMPDIR`); the host's `/tmp` stays read-only.
+    tmp: PathBuf,
+    worktree: PathBuf,
+    patches: PathBuf,
+    run_id: String,
+    network: bool,
+    /// Set when work could not be brought back: the copy must survive.
+    keep: AtomicBool,
+    closed: bool,
+}
+
+pub fn start(request: &IsolatedRequest<'_>) -> Result<Box<dyn SandboxHandle>, Error> {
+    if which::which("bwrap").is_err() {
+        return Err(sandbox_error("sandbox kind `isolated` needs bubblewrap (`bwrap`), which is not installed")
+            .with_hint("install it (Debian: `apt-get install bubblewrap`), or use `docker` or `podman`"));
+    }
+    let copy = std::env::temp_dir().join(format!("eden-isolated-{}", request.run_id));
+    // A real copy (no hardlinks): the agent may write anything in it, objects included.
+    let clone = Git::new(request.repo_root).run([
+        "clone".as_ref(),
+        "--quiet".as_ref(),
+        "--no-hardlinks".as_ref(),
+        request.worktree.as_os_str(),
+        copy.as_os_str(),
+    ]);
+    if let Err(err) = clone {
+        let _ = fs_err::remove_dir_all(&copy);
+        return Err(sandbox_error(format!("cannot make the isolated copy: {}", err.message)));
+    }
+    let tmp = std::env::temp_dir().join(format!("eden-isolated-{}-tmp", request.run_id));
+    if let Err(err) = fs_err::create_dir_all(&tmp) {
+        let _ = fs_err::remove_dir_all(&copy);
+        return Err(sandbox_error(format!("cannot make the isolated temporary folder: {err}")));
+    }
+    Ok(Box::new(Isolated {
+        copy,
+        tmp,
+        worktree: request.worktree.to_path_buf(),
+        patches: request.repo_root.join(".eden").join("patches"),
+        run_id: request.run_id.to_owned(),
+        network: request.network,
+        keep: AtomicBool::new(false),
+        closed: false,
+    }))
+}
+
+impl Isolated {
+    fn kept_error(&self, what: &str, err: &Error) -> Error {
+        self.keep.store(true, Ordering::SeqCst);
+        sandbox_error(format!("{what}: {}; the agent's copy is kept at {}", err.message, self.copy.display()))
+            .with_hint(format!(
+                "bring the work over by hand: `git -C {} log`, `git -C {} diff`",
+                self.copy.display(),
+                self.copy.display()
+            ))
+    }
+
+    /// Uncommitted changes in the copy, as a binary patch against its HEAD.
+    fn uncommitted_patch(&self) -> Result<Option<String>, Error> {
+        let copy = Git::new(&self.copy);
+        if copy.dirty_paths()?.is_empty() {
+            return Ok(None);
+        }
+        copy.run(["add", "-A"])?;
+        let patch = copy.run(["diff", "--cached", "--binary", "HEAD"])?;
+        Ok((!patch.trim().is_empty()).then(|| format!("{patch}\n")))
+    }
+}
+
+impl SandboxHandle for Isolated {
+    fn kind(&self) -> &'static str {
+        "isolated"
+    }
+
+    fn container(&self) -> Option<&str> {
+        None
+    }
+
+    fn prepare(&self, command: ProcessBuilder) -> Result<Prepared, Error> {
+        // The agent works in the copy: its directory moves there, everything else stays.
+        let cwd = match command.get_cwd() {
+            Some(cwd) if cwd == self.worktree => self.copy.clone(),
+            Some(cwd) => cwd.to_path_buf(),
+            None => self.copy.clone(),
+        };
+        let mut wrapped = ProcessBuilder::new("bwrap")
+            .args(["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"])
+            .arg("--bind")
+            .arg(&self.copy)
+            .arg(&self.copy)
+            .arg("--bind")
+            .arg(&self.tmp)
+            .arg(&self.tmp)
+            .args(["--unshare-pid", "--die-with-parent"]);
+        if !self.network {
+            wrapped = wrapped.arg("--unshare-net");
+        }
+        wrapped = wrapped
+            .arg("--chdir")
+            .arg(&cwd)
+            .arg("--")
+            .arg(command.program())
+            .args(command.get_args())
+            .cwd(&cwd)
+            .env("TMPDIR", &self.tmp);
+        for (key, value) in command.get_env() {
+            wrapped = match value {
+                Some(value) if key != "PWD" => wrapped.env(key, value),
+                Some(_) => wrapped,
+                None => wrapped.env_remove(key),
+            };
+        }
+        let mut command = command;
+        Ok(Prepared { command: wrapped.stdin(command.take_stdin()), inside: None })
+    }
+
+    fn sync(&self) -> Result<Option<String>, Error> {
+        let worktree = Git::new(&self.worktree);
+        let fetched = worktree
+            .run(["fetch".as_ref(), "--quiet".as_ref(), self.copy.as_os_str(), OsString::from("HEAD").as_os_str()])
+            .and_then(|_| worktree.run(["merge", "--ff-only", "--quiet", "FETCH_HEAD"]));
+        match fetched {
+            Ok(_) => Ok(None),
+            Err(err) => Err(self.kept_error("cannot bring the agent's commits back", &err)),
+        }
+    }
+
+    fn close(&mut self) -> Result<Option<String>, Error> {
+        if self.closed {
+            return Ok(None);
+        }
+        self.closed = true;
+        let mut note = None;
+        if !self.keep.load(Ordering::SeqCst) {
+            match self.uncommitted_patch() {
+                Ok(None) => {}
+                Ok(Some(patch)) => {
+                    let path = self.patches.join(format!("{}.patch", self.run_id));
+                    let saved = fs_err::create_dir_all(&self.patches).and_then(|()| fs_err::write(&path, &patch));
+                    if let Err(err) = saved {
+                        return Err(self
+                            .kept_error("cannot save the agent's uncommitted work", &sandbox_error(err.to_string())));
+                    }
+                    let applied = Git::new(&self.worktree).run([
+                        "apply".as_ref(),
+                        "--whitespace=nowarn".as_ref(),
+                        path.as_os_str(),
+                    ]);
+                    if let Err(err) = applied {
+                        return Err(
+                            self.kept_error(&format!("cannot apply `{}` to the worktree", path.display()), &err)
+                        );
+                    }
+                    let files = patch.lines().filter(|l| l.starts_with("diff --git ")).count();
+                    note = Some(format!(
+                        "the agent left {files} file(s) uncommitted: saved as {} and applied to the worktree",
+                        path.display()
+                    ));
+                }
+                Err(err) => return Err(self.kept_error("cannot read the agent's uncommitted work", &err)),
+            }
+        }
+        let _ = fs_err::remove_dir_all(&self.tmp);
+        if !self.keep.load(Ordering::SeqCst) {
+            let _ = fs_err::remove_dir_all(&self.copy);
+        }
+        Ok(note)
+    }
+}
+
+impl Drop for Isolated {
+    fn drop(&mut self) {
+        let _ = self.close();
+    }
+}

@@ -1,0 +1,91 @@
+//! The `isolated` sandbox: a private clone under bubblewrap. `.ci/run` installs bubblewrap;
+//! elsewhere a missing `bwrap` skips these tests with a note.
+
+use crate::support::{cli_manifest, TestEnv};
+
+fn bwrap() -> bool {
+    if which::which("bwrap").is_ok() {
+        return true;
+    }
+    assert!(std::env::var_os("CI").is_none(), "`bwrap` must be installed in CI (see .ci/run)");
+    eprintln!("skipping: `bwrap` is not installed (apt-get install bubblewrap)");
+    false
+}
+
+fn isolated(extra: &str) -> String {
+    format!("[sandbox]\nkind = \"isolated\"\n{extra}\n[loop]\nmax_iterations = 1")
+}
+
+#[test]
+fn commits_come_back_and_the_agent_cannot_write_outside_its_copy() {
+    if !bwrap() {
+        return;
+    }
+    let env = TestEnv::new();
+    let outside = env.root().join("outside.txt");
+    let agent = env.script(
+        "agent.sh",
+        &format!(
+            "cat >/dev/null\necho \"pwd=$PWD\"\n\
+             echo one > one.txt && git add one.txt && git commit -qm 'isolated commit'\n\
+             for target in {repo}/escape.txt {outside}; do\n\
+               if (echo x > \"$target\") 2>/dev/null; then echo \"wrote $target\"; else echo blocked; fi\n\
+             done\n\
+             echo '<promise>COMPLETE</promise>'",
+            repo = env.repo.display(),
+            outside = outside.display()
+        ),
+    );
+    let run = env.run_manifest(&cli_manifest(&agent, &isolated("")), &[]);
+    run.assert_code(0);
+    let record = run.record();
+    assert_eq!(record["sandbox"], "isolated");
+    assert_eq!(record["merged_into"], "main");
+    assert_eq!(env.log_subjects("main")[0], "isolated commit");
+    assert!(run.stderr.contains("/eden-isolated-"), "the agent works in its copy:\n{}", run.stderr);
+    assert!(!run.stderr.contains("| wrote "), "the agent wrote outside its copy:\n{}", run.stderr);
+    assert!(!env.repo.join("escape.txt").exists() && !outside.exists());
+    let worktree = record["worktree"].as_str().unwrap();
+    assert!(!run.stderr.contains(&format!("| pwd={worktree}")), "the agent ran in the worktree, not a copy");
+    env.assert_pristine();
+}
+
+#[test]
+fn uncommitted_work_comes_back_as_a_patch() {
+    if !bwrap() {
+        return;
+    }
+    let env = TestEnv::new();
+    let agent = env.script(
+        "agent.sh",
+        "cat >/dev/null\necho draft > draft.txt\necho changed >> README.md\necho '<promise>COMPLETE</promise>'",
+    );
+    let run = env.run_manifest(&cli_manifest(&agent, &isolated("")), &[]);
+    run.assert_code(0);
+    let record = run.record();
+    let id = record["id"].as_str().unwrap();
+    let patch = env.repo.join(format!(".eden/patches/{id}.patch"));
+    let text = std::fs::read_to_string(&patch).expect("the patch is saved");
+    assert!(text.contains("draft.txt") && text.contains("README.md"), "{text}");
+    assert!(run.stderr.contains("the agent left 2 file(s) uncommitted"), "{}", run.stderr);
+    // Applied to the worktree, which is therefore kept.
+    let worktree = record["preserved_worktree"].as_str().expect("kept");
+    assert_eq!(std::fs::read_to_string(format!("{worktree}/draft.txt")).unwrap(), "draft\n");
+    assert!(std::fs::read_to_string(format!("{worktree}/README.md")).unwrap().ends_with("changed\n"));
+    assert!(!std::path::Path::new(&format!("/tmp/eden-isolated-{id}")).exists(), "the copy is removed");
+}
+
+#[test]
+fn network_none_leaves_only_loopback() {
+    if !bwrap() {
+        return;
+    }
+    let env = TestEnv::new();
+    let agent = env.script(
+        "agent.sh",
+        "cat >/dev/null\necho \"net: $(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | tr '\\n' ' ')\"\necho '<promise>COMPLETE</promise>'",
+    );
+    let run = env.run_manifest(&cli_manifest(&agent, &isolated("network = \"none\"")), &[]);
+    run.assert_code(0);
+    assert!(run.stderr.contains("| net: lo \n"), "{}", run.stderr);
+}
