@@ -19,7 +19,73 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run an agent as a manifest (or flags) describes: worktree, iterations, merge back
-    Run(RunArgs),
+    Run(Box<RunArgs>),
+    /// Write a starter manifest (and, for container sandboxes, a Dockerfile)
+    Init(InitArgs),
+    /// Build or remove the sandbox image
+    #[command(subcommand)]
+    Image(ImageCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// Agent kind for the manifest
+    #[arg(long, default_value = "claude-code")]
+    pub agent: String,
+
+    /// Sandbox for the manifest: none, docker, podman, isolated
+    #[arg(long, default_value = "none")]
+    pub sandbox: String,
+
+    /// Folder to write into (default: the current directory)
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+
+    /// Overwrite existing files
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ImageCommand {
+    /// Build the image from `Dockerfile.eden` with your uid/gid baked in
+    Build(ImageBuildArgs),
+    /// Remove the image
+    Remove(ImageRemoveArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ImageBuildArgs {
+    /// docker or podman (default: docker when its daemon answers, else podman)
+    #[arg(long)]
+    pub engine: Option<String>,
+
+    /// Image name (default: `eden:<repository folder name>`)
+    #[arg(long)]
+    pub tag: Option<String>,
+
+    /// The Dockerfile (default: `Dockerfile.eden`, as `eden init` writes it)
+    #[arg(long, value_name = "PATH", default_value = "Dockerfile.eden")]
+    pub file: PathBuf,
+
+    /// Agent whose CLI to install from npm (claude-code, codex, opencode, pi, copilot, none)
+    #[arg(long, default_value = "claude-code")]
+    pub agent: String,
+
+    /// Base image (default: the Dockerfile's, `debian:bookworm-slim`)
+    #[arg(long, value_name = "IMAGE")]
+    pub base: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ImageRemoveArgs {
+    /// docker or podman (default: docker when its daemon answers, else podman)
+    #[arg(long)]
+    pub engine: Option<String>,
+
+    /// Image name (default: `eden:<repository folder name>`)
+    #[arg(long)]
+    pub tag: Option<String>,
 }
 
 #[derive(Debug, Args)]

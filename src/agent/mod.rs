@@ -93,17 +93,37 @@ pub struct AdapterSettings {
     pub resume: Option<String>,
 }
 
-/// The executable each agent kind runs by default, and where to get it.
-pub fn default_binary(kind: AgentKind) -> Option<(&'static str, &'static str)> {
+/// The executable each agent kind runs by default.
+pub fn default_binary(kind: AgentKind) -> Option<&'static str> {
     Some(match kind {
-        AgentKind::ClaudeCode => ("claude", "install it with `npm install -g @anthropic-ai/claude-code`"),
-        AgentKind::Codex => ("codex", "install it with `npm install -g @openai/codex`"),
-        AgentKind::Opencode => ("opencode", "install it with `npm install -g opencode-ai`"),
-        AgentKind::Pi => ("pi", "install it with `npm install -g @mariozechner/pi-coding-agent`"),
-        AgentKind::Copilot => ("copilot", "install it with `npm install -g @github/copilot`"),
-        AgentKind::Cursor => ("agent", "install Cursor's CLI (it is not on npm), or set `agent.binary`"),
+        AgentKind::ClaudeCode => "claude",
+        AgentKind::Codex => "codex",
+        AgentKind::Opencode => "opencode",
+        AgentKind::Pi => "pi",
+        AgentKind::Copilot => "copilot",
+        AgentKind::Cursor => "agent",
         AgentKind::Cli | AgentKind::Simulated => return None,
     })
+}
+
+/// The npm package that provides an agent's CLI (Cursor's is not on npm).
+pub fn npm_package(kind: AgentKind) -> Option<&'static str> {
+    Some(match kind {
+        AgentKind::ClaudeCode => "@anthropic-ai/claude-code",
+        AgentKind::Codex => "@openai/codex",
+        AgentKind::Opencode => "opencode-ai",
+        AgentKind::Pi => "@mariozechner/pi-coding-agent",
+        AgentKind::Copilot => "@github/copilot",
+        AgentKind::Cursor | AgentKind::Cli | AgentKind::Simulated => return None,
+    })
+}
+
+/// How to get an agent's CLI, for error hints.
+pub fn install_hint(kind: AgentKind) -> String {
+    match npm_package(kind) {
+        Some(package) => format!("install it with `npm install -g {package}`"),
+        None => "install Cursor's CLI (it is not on npm), or set `agent.binary`".to_owned(),
+    }
 }
 
 /// Agents that take their prompt on the command line rather than stdin.
@@ -195,7 +215,7 @@ mod argv_tests {
     fn settings(kind: AgentKind) -> AdapterSettings {
         AdapterSettings {
             kind,
-            binary: PathBuf::from(default_binary(kind).unwrap().0),
+            binary: PathBuf::from(default_binary(kind).unwrap()),
             model: Some("the-model".into()),
             effort: supports_effort(kind).then(|| "high".to_owned()),
             extra_args: vec!["--extra".into()],

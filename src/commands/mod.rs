@@ -1,3 +1,5 @@
 //! One file per subcommand: arguments into settings, then the core.
 
+pub mod image;
+pub mod init;
 pub mod run;

@@ -182,7 +182,8 @@ pub(super) fn resolve_agent(
             Ok(AgentPlan::Cli(CliPlan { binary, args, prompt_via, parser, model: agent.model.clone(), env }))
         }
         adapter => {
-            let (default, install) = crate::agent::default_binary(adapter).expect("adapters have a binary");
+            let default = crate::agent::default_binary(adapter).expect("adapters have a binary");
+            let install = crate::agent::install_hint(adapter);
             let binary = match &agent.binary {
                 Some(binary) => find_binary(binary, &source.base_dir).map_err(|why| {
                     source.error_at(&path.child("binary"), why).with_hint(

@@ -157,6 +157,14 @@ impl ProcessBuilder {
         })
     }
 
+    /// Run to completion with the child's output shown to the user on stderr (stdout is for
+    /// data). It stays in eden's process group, so Ctrl-C at the terminal stops it too.
+    pub fn status_to_stderr(&self) -> std::io::Result<std::process::ExitStatus> {
+        let mut command = self.command();
+        command.stdin(Stdio::null()).stdout(std::io::stderr()).stderr(Stdio::inherit());
+        command.status()
+    }
+
     /// Spawn into a new process group with piped stdout and stderr, and stdin piped when there
     /// is something to write (null otherwise, so the child never waits on a terminal).
     pub fn spawn_group(&self) -> std::io::Result<tokio::process::Child> {

@@ -155,6 +155,11 @@ pub fn configure_colors() {
     }
 }
 
+/// A line for people from a one-shot command (`init`, `image`): stderr, never stdout.
+pub fn print_note(message: &str) {
+    eprintln!("{message}");
+}
+
 /// Print an error for people: `error: ...` and `hint: ...` lines on stderr.
 pub fn print_error(message: &str, hint: Option<&str>) {
     let label = console::style("error:").red().bold();

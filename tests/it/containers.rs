@@ -10,7 +10,7 @@ pub const IMAGE: &str = "localhost/eden-test:git";
 static BUILD: Mutex<()> = Mutex::new(());
 
 /// Is `engine` usable, with the test image in it? Builds the image the first time.
-fn ready(engine: &str) -> bool {
+pub fn ready(engine: &str) -> bool {
     let _serial = BUILD.lock().unwrap_or_else(|e| e.into_inner());
     let works = |args: &[&str]| Command::new(engine).args(args).output().is_ok_and(|o| o.status.success());
     if !works(&["version", "--format", "{{.Server.Version}}"]) {
