@@ -83,6 +83,10 @@ impl Error {
         Error::new(ErrorKind::Timeout, message)
     }
 
+    pub fn sandbox(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::Sandbox, message)
+    }
+
     /// A valid request for something a later version of eden will do.
     pub fn unsupported(what: impl fmt::Display) -> Self {
         Error::usage(format!("{what} is not supported yet"))

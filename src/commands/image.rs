@@ -4,15 +4,11 @@
 use super::init::default_tag;
 use crate::agent::npm_package;
 use crate::cli::{ImageBuildArgs, ImageRemoveArgs};
-use crate::error::{Error, ErrorKind};
+use crate::error::Error;
 use crate::git::Git;
 use crate::manifest::plan::Engine;
 use crate::manifest::schema::AgentKind;
 use crate::process::ProcessBuilder;
-
-fn sandbox_error(message: impl Into<String>) -> Error {
-    Error::new(ErrorKind::Sandbox, message)
-}
 
 fn engine(choice: Option<&str>) -> Result<Engine, Error> {
     let reachable = |engine: Engine| {
@@ -27,7 +23,7 @@ fn engine(choice: Option<&str>) -> Result<Engine, Error> {
         Some(other) => Err(Error::usage(format!("unknown engine `{other}`")).with_hint("use `docker` or `podman`")),
         None if reachable(Engine::Docker) => Ok(Engine::Docker),
         None if reachable(Engine::Podman) => Ok(Engine::Podman),
-        None => Err(sandbox_error("neither docker nor podman is available")
+        None => Err(Error::sandbox("neither docker nor podman is available")
             .with_hint("install one (Debian: `apt-get install docker.io` or `podman`) and start it")),
     }
 }
@@ -82,9 +78,9 @@ pub fn build(args: ImageBuildArgs) -> Result<i32, Error> {
     }
     let command = command.arg(context);
     crate::ui::print_note(&format!("building `{tag}` with {}: {command}", engine.binary()));
-    let status = command.status_to_stderr().map_err(|err| sandbox_error(format!("cannot run `{command}`: {err}")))?;
+    let status = command.status_to_stderr().map_err(|err| Error::sandbox(format!("cannot run `{command}`: {err}")))?;
     if !status.success() {
-        return Err(sandbox_error(format!("building `{tag}` failed"))
+        return Err(Error::sandbox(format!("building `{tag}` failed"))
             .with_hint("see the build output above; with `--base` you can start from a local image"));
     }
     crate::ui::print_note(&format!(
@@ -97,9 +93,9 @@ pub fn remove(args: ImageRemoveArgs) -> Result<i32, Error> {
     let engine = engine(args.engine.as_deref())?;
     let tag = tag(args.tag)?;
     let command = ProcessBuilder::new(engine.binary()).args(["rmi", &tag]);
-    let output = command.output().map_err(|err| sandbox_error(format!("cannot run `{command}`: {err}")))?;
+    let output = command.output().map_err(|err| Error::sandbox(format!("cannot run `{command}`: {err}")))?;
     if !output.success() {
-        return Err(sandbox_error(format!("cannot remove `{tag}`: {}", output.stderr.trim()))
+        return Err(Error::sandbox(format!("cannot remove `{tag}`: {}", output.stderr.trim()))
             .with_hint("a container may still use it; `eden` removes its own containers at the end of each run"));
     }
     crate::ui::print_note(&format!("removed `{tag}`"));

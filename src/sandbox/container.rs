@@ -11,7 +11,7 @@
 //! in the mounted `.git`; kills then signal that group inside the container.
 
 use super::{Prepared, SandboxHandle};
-use crate::error::{Error, ErrorKind};
+use crate::error::Error;
 use crate::manifest::plan::{ContainerPlan, Engine};
 use crate::manifest::schema::Network;
 use crate::process::{Output, ProcessBuilder, Stdin};
@@ -41,10 +41,6 @@ pub struct Container {
     removed: bool,
 }
 
-fn sandbox_error(message: impl Into<String>) -> Error {
-    Error::new(ErrorKind::Sandbox, message)
-}
-
 /// What the container needs to know about the run.
 pub struct ContainerRequest<'a> {
     pub plan: &'a ContainerPlan,
@@ -60,14 +56,14 @@ fn engine_command(engine: Engine) -> ProcessBuilder {
 }
 
 fn run(command: ProcessBuilder) -> Result<Output, Error> {
-    command.output().map_err(|err| sandbox_error(format!("cannot run `{command}`: {err}")))
+    command.output().map_err(|err| Error::sandbox(format!("cannot run `{command}`: {err}")))
 }
 
 /// Checks that need no container: the engine is installed, reachable, and has the image.
 pub fn preflight(engine: Engine, image: &str) -> Result<(), Error> {
     let binary = engine.binary();
     if which::which(binary).is_err() {
-        return Err(sandbox_error(format!("`{binary}` is not installed (sandbox kind `{binary}`)"))
+        return Err(Error::sandbox(format!("`{binary}` is not installed (sandbox kind `{binary}`)"))
             .with_hint(match engine {
             Engine::Docker => {
                 "install Docker (Debian: `apt-get install docker.io`) and start it, or use `sandbox.kind = \"podman\"`"
@@ -77,17 +73,18 @@ pub fn preflight(engine: Engine, image: &str) -> Result<(), Error> {
     }
     let info = run(engine_command(engine).args(["version", "--format", "{{.Server.Version}}"]))?;
     if !info.success() {
-        return Err(sandbox_error(format!("`{binary} version` cannot reach the engine: {}", first_line(&info.stderr)))
-            .with_hint(match engine {
-                Engine::Docker => {
-                    "is the Docker daemon running? start it (`sudo systemctl start docker`, or `dockerd &`)"
-                }
-                Engine::Podman => "check `podman info` for the engine's own error",
-            }));
+        return Err(Error::sandbox(format!(
+            "`{binary} version` cannot reach the engine: {}",
+            first_line(&info.stderr)
+        ))
+        .with_hint(match engine {
+            Engine::Docker => "is the Docker daemon running? start it (`sudo systemctl start docker`, or `dockerd &`)",
+            Engine::Podman => "check `podman info` for the engine's own error",
+        }));
     }
     let inspect = run(engine_command(engine).args(["image", "inspect", "--format", "{{.Id}}", image]))?;
     if !inspect.success() {
-        return Err(sandbox_error(format!("image `{image}` is not available to {binary}"))
+        return Err(Error::sandbox(format!("image `{image}` is not available to {binary}"))
             .with_hint(format!("build it first (`{binary} build -t {image} .`); eden never pulls images")));
     }
     Ok(())
@@ -101,7 +98,8 @@ pub fn start(request: &ContainerRequest<'_>) -> Result<Box<dyn SandboxHandle>, E
     let name = format!("eden-{}", request.run_id);
     let uid = nix::unistd::getuid().as_raw();
     let gid = nix::unistd::getgid().as_raw();
-    let eden = std::env::current_exe().map_err(|err| sandbox_error(format!("cannot find eden's executable: {err}")))?;
+    let eden =
+        std::env::current_exe().map_err(|err| Error::sandbox(format!("cannot find eden's executable: {err}")))?;
 
     let mut command = engine_command(engine)
         .args(["run", "-d", "--init", "--name", &name])
@@ -149,7 +147,7 @@ pub fn start(request: &ContainerRequest<'_>) -> Result<Box<dyn SandboxHandle>, E
     };
     if !output.success() {
         let _ = container.close();
-        return Err(sandbox_error(format!(
+        return Err(Error::sandbox(format!(
             "the {} container failed to start: {}",
             engine.binary(),
             output.stderr.trim()
@@ -159,18 +157,18 @@ pub fn start(request: &ContainerRequest<'_>) -> Result<Box<dyn SandboxHandle>, E
     // A limit the engine accepted but cannot enforce is reported as a warning: refuse the run.
     if let Some(warning) = output.stderr.lines().find(|l| l.contains("WARNING") && l.to_lowercase().contains("limit")) {
         let _ = container.close();
-        return Err(sandbox_error(format!("{} cannot enforce a limit: {}", engine.binary(), warning.trim()))
+        return Err(Error::sandbox(format!("{} cannot enforce a limit: {}", engine.binary(), warning.trim()))
             .with_hint("remove the limit from `[sandbox]`, or run on a host whose kernel supports it"));
     }
     if let Err(err) = fs_err::create_dir_all(&container.pid_dir) {
         let _ = container.close();
-        return Err(sandbox_error(format!("cannot prepare the container's exec folder: {err}")));
+        return Err(Error::sandbox(format!("cannot prepare the container's exec folder: {err}")));
     }
     // The image's user must be able to work in the worktree.
     let check = run(engine_command(engine).args(["exec", &name, "sh", "-c", "test -w \"$PWD\""]))?;
     if !check.success() {
         let _ = container.close();
-        return Err(sandbox_error(format!(
+        return Err(Error::sandbox(format!(
             "in image `{}`, uid {uid} cannot write the worktree (or the image has no `sh`)",
             plan.image
         ))
@@ -251,7 +249,7 @@ impl SandboxHandle for Container {
             && !output.stderr.contains("No such container")
             && !output.stderr.contains("no such container")
         {
-            return Err(sandbox_error(format!("cannot remove container `{}`: {}", self.name, output.stderr.trim())));
+            return Err(Error::sandbox(format!("cannot remove container `{}`: {}", self.name, output.stderr.trim())));
         }
         Ok(None)
     }
@@ -268,7 +266,7 @@ impl Container {
             .args(["exec", &self.name, "sh", "-c", "command -v \"$1\" >/dev/null", "sh"])
             .arg(program);
         if !run(probe)?.success() {
-            return Err(sandbox_error(format!(
+            return Err(Error::sandbox(format!(
                 "`{}` was not found in container `{}`: the image has no such program on its PATH",
                 program.to_string_lossy(),
                 self.name

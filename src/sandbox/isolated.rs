@@ -6,16 +6,12 @@
 //! bringing work back fails, the clone is kept and its path reported.
 
 use super::{Prepared, SandboxHandle};
-use crate::error::{Error, ErrorKind};
+use crate::error::Error;
 use crate::git::Git;
 use crate::process::ProcessBuilder;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-
-fn sandbox_error(message: impl Into<String>) -> Error {
-    Error::new(ErrorKind::Sandbox, message)
-}
 
 pub struct IsolatedRequest<'a> {
     pub run_id: &'a str,
@@ -39,7 +35,7 @@ pub struct Isolated {
 
 pub fn start(request: &IsolatedRequest<'_>) -> Result<Box<dyn SandboxHandle>, Error> {
     if which::which("bwrap").is_err() {
-        return Err(sandbox_error("sandbox kind `isolated` needs bubblewrap (`bwrap`), which is not installed")
+        return Err(Error::sandbox("sandbox kind `isolated` needs bubblewrap (`bwrap`), which is not installed")
             .with_hint("install it (Debian: `apt-get install bubblewrap`), or use `docker` or `podman`"));
     }
     let copy = std::env::temp_dir().join(format!("eden-isolated-{}", request.run_id));
@@ -53,12 +49,12 @@ pub fn start(request: &IsolatedRequest<'_>) -> Result<Box<dyn SandboxHandle>, Er
     ]);
     if let Err(err) = clone {
         let _ = fs_err::remove_dir_all(&copy);
-        return Err(sandbox_error(format!("cannot make the isolated copy: {}", err.message)));
+        return Err(Error::sandbox(format!("cannot make the isolated copy: {}", err.message)));
     }
     let tmp = std::env::temp_dir().join(format!("eden-isolated-{}-tmp", request.run_id));
     if let Err(err) = fs_err::create_dir_all(&tmp) {
         let _ = fs_err::remove_dir_all(&copy);
-        return Err(sandbox_error(format!("cannot make the isolated temporary folder: {err}")));
+        return Err(Error::sandbox(format!("cannot make the isolated temporary folder: {err}")));
     }
     Ok(Box::new(Isolated {
         copy,
@@ -75,7 +71,7 @@ pub fn start(request: &IsolatedRequest<'_>) -> Result<Box<dyn SandboxHandle>, Er
 impl Isolated {
     fn kept_error(&self, what: &str, err: &Error) -> Error {
         self.keep.store(true, Ordering::SeqCst);
-        sandbox_error(format!("{what}: {}; the agent's copy is kept at {}", err.message, self.copy.display()))
+        Error::sandbox(format!("{what}: {}; the agent's copy is kept at {}", err.message, self.copy.display()))
             .with_hint(format!(
                 "bring the work over by hand: `git -C {} log`, `git -C {} diff`",
                 self.copy.display(),
@@ -167,7 +163,7 @@ impl SandboxHandle for Isolated {
                     let saved = fs_err::create_dir_all(&self.patches).and_then(|()| fs_err::write(&path, &patch));
                     if let Err(err) = saved {
                         return Err(self
-                            .kept_error("cannot save the agent's uncommitted work", &sandbox_error(err.to_string())));
+                            .kept_error("cannot save the agent's uncommitted work", &Error::sandbox(err.to_string())));
                     }
                     let applied = Git::new(&self.worktree).run([
                         "apply".as_ref(),
