@@ -105,18 +105,16 @@ pub enum FailureKind {
 impl FailureKind {
     /// Classify from an HTTP status and/or the message text.
     pub fn classify(status: Option<u64>, message: &str) -> FailureKind {
+        // Status codes count only as whole tokens: `127.0.0.1:41429` is a port, not a 429.
+        let has_status = |code: &str| message.split(|c: char| !c.is_ascii_alphanumeric()).any(|token| token == code);
+        let status = status
+            .or_else(|| ["401", "403", "429"].iter().find(|code| has_status(code)).and_then(|code| code.parse().ok()));
         let lower = message.to_ascii_lowercase();
         match status {
             Some(401 | 403) => FailureKind::Authentication,
             Some(429) => FailureKind::RateLimit,
-            _ if lower.contains("rate limit") || lower.contains("rate_limit") || lower.contains("429") => {
-                FailureKind::RateLimit
-            }
-            _ if lower.contains("401")
-                || lower.contains("authenticat")
-                || lower.contains("unauthorized")
-                || lower.contains("api key") =>
-            {
+            _ if lower.contains("rate limit") || lower.contains("rate_limit") => FailureKind::RateLimit,
+            _ if lower.contains("authenticat") || lower.contains("unauthorized") || lower.contains("api key") => {
                 FailureKind::Authentication
             }
             _ => FailureKind::Other,
@@ -207,5 +205,11 @@ mod tests {
         assert_eq!(FailureKind::classify(None, "Rate limit reached"), FailureKind::RateLimit);
         assert_eq!(FailureKind::classify(None, "unexpected status 401 Unauthorized"), FailureKind::Authentication);
         assert_eq!(FailureKind::classify(None, "model not found"), FailureKind::Other);
+        // A port that happens to contain 429 is not a rate limit.
+        assert_eq!(
+            FailureKind::classify(None, "unexpected status 401 Unauthorized: url: http://127.0.0.1:41429/v1/responses"),
+            FailureKind::Authentication
+        );
+        assert_eq!(FailureKind::classify(None, "HTTP 429 Too Many Requests"), FailureKind::RateLimit);
     }
 }
