@@ -1,6 +1,6 @@
 //! Errors that reach the user: each carries the exit code documented in the README, the message,
-//! and an optional `hint:` with the fix. Library code returns these (or wraps them in `anyhow`
-//! context); `main` finds the first one in the chain to pick the exit code.
+//! and an optional `hint:` with the fix. Every fallible path in eden returns this one type, so
+//! the exit code is always the documented one (`main_with_args` maps it).
 
 use std::fmt;
 
@@ -106,22 +106,3 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
-
-/// The eden error in an `anyhow` chain, if any.
-pub fn find(error: &anyhow::Error) -> Option<&Error> {
-    error.chain().find_map(|cause| cause.downcast_ref::<Error>())
-}
-
-/// Exit code for any error: the eden error's if there is one. Anything else is an unexpected
-/// failure (I/O on eden's own state, say), reported with code 1.
-pub fn exit_code(error: &anyhow::Error) -> i32 {
-    find(error).map_or(1, |e| e.kind.exit_code())
-}
-
-pub type Result<T, E = anyhow::Error> = std::result::Result<T, E>;
-
-/// Shorthand for `Err(Error::usage(..))` in functions returning `anyhow::Result`.
-#[macro_export]
-macro_rules! bail_usage {
-    ($($arg:tt)*) => { return Err($crate::error::Error::usage(format!($($arg)*)).into()) };
-}

@@ -136,12 +136,6 @@ impl Source {
             .unwrap_or((1, 1));
         format!("{}:{line}:{column}", file.display())
     }
-
-    /// Is the key present (in the file or set by a flag)?
-    pub fn has(&self, path: &KeyPath) -> bool {
-        self.overrides.iter().any(|o| o.path == *path)
-            || self.document.as_ref().is_some_and(|document| locate(document.as_table(), &path.0, true).is_some())
-    }
 }
 
 /// What to load: an optional manifest file plus overrides in the order given.

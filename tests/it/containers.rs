@@ -2,7 +2,8 @@
 //! rootfs with git (debootstrap), imported into each engine once per machine. `.ci/run`
 //! installs and starts the engines; elsewhere a missing engine skips its tests with a note.
 
-use crate::support::{Run, TestEnv};
+use crate::support::{interrupt, Run, TestEnv};
+use nix::sys::signal::Signal;
 use std::process::Command;
 use std::sync::Mutex;
 
@@ -89,17 +90,8 @@ fn ctrl_c_leaves_no_container(engine: &str) {
     let shared = env.root().join("shared");
     std::fs::create_dir_all(&shared).unwrap();
     let mount = format!("mounts = [{{ host = \"{}\", sandbox = \"/shared\" }}]", shared.display());
-    let path = env.write_manifest(&manifest(engine, "echo half > half.txt; touch /shared/ready; sleep 300", &mount));
-    let mut command = env.eden_command(&["run", path.to_str().unwrap(), "--json"]);
-    command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
-    let child = command.spawn().unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !shared.join("ready").exists() {
-        assert!(std::time::Instant::now() < deadline, "the agent never started");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
-    let run = Run::from(child.wait_with_output().unwrap());
+    let script = "echo half > half.txt; touch /shared/ready; sleep 300";
+    let (run, _) = interrupt(&env, &manifest(engine, script, &mount), &shared.join("ready"), &[Signal::SIGINT]);
     run.assert_code(130);
     assert!(containers_of(engine, &std::fs::canonicalize(&env.repo).unwrap()).is_empty(), "container removed");
     let record = run.record();

@@ -1,34 +1,9 @@
 //! Real SIGINT/SIGTERM delivered to a running eden.
 
-use crate::support::{cli_manifest, Run, TestEnv};
-use nix::sys::signal::{kill, Signal};
-use nix::unistd::Pid;
+use crate::support::{cli_manifest, interrupt, TestEnv};
+use nix::sys::signal::Signal;
 use std::path::Path;
-use std::time::{Duration, Instant};
-
-fn wait_for(path: &Path) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !path.exists() {
-        assert!(Instant::now() < deadline, "timed out waiting for {}", path.display());
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// Start eden on `manifest`, wait until the agent touched `ready`, send `signals`, collect.
-fn interrupt(env: &TestEnv, manifest: &str, ready: &Path, signals: &[Signal]) -> (Run, Duration) {
-    let path = env.write_manifest(manifest);
-    let mut command = env.eden_command(&["run", path.to_str().unwrap(), "--json"]);
-    command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
-    let child = command.spawn().unwrap();
-    wait_for(ready);
-    let sent = Instant::now();
-    for signal in signals {
-        kill(Pid::from_raw(child.id() as i32), *signal).unwrap();
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    let output = child.wait_with_output().unwrap();
-    (Run::from(output), sent.elapsed())
-}
+use std::time::Duration;
 
 #[test]
 fn ctrl_c_stops_the_agent_keeps_dirty_work_and_exits_130() {

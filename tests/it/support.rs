@@ -197,3 +197,35 @@ pub fn cli_manifest(script: &Path, extra: &str) -> String {
         script.display()
     )
 }
+
+/// Wait until the agent has touched `path` (its way of saying it is running).
+pub fn wait_for(path: &Path) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !path.exists() {
+        assert!(std::time::Instant::now() < deadline, "timed out waiting for {}", path.display());
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Start eden on `manifest`, wait until the agent touched `ready`, send `signals` to eden (a
+/// real SIGINT/SIGTERM, as a terminal or CI runner would), and collect the run and how long it
+/// took from the first signal.
+pub fn interrupt(
+    env: &TestEnv,
+    manifest: &str,
+    ready: &Path,
+    signals: &[nix::sys::signal::Signal],
+) -> (Run, std::time::Duration) {
+    let path = env.write_manifest(manifest);
+    let mut command = env.eden_command(&["run", path.to_str().unwrap(), "--json"]);
+    command.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let child = command.spawn().unwrap();
+    wait_for(ready);
+    let sent = std::time::Instant::now();
+    for signal in signals {
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), *signal).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let output = child.wait_with_output().unwrap();
+    (Run::from(output), sent.elapsed())
+}
