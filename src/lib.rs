@@ -7,6 +7,7 @@ pub mod cli;
 pub mod commands;
 pub mod error;
 pub mod git;
+pub mod hooks;
 pub mod manifest;
 pub mod orchestrator;
 pub mod process;

@@ -115,22 +115,8 @@ pub(super) fn resolve_agent(
     if matches!(kind, AgentKind::Cli | AgentKind::Simulated) {
         only_for("resume", agent.resume.is_some(), "claude-code, codex, opencode, pi, cursor or copilot")?;
     }
-    let env = || -> Result<BTreeMap<String, Secret>, Error> {
-        let mut env = BTreeMap::new();
-        for (key, value) in agent.env.clone().unwrap_or_default() {
-            let key_path = path.child("env").child(&key);
-            if key.is_empty() || key.contains('=') || key.contains('\0') {
-                return Err(source.error_at_key(&key_path, format!("invalid environment variable name `{key}`")));
-            }
-            let value = expand_env(&value, host_env).map_err(|missing| {
-                source
-                    .error_at(&key_path, format!("`agent.env.{key}` refers to `${{{missing}}}`, which is not set"))
-                    .with_hint(format!("export `{missing}` before running eden, or remove the reference"))
-            })?;
-            env.insert(key, Secret(value));
-        }
-        Ok(env)
-    };
+    let env =
+        || super::hooks_plan::resolve_env(&agent.env.clone().unwrap_or_default(), &path.child("env"), source, host_env);
 
     match kind {
         AgentKind::Simulated => {

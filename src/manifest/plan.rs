@@ -5,6 +5,8 @@
 
 use super::agent_plan::resolve_agent;
 pub use super::agent_plan::{AgentPlan, CliPlan, Secret};
+use super::hooks_plan::resolve_hooks;
+pub use super::hooks_plan::HooksPlan;
 use super::load::{KeyPath, Source};
 use super::prompt;
 use super::sandbox_plan::resolve_sandbox;
@@ -32,6 +34,7 @@ pub struct Plan {
     #[serde(rename = "loop")]
     pub loop_: LoopPlan,
     pub timeouts: TimeoutsPlan,
+    pub hooks: HooksPlan,
     pub logging: LoggingPlan,
 }
 
@@ -64,6 +67,7 @@ pub struct LoopPlan {
 #[derive(Debug, Clone, Serialize)]
 pub struct TimeoutsPlan {
     pub iteration_step: Duration,
+    pub hook_step: Duration,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -95,6 +99,8 @@ pub fn resolve(manifest: Manifest, source: &Source, host_env: &dyn Fn(&str) -> O
     let agent = resolve_agent(&manifest.agent, source, host_env, matches!(sandbox, SandboxPlan::Container(_)))?;
     let loop_ = resolve_loop(&manifest.loop_, source)?;
     let branch = resolve_branch(&manifest.branch, source)?;
+    let hook_step = manifest.timeouts.hook_step.unwrap_or(Duration::from_secs(60));
+    let hooks = resolve_hooks(&manifest.hooks, hook_step, source, host_env)?;
 
     // Every placeholder must have a value: prompt_args or a built-in.
     for key in prompt::placeholders(&prompt.template) {
@@ -152,7 +158,9 @@ pub fn resolve(manifest: Manifest, source: &Source, host_env: &dyn Fn(&str) -> O
         loop_,
         timeouts: TimeoutsPlan {
             iteration_step: manifest.timeouts.iteration_step.unwrap_or(Duration::from_secs(3600)),
+            hook_step,
         },
+        hooks,
         logging: LoggingPlan { file: manifest.logging.file.clone() },
     })
 }
@@ -187,11 +195,6 @@ fn refuse_unbuilt(manifest: &Manifest, source: &Source) -> Result<(), Error> {
     }
     if sandbox.env.is_some() {
         return unsupported(at("sandbox.env"), "`sandbox.env`".into());
-    }
-    for (side, phases) in [("host", &manifest.hooks.host), ("sandbox", &manifest.hooks.sandbox)] {
-        if !phases.is_empty() {
-            return unsupported(at("hooks").child(side), format!("`[hooks.{side}]`"));
-        }
     }
     if !manifest.copy_to_worktree.is_empty() {
         return unsupported(at("copy_to_worktree"), "`copy_to_worktree`".into());

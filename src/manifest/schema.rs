@@ -204,16 +204,6 @@ pub struct HookPhases {
     pub on_close: Vec<Hook>,
 }
 
-impl HookPhases {
-    pub fn is_empty(&self) -> bool {
-        self.on_worktree_ready.is_empty()
-            && self.on_sandbox_ready.is_empty()
-            && self.on_iteration_start.is_empty()
-            && self.on_iteration_end.is_empty()
-            && self.on_close.is_empty()
-    }
-}
-
 /// A hook: a shell command, or a table with its own working directory, env and timeout.
 #[derive(Debug, Clone, Serialize)]
 #[serde(untagged)]

@@ -1,12 +1,14 @@
 //! The iteration loop: render the prompt, run the agent under the supervisor, watch its text
 //! for the completion signal, collect the commits it made, decide whether to go on.
 
-use super::record::{now_rfc3339, AgentFailure, IterationRecord, ToolCallRecord};
+use super::record::{now_rfc3339, AgentFailure, HookRecord, IterationRecord, ToolCallRecord};
 use super::workspace::Workspace;
 use super::{interrupted, interrupted_error, LoopEnd, RunOptions};
 use crate::agent::{Agent, CompletionScanner, Invocation, Parser, StreamEvent, Usage, UsageMode};
 use crate::error::Error;
 use crate::git::Commit;
+use crate::hooks::{HookRunner, PhaseRun};
+use crate::manifest::hooks_plan::Phase;
 use crate::manifest::plan::Plan;
 use crate::manifest::prompt;
 use crate::manifest::values::format_duration;
@@ -124,10 +126,12 @@ pub(crate) async fn run_loop(
     workspace: &Workspace,
     agent: &dyn Agent,
     sandbox: &dyn SandboxHandle,
+    hooks: &HookRunner<'_>,
     run_id: &str,
     reporter: &mut dyn Reporter,
     abort: &mut watch::Receiver<Option<Abort>>,
     records: &mut Vec<IterationRecord>,
+    hook_records: &mut Vec<HookRecord>,
     commits: &mut Option<Vec<Commit>>,
 ) -> Result<LoopEnd, Error> {
     let watchdogs = Watchdogs {
@@ -152,6 +156,13 @@ pub(crate) async fn run_loop(
             return Err(error);
         }
         reporter.report(&Event::IterationStarted { iteration, max_iterations: plan.loop_.max_iterations });
+        let start = PhaseRun {
+            phase: Phase::OnIterationStart,
+            iteration: Some(iteration),
+            sandbox: Some(sandbox),
+            extra_env: &[],
+        };
+        hooks.run_phase(&start, reporter, abort, hook_records).await?;
         values.insert("ITERATION".into(), iteration.to_string());
         let rendered = prompt::render(&plan.prompt.template, &values);
         reporter.report(&Event::Prompt { iteration, text: &rendered });
@@ -187,11 +198,26 @@ pub(crate) async fn run_loop(
         }
 
         // Where the agent worked elsewhere (an isolated copy), its commits come back first.
-        let synced = sandbox.sync();
-        if let Ok(Some(note)) = &synced {
-            reporter.report(&Event::Info { message: note });
+        let (label, exit_code, mut result) = judge(outcome, iteration, &tail.describe(15), failure.as_ref());
+        if let Err(error) = sync(sandbox, reporter) {
+            result = result.and(Err(error));
         }
-        // Commits the agent made this iteration, oldest first.
+        // `on_iteration_end` checks an iteration that went well; a failed one goes to `on_close`.
+        if result.is_ok() && hooks.has(Phase::OnIterationEnd) {
+            let end = PhaseRun {
+                phase: Phase::OnIterationEnd,
+                iteration: Some(iteration),
+                sandbox: Some(sandbox),
+                extra_env: &[],
+            };
+            if let Err(error) = hooks.run_phase(&end, reporter, abort, hook_records).await {
+                result = Err(error);
+            }
+            if let Err(error) = sync(sandbox, reporter) {
+                result = result.and(Err(error));
+            }
+        }
+        // Commits made this iteration (by the agent or its hooks), oldest first.
         let all = workspace.worktree.commits_between(&pre.base_commit, "HEAD")?;
         let mut new_commits = Vec::new();
         for commit in &all {
@@ -202,10 +228,6 @@ pub(crate) async fn run_loop(
         }
         *commits = Some(all);
 
-        let (label, exit_code, mut result) = judge(outcome, iteration, &tail.describe(15), failure.as_ref());
-        if let Err(error) = synced {
-            result = Err(error);
-        }
         let duration_ms = clock.elapsed().as_millis() as u64;
         reporter.report(&Event::IterationFinished { iteration, outcome: label, exit_code, duration_ms });
         records.push(IterationRecord {
@@ -239,6 +261,14 @@ pub(crate) async fn run_loop(
         )));
     }
     Ok(LoopEnd { completion_signal: None })
+}
+
+/// Bring the agent's work into the worktree where it worked elsewhere (an isolated copy).
+fn sync(sandbox: &dyn SandboxHandle, reporter: &mut dyn Reporter) -> Result<(), Error> {
+    if let Some(note) = sandbox.sync()? {
+        reporter.report(&Event::Info { message: &note });
+    }
+    Ok(())
 }
 
 /// What an iteration's outcome means: its label for the record, the exit code, and

@@ -10,6 +10,8 @@ pub mod workspace;
 
 use crate::agent;
 use crate::error::{Error, ErrorKind};
+use crate::hooks::{self, HookRunner, PhaseRun};
+use crate::manifest::hooks_plan::Phase;
 use crate::manifest::plan::{Plan, SandboxPlan};
 use crate::manifest::schema::Network;
 use crate::process::{listen_for_signals, Abort};
@@ -106,61 +108,81 @@ pub async fn run(plan: &Plan, options: &RunOptions, reporters: Vec<Box<dyn Repor
     });
 
     let mut iterations = Vec::new();
+    let mut hook_records = Vec::new();
     let mut commits = None;
     let mut sandbox: Box<dyn SandboxHandle> = Box::new(Host);
-    let started = match &plan.sandbox {
-        SandboxPlan::None => Ok(()),
-        SandboxPlan::Isolated { network } => {
-            let request = IsolatedRequest {
-                run_id: &run_id,
-                repo_root: &pre.root,
-                worktree: &pre.worktree,
-                network: *network != Network::None,
-            };
-            sandbox::isolated::start(&request).map(|handle| sandbox = handle)
-        }
-        SandboxPlan::Container(container) => {
-            for name in sandbox::prune_abandoned(container.engine, &pre.root) {
-                reporter
-                    .report(&Event::Warning { message: &format!("removed container `{name}` left by an earlier run") });
-            }
-            let request = ContainerRequest {
-                plan: container,
-                run_id: &run_id,
-                repo_root: &pre.root,
-                common_dir: &pre.common_dir,
-                worktree: &pre.worktree,
-                branch: &pre.branch,
-            };
-            sandbox::start_container(&request).map(|handle| {
-                sandbox = handle;
-                let message = format!(
-                    "{} container `{}` started from `{}`",
-                    container.engine.binary(),
-                    sandbox.container().unwrap_or_default(),
-                    container.image
-                );
-                reporter.report(&Event::Info { message: &message });
-            })
-        }
+    let mut sandbox_up = false;
+    let hooks = HookRunner {
+        plan: &plan.hooks,
+        worktree: &pre.worktree,
+        context: vec![
+            ("EDEN_RUN_ID", run_id.clone()),
+            ("EDEN_NAME", plan.name.clone()),
+            ("EDEN_BRANCH", pre.branch.clone()),
+            ("EDEN_BASE_BRANCH", pre.base_branch.clone().unwrap_or_default()),
+            ("EDEN_WORKTREE", pre.worktree.display().to_string()),
+            ("EDEN_REPO", pre.root.display().to_string()),
+        ],
+        sandbox_env: &[],
+        kill_grace: options.kill_grace,
     };
-    let outcome = match started {
-        Err(error) => Err(error),
-        Ok(()) => {
-            iterate::run_loop(
-                plan,
-                options,
-                &workspace,
-                agent.as_ref(),
-                sandbox.as_ref(),
-                &run_id,
-                &mut reporter,
-                &mut abort,
-                &mut iterations,
-                &mut commits,
-            )
-            .await
+    let outcome: Result<LoopEnd, Error> = 'run: {
+        let host_only = PhaseRun { phase: Phase::OnWorktreeReady, iteration: None, sandbox: None, extra_env: &[] };
+        if let Err(error) = hooks.run_phase(&host_only, &mut reporter, &mut abort, &mut hook_records).await {
+            break 'run Err(error);
         }
+        if let Some(error) = interrupted(&abort) {
+            break 'run Err(error);
+        }
+        if let Err(error) = start_sandbox(plan, &run_id, pre, &mut reporter).map(|handle| sandbox = handle) {
+            break 'run Err(error);
+        }
+        sandbox_up = true;
+        let ready =
+            PhaseRun { phase: Phase::OnSandboxReady, iteration: None, sandbox: Some(sandbox.as_ref()), extra_env: &[] };
+        if let Err(error) = hooks.run_phase(&ready, &mut reporter, &mut abort, &mut hook_records).await {
+            break 'run Err(error);
+        }
+        iterate::run_loop(
+            plan,
+            options,
+            &workspace,
+            agent.as_ref(),
+            sandbox.as_ref(),
+            &hooks,
+            &run_id,
+            &mut reporter,
+            &mut abort,
+            &mut iterations,
+            &mut hook_records,
+            &mut commits,
+        )
+        .await
+    };
+    // `on_close` runs whatever happened, after Ctrl-C too: only a further signal cuts it short.
+    let outcome = if hooks.has(Phase::OnClose) {
+        let status = match &outcome {
+            Ok(_) => "ok".to_owned(),
+            Err(error) => error.kind.as_str().to_owned(),
+        };
+        let extra_env = [("EDEN_STATUS", status)];
+        let close = PhaseRun {
+            phase: Phase::OnClose,
+            iteration: None,
+            sandbox: sandbox_up.then_some(sandbox.as_ref()),
+            extra_env: &extra_env,
+        };
+        let mut later = hooks::later_signals(&abort);
+        match (hooks.run_phase(&close, &mut reporter, &mut later, &mut hook_records).await, outcome) {
+            (Ok(()), outcome) => outcome,
+            (Err(error), Ok(_)) => Err(error),
+            (Err(error), Err(first)) => {
+                reporter.report(&Event::Warning { message: &error.message });
+                Err(first)
+            }
+        }
+    } else {
+        outcome
     };
     let container = sandbox.container().map(str::to_owned);
     let sandbox_kind = sandbox.kind();
@@ -215,6 +237,7 @@ pub async fn run(plan: &Plan, options: &RunOptions, reporters: Vec<Box<dyn Repor
         worktree: finished.worktree,
         max_iterations: plan.loop_.max_iterations,
         iterations,
+        hooks: hook_records,
         completion_signal,
         usage,
         session_id,
@@ -242,6 +265,50 @@ pub async fn run(plan: &Plan, options: &RunOptions, reporters: Vec<Box<dyn Repor
     }
     reporter.report(&Event::RunFinished { record: &record });
     RunResult { record: Some(record), error }
+}
+
+/// Start the run's sandbox (nothing for `none`), pruning containers earlier runs left behind.
+fn start_sandbox(
+    plan: &Plan,
+    run_id: &str,
+    pre: &workspace::Preflight,
+    reporter: &mut dyn Reporter,
+) -> Result<Box<dyn SandboxHandle>, Error> {
+    match &plan.sandbox {
+        SandboxPlan::None => Ok(Box::new(Host)),
+        SandboxPlan::Isolated { network } => {
+            let request = IsolatedRequest {
+                run_id,
+                repo_root: &pre.root,
+                worktree: &pre.worktree,
+                network: *network != Network::None,
+            };
+            sandbox::isolated::start(&request)
+        }
+        SandboxPlan::Container(container) => {
+            for name in sandbox::prune_abandoned(container.engine, &pre.root) {
+                reporter
+                    .report(&Event::Warning { message: &format!("removed container `{name}` left by an earlier run") });
+            }
+            let request = ContainerRequest {
+                plan: container,
+                run_id,
+                repo_root: &pre.root,
+                common_dir: &pre.common_dir,
+                worktree: &pre.worktree,
+                branch: &pre.branch,
+            };
+            let handle = sandbox::start_container(&request)?;
+            let message = format!(
+                "{} container `{}` started from `{}`",
+                container.engine.binary(),
+                handle.container().unwrap_or_default(),
+                container.image
+            );
+            reporter.report(&Event::Info { message: &message });
+            Ok(handle)
+        }
+    }
 }
 
 fn write_record(record: &RunRecord) -> std::io::Result<()> {

@@ -22,6 +22,8 @@ pub struct RunRecord {
     pub worktree: PathBuf,
     pub max_iterations: u32,
     pub iterations: Vec<IterationRecord>,
+    /// Every hook that ran, in order.
+    pub hooks: Vec<HookRecord>,
     /// The signal that ended the run, if one was seen.
     pub completion_signal: Option<String>,
     /// Usage summed over the iterations that reported it.
@@ -63,6 +65,19 @@ pub struct IterationRecord {
     pub tool_calls: Vec<ToolCallRecord>,
     /// A failure the agent reported on its own output.
     pub agent_error: Option<AgentFailure>,
+}
+
+/// One hook that ran, in the order they ran.
+#[derive(Debug, Clone, Serialize)]
+pub struct HookRecord {
+    pub phase: &'static str,
+    pub side: &'static str,
+    pub command: String,
+    pub iteration: Option<u32>,
+    /// `ok`, `failed`, `timeout`, `interrupted`.
+    pub outcome: &'static str,
+    pub exit_code: Option<i32>,
+    pub duration_ms: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]

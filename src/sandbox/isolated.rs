@@ -103,8 +103,10 @@ impl SandboxHandle for Isolated {
     fn prepare(&self, command: ProcessBuilder) -> Result<Prepared, Error> {
         // The agent works in the copy: its directory moves there, everything else stays.
         let cwd = match command.get_cwd() {
-            Some(cwd) if cwd == self.worktree => self.copy.clone(),
-            Some(cwd) => cwd.to_path_buf(),
+            Some(cwd) => match cwd.strip_prefix(&self.worktree) {
+                Ok(inside) => self.copy.join(inside),
+                Err(_) => cwd.to_path_buf(),
+            },
             None => self.copy.clone(),
         };
         let mut wrapped = ProcessBuilder::new("bwrap")

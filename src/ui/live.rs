@@ -95,6 +95,26 @@ impl Reporter for LiveReporter {
                     style(format!("({:.1}s)", *duration_ms as f64 / 1000.0)).dim()
                 ));
             }
+            Event::HookStarted { phase, side, command, .. } => {
+                bar.println(format!(
+                    "{} {} {command}",
+                    style("hook").magenta(),
+                    style(format!("{side} {phase}")).dim()
+                ));
+                bar.set_message(format!("hook {command}"));
+            }
+            Event::HookOutput { text, stderr } => {
+                let text = if *stderr { style(*text).dim().to_string() } else { text.to_string() };
+                bar.println(format!("  {text}"));
+            }
+            Event::HookFinished { outcome, duration_ms, .. } if *outcome != "ok" => {
+                bar.println(format!(
+                    "  {} hook {outcome} {}",
+                    style("✗").red(),
+                    style(format!("({:.1}s)", *duration_ms as f64 / 1000.0)).dim()
+                ));
+            }
+            Event::HookFinished { .. } => {}
             Event::RunFinished { record } => {
                 bar.finish_and_clear();
                 let ok = record.exit_code == 0;

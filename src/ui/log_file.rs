@@ -42,7 +42,9 @@ impl<W: Write> Reporter for JsonLinesReporter<W> {
         let ts = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
         let _ = serde_json::to_writer(&mut self.writer, &Line { ts, event });
         let _ = self.writer.write_all(b"\n");
-        if self.flush_every_event || !matches!(event, Event::AgentText { .. } | Event::AgentStderr { .. }) {
+        if self.flush_every_event
+            || !matches!(event, Event::AgentText { .. } | Event::AgentStderr { .. } | Event::HookOutput { .. })
+        {
             let _ = self.writer.flush();
         }
     }

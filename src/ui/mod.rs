@@ -97,6 +97,25 @@ pub enum Event<'a> {
         exit_code: Option<i32>,
         duration_ms: u64,
     },
+    HookStarted {
+        phase: &'a str,
+        side: &'a str,
+        command: &'a str,
+        iteration: Option<u32>,
+    },
+    HookOutput {
+        text: &'a str,
+        stderr: bool,
+    },
+    HookFinished {
+        phase: &'a str,
+        side: &'a str,
+        command: &'a str,
+        /// `ok`, `failed`, `timeout`, `interrupted`.
+        outcome: &'a str,
+        exit_code: Option<i32>,
+        duration_ms: u64,
+    },
     RunFinished {
         record: &'a RunRecord,
     },

@@ -66,6 +66,12 @@ impl Reporter for PlainReporter {
             Event::IterationFinished { iteration, outcome, duration_ms, .. } => {
                 self.line(&format!("iteration {iteration} finished: {outcome} ({:.1}s)", *duration_ms as f64 / 1000.0));
             }
+            Event::HookStarted { phase, side, command, .. } => self.line(&format!("hook {side} {phase}: {command}")),
+            Event::HookOutput { text, stderr: false } => self.line(&format!("> {text}")),
+            Event::HookOutput { text, stderr: true } => self.line(&format!("! {text}")),
+            Event::HookFinished { phase, outcome, duration_ms, .. } => {
+                self.line(&format!("hook {phase} finished: {outcome} ({:.1}s)", *duration_ms as f64 / 1000.0));
+            }
             Event::RunFinished { record } => {
                 for line in summary_lines(record) {
                     self.line(&line);

@@ -177,9 +177,36 @@ fn invalid_toml() {
 
 #[test]
 fn features_not_built_yet() {
-    insta::assert_snapshot!(rejected(&format!("{OK}[hooks.host]\non_worktree_ready = [\"npm ci\"]\n"), &[]), @r"
-    error: [TMP]/plan.toml:4:1: `[hooks.host]` is not supported yet
+    insta::assert_snapshot!(rejected(&format!("{OK}[[step]]\nname = \"review\"\n"), &[]), @r"
+    error: [TMP]/plan.toml:4:1: `[[step]]` (multi-step manifests) is not supported yet
     hint: this version of eden runs agents without hooks or steps; remove it from the manifest
+    ");
+}
+
+#[test]
+fn bad_hooks() {
+    insta::assert_snapshot!(rejected(&format!("{OK}[hooks.sandbox]\non_worktree_ready = [\"npm ci\"]\n"), &[]), @r"
+    error: [TMP]/plan.toml:5:1: `on_worktree_ready` runs before the sandbox exists
+    hint: move these hooks to `[hooks.host]`, or to `on_sandbox_ready` to run them in the sandbox
+    ");
+    insta::assert_snapshot!(rejected(&format!("{OK}[hooks.host]\non_close = [\"  \"]\n"), &[]), @r"
+    error: [TMP]/plan.toml:5:13: the hook's command is empty
+    hint: give a shell command to run
+    ");
+    insta::assert_snapshot!(rejected(&format!("{OK}[hooks.host]\non_close = [{{ cmd = \"x\", timeout = \"0s\" }}]\n"), &[]), @r"error: [TMP]/plan.toml:5:36: `hooks.host.on_close[0].timeout`: duration `0s` is zero, expected a positive duration");
+    insta::assert_snapshot!(rejected(&format!("{OK}[hooks.host]\non_close = [{{ cmd = \"x\", timeout = \"5 parsecs\" }}]\n"), &[]), @r#"error: [TMP]/plan.toml:5:36: `hooks.host.on_close[0].timeout`: invalid duration `5 parsecs`, expected a duration like "90s", "10m" or "1h30m", or a number of seconds"#);
+    insta::assert_snapshot!(rejected(&format!("{OK}[hooks.host]\non_close = [{{ cmd = \"x\", cdw = \"sub\" }}]\n"), &[]), @r"
+    error: [TMP]/plan.toml:5:26: unknown key `cdw` in `[hooks.host.on_close[0]]`
+    hint: did you mean `cwd`? known keys: `cmd`, `cwd`, `env`, `timeout`
+    ");
+    insta::assert_snapshot!(rejected(&format!("{OK}[hooks.host]\non_closed = [\"x\"]\n"), &[]), @r"
+    error: [TMP]/plan.toml:5:1: unknown key `on_closed` in `[hooks.host]`
+    hint: did you mean `on_close`? known keys: `on_worktree_ready`, `on_sandbox_ready`, `on_iteration_start`, `on_iteration_end`, `on_close`
+    ");
+    insta::assert_snapshot!(rejected(&format!("{OK}[hooks.host]\non_close = [42]\n"), &[]), @r"error: [TMP]/plan.toml:5:13: `hooks.host.on_close[0]`: invalid type: integer `42`, expected a command string or a table { cmd, cwd, env, timeout }");
+    insta::assert_snapshot!(rejected(&format!("{OK}[hooks.host]\non_close = [{{ cmd = \"x\", env = {{ T = \"${{EDEN_TEST_UNSET_VARIABLE}}\" }} }}]\n"), &[]), @r"
+    error: [TMP]/plan.toml:5:38: `hooks.host.on_close[0].env.T` refers to `${EDEN_TEST_UNSET_VARIABLE}`, which is not set
+    hint: export `EDEN_TEST_UNSET_VARIABLE` before running eden, or remove the reference
     ");
 }
 

@@ -1,0 +1,217 @@
+//! Lifecycle hooks: shell commands run at the five phases of a run, on the host (in the
+//! worktree) or in the sandbox, each under the same supervisor as the agent — own process
+//! group, output streamed to the display and log, killed with its whole tree on timeout or abort.
+
+use crate::error::{Error, ErrorKind};
+use crate::manifest::hooks_plan::{HookPlan, HooksPlan, Phase, Side};
+use crate::manifest::values::format_duration;
+use crate::orchestrator::record::HookRecord;
+use crate::process::{supervise, Abort, Handlers, Outcome, ProcessBuilder, Watchdogs};
+use crate::sandbox::{Host, SandboxHandle};
+use crate::ui::{Event, Reporter};
+use std::path::Path;
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+
+/// What every hook of a run shares: the plan and the `EDEN_*` variables it sees.
+pub struct HookRunner<'a> {
+    pub plan: &'a HooksPlan,
+    pub worktree: &'a Path,
+    /// `EDEN_RUN_ID`, `EDEN_NAME`, `EDEN_BRANCH`, ...: set for every hook.
+    pub context: Vec<(&'static str, String)>,
+    /// Environment for everything that runs in the sandbox (`.eden/.env`, `[sandbox] env`).
+    pub sandbox_env: &'a [(String, String)],
+    pub kill_grace: Duration,
+}
+
+/// Where a phase's hooks are: which iteration, whether the sandbox is up to run sandbox hooks.
+pub struct PhaseRun<'a> {
+    pub phase: Phase,
+    pub iteration: Option<u32>,
+    pub sandbox: Option<&'a dyn SandboxHandle>,
+    /// Extra variables for this phase (`EDEN_STATUS` for `on_close`).
+    pub extra_env: &'a [(&'static str, String)],
+}
+
+impl HookRunner<'_> {
+    pub fn has(&self, phase: Phase) -> bool {
+        !self.plan.get(Side::Host, phase).is_empty() || !self.plan.get(Side::Sandbox, phase).is_empty()
+    }
+
+    /// Run a phase's host hooks, then its sandbox hooks, in the order written; stop at the first
+    /// that fails. Sandbox hooks are skipped when there is no sandbox to run them in.
+    pub async fn run_phase(
+        &self,
+        run: &PhaseRun<'_>,
+        reporter: &mut dyn Reporter,
+        abort: &mut watch::Receiver<Option<Abort>>,
+        records: &mut Vec<HookRecord>,
+    ) -> Result<(), Error> {
+        for side in [Side::Host, Side::Sandbox] {
+            if side == Side::Sandbox && run.sandbox.is_none() {
+                continue;
+            }
+            for hook in self.plan.get(side, run.phase) {
+                self.run_hook(hook, side, run, reporter, abort, records).await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn run_hook(
+        &self,
+        hook: &HookPlan,
+        side: Side,
+        run: &PhaseRun<'_>,
+        reporter: &mut dyn Reporter,
+        abort: &mut watch::Receiver<Option<Abort>>,
+        records: &mut Vec<HookRecord>,
+    ) -> Result<(), Error> {
+        let (phase, iteration) = (run.phase, run.iteration);
+        let cwd = match &hook.cwd {
+            Some(cwd) => self.worktree.join(cwd),
+            None => self.worktree.to_path_buf(),
+        };
+        let mut command = ProcessBuilder::new("sh").args(["-c", &hook.cmd]).cwd(&cwd);
+        for (key, value) in self.context.iter().chain(run.extra_env) {
+            command = command.env(key, value);
+        }
+        command = command.env("EDEN_PHASE", phase.as_str()).env("EDEN_HOOK_SIDE", side.as_str());
+        if let Some(iteration) = iteration {
+            command = command.env("EDEN_ITERATION", iteration.to_string());
+        }
+        if side == Side::Sandbox {
+            for (key, value) in self.sandbox_env {
+                command = command.env(key, value);
+            }
+        }
+        for (key, value) in &hook.env {
+            command = command.env(key, &value.0);
+        }
+        let prepared = match (side, run.sandbox) {
+            (Side::Sandbox, Some(sandbox)) => sandbox.prepare(command)?,
+            _ => Host.prepare(command)?,
+        };
+
+        let where_ = describe(side, phase, iteration);
+        reporter.report(&Event::HookStarted {
+            phase: phase.as_str(),
+            side: side.as_str(),
+            command: &hook.cmd,
+            iteration,
+        });
+        let watchdogs = Watchdogs {
+            // A hook may be silent (a build, a test run): only its wall time counts.
+            idle_timeout: hook.timeout.0,
+            idle_warning_interval: hook.timeout.0,
+            step_timeout: hook.timeout.0,
+            completion_timeout: hook.timeout.0,
+            kill_grace: self.kill_grace,
+        };
+        let mut handlers = HookOutput { reporter: &mut *reporter };
+        let clock = Instant::now();
+        let (outcome, tails) =
+            supervise(prepared.command, &watchdogs, &mut handlers, abort, prepared.inside.as_deref()).await.map_err(
+                |err| {
+                    Error::new(ErrorKind::Hook, format!("cannot start the {where_} hook `{}`: {err}", hook.cmd))
+                        .with_hint("check that `sh` exists where the hook runs")
+                },
+            )?;
+        let duration_ms = clock.elapsed().as_millis() as u64;
+        let (label, exit_code, result) = match outcome {
+            Outcome::Exited { code: 0, .. } => ("ok", Some(0), Ok(())),
+            Outcome::Exited { code, .. } => {
+                let mut message = format!("the {where_} hook `{}` failed with exit code {code}", hook.cmd);
+                let tail = tails.describe(15);
+                if !tail.is_empty() {
+                    message.push_str("; its last output:");
+                    message.push_str(&tail);
+                }
+                let error = Error::new(ErrorKind::Hook, message)
+                    .with_hint("a hook must exit 0; its whole output is in the display and the log");
+                ("failed", Some(code), Err(error))
+            }
+            Outcome::IdleTimeout(_) | Outcome::StepTimeout(_) | Outcome::CompletionTimeout => {
+                let error = Error::timeout(format!(
+                    "the {where_} hook `{}` ran longer than {} and was stopped",
+                    hook.cmd,
+                    format_duration(hook.timeout.0)
+                ))
+                .with_hint("give the hook a longer `timeout = \"...\"` or raise `timeouts.hook_step`");
+                ("timeout", None, Err(error))
+            }
+            Outcome::Aborted(signal) => ("interrupted", None, Err(crate::orchestrator::interrupted_error(signal))),
+        };
+        reporter.report(&Event::HookFinished {
+            phase: phase.as_str(),
+            side: side.as_str(),
+            command: &hook.cmd,
+            outcome: label,
+            exit_code,
+            duration_ms,
+        });
+        records.push(HookRecord {
+            phase: phase.as_str(),
+            side: side.as_str(),
+            command: hook.cmd.clone(),
+            iteration,
+            outcome: label,
+            exit_code,
+            duration_ms,
+        });
+        result
+    }
+}
+
+/// `sandbox on_iteration_end (iteration 2)`
+fn describe(side: Side, phase: Phase, iteration: Option<u32>) -> String {
+    match iteration {
+        Some(n) => format!("{} {} (iteration {n})", side.as_str(), phase.as_str()),
+        None => format!("{} {}", side.as_str(), phase.as_str()),
+    }
+}
+
+struct HookOutput<'a> {
+    reporter: &'a mut dyn Reporter,
+}
+
+impl Handlers for HookOutput<'_> {
+    fn stdout_line(&mut self, line: &[u8]) -> bool {
+        let text = crate::agent::decode(line);
+        self.reporter.report(&Event::HookOutput { text: &text, stderr: false });
+        false
+    }
+
+    fn stderr_line(&mut self, line: &[u8]) {
+        let text = crate::agent::decode(line);
+        self.reporter.report(&Event::HookOutput { text: &text, stderr: true });
+    }
+
+    fn idle_warning(&mut self, _silent_for: Duration) {}
+}
+
+/// An abort channel for `on_close`, which runs after eden was interrupted: it fires only for
+/// signals that arrive after this call, so the first Ctrl-C does not also cut the cleanup
+/// short, while another one still does.
+pub fn later_signals(abort: &watch::Receiver<Option<Abort>>) -> watch::Receiver<Option<Abort>> {
+    let seen = abort.borrow().map_or(0, |request| request.count);
+    let (sender, receiver) = watch::channel(None);
+    let mut source = abort.clone();
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                changed = source.changed() => {
+                    if changed.is_err() {
+                        break;
+                    }
+                    let current = *source.borrow_and_update();
+                    if let Some(request) = current.filter(|request| request.count > seen) {
+                        sender.send_replace(Some(Abort { signal: request.signal, count: request.count - seen }));
+                    }
+                }
+                () = sender.closed() => break,
+            }
+        }
+    });
+    receiver
+}

@@ -1,0 +1,175 @@
+//! `[hooks.host]` and `[hooks.sandbox]` resolved: every hook as a command with its working
+//! directory, environment (with `${VAR}` expanded) and timeout.
+
+use super::agent_plan::{expand_env, Secret};
+use super::load::{KeyPath, Source};
+use super::schema::{Hook, HookPhases, HooksSection};
+use super::values::Duration;
+use crate::error::Error;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// The five moments of a run at which hooks run, in the order they come.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    OnWorktreeReady,
+    OnSandboxReady,
+    OnIterationStart,
+    OnIterationEnd,
+    OnClose,
+}
+
+impl Phase {
+    pub const ALL: [Phase; 5] =
+        [Phase::OnWorktreeReady, Phase::OnSandboxReady, Phase::OnIterationStart, Phase::OnIterationEnd, Phase::OnClose];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::OnWorktreeReady => "on_worktree_ready",
+            Phase::OnSandboxReady => "on_sandbox_ready",
+            Phase::OnIterationStart => "on_iteration_start",
+            Phase::OnIterationEnd => "on_iteration_end",
+            Phase::OnClose => "on_close",
+        }
+    }
+}
+
+/// Where a hook runs: on the host in the worktree, or in the sandbox (the host for `none`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Side {
+    Host,
+    Sandbox,
+}
+
+impl Side {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Side::Host => "host",
+            Side::Sandbox => "sandbox",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct HookPlan {
+    pub cmd: String,
+    /// Relative to the worktree unless absolute.
+    pub cwd: Option<String>,
+    pub env: BTreeMap<String, Secret>,
+    pub timeout: Duration,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct HooksPlan {
+    pub host: BTreeMap<&'static str, Vec<HookPlan>>,
+    pub sandbox: BTreeMap<&'static str, Vec<HookPlan>>,
+}
+
+impl HooksPlan {
+    pub fn get(&self, side: Side, phase: Phase) -> &[HookPlan] {
+        let map = match side {
+            Side::Host => &self.host,
+            Side::Sandbox => &self.sandbox,
+        };
+        map.get(phase.as_str()).map_or(&[], Vec::as_slice)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.host.is_empty() && self.sandbox.is_empty()
+    }
+}
+
+pub(super) fn resolve_hooks(
+    section: &HooksSection,
+    default_timeout: Duration,
+    source: &Source,
+    host_env: &dyn Fn(&str) -> Option<String>,
+) -> Result<HooksPlan, Error> {
+    let mut plan = HooksPlan::default();
+    for (side, phases) in [(Side::Host, &section.host), (Side::Sandbox, &section.sandbox)] {
+        for phase in Phase::ALL {
+            let hooks = hooks_of(phases, phase);
+            if hooks.is_empty() {
+                continue;
+            }
+            let path = KeyPath::parse("hooks").child(side.as_str()).child(phase.as_str());
+            if side == Side::Sandbox && phase == Phase::OnWorktreeReady {
+                return Err(source
+                    .error_at_key(&path, "`on_worktree_ready` runs before the sandbox exists")
+                    .with_hint(
+                        "move these hooks to `[hooks.host]`, or to `on_sandbox_ready` to run them in the sandbox",
+                    ));
+            }
+            let mut resolved = Vec::with_capacity(hooks.len());
+            for (index, hook) in hooks.iter().enumerate() {
+                resolved.push(resolve_hook(hook, &path.index(index), default_timeout, source, host_env)?);
+            }
+            match side {
+                Side::Host => plan.host.insert(phase.as_str(), resolved),
+                Side::Sandbox => plan.sandbox.insert(phase.as_str(), resolved),
+            };
+        }
+    }
+    Ok(plan)
+}
+
+fn hooks_of(phases: &HookPhases, phase: Phase) -> &[Hook] {
+    match phase {
+        Phase::OnWorktreeReady => &phases.on_worktree_ready,
+        Phase::OnSandboxReady => &phases.on_sandbox_ready,
+        Phase::OnIterationStart => &phases.on_iteration_start,
+        Phase::OnIterationEnd => &phases.on_iteration_end,
+        Phase::OnClose => &phases.on_close,
+    }
+}
+
+fn resolve_hook(
+    hook: &Hook,
+    path: &KeyPath,
+    default_timeout: Duration,
+    source: &Source,
+    host_env: &dyn Fn(&str) -> Option<String>,
+) -> Result<HookPlan, Error> {
+    let (cmd, cwd, env, timeout) = match hook {
+        Hook::Command(cmd) => (cmd, None, BTreeMap::new(), None),
+        Hook::Detailed(hook) => (&hook.cmd, hook.cwd.clone(), hook.env.clone(), hook.timeout),
+    };
+    let cmd_path = if matches!(hook, Hook::Detailed(_)) { path.child("cmd") } else { path.clone() };
+    if cmd.trim().is_empty() {
+        return Err(source.error_at(&cmd_path, "the hook's command is empty").with_hint("give a shell command to run"));
+    }
+    if cwd.as_deref().is_some_and(|cwd| cwd.trim().is_empty()) {
+        return Err(source
+            .error_at(&path.child("cwd"), "the hook's `cwd` is empty")
+            .with_hint("leave `cwd` out to run in the worktree, or give a folder relative to it"));
+    }
+    let env = resolve_env(&env, &path.child("env"), source, host_env)?;
+    Ok(HookPlan { cmd: cmd.clone(), cwd, env, timeout: timeout.unwrap_or(default_timeout) })
+}
+
+/// An `env` table resolved: names checked, `${VAR}` references expanded from the host.
+pub(super) fn resolve_env(
+    env: &BTreeMap<String, String>,
+    path: &KeyPath,
+    source: &Source,
+    host_env: &dyn Fn(&str) -> Option<String>,
+) -> Result<BTreeMap<String, Secret>, Error> {
+    let mut resolved = BTreeMap::new();
+    for (key, value) in env {
+        let key_path = path.child(key);
+        if key.is_empty() || key.contains('=') || key.contains('\0') {
+            return Err(source
+                .error_at_key(&key_path, format!("invalid environment variable name `{key}`"))
+                .with_hint("names may not be empty or contain `=`"));
+        }
+        let value = expand_env(value, host_env).map_err(|missing| {
+            source
+                .error_at(&key_path, format!("`{key_path}` refers to `${{{missing}}}`, which is not set"))
+                .with_hint(format!("export `{missing}` before running eden, or remove the reference"))
+        })?;
+        resolved.insert(key.clone(), Secret(value));
+    }
+    Ok(resolved)
+}
