@@ -104,6 +104,7 @@ impl SandboxHandle for Isolated {
         // The agent works in the copy: its directory moves there, everything else stays.
         let cwd = match command.get_cwd() {
             Some(cwd) => match cwd.strip_prefix(&self.worktree) {
+                Ok(inside) if inside.as_os_str().is_empty() => self.copy.clone(),
                 Ok(inside) => self.copy.join(inside),
                 Err(_) => cwd.to_path_buf(),
             },

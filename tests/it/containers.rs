@@ -244,6 +244,14 @@ macro_rules! engine_tests {
                 super::the_simulated_agent_runs_inside(stringify!($engine));
             }
             #[test]
+            fn sandbox_hooks_run_inside_and_a_failing_one_exits_5() {
+                super::sandbox_hooks_run_inside_and_a_failing_one_exits_5(stringify!($engine));
+            }
+            #[test]
+            fn a_sandbox_hook_over_its_timeout_exits_4() {
+                super::a_sandbox_hook_over_its_timeout_exits_4(stringify!($engine));
+            }
+            #[test]
             fn containers_of_dead_runs_are_pruned() {
                 super::containers_of_dead_runs_are_pruned(stringify!($engine));
             }
@@ -253,6 +261,50 @@ macro_rules! engine_tests {
 
 engine_tests!(docker);
 engine_tests!(podman);
+
+fn sandbox_hooks_run_inside_and_a_failing_one_exits_5(engine: &str) {
+    if !ready(engine) {
+        return;
+    }
+    let env = TestEnv::new();
+    // Inside: the engine's marker file exists. The hook commits its evidence, so it comes back.
+    let inside = "(test -f /.dockerenv || test -f /run/.containerenv) && echo \\\"$EDEN_PHASE $(id -u)\\\" > inside.txt && git add inside.txt && git -c user.name=box -c user.email=box@example.com commit -qm hook";
+    let hooks = format!("[hooks.sandbox]\non_sandbox_ready = [\"{inside}\"]\n");
+    let run = env.run_manifest(&(manifest(engine, "echo '<promise>COMPLETE</promise>'", "") + &hooks), &[]);
+    run.assert_code(0);
+    let uid = nix::unistd::getuid().as_raw();
+    assert_eq!(std::fs::read_to_string(env.repo.join("inside.txt")).unwrap(), format!("on_sandbox_ready {uid}\n"));
+    assert_eq!(run.record()["hooks"][0]["side"], "sandbox");
+
+    let env = TestEnv::new();
+    let hooks = "[hooks.sandbox]\non_iteration_end = [\"echo checking inside; exit 7\"]\n";
+    let run = env.run_manifest(&(manifest(engine, "echo '<promise>COMPLETE</promise>'", "") + hooks), &[]);
+    run.assert_code(5);
+    let error = run.error_text();
+    assert!(
+        error.starts_with("error: the sandbox on_iteration_end (iteration 1) hook `echo checking inside; exit 7` failed with exit code 7"),
+        "{error}"
+    );
+    assert_eq!(run.record()["exit_reason"], "hook_failed");
+    assert!(containers_of(engine, &std::fs::canonicalize(&env.repo).unwrap()).is_empty(), "container removed");
+    env.assert_pristine();
+}
+
+fn a_sandbox_hook_over_its_timeout_exits_4(engine: &str) {
+    if !ready(engine) {
+        return;
+    }
+    let env = TestEnv::new();
+    let hooks = "[hooks.sandbox]\non_sandbox_ready = [{ cmd = \"sleep 300\", timeout = \"2s\" }]\n";
+    let started = std::time::Instant::now();
+    let run = env.run_manifest(&(manifest(engine, "echo never", "") + hooks), &[]);
+    run.assert_code(4);
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+    assert!(run.error_text().starts_with("error: the sandbox on_sandbox_ready hook `sleep 300` ran longer than 2s"));
+    assert_eq!(run.record()["iterations"].as_array().unwrap().len(), 0);
+    assert!(containers_of(engine, &std::fs::canonicalize(&env.repo).unwrap()).is_empty(), "container removed");
+    env.assert_pristine();
+}
 
 fn agent_missing_from_the_image_is_a_sandbox_error(engine: &str) {
     if !ready(engine) {
