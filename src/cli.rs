@@ -72,7 +72,7 @@ pub struct ImageBuildArgs {
     #[arg(long, default_value = "claude-code")]
     pub agent: String,
 
-    /// Base image (default: the Dockerfile's, `debian:bookworm-slim`)
+    /// Base image (default: the Dockerfile's, `node:22-bookworm-slim`)
     #[arg(long, value_name = "IMAGE")]
     pub base: Option<String>,
 }

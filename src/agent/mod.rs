@@ -132,6 +132,34 @@ pub fn prompt_on_argv(kind: AgentKind) -> bool {
 }
 
 /// Which agents accept `effort`.
+/// A folder where an agent keeps its configuration and session transcripts, found through an
+/// environment variable (`var`, default `$HOME/<default>`); `share` is the part eden mounts into
+/// a container ("" = the folder itself).
+pub struct StateDir {
+    pub var: &'static str,
+    pub default: &'static str,
+    pub share: &'static str,
+}
+
+/// The agent's state folders, for agents that can be told where they are.
+pub fn state_dirs(kind: AgentKind) -> &'static [StateDir] {
+    const fn dir(var: &'static str, default: &'static str, share: &'static str) -> StateDir {
+        StateDir { var, default, share }
+    }
+    const CLAUDE: [StateDir; 1] = [dir("CLAUDE_CONFIG_DIR", ".claude", "")];
+    const CODEX: [StateDir; 1] = [dir("CODEX_HOME", ".codex", "")];
+    const PI: [StateDir; 1] = [dir("PI_CODING_AGENT_DIR", ".pi/agent", "")];
+    const OPENCODE: [StateDir; 2] =
+        [dir("XDG_DATA_HOME", ".local/share", "opencode"), dir("XDG_CONFIG_HOME", ".config", "opencode")];
+    match kind {
+        AgentKind::ClaudeCode => &CLAUDE,
+        AgentKind::Codex => &CODEX,
+        AgentKind::Pi => &PI,
+        AgentKind::Opencode => &OPENCODE,
+        AgentKind::Cursor | AgentKind::Copilot | AgentKind::Cli | AgentKind::Simulated => &[],
+    }
+}
+
 pub fn supports_effort(kind: AgentKind) -> bool {
     matches!(kind, AgentKind::ClaudeCode | AgentKind::Codex | AgentKind::Opencode)
 }

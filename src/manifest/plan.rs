@@ -95,8 +95,13 @@ pub fn resolve(manifest: Manifest, source: &Source, host_env: &dyn Fn(&str) -> O
     };
 
     let prompt = resolve_prompt(&manifest, source)?;
-    let sandbox = resolve_sandbox(&manifest.sandbox, source)?;
+    let mut sandbox = resolve_sandbox(&manifest.sandbox, source)?;
     let agent = resolve_agent(&manifest.agent, source, host_env, matches!(sandbox, SandboxPlan::Container(_)))?;
+    if let (SandboxPlan::Container(container), AgentPlan::Adapter(settings)) = (&mut sandbox, &agent) {
+        if manifest.sandbox.mount_agent_config != Some(false) {
+            container.agent_state = super::sandbox_plan::agent_state(settings.kind, host_env);
+        }
+    }
     let loop_ = resolve_loop(&manifest.loop_, source)?;
     let branch = resolve_branch(&manifest.branch, source)?;
     let hook_step = manifest.timeouts.hook_step.unwrap_or(Duration::from_secs(60));
@@ -183,6 +188,7 @@ fn refuse_unbuilt(manifest: &Manifest, source: &Source) -> Result<(), Error> {
         ("pids_limit", sandbox.pids_limit.is_some()),
         ("mounts", sandbox.mounts.is_some()),
         ("run_args", sandbox.run_args.is_some()),
+        ("mount_agent_config", sandbox.mount_agent_config.is_some()),
     ] {
         if set && !container {
             return Err(source

@@ -44,6 +44,30 @@ pub struct ContainerPlan {
     pub pids_limit: Option<u32>,
     pub mounts: Vec<MountPlan>,
     pub run_args: Vec<String>,
+    /// The agent's configuration and transcript folders, shared with the container.
+    pub agent_state: Vec<AgentStateMount>,
+}
+
+/// A host folder mounted at the same path, and the variable that points the agent at it.
+#[derive(Debug, Clone, Serialize)]
+pub struct AgentStateMount {
+    pub var: &'static str,
+    pub value: PathBuf,
+    pub mount: PathBuf,
+}
+
+/// Where the agent's state folders are on the host (`var` if set, else under `$HOME`).
+pub(super) fn agent_state(kind: AgentKind, host_env: &dyn Fn(&str) -> Option<String>) -> Vec<AgentStateMount> {
+    let home = host_env("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/"));
+    crate::agent::state_dirs(kind)
+        .iter()
+        .map(|dir| {
+            let value =
+                host_env(dir.var).filter(|v| v.starts_with('/')).map_or_else(|| home.join(dir.default), PathBuf::from);
+            let mount = if dir.share.is_empty() { value.clone() } else { value.join(dir.share) };
+            AgentStateMount { var: dir.var, value, mount }
+        })
+        .collect()
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -67,6 +91,7 @@ pub(super) fn resolve_sandbox(section: &SandboxSection, source: &Source) -> Resu
                 ("pids_limit", section.pids_limit.is_some()),
                 ("mounts", section.mounts.is_some()),
                 ("run_args", section.run_args.is_some()),
+                ("mount_agent_config", section.mount_agent_config.is_some()),
             ] {
                 if set {
                     return Err(source
@@ -130,5 +155,6 @@ pub(super) fn resolve_sandbox(section: &SandboxSection, source: &Source) -> Resu
         pids_limit: section.pids_limit,
         mounts,
         run_args: section.run_args.clone().unwrap_or_default(),
+        agent_state: Vec::new(),
     }))
 }

@@ -120,6 +120,8 @@ pub struct SandboxSection {
     pub mounts: Option<Vec<Mount>>,
     pub env: Option<BTreeMap<String, String>>,
     pub run_args: Option<Vec<String>>,
+    /// Mount the agent's configuration/transcript folder into the container (default true).
+    pub mount_agent_config: Option<bool>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

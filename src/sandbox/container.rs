@@ -38,6 +38,8 @@ pub struct Container {
     next_exec: AtomicU64,
     /// Programs already found in the image (checked once each, before their first exec).
     found: std::sync::Mutex<std::collections::HashSet<std::ffi::OsString>>,
+    /// Set for every exec unless the command sets it itself (the agent's state folders).
+    exec_env: Vec<(&'static str, PathBuf)>,
     removed: bool,
 }
 
@@ -121,6 +123,15 @@ pub fn start(request: &ContainerRequest<'_>) -> Result<Box<dyn SandboxHandle>, E
         command = command.args(["-v", &format!("{path}:{path}")]);
     }
     command = command.args(["-v", &format!("{}:{EDEN_INSIDE}:ro", eden.display())]);
+    // The agent's configuration and transcripts live on the host, where sessions are captured.
+    for state in &plan.agent_state {
+        fs_err::create_dir_all(&state.mount).map_err(|err| {
+            Error::sandbox(format!("cannot create the agent's folder `{}`: {err}", state.mount.display()))
+                .with_hint("set `sandbox.mount_agent_config = false` to run without it")
+        })?;
+        let path = state.mount.to_string_lossy();
+        command = command.args(["-v", &format!("{path}:{path}")]);
+    }
     for mount in &plan.mounts {
         let mode = if mount.read_only { ":ro" } else { "" };
         command = command.args(["-v", &format!("{}:{}{mode}", mount.host.display(), mount.sandbox)]);
@@ -143,6 +154,7 @@ pub fn start(request: &ContainerRequest<'_>) -> Result<Box<dyn SandboxHandle>, E
         pid_dir: request.common_dir.join("eden-exec").join(request.run_id),
         next_exec: AtomicU64::new(0),
         found: Default::default(),
+        exec_env: plan.agent_state.iter().map(|state| (state.var, state.value.clone())).collect(),
         removed: false,
     };
     if !output.success() {
@@ -212,6 +224,11 @@ impl SandboxHandle for Container {
         // Names only on the command line; the values travel in the client's environment.
         for (key, value) in GIT_SAFE_DIRECTORY {
             exec = exec.args(["-e", key]).env(key, value);
+        }
+        for (key, value) in &self.exec_env {
+            if !command.get_env().iter().any(|(set, _)| set == key) {
+                exec = exec.args(["-e", key]).env(key, value);
+            }
         }
         for (key, value) in command.get_env() {
             if let Some(value) = value {

@@ -252,6 +252,10 @@ macro_rules! engine_tests {
                 super::a_sandbox_hook_over_its_timeout_exits_4(stringify!($engine));
             }
             #[test]
+            fn the_agents_state_folder_is_shared_with_the_host() {
+                super::the_agents_state_folder_is_shared_with_the_host(stringify!($engine));
+            }
+            #[test]
             fn containers_of_dead_runs_are_pruned() {
                 super::containers_of_dead_runs_are_pruned(stringify!($engine));
             }
@@ -304,6 +308,39 @@ fn a_sandbox_hook_over_its_timeout_exits_4(engine: &str) {
     assert_eq!(run.record()["iterations"].as_array().unwrap().len(), 0);
     assert!(containers_of(engine, &std::fs::canonicalize(&env.repo).unwrap()).is_empty(), "container removed");
     env.assert_pristine();
+}
+
+fn the_agents_state_folder_is_shared_with_the_host(engine: &str) {
+    if !ready(engine) {
+        return;
+    }
+    let env = TestEnv::new();
+    // A stand-in for pi inside the image: it writes a "transcript" where pi keeps its sessions.
+    let bin = env.root().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let script = "#!/bin/sh\nmkdir -p \"$PI_CODING_AGENT_DIR/sessions\" && id -u > \"$PI_CODING_AGENT_DIR/sessions/run.jsonl\"\necho '<promise>COMPLETE</promise>'\n";
+    std::fs::write(bin.join("pi"), script).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(bin.join("pi"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let manifest = format!(
+        "prompt = \"go\"\n[agent]\nkind = \"pi\"\nbinary = \"/opt/fake/pi\"\n[sandbox]\nkind = \"{engine}\"\nimage = \"{IMAGE}\"\nmounts = [{{ host = \"{}\", sandbox = \"/opt/fake\", read_only = true }}]\n[loop]\nmax_iterations = 1\n",
+        bin.display()
+    );
+    let run = env.run_manifest(&manifest, &[]);
+    run.assert_code(0);
+    let transcript = env.home().join(".pi/agent/sessions/run.jsonl");
+    let uid = nix::unistd::getuid().as_raw();
+    assert_eq!(std::fs::read_to_string(&transcript).unwrap(), format!("{uid}\n"), "written inside, found on the host");
+
+    // Opted out: the folder is neither mounted nor pointed at.
+    let env = TestEnv::new();
+    // (In a committed file: podman can lose the output of very short execs under load.)
+    let script = "#!/bin/sh\necho \"dir=${PI_CODING_AGENT_DIR:-unset}\" > state.txt && git add state.txt && git -c user.name=box -c user.email=box@example.com commit -qm state\necho '<promise>COMPLETE</promise>'\n";
+    std::fs::write(bin.join("pi"), script).unwrap();
+    let run = env.run_manifest(&manifest.replace("[loop]", "mount_agent_config = false\n[loop]"), &[]);
+    run.assert_code(0);
+    assert_eq!(std::fs::read_to_string(env.repo.join("state.txt")).unwrap(), "dir=unset\n");
+    assert!(!env.home().join(".pi").exists());
 }
 
 fn agent_missing_from_the_image_is_a_sandbox_error(engine: &str) {
