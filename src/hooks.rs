@@ -19,7 +19,9 @@ pub struct HookRunner<'a> {
     pub worktree: &'a Path,
     /// `EDEN_RUN_ID`, `EDEN_NAME`, `EDEN_BRANCH`, ...: set for every hook.
     pub context: Vec<(&'static str, String)>,
-    /// Environment for everything that runs in the sandbox (`.eden/.env`, `[sandbox] env`).
+    /// `.eden/.env`: for every hook.
+    pub dotenv: &'a [(String, String)],
+    /// `[sandbox] env`: for the sandbox hooks.
     pub sandbox_env: &'a [(String, String)],
     pub kill_grace: Duration,
 }
@@ -79,6 +81,9 @@ impl HookRunner<'_> {
         command = command.env("EDEN_PHASE", phase.as_str()).env("EDEN_HOOK_SIDE", side.as_str());
         if let Some(iteration) = iteration {
             command = command.env("EDEN_ITERATION", iteration.to_string());
+        }
+        for (key, value) in self.dotenv {
+            command = command.env(key, value);
         }
         if side == Side::Sandbox {
             for (key, value) in self.sandbox_env {

@@ -11,6 +11,7 @@ pub mod hooks;
 pub mod manifest;
 pub mod orchestrator;
 pub mod process;
+pub mod redact;
 pub mod sandbox;
 pub mod ui;
 

@@ -4,6 +4,7 @@
 use crate::cli::RunArgs;
 use crate::error::Error;
 use crate::manifest::load::{LoadRequest, Override};
+use crate::manifest::plan::DotEnv;
 use crate::manifest::{self, plan};
 use crate::orchestrator::{self, workspace, RunOptions};
 use crate::ui::{Display, JsonLinesReporter, Reporter};
@@ -29,11 +30,17 @@ pub fn run(args: RunArgs) -> Result<i32, Error> {
     }
     let (manifest, source) =
         manifest::load(LoadRequest { file: file.map(PathBuf::as_path), overrides, current_dir: &current_dir })?;
-    let plan = plan::resolve(manifest, &source, &|name| std::env::var(name).ok())?;
     let repo_dir = match &args.repo {
         Some(dir) => current_dir.join(dir),
         None => current_dir,
     };
+    // `.eden/.env` of the repository, if eden is in one (outside one, preflight says so later).
+    let dotenv = match crate::git::Git::discover(&repo_dir) {
+        Ok(found) => DotEnv::load(&found.root)?,
+        Err(_) => DotEnv::default(),
+    };
+    let plan = plan::resolve(manifest, &source, &|name| std::env::var(name).ok(), &dotenv)?;
+    crate::redact::register(plan.secrets.iter().map(|secret| secret.0.clone()));
 
     if args.dry_run {
         let preview = workspace::preflight(&plan, &repo_dir, "<run-id>")?;
@@ -78,7 +85,7 @@ pub fn run(args: RunArgs) -> Result<i32, Error> {
 fn print_data(text: &str) {
     use std::io::Write;
     let mut stdout = std::io::stdout().lock();
-    let _ = writeln!(stdout, "{text}").and_then(|()| stdout.flush());
+    let _ = writeln!(stdout, "{}", crate::redact::apply(text)).and_then(|()| stdout.flush());
 }
 
 /// Flags first (in a fixed order), then `--set` in the order given: the last word wins.

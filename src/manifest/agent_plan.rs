@@ -31,6 +31,15 @@ impl AgentPlan {
             AgentPlan::Adapter(settings) => settings.kind.as_str(),
         }
     }
+
+    /// `[agent] env`, resolved.
+    pub fn env(&self) -> Option<&BTreeMap<String, Secret>> {
+        match self {
+            AgentPlan::Simulated { .. } => None,
+            AgentPlan::Cli(cli) => Some(&cli.env),
+            AgentPlan::Adapter(settings) => Some(&settings.env),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -216,6 +225,20 @@ fn find_binary(binary: &str, base_dir: &Path) -> Result<PathBuf, String> {
         return Ok(path);
     }
     which::which(binary).map_err(|_| format!("agent binary `{binary}` was not found on PATH"))
+}
+
+/// The names a value refers to with `${VAR}`.
+pub fn env_references(value: &str) -> Vec<&str> {
+    let mut names = Vec::new();
+    let mut rest = value;
+    while let Some(start) = rest.find("${") {
+        let Some(end) = rest[start..].find('}') else {
+            break;
+        };
+        names.push(&rest[start + 2..start + end]);
+        rest = &rest[start + end + 1..];
+    }
+    names
 }
 
 /// Expand `${VAR}` references from the host environment; the name of a missing one is the error.

@@ -150,7 +150,7 @@ fn resolve_hook(
 }
 
 /// An `env` table resolved: names checked, `${VAR}` references expanded from the host.
-pub(super) fn resolve_env(
+pub(crate) fn resolve_env(
     env: &BTreeMap<String, String>,
     path: &KeyPath,
     source: &Source,
@@ -165,9 +165,9 @@ pub(super) fn resolve_env(
                 .with_hint("names may not be empty or contain `=`"));
         }
         let value = expand_env(value, host_env).map_err(|missing| {
-            source
-                .error_at(&key_path, format!("`{key_path}` refers to `${{{missing}}}`, which is not set"))
-                .with_hint(format!("export `{missing}` before running eden, or remove the reference"))
+            source.error_at(&key_path, format!("`{key_path}` refers to `${{{missing}}}`, which is not set")).with_hint(
+                format!("export `{missing}` before running eden, add it to `.eden/.env`, or remove the reference"),
+            )
         })?;
         resolved.insert(key.clone(), Secret(value));
     }

@@ -3,6 +3,7 @@
 //! the settings of a run (`plan`), and prompt rendering (`prompt`).
 
 mod agent_plan;
+pub mod dotenv;
 pub mod hooks_plan;
 pub mod load;
 pub mod plan;

@@ -4,9 +4,11 @@
 //! not do yet is refused here too, before any side effect.
 
 use super::agent_plan::resolve_agent;
+use super::agent_plan::{env_references, expand_env};
 pub use super::agent_plan::{AgentPlan, CliPlan, Secret};
-use super::hooks_plan::resolve_hooks;
+pub use super::dotenv::DotEnv;
 pub use super::hooks_plan::HooksPlan;
+use super::hooks_plan::{resolve_env, resolve_hooks};
 use super::load::{KeyPath, Source};
 use super::prompt;
 use super::sandbox_plan::resolve_sandbox;
@@ -35,7 +37,23 @@ pub struct Plan {
     pub loop_: LoopPlan,
     pub timeouts: TimeoutsPlan,
     pub hooks: HooksPlan,
+    pub env: EnvPlan,
     pub logging: LoggingPlan,
+    /// Values replaced by `***` in everything eden writes.
+    #[serde(skip)]
+    pub secrets: Vec<Secret>,
+}
+
+/// Environment shared by what runs in a run (the agent's own is in `AgentPlan`).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct EnvPlan {
+    /// `.eden/.env`, when there is one.
+    pub file: Option<PathBuf>,
+    /// Its variables, for the agent and every hook (eden's own environment wins for a name set
+    /// in both).
+    pub dotenv: BTreeMap<String, Secret>,
+    /// `[sandbox] env`: for the agent and the sandbox hooks.
+    pub sandbox: BTreeMap<String, Secret>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -78,9 +96,17 @@ pub struct LoggingPlan {
 
 const LOG_PLACEHOLDERS: [&str; 3] = ["name", "branch", "run_id"];
 
-pub fn resolve(manifest: Manifest, source: &Source, host_env: &dyn Fn(&str) -> Option<String>) -> Result<Plan, Error> {
+pub fn resolve(
+    manifest: Manifest,
+    source: &Source,
+    process_env: &dyn Fn(&str) -> Option<String>,
+    dotenv: &DotEnv,
+) -> Result<Plan, Error> {
     let at = |key: &str| KeyPath::parse(key);
     refuse_unbuilt(&manifest, source)?;
+    // `${VAR}` looks in eden's environment first, then in `.eden/.env`.
+    let lookup = |name: &str| process_env(name).or_else(|| dotenv.values.get(name).cloned());
+    let host_env: &dyn Fn(&str) -> Option<String> = &lookup;
 
     let name = match &manifest.name {
         Some(name) => {
@@ -106,6 +132,33 @@ pub fn resolve(manifest: Manifest, source: &Source, host_env: &dyn Fn(&str) -> O
     let branch = resolve_branch(&manifest.branch, source)?;
     let hook_step = manifest.timeouts.hook_step.unwrap_or(Duration::from_secs(60));
     let hooks = resolve_hooks(&manifest.hooks, hook_step, source, host_env)?;
+    let sandbox_env =
+        resolve_env(&manifest.sandbox.env.clone().unwrap_or_default(), &at("sandbox.env"), source, host_env)?;
+    if let Some(agent_env) = agent.env() {
+        for (key, value) in agent_env {
+            if sandbox_env.get(key).is_some_and(|other| other.0 != value.0) {
+                return Err(source
+                    .error_at_key(
+                        &at("agent.env").child(key),
+                        format!("`{key}` is set differently in `[agent] env` and `[sandbox] env`"),
+                    )
+                    .with_hint("set it in one place: `[sandbox] env` reaches the agent and the sandbox hooks"));
+            }
+        }
+    }
+    for (index, name) in manifest.redact.iter().enumerate() {
+        if name.trim().is_empty() || name.contains('=') {
+            return Err(source
+                .error_at(&at("redact").index(index), format!("`{name}` is not a variable name"))
+                .with_hint("list the names of environment variables whose values must never be shown"));
+        }
+    }
+    let dotenv_plan: BTreeMap<String, Secret> = dotenv
+        .values
+        .iter()
+        .map(|(key, value)| (key.clone(), Secret(lookup(key).unwrap_or_else(|| value.clone()))))
+        .collect();
+    let secrets = secrets(&manifest, dotenv, host_env);
 
     // Every placeholder must have a value: prompt_args or a built-in.
     for key in prompt::placeholders(&prompt.template) {
@@ -166,7 +219,9 @@ pub fn resolve(manifest: Manifest, source: &Source, host_env: &dyn Fn(&str) -> O
             hook_step,
         },
         hooks,
+        env: EnvPlan { file: dotenv.path.clone(), dotenv: dotenv_plan, sandbox: sandbox_env },
         logging: LoggingPlan { file: manifest.logging.file.clone() },
+        secrets,
     })
 }
 
@@ -199,9 +254,6 @@ fn refuse_unbuilt(manifest: &Manifest, source: &Source) -> Result<(), Error> {
                 .with_hint("set `sandbox.kind` to `docker` or `podman`, or remove the key"));
         }
     }
-    if sandbox.env.is_some() {
-        return unsupported(at("sandbox.env"), "`sandbox.env`".into());
-    }
     if !manifest.copy_to_worktree.is_empty() {
         return unsupported(at("copy_to_worktree"), "`copy_to_worktree`".into());
     }
@@ -212,6 +264,40 @@ fn refuse_unbuilt(manifest: &Manifest, source: &Source) -> Result<(), Error> {
         return unsupported(at("step"), "`[[step]]` (multi-step manifests)".into());
     }
     Ok(())
+}
+
+/// The values to redact: every env value whose name, or a name it refers to, looks secret or is
+/// listed in `redact`, and the values of the variables `redact` names.
+fn secrets(manifest: &Manifest, dotenv: &DotEnv, host_env: &dyn Fn(&str) -> Option<String>) -> Vec<Secret> {
+    let secret_name = |name: &str| crate::redact::is_secret_name(name) || manifest.redact.iter().any(|r| r == name);
+    let mut tables: Vec<&BTreeMap<String, String>> = vec![&dotenv.values];
+    tables.extend(manifest.agent.env.as_ref());
+    tables.extend(manifest.sandbox.env.as_ref());
+    for phases in [&manifest.hooks.host, &manifest.hooks.sandbox] {
+        for hooks in [
+            &phases.on_worktree_ready,
+            &phases.on_sandbox_ready,
+            &phases.on_iteration_start,
+            &phases.on_iteration_end,
+            &phases.on_close,
+        ] {
+            tables.extend(hooks.iter().filter_map(|hook| match hook {
+                Hook::Detailed(hook) => Some(&hook.env),
+                Hook::Command(_) => None,
+            }));
+        }
+    }
+    let mut values = Vec::new();
+    for table in tables {
+        for (key, raw) in table {
+            if secret_name(key) || env_references(raw).into_iter().any(secret_name) {
+                values.extend(expand_env(raw, host_env).ok().map(Secret));
+            }
+        }
+    }
+    values.extend(manifest.redact.iter().filter_map(|name| host_env(name)).map(Secret));
+    values.extend(dotenv.values.keys().filter(|key| secret_name(key)).filter_map(|key| host_env(key)).map(Secret));
+    values
 }
 
 struct ResolvedPrompt {

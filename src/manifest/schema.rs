@@ -33,6 +33,9 @@ pub struct Manifest {
     pub logging: LoggingSection,
     #[serde(default)]
     pub step: Vec<StepSection>,
+    /// Names of environment variables whose values are never shown.
+    #[serde(default)]
+    pub redact: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]

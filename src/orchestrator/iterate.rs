@@ -167,7 +167,11 @@ pub(crate) async fn run_loop(
         let rendered = prompt::render(&plan.prompt.template, &values);
         reporter.report(&Event::Prompt { iteration, text: &rendered });
 
-        let command = agent.command(&Invocation { prompt: &rendered, worktree: &pre.worktree, resume: None })?;
+        let mut command = agent.command(&Invocation { prompt: &rendered, worktree: &pre.worktree, resume: None })?;
+        // Under the agent's own `env`: `[sandbox] env`, then `.eden/.env`.
+        for (key, value) in plan.env.sandbox.iter().chain(&plan.env.dotenv) {
+            command = command.env_default(key, &value.0);
+        }
         let prepared = sandbox.prepare(command)?;
         let program = prepared.command.to_string();
         let started_at = now_rfc3339();

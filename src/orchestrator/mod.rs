@@ -123,7 +123,8 @@ pub async fn run(plan: &Plan, options: &RunOptions, reporters: Vec<Box<dyn Repor
             ("EDEN_WORKTREE", pre.worktree.display().to_string()),
             ("EDEN_REPO", pre.root.display().to_string()),
         ],
-        sandbox_env: &[],
+        dotenv: &env_pairs(&plan.env.dotenv),
+        sandbox_env: &env_pairs(&plan.env.sandbox),
         kill_grace: options.kill_grace,
     };
     let outcome: Result<LoopEnd, Error> = 'run: {
@@ -267,6 +268,10 @@ pub async fn run(plan: &Plan, options: &RunOptions, reporters: Vec<Box<dyn Repor
     RunResult { record: Some(record), error }
 }
 
+fn env_pairs(env: &std::collections::BTreeMap<String, crate::manifest::plan::Secret>) -> Vec<(String, String)> {
+    env.iter().map(|(key, value)| (key.clone(), value.0.clone())).collect()
+}
+
 /// Start the run's sandbox (nothing for `none`), pruning containers earlier runs left behind.
 fn start_sandbox(
     plan: &Plan,
@@ -315,9 +320,9 @@ fn write_record(record: &RunRecord) -> std::io::Result<()> {
     if let Some(dir) = record.record_path.parent() {
         fs_err::create_dir_all(dir)?;
     }
-    let json = serde_json::to_vec_pretty(record).map_err(std::io::Error::other)?;
+    let json = serde_json::to_string_pretty(record).map_err(std::io::Error::other)?;
     let temporary = record.record_path.with_extension("json.tmp");
-    fs_err::write(&temporary, json)?;
+    fs_err::write(&temporary, crate::redact::apply(&json).as_bytes())?;
     fs_err::rename(&temporary, &record.record_path)
 }
 

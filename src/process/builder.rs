@@ -83,6 +83,15 @@ impl ProcessBuilder {
         self
     }
 
+    /// Set a variable unless the command already sets (or removes) it: defaults under the
+    /// command's own environment.
+    pub fn env_default(self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Self {
+        if self.env.iter().any(|(set, _)| set == key.as_ref()) {
+            return self;
+        }
+        self.env(key, value)
+    }
+
     pub fn env_remove(mut self, key: impl AsRef<OsStr>) -> Self {
         self.env.push((key.as_ref().to_owned(), None));
         self

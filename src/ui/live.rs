@@ -36,83 +36,85 @@ impl Reporter for LiveReporter {
         let bar = &self.bar;
         match event {
             Event::RunStarted { run_id, name, agent, strategy, branch, worktree, .. } => {
-                bar.println(format!(
-                    "{} {} {}",
-                    style("eden").green().bold(),
-                    style(name).bold(),
-                    style(format!("({run_id})")).dim()
-                ));
-                bar.println(format!("  agent {agent} · strategy {strategy} · branch {}", style(branch).cyan()));
-                bar.println(format!("  worktree {}", style(worktree.display()).dim()));
+                say(
+                    bar,
+                    format!(
+                        "{} {} {}",
+                        style("eden").green().bold(),
+                        style(name).bold(),
+                        style(format!("({run_id})")).dim()
+                    ),
+                );
+                say(bar, format!("  agent {agent} · strategy {strategy} · branch {}", style(branch).cyan()));
+                say(bar, format!("  worktree {}", style(worktree.display()).dim()));
                 bar.set_prefix("starting");
             }
-            Event::Info { message } => bar.println(format!("{} {message}", style("·").dim())),
-            Event::Warning { message } => bar.println(format!("{} {message}", style("warning:").yellow().bold())),
+            Event::Info { message } => say(bar, format!("{} {message}", style("·").dim())),
+            Event::Warning { message } => say(bar, format!("{} {message}", style("warning:").yellow().bold())),
             Event::IterationStarted { iteration, max_iterations } => {
                 self.iteration = format!("iteration {iteration}/{max_iterations}");
-                bar.println(format!("{} {}", style("▶").cyan(), style(&self.iteration).bold()));
+                say(bar, format!("{} {}", style("▶").cyan(), style(&self.iteration).bold()));
                 bar.set_prefix(self.iteration.clone());
-                bar.set_message("");
+                hint_line(bar, "");
             }
             Event::Prompt { .. } => {}
             Event::AgentText { text, .. } => {
-                bar.println(format!("  {text}"));
-                bar.set_message(text.to_string());
+                say(bar, format!("  {text}"));
+                hint_line(bar, text);
             }
-            Event::AgentStderr { text, .. } => bar.println(format!("  {}", style(text).dim())),
+            Event::AgentStderr { text, .. } => say(bar, format!("  {}", style(text).dim())),
             Event::IdleWarning { silent_secs, .. } => {
-                bar.println(format!(
-                    "{} no output from the agent for {silent_secs}s",
-                    style("warning:").yellow().bold()
-                ));
+                say(bar, format!("{} no output from the agent for {silent_secs}s", style("warning:").yellow().bold()));
             }
             Event::ToolCall { name, summary, subagent, .. } => {
                 let line = format!("  {} {} {summary}", style("⏺").cyan(), style(name).bold());
-                bar.println(if *subagent { style(line).dim().to_string() } else { line });
-                bar.set_message(format!("{name} {summary}"));
+                say(bar, if *subagent { style(line).dim().to_string() } else { line });
+                hint_line(bar, format!("{name} {summary}"));
             }
             Event::ToolFailed { name, .. } => {
-                bar.println(format!("  {} {} failed", style("✗").red(), name.unwrap_or("tool call")));
+                say(bar, format!("  {} {} failed", style("✗").red(), name.unwrap_or("tool call")));
             }
             Event::Usage { usage, .. } => {
                 bar.set_prefix(format!("{} · {} tokens", self.iteration, super::thousands(usage.total_tokens())));
             }
             Event::SessionId { .. } => {}
             Event::AgentError { message, .. } => {
-                bar.println(format!("{} {message}", style("agent error:").red().bold()));
+                say(bar, format!("{} {message}", style("agent error:").red().bold()));
             }
-            Event::Notice { message, .. } => bar.println(format!("  {}", style(message).dim())),
+            Event::Notice { message, .. } => say(bar, format!("  {}", style(message).dim())),
             Event::CompletionSignal { signal, .. } => {
-                bar.println(format!("{} completion signal {}", style("✓").green(), style(signal).bold()));
+                say(bar, format!("{} completion signal {}", style("✓").green(), style(signal).bold()));
             }
             Event::Commit { sha, subject, .. } => {
-                bar.println(format!("  {} {} {subject}", style("commit").yellow(), &sha[..sha.len().min(10)]));
+                say(bar, format!("  {} {} {subject}", style("commit").yellow(), &sha[..sha.len().min(10)]));
             }
             Event::IterationFinished { iteration, outcome, duration_ms, .. } => {
-                bar.println(format!(
-                    "{} iteration {iteration}: {outcome} {}",
-                    style("■").dim(),
-                    style(format!("({:.1}s)", *duration_ms as f64 / 1000.0)).dim()
-                ));
+                say(
+                    bar,
+                    format!(
+                        "{} iteration {iteration}: {outcome} {}",
+                        style("■").dim(),
+                        style(format!("({:.1}s)", *duration_ms as f64 / 1000.0)).dim()
+                    ),
+                );
             }
             Event::HookStarted { phase, side, command, .. } => {
-                bar.println(format!(
-                    "{} {} {command}",
-                    style("hook").magenta(),
-                    style(format!("{side} {phase}")).dim()
-                ));
-                bar.set_message(format!("hook {command}"));
+                say(bar, format!("{} {} {command}", style("hook").magenta(), style(format!("{side} {phase}")).dim()));
+                hint_line(bar, format!("hook {command}"));
             }
             Event::HookOutput { text, stderr } => {
                 let text = if *stderr { style(*text).dim().to_string() } else { text.to_string() };
-                bar.println(format!("  {text}"));
+                say(bar, format!("  {text}"));
             }
             Event::HookFinished { outcome, duration_ms, .. } if *outcome != "ok" => {
-                bar.println(format!(
-                    "  {} hook {outcome} {}",
-                    style("✗").red(),
-                    style(format!("({:.1}s)", *duration_ms as f64 / 1000.0)).dim()
-                ));
+                say(
+                    bar,
+                    format!(
+                        "  {} hook {outcome} {}",
+                        style("✗").red(),
+                        style(format!("({:.1}s)", *duration_ms as f64 / 1000.0)).dim()
+                    ),
+                );
             }
             Event::HookFinished { .. } => {}
             Event::RunFinished { record } => {
@@ -121,14 +123,24 @@ impl Reporter for LiveReporter {
                 for (i, line) in summary_lines(record).into_iter().enumerate() {
                     if i == 0 {
                         let mark = if ok { style("✓").green().bold() } else { style("✗").red().bold() };
-                        eprintln!("{mark} {line}");
+                        eprintln!("{mark} {}", crate::redact::apply(&line));
                     } else {
-                        eprintln!("  {line}");
+                        eprintln!("  {}", crate::redact::apply(&line));
                     }
                 }
             }
         }
     }
+}
+
+/// A line above the spinner, secrets redacted.
+fn say(bar: &ProgressBar, text: impl AsRef<str>) {
+    bar.println(crate::redact::apply(text.as_ref()));
+}
+
+/// The spinner's message, secrets redacted.
+fn hint_line(bar: &ProgressBar, text: impl AsRef<str>) {
+    bar.set_message(crate::redact::apply(text.as_ref()).into_owned());
 }
 
 impl Drop for LiveReporter {

@@ -40,7 +40,10 @@ impl JsonLinesReporter<std::io::Stdout> {
 impl<W: Write> Reporter for JsonLinesReporter<W> {
     fn report(&mut self, event: &Event<'_>) {
         let ts = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
-        let _ = serde_json::to_writer(&mut self.writer, &Line { ts, event });
+        let Ok(line) = serde_json::to_string(&Line { ts, event }) else {
+            return;
+        };
+        let _ = self.writer.write_all(crate::redact::apply(&line).as_bytes());
         let _ = self.writer.write_all(b"\n");
         if self.flush_every_event
             || !matches!(event, Event::AgentText { .. } | Event::AgentStderr { .. } | Event::HookOutput { .. })

@@ -176,15 +176,15 @@ pub fn configure_colors() {
 
 /// A line for people from a one-shot command (`init`, `image`): stderr, never stdout.
 pub fn print_note(message: &str) {
-    eprintln!("{message}");
+    eprintln!("{}", crate::redact::apply(message));
 }
 
 /// Print an error for people: `error: ...` and `hint: ...` lines on stderr.
 pub fn print_error(message: &str, hint: Option<&str>) {
     let label = console::style("error:").red().bold();
-    eprintln!("{label} {message}");
+    eprintln!("{label} {}", crate::redact::apply(message));
     if let Some(hint) = hint {
-        eprintln!("{} {hint}", console::style("hint:").cyan().bold());
+        eprintln!("{} {}", console::style("hint:").cyan().bold(), crate::redact::apply(hint));
     }
 }
 

@@ -14,7 +14,7 @@ impl PlainReporter {
 
     fn line(&mut self, text: &str) {
         let mut out = self.stderr.lock();
-        let _ = writeln!(out, "{} {text}", clock());
+        let _ = writeln!(out, "{} {}", clock(), crate::redact::apply(text));
     }
 }
 

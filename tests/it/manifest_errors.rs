@@ -31,7 +31,7 @@ fn unknown_key_with_suggestion() {
 fn unknown_top_level_key() {
     insta::assert_snapshot!(rejected("promt = \"x\"\n[agent]\nkind = \"simulated\"\n", &[]), @r"
     error: [TMP]/plan.toml:1:1: unknown key `promt` at the top level
-    hint: did you mean `prompt`? known keys: `name`, `prompt`, `prompt_file`, `prompt_args`, `agent`, `sandbox`, `branch`, `loop`, `timeouts`, `hooks`, `copy_to_worktree`, `output`, `logging`, `step`
+    hint: did you mean `prompt`? known keys: `name`, `prompt`, `prompt_file`, `prompt_args`, `agent`, `sandbox`, `branch`, `loop`, `timeouts`, `hooks`, `copy_to_worktree`, `output`, `logging`, `step`, `redact`
     ");
 }
 
@@ -39,7 +39,7 @@ fn unknown_top_level_key() {
 fn unknown_section() {
     insta::assert_snapshot!(rejected(&format!("{OK}[lop]\nmax_iterations = 2\n"), &[]), @r"
     error: [TMP]/plan.toml:4:2: unknown key `lop` at the top level
-    hint: did you mean `loop`? known keys: `name`, `prompt`, `prompt_file`, `prompt_args`, `agent`, `sandbox`, `branch`, `loop`, `timeouts`, `hooks`, `copy_to_worktree`, `output`, `logging`, `step`
+    hint: did you mean `loop`? known keys: `name`, `prompt`, `prompt_file`, `prompt_args`, `agent`, `sandbox`, `branch`, `loop`, `timeouts`, `hooks`, `copy_to_worktree`, `output`, `logging`, `step`, `redact`
     ");
 }
 
@@ -155,7 +155,7 @@ fn unknown_prompt_placeholder() {
 fn missing_environment_variable() {
     insta::assert_snapshot!(rejected("prompt = \"x\"\n[agent]\nkind = \"cli\"\nbinary = \"sh\"\nenv = { TOKEN = \"${EDEN_TEST_UNSET_VARIABLE}\" }\n", &[]), @r"
     error: [TMP]/plan.toml:5:17: `agent.env.TOKEN` refers to `${EDEN_TEST_UNSET_VARIABLE}`, which is not set
-    hint: export `EDEN_TEST_UNSET_VARIABLE` before running eden, or remove the reference
+    hint: export `EDEN_TEST_UNSET_VARIABLE` before running eden, add it to `.eden/.env`, or remove the reference
     ");
 }
 
@@ -184,6 +184,22 @@ fn features_not_built_yet() {
 }
 
 #[test]
+fn env_conflicts_and_missing_references() {
+    insta::assert_snapshot!(rejected("prompt = \"x\"\n[agent]\nkind = \"cli\"\nbinary = \"sh\"\nenv = { MODE = \"a\" }\n[sandbox]\nenv = { MODE = \"b\" }\n", &[]), @r"
+    error: [TMP]/plan.toml:5:9: `MODE` is set differently in `[agent] env` and `[sandbox] env`
+    hint: set it in one place: `[sandbox] env` reaches the agent and the sandbox hooks
+    ");
+    insta::assert_snapshot!(rejected(&format!("{OK}[sandbox]\nenv = {{ T = \"${{EDEN_TEST_UNSET_VARIABLE}}\" }}\n"), &[]), @r"
+    error: [TMP]/plan.toml:5:13: `sandbox.env.T` refers to `${EDEN_TEST_UNSET_VARIABLE}`, which is not set
+    hint: export `EDEN_TEST_UNSET_VARIABLE` before running eden, add it to `.eden/.env`, or remove the reference
+    ");
+    insta::assert_snapshot!(rejected(&format!("redact = [\"\"]\n{OK}"), &[]), @r"
+    error: [TMP]/plan.toml:1:11: `` is not a variable name
+    hint: list the names of environment variables whose values must never be shown
+    ");
+}
+
+#[test]
 fn bad_hooks() {
     insta::assert_snapshot!(rejected(&format!("{OK}[hooks.sandbox]\non_worktree_ready = [\"npm ci\"]\n"), &[]), @r"
     error: [TMP]/plan.toml:5:1: `on_worktree_ready` runs before the sandbox exists
@@ -206,7 +222,7 @@ fn bad_hooks() {
     insta::assert_snapshot!(rejected(&format!("{OK}[hooks.host]\non_close = [42]\n"), &[]), @r"error: [TMP]/plan.toml:5:13: `hooks.host.on_close[0]`: invalid type: integer `42`, expected a command string or a table { cmd, cwd, env, timeout }");
     insta::assert_snapshot!(rejected(&format!("{OK}[hooks.host]\non_close = [{{ cmd = \"x\", env = {{ T = \"${{EDEN_TEST_UNSET_VARIABLE}}\" }} }}]\n"), &[]), @r"
     error: [TMP]/plan.toml:5:38: `hooks.host.on_close[0].env.T` refers to `${EDEN_TEST_UNSET_VARIABLE}`, which is not set
-    hint: export `EDEN_TEST_UNSET_VARIABLE` before running eden, or remove the reference
+    hint: export `EDEN_TEST_UNSET_VARIABLE` before running eden, add it to `.eden/.env`, or remove the reference
     ");
 }
 
