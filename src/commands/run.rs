@@ -69,6 +69,8 @@ pub fn run(args: RunArgs) -> Result<i32, Error> {
         reporters.push(Box::new(JsonLinesReporter::stdout()));
     }
     let result = runtime.block_on(orchestrator::run(&plan, &options, reporters));
+    // The run is over; nothing left on the runtime may hold eden's exit.
+    runtime.shutdown_background();
     if args.json {
         if let Some(record) = &result.record {
             print_data(&serde_json::to_string_pretty(record).expect("records serialize"));

@@ -37,6 +37,8 @@ pub struct Plan {
     pub loop_: LoopPlan,
     pub timeouts: TimeoutsPlan,
     pub hooks: HooksPlan,
+    /// Paths relative to the checkout, copied into the worktree before the hooks.
+    pub copy_to_worktree: Vec<PathBuf>,
     pub env: EnvPlan,
     pub logging: LoggingPlan,
     /// Values replaced by `***` in everything eden writes.
@@ -86,6 +88,7 @@ pub struct LoopPlan {
 pub struct TimeoutsPlan {
     pub iteration_step: Duration,
     pub hook_step: Duration,
+    pub copy_to_worktree: Duration,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -159,6 +162,7 @@ pub fn resolve(
         .map(|(key, value)| (key.clone(), Secret(lookup(key).unwrap_or_else(|| value.clone()))))
         .collect();
     let secrets = secrets(&manifest, dotenv, host_env);
+    let copy_to_worktree = resolve_copies(&manifest, branch.strategy, source)?;
 
     // Every placeholder must have a value: prompt_args or a built-in.
     for key in prompt::placeholders(&prompt.template) {
@@ -217,8 +221,10 @@ pub fn resolve(
         timeouts: TimeoutsPlan {
             iteration_step: manifest.timeouts.iteration_step.unwrap_or(Duration::from_secs(3600)),
             hook_step,
+            copy_to_worktree: manifest.timeouts.copy_to_worktree.unwrap_or(Duration::from_secs(60)),
         },
         hooks,
+        copy_to_worktree,
         env: EnvPlan { file: dotenv.path.clone(), dotenv: dotenv_plan, sandbox: sandbox_env },
         logging: LoggingPlan { file: manifest.logging.file.clone() },
         secrets,
@@ -254,9 +260,6 @@ fn refuse_unbuilt(manifest: &Manifest, source: &Source) -> Result<(), Error> {
                 .with_hint("set `sandbox.kind` to `docker` or `podman`, or remove the key"));
         }
     }
-    if !manifest.copy_to_worktree.is_empty() {
-        return unsupported(at("copy_to_worktree"), "`copy_to_worktree`".into());
-    }
     if manifest.output.is_some() {
         return unsupported(at("output"), "`[output]` (structured output)".into());
     }
@@ -264,6 +267,44 @@ fn refuse_unbuilt(manifest: &Manifest, source: &Source) -> Result<(), Error> {
         return unsupported(at("step"), "`[[step]]` (multi-step manifests)".into());
     }
     Ok(())
+}
+
+/// `copy_to_worktree` entries: relative paths that stay inside the checkout.
+fn resolve_copies(manifest: &Manifest, strategy: Strategy, source: &Source) -> Result<Vec<PathBuf>, Error> {
+    use std::path::Component;
+    let path = KeyPath::parse("copy_to_worktree");
+    if !manifest.copy_to_worktree.is_empty() && strategy == Strategy::Head {
+        return Err(source
+            .error_at(&path, "`copy_to_worktree` does not apply to strategy `head`")
+            .with_hint("`head` works in your checkout, which already has these files; remove the key"));
+    }
+    let mut entries = Vec::new();
+    for (index, entry) in manifest.copy_to_worktree.iter().enumerate() {
+        let problem = if entry.trim().is_empty() {
+            Some("it is empty")
+        } else if entry.starts_with('/') || entry.starts_with('~') {
+            Some("it is absolute; give a path relative to the repository")
+        } else if Path::new(entry).components().any(|c| c == Component::ParentDir) {
+            Some("it leaves the repository with `..`")
+        } else if Path::new(entry).components().next() == Some(Component::Normal(".git".as_ref())) {
+            Some("eden does not copy git's own files")
+        } else {
+            None
+        };
+        if let Some(problem) = problem {
+            return Err(source.error_at(&path.index(index), format!("cannot copy `{entry}`: {problem}")).with_hint(
+                "entries are files or folders relative to the repository, e.g. \".env\" or \"config/local\"",
+            ));
+        }
+        let cleaned: PathBuf = Path::new(entry).components().filter(|c| *c != Component::CurDir).collect();
+        if cleaned.as_os_str().is_empty() {
+            return Err(source
+                .error_at(&path.index(index), format!("cannot copy `{entry}`: it is the whole repository"))
+                .with_hint("name the files or folders git does not have"));
+        }
+        entries.push(cleaned);
+    }
+    Ok(entries)
 }
 
 /// The values to redact: every env value whose name, or a name it refers to, looks secret or is

@@ -2,6 +2,7 @@
 //! (merge or keep), run record. The outside world is reached only through `Agent`, `Reporter`,
 //! the git runner and the process supervisor.
 
+mod copy;
 mod finish;
 mod iterate;
 pub mod lock;
@@ -127,7 +128,17 @@ pub async fn run(plan: &Plan, options: &RunOptions, reporters: Vec<Box<dyn Repor
         sandbox_env: &env_pairs(&plan.env.sandbox),
         kill_grace: options.kill_grace,
     };
+    let copied = std::sync::Arc::new(std::sync::Mutex::new(copy::Copied::default()));
     let outcome: Result<LoopEnd, Error> = 'run: {
+        if !plan.copy_to_worktree.is_empty() {
+            let timeout = plan.timeouts.copy_to_worktree.0;
+            match copy::copy_into(&pre.checkout, &pre.worktree, &plan.copy_to_worktree, timeout, &copied).await {
+                Ok(count) => {
+                    reporter.report(&Event::Info { message: &format!("copied {count} file(s) into the worktree") })
+                }
+                Err(error) => break 'run Err(error),
+            }
+        }
         let host_only = PhaseRun { phase: Phase::OnWorktreeReady, iteration: None, sandbox: None, extra_env: &[] };
         if let Err(error) = hooks.run_phase(&host_only, &mut reporter, &mut abort, &mut hook_records).await {
             break 'run Err(error);
@@ -202,6 +213,18 @@ pub async fn run(plan: &Plan, options: &RunOptions, reporters: Vec<Box<dyn Repor
             Err(first)
         }
     };
+    // Copies nobody changed go, so they do not keep an otherwise clean worktree alive.
+    if workspace.owns_worktree() {
+        let copied = copied.lock().unwrap_or_else(|e| e.into_inner());
+        let changed = copy::remove_unchanged(&copied);
+        if changed > 0 {
+            reporter.report(&Event::Warning {
+                message: &format!(
+                    "{changed} file(s) copied by `copy_to_worktree` were changed during the run and stay"
+                ),
+            });
+        }
+    }
     let completion_signal = outcome.as_ref().ok().and_then(|end| end.completion_signal.clone());
     let finished = finish::finish(workspace, outcome, commits, &mut reporter);
 
@@ -287,6 +310,7 @@ fn start_sandbox(
                 repo_root: &pre.root,
                 worktree: &pre.worktree,
                 network: *network != Network::None,
+                copied: &plan.copy_to_worktree,
             };
             sandbox::isolated::start(&request)
         }

@@ -13,6 +13,8 @@ pub struct Preflight {
     pub strategy: Strategy,
     /// The main worktree's root; `.eden/` lives here.
     pub root: PathBuf,
+    /// The checkout eden was started in (`copy_to_worktree` copies from here).
+    pub checkout: PathBuf,
     pub common_dir: PathBuf,
     pub branch: String,
     /// The branch the run started from (and, for merge-to-head, merges back into).
@@ -50,6 +52,7 @@ impl Workspace {
 
 pub fn preflight(plan: &Plan, repo_dir: &Path, run_id: &str) -> Result<Preflight, Error> {
     let found = Git::discover(repo_dir)?;
+    super::copy::check_sources(&found.checkout, &plan.copy_to_worktree)?;
     let root = found.root.clone();
     let repo = Git::new(&root);
     let checkout_git = Git::new(&found.checkout);
@@ -82,6 +85,7 @@ pub fn preflight(plan: &Plan, repo_dir: &Path, run_id: &str) -> Result<Preflight
             Ok(Preflight {
                 strategy: Strategy::Head,
                 root,
+                checkout: found.checkout.clone(),
                 common_dir: found.common_dir,
                 base_branch: Some(branch.clone()),
                 branch,
@@ -109,6 +113,7 @@ pub fn preflight(plan: &Plan, repo_dir: &Path, run_id: &str) -> Result<Preflight
             let branch = format!("eden/{}-{run_id}", plan.name);
             Ok(Preflight {
                 strategy: Strategy::MergeToHead,
+                checkout: found.checkout.clone(),
                 common_dir: found.common_dir,
                 worktree: worktrees_dir.join(slug(&branch)),
                 root,
@@ -152,6 +157,7 @@ pub fn preflight(plan: &Plan, repo_dir: &Path, run_id: &str) -> Result<Preflight
             };
             Ok(Preflight {
                 strategy: Strategy::Named,
+                checkout: found.checkout.clone(),
                 common_dir: found.common_dir,
                 root,
                 branch,

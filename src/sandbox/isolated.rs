@@ -18,6 +18,8 @@ pub struct IsolatedRequest<'a> {
     pub repo_root: &'a Path,
     pub worktree: &'a Path,
     pub network: bool,
+    /// `copy_to_worktree` entries (relative): git does not carry them into the clone.
+    pub copied: &'a [PathBuf],
 }
 
 pub struct Isolated {
@@ -51,6 +53,10 @@ pub fn start(request: &IsolatedRequest<'_>) -> Result<Box<dyn SandboxHandle>, Er
         let _ = fs_err::remove_dir_all(&copy);
         return Err(Error::sandbox(format!("cannot make the isolated copy: {}", err.message)));
     }
+    if let Err(err) = carry_copies(request.worktree, &copy, request.copied) {
+        let _ = fs_err::remove_dir_all(&copy);
+        return Err(Error::sandbox(format!("cannot put the `copy_to_worktree` files into the isolated copy: {err}")));
+    }
     let tmp = std::env::temp_dir().join(format!("eden-isolated-{}-tmp", request.run_id));
     if let Err(err) = fs_err::create_dir_all(&tmp) {
         let _ = fs_err::remove_dir_all(&copy);
@@ -66,6 +72,34 @@ pub fn start(request: &IsolatedRequest<'_>) -> Result<Box<dyn SandboxHandle>, Er
         keep: AtomicBool::new(false),
         closed: false,
     }))
+}
+
+/// Copy the `copy_to_worktree` files into the clone too, and keep them out of its git status, so
+/// they are neither committed by the agent nor brought back as its uncommitted work.
+fn carry_copies(worktree: &Path, copy: &Path, entries: &[PathBuf]) -> Result<(), String> {
+    if entries.is_empty() {
+        return Ok(());
+    }
+    let mut exclude = String::from("\n# copy_to_worktree (eden)\n");
+    for entry in entries {
+        let dest = copy.join(entry);
+        if let Some(parent) = dest.parent() {
+            fs_err::create_dir_all(parent).map_err(|err| err.to_string())?;
+        }
+        let output = ProcessBuilder::new("cp")
+            .args(["-a".as_ref(), "--".as_ref(), worktree.join(entry).as_os_str(), dest.as_os_str()])
+            .output()
+            .map_err(|err| err.to_string())?;
+        if !output.success() {
+            return Err(output.stderr.trim().to_owned());
+        }
+        exclude.push_str(&format!("/{}\n", entry.display()));
+    }
+    let info = copy.join(".git").join("info");
+    fs_err::create_dir_all(&info).map_err(|err| err.to_string())?;
+    let path = info.join("exclude");
+    let existing = std::fs::read_to_string(&path).unwrap_or_default();
+    fs_err::write(&path, existing + &exclude).map_err(|err| err.to_string())
 }
 
 impl Isolated {

@@ -6,6 +6,7 @@ mod support;
 mod adapters;
 mod cli;
 mod containers;
+mod copy;
 mod env_secrets;
 mod hooks;
 mod image;

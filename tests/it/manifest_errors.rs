@@ -200,6 +200,26 @@ fn env_conflicts_and_missing_references() {
 }
 
 #[test]
+fn bad_copy_to_worktree() {
+    insta::assert_snapshot!(rejected(&format!("copy_to_worktree = [\"/etc/passwd\"]\n{OK}"), &[]), @r#"
+    error: [TMP]/plan.toml:1:21: cannot copy `/etc/passwd`: it is absolute; give a path relative to the repository
+    hint: entries are files or folders relative to the repository, e.g. ".env" or "config/local"
+    "#);
+    insta::assert_snapshot!(rejected(&format!("copy_to_worktree = [\"conf/../../x\"]\n{OK}"), &[]), @r#"
+    error: [TMP]/plan.toml:1:21: cannot copy `conf/../../x`: it leaves the repository with `..`
+    hint: entries are files or folders relative to the repository, e.g. ".env" or "config/local"
+    "#);
+    insta::assert_snapshot!(rejected(&format!("copy_to_worktree = [\".\"]\n{OK}"), &[]), @r"
+    error: [TMP]/plan.toml:1:21: cannot copy `.`: it is the whole repository
+    hint: name the files or folders git does not have
+    ");
+    insta::assert_snapshot!(rejected(&format!("copy_to_worktree = [\".env\"]\n{OK}[branch]\nstrategy = \"head\"\n"), &[]), @r"
+    error: [TMP]/plan.toml:1:20: `copy_to_worktree` does not apply to strategy `head`
+    hint: `head` works in your checkout, which already has these files; remove the key
+    ");
+}
+
+#[test]
 fn bad_hooks() {
     insta::assert_snapshot!(rejected(&format!("{OK}[hooks.sandbox]\non_worktree_ready = [\"npm ci\"]\n"), &[]), @r"
     error: [TMP]/plan.toml:5:1: `on_worktree_ready` runs before the sandbox exists
