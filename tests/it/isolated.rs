@@ -89,3 +89,25 @@ fn network_none_leaves_only_loopback() {
     run.assert_code(0);
     assert!(run.stderr.contains("| net: lo \n"), "{}", run.stderr);
 }
+
+#[test]
+fn copied_files_reach_the_copy_and_sandbox_hooks_run_there() {
+    if !bwrap() {
+        return;
+    }
+    let env = TestEnv::new();
+    std::fs::write(env.repo.join(".env"), "S=1\n").unwrap();
+    let agent =
+        env.script("agent.sh", "cat >/dev/null\necho \"agent sees $(cat .env)\"\necho '<promise>COMPLETE</promise>'");
+    // The hook runs in the copy: its commit comes back like the agent's.
+    let hooks = "[hooks.sandbox]\non_sandbox_ready = [\"case $PWD in /tmp/*isolated*) cat .env > from-hook.txt && git add from-hook.txt && git commit -qm hook;; esac\"]\n";
+    let manifest = cli_manifest(&agent, &format!("copy_to_worktree = [\".env\"]\n{}\n{hooks}", isolated("")));
+    let run = env.run_manifest(&manifest, &[]);
+    run.assert_code(0);
+    assert!(run.stderr.contains("agent sees S=1"), "{}", run.stderr);
+    assert_eq!(std::fs::read_to_string(env.repo.join("from-hook.txt")).unwrap(), "S=1\n");
+    // The copy of `.env` was neither committed nor brought back as uncommitted work.
+    assert_eq!(env.git(&["ls-tree", "-r", "--name-only", "main"]).trim(), "README.md\nfrom-hook.txt");
+    assert!(!env.repo.join(".eden/patches").exists());
+    env.assert_pristine();
+}
