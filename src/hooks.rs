@@ -6,7 +6,7 @@ use crate::error::{Error, ErrorKind};
 use crate::manifest::hooks_plan::{HookPlan, HooksPlan, Phase, Side};
 use crate::manifest::values::format_duration;
 use crate::orchestrator::record::HookRecord;
-use crate::process::{supervise, Abort, Handlers, Outcome, ProcessBuilder, Watchdogs};
+use crate::process::{supervise, Abort, Handlers, Outcome, OutputTails, ProcessBuilder, Watchdogs};
 use crate::sandbox::{Host, SandboxHandle};
 use crate::ui::{Event, Reporter};
 use std::path::Path;
@@ -23,6 +23,8 @@ pub struct HookRunner<'a> {
     pub dotenv: &'a [(String, String)],
     /// `[sandbox] env`: for the sandbox hooks.
     pub sandbox_env: &'a [(String, String)],
+    /// For a prompt's `` !`command` `` blocks (`timeouts.hook_step`).
+    pub prompt_timeout: Duration,
     pub kill_grace: Duration,
 }
 
@@ -105,14 +107,7 @@ impl HookRunner<'_> {
             command: &hook.cmd,
             iteration,
         });
-        let watchdogs = Watchdogs {
-            // A hook may be silent (a build, a test run): only its wall time counts.
-            idle_timeout: hook.timeout.0,
-            idle_warning_interval: hook.timeout.0,
-            step_timeout: hook.timeout.0,
-            completion_timeout: hook.timeout.0,
-            kill_grace: self.kill_grace,
-        };
+        let watchdogs = watchdogs(hook.timeout.0, self.kill_grace);
         let mut handlers = HookOutput { reporter: &mut *reporter };
         let clock = Instant::now();
         let (outcome, tails) =
@@ -123,30 +118,8 @@ impl HookRunner<'_> {
                 },
             )?;
         let duration_ms = clock.elapsed().as_millis() as u64;
-        let (label, exit_code, result) = match outcome {
-            Outcome::Exited { code: 0, .. } => ("ok", Some(0), Ok(())),
-            Outcome::Exited { code, .. } => {
-                let mut message = format!("the {where_} hook `{}` failed with exit code {code}", hook.cmd);
-                let tail = tails.describe(15);
-                if !tail.is_empty() {
-                    message.push_str("; its last output:");
-                    message.push_str(&tail);
-                }
-                let error = Error::new(ErrorKind::Hook, message)
-                    .with_hint("a hook must exit 0; its whole output is in the display and the log");
-                ("failed", Some(code), Err(error))
-            }
-            Outcome::IdleTimeout(_) | Outcome::StepTimeout(_) | Outcome::CompletionTimeout => {
-                let error = Error::timeout(format!(
-                    "the {where_} hook `{}` ran longer than {} and was stopped",
-                    hook.cmd,
-                    format_duration(hook.timeout.0)
-                ))
-                .with_hint("give the hook a longer `timeout = \"...\"` or raise `timeouts.hook_step`");
-                ("timeout", None, Err(error))
-            }
-            Outcome::Aborted(signal) => ("interrupted", None, Err(crate::orchestrator::interrupted_error(signal))),
-        };
+        let what = format!("the {where_} hook `{}`", hook.cmd);
+        let (label, exit_code, result) = judge(outcome, &tails, &what, hook.timeout.0, HOOK_TIMEOUT_HINT);
         reporter.report(&Event::HookFinished {
             phase: phase.as_str(),
             side: side.as_str(),
@@ -165,6 +138,122 @@ impl HookRunner<'_> {
             duration_ms,
         });
         result
+    }
+}
+
+impl HookRunner<'_> {
+    /// Run a prompt's `` !`command` `` in the sandbox (in the worktree, with the sandbox hooks'
+    /// environment) and return its standard output, without the final newline.
+    pub async fn prompt_command(
+        &self,
+        cmd: &str,
+        iteration: u32,
+        sandbox: &dyn SandboxHandle,
+        reporter: &mut dyn Reporter,
+        abort: &mut watch::Receiver<Option<Abort>>,
+    ) -> Result<String, Error> {
+        let mut command = ProcessBuilder::new("sh").args(["-c", cmd]).cwd(self.worktree);
+        for (key, value) in &self.context {
+            command = command.env(key, value);
+        }
+        command = command.env("EDEN_ITERATION", iteration.to_string());
+        for (key, value) in self.dotenv.iter().chain(self.sandbox_env) {
+            command = command.env(key, value);
+        }
+        let prepared = sandbox.prepare(command)?;
+        let what = format!("the prompt command `{cmd}`");
+        let mut handlers = Capture { stdout: Vec::new(), too_long: false, reporter: &mut *reporter };
+        let timeout = self.prompt_timeout;
+        let (outcome, tails) = supervise(
+            prepared.command,
+            &watchdogs(timeout, self.kill_grace),
+            &mut handlers,
+            abort,
+            prepared.inside.as_deref(),
+        )
+        .await
+        .map_err(|err| Error::new(ErrorKind::Hook, format!("cannot start {what}: {err}")))?;
+        judge(outcome, &tails, &what, timeout, "raise `timeouts.hook_step`, which also limits prompt commands").2?;
+        if handlers.too_long {
+            return Err(Error::new(ErrorKind::Hook, format!("{what} printed more than {} KiB", MAX_CAPTURE / 1024))
+                .with_hint("a prompt should quote a summary: trim the command's output (`| head -100`)"));
+        }
+        let mut text = String::from_utf8_lossy(&handlers.stdout).into_owned();
+        while text.ends_with('\n') {
+            text.pop();
+        }
+        Ok(text)
+    }
+}
+
+const HOOK_TIMEOUT_HINT: &str = "give the hook a longer `timeout = \"...\"`, or raise `timeouts.hook_step`";
+
+/// Most a prompt command may print.
+const MAX_CAPTURE: usize = 256 * 1024;
+
+struct Capture<'a> {
+    stdout: Vec<u8>,
+    too_long: bool,
+    reporter: &'a mut dyn Reporter,
+}
+
+impl Handlers for Capture<'_> {
+    fn stdout_line(&mut self, line: &[u8]) -> bool {
+        if self.stdout.len() + line.len() + 1 > MAX_CAPTURE {
+            self.too_long = true;
+        } else {
+            self.stdout.extend_from_slice(line);
+            self.stdout.push(b'\n');
+        }
+        false
+    }
+
+    fn stderr_line(&mut self, line: &[u8]) {
+        let text = crate::agent::decode(line);
+        self.reporter.report(&Event::HookOutput { text: &text, stderr: true });
+    }
+
+    fn idle_warning(&mut self, _silent_for: Duration) {}
+}
+
+/// What a finished command means: its label for the record, its exit code, and the error.
+fn judge(
+    outcome: Outcome,
+    tails: &OutputTails,
+    what: &str,
+    timeout: Duration,
+    timeout_hint: &str,
+) -> (&'static str, Option<i32>, Result<(), Error>) {
+    match outcome {
+        Outcome::Exited { code: 0, .. } => ("ok", Some(0), Ok(())),
+        Outcome::Exited { code, .. } => {
+            let mut message = format!("{what} failed with exit code {code}");
+            let tail = tails.describe(15);
+            if !tail.is_empty() {
+                message.push_str("; its last output:");
+                message.push_str(&tail);
+            }
+            let error = Error::new(ErrorKind::Hook, message)
+                .with_hint("the command must exit 0; its whole output is in the display and the log");
+            ("failed", Some(code), Err(error))
+        }
+        Outcome::IdleTimeout(_) | Outcome::StepTimeout(_) | Outcome::CompletionTimeout => {
+            let error = Error::timeout(format!("{what} ran longer than {} and was stopped", format_duration(timeout)))
+                .with_hint(timeout_hint);
+            ("timeout", None, Err(error))
+        }
+        Outcome::Aborted(signal) => ("interrupted", None, Err(crate::orchestrator::interrupted_error(signal))),
+    }
+}
+
+/// Only silence is allowed to be long: a build or a test run may print nothing for minutes.
+fn watchdogs(timeout: Duration, kill_grace: Duration) -> Watchdogs {
+    Watchdogs {
+        idle_timeout: timeout,
+        idle_warning_interval: timeout,
+        step_timeout: timeout,
+        completion_timeout: timeout,
+        kill_grace,
     }
 }
 

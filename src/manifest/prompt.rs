@@ -47,9 +47,64 @@ pub fn render(template: &str, values: &BTreeMap<String, String>) -> String {
     out
 }
 
+/// A prompt template split into text and `` !`command` `` blocks, whose output replaces them.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Piece<'a> {
+    Text(&'a str),
+    Command(&'a str),
+}
+
+/// Split out the `` !`command` `` blocks. An unclosed or empty block stays text.
+pub fn pieces(template: &str) -> Vec<Piece<'_>> {
+    let mut pieces = Vec::new();
+    let mut rest = template;
+    let mut text_start = 0;
+    let mut offset = 0;
+    while let Some(found) = rest.find("!`") {
+        let after = &rest[found + 2..];
+        match after.find('`') {
+            Some(end) if !after[..end].trim().is_empty() => {
+                let start = offset + found;
+                if start > text_start {
+                    pieces.push(Piece::Text(&template[text_start..start]));
+                }
+                pieces.push(Piece::Command(&after[..end]));
+                offset = start + 2 + end + 1;
+                text_start = offset;
+                rest = &template[offset..];
+            }
+            _ => {
+                offset += found + 2;
+                rest = &template[offset..];
+            }
+        }
+    }
+    if text_start < template.len() {
+        pieces.push(Piece::Text(&template[text_start..]));
+    }
+    pieces
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn splits_command_blocks() {
+        assert_eq!(
+            pieces("Recent: !`git log -3` and !`date` done"),
+            vec![
+                Piece::Text("Recent: "),
+                Piece::Command("git log -3"),
+                Piece::Text(" and "),
+                Piece::Command("date"),
+                Piece::Text(" done")
+            ]
+        );
+        assert_eq!(pieces("no blocks, a ! and a `tick`"), vec![Piece::Text("no blocks, a ! and a `tick`")]);
+        assert_eq!(pieces("empty !`` and !`unclosed"), vec![Piece::Text("empty !`` and !`unclosed")]);
+        assert_eq!(pieces("!`only`"), vec![Piece::Command("only")]);
+    }
 
     #[test]
     fn renders_known_keys_and_keeps_other_braces() {

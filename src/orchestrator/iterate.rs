@@ -164,7 +164,16 @@ pub(crate) async fn run_loop(
         };
         hooks.run_phase(&start, reporter, abort, hook_records).await?;
         values.insert("ITERATION".into(), iteration.to_string());
-        let rendered = prompt::render(&plan.prompt.template, &values);
+        let mut rendered = String::new();
+        for piece in prompt::pieces(&plan.prompt.template) {
+            match piece {
+                prompt::Piece::Text(text) => rendered.push_str(&prompt::render(text, &values)),
+                prompt::Piece::Command(cmd) => {
+                    let cmd = prompt::render(cmd, &values);
+                    rendered.push_str(&hooks.prompt_command(&cmd, iteration, sandbox, reporter, abort).await?);
+                }
+            }
+        }
         reporter.report(&Event::Prompt { iteration, text: &rendered });
 
         let mut command = agent.command(&Invocation { prompt: &rendered, worktree: &pre.worktree, resume: None })?;

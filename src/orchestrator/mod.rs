@@ -126,6 +126,7 @@ pub async fn run(plan: &Plan, options: &RunOptions, reporters: Vec<Box<dyn Repor
         ],
         dotenv: &env_pairs(&plan.env.dotenv),
         sandbox_env: &env_pairs(&plan.env.sandbox),
+        prompt_timeout: plan.timeouts.hook_step.0,
         kill_grace: options.kill_grace,
     };
     let copied = std::sync::Arc::new(std::sync::Mutex::new(copy::Copied::default()));

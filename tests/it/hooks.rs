@@ -116,7 +116,7 @@ fn a_failing_hook_exits_5_with_its_output_and_on_close_still_runs() {
       checking
       stderr:
       test failed: 1 of 3
-    hint: a hook must exit 0; its whole output is in the display and the log
+    hint: the command must exit 0; its whole output is in the display and the log
     ");
     assert_eq!(lines(&log), ["hook_failed"]);
     let record = run.record();
@@ -139,7 +139,7 @@ fn a_hook_over_its_timeout_is_killed_with_its_children_and_exits_4() {
     run.assert_code(4);
     insta::assert_snapshot!(env.redact(&run.error_text()), @r#"
     error: the host on_worktree_ready hook `sleep 300 & echo $! > '[TMP]/child.pid'; wait` ran longer than 1s and was stopped
-    hint: give the hook a longer `timeout = "..."` or raise `timeouts.hook_step`
+    hint: give the hook a longer `timeout = "..."`, or raise `timeouts.hook_step`
     "#);
     let record = run.record();
     assert_eq!(record["iterations"].as_array().unwrap().len(), 0, "the agent never ran");

@@ -15,6 +15,7 @@ mod locks;
 mod loop_watchdogs;
 mod manifest_errors;
 mod model_server;
+mod prompts;
 mod real_agents;
 mod signals;
 mod strategies;
