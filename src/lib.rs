@@ -10,6 +10,7 @@ pub mod git;
 pub mod hooks;
 pub mod manifest;
 pub mod orchestrator;
+pub mod output;
 pub mod process;
 pub mod redact;
 pub mod sandbox;

@@ -71,6 +71,7 @@ impl Serialize for Secret {
 
 pub(super) fn resolve_agent(
     agent: &AgentSection,
+    path: &KeyPath,
     source: &Source,
     host_env: &dyn Fn(&str) -> Option<String>,
     in_container: bool,
@@ -87,7 +88,7 @@ pub(super) fn resolve_agent(
         }
         Ok(PathBuf::from(binary))
     };
-    let path = KeyPath::parse("agent");
+    let path = path.clone();
     let kinds = "simulated, cli, claude-code, codex, opencode, pi, cursor, copilot";
     let Some(kind) = agent.kind else {
         return Err(source

@@ -9,6 +9,8 @@ pub use super::agent_plan::{AgentPlan, CliPlan, Secret};
 pub use super::dotenv::DotEnv;
 pub use super::hooks_plan::HooksPlan;
 use super::hooks_plan::{resolve_env, resolve_hooks};
+pub use super::output_plan::OutputPlan;
+use super::output_plan::resolve_output;
 use super::load::{KeyPath, Source};
 use super::prompt;
 use super::sandbox_plan::resolve_sandbox;
@@ -29,12 +31,10 @@ pub const DEFAULT_SIGNAL: &str = "<promise>COMPLETE</promise>";
 pub struct Plan {
     pub name: String,
     pub manifest: Option<PathBuf>,
-    pub prompt: PromptPlan,
-    pub agent: AgentPlan,
+    /// What the agents do, in order: the top-level settings as one step, or the `[[step]]`s.
+    pub steps: Vec<StepPlan>,
     pub sandbox: SandboxPlan,
     pub branch: BranchPlan,
-    #[serde(rename = "loop")]
-    pub loop_: LoopPlan,
     pub timeouts: TimeoutsPlan,
     pub hooks: HooksPlan,
     /// Paths relative to the checkout, copied into the worktree before the hooks.
@@ -56,6 +56,21 @@ pub struct EnvPlan {
     pub dotenv: BTreeMap<String, Secret>,
     /// `[sandbox] env`: for the agent and the sandbox hooks.
     pub sandbox: BTreeMap<String, Secret>,
+}
+
+/// One agent's part of the run. All steps share the worktree, branch and sandbox.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepPlan {
+    /// `main` for a manifest without `[[step]]`.
+    pub name: String,
+    pub agent: AgentPlan,
+    pub prompt: PromptPlan,
+    #[serde(rename = "loop")]
+    pub loop_: LoopPlan,
+    /// `[output]`: a typed result extracted from the agent's answer.
+    pub output: Option<OutputPlan>,
+    pub when: When,
+    pub continue_on_failure: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -123,32 +138,48 @@ pub fn resolve(
         None => default_name(source.file.as_deref()),
     };
 
-    let prompt = resolve_prompt(&manifest, source)?;
     let mut sandbox = resolve_sandbox(&manifest.sandbox, source)?;
-    let agent = resolve_agent(&manifest.agent, source, host_env, matches!(sandbox, SandboxPlan::Container(_)))?;
-    if let (SandboxPlan::Container(container), AgentPlan::Adapter(settings)) = (&mut sandbox, &agent) {
-        if manifest.sandbox.mount_agent_config != Some(false) {
-            container.agent_state = super::sandbox_plan::agent_state(settings.kind, host_env);
-        }
-    }
-    let loop_ = resolve_loop(&manifest.loop_, source)?;
-    let branch = resolve_branch(&manifest.branch, source)?;
+    let in_container = matches!(sandbox, SandboxPlan::Container(_));
     let hook_step = manifest.timeouts.hook_step.unwrap_or(Duration::from_secs(60));
     let hooks = resolve_hooks(&manifest.hooks, hook_step, source, host_env)?;
     let sandbox_env =
         resolve_env(&manifest.sandbox.env.clone().unwrap_or_default(), &at("sandbox.env"), source, host_env)?;
-    if let Some(agent_env) = agent.env() {
-        for (key, value) in agent_env {
-            if sandbox_env.get(key).is_some_and(|other| other.0 != value.0) {
+    let context = StepContext { manifest: &manifest, source, host_env, in_container, sandbox_env: &sandbox_env };
+
+    let steps = if manifest.step.is_empty() {
+        vec![resolve_step(&context, None, None)?]
+    } else {
+        if manifest.output.is_some() {
+            return Err(source
+                .error_at_key(&at("output"), "with `[[step]]`, each step has its own `[output]`")
+                .with_hint("move the table into the step that should produce it: `[step.output]`"));
+        }
+        let mut steps: Vec<StepPlan> = Vec::new();
+        for (index, step) in manifest.step.iter().enumerate() {
+            let resolved = resolve_step(&context, Some((index, step)), steps.last())?;
+            if steps.iter().any(|earlier| earlier.name == resolved.name) {
                 return Err(source
-                    .error_at_key(
-                        &at("agent.env").child(key),
-                        format!("`{key}` is set differently in `[agent] env` and `[sandbox] env`"),
-                    )
-                    .with_hint("set it in one place: `[sandbox] env` reaches the agent and the sandbox hooks"));
+                    .error_at(&at("step").index(index).child("name"), format!("two steps are named `{}`", resolved.name))
+                    .with_hint("give every step its own name"));
+            }
+            steps.push(resolved);
+        }
+        steps
+    };
+    if let SandboxPlan::Container(container) = &mut sandbox {
+        if manifest.sandbox.mount_agent_config != Some(false) {
+            for step in &steps {
+                if let AgentPlan::Adapter(settings) = &step.agent {
+                    for state in super::sandbox_plan::agent_state(settings.kind, host_env) {
+                        if !container.agent_state.iter().any(|known| known.var == state.var) {
+                            container.agent_state.push(state);
+                        }
+                    }
+                }
             }
         }
     }
+    let branch = resolve_branch(&manifest.branch, source)?;
     for (index, name) in manifest.redact.iter().enumerate() {
         if name.trim().is_empty() || name.contains('=') {
             return Err(source
@@ -164,42 +195,6 @@ pub fn resolve(
     let secrets = secrets(&manifest, dotenv, host_env);
     let copy_to_worktree = resolve_copies(&manifest, branch.strategy, source)?;
 
-    // Every placeholder must have a value: prompt_args or a built-in.
-    for key in prompt::placeholders(&prompt.template) {
-        if !manifest.prompt_args.contains_key(key) && !prompt::BUILT_INS.contains(&key) {
-            let mut known: Vec<&str> = manifest.prompt_args.keys().map(String::as_str).collect();
-            known.extend(prompt::BUILT_INS);
-            let where_ = if prompt.file.is_some() { at("prompt_file") } else { at("prompt") };
-            return Err(source
-                .error_at(&where_, format!("the prompt uses `{{{{{key}}}}}` but no value is given for `{key}`"))
-                .with_hint(format!(
-                    "add it under `[prompt_args]` or pass `--arg {key}=VALUE`; known keys: {}",
-                    known.join(", ")
-                )));
-        }
-    }
-    for key in manifest.prompt_args.keys() {
-        if prompt::BUILT_INS.contains(&key.as_str()) {
-            return Err(source
-                .error_at_key(&at("prompt_args").child(key), format!("`{key}` is filled in by eden and cannot be set"))
-                .with_hint(format!("built-in keys: {}", prompt::BUILT_INS.join(", "))));
-        }
-    }
-    if let AgentPlan::Cli(cli) = &agent {
-        if cli.prompt_via == PromptVia::Arg && prompt.template.len() > MAX_ARGV_PROMPT {
-            return Err(source
-                .error_at(
-                    &at("agent.prompt_via"),
-                    format!(
-                        "the prompt is {} KiB, over the {} KiB eden passes on the command line",
-                        prompt.template.len() / 1024,
-                        MAX_ARGV_PROMPT / 1024
-                    ),
-                )
-                .with_hint("set `prompt_via = \"stdin\"` if the agent reads its prompt from standard input"));
-        }
-    }
-
     if let Some(file) = &manifest.logging.file {
         for key in placeholders_single(file) {
             if !LOG_PLACEHOLDERS.contains(&key) {
@@ -213,11 +208,9 @@ pub fn resolve(
     Ok(Plan {
         name,
         manifest: source.file.clone(),
-        prompt: PromptPlan { template: prompt.template, file: prompt.file, args: manifest.prompt_args.clone() },
-        agent,
+        steps,
         sandbox,
         branch,
-        loop_,
         timeouts: TimeoutsPlan {
             iteration_step: manifest.timeouts.iteration_step.unwrap_or(Duration::from_secs(3600)),
             hook_step,
@@ -231,14 +224,219 @@ pub fn resolve(
     })
 }
 
+/// What every step's resolution needs from the whole manifest.
+struct StepContext<'a> {
+    manifest: &'a Manifest,
+    source: &'a Source,
+    host_env: &'a dyn Fn(&str) -> Option<String>,
+    in_container: bool,
+    sandbox_env: &'a BTreeMap<String, Secret>,
+}
+
+/// One step: the top-level settings alone (`step` = `None`), or a `[[step]]` over them. A step's
+/// `agent` table replaces the top-level one when it names another `kind`, and is merged over it
+/// key by key otherwise; `prompt_args` are merged; `max_iterations` and `completion_signal`
+/// override `[loop]`.
+fn resolve_step(
+    context: &StepContext<'_>,
+    step: Option<(usize, &StepSection)>,
+    previous: Option<&StepPlan>,
+) -> Result<StepPlan, Error> {
+    let StepContext { manifest, source, host_env, in_container, sandbox_env } = *context;
+    let at = |key: &str| KeyPath::parse(key);
+    let base = match step {
+        None => KeyPath::default(),
+        Some((index, _)) => at("step").index(index),
+    };
+    let own = |key: &str| if base.0.is_empty() { at(key) } else { base.child(key) };
+    let section = step.map(|(_, section)| section);
+
+    let name = match (step, section.and_then(|s| s.name.clone())) {
+        (None, _) => "main".to_owned(),
+        (Some((index, _)), None) => format!("step-{}", index + 1),
+        (Some(_), Some(name)) => {
+            if let Some(problem) = name_problem(&name) {
+                return Err(source
+                    .error_at(&own("name"), format!("invalid step name `{name}`: {problem}"))
+                    .with_hint("use letters, digits, `.`, `_` and `-`"));
+            }
+            name
+        }
+    };
+
+    // The prompt: the step's own, or the top-level one.
+    let (prompt_text, prompt_file, prompt_base) = match section {
+        Some(s) if s.prompt.is_some() || s.prompt_file.is_some() => (s.prompt.as_ref(), s.prompt_file.as_ref(), base.clone()),
+        _ => (manifest.prompt.as_ref(), manifest.prompt_file.as_ref(), KeyPath::default()),
+    };
+    let prompt = resolve_prompt(prompt_text, prompt_file, &prompt_base, source)?;
+    let mut args = manifest.prompt_args.clone();
+    if let Some(extra) = section.and_then(|s| s.prompt_args.as_ref()) {
+        args.extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
+    }
+
+    // The agent: merged as described above.
+    let (agent_section, agent_path) = match section.and_then(|s| s.agent.as_ref()) {
+        None => (manifest.agent.clone(), at("agent")),
+        Some(own_agent) => {
+            let replaces = own_agent.kind.is_some() && own_agent.kind != manifest.agent.kind;
+            let merged = if replaces { own_agent.clone() } else { merge_agent(own_agent, &manifest.agent) };
+            (merged, own("agent"))
+        }
+    };
+    let agent = resolve_agent(&agent_section, &agent_path, source, host_env, in_container)?;
+    if let Some(agent_env) = agent.env() {
+        for (key, value) in agent_env {
+            if sandbox_env.get(key).is_some_and(|other| other.0 != value.0) {
+                return Err(source
+                    .error_at_key(
+                        &agent_path.child("env").child(key),
+                        format!("`{key}` is set differently in `[agent] env` and `[sandbox] env`"),
+                    )
+                    .with_hint("set it in one place: `[sandbox] env` reaches the agent and the sandbox hooks"));
+            }
+        }
+    }
+
+    let mut loop_section = manifest.loop_.clone();
+    let mut max_iterations_path = at("loop.max_iterations");
+    if let Some(section) = section {
+        if let Some(n) = section.max_iterations {
+            loop_section.max_iterations = Some(n);
+            max_iterations_path = own("max_iterations");
+            if n == 0 {
+                return Err(source
+                    .error_at(&max_iterations_path, "`max_iterations` must be at least 1")
+                    .with_hint("the agent runs at most this many times"));
+            }
+        }
+        if section.completion_signal.is_some() {
+            loop_section.completion_signal = section.completion_signal.clone();
+        }
+    }
+    let mut loop_ = resolve_loop(&loop_section, source)?;
+    let output_section = match section {
+        None => manifest.output.as_ref(),
+        Some(section) => section.output.as_ref(),
+    };
+    let output = match output_section {
+        None => None,
+        Some(output_section) => {
+            let plan = resolve_output(
+                output_section,
+                &own("output"),
+                &prompt.template,
+                (loop_section.max_iterations, max_iterations_path),
+                matches!(agent, AgentPlan::Adapter(_)),
+                source,
+            )?;
+            loop_.max_iterations = 1;
+            Some(plan)
+        }
+    };
+
+    // Every placeholder must have a value: prompt_args or a built-in.
+    let prompt_key = |file: bool| if file { prompt_base_key(&prompt_base, "prompt_file") } else { prompt_base_key(&prompt_base, "prompt") };
+    for key in prompt::placeholders(&prompt.template) {
+        if key == prompt::PREVIOUS_STEP_RESULT {
+            match previous {
+                None => {
+                    return Err(source
+                        .error_at(&prompt_key(prompt.file.is_some()), "`{{PREVIOUS_STEP_RESULT}}` needs an earlier step")
+                        .with_hint("it is the structured output of the step before this one, in `[[step]]` manifests"));
+                }
+                Some(previous) if previous.output.is_none() => {
+                    return Err(source
+                        .error_at(
+                            &prompt_key(prompt.file.is_some()),
+                            format!("`{{{{PREVIOUS_STEP_RESULT}}}}` is used, but step `{}` has no `[output]`", previous.name),
+                        )
+                        .with_hint("give the previous step an `[step.output]` table, so it has a result to pass on"));
+                }
+                Some(_) => continue,
+            }
+        }
+        if !args.contains_key(key) && !prompt::BUILT_INS.contains(&key) {
+            let mut known: Vec<&str> = args.keys().map(String::as_str).collect();
+            known.extend(prompt::BUILT_INS);
+            return Err(source
+                .error_at(&prompt_key(prompt.file.is_some()), format!("the prompt uses `{{{{{key}}}}}` but no value is given for `{key}`"))
+                .with_hint(format!(
+                    "add it under `[prompt_args]` or pass `--arg {key}=VALUE`; known keys: {}",
+                    known.join(", ")
+                )));
+        }
+    }
+    for key in args.keys() {
+        if prompt::BUILT_INS.contains(&key.as_str()) || key == prompt::PREVIOUS_STEP_RESULT {
+            let path = if section.and_then(|s| s.prompt_args.as_ref()).is_some_and(|a| a.contains_key(key)) {
+                own("prompt_args").child(key)
+            } else {
+                at("prompt_args").child(key)
+            };
+            return Err(source
+                .error_at_key(&path, format!("`{key}` is filled in by eden and cannot be set"))
+                .with_hint(format!("built-in keys: {}, {}", prompt::BUILT_INS.join(", "), prompt::PREVIOUS_STEP_RESULT)));
+        }
+    }
+    if let AgentPlan::Cli(cli) = &agent {
+        if cli.prompt_via == PromptVia::Arg && prompt.template.len() > MAX_ARGV_PROMPT {
+            return Err(source
+                .error_at(
+                    &agent_path.child("prompt_via"),
+                    format!(
+                        "the prompt is {} KiB, over the {} KiB eden passes on the command line",
+                        prompt.template.len() / 1024,
+                        MAX_ARGV_PROMPT / 1024
+                    ),
+                )
+                .with_hint("set `prompt_via = \"stdin\"` if the agent reads its prompt from standard input"));
+        }
+    }
+    Ok(StepPlan {
+        name,
+        agent,
+        prompt: PromptPlan { template: prompt.template, file: prompt.file, args },
+        loop_,
+        output,
+        when: section.and_then(|s| s.when).unwrap_or(When::Success),
+        continue_on_failure: section.and_then(|s| s.continue_on_failure).unwrap_or(false),
+    })
+}
+
+fn prompt_base_key(base: &KeyPath, key: &str) -> KeyPath {
+    if base.0.is_empty() {
+        KeyPath::parse(key)
+    } else {
+        base.child(key)
+    }
+}
+
+/// A step's `agent` keys over the top-level ones (same kind).
+fn merge_agent(own: &AgentSection, top: &AgentSection) -> AgentSection {
+    AgentSection {
+        kind: own.kind.or(top.kind),
+        model: own.model.clone().or_else(|| top.model.clone()),
+        effort: own.effort.clone().or_else(|| top.effort.clone()),
+        extra_args: own.extra_args.clone().or_else(|| top.extra_args.clone()),
+        env: match (&own.env, &top.env) {
+            (Some(own), Some(top)) => Some(top.iter().chain(own).map(|(k, v)| (k.clone(), v.clone())).collect()),
+            (own, top) => own.clone().or_else(|| top.clone()),
+        },
+        resume: own.resume.clone().or_else(|| top.resume.clone()),
+        binary: own.binary.clone().or_else(|| top.binary.clone()),
+        args: own.args.clone().or_else(|| top.args.clone()),
+        prompt_via: own.prompt_via.or(top.prompt_via),
+        parser: own.parser.clone().or_else(|| top.parser.clone()),
+        lines: own.lines.clone().or_else(|| top.lines.clone()),
+        line_delay: own.line_delay.or(top.line_delay),
+        exit_code: own.exit_code.or(top.exit_code),
+    }
+}
+
 /// Sections of the contract whose behaviour later versions add: refuse them with a clear error.
 fn refuse_unbuilt(manifest: &Manifest, source: &Source) -> Result<(), Error> {
     let at = |key: &str| KeyPath::parse(key);
-    let unsupported = |path: KeyPath, what: String| {
-        Err(source
-            .error_at(&path, format!("{what} is not supported yet"))
-            .with_hint("this version of eden runs agents without hooks or steps; remove it from the manifest"))
-    };
     let sandbox = &manifest.sandbox;
     let container = matches!(sandbox.kind, Some(SandboxKind::Docker | SandboxKind::Podman | SandboxKind::Isolated));
     for (key, set) in [
@@ -259,12 +457,6 @@ fn refuse_unbuilt(manifest: &Manifest, source: &Source) -> Result<(), Error> {
                 )
                 .with_hint("set `sandbox.kind` to `docker` or `podman`, or remove the key"));
         }
-    }
-    if manifest.output.is_some() {
-        return unsupported(at("output"), "`[output]` (structured output)".into());
-    }
-    if !manifest.step.is_empty() {
-        return unsupported(at("step"), "`[[step]]` (multi-step manifests)".into());
     }
     Ok(())
 }
@@ -346,17 +538,22 @@ struct ResolvedPrompt {
     file: Option<PathBuf>,
 }
 
-fn resolve_prompt(manifest: &Manifest, source: &Source) -> Result<ResolvedPrompt, Error> {
-    let at = |key: &str| KeyPath::parse(key);
+fn resolve_prompt(
+    prompt: Option<&String>,
+    prompt_file: Option<&String>,
+    base: &KeyPath,
+    source: &Source,
+) -> Result<ResolvedPrompt, Error> {
+    let at = |key: &str| prompt_base_key(base, key);
     let hint = "give the task with `prompt = \"...\"` or `prompt_file = \"task.md\"` (or `--prompt`)";
-    let resolved = match (&manifest.prompt, &manifest.prompt_file) {
+    let resolved = match (prompt, prompt_file) {
         (Some(_), Some(_)) => {
             return Err(source
                 .error_at_key(&at("prompt_file"), "both `prompt` and `prompt_file` are set")
                 .with_hint("keep one of them"))
         }
         (None, None) => {
-            return Err(source.error_at(&KeyPath::default(), "no prompt given").with_hint(hint));
+            return Err(source.error_at(base, "no prompt given").with_hint(hint));
         }
         (Some(text), None) => ResolvedPrompt { template: text.clone(), file: None },
         (None, Some(file)) => {

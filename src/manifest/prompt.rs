@@ -4,6 +4,9 @@
 
 use std::collections::BTreeMap;
 
+/// The structured output of the step before, in `[[step]]` manifests.
+pub const PREVIOUS_STEP_RESULT: &str = "PREVIOUS_STEP_RESULT";
+
 /// Keys eden fills in itself.
 pub const BUILT_INS: [&str; 6] = ["BRANCH", "BASE_BRANCH", "ITERATION", "MAX_ITERATIONS", "RUN_ID", "NAME"];
 

@@ -39,6 +39,7 @@ pub struct RunResult {
 /// How the iteration loop ended when it did not fail.
 pub(crate) struct LoopEnd {
     pub completion_signal: Option<String>,
+    pub output: Option<serde_json::Value>,
 }
 
 pub async fn run(plan: &Plan, options: &RunOptions, reporters: Vec<Box<dyn Reporter>>) -> RunResult {
@@ -48,8 +49,8 @@ pub async fn run(plan: &Plan, options: &RunOptions, reporters: Vec<Box<dyn Repor
         Ok(receiver) => receiver,
         Err(err) => return failed(Error::usage(format!("cannot install signal handlers: {err}"))),
     };
-    let agent = match agent::from_plan(&plan.agent) {
-        Ok(agent) => agent,
+    let agents = match plan.steps.iter().map(|step| agent::from_plan(&step.agent)).collect::<Result<Vec<_>, _>>() {
+        Ok(agents) => agents,
         Err(err) => return failed(err),
     };
     let run_id = record::new_run_id();
@@ -100,17 +101,16 @@ pub async fn run(plan: &Plan, options: &RunOptions, reporters: Vec<Box<dyn Repor
     reporter.report(&Event::RunStarted {
         run_id: &run_id,
         name: &plan.name,
-        agent: agent.kind(),
+        agent: agents[0].kind(),
         strategy: pre.strategy.as_str(),
         branch: &pre.branch,
         base: pre.base_branch.as_deref(),
         worktree: &pre.worktree,
-        max_iterations: plan.loop_.max_iterations,
+        max_iterations: plan.steps[0].loop_.max_iterations,
     });
 
-    let mut iterations = Vec::new();
-    let mut hook_records = Vec::new();
-    let mut commits = None;
+    let mut progress = iterate::Progress::default();
+    let mut step_records = Vec::new();
     let mut sandbox: Box<dyn SandboxHandle> = Box::new(Host);
     let mut sandbox_up = false;
     let hooks = HookRunner {
@@ -141,7 +141,7 @@ pub async fn run(plan: &Plan, options: &RunOptions, reporters: Vec<Box<dyn Repor
             }
         }
         let host_only = PhaseRun { phase: Phase::OnWorktreeReady, iteration: None, sandbox: None, extra_env: &[] };
-        if let Err(error) = hooks.run_phase(&host_only, &mut reporter, &mut abort, &mut hook_records).await {
+        if let Err(error) = hooks.run_phase(&host_only, &mut reporter, &mut abort, &mut progress.hooks).await {
             break 'run Err(error);
         }
         if let Some(error) = interrupted(&abort) {
@@ -153,24 +153,18 @@ pub async fn run(plan: &Plan, options: &RunOptions, reporters: Vec<Box<dyn Repor
         sandbox_up = true;
         let ready =
             PhaseRun { phase: Phase::OnSandboxReady, iteration: None, sandbox: Some(sandbox.as_ref()), extra_env: &[] };
-        if let Err(error) = hooks.run_phase(&ready, &mut reporter, &mut abort, &mut hook_records).await {
+        if let Err(error) = hooks.run_phase(&ready, &mut reporter, &mut abort, &mut progress.hooks).await {
             break 'run Err(error);
         }
-        iterate::run_loop(
+        let shared = iterate::Shared {
             plan,
             options,
-            &workspace,
-            agent.as_ref(),
-            sandbox.as_ref(),
-            &hooks,
-            &run_id,
-            &mut reporter,
-            &mut abort,
-            &mut iterations,
-            &mut hook_records,
-            &mut commits,
-        )
-        .await
+            workspace: &workspace,
+            sandbox: sandbox.as_ref(),
+            hooks: &hooks,
+            run_id: &run_id,
+        };
+        run_steps(&shared, &agents, &mut reporter, &mut abort, &mut progress, &mut step_records).await
     };
     // `on_close` runs whatever happened, after Ctrl-C too: only a further signal cuts it short.
     let outcome = if hooks.has(Phase::OnClose) {
@@ -186,7 +180,7 @@ pub async fn run(plan: &Plan, options: &RunOptions, reporters: Vec<Box<dyn Repor
             extra_env: &extra_env,
         };
         let mut later = hooks::later_signals(&abort);
-        match (hooks.run_phase(&close, &mut reporter, &mut later, &mut hook_records).await, outcome) {
+        match (hooks.run_phase(&close, &mut reporter, &mut later, &mut progress.hooks).await, outcome) {
             (Ok(()), outcome) => outcome,
             (Err(error), Ok(_)) => Err(error),
             (Err(error), Err(first)) => {
@@ -227,6 +221,8 @@ pub async fn run(plan: &Plan, options: &RunOptions, reporters: Vec<Box<dyn Repor
         }
     }
     let completion_signal = outcome.as_ref().ok().and_then(|end| end.completion_signal.clone());
+    let output = outcome.as_ref().ok().and_then(|end| end.output.clone());
+    let iterate::Progress { iterations, hooks: hook_records, commits, .. } = progress;
     let finished = finish::finish(workspace, outcome, commits, &mut reporter);
 
     let mut error = finished.error;
@@ -235,10 +231,11 @@ pub async fn run(plan: &Plan, options: &RunOptions, reporters: Vec<Box<dyn Repor
         error = interrupted(&abort);
     }
     let exit_code = error.as_ref().map_or(0, |e| e.kind.exit_code());
-    let exit_reason = match (&error, &completion_signal) {
-        (Some(error), _) => error.kind.as_str().to_owned(),
-        (None, Some(_)) => "completed".to_owned(),
-        (None, None) => "max_iterations".to_owned(),
+    let exit_reason = match (&error, &completion_signal, &output) {
+        (Some(error), _, _) => error.kind.as_str().to_owned(),
+        (None, Some(_), _) => "completed".to_owned(),
+        (None, None, Some(_)) => "output".to_owned(),
+        (None, None, None) => "max_iterations".to_owned(),
     };
     let runs_dir = finished.root.join(".eden").join("runs");
     let usage = iterations.iter().filter_map(|i| i.usage).reduce(|mut total, usage| {
@@ -252,7 +249,7 @@ pub async fn run(plan: &Plan, options: &RunOptions, reporters: Vec<Box<dyn Repor
         name: plan.name.clone(),
         manifest: plan.manifest.clone(),
         repo: finished.root.clone(),
-        agent: agent.kind().to_owned(),
+        agent: agents.iter().map(|agent| agent.kind()).collect::<Vec<_>>().join(","),
         sandbox: sandbox_kind.to_owned(),
         container,
         strategy: finished.strategy.as_str().to_owned(),
@@ -260,9 +257,11 @@ pub async fn run(plan: &Plan, options: &RunOptions, reporters: Vec<Box<dyn Repor
         base_branch: finished.base_branch,
         base_commit: finished.base_commit,
         worktree: finished.worktree,
-        max_iterations: plan.loop_.max_iterations,
+        max_iterations: plan.steps[0].loop_.max_iterations,
         iterations,
         hooks: hook_records,
+        steps: step_records,
+        output,
         completion_signal,
         usage,
         session_id,
@@ -294,6 +293,99 @@ pub async fn run(plan: &Plan, options: &RunOptions, reporters: Vec<Box<dyn Repor
 
 fn env_pairs(env: &std::collections::BTreeMap<String, crate::manifest::plan::Secret>) -> Vec<(String, String)> {
     env.iter().map(|(key, value)| (key.clone(), value.0.clone())).collect()
+}
+
+/// The steps in order. A failing step stops the chain unless it has `continue_on_failure`;
+/// later steps then run only with `when = "always"`. The first chain-stopping failure is the
+/// run's.
+async fn run_steps(
+    shared: &iterate::Shared<'_>,
+    agents: &[Box<dyn agent::Agent>],
+    reporter: &mut dyn Reporter,
+    abort: &mut watch::Receiver<Option<crate::process::Abort>>,
+    progress: &mut iterate::Progress,
+    records: &mut Vec<record::StepRecord>,
+) -> Result<LoopEnd, Error> {
+    use crate::manifest::schema::When;
+    let steps = &shared.plan.steps;
+    let many = steps.len() > 1;
+    let mut failed: Option<Error> = None;
+    let mut end = LoopEnd { completion_signal: None, output: None };
+    let mut previous: Option<String> = None;
+    for (index, (step, agent)) in steps.iter().zip(agents).enumerate() {
+        let made_commits = progress.commits.as_ref().is_some_and(|commits| !commits.is_empty());
+        let skip = match step.when {
+            When::Always => None,
+            When::Success => failed.is_some().then_some("an earlier step failed"),
+            When::Commits if failed.is_some() => Some("an earlier step failed"),
+            When::Commits => (!made_commits).then_some("no earlier step made commits"),
+        };
+        let mut step_record = record::StepRecord {
+            name: step.name.clone(),
+            agent: agent.kind().to_owned(),
+            status: "skipped",
+            exit_code: None,
+            error: None,
+            reason: skip.map(str::to_owned),
+            output: None,
+            completion_signal: None,
+        };
+        if let Some(reason) = skip {
+            reporter.report(&Event::StepFinished { step: &step.name, status: "skipped", reason: Some(reason) });
+            records.push(step_record);
+            continue;
+        }
+        if let Some(error) = interrupted(abort) {
+            return Err(error);
+        }
+        if many {
+            reporter.report(&Event::StepStarted { step: &step.name, index, total: steps.len(), agent: agent.kind() });
+        }
+        let result = iterate::run_step(shared, step, agent.as_ref(), previous.as_deref(), reporter, abort, progress).await;
+        match result {
+            Ok(step_end) => {
+                step_record.status = "ok";
+                step_record.exit_code = Some(0);
+                step_record.output = step_end.output.clone();
+                step_record.completion_signal = step_end.completion_signal.clone();
+                previous = step_end.output.as_ref().map(|value| match value {
+                    serde_json::Value::String(text) => text.clone(),
+                    other => other.to_string(),
+                });
+                end.completion_signal = step_end.completion_signal;
+                if step_end.output.is_some() {
+                    end.output = step_end.output;
+                }
+                if many {
+                    reporter.report(&Event::StepFinished { step: &step.name, status: "ok", reason: None });
+                }
+                records.push(step_record);
+            }
+            Err(error) => {
+                step_record.status = "failed";
+                step_record.exit_code = Some(error.kind.exit_code());
+                step_record.error = Some(error.message.clone());
+                if many {
+                    reporter.report(&Event::StepFinished { step: &step.name, status: "failed", reason: None });
+                }
+                records.push(step_record);
+                previous = None;
+                if matches!(error.kind, ErrorKind::Interrupted(_)) {
+                    return Err(error);
+                }
+                if step.continue_on_failure {
+                    let message = format!("step `{}` failed and the chain goes on: {}", step.name, error.message);
+                    reporter.report(&Event::Warning { message: &message });
+                } else if failed.is_none() {
+                    failed = Some(error);
+                }
+            }
+        }
+    }
+    match failed {
+        Some(error) => Err(error),
+        None => Ok(end),
+    }
 }
 
 /// Start the run's sandbox (nothing for `none`), pruning containers earlier runs left behind.

@@ -24,6 +24,10 @@ pub struct RunRecord {
     pub iterations: Vec<IterationRecord>,
     /// Every hook that ran, in order.
     pub hooks: Vec<HookRecord>,
+    /// Each step: `ok`, `failed` or `skipped`, with its output.
+    pub steps: Vec<StepRecord>,
+    /// The structured output (`[output]`; with steps, the last step's that has one).
+    pub output: Option<serde_json::Value>,
     /// The signal that ended the run, if one was seen.
     pub completion_signal: Option<String>,
     /// Usage summed over the iterations that reported it.
@@ -48,6 +52,8 @@ pub struct RunRecord {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct IterationRecord {
+    /// The step it belongs to (`main` without `[[step]]`).
+    pub step: String,
     pub iteration: u32,
     pub started_at: String,
     pub duration_ms: u64,
@@ -65,6 +71,20 @@ pub struct IterationRecord {
     pub tool_calls: Vec<ToolCallRecord>,
     /// A failure the agent reported on its own output.
     pub agent_error: Option<AgentFailure>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StepRecord {
+    pub name: String,
+    pub agent: String,
+    /// `ok`, `failed`, `skipped`.
+    pub status: &'static str,
+    pub exit_code: Option<i32>,
+    pub error: Option<String>,
+    /// Why it was skipped (`when`).
+    pub reason: Option<String>,
+    pub output: Option<serde_json::Value>,
+    pub completion_signal: Option<String>,
 }
 
 /// One hook that ran, in the order they ran.

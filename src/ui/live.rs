@@ -98,6 +98,18 @@ impl Reporter for LiveReporter {
                     ),
                 );
             }
+            Event::Output { value, .. } => say(bar, format!("{} output {value}", style("✓").green())),
+            Event::StepStarted { step, index, total, agent } => {
+                say(bar, format!("{} step {}/{total} {} {}", style("▶▶").cyan(), index + 1, style(step).bold(), style(format!("({agent})")).dim()));
+            }
+            Event::StepFinished { step, status, reason } => {
+                let mark = match *status {
+                    "ok" => style("✓").green(),
+                    "skipped" => style("–").dim(),
+                    _ => style("✗").red(),
+                };
+                say(bar, format!("{mark} step {step} {status}{}", reason.map(|r| format!(": {r}")).unwrap_or_default()));
+            }
             Event::HookStarted { phase, side, command, .. } => {
                 say(bar, format!("{} {} {command}", style("hook").magenta(), style(format!("{side} {phase}")).dim()));
                 hint_line(bar, format!("hook {command}"));

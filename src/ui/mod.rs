@@ -97,6 +97,23 @@ pub enum Event<'a> {
         exit_code: Option<i32>,
         duration_ms: u64,
     },
+    /// The structured output, once it is valid.
+    Output {
+        iteration: u32,
+        value: &'a serde_json::Value,
+    },
+    StepStarted {
+        step: &'a str,
+        index: usize,
+        total: usize,
+        agent: &'a str,
+    },
+    StepFinished {
+        step: &'a str,
+        /// `ok`, `failed`, `skipped`.
+        status: &'a str,
+        reason: Option<&'a str>,
+    },
     HookStarted {
         phase: &'a str,
         side: &'a str,

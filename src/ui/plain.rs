@@ -66,6 +66,14 @@ impl Reporter for PlainReporter {
             Event::IterationFinished { iteration, outcome, duration_ms, .. } => {
                 self.line(&format!("iteration {iteration} finished: {outcome} ({:.1}s)", *duration_ms as f64 / 1000.0));
             }
+            Event::Output { value, .. } => self.line(&format!("output: {value}")),
+            Event::StepStarted { step, index, total, agent } => {
+                self.line(&format!("step {}/{total} `{step}` started (agent {agent})", index + 1));
+            }
+            Event::StepFinished { step, status, reason } => match reason {
+                Some(reason) => self.line(&format!("step `{step}` {status}: {reason}")),
+                None => self.line(&format!("step `{step}` {status}")),
+            },
             Event::HookStarted { phase, side, command, .. } => self.line(&format!("hook {side} {phase}: {command}")),
             Event::HookOutput { text, stderr: false } => self.line(&format!("> {text}")),
             Event::HookOutput { text, stderr: true } => self.line(&format!("! {text}")),

@@ -84,10 +84,10 @@ fn dry_run_prints_the_plan_and_touches_nothing() {
     let run = crate::support::Run::from(command.output().unwrap());
     run.assert_code(0);
     let plan = run.record();
-    assert_eq!(plan["plan"]["agent"]["kind"], "cli");
-    assert_eq!(plan["plan"]["loop"]["idle_timeout"], "1m30s");
-    assert_eq!(plan["plan"]["loop"]["completion_timeout"], "1h30m");
-    assert_eq!(plan["plan"]["agent"]["env"]["API_TOKEN"], "***");
+    assert_eq!(plan["plan"]["steps"][0]["agent"]["kind"], "cli");
+    assert_eq!(plan["plan"]["steps"][0]["loop"]["idle_timeout"], "1m30s");
+    assert_eq!(plan["plan"]["steps"][0]["loop"]["completion_timeout"], "1h30m");
+    assert_eq!(plan["plan"]["steps"][0]["agent"]["env"]["API_TOKEN"], "***");
     assert_eq!(plan["workspace"]["strategy"], "merge-to-head");
     assert_eq!(plan["workspace"]["base_branch"], "main");
     assert!(!run.stdout.contains("hunter2"), "env values never printed");

@@ -176,14 +176,6 @@ fn invalid_toml() {
 }
 
 #[test]
-fn features_not_built_yet() {
-    insta::assert_snapshot!(rejected(&format!("{OK}[[step]]\nname = \"review\"\n"), &[]), @r"
-    error: [TMP]/plan.toml:4:1: `[[step]]` (multi-step manifests) is not supported yet
-    hint: this version of eden runs agents without hooks or steps; remove it from the manifest
-    ");
-}
-
-#[test]
 fn env_conflicts_and_missing_references() {
     insta::assert_snapshot!(rejected("prompt = \"x\"\n[agent]\nkind = \"cli\"\nbinary = \"sh\"\nenv = { MODE = \"a\" }\n[sandbox]\nenv = { MODE = \"b\" }\n", &[]), @r"
     error: [TMP]/plan.toml:5:9: `MODE` is set differently in `[agent] env` and `[sandbox] env`

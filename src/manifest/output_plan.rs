@@ -1,0 +1,90 @@
+//! `[output]` resolved: what to extract from the agent's answer, the schema it must meet, and
+//! how many times to ask again. Checked at load: one iteration, the tag named in the prompt, a
+//! schema file that exists and compiles.
+
+use super::load::{KeyPath, Source};
+use super::schema::{OutputKind, OutputSection};
+use crate::error::Error;
+use serde::Serialize;
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct OutputPlan {
+    pub kind: OutputKind,
+    pub tag: String,
+    pub schema_file: Option<PathBuf>,
+    #[serde(skip)]
+    pub schema: Option<serde_json::Value>,
+    pub max_retries: u32,
+}
+
+pub const DEFAULT_TAG: &str = "result";
+/// Retries when the agent can resume its session; agents that cannot get none.
+const DEFAULT_RETRIES: u32 = 2;
+
+/// `path` is where the section sits (`output`, or `step[1].output`); `prompt` the template the
+/// agent gets; `max_iterations` the section's own setting if written, and its key path.
+pub(super) fn resolve_output(
+    section: &OutputSection,
+    path: &KeyPath,
+    prompt: &str,
+    max_iterations: (Option<u32>, KeyPath),
+    can_resume: bool,
+    source: &Source,
+) -> Result<OutputPlan, Error> {
+    let tag = section.tag.clone().unwrap_or_else(|| DEFAULT_TAG.to_owned());
+    if tag.is_empty() || !tag.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.')) {
+        return Err(source
+            .error_at(&path.child("tag"), format!("`{tag}` cannot be a tag name"))
+            .with_hint("use letters, digits, `_`, `-` or `.`, e.g. `result`"));
+    }
+    if let (Some(n), at) = &max_iterations {
+        if *n != 1 {
+            return Err(source
+                .error_at(at, format!("structured output needs exactly one iteration, not {n}"))
+                .with_hint("set `max_iterations = 1` (the default with `[output]`), or remove `[output]`"));
+        }
+    }
+    let open = format!("<{tag}>");
+    if !prompt.contains(&open) {
+        let at = if section.tag.is_some() { path.child("tag") } else { path.clone() };
+        return Err(source
+            .error_at(&at, format!("the prompt never mentions `{open}`, so the agent cannot know where to answer"))
+            .with_hint(format!("tell the agent in the prompt: \"answer inside {open}...</{tag}>\"")));
+    }
+    let (schema_file, schema) = match &section.schema {
+        None => (None, None),
+        Some(file) => {
+            let at = path.child("schema");
+            let file = source.base_dir.join(file);
+            let text = std::fs::read_to_string(&file).map_err(|err| {
+                source
+                    .error_at(&at, format!("schema file `{}` cannot be read: {err}", file.display()))
+                    .with_hint("schema files are resolved against the manifest's folder")
+            })?;
+            let schema: serde_json::Value = serde_json::from_str(&text).map_err(|err| {
+                source
+                    .error_at(&at, format!("schema file `{}` is not JSON: {err}", file.display()))
+                    .with_hint("a JSON Schema is a JSON document")
+            })?;
+            if let Err(err) = jsonschema::validator_for(&schema) {
+                return Err(source
+                    .error_at(&at, format!("schema file `{}` is not a valid JSON Schema: {err}", file.display()))
+                    .with_hint("check it against the JSON Schema specification (draft 2020-12 by default)"));
+            }
+            (Some(file), Some(schema))
+        }
+    };
+    let kind = section.kind.unwrap_or(if schema.is_some() { OutputKind::Object } else { OutputKind::String });
+    let max_retries = match section.max_retries {
+        Some(n) if n > 0 && !can_resume => {
+            return Err(source
+                .error_at(&path.child("max_retries"), "retries resume the agent's session, which this agent cannot do")
+                .with_hint("use an agent adapter (claude-code, codex, opencode, pi, cursor, copilot), or set it to 0"));
+        }
+        Some(n) => n,
+        None if can_resume => DEFAULT_RETRIES,
+        None => 0,
+    };
+    Ok(OutputPlan { kind, tag, schema_file, schema, max_retries })
+}
