@@ -112,16 +112,21 @@ mod tests {
 
     #[test]
     fn says_what_is_wrong() {
-        let schema = json!({"type": "object", "required": ["approved"], "properties": {"approved": {"type": "boolean"}}});
+        let schema =
+            json!({"type": "object", "required": ["approved"], "properties": {"approved": {"type": "boolean"}}});
         let checker = Checker::new(&plan(OutputKind::Object, Some(schema))).unwrap();
         assert_eq!(checker.check("no tags").unwrap_err(), ["the answer has no <result>...</result> block"]);
-        assert!(checker.check("<result>{oops</result>").unwrap_err()[0].starts_with("the <result> block is not valid JSON"));
+        assert!(
+            checker.check("<result>{oops</result>").unwrap_err()[0].starts_with("the <result> block is not valid JSON")
+        );
         assert_eq!(checker.check("<result>[1]</result>").unwrap_err(), ["the <result> block must hold a JSON object"]);
         assert_eq!(
             checker.check("<result>{\"approved\": \"yes\"}</result>").unwrap_err(),
             ["at /approved: \"yes\" is not of type \"boolean\""]
         );
         assert_eq!(checker.check("<result>{}</result>").unwrap_err(), ["\"approved\" is a required property"]);
-        assert!(checker.retry_prompt(&["x".into()]).contains("- x\nReply again with a single JSON object inside <result>...</result>"));
+        assert!(checker
+            .retry_prompt(&["x".into()])
+            .contains("- x\nReply again with a single JSON object inside <result>...</result>"));
     }
 }

@@ -9,9 +9,9 @@ pub use super::agent_plan::{AgentPlan, CliPlan, Secret};
 pub use super::dotenv::DotEnv;
 pub use super::hooks_plan::HooksPlan;
 use super::hooks_plan::{resolve_env, resolve_hooks};
-pub use super::output_plan::OutputPlan;
-use super::output_plan::resolve_output;
 use super::load::{KeyPath, Source};
+use super::output_plan::resolve_output;
+pub use super::output_plan::OutputPlan;
 use super::prompt;
 use super::sandbox_plan::resolve_sandbox;
 pub use super::sandbox_plan::{ContainerPlan, Engine, MountPlan, SandboxPlan};
@@ -159,7 +159,10 @@ pub fn resolve(
             let resolved = resolve_step(&context, Some((index, step)), steps.last())?;
             if steps.iter().any(|earlier| earlier.name == resolved.name) {
                 return Err(source
-                    .error_at(&at("step").index(index).child("name"), format!("two steps are named `{}`", resolved.name))
+                    .error_at(
+                        &at("step").index(index).child("name"),
+                        format!("two steps are named `{}`", resolved.name),
+                    )
                     .with_hint("give every step its own name"));
             }
             steps.push(resolved);
@@ -266,7 +269,9 @@ fn resolve_step(
 
     // The prompt: the step's own, or the top-level one.
     let (prompt_text, prompt_file, prompt_base) = match section {
-        Some(s) if s.prompt.is_some() || s.prompt_file.is_some() => (s.prompt.as_ref(), s.prompt_file.as_ref(), base.clone()),
+        Some(s) if s.prompt.is_some() || s.prompt_file.is_some() => {
+            (s.prompt.as_ref(), s.prompt_file.as_ref(), base.clone())
+        }
         _ => (manifest.prompt.as_ref(), manifest.prompt_file.as_ref(), KeyPath::default()),
     };
     let prompt = resolve_prompt(prompt_text, prompt_file, &prompt_base, source)?;
@@ -336,20 +341,34 @@ fn resolve_step(
     };
 
     // Every placeholder must have a value: prompt_args or a built-in.
-    let prompt_key = |file: bool| if file { prompt_base_key(&prompt_base, "prompt_file") } else { prompt_base_key(&prompt_base, "prompt") };
+    let prompt_key = |file: bool| {
+        if file {
+            prompt_base_key(&prompt_base, "prompt_file")
+        } else {
+            prompt_base_key(&prompt_base, "prompt")
+        }
+    };
     for key in prompt::placeholders(&prompt.template) {
         if key == prompt::PREVIOUS_STEP_RESULT {
             match previous {
                 None => {
                     return Err(source
-                        .error_at(&prompt_key(prompt.file.is_some()), "`{{PREVIOUS_STEP_RESULT}}` needs an earlier step")
-                        .with_hint("it is the structured output of the step before this one, in `[[step]]` manifests"));
+                        .error_at(
+                            &prompt_key(prompt.file.is_some()),
+                            "`{{PREVIOUS_STEP_RESULT}}` needs an earlier step",
+                        )
+                        .with_hint(
+                            "it is the structured output of the step before this one, in `[[step]]` manifests",
+                        ));
                 }
                 Some(previous) if previous.output.is_none() => {
                     return Err(source
                         .error_at(
                             &prompt_key(prompt.file.is_some()),
-                            format!("`{{{{PREVIOUS_STEP_RESULT}}}}` is used, but step `{}` has no `[output]`", previous.name),
+                            format!(
+                                "`{{{{PREVIOUS_STEP_RESULT}}}}` is used, but step `{}` has no `[output]`",
+                                previous.name
+                            ),
                         )
                         .with_hint("give the previous step an `[step.output]` table, so it has a result to pass on"));
                 }
@@ -360,7 +379,10 @@ fn resolve_step(
             let mut known: Vec<&str> = args.keys().map(String::as_str).collect();
             known.extend(prompt::BUILT_INS);
             return Err(source
-                .error_at(&prompt_key(prompt.file.is_some()), format!("the prompt uses `{{{{{key}}}}}` but no value is given for `{key}`"))
+                .error_at(
+                    &prompt_key(prompt.file.is_some()),
+                    format!("the prompt uses `{{{{{key}}}}}` but no value is given for `{key}`"),
+                )
                 .with_hint(format!(
                     "add it under `[prompt_args]` or pass `--arg {key}=VALUE`; known keys: {}",
                     known.join(", ")
@@ -376,7 +398,11 @@ fn resolve_step(
             };
             return Err(source
                 .error_at_key(&path, format!("`{key}` is filled in by eden and cannot be set"))
-                .with_hint(format!("built-in keys: {}, {}", prompt::BUILT_INS.join(", "), prompt::PREVIOUS_STEP_RESULT)));
+                .with_hint(format!(
+                    "built-in keys: {}, {}",
+                    prompt::BUILT_INS.join(", "),
+                    prompt::PREVIOUS_STEP_RESULT
+                )));
         }
     }
     if let AgentPlan::Cli(cli) = &agent {

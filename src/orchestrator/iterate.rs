@@ -207,8 +207,12 @@ pub(crate) async fn run_step(
             return Err(error);
         }
         reporter.report(&Event::IterationStarted { iteration, max_iterations: step.loop_.max_iterations });
-        let start =
-            PhaseRun { phase: Phase::OnIterationStart, iteration: Some(iteration), sandbox: Some(sandbox), extra_env: &step_env };
+        let start = PhaseRun {
+            phase: Phase::OnIterationStart,
+            iteration: Some(iteration),
+            sandbox: Some(sandbox),
+            extra_env: &step_env,
+        };
         hooks.run_phase(&start, reporter, abort, &mut progress.hooks).await?;
         values.insert("ITERATION".into(), iteration.to_string());
         let mut rendered = String::new();
@@ -231,7 +235,8 @@ pub(crate) async fn run_step(
             attempt += 1;
             reporter.report(&Event::Prompt { iteration, text: &prompt_text });
             let mut invoked =
-                invoke(shared, step, agent, iteration, &prompt_text, resume.as_deref(), reporter, abort, progress).await?;
+                invoke(shared, step, agent, iteration, &prompt_text, resume.as_deref(), reporter, abort, progress)
+                    .await?;
             sync_into(&mut invoked.result, sandbox, reporter);
             let (Some(checker), Ok(_)) = (&checker, &invoked.result) else {
                 break (invoked, prompt_text);
@@ -252,7 +257,16 @@ pub(crate) async fn run_step(
                         );
                         reporter.report(&Event::Warning { message: &message });
                         let next = checker.retry_prompt(&errors);
-                        push_record(progress, step, iteration, &invoked, &prompt_text, Vec::new(), reporter, "output_invalid");
+                        push_record(
+                            progress,
+                            step,
+                            iteration,
+                            &invoked,
+                            &prompt_text,
+                            Vec::new(),
+                            reporter,
+                            "output_invalid",
+                        );
                         prompt_text = next;
                         resume = session;
                         continue;
@@ -425,7 +439,9 @@ fn output_error(errors: &[String], invoked: &Invoked, attempts: usize) -> Error 
         message.push_str(&format!("\n  {line}"));
     }
     let hint = match &invoked.session_id {
-        Some(id) => format!("fix the prompt or the schema; to continue that conversation, set `agent.resume = \"{id}\"`"),
+        Some(id) => {
+            format!("fix the prompt or the schema; to continue that conversation, set `agent.resume = \"{id}\"`")
+        }
         None => "fix the prompt or the schema; the agent reported no session id to resume".to_owned(),
     };
     Error::agent(message).with_hint(hint)

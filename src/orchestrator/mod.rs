@@ -341,7 +341,8 @@ async fn run_steps(
         if many {
             reporter.report(&Event::StepStarted { step: &step.name, index, total: steps.len(), agent: agent.kind() });
         }
-        let result = iterate::run_step(shared, step, agent.as_ref(), previous.as_deref(), reporter, abort, progress).await;
+        let result =
+            iterate::run_step(shared, step, agent.as_ref(), previous.as_deref(), reporter, abort, progress).await;
         match result {
             Ok(step_end) => {
                 step_record.status = "ok";

@@ -100,7 +100,16 @@ impl Reporter for LiveReporter {
             }
             Event::Output { value, .. } => say(bar, format!("{} output {value}", style("✓").green())),
             Event::StepStarted { step, index, total, agent } => {
-                say(bar, format!("{} step {}/{total} {} {}", style("▶▶").cyan(), index + 1, style(step).bold(), style(format!("({agent})")).dim()));
+                say(
+                    bar,
+                    format!(
+                        "{} step {}/{total} {} {}",
+                        style("▶▶").cyan(),
+                        index + 1,
+                        style(step).bold(),
+                        style(format!("({agent})")).dim()
+                    ),
+                );
             }
             Event::StepFinished { step, status, reason } => {
                 let mark = match *status {
@@ -108,7 +117,10 @@ impl Reporter for LiveReporter {
                     "skipped" => style("–").dim(),
                     _ => style("✗").red(),
                 };
-                say(bar, format!("{mark} step {step} {status}{}", reason.map(|r| format!(": {r}")).unwrap_or_default()));
+                say(
+                    bar,
+                    format!("{mark} step {step} {status}{}", reason.map(|r| format!(": {r}")).unwrap_or_default()),
+                );
             }
             Event::HookStarted { phase, side, command, .. } => {
                 say(bar, format!("{} {} {command}", style("hook").magenta(), style(format!("{side} {phase}")).dim()));

@@ -18,4 +18,6 @@ mod model_server;
 mod prompts;
 mod real_agents;
 mod signals;
+mod steps;
 mod strategies;
+mod structured;

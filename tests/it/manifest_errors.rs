@@ -212,6 +212,51 @@ fn bad_copy_to_worktree() {
 }
 
 #[test]
+fn bad_output_and_steps() {
+    let answer = "prompt = \"answer in <result>\"\n[agent]\nkind = \"simulated\"\n";
+    insta::assert_snapshot!(rejected(&format!("{answer}[loop]\nmax_iterations = 3\n[output]\n"), &[]), @r"
+    error: [TMP]/plan.toml:5:18: structured output needs exactly one iteration, not 3
+    hint: set `max_iterations = 1` (the default with `[output]`), or remove `[output]`
+    ");
+    insta::assert_snapshot!(rejected(&format!("{OK}[output]\ntag = \"verdict\"\n"), &[]), @r#"
+    error: [TMP]/plan.toml:5:7: the prompt never mentions `<verdict>`, so the agent cannot know where to answer
+    hint: tell the agent in the prompt: "answer inside <verdict>...</verdict>"
+    "#);
+    insta::assert_snapshot!(rejected(&format!("{answer}[output]\nschema = \"nope.json\"\n"), &[]), @r"
+    error: [TMP]/plan.toml:5:10: schema file `[TMP]/nope.json` cannot be read: No such file or directory (os error 2)
+    hint: schema files are resolved against the manifest's folder
+    ");
+    insta::assert_snapshot!(rejected(&format!("{answer}[output]\nschema = \"prompt.md\"\n"), &[]), @r"
+    error: [TMP]/plan.toml:5:10: schema file `[TMP]/prompt.md` is not JSON: expected value at line 1 column 1
+    hint: a JSON Schema is a JSON document
+    ");
+    insta::assert_snapshot!(rejected(&format!("{answer}[output]\nmax_retries = 2\n"), &[]), @r"
+    error: [TMP]/plan.toml:5:15: retries resume the agent's session, which this agent cannot do
+    hint: use an agent adapter (claude-code, codex, opencode, pi, cursor, copilot), or set it to 0
+    ");
+    insta::assert_snapshot!(rejected(&format!("{OK}[[step]]\nprompt = \"use {{{{PREVIOUS_STEP_RESULT}}}}\"\n"), &[]), @r"
+    error: [TMP]/plan.toml:5:10: `{{PREVIOUS_STEP_RESULT}}` needs an earlier step
+    hint: it is the structured output of the step before this one, in `[[step]]` manifests
+    ");
+    insta::assert_snapshot!(rejected(&format!("{OK}[[step]]\nname = \"a\"\n[[step]]\nname = \"b\"\nprompt = \"use {{{{PREVIOUS_STEP_RESULT}}}}\"\n"), &[]), @r"
+    error: [TMP]/plan.toml:8:10: `{{PREVIOUS_STEP_RESULT}}` is used, but step `a` has no `[output]`
+    hint: give the previous step an `[step.output]` table, so it has a result to pass on
+    ");
+    insta::assert_snapshot!(rejected(&format!("{OK}[[step]]\nname = \"a\"\n[[step]]\nname = \"a\"\n"), &[]), @r"
+    error: [TMP]/plan.toml:7:8: two steps are named `a`
+    hint: give every step its own name
+    ");
+    insta::assert_snapshot!(rejected(&format!("{answer}[output]\n[[step]]\nname = \"a\"\n"), &[]), @r"
+    error: [TMP]/plan.toml:4:2: with `[[step]]`, each step has its own `[output]`
+    hint: move the table into the step that should produce it: `[step.output]`
+    ");
+    insta::assert_snapshot!(rejected(&format!("{OK}[[step]]\nwhen = \"sometimes\"\n"), &[]), @r"
+    error: [TMP]/plan.toml:5:8: `step[0].when` has an unknown value `sometimes`
+    hint: expected one of: `always`, `commits`, `success`
+    ");
+}
+
+#[test]
 fn bad_hooks() {
     insta::assert_snapshot!(rejected(&format!("{OK}[hooks.sandbox]\non_worktree_ready = [\"npm ci\"]\n"), &[]), @r"
     error: [TMP]/plan.toml:5:1: `on_worktree_ready` runs before the sandbox exists

@@ -33,6 +33,14 @@ pub struct ModelServer {
 impl ModelServer {
     /// `repo` is the test repository: the worktree eden makes is found under it in the request.
     pub fn start(repo: PathBuf, fail_with_401: bool) -> ModelServer {
+        Self::start_with(repo, fail_with_401, None)
+    }
+
+    /// With `answers`: a conversation whose first prompt contains `answers.trigger` gets
+    /// `answers.replies[n]` as the final text of its n-th user turn (the last one repeats), no
+    /// tools — for structured output and its retries in a resumed session.
+    pub fn start_with(repo: PathBuf, fail_with_401: bool, answers: Option<Answers>) -> ModelServer {
+        let answers = Arc::new(answers);
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
         let port = listener.local_addr().unwrap().port();
         let stats = Arc::new(Stats::default());
@@ -44,9 +52,9 @@ impl ModelServer {
                     break;
                 }
                 let Ok(stream) = stream else { continue };
-                let (stats, repo) = (thread_stats.clone(), repo.clone());
+                let (stats, repo, answers) = (thread_stats.clone(), repo.clone(), answers.clone());
                 std::thread::spawn(move || {
-                    let _ = serve(stream, &stats, &repo, fail_with_401);
+                    let _ = serve(stream, &stats, &repo, fail_with_401, &answers);
                 });
             }
         });
@@ -118,7 +126,13 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> std::io::Result<Option<Req
     Ok(Some(Request { method, path, body }))
 }
 
-fn serve(stream: TcpStream, stats: &Stats, repo: &std::path::Path, fail_with_401: bool) -> std::io::Result<()> {
+fn serve(
+    stream: TcpStream,
+    stats: &Stats,
+    repo: &std::path::Path,
+    fail_with_401: bool,
+    answers: &Option<Answers>,
+) -> std::io::Result<()> {
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut writer = stream;
     while let Some(request) = read_request(&mut reader)? {
@@ -150,11 +164,11 @@ fn serve(stream: TcpStream, stats: &Stats, repo: &std::path::Path, fail_with_401
             respond(&mut writer, 200, "application/json", br#"{"input_tokens":12}"#)?;
             continue;
         } else if path.ends_with("/messages") {
-            anthropic(&body, &workdir, stream_wanted)
+            anthropic(&body, &workdir, stream_wanted, answers.as_ref())
         } else if path.ends_with("/responses") {
             responses(&body, &workdir)
         } else if path.ends_with("/chat/completions") {
-            chat(&body, &workdir, stream_wanted)
+            chat(&body, &workdir, stream_wanted, answers.as_ref())
         } else if path.ends_with("/models") {
             respond(
                 &mut writer,
@@ -233,6 +247,42 @@ enum Step {
     Done,
     /// A request without tools: a title or summary the CLI asks for on the side.
     Chore,
+    /// A scripted final answer (`Answers`).
+    Answer(String),
+}
+
+pub struct Answers {
+    pub trigger: String,
+    pub replies: Vec<String>,
+}
+
+impl Answers {
+    /// The reply for this request, if its conversation is one of ours (Anthropic messages).
+    fn reply(&self, body: &Value) -> Option<String> {
+        let texts = |message: &Value| -> Vec<String> {
+            match &message["content"] {
+                Value::String(text) => vec![text.clone()],
+                Value::Array(blocks) => blocks
+                    .iter()
+                    .filter(|b| b["type"] == "text")
+                    .filter_map(|b| b["text"].as_str().map(str::to_owned))
+                    .collect(),
+                _ => Vec::new(),
+            }
+        };
+        let turns: Vec<Vec<String>> = body["messages"]
+            .as_array()?
+            .iter()
+            .filter(|m| m["role"] == "user")
+            .map(texts)
+            .filter(|texts| texts.iter().any(|t| !t.trim_start().starts_with("<system-reminder>")))
+            .collect();
+        if !turns.first()?.iter().any(|text| text.contains(&self.trigger)) {
+            return None;
+        }
+        let index = (turns.len() - 1).min(self.replies.len() - 1);
+        Some(self.replies[index].clone())
+    }
 }
 
 fn step(tool_results: usize, workdir: &str) -> Step {
@@ -246,7 +296,7 @@ fn step(tool_results: usize, workdir: &str) -> Step {
 const COMMIT: &str = "git add -A && git commit -q -m 'add hello.txt'";
 
 /// Anthropic Messages, for Claude (`Write`/`Bash`) and pi (`write`/`bash`).
-fn anthropic(body: &Value, workdir: &str, stream: bool) -> Reply {
+fn anthropic(body: &Value, workdir: &str, stream: bool, answers: Option<&Answers>) -> Reply {
     let tool_results = body["messages"]
         .as_array()
         .into_iter()
@@ -256,7 +306,13 @@ fn anthropic(body: &Value, workdir: &str, stream: bool) -> Reply {
         .count();
     let tools: Vec<&str> = body["tools"].as_array().into_iter().flatten().filter_map(|t| t["name"].as_str()).collect();
     let claude = tools.contains(&"Write");
-    let script = if tools.is_empty() { Step::Chore } else { step(tool_results, workdir) };
+    let script = if tools.is_empty() {
+        Step::Chore
+    } else if let Some(reply) = answers.and_then(|answers| answers.reply(body)) {
+        Step::Answer(reply)
+    } else {
+        step(tool_results, workdir)
+    };
     let (text, tool) = match script {
         Step::Write { path } => {
             let input = if claude {
@@ -264,11 +320,14 @@ fn anthropic(body: &Value, workdir: &str, stream: bool) -> Reply {
             } else {
                 json!({"path": path, "content": "hello from mock\n"})
             };
-            ("I'll do that now.", Some((if claude { "Write" } else { "write" }, input)))
+            ("I'll do that now.".to_owned(), Some((if claude { "Write" } else { "write" }, input)))
         }
-        Step::Commit => ("I'll do that now.", Some((if claude { "Bash" } else { "bash" }, json!({"command": COMMIT})))),
-        Step::Done => (FINAL_TEXT, None),
-        Step::Chore => ("Mock title", None),
+        Step::Commit => {
+            ("I'll do that now.".to_owned(), Some((if claude { "Bash" } else { "bash" }, json!({"command": COMMIT}))))
+        }
+        Step::Done => (FINAL_TEXT.to_owned(), None),
+        Step::Chore => ("Mock title".to_owned(), None),
+        Step::Answer(reply) => (reply, None),
     };
     let id = format!("msg_mock_{tool_results}");
     let usage = json!({"input_tokens": INPUT_TOKENS, "output_tokens": OUTPUT_TOKENS, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0});
@@ -317,7 +376,7 @@ fn responses(body: &Value, workdir: &str) -> Reply {
             json!({"type": "function_call", "id": "fc_mock", "call_id": "call_mock_1", "name": "exec_command", "status": "completed",
             "arguments": json!({"cmd": COMMIT, "workdir": workdir}).to_string()})
         }
-        Step::Done | Step::Chore => {
+        Step::Done | Step::Chore | Step::Answer(_) => {
             json!({"type": "message", "id": "msg_mock", "role": "assistant", "status": "completed",
             "content": [{"type": "output_text", "text": FINAL_TEXT, "annotations": []}]})
         }
@@ -351,13 +410,20 @@ fn responses(body: &Value, workdir: &str) -> Reply {
 
 /// Chat Completions, for opencode (`write{filePath}`), pi (`write{path}`) and Copilot
 /// (`create{path,file_text}`), all with `bash{command}`.
-fn chat(body: &Value, workdir: &str, stream: bool) -> Reply {
+fn chat(body: &Value, workdir: &str, stream: bool, answers: Option<&Answers>) -> Reply {
     let tool_results = body["messages"].as_array().into_iter().flatten().filter(|m| m["role"] == "tool").count();
     let tools: Vec<&Value> = body["tools"].as_array().into_iter().flatten().collect();
     let tool_named = |name: &str| tools.iter().find(|t| t["function"]["name"] == name).copied();
-    let script = if tools.is_empty() { Step::Chore } else { step(tool_results, workdir) };
+    let script = if tools.is_empty() {
+        Step::Chore
+    } else if let Some(reply) = answers.and_then(|answers| answers.reply(body)) {
+        Step::Answer(reply)
+    } else {
+        step(tool_results, workdir)
+    };
     let (text, call) = match script {
-        Step::Chore => ("Mock title", None),
+        Step::Chore => ("Mock title".to_owned(), None),
+        Step::Answer(reply) => (reply, None),
         Step::Write { path } => {
             let call = if tool_named("create").is_some() {
                 ("create", json!({"path": path, "file_text": "hello from mock\n"}))
@@ -368,12 +434,13 @@ fn chat(body: &Value, workdir: &str, stream: bool) -> Reply {
             } else {
                 ("write", json!({"path": path, "content": "hello from mock\n"}))
             };
-            ("I'll do that now.", Some(call))
+            ("I'll do that now.".to_owned(), Some(call))
         }
-        Step::Commit => {
-            ("I'll do that now.", Some(("bash", json!({"command": COMMIT, "description": "Commit the file"}))))
-        }
-        Step::Done => (FINAL_TEXT, None),
+        Step::Commit => (
+            "I'll do that now.".to_owned(),
+            Some(("bash", json!({"command": COMMIT, "description": "Commit the file"}))),
+        ),
+        Step::Done => (FINAL_TEXT.to_owned(), None),
     };
     let usage = json!({"prompt_tokens": INPUT_TOKENS, "completion_tokens": OUTPUT_TOKENS, "total_tokens": INPUT_TOKENS + OUTPUT_TOKENS});
     let finish = if call.is_some() { "tool_calls" } else { "stop" };
