@@ -212,12 +212,22 @@ pub(crate) fn summary_lines(record: &RunRecord) -> Vec<String> {
     let elapsed = crate::manifest::values::format_duration(std::time::Duration::from_millis(record.duration_ms));
     let head = match (&record.completion_signal, record.exit_code) {
         (Some(_), 0) => format!("completed in iteration {iterations}/{} ({elapsed})", record.max_iterations),
+        (None, 0) if record.output.is_some() => format!("finished with a valid output ({elapsed})"),
         (None, 0) => {
             format!("finished {iterations} iteration(s) without the completion signal ({elapsed})")
         }
         _ => format!("ended: {} after {iterations} iteration(s) ({elapsed})", record.exit_reason),
     };
     lines.push(head);
+    if record.steps.len() > 1 {
+        let steps: Vec<String> = record.steps.iter().map(|step| format!("{} {}", step.name, step.status)).collect();
+        lines.push(format!("steps: {}", steps.join(" · ")));
+    }
+    if let Some(output) = &record.output {
+        let text = output.to_string();
+        let shown: String = text.chars().take(200).collect();
+        lines.push(format!("output: {shown}{}", if shown.len() < text.len() { "…" } else { "" }));
+    }
     let commits = record.commits.len();
     match (&record.merged_into, commits) {
         (_, 0) => lines.push("no commits".to_owned()),
