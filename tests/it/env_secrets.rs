@@ -110,9 +110,9 @@ fn a_bad_env_file_is_an_error_naming_its_line() {
     let run = run_with_env(&env, &cli_manifest(&agent, ""), &[], &[]);
     run.assert_code(2);
     insta::assert_snapshot!(env.redact(&run.error_text()), @r"
-    error: [TMP]/repo/.eden/.env:2: `sk-live-0123…` is not `NAME=value`
+    error: [TMP]/repo/.eden/.env:2: the line is not `NAME=value`
     hint: write each variable as `NAME=value` (quotes allowed); `#` starts a comment
     ");
-    assert!(!run.stderr.contains("0123456789abcdef"), "the line is not echoed whole");
+    assert!(!run.stderr.contains("sk-live"), "nothing of the line is echoed");
     assert!(!env.repo.join(".eden/worktrees").exists());
 }
