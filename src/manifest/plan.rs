@@ -1,7 +1,6 @@
 //! Resolving a manifest into a `Plan`: defaults applied, paths resolved against the manifest's
 //! folder, files read, environment references expanded, and every rule checked. Nothing here
-//! touches git or starts a process; a valid manifest that asks for something this version does
-//! not do yet is refused here too, before any side effect.
+//! touches git or starts a process, so a bad manifest is refused before any side effect.
 
 use super::agent_plan::resolve_agent;
 use super::agent_plan::{env_references, expand_env};
@@ -121,7 +120,7 @@ pub fn resolve(
     dotenv: &DotEnv,
 ) -> Result<Plan, Error> {
     let at = |key: &str| KeyPath::parse(key);
-    refuse_unbuilt(&manifest, source)?;
+    container_keys_need_a_sandbox(&manifest, source)?;
     // `${VAR}` looks in eden's environment first, then in `.eden/.env`.
     let lookup = |name: &str| process_env(name).or_else(|| dotenv.values.get(name).cloned());
     let host_env: &dyn Fn(&str) -> Option<String> = &lookup;
@@ -460,8 +459,8 @@ fn merge_agent(own: &AgentSection, top: &AgentSection) -> AgentSection {
     }
 }
 
-/// Sections of the contract whose behaviour later versions add: refuse them with a clear error.
-fn refuse_unbuilt(manifest: &Manifest, source: &Source) -> Result<(), Error> {
+/// Container keys with a sandbox that has no container (`isolated` rejects its own in `sandbox_plan`).
+fn container_keys_need_a_sandbox(manifest: &Manifest, source: &Source) -> Result<(), Error> {
     let at = |key: &str| KeyPath::parse(key);
     let sandbox = &manifest.sandbox;
     let container = matches!(sandbox.kind, Some(SandboxKind::Docker | SandboxKind::Podman | SandboxKind::Isolated));
