@@ -210,7 +210,11 @@ pub(crate) fn summary_lines(record: &RunRecord) -> Vec<String> {
     let mut lines = Vec::new();
     let iterations = record.iterations.len();
     let elapsed = crate::manifest::values::format_duration(std::time::Duration::from_millis(record.duration_ms));
+    let ran = record.steps.iter().filter(|step| step.status != "skipped").count();
     let head = match (&record.completion_signal, record.exit_code) {
+        (_, 0) if record.steps.len() > 1 => {
+            format!("finished {ran} of {} step(s), {iterations} iteration(s) ({elapsed})", record.steps.len())
+        }
         (Some(_), 0) => format!("completed in iteration {iterations}/{} ({elapsed})", record.max_iterations),
         (None, 0) if record.output.is_some() => format!("finished with a valid output ({elapsed})"),
         (None, 0) => {
