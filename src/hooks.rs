@@ -119,7 +119,12 @@ impl HookRunner<'_> {
             )?;
         let duration_ms = clock.elapsed().as_millis() as u64;
         let what = format!("the {where_} hook `{}`", hook.cmd);
-        let (label, exit_code, result) = judge(outcome, &tails, &what, hook.timeout.0, HOOK_TIMEOUT_HINT);
+        let (label, exit_code, mut result) = judge(outcome, &tails, &what, hook.timeout.0, HOOK_TIMEOUT_HINT);
+        if let (Err(_), Side::Sandbox, Some(sandbox)) = (&result, side, run.sandbox) {
+            if let Err(gone) = sandbox.check_alive() {
+                result = Err(gone);
+            }
+        }
         reporter.report(&Event::HookFinished {
             phase: phase.as_str(),
             side: side.as_str(),

@@ -380,7 +380,12 @@ async fn invoke(
     if let Some((id, total)) = pending_session_total {
         progress.session_totals.insert(id, total);
     }
-    let (label, exit_code, result) = judge(outcome, iteration, &tail.describe(15), failure.as_ref());
+    let (label, exit_code, mut result) = judge(outcome, iteration, &tail.describe(15), failure.as_ref());
+    if result.as_ref().is_err_and(|error| error.kind == crate::error::ErrorKind::Agent) {
+        if let Err(gone) = shared.sandbox.check_alive() {
+            result = Err(gone);
+        }
+    }
     Ok(Invoked {
         label,
         exit_code,

@@ -255,6 +255,22 @@ impl SandboxHandle for Container {
         Ok(Prepared { command: exec, inside: Some(Box::new(inside)) })
     }
 
+    fn check_alive(&self) -> Result<(), Error> {
+        let state = run(engine_command(self.engine).args(["inspect", "--format", "{{.State.Running}}", &self.name]))?;
+        if state.success() && state.stdout.trim() == "true" {
+            return Ok(());
+        }
+        let why = if state.success() { "has stopped" } else { "no longer exists" };
+        Err(Error::sandbox(format!(
+            "the {} container `{}` {why}, so the command in it failed",
+            self.engine.binary(),
+            self.name
+        ))
+        .with_hint(
+            "something outside eden stopped or removed it (`docker rm`, a daemon restart, the OOM killer); run again",
+        ))
+    }
+
     fn close(&mut self) -> Result<Option<String>, Error> {
         if self.removed {
             return Ok(None);

@@ -30,6 +30,11 @@ pub trait SandboxHandle: Send {
     fn sync(&self) -> Result<Option<String>, Error> {
         Ok(None)
     }
+    /// After a command in the sandbox failed: is the sandbox itself still there? An error here
+    /// (exit 6) replaces the command's own failure, which was only a symptom.
+    fn check_alive(&self) -> Result<(), Error> {
+        Ok(())
+    }
     /// Remove the sandbox, bringing back what must come back first. Idempotent. Returns a note
     /// for the display, if any.
     fn close(&mut self) -> Result<Option<String>, Error>;

@@ -256,6 +256,10 @@ macro_rules! engine_tests {
                 super::the_agents_state_folder_is_shared_with_the_host(stringify!($engine));
             }
             #[test]
+            fn a_container_removed_mid_run_is_a_sandbox_error() {
+                super::a_container_removed_mid_run_is_a_sandbox_error(stringify!($engine));
+            }
+            #[test]
             fn containers_of_dead_runs_are_pruned() {
                 super::containers_of_dead_runs_are_pruned(stringify!($engine));
             }
@@ -341,6 +345,33 @@ fn the_agents_state_folder_is_shared_with_the_host(engine: &str) {
     run.assert_code(0);
     assert_eq!(std::fs::read_to_string(env.repo.join("state.txt")).unwrap(), "dir=unset\n");
     assert!(!env.home().join(".pi").exists());
+}
+
+fn a_container_removed_mid_run_is_a_sandbox_error(engine: &str) {
+    if !ready(engine) {
+        return;
+    }
+    let env = TestEnv::new();
+    let signal_dir = env.root().join("signal");
+    std::fs::create_dir_all(&signal_dir).unwrap();
+    let mount = format!("mounts = [{{ host = \"{}\", sandbox = \"/signal\" }}]\n", signal_dir.display());
+    let path = env.write_manifest(&manifest(engine, "touch /signal/ready; sleep 300", &mount));
+    let mut command = env.eden_command(&["run", path.to_str().unwrap(), "--json"]);
+    command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    let child = command.spawn().unwrap();
+    crate::support::wait_for(&signal_dir.join("ready"));
+    let repo = std::fs::canonicalize(&env.repo).unwrap();
+    for name in containers_of(engine, &repo) {
+        Command::new(engine).args(["rm", "-f", &name]).output().unwrap();
+    }
+    let run = Run::from(child.wait_with_output().unwrap());
+    run.assert_code(6);
+    let error = run.error_text();
+    assert!(error.starts_with(&format!("error: the {engine} container `eden-")), "{error}");
+    assert!(error.contains("stopped or was removed, so the command in it failed"), "{error}");
+    assert_eq!(run.record()["exit_reason"], "sandbox_error");
+    assert!(containers_of(engine, &repo).is_empty());
+    env.assert_pristine();
 }
 
 fn agent_missing_from_the_image_is_a_sandbox_error(engine: &str) {
