@@ -260,9 +260,8 @@ impl SandboxHandle for Container {
         if state.success() && state.stdout.trim() == "true" {
             return Ok(());
         }
-        let why = if state.success() { "has stopped" } else { "no longer exists" };
         Err(Error::sandbox(format!(
-            "the {} container `{}` {why}, so the command in it failed",
+            "the {} container `{}` stopped or was removed, so the command in it failed",
             self.engine.binary(),
             self.name
         ))
