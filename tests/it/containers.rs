@@ -278,11 +278,16 @@ fn sandbox_hooks_run_inside_and_a_failing_one_exits_5(engine: &str) {
     // Inside: the engine's marker file exists. The hook commits its evidence, so it comes back.
     let inside = "(test -f /.dockerenv || test -f /run/.containerenv) && echo \\\"$EDEN_PHASE $(id -u)\\\" > inside.txt && git add inside.txt && git -c user.name=box -c user.email=box@example.com commit -qm hook";
     let hooks = format!("[hooks.sandbox]\non_sandbox_ready = [\"{inside}\"]\n");
-    let run = env.run_manifest(&(manifest(engine, "echo '<promise>COMPLETE</promise>'", "") + &hooks), &[]);
+    // A prompt's `!` block runs inside too.
+    let manifest_text = manifest(engine, "echo '<promise>COMPLETE</promise>'", "")
+        .replace("prompt = \"go\"", "prompt = \"ctx: !`test -f /.dockerenv -o -f /run/.containerenv && echo inside`\"");
+    let run = env.run_manifest(&(manifest_text + &hooks), &[]);
     run.assert_code(0);
     let uid = nix::unistd::getuid().as_raw();
     assert_eq!(std::fs::read_to_string(env.repo.join("inside.txt")).unwrap(), format!("on_sandbox_ready {uid}\n"));
-    assert_eq!(run.record()["hooks"][0]["side"], "sandbox");
+    let record = run.record();
+    assert_eq!(record["hooks"][0]["side"], "sandbox");
+    assert_eq!(record["iterations"][0]["prompt"], "ctx: inside");
 
     let env = TestEnv::new();
     let hooks = "[hooks.sandbox]\non_iteration_end = [\"echo checking inside; exit 7\"]\n";
