@@ -116,7 +116,7 @@ fn assert_401(agent: &Agent, expected_reason: &str) {
     env.assert_pristine();
 }
 
-fn claude_env(env: &TestEnv, server: &ModelServer) -> Vec<(String, String)> {
+pub(crate) fn claude_env(env: &TestEnv, server: &ModelServer) -> Vec<(String, String)> {
     vec![
         ("ANTHROPIC_BASE_URL".into(), server.url()),
         ("ANTHROPIC_API_KEY".into(), "dummy".into()),
@@ -196,7 +196,7 @@ fn opencode_401_is_an_agent_failure() {
     assert_401(&OPENCODE, "mock failure status 401");
 }
 
-fn pi_env(env: &TestEnv, server: &ModelServer) -> Vec<(String, String)> {
+pub(crate) fn pi_env(env: &TestEnv, server: &ModelServer) -> Vec<(String, String)> {
     let dir = env.root().join("pi");
     std::fs::create_dir_all(&dir).unwrap();
     let models = serde_json::json!({

@@ -3,37 +3,45 @@
 //! end. And the implement → review manifest in `manifests/`, run end to end.
 
 use crate::model_server::{Answers, ModelServer};
+use crate::real_agents::{claude_env, pi_env};
 use crate::support::{Run, TestEnv};
 
 const SCHEMA: &str = r#"{"type": "object", "required": ["approved"], "properties": {"approved": {"type": "boolean"}, "notes": {"type": "string"}}}"#;
 const VALID: &str = "Looks good.\n<verdict>\n```json\n{\"approved\": true, \"notes\": \"clean\"}\n```\n</verdict>";
 const INVALID: &str = "<verdict>{\"approved\": \"yes\"}</verdict>";
 
-fn claude() -> bool {
-    match which::which("claude") {
+fn installed(binary: &str) -> bool {
+    match which::which(binary) {
         Ok(_) => true,
-        Err(_) if std::env::var_os("CI").is_some() => panic!("`claude` must be installed in CI (see .ci/run)"),
+        Err(_) if std::env::var_os("CI").is_some() => panic!("`{binary}` must be installed in CI (see .ci/run)"),
         Err(_) => {
-            eprintln!("skipping: `claude` is not installed");
+            eprintln!("skipping: `{binary}` is not installed");
             false
         }
     }
 }
 
-fn claude_env(env: &TestEnv, server: &ModelServer) -> Vec<(String, String)> {
-    vec![
-        ("ANTHROPIC_BASE_URL".into(), server.url()),
-        ("ANTHROPIC_API_KEY".into(), "dummy".into()),
-        ("CLAUDE_CONFIG_DIR".into(), env.root().join("claude").display().to_string()),
-        ("DISABLE_TELEMETRY".into(), "1".into()),
-        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".into(), "1".into()),
-        ("CLAUDE_CODE_MAX_RETRIES".into(), "0".into()),
-    ]
+fn claude() -> bool {
+    installed("claude")
 }
+
+/// The agent CLI a review runs with: its manifest lines and its environment.
+struct Cli {
+    binary: &'static str,
+    agent: &'static str,
+    env: fn(&TestEnv, &ModelServer) -> Vec<(String, String)>,
+}
+
+const CLAUDE: Cli = Cli { binary: "claude", agent: "kind = \"claude-code\"", env: claude_env };
+const PI: Cli = Cli { binary: "pi", agent: "kind = \"pi\"\nmodel = \"mockant/mock-model\"", env: pi_env };
 
 /// A review run whose model answers `replies` in turn.
 fn review(replies: &[&str], max_retries: u32) -> Option<(TestEnv, Run)> {
-    if !claude() {
+    review_with(&CLAUDE, replies, max_retries)
+}
+
+fn review_with(cli: &Cli, replies: &[&str], max_retries: u32) -> Option<(TestEnv, Run)> {
+    if !installed(cli.binary) {
         return None;
     }
     let env = TestEnv::new();
@@ -41,12 +49,13 @@ fn review(replies: &[&str], max_retries: u32) -> Option<(TestEnv, Run)> {
     let answers = Answers { trigger: "<verdict>".into(), replies: replies.iter().map(|r| r.to_string()).collect() };
     let server = ModelServer::start_with(std::fs::canonicalize(&env.repo).unwrap(), false, Some(answers));
     let manifest = format!(
-        "prompt = \"Review the change. Answer inside <verdict>...</verdict> as JSON.\"\n[agent]\nkind = \"claude-code\"\n\
-         [loop]\nidle_timeout = \"90s\"\n[output]\ntag = \"verdict\"\nschema = \"verdict.schema.json\"\nmax_retries = {max_retries}\n"
+        "prompt = \"Review the change. Answer inside <verdict>...</verdict> as JSON.\"\n[agent]\n{}\n\
+         [loop]\nidle_timeout = \"90s\"\n[output]\ntag = \"verdict\"\nschema = \"verdict.schema.json\"\nmax_retries = {max_retries}\n",
+        cli.agent
     );
     let path = env.write_manifest(&manifest);
     let mut command = env.eden_command(&["run", path.to_str().unwrap(), "--json"]);
-    for (key, value) in claude_env(&env, &server) {
+    for (key, value) in (cli.env)(&env, &server) {
         command.env(key, value);
     }
     Some((env, Run::from(command.output().unwrap())))
@@ -77,6 +86,18 @@ fn an_invalid_answer_is_fixed_on_a_retry_in_the_same_session() {
     // The retry resumed the same conversation.
     assert_eq!(iterations[0]["session_id"], iterations[1]["session_id"]);
     assert!(run.stderr.contains("asking again in the same session (retry 1/2)"), "{}", run.stderr);
+    env.assert_pristine();
+}
+
+#[test]
+fn pi_fixes_an_invalid_answer_on_a_retry_in_its_session_too() {
+    let Some((env, run)) = review_with(&PI, &[INVALID, VALID], 2) else { return };
+    run.assert_code(0);
+    let record = run.record();
+    assert_eq!(record["output"]["approved"], true, "{}", run.stderr);
+    let iterations = record["iterations"].as_array().unwrap();
+    assert_eq!(iterations.len(), 2);
+    assert_eq!(iterations[0]["session_id"], iterations[1]["session_id"], "pi resumed its session");
     env.assert_pristine();
 }
 
