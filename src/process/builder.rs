@@ -176,8 +176,29 @@ impl ProcessBuilder {
 
     /// Spawn into a new process group with piped stdout and stderr, and stdin piped when there
     /// is something to write (null otherwise, so the child never waits on a terminal).
+    ///
+    /// The child is also killed if eden dies without cleaning up (SIGKILL, a crash): the kernel
+    /// sends it SIGKILL when its parent goes (`PR_SET_PDEATHSIG`), so an agent never keeps
+    /// working — and spending — for nobody. Only the leader gets it; its own children are
+    /// orphaned, and the next run's prune and `killpg` cover the rest where they can. The
+    /// "parent" is the thread that spawns: call this from the runtime's own thread (eden's
+    /// runtime is single-threaded), never from a short-lived helper thread.
     pub fn spawn_group(&self) -> std::io::Result<tokio::process::Child> {
-        let mut command = tokio::process::Command::from(self.command());
+        use std::os::unix::process::CommandExt;
+        let mut std_command = self.command();
+        let parent = nix::unistd::getpid();
+        // SAFETY: between fork and exec only async-signal-safe calls: prctl(2) and getppid(2).
+        unsafe {
+            std_command.pre_exec(move || {
+                nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL).map_err(std::io::Error::from)?;
+                // eden may have died before the line above: then nobody will ever wait for us.
+                if nix::unistd::getppid() != parent {
+                    return Err(std::io::Error::other("eden exited while starting the process"));
+                }
+                Ok(())
+            });
+        }
+        let mut command = tokio::process::Command::from(std_command);
         command
             .process_group(0)
             .stdin(match self.stdin {

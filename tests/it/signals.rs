@@ -64,3 +64,27 @@ fn a_second_ctrl_c_kills_an_agent_that_ignores_the_first() {
     assert!(took < Duration::from_secs(3), "the second Ctrl-C kills at once (took {took:?})");
     env.assert_pristine();
 }
+
+#[test]
+fn the_agent_does_not_outlive_a_killed_eden() {
+    let env = TestEnv::new();
+    let pid_file = env.root().join("agent.pid");
+    // `exec` makes the agent process itself the group leader eden started.
+    let agent = env.script("agent.sh", &format!("cat >/dev/null\necho $$ > '{}'\nexec sleep 300", pid_file.display()));
+    let path = env.write_manifest(&cli_manifest(&agent, ""));
+    let mut command = env.eden_command(&["run", path.to_str().unwrap(), "--quiet"]);
+    command.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
+    let mut child = command.spawn().unwrap();
+    crate::support::wait_for(&pid_file);
+    std::thread::sleep(Duration::from_millis(200));
+    let pid: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+    assert!(crate::loop_watchdogs::process_alive(pid));
+    // SIGKILL: eden gets no chance to clean up; the kernel takes the agent down with it.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while crate::loop_watchdogs::process_alive(pid) {
+        assert!(std::time::Instant::now() < deadline, "the agent {pid} outlived eden");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
