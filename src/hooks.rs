@@ -4,11 +4,13 @@
 
 use crate::error::{Error, ErrorKind};
 use crate::manifest::hooks_plan::{HookPlan, HooksPlan, Phase, Side};
+use crate::manifest::plan::Secret;
 use crate::manifest::values::format_duration;
 use crate::orchestrator::record::HookRecord;
 use crate::process::{supervise, Abort, Handlers, Outcome, OutputTails, ProcessBuilder, Watchdogs};
 use crate::sandbox::{Host, SandboxHandle};
 use crate::ui::{Event, Reporter};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
@@ -20,9 +22,9 @@ pub struct HookRunner<'a> {
     /// `EDEN_RUN_ID`, `EDEN_NAME`, `EDEN_BRANCH`, ...: set for every hook.
     pub context: Vec<(&'static str, String)>,
     /// `.eden/.env`: for every hook.
-    pub dotenv: &'a [(String, String)],
+    pub dotenv: &'a BTreeMap<String, Secret>,
     /// `[sandbox] env`: for the sandbox hooks.
-    pub sandbox_env: &'a [(String, String)],
+    pub sandbox_env: &'a BTreeMap<String, Secret>,
     /// For a prompt's `` !`command` `` blocks (`timeouts.hook_step`).
     pub prompt_timeout: Duration,
     pub kill_grace: Duration,
@@ -38,6 +40,23 @@ pub struct PhaseRun<'a> {
 }
 
 impl HookRunner<'_> {
+    /// `sh -c CMD` in `cwd` with the run's context and the environment of `side`: `.eden/.env`
+    /// everywhere, `[sandbox] env` in the sandbox.
+    fn shell(&self, cmd: &str, cwd: &Path, side: Side, iteration: Option<u32>) -> ProcessBuilder {
+        let mut command = ProcessBuilder::new("sh").args(["-c", cmd]).cwd(cwd);
+        for (key, value) in &self.context {
+            command = command.env(key, value);
+        }
+        if let Some(iteration) = iteration {
+            command = command.env("EDEN_ITERATION", iteration.to_string());
+        }
+        let sandbox_env = self.sandbox_env.iter().filter(|_| side == Side::Sandbox);
+        for (key, value) in self.dotenv.iter().chain(sandbox_env) {
+            command = command.env(key, &value.0);
+        }
+        command
+    }
+
     pub fn has(&self, phase: Phase) -> bool {
         !self.plan.get(Side::Host, phase).is_empty() || !self.plan.get(Side::Sandbox, phase).is_empty()
     }
@@ -76,21 +95,12 @@ impl HookRunner<'_> {
             Some(cwd) => self.worktree.join(cwd),
             None => self.worktree.to_path_buf(),
         };
-        let mut command = ProcessBuilder::new("sh").args(["-c", &hook.cmd]).cwd(&cwd);
-        for (key, value) in self.context.iter().chain(run.extra_env) {
+        let mut command = self
+            .shell(&hook.cmd, &cwd, side, iteration)
+            .env("EDEN_PHASE", phase.as_str())
+            .env("EDEN_HOOK_SIDE", side.as_str());
+        for (key, value) in run.extra_env {
             command = command.env(key, value);
-        }
-        command = command.env("EDEN_PHASE", phase.as_str()).env("EDEN_HOOK_SIDE", side.as_str());
-        if let Some(iteration) = iteration {
-            command = command.env("EDEN_ITERATION", iteration.to_string());
-        }
-        for (key, value) in self.dotenv {
-            command = command.env(key, value);
-        }
-        if side == Side::Sandbox {
-            for (key, value) in self.sandbox_env {
-                command = command.env(key, value);
-            }
         }
         for (key, value) in &hook.env {
             command = command.env(key, &value.0);
@@ -157,14 +167,7 @@ impl HookRunner<'_> {
         reporter: &mut dyn Reporter,
         abort: &mut watch::Receiver<Option<Abort>>,
     ) -> Result<String, Error> {
-        let mut command = ProcessBuilder::new("sh").args(["-c", cmd]).cwd(self.worktree);
-        for (key, value) in &self.context {
-            command = command.env(key, value);
-        }
-        command = command.env("EDEN_ITERATION", iteration.to_string());
-        for (key, value) in self.dotenv.iter().chain(self.sandbox_env) {
-            command = command.env(key, value);
-        }
+        let command = self.shell(cmd, self.worktree, Side::Sandbox, Some(iteration));
         let prepared = sandbox.prepare(command)?;
         let what = format!("the prompt command `{cmd}`");
         let mut handlers = Capture { stdout: Vec::new(), too_long: false, reporter: &mut *reporter };

@@ -115,7 +115,7 @@ pub(super) fn resolve_hooks(
     Ok(plan)
 }
 
-fn hooks_of(phases: &HookPhases, phase: Phase) -> &[Hook] {
+pub(super) fn hooks_of(phases: &HookPhases, phase: Phase) -> &[Hook] {
     match phase {
         Phase::OnWorktreeReady => &phases.on_worktree_ready,
         Phase::OnSandboxReady => &phases.on_sandbox_ready,

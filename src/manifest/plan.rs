@@ -7,7 +7,7 @@ use super::agent_plan::{env_references, expand_env};
 pub use super::agent_plan::{AgentPlan, CliPlan, Secret};
 pub use super::dotenv::DotEnv;
 pub use super::hooks_plan::HooksPlan;
-use super::hooks_plan::{resolve_env, resolve_hooks};
+use super::hooks_plan::{hooks_of, resolve_env, resolve_hooks, Phase};
 use super::load::{KeyPath, Source};
 use super::output_plan::resolve_output;
 pub use super::output_plan::OutputPlan;
@@ -250,7 +250,7 @@ fn resolve_step(
         None => KeyPath::default(),
         Some((index, _)) => at("step").index(index),
     };
-    let own = |key: &str| if base.0.is_empty() { at(key) } else { base.child(key) };
+    let own = |key: &str| base.child(key);
     let section = step.map(|(_, section)| section);
 
     let name = match (step, section.and_then(|s| s.name.clone())) {
@@ -340,22 +340,13 @@ fn resolve_step(
     };
 
     // Every placeholder must have a value: prompt_args or a built-in.
-    let prompt_key = |file: bool| {
-        if file {
-            prompt_base_key(&prompt_base, "prompt_file")
-        } else {
-            prompt_base_key(&prompt_base, "prompt")
-        }
-    };
+    let prompt_at = prompt_base.child(if prompt.file.is_some() { "prompt_file" } else { "prompt" });
     for key in prompt::placeholders(&prompt.template) {
         if key == prompt::PREVIOUS_STEP_RESULT {
             match previous {
                 None => {
                     return Err(source
-                        .error_at(
-                            &prompt_key(prompt.file.is_some()),
-                            "`{{PREVIOUS_STEP_RESULT}}` needs an earlier step",
-                        )
+                        .error_at(&prompt_at, "`{{PREVIOUS_STEP_RESULT}}` needs an earlier step")
                         .with_hint(
                             "it is the structured output of the step before this one, in `[[step]]` manifests",
                         ));
@@ -363,7 +354,7 @@ fn resolve_step(
                 Some(previous) if previous.output.is_none() => {
                     return Err(source
                         .error_at(
-                            &prompt_key(prompt.file.is_some()),
+                            &prompt_at,
                             format!(
                                 "`{{{{PREVIOUS_STEP_RESULT}}}}` is used, but step `{}` has no `[output]`",
                                 previous.name
@@ -378,10 +369,7 @@ fn resolve_step(
             let mut known: Vec<&str> = args.keys().map(String::as_str).collect();
             known.extend(prompt::BUILT_INS);
             return Err(source
-                .error_at(
-                    &prompt_key(prompt.file.is_some()),
-                    format!("the prompt uses `{{{{{key}}}}}` but no value is given for `{key}`"),
-                )
+                .error_at(&prompt_at, format!("the prompt uses `{{{{{key}}}}}` but no value is given for `{key}`"))
                 .with_hint(format!(
                     "add it under `[prompt_args]` or pass `--arg {key}=VALUE`; known keys: {}",
                     known.join(", ")
@@ -427,14 +415,6 @@ fn resolve_step(
         when: section.and_then(|s| s.when).unwrap_or(When::Success),
         continue_on_failure: section.and_then(|s| s.continue_on_failure).unwrap_or(false),
     })
-}
-
-fn prompt_base_key(base: &KeyPath, key: &str) -> KeyPath {
-    if base.0.is_empty() {
-        KeyPath::parse(key)
-    } else {
-        base.child(key)
-    }
 }
 
 /// A step's `agent` keys over the top-level ones (same kind).
@@ -532,14 +512,8 @@ fn secrets(manifest: &Manifest, dotenv: &DotEnv, host_env: &dyn Fn(&str) -> Opti
     tables.extend(manifest.agent.env.as_ref());
     tables.extend(manifest.sandbox.env.as_ref());
     for phases in [&manifest.hooks.host, &manifest.hooks.sandbox] {
-        for hooks in [
-            &phases.on_worktree_ready,
-            &phases.on_sandbox_ready,
-            &phases.on_iteration_start,
-            &phases.on_iteration_end,
-            &phases.on_close,
-        ] {
-            tables.extend(hooks.iter().filter_map(|hook| match hook {
+        for phase in Phase::ALL {
+            tables.extend(hooks_of(phases, phase).iter().filter_map(|hook| match hook {
                 Hook::Detailed(hook) => Some(&hook.env),
                 Hook::Command(_) => None,
             }));
@@ -569,7 +543,7 @@ fn resolve_prompt(
     base: &KeyPath,
     source: &Source,
 ) -> Result<ResolvedPrompt, Error> {
-    let at = |key: &str| prompt_base_key(base, key);
+    let at = |key: &str| base.child(key);
     let hint = "give the task with `prompt = \"...\"` or `prompt_file = \"task.md\"` (or `--prompt`)";
     let resolved = match (prompt, prompt_file) {
         (Some(_), Some(_)) => {

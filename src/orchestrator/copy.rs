@@ -71,12 +71,7 @@ pub async fn copy_into(
     };
     // Nothing ran after a failed copy, so every copy (a partial one too) is ours to remove.
     let mut copied = copied.lock().unwrap_or_else(|e| e.into_inner());
-    for (_, dest) in &copied.files {
-        let _ = std::fs::remove_file(dest);
-    }
-    for dir in copied.dirs.iter().rev() {
-        let _ = std::fs::remove_dir(dir);
-    }
+    remove(&copied, |_, _| true);
     *copied = Copied::default();
     Err(error)
 }
@@ -126,29 +121,36 @@ fn make_dirs(dir: &Path, copied: &Mutex<Copied>) -> std::io::Result<()> {
 /// Remove the copies that are still identical to their source, and the folders made for them
 /// if they are empty now. Returns how many copies were changed (and so kept).
 pub fn remove_unchanged(copied: &Copied) -> usize {
-    let mut changed = 0;
+    copied.files.len() - remove(copied, same_content)
+}
+
+/// Remove the copies `removable` accepts, then the folders made for them that are now empty.
+/// Returns how many copies were removed.
+fn remove(copied: &Copied, removable: impl Fn(&Path, &Path) -> bool) -> usize {
+    let mut removed = 0;
     for (source, dest) in &copied.files {
-        if same_content(source, dest) {
+        if removable(source, dest) {
             let _ = std::fs::remove_file(dest);
-        } else {
-            changed += 1;
+            removed += 1;
         }
     }
     for dir in copied.dirs.iter().rev() {
         let _ = std::fs::remove_dir(dir); // only succeeds when empty
     }
-    changed
+    removed
 }
 
 fn same_content(source: &Path, dest: &Path) -> bool {
     let (Ok(a), Ok(b)) = (std::fs::symlink_metadata(source), std::fs::symlink_metadata(dest)) else {
         return false;
     };
-    if a.file_type().is_symlink() || b.file_type().is_symlink() {
-        return std::fs::read_link(source).ok().is_some()
-            && std::fs::read_link(source).ok() == std::fs::read_link(dest).ok();
+    match (a.file_type().is_symlink(), b.file_type().is_symlink()) {
+        (true, true) => std::fs::read_link(source).ok() == std::fs::read_link(dest).ok(),
+        (false, false) => {
+            a.len() == b.len() && matches!((std::fs::read(source), std::fs::read(dest)), (Ok(x), Ok(y)) if x == y)
+        }
+        _ => false,
     }
-    a.len() == b.len() && matches!((std::fs::read(source), std::fs::read(dest)), (Ok(x), Ok(y)) if x == y)
 }
 
 #[cfg(test)]

@@ -434,7 +434,9 @@ fn push_record(
 /// The structured output could not be used, retries or not: exit 3 with what is needed to
 /// carry on by hand.
 fn output_error(errors: &[String], invoked: &Invoked, attempts: usize) -> Error {
-    let raw: String = invoked.text.chars().rev().take(4000).collect::<Vec<_>>().into_iter().rev().collect();
+    // The end of the answer is what matters: the last 4000 characters at most.
+    let text = &invoked.text;
+    let raw = &text[text.char_indices().rev().nth(3999).map_or(0, |(at, _)| at)..];
     let session = invoked.session_id.as_deref().unwrap_or("(none reported)");
     let mut message = format!(
         "the agent's structured output is not usable after {attempts} attempt(s):\n{}\nsession id: {session}\nthe agent's last answer:",

@@ -124,8 +124,8 @@ pub async fn run(plan: &Plan, options: &RunOptions, reporters: Vec<Box<dyn Repor
             ("EDEN_WORKTREE", pre.worktree.display().to_string()),
             ("EDEN_REPO", pre.root.display().to_string()),
         ],
-        dotenv: &env_pairs(&plan.env.dotenv),
-        sandbox_env: &env_pairs(&plan.env.sandbox),
+        dotenv: &plan.env.dotenv,
+        sandbox_env: &plan.env.sandbox,
         prompt_timeout: plan.timeouts.hook_step.0,
         kill_grace: options.kill_grace,
     };
@@ -289,10 +289,6 @@ pub async fn run(plan: &Plan, options: &RunOptions, reporters: Vec<Box<dyn Repor
     }
     reporter.report(&Event::RunFinished { record: &record });
     RunResult { record: Some(record), error }
-}
-
-fn env_pairs(env: &std::collections::BTreeMap<String, crate::manifest::plan::Secret>) -> Vec<(String, String)> {
-    env.iter().map(|(key, value)| (key.clone(), value.0.clone())).collect()
 }
 
 /// The steps in order. A failing step stops the chain unless it has `continue_on_failure`;

@@ -94,7 +94,7 @@ impl Reporter for LiveReporter {
                     format!(
                         "{} iteration {iteration}: {outcome} {}",
                         style("■").dim(),
-                        style(format!("({:.1}s)", *duration_ms as f64 / 1000.0)).dim()
+                        style(super::seconds(*duration_ms)).dim()
                     ),
                 );
             }
@@ -133,11 +133,7 @@ impl Reporter for LiveReporter {
             Event::HookFinished { outcome, duration_ms, .. } if *outcome != "ok" => {
                 say(
                     bar,
-                    format!(
-                        "  {} hook {outcome} {}",
-                        style("✗").red(),
-                        style(format!("({:.1}s)", *duration_ms as f64 / 1000.0)).dim()
-                    ),
+                    format!("  {} hook {outcome} {}", style("✗").red(), style(super::seconds(*duration_ms)).dim()),
                 );
             }
             Event::HookFinished { .. } => {}

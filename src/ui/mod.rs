@@ -251,6 +251,11 @@ pub(crate) fn summary_lines(record: &RunRecord) -> Vec<String> {
     lines
 }
 
+/// `(1.5s)`: a duration in milliseconds as the displays show it.
+pub(crate) fn seconds(duration_ms: u64) -> String {
+    format!("({:.1}s)", duration_ms as f64 / 1000.0)
+}
+
 /// `tokens: 1,234 in · 56 out · 7,890 cache read · 0 cache write · $0.0123`
 pub(crate) fn usage_line(usage: &crate::agent::Usage) -> String {
     let mut line = format!(

@@ -64,7 +64,7 @@ impl Reporter for PlainReporter {
             }
             Event::Commit { sha, subject, .. } => self.line(&format!("commit {} {subject}", &sha[..sha.len().min(10)])),
             Event::IterationFinished { iteration, outcome, duration_ms, .. } => {
-                self.line(&format!("iteration {iteration} finished: {outcome} ({:.1}s)", *duration_ms as f64 / 1000.0));
+                self.line(&format!("iteration {iteration} finished: {outcome} {}", super::seconds(*duration_ms)));
             }
             Event::Output { value, .. } => self.line(&format!("output: {value}")),
             Event::StepStarted { step, index, total, agent } => {
@@ -78,7 +78,7 @@ impl Reporter for PlainReporter {
             Event::HookOutput { text, stderr: false } => self.line(&format!("> {text}")),
             Event::HookOutput { text, stderr: true } => self.line(&format!("! {text}")),
             Event::HookFinished { phase, outcome, duration_ms, .. } => {
-                self.line(&format!("hook {phase} finished: {outcome} ({:.1}s)", *duration_ms as f64 / 1000.0));
+                self.line(&format!("hook {phase} finished: {outcome} {}", super::seconds(*duration_ms)));
             }
             Event::RunFinished { record } => {
                 for line in summary_lines(record) {

@@ -285,7 +285,15 @@ impl Answers {
     }
 }
 
-fn step(tool_results: usize, workdir: &str) -> Step {
+/// What to answer: a chore for tool-less requests, a scripted answer for a conversation of
+/// `answers`, else the next step of write → commit → done.
+fn step(body: &Value, has_tools: bool, tool_results: usize, workdir: &str, answers: Option<&Answers>) -> Step {
+    if !has_tools {
+        return Step::Chore;
+    }
+    if let Some(reply) = answers.and_then(|answers| answers.reply(body)) {
+        return Step::Answer(reply);
+    }
     match tool_results {
         0 => Step::Write { path: format!("{workdir}/hello.txt") },
         1 => Step::Commit,
@@ -306,13 +314,7 @@ fn anthropic(body: &Value, workdir: &str, stream: bool, answers: Option<&Answers
         .count();
     let tools: Vec<&str> = body["tools"].as_array().into_iter().flatten().filter_map(|t| t["name"].as_str()).collect();
     let claude = tools.contains(&"Write");
-    let script = if tools.is_empty() {
-        Step::Chore
-    } else if let Some(reply) = answers.and_then(|answers| answers.reply(body)) {
-        Step::Answer(reply)
-    } else {
-        step(tool_results, workdir)
-    };
+    let script = step(body, !tools.is_empty(), tool_results, workdir, answers);
     let (text, tool) = match script {
         Step::Write { path } => {
             let input = if claude {
@@ -367,7 +369,7 @@ fn responses(body: &Value, workdir: &str) -> Reply {
         .flatten()
         .filter(|item| item["type"].as_str().is_some_and(|t| t.ends_with("_output")))
         .count();
-    let item = match step(tool_results, workdir) {
+    let item = match step(body, true, tool_results, workdir, None) {
         Step::Write { path } => {
             json!({"type": "custom_tool_call", "id": "ctc_mock", "call_id": "call_mock_0", "name": "apply_patch", "status": "completed",
             "input": format!("*** Begin Patch\n*** Add File: {path}\n+hello from mock\n*** End Patch\n")})
@@ -414,13 +416,7 @@ fn chat(body: &Value, workdir: &str, stream: bool, answers: Option<&Answers>) ->
     let tool_results = body["messages"].as_array().into_iter().flatten().filter(|m| m["role"] == "tool").count();
     let tools: Vec<&Value> = body["tools"].as_array().into_iter().flatten().collect();
     let tool_named = |name: &str| tools.iter().find(|t| t["function"]["name"] == name).copied();
-    let script = if tools.is_empty() {
-        Step::Chore
-    } else if let Some(reply) = answers.and_then(|answers| answers.reply(body)) {
-        Step::Answer(reply)
-    } else {
-        step(tool_results, workdir)
-    };
+    let script = step(body, !tools.is_empty(), tool_results, workdir, answers);
     let (text, call) = match script {
         Step::Chore => ("Mock title".to_owned(), None),
         Step::Answer(reply) => (reply, None),
