@@ -206,12 +206,14 @@ struct Capture<'a> {
 }
 
 impl Handlers for Capture<'_> {
-    fn stdout_line(&mut self, line: &[u8]) -> bool {
+    fn stdout_line(&mut self, line: &[u8], continues: bool) -> bool {
         if self.stdout.len() + line.len() + 1 > MAX_CAPTURE {
             self.too_long = true;
         } else {
             self.stdout.extend_from_slice(line);
-            self.stdout.push(b'\n');
+            if !continues {
+                self.stdout.push(b'\n');
+            }
         }
         false
     }
@@ -278,7 +280,7 @@ struct HookOutput<'a> {
 }
 
 impl Handlers for HookOutput<'_> {
-    fn stdout_line(&mut self, line: &[u8]) -> bool {
+    fn stdout_line(&mut self, line: &[u8], _continues: bool) -> bool {
         let text = crate::agent::decode(line);
         self.reporter.report(&Event::HookOutput { text: &text, stderr: false });
         false

@@ -28,6 +28,12 @@ use std::path::{Path, PathBuf};
 
 pub trait Parser: Send {
     fn parse_line(&mut self, line: &[u8], emit: &mut dyn FnMut(StreamEvent<'_>));
+
+    /// A piece of a line too long to hold whole (see `process::MAX_LINE`); the line goes on in
+    /// the next piece or line. No agent's events are that long, so the piece is plain text.
+    fn parse_piece(&mut self, piece: &[u8], emit: &mut dyn FnMut(StreamEvent<'_>)) {
+        emit(StreamEvent::Text { text: decode(piece), continues: true, subagent: false });
+    }
 }
 
 /// Every line is text: the parser for any line-streaming CLI.

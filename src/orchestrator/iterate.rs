@@ -110,9 +110,13 @@ impl IterationHandlers<'_> {
 }
 
 impl Handlers for IterationHandlers<'_> {
-    fn stdout_line(&mut self, line: &[u8]) -> bool {
+    fn stdout_line(&mut self, line: &[u8], continues: bool) -> bool {
         let mut parser = std::mem::replace(&mut self.parser, Box::new(crate::agent::LinesParser));
-        parser.parse_line(line, &mut |event| self.handle(event));
+        if continues {
+            parser.parse_piece(line, &mut |event| self.handle(event));
+        } else {
+            parser.parse_line(line, &mut |event| self.handle(event));
+        }
         self.parser = parser;
         self.signal.is_some()
     }

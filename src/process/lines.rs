@@ -3,8 +3,8 @@
 
 use std::collections::VecDeque;
 
-/// Longest line kept whole; longer lines are delivered in pieces of this size so memory stays
-/// bounded whatever the agent prints.
+/// Longest line kept whole; longer lines are delivered in pieces of about this size so memory
+/// stays bounded whatever the agent prints.
 pub const MAX_LINE: usize = 4 << 20;
 
 #[derive(Default)]
@@ -13,34 +13,44 @@ pub struct LineSplitter {
 }
 
 impl LineSplitter {
-    /// Feed a chunk; `on_line` gets each complete line without its `\n` (and without a trailing
-    /// `\r`). Lines inside the chunk are passed as slices of it, without copying.
-    pub fn feed(&mut self, mut chunk: &[u8], mut on_line: impl FnMut(&[u8])) {
+    /// Feed a chunk; `on_line(line, continues)` gets each complete line without its `\n` (and
+    /// without a trailing `\r`), with `continues = false`. A line longer than `MAX_LINE` comes
+    /// in pieces with `continues = true` until its last one, cut between UTF-8 characters, so
+    /// whoever reads them can still find text that straddles a cut. Lines inside the chunk are
+    /// passed as slices of it, without copying.
+    pub fn feed(&mut self, mut chunk: &[u8], mut on_line: impl FnMut(&[u8], bool)) {
         while let Some(end) = memchr::memchr(b'\n', chunk) {
             if self.partial.is_empty() {
-                on_line(strip_cr(&chunk[..end]));
+                on_line(strip_cr(&chunk[..end]), false);
             } else {
                 self.partial.extend_from_slice(&chunk[..end]);
-                on_line(strip_cr(&self.partial));
+                on_line(strip_cr(&self.partial), false);
                 self.partial.clear();
             }
             chunk = &chunk[end + 1..];
         }
         self.partial.extend_from_slice(chunk);
         while self.partial.len() >= MAX_LINE {
-            let rest = self.partial.split_off(MAX_LINE);
-            on_line(&self.partial);
+            let rest = self.partial.split_off(char_boundary(&self.partial, MAX_LINE));
+            on_line(&self.partial, true);
             self.partial = rest;
         }
     }
 
     /// The last line, if the stream did not end with a newline.
-    pub fn finish(&mut self, mut on_line: impl FnMut(&[u8])) {
+    pub fn finish(&mut self, mut on_line: impl FnMut(&[u8], bool)) {
         if !self.partial.is_empty() {
-            on_line(strip_cr(&self.partial));
+            on_line(strip_cr(&self.partial), false);
             self.partial.clear();
         }
     }
+}
+
+/// `at`, moved back past UTF-8 continuation bytes (at most three) so a character is not cut in
+/// two; `at` itself when the bytes there are not UTF-8 anyway.
+fn char_boundary(bytes: &[u8], at: usize) -> usize {
+    let continuation = |index: usize| bytes.get(index).is_some_and(|byte| byte & 0xC0 == 0x80);
+    (at.saturating_sub(3)..=at).rev().find(|&index| !continuation(index)).unwrap_or(at)
 }
 
 fn strip_cr(line: &[u8]) -> &[u8] {
@@ -86,12 +96,16 @@ mod tests {
     use super::*;
 
     fn split(chunks: &[&[u8]]) -> Vec<String> {
+        split_pieces(chunks).into_iter().map(|(line, _)| line).collect()
+    }
+
+    fn split_pieces(chunks: &[&[u8]]) -> Vec<(String, bool)> {
         let mut splitter = LineSplitter::default();
         let mut lines = Vec::new();
         for chunk in chunks {
-            splitter.feed(chunk, |l| lines.push(String::from_utf8_lossy(l).into_owned()));
+            splitter.feed(chunk, |l, continues| lines.push((String::from_utf8_lossy(l).into_owned(), continues)));
         }
-        splitter.finish(|l| lines.push(String::from_utf8_lossy(l).into_owned()));
+        splitter.finish(|l, continues| lines.push((String::from_utf8_lossy(l).into_owned(), continues)));
         lines
     }
 
@@ -102,12 +116,22 @@ mod tests {
     }
 
     #[test]
-    fn long_lines_are_bounded() {
+    fn long_lines_are_bounded_and_their_pieces_say_so() {
         let long = vec![b'x'; MAX_LINE + 10];
-        let lines = split(&[&long, b"\n"]);
+        let lines = split_pieces(&[&long, b"\n"]);
         assert_eq!(lines.len(), 2);
-        assert_eq!(lines[0].len(), MAX_LINE);
-        assert_eq!(lines[1].len(), 10);
+        assert_eq!((lines[0].0.len(), lines[0].1), (MAX_LINE, true));
+        assert_eq!((lines[1].0.len(), lines[1].1), (10, false));
+    }
+
+    #[test]
+    fn long_lines_are_cut_between_characters() {
+        // `é` is two bytes: the cut at MAX_LINE would fall inside the last one.
+        let mut long = vec![b'x'; MAX_LINE - 1];
+        long.extend_from_slice("éé".as_bytes());
+        let lines = split_pieces(&[&long]);
+        assert_eq!(lines[0].0.len(), MAX_LINE - 1);
+        assert_eq!(lines[1], ("éé".to_owned(), false));
     }
 
     #[test]

@@ -44,8 +44,9 @@ pub struct Abort {
 
 /// What the supervisor calls as output arrives.
 pub trait Handlers {
-    /// One line of stdout. Returns true once the completion signal has been seen.
-    fn stdout_line(&mut self, line: &[u8]) -> bool;
+    /// One line of stdout, or a piece of an over-long one when `continues` (the rest follows).
+    /// Returns true once the completion signal has been seen.
+    fn stdout_line(&mut self, line: &[u8], continues: bool) -> bool;
     fn stderr_line(&mut self, line: &[u8]);
     /// No stdout for `silent_for`, repeated every warning interval.
     fn idle_warning(&mut self, silent_for: Duration);
@@ -163,24 +164,24 @@ pub async fn supervise(
             read = stdout.read(&mut out_buffer), if stdout_open => match read {
                 Ok(0) | Err(_) => {
                     stdout_open = false;
-                    out_lines.finish(|line| signal_seen |= handlers.stdout_line(line));
+                    out_lines.finish(|line, continues| signal_seen |= handlers.stdout_line(line, continues));
                 }
                 Ok(n) => {
                     let chunk = &out_buffer[..n];
                     tails.stdout.push(chunk);
                     last_output = Instant::now();
                     next_warning = last_output + watchdogs.idle_warning_interval;
-                    out_lines.feed(chunk, |line| signal_seen |= handlers.stdout_line(line));
+                    out_lines.feed(chunk, |line, continues| signal_seen |= handlers.stdout_line(line, continues));
                 }
             },
             read = stderr.read(&mut err_buffer), if stderr_open => match read {
                 Ok(0) | Err(_) => {
                     stderr_open = false;
-                    err_lines.finish(|line| handlers.stderr_line(line));
+                    err_lines.finish(|line, _| handlers.stderr_line(line));
                 }
                 Ok(n) => {
                     tails.stderr.push(&err_buffer[..n]);
-                    err_lines.feed(&err_buffer[..n], |line| handlers.stderr_line(line));
+                    err_lines.feed(&err_buffer[..n], |line, _| handlers.stderr_line(line));
                 }
             },
             status = child.wait(), if exit_code.is_none() => {

@@ -31,6 +31,21 @@ fn a_signal_split_across_two_writes_still_counts() {
 }
 
 #[test]
+fn a_signal_straddling_the_cut_of_an_over_long_line_still_counts() {
+    let env = TestEnv::new();
+    // Lines over 4 MiB (4,194,304 bytes) are read in pieces; the signal starts 14 bytes before
+    // the first cut and ends after it, with no newline at all.
+    let agent = env.script(
+        "agent.sh",
+        "cat >/dev/null\nhead -c 4194290 /dev/zero | tr '\\0' a\nprintf '<promise>COMPLETE</promise>'",
+    );
+    let manifest = cli_manifest(&agent, "[loop]\nmax_iterations = 1\nrequire_completion = true");
+    let run = env.eden(&["run", env.write_manifest(&manifest).to_str().unwrap(), "--json", "--quiet"]);
+    run.assert_code(0);
+    assert_eq!(run.record()["completion_signal"], "<promise>COMPLETE</promise>");
+}
+
+#[test]
 fn custom_signals_and_the_iteration_limit() {
     let env = TestEnv::new();
     let agent = env.script("agent.sh", "cat >/dev/null\necho 'still working'");
