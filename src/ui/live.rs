@@ -143,9 +143,9 @@ impl Reporter for LiveReporter {
                 for (i, line) in summary_lines(record).into_iter().enumerate() {
                     if i == 0 {
                         let mark = if ok { style("✓").green().bold() } else { style("✗").red().bold() };
-                        eprintln!("{mark} {}", crate::redact::apply(&line));
+                        eprintln!("{mark} {}", super::for_terminal(&line));
                     } else {
-                        eprintln!("  {}", crate::redact::apply(&line));
+                        eprintln!("  {}", super::for_terminal(&line));
                     }
                 }
             }
@@ -153,14 +153,14 @@ impl Reporter for LiveReporter {
     }
 }
 
-/// A line above the spinner, secrets redacted.
+/// A line above the spinner, secrets redacted, escape sequences neutralized.
 fn say(bar: &ProgressBar, text: impl AsRef<str>) {
-    bar.println(crate::redact::apply(text.as_ref()));
+    bar.println(super::for_terminal(text.as_ref()));
 }
 
-/// The spinner's message, secrets redacted.
+/// The spinner's message, secrets redacted, escape sequences neutralized.
 fn hint_line(bar: &ProgressBar, text: impl AsRef<str>) {
-    bar.set_message(crate::redact::apply(text.as_ref()).into_owned());
+    bar.set_message(super::for_terminal(text.as_ref()));
 }
 
 impl Drop for LiveReporter {

@@ -6,10 +6,12 @@
 mod live;
 mod log_file;
 mod plain;
+mod terminal;
 
 pub use live::LiveReporter;
 pub use log_file::{JsonLinesReporter, LogFileReporter};
 pub use plain::PlainReporter;
+use terminal::neutralize;
 
 use crate::orchestrator::record::RunRecord;
 use serde::Serialize;
@@ -191,17 +193,23 @@ pub fn configure_colors() {
     }
 }
 
-/// A line for people from a one-shot command (`init`, `image`): stderr, never stdout.
-pub fn print_note(message: &str) {
-    eprintln!("{}", crate::redact::apply(message));
+/// Text on its way to people's terminals: secrets redacted, escape sequences neutralized.
+pub(crate) fn for_terminal(text: &str) -> String {
+    neutralize(&crate::redact::apply(text)).into_owned()
 }
 
-/// Print an error for people: `error: ...` and `hint: ...` lines on stderr.
+/// A line for people from a one-shot command (`init`, `image`): stderr, never stdout.
+pub fn print_note(message: &str) {
+    eprintln!("{}", for_terminal(message));
+}
+
+/// Print an error for people: `error: ...` and `hint: ...` lines on stderr. Errors quote the
+/// agent's output, so they are neutralized like everything else on the terminal.
 pub fn print_error(message: &str, hint: Option<&str>) {
     let label = console::style("error:").red().bold();
-    eprintln!("{label} {}", crate::redact::apply(message));
+    eprintln!("{label} {}", for_terminal(message));
     if let Some(hint) = hint {
-        eprintln!("{} {}", console::style("hint:").cyan().bold(), crate::redact::apply(hint));
+        eprintln!("{} {}", console::style("hint:").cyan().bold(), for_terminal(hint));
     }
 }
 

@@ -14,7 +14,7 @@ impl PlainReporter {
 
     fn line(&mut self, text: &str) {
         let mut out = self.stderr.lock();
-        let _ = writeln!(out, "{} {}", clock(), crate::redact::apply(text));
+        let _ = writeln!(out, "{} {}", clock(), super::for_terminal(text));
     }
 }
 

@@ -175,3 +175,61 @@ fn outside_a_repository_is_a_clear_error() {
     hint: run eden from your repository (one with a working tree), or pass `--repo PATH`
     ");
 }
+
+/// An agent's output may carry escape sequences (its own, or a file's it printed): they reach
+/// the terminal neutralized, while the log keeps the raw text.
+#[test]
+fn escape_sequences_in_agent_output_are_neutralized_on_the_terminal() {
+    let env = TestEnv::new();
+    let agent = env.script(
+        "agent.sh",
+        r#"cat >/dev/null
+printf 'title \033]0;pwned\007 clipboard \033]52;c;ZWNobyBoaQ==\033\\ clear \033[2J\033[H\n'
+printf 'back\rspace \033[1;31mred\033[0m\n'
+echo '<promise>COMPLETE</promise>'"#,
+    );
+    let manifest = cli_manifest(&agent, "[logging]\nfile = \".eden/logs/run.jsonl\"");
+    let path = env.write_manifest(&manifest);
+    let path = path.to_str().unwrap();
+
+    // Plain lines (stderr is a pipe) and the live display (stderr is a terminal, through
+    // `script`, which gives the command a pseudo-terminal).
+    let plain = env.eden(&["run", path]);
+    plain.assert_code(0);
+    let command = format!("{} run {path} 2>&1", crate::support::EDEN);
+    let live = crate::support::Run::from(live_output(&env, &command));
+    live.assert_code(0);
+    assert!(
+        live.stdout.contains("completed in iteration 1/") && live.stdout.contains("⠙"),
+        "the live display ran: {}",
+        live.stdout
+    );
+    for (display, text) in [("plain", &plain.stderr), ("live", &live.stdout)] {
+        assert!(text.contains("title ␛]0;pwned␇ clipboard ␛]52;c;ZWNobyBoaQ==␛\\ clear ␛[2J␛[H"), "{display}: {text}");
+        assert!(text.contains("back␍space \u{1b}[1;31mred\u{1b}[0m"), "{display}: {text}");
+        for raw in ["\u{1b}]", "\u{1b}[2J", "\u{1b}[H", "\u{7}", "back\r"] {
+            assert!(!text.contains(raw), "{display} shows {raw:?} raw: {text:?}");
+        }
+    }
+    // The log keeps exactly what the agent printed.
+    let log = std::fs::read_to_string(env.repo.join(".eden/logs/run.jsonl")).unwrap();
+    let texts: Vec<String> = log
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .filter(|event| event["event"] == "agent_text")
+        .map(|event| event["text"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        texts[0],
+        "title \u{1b}]0;pwned\u{7} clipboard \u{1b}]52;c;ZWNobyBoaQ==\u{1b}\\ clear \u{1b}[2J\u{1b}[H"
+    );
+    assert_eq!(texts[1], "back\rspace \u{1b}[1;31mred\u{1b}[0m");
+}
+
+/// Run a shell command under `script`, which gives it a pseudo-terminal.
+fn live_output(env: &TestEnv, command: &str) -> std::process::Output {
+    let mut script = std::process::Command::new("script");
+    script.args(["-qefc", command, "/dev/null"]).current_dir(&env.repo).stdin(std::process::Stdio::null());
+    env.apply_env(&mut script);
+    script.output().expect("`script` (util-linux) runs")
+}
