@@ -8,6 +8,8 @@ pub mod commands;
 pub mod error;
 pub mod git;
 pub mod hooks;
+pub mod layout;
+pub mod lock;
 pub mod manifest;
 pub mod orchestrator;
 pub mod output;

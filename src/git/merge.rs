@@ -1,11 +1,24 @@
-//! Merging a run's branch back into its target. The merge is computed first with
-//! `git merge-tree --write-tree`, which touches nothing: a conflict is reported with the target
-//! exactly as it was. Only a clean merge is then carried out — with `git merge` in the worktree
-//! that has the target checked out (so its files follow), or by updating the ref directly when
-//! the target is not checked out anywhere.
+//! Merging a run's branch back into its target without ever losing or clobbering anything. The
+//! caller holds the repository lock (`lock::RepoLock`), so no other eden process merges, adds or
+//! removes a worktree meanwhile.
+//!
+//! The merge is made first as objects only — `git merge-tree --write-tree`, then
+//! `git commit-tree` — so a conflict is found with nothing touched. Then the target moves to the
+//! result by a fast-forward, which either happens whole or not at all:
+//! - target not checked out anywhere: `git update-ref` with the old value (compare-and-swap);
+//! - target checked out: `git merge --ff-only <commit>` in that checkout, which carries the
+//!   index and the files along and keeps the person's unrelated changes. It never starts a merge
+//!   that could stop half-way, so eden never has anything to abort.
+//!
+//! Before touching a checkout, eden refuses when the person's uncommitted changes touch a file
+//! the merge changes, when an untracked file stands where the merge adds one, or when the
+//! checkout is in the middle of a merge, rebase, cherry-pick or revert: the checkout then stays
+//! byte-identical. If the target moves while eden computes (someone commits), eden computes again.
 
 use super::{Git, WorktreeList};
 use crate::error::Error;
+use std::collections::HashSet;
+use std::time::Duration;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MergeResult {
@@ -22,72 +35,175 @@ pub enum MergeResult {
     },
 }
 
+/// How often to compute again when the target moved or the checkout's index was busy.
+const ATTEMPTS: u32 = 6;
+
+enum Attempt {
+    Done(MergeResult),
+    /// Nothing was changed, and trying again may succeed (why not this time).
+    Again(String),
+}
+
 pub fn merge_into(git: &Git, branch: &str, target: &str) -> Result<MergeResult, Error> {
+    let mut why = String::new();
+    for attempt in 0..ATTEMPTS {
+        if attempt > 0 {
+            std::thread::sleep(Duration::from_millis(100 << attempt.min(4)));
+        }
+        match try_merge(git, branch, target)? {
+            Attempt::Done(result) => return Ok(result),
+            Attempt::Again(reason) => why = reason,
+        }
+    }
+    Err(Error::git(format!(
+        "cannot merge `{branch}` into `{target}` after {ATTEMPTS} attempts: {why}; `{target}` was left untouched and `{branch}` is kept"
+    ))
+    .with_hint(format!("when the repository is quiet, merge by hand: `git switch {target} && git merge {branch}`")))
+}
+
+fn try_merge(git: &Git, branch: &str, target: &str) -> Result<Attempt, Error> {
     let missing = |name: &str| Error::git(format!("branch `{name}` does not exist"));
     let target_commit = git.branch_commit(target)?.ok_or_else(|| missing(target))?;
     let branch_commit = git.branch_commit(branch)?.ok_or_else(|| missing(branch))?;
     let merge_base = git.run(["merge-base", &target_commit, &branch_commit])?;
     if merge_base == branch_commit {
-        return Ok(MergeResult::UpToDate);
+        return Ok(Attempt::Done(MergeResult::UpToDate));
     }
-    let fast_forward = merge_base == target_commit;
-    let mut tree = String::new();
-    if !fast_forward {
+    let result = if merge_base == target_commit {
+        MergeResult::FastForward { commit: branch_commit.clone() }
+    } else {
         let (preview, _) =
             git.output(["merge-tree", "--write-tree", "--name-only", "--no-messages", &target_commit, &branch_commit])?;
         let mut lines = preview.stdout.lines();
-        tree = lines.next().unwrap_or_default().trim().to_owned();
+        let tree = lines.next().unwrap_or_default().trim().to_owned();
         match preview.status.code() {
             Some(0) => {}
             Some(1) => {
                 let files = lines.map(str::to_owned).filter(|l| !l.is_empty()).collect();
-                return Ok(MergeResult::Conflict { files });
+                return Ok(Attempt::Done(MergeResult::Conflict { files }));
             }
             _ => {
                 return Err(Error::git(format!("`git merge-tree` failed: {}", preview.stderr.trim()))
                     .with_hint("eden needs git 2.38 or newer"))
             }
         }
-    }
-    // Merge commits need an identity; fast-forwards do not.
-    let identity = if fast_forward { Vec::new() } else { identity_args(git)? };
+        let message = format!("Merge branch '{branch}' into {target}");
+        let mut args = identity_args(git)?;
+        args.extend(
+            ["commit-tree", &tree, "-p", &target_commit, "-p", &branch_commit, "-m", &message].map(String::from),
+        );
+        MergeResult::Merged { commit: git.run(&args)? }
+    };
+    let (MergeResult::FastForward { commit } | MergeResult::Merged { commit }) = &result else {
+        unreachable!("only these two move the target")
+    };
 
-    if let Some(checkout) = WorktreeList::read(git)?.find_branch(target).map(Git::new) {
-        let mut args = identity;
-        args.extend(["merge", "--no-edit", "--quiet", branch].map(String::from));
-        let (output, _) = checkout.output(&args)?;
-        if !output.success() {
-            // merge-tree said it is clean, so git refused up front (local changes in the way).
-            // Should a merge have started anyway, undo it: never leave a half-done merge.
-            if checkout.resolve("MERGE_HEAD")?.is_some() {
-                let _ = checkout.run(["merge", "--abort"]);
-            }
-            let reason = format!("{}{}", output.stdout, output.stderr);
-            return Err(Error::git(format!(
-                "cannot merge `{branch}` into `{target}` in `{}`: {}",
-                checkout.dir.display(),
-                reason.trim()
-            ))
-            .with_hint(format!(
-                "commit or stash the changes there, then run `git merge {branch}`; the branch is kept"
-            )));
+    let Some(checkout) = WorktreeList::read(git)?.find_branch(target).map(Git::new) else {
+        let reference = format!("refs/heads/{target}");
+        let (output, command) = git.output(["update-ref", &reference, commit, &target_commit])?;
+        if output.success() {
+            return Ok(Attempt::Done(result));
         }
-        let commit = checkout.resolve("HEAD")?.unwrap_or_default();
-        return Ok(if fast_forward { MergeResult::FastForward { commit } } else { MergeResult::Merged { commit } });
-    }
+        if git.branch_commit(target)?.as_deref() != Some(target_commit.as_str()) {
+            return Ok(Attempt::Again(format!("`{target}` moved while eden merged")));
+        }
+        return Err(Error::git(format!("`{command}` failed: {}", output.stderr.trim())));
+    };
 
-    let reference = format!("refs/heads/{target}");
-    if fast_forward {
-        git.run(["update-ref", &reference, &branch_commit, &target_commit])?;
-        return Ok(MergeResult::FastForward { commit: branch_commit });
+    refuse_if_busy(&checkout, target)?;
+    let in_the_way = in_the_way(&checkout, &target_commit, commit)?;
+    if !in_the_way.is_empty() {
+        return Err(checkout_in_the_way(branch, target, &checkout, &in_the_way));
     }
-    let message = format!("Merge branch '{branch}' into {target}");
-    let mut args = identity;
-    args.extend(["commit-tree", &tree, "-p", &target_commit, "-p", &branch_commit, "-m", &message].map(String::from));
-    let commit = git.run(&args)?;
-    // The old value guards against the target moving while we merged.
-    git.run(["update-ref", &reference, &commit, &target_commit])?;
-    Ok(MergeResult::Merged { commit })
+    let (output, _) = checkout.output(["merge", "--ff-only", "--quiet", commit])?;
+    if output.success() {
+        return Ok(Attempt::Done(result));
+    }
+    // `--ff-only` fails before changing anything. Why?
+    if checkout.branch_commit(target)?.as_deref() != Some(target_commit.as_str()) {
+        return Ok(Attempt::Again(format!("`{target}` moved while eden merged")));
+    }
+    let reason = format!("{}{}", output.stdout, output.stderr);
+    if reason.contains("index.lock") {
+        return Ok(Attempt::Again(format!(
+            "another git process is using the index of `{}` (`index.lock`)",
+            checkout.dir.display()
+        )));
+    }
+    Err(Error::git(format!(
+        "cannot merge `{branch}` into `{target}` in `{}`: {}; `{target}` was left untouched and `{branch}` is kept",
+        checkout.dir.display(),
+        reason.trim()
+    ))
+    .with_hint(format!("once the checkout is ready, merge by hand there: `git merge {branch}`")))
+}
+
+/// A checkout in the middle of something the person started must be left alone.
+fn refuse_if_busy(checkout: &Git, target: &str) -> Result<(), Error> {
+    const STATES: [(&str, &str); 5] = [
+        ("MERGE_HEAD", "a merge"),
+        ("CHERRY_PICK_HEAD", "a cherry-pick"),
+        ("REVERT_HEAD", "a revert"),
+        ("rebase-merge", "a rebase"),
+        ("rebase-apply", "a rebase or `git am`"),
+    ];
+    let mut args = vec!["rev-parse".to_owned()];
+    for (name, _) in STATES {
+        args.extend(["--git-path".to_owned(), name.to_owned()]);
+    }
+    let paths = checkout.run(&args)?;
+    for (path, (_, what)) in paths.lines().zip(STATES) {
+        if checkout.dir.join(path).exists() {
+            return Err(Error::git(format!(
+                "the checkout `{}` of `{target}` is in the middle of {what}, so eden does not merge into it",
+                checkout.dir.display()
+            ))
+            .with_hint("finish or abort it there; the run's branch is kept, merge it by hand afterwards"));
+        }
+    }
+    Ok(())
+}
+
+/// Files the fast-forward from `from` to `to` would change that the checkout has uncommitted
+/// changes to, and files it would add where an untracked (or ignored) file already is.
+fn in_the_way(checkout: &Git, from: &str, to: &str) -> Result<Vec<String>, Error> {
+    let changes = checkout.run(["diff", "--name-status", "-z", "--no-renames", from, to])?;
+    let status = checkout.run(["status", "--porcelain=v1", "-z", "--untracked-files=no"])?;
+    // `XY path`, and for renames and copies the source path as the next field.
+    let mut dirty = HashSet::new();
+    let mut fields = status.split('\0').filter(|field| !field.is_empty());
+    while let Some(entry) = fields.next() {
+        if let Some(path) = entry.get(3..) {
+            dirty.insert(path.to_owned());
+        }
+        if matches!(entry.as_bytes().first(), Some(b'R' | b'C')) {
+            if let Some(source) = fields.next() {
+                dirty.insert(source.to_owned());
+            }
+        }
+    }
+    let mut blocked = Vec::new();
+    let mut fields = changes.split('\0').filter(|field| !field.is_empty());
+    while let (Some(kind), Some(path)) = (fields.next(), fields.next()) {
+        let added_over_a_file = kind == "A" && checkout.dir.join(path).symlink_metadata().is_ok();
+        if dirty.contains(path) || added_over_a_file {
+            blocked.push(path.to_owned());
+        }
+    }
+    Ok(blocked)
+}
+
+fn checkout_in_the_way(branch: &str, target: &str, checkout: &Git, files: &[String]) -> Error {
+    let listed: Vec<String> = files.iter().take(20).map(|file| format!("  {file}")).collect();
+    let more = if files.len() > 20 { format!("\n  … and {} more", files.len() - 20) } else { String::new() };
+    Error::git(format!(
+        "cannot merge `{branch}` into `{target}`: uncommitted changes in `{}` touch files the merge changes; `{target}` and the checkout were left untouched and `{branch}` is kept\nfiles:\n{}{more}",
+        checkout.dir.display(),
+        listed.join("\n")
+    ))
+    .with_hint(format!(
+        "commit or stash your changes to those files, then `git merge {branch}`; to keep runs off a busy checkout, use strategy `named`"
+    ))
 }
 
 /// `-c user.name/-c user.email` for merge commits when the user has no identity configured;

@@ -11,4 +11,4 @@ mod worktree;
 
 pub use merge::{merge_into, MergeResult};
 pub use repo::{Commit, Discovered, Git};
-pub use worktree::{slug, Removal, WorktreeList};
+pub use worktree::{slug, Removal, WorktreeEntry, WorktreeList};

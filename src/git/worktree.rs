@@ -16,9 +16,19 @@ pub enum Removal {
     KeptDirty,
 }
 
+/// One entry of `git worktree list --porcelain`.
+#[derive(Debug, Clone)]
+pub struct WorktreeEntry {
+    pub path: PathBuf,
+    /// The checked-out branch; `None` when detached (or bare).
+    pub branch: Option<String>,
+    /// Registered, but its folder is gone: `git worktree prune` removes the registration.
+    pub prunable: bool,
+}
+
 /// `git worktree list --porcelain`, parsed.
 pub struct WorktreeList {
-    pub entries: Vec<(PathBuf, Option<String>)>,
+    pub entries: Vec<WorktreeEntry>,
 }
 
 impl WorktreeList {
@@ -26,29 +36,39 @@ impl WorktreeList {
         let text = git.run(["worktree", "list", "--porcelain"])?;
         let mut entries = Vec::new();
         for block in text.split("\n\n") {
-            let mut path = None;
-            let mut branch = None;
+            let mut entry = WorktreeEntry { path: PathBuf::new(), branch: None, prunable: false };
             for line in block.lines() {
-                if let Some(p) = line.strip_prefix("worktree ") {
-                    path = Some(PathBuf::from(p));
-                } else if let Some(b) = line.strip_prefix("branch refs/heads/") {
-                    branch = Some(b.to_owned());
+                if let Some(path) = line.strip_prefix("worktree ") {
+                    entry.path = PathBuf::from(path);
+                } else if let Some(branch) = line.strip_prefix("branch refs/heads/") {
+                    entry.branch = Some(branch.to_owned());
+                } else if line == "prunable" || line.starts_with("prunable ") {
+                    entry.prunable = true;
                 }
             }
-            if let Some(path) = path {
-                entries.push((path, branch));
+            if !entry.path.as_os_str().is_empty() {
+                entries.push(entry);
             }
         }
         Ok(WorktreeList { entries })
     }
 
-    /// The worktree that has `branch` checked out.
+    /// The worktree that has `branch` checked out (one whose folder is gone does not count).
     pub fn find_branch(&self, branch: &str) -> Option<&Path> {
-        self.entries.iter().find(|(_, b)| b.as_deref() == Some(branch)).map(|(path, _)| path.as_path())
+        self.entries
+            .iter()
+            .find(|entry| !entry.prunable && entry.branch.as_deref() == Some(branch))
+            .map(|entry| entry.path.as_path())
     }
 }
 
 impl Git {
+    /// Forget worktrees whose folders are gone (a run killed while it made one, a folder deleted
+    /// by hand), so their paths and branches can be used again.
+    pub fn prune_worktrees(&self) -> Result<(), Error> {
+        self.run(["worktree", "prune"]).map(drop)
+    }
+
     /// Create a worktree at `path` on a new branch `branch` starting at `base`.
     pub fn add_worktree_new_branch(&self, path: &Path, branch: &str, base: &str) -> Result<(), Error> {
         self.run([

@@ -47,6 +47,17 @@ pub(crate) fn finish(
         }),
     };
 
+    // Merging, removing the worktree and deleting the branch change what every run of this
+    // repository shares: one eden process at a time.
+    let shared = match workspace
+        .repository_lock("merging and cleaning up", &mut |message| reporter.report(&Event::Info { message }))
+    {
+        Ok(lock) => Some(lock),
+        Err(err) => {
+            error.get_or_insert(err);
+            None
+        }
+    };
     let mut merged = commits.is_empty();
     if pre.strategy == Strategy::MergeToHead && error.is_none() && !commits.is_empty() {
         let target = pre.base_branch.clone().expect("merge-to-head has a target");
@@ -77,6 +88,10 @@ pub(crate) fn finish(
             if workspace.worktree.dirty_paths().map_or(true, |paths| !paths.is_empty()) {
                 preserved_worktree = Some(pre.worktree.clone());
             }
+            false
+        }
+        WorktreeAction::CreateWithNewBranch | WorktreeAction::CreateForExistingBranch if shared.is_none() => {
+            preserved_worktree = Some(pre.worktree.clone());
             false
         }
         WorktreeAction::CreateWithNewBranch | WorktreeAction::CreateForExistingBranch => {
@@ -115,6 +130,7 @@ pub(crate) fn finish(
         }
     }
 
+    drop(shared);
     let Workspace { pre, lock, .. } = workspace;
     drop(lock);
     Finished {

@@ -5,7 +5,6 @@
 mod copy;
 mod finish;
 mod iterate;
-pub mod lock;
 pub mod record;
 pub mod workspace;
 

@@ -2,9 +2,10 @@
 //! repository without changing anything; `create` then takes the lock and makes the worktree.
 //! Everything that can be refused is refused in `preflight`.
 
-use super::lock::{BranchLock, Taken};
 use crate::error::Error;
 use crate::git::{slug, Git, WorktreeList};
+use crate::layout::Layout;
+use crate::lock::{BranchLock, RepoLock, Taken};
 use crate::manifest::plan::Plan;
 use crate::manifest::schema::Strategy;
 use std::path::{Path, PathBuf};
@@ -37,11 +38,19 @@ pub struct Workspace {
     pub repo: Git,
     pub worktree: Git,
     pub lock: BranchLock,
+    pub run_id: String,
+}
+
+impl Preflight {
+    pub fn layout(&self) -> Layout {
+        Layout::new(&self.root, &self.common_dir)
+    }
 }
 
 impl Workspace {
-    pub fn eden_dir(&self) -> PathBuf {
-        self.pre.root.join(".eden")
+    /// Take the repository lock for a git operation that changes what runs share.
+    pub fn repository_lock(&self, what: &str, waiting: &mut dyn FnMut(&str)) -> Result<RepoLock, Error> {
+        RepoLock::acquire(&self.pre.layout().repository_lock(), &self.run_id, what, waiting)
     }
 
     /// Did this run create the worktree (so it may remove it)?
@@ -58,7 +67,7 @@ pub fn preflight(plan: &Plan, repo_dir: &Path, run_id: &str) -> Result<Preflight
     let checkout_git = Git::new(&found.checkout);
     let current = checkout_git.current_branch()?;
     let head_commit = || checkout_git.resolve("HEAD")?.ok_or_else(|| no_commits(&found.checkout));
-    let worktrees_dir = root.join(".eden").join("worktrees");
+    let worktrees_dir = found_layout(&found).worktrees();
 
     match plan.branch.strategy {
         Strategy::Head => {
@@ -170,6 +179,10 @@ pub fn preflight(plan: &Plan, repo_dir: &Path, run_id: &str) -> Result<Preflight
     }
 }
 
+fn found_layout(found: &crate::git::Discovered) -> Layout {
+    Layout::new(&found.root, &found.common_dir)
+}
+
 fn no_commits(dir: &Path) -> Error {
     Error::git(format!("the repository at `{}` has no commits yet", dir.display()))
         .with_hint("make a first commit; eden branches off an existing commit")
@@ -180,18 +193,25 @@ fn same_path(a: &Path, b: &Path) -> bool {
     canonical(a) == canonical(b)
 }
 
-/// Take the lock and make the worktree. On failure everything made here is undone.
+/// Take the branch lock and make the worktree, under the repository lock (other eden processes
+/// may be adding or removing worktrees of the same repository right now). On failure everything
+/// made here is undone.
 pub fn create(pre: Preflight, run_id: &str, notes: &mut Vec<String>) -> Result<Workspace, Error> {
+    let layout = pre.layout();
     let repo = Git::new(&pre.root);
+    let shared = RepoLock::acquire(&layout.repository_lock(), run_id, "creating the worktree", &mut |message| {
+        notes.push(message.to_owned())
+    })?;
     Git::exclude_eden_dir(&pre.common_dir)?;
-    let locks = pre.root.join(".eden").join("locks");
-    let (lock, taken) = BranchLock::acquire(&locks, &slug(&pre.branch), &pre.branch, run_id)?;
+    let (lock, taken) = BranchLock::acquire(&layout.locks(), &slug(&pre.branch), &pre.branch, run_id)?;
     if let Taken::ReclaimedFrom(pid) = taken {
         notes.push(format!("reclaimed a stale lock on `{}` left by pid {pid}", pre.branch));
     }
     match pre.action {
         WorktreeAction::UseCheckout | WorktreeAction::Reuse => {}
         WorktreeAction::CreateWithNewBranch => {
+            // A worktree whose folder is gone (a run killed while making it) must not block ours.
+            repo.prune_worktrees()?;
             if let Err(err) = repo.add_worktree_new_branch(&pre.worktree, &pre.branch, &pre.base_commit) {
                 // `git worktree add -b` may have made the branch before failing.
                 if repo.branch_commit(&pre.branch).is_ok_and(|tip| tip.is_some()) {
@@ -200,8 +220,12 @@ pub fn create(pre: Preflight, run_id: &str, notes: &mut Vec<String>) -> Result<W
                 return Err(err);
             }
         }
-        WorktreeAction::CreateForExistingBranch => repo.add_worktree(&pre.worktree, &pre.branch)?,
+        WorktreeAction::CreateForExistingBranch => {
+            repo.prune_worktrees()?;
+            repo.add_worktree(&pre.worktree, &pre.branch)?;
+        }
     }
+    drop(shared);
     let worktree = Git::new(&pre.worktree);
-    Ok(Workspace { pre, repo, worktree, lock })
+    Ok(Workspace { pre, repo, worktree, lock, run_id: run_id.to_owned() })
 }

@@ -5,11 +5,13 @@
 mod builder;
 mod group;
 mod lines;
+mod liveness;
 mod signals;
 mod supervise;
 
 pub use builder::{Output, ProcessBuilder, Stdin};
 pub use group::GroupGuard;
 pub use lines::{LineSplitter, Tail};
+pub use liveness::ProcessStamp;
 pub use signals::listen as listen_for_signals;
 pub use supervise::{supervise, Abort, Handlers, Outcome, OutputTails, Watchdogs};

@@ -5,6 +5,7 @@ mod support;
 
 mod adapters;
 mod cli;
+mod concurrency;
 mod containers;
 mod copy;
 mod env_secrets;

@@ -235,6 +235,22 @@ fn named_strategy_reuses_an_eden_worktree_only_when_asked() {
     assert_eq!(env.log_subjects("eden/wip")[0], "finish wip");
 }
 
+/// A worktree folder that disappeared (deleted by hand, or a run killed while making it) is
+/// forgotten, not an obstacle: the next run on that branch makes it again.
+#[test]
+fn a_worktree_whose_folder_is_gone_does_not_block_the_branch() {
+    let env = TestEnv::new();
+    let agent = env.script("agent.sh", "cat >/dev/null\necho wip > wip.txt\necho '<promise>COMPLETE</promise>'");
+    let named = "[branch]\nstrategy = \"named\"\nname = \"eden/gone\"";
+    let run = env.run_manifest(&cli_manifest(&agent, named), &[]);
+    run.assert_code(0);
+    let worktree = run.record()["preserved_worktree"].as_str().unwrap().to_owned();
+    std::fs::remove_dir_all(&worktree).unwrap();
+    let run = env.run_manifest(&cli_manifest(&agent, named), &[]);
+    run.assert_code(0);
+    assert_eq!(run.record()["preserved_worktree"], worktree.as_str(), "made again at the same place");
+}
+
 #[test]
 fn the_agent_runs_in_the_worktree_with_pwd_pointing_there() {
     let env = TestEnv::new();
@@ -249,4 +265,105 @@ fn the_agent_runs_in_the_worktree_with_pwd_pointing_there() {
     assert!(run.stderr.contains(&format!("| pwd={worktree}\n")), "{}", run.stderr);
     let real = std::fs::canonicalize(&env.repo).unwrap().join(".eden/worktrees");
     assert!(run.stderr.contains(&format!("| cwd={}/", real.display())), "{}", run.stderr);
+}
+
+/// The person keeps working in their checkout while the agent runs: changes the merge does not
+/// touch are carried along as they were (staged stays staged); changes it would touch make eden
+/// refuse before touching anything.
+#[test]
+fn the_merge_keeps_unrelated_uncommitted_work_and_refuses_to_touch_changed_files() {
+    let env = TestEnv::new();
+    env.write("notes.txt", "notes\n");
+    env.write("other.txt", "other\n");
+    env.git(&["add", "."]);
+    env.git(&["commit", "-q", "-m", "more files"]);
+    let agent = env.script(
+        "agent.sh",
+        r#"cat >/dev/null
+echo agent > "$TOUCH" && git add "$TOUCH" && git commit -q -m "agent edits $TOUCH"
+# Meanwhile, in the person's checkout: a staged edit, an unstaged edit, an untracked file.
+(cd "$MAIN_CHECKOUT" && echo staged > notes.txt && git add notes.txt && echo unstaged > other.txt && echo new > scratch.txt)
+echo "<promise>COMPLETE</promise>""#,
+    );
+    let manifest = |touch: &str| {
+        format!(
+            "{}env = {{ MAIN_CHECKOUT = \"{}\", TOUCH = \"{touch}\" }}\n",
+            cli_manifest(&agent, ""),
+            env.repo.display()
+        )
+    };
+    let snapshot = |env: &TestEnv| {
+        let files: Vec<String> = ["README.md", "notes.txt", "other.txt", "scratch.txt"]
+            .iter()
+            .map(|f| std::fs::read_to_string(env.repo.join(f)).unwrap_or_default())
+            .collect();
+        (env.git(&["diff", "--cached"]), env.git(&["diff"]), files)
+    };
+
+    // The agent changes README.md, which nobody touched: merged, the person's work as it was.
+    let run = env.run_manifest(&manifest("README.md"), &[]);
+    run.assert_code(0);
+    assert_eq!(env.log_subjects("main")[0], "agent edits README.md");
+    assert_eq!(std::fs::read_to_string(env.repo.join("README.md")).unwrap(), "agent\n");
+    assert_eq!(env.git(&["diff", "--cached", "--name-only"]), "notes.txt", "staged stays staged");
+    assert_eq!(env.git(&["diff", "--name-only"]), "other.txt", "unstaged stays unstaged");
+    assert_eq!(std::fs::read_to_string(env.repo.join("scratch.txt")).unwrap(), "new\n");
+    env.assert_pristine();
+
+    // The agent changes other.txt, which the person has edited: refused, nothing touched.
+    let main_before = env.git(&["rev-parse", "main"]);
+    let run = env.run_manifest(&manifest("other.txt"), &[]);
+    run.assert_code(7);
+    let record = run.record();
+    let branch = record["preserved_branch"].as_str().unwrap().to_owned();
+    let before = snapshot(&env);
+    insta::assert_snapshot!(env.redact(&run.error_text()).replace(&branch, "[BRANCH]"), @r"
+    error: cannot merge `[BRANCH]` into `main`: uncommitted changes in `[TMP]/repo` touch files the merge changes; `main` and the checkout were left untouched and `[BRANCH]` is kept
+    files:
+      other.txt
+    hint: commit or stash your changes to those files, then `git merge [BRANCH]`; to keep runs off a busy checkout, use strategy `named`
+    ");
+    assert_eq!(env.git(&["rev-parse", "main"]), main_before);
+    assert_eq!(snapshot(&env), before);
+    assert_eq!(env.log_subjects(&branch)[0], "agent edits other.txt");
+    env.git(&["branch", "-D", &branch]);
+
+    // The agent adds scratch.txt, where the person has an untracked file: refused too.
+    let run = env.run_manifest(&manifest("scratch.txt"), &[]);
+    run.assert_code(7);
+    assert!(run.error_text().contains("files:\n  scratch.txt"), "{}", run.error_text());
+    assert_eq!(std::fs::read_to_string(env.repo.join("scratch.txt")).unwrap(), "new\n");
+    assert_eq!(env.git(&["rev-parse", "main"]), main_before);
+}
+
+/// A checkout in the middle of the person's own merge is left alone: eden never aborts or
+/// finishes what it did not start.
+#[test]
+fn a_checkout_in_the_middle_of_a_merge_is_not_touched() {
+    let env = TestEnv::new();
+    env.git(&["switch", "-q", "-c", "side"]);
+    env.write("README.md", "side\n");
+    env.git(&["commit", "-q", "-am", "side edit"]);
+    env.git(&["switch", "-q", "main"]);
+    env.write("README.md", "main\n");
+    env.git(&["commit", "-q", "-am", "main edit"]);
+    let agent = env.script(
+        "agent.sh",
+        r#"cat >/dev/null
+echo agent > agent.txt && git add agent.txt && git commit -q -m "agent work"
+(cd "$MAIN_CHECKOUT" && git merge -q side >/dev/null 2>&1 || true)
+echo "<promise>COMPLETE</promise>""#,
+    );
+    let manifest = format!("{}env = {{ MAIN_CHECKOUT = \"{}\" }}\n", cli_manifest(&agent, ""), env.repo.display());
+    let run = env.run_manifest(&manifest, &[]);
+    run.assert_code(7);
+    let branch = run.record()["preserved_branch"].as_str().unwrap().to_owned();
+    insta::assert_snapshot!(env.redact(&run.error_text()), @r"
+    error: the checkout `[TMP]/repo` of `main` is in the middle of a merge, so eden does not merge into it
+    hint: finish or abort it there; the run's branch is kept, merge it by hand afterwards
+    ");
+    let merge_head = std::fs::read_to_string(env.repo.join(".git/MERGE_HEAD")).unwrap();
+    assert_eq!(merge_head.trim(), env.git(&["rev-parse", "side"]), "the person's merge is still theirs");
+    assert_eq!(env.log_subjects("main")[0], "main edit");
+    assert_eq!(env.log_subjects(&branch)[0], "agent work");
 }

@@ -1,0 +1,91 @@
+//! Every path eden creates, in one place: `.eden/` at the repository's root (worktrees, locks,
+//! logs, run records, patches, sessions), the pid files of container commands in the shared
+//! `.git`, and the isolated copies in the temporary folder. Runs create these through `Layout`
+//! and `eden clean` walks them through it, so nothing eden makes can be missed by the cleanup.
+
+use std::path::PathBuf;
+
+#[derive(Debug, Clone)]
+pub struct Layout {
+    /// The main worktree's root.
+    pub root: PathBuf,
+    /// The repository's shared `.git` directory.
+    pub common_dir: PathBuf,
+}
+
+/// Prefix of an isolated copy's folder in the temporary folder; its private `TMPDIR` adds `-tmp`.
+pub const ISOLATED_PREFIX: &str = "eden-isolated-";
+
+impl Layout {
+    pub fn new(root: impl Into<PathBuf>, common_dir: impl Into<PathBuf>) -> Self {
+        Layout { root: root.into(), common_dir: common_dir.into() }
+    }
+
+    pub fn eden_dir(&self) -> PathBuf {
+        self.root.join(".eden")
+    }
+
+    /// `.eden/worktrees/<branch-slug>`: one per branch.
+    pub fn worktrees(&self) -> PathBuf {
+        self.eden_dir().join("worktrees")
+    }
+
+    /// `.eden/locks/`: `<branch-slug>.lock` per branch in use, and the repository lock.
+    pub fn locks(&self) -> PathBuf {
+        self.eden_dir().join("locks")
+    }
+
+    /// Held around every git operation that changes what runs share (see `lock::RepoLock`).
+    /// Never removed: removing an flock file while others wait on it would split the lock.
+    pub fn repository_lock(&self) -> PathBuf {
+        self.locks().join(REPOSITORY_LOCK)
+    }
+
+    /// `.eden/runs/<run-id>.json`.
+    pub fn runs(&self) -> PathBuf {
+        self.eden_dir().join("runs")
+    }
+
+    pub fn record(&self, run_id: &str) -> PathBuf {
+        self.runs().join(format!("{run_id}.json"))
+    }
+
+    /// `.eden/logs/`: the JSON-lines logs.
+    pub fn logs(&self) -> PathBuf {
+        self.eden_dir().join("logs")
+    }
+
+    /// `.eden/patches/<run-id>.patch`: uncommitted work brought back from isolated copies.
+    pub fn patches(&self) -> PathBuf {
+        self.eden_dir().join("patches")
+    }
+
+    /// `.eden/sessions/<run-id>/`: captured agent transcripts.
+    pub fn sessions(&self) -> PathBuf {
+        self.eden_dir().join("sessions")
+    }
+
+    /// `.eden/.env`: the repository's secrets for runs.
+    pub fn dotenv(&self) -> PathBuf {
+        self.eden_dir().join(".env")
+    }
+
+    /// `<common dir>/eden-exec/<run-id>/`: pid files of commands running in a run's container.
+    /// In the shared `.git` because that is mounted into the container at the same path.
+    pub fn exec_dirs(&self) -> PathBuf {
+        self.common_dir.join("eden-exec")
+    }
+
+    pub fn exec_dir(&self, run_id: &str) -> PathBuf {
+        self.exec_dirs().join(run_id)
+    }
+}
+
+/// The file name of the repository lock inside `.eden/locks/`.
+pub const REPOSITORY_LOCK: &str = "repository.lock";
+
+/// The isolated copy of a run: a clone in the temporary folder, and its private `TMPDIR`.
+pub fn isolated_copy(run_id: &str) -> (PathBuf, PathBuf) {
+    let temp = std::env::temp_dir();
+    (temp.join(format!("{ISOLATED_PREFIX}{run_id}")), temp.join(format!("{ISOLATED_PREFIX}{run_id}-tmp")))
+}
