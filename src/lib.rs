@@ -24,6 +24,13 @@ pub use agent::run_simulated_agent;
 
 /// The whole command line: parse, dispatch, report an error. Returns the exit code.
 pub fn main_with_args(args: Vec<std::ffi::OsString>) -> i32 {
+    // Before anything else: the init must fork while eden is still single-threaded.
+    if args.get(1).is_some_and(|a| a == process::contain::INIT_SUBCOMMAND) {
+        return process::contain::run_init(&args[2..]);
+    }
+    if args.get(1).is_some_and(|a| a == process::guard::GUARD_SUBCOMMAND) {
+        return process::guard::run_guard(&args[2..]);
+    }
     ui::configure_colors();
     if args.get(1).is_some_and(|a| a == agent::SIMULATED_SUBCOMMAND) {
         return run_simulated_agent();

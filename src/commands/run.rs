@@ -42,10 +42,12 @@ pub fn run(args: RunArgs) -> Result<i32, Error> {
     let plan = plan::resolve(manifest, &source, &|name| std::env::var(name).ok(), &dotenv)?;
     crate::redact::register(plan.secrets.iter().map(|secret| secret.0.clone()));
 
+    let containment = crate::process::contain::install()?;
     if args.dry_run {
         let preview = workspace::preflight(&plan, &repo_dir, "<run-id>")?;
         let json = serde_json::json!({
             "plan": plan,
+            "containment": containment,
             "workspace": {
                 "repo": preview.root,
                 "strategy": preview.strategy,

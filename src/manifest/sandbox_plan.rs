@@ -18,6 +18,17 @@ pub enum SandboxPlan {
     },
 }
 
+impl SandboxPlan {
+    /// `none`, `docker`, `podman`, `isolated`: as the record and the display name it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            SandboxPlan::None => "none",
+            SandboxPlan::Container(container) => container.engine.binary(),
+            SandboxPlan::Isolated { .. } => "isolated",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Engine {

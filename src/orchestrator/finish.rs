@@ -11,12 +11,8 @@ use crate::ui::{Event, Reporter};
 use std::path::PathBuf;
 
 pub(crate) struct Finished {
-    pub root: PathBuf,
-    pub strategy: Strategy,
-    pub branch: String,
-    pub base_branch: Option<String>,
-    pub base_commit: String,
-    pub worktree: PathBuf,
+    /// Still held: the run is not over until its record says how it ended.
+    pub lock: crate::lock::BranchLock,
     pub commits: Vec<Commit>,
     pub merged_into: Option<String>,
     pub merge_commit: Option<String>,
@@ -131,22 +127,7 @@ pub(crate) fn finish(
     }
 
     drop(shared);
-    let Workspace { pre, lock, .. } = workspace;
-    drop(lock);
-    Finished {
-        root: pre.root,
-        strategy: pre.strategy,
-        branch: pre.branch,
-        base_branch: pre.base_branch,
-        base_commit: pre.base_commit,
-        worktree: pre.worktree,
-        commits,
-        merged_into,
-        merge_commit,
-        preserved_branch,
-        preserved_worktree,
-        error,
-    }
+    Finished { lock: workspace.lock, commits, merged_into, merge_commit, preserved_branch, preserved_worktree, error }
 }
 
 fn conflict_error(branch: &str, target: &str, files: &[String]) -> Error {

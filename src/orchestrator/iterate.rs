@@ -139,6 +139,8 @@ pub(crate) struct Shared<'a> {
     pub sandbox: &'a dyn SandboxHandle,
     pub hooks: &'a HookRunner<'a>,
     pub run_id: &'a str,
+    /// The run record, written after every iteration.
+    pub journal: &'a super::record::Journal,
 }
 
 /// What the run has done so far, across steps: the records, and what the next iteration must
@@ -307,6 +309,11 @@ pub(crate) async fn run_step(
         progress.commits = Some(all);
         let label = invoked.label;
         push_record(progress, step, iteration, &invoked, &prompt_text, new_commits, reporter, label);
+        let _ = shared.journal.update(|record| {
+            record.iterations.clone_from(&progress.iterations);
+            record.hooks.clone_from(&progress.hooks);
+            record.commits = progress.commits.clone().unwrap_or_default();
+        });
         match invoked.result {
             Err(error) => return Err(error),
             Ok(true) => return Ok(StepEnd { completion_signal: invoked.signal, output }),

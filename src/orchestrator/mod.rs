@@ -14,12 +14,13 @@ use crate::hooks::{self, HookRunner, PhaseRun};
 use crate::manifest::hooks_plan::Phase;
 use crate::manifest::plan::{Plan, SandboxPlan};
 use crate::manifest::schema::Network;
+use crate::process::ProcessStamp;
 use crate::process::{listen_for_signals, Abort};
 use crate::sandbox::{self, container::ContainerRequest, isolated::IsolatedRequest, Host, SandboxHandle};
 use crate::ui::{Event, Fanout, LogFileReporter, Reporter};
-use record::{now_rfc3339, ErrorRecord, RunRecord};
+use record::{now_rfc3339, RunRecord};
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::sync::watch;
 
 pub struct RunOptions {
@@ -86,16 +87,58 @@ pub async fn run(plan: &Plan, options: &RunOptions, reporters: Vec<Box<dyn Repor
         }
     }
 
-    let started_at = now_rfc3339();
-    let clock = Instant::now();
+    let layout = pre.layout();
+    let journal = record::Journal::new(RunRecord {
+        id: run_id.clone(),
+        status: record::RunStatus::Running,
+        process: ProcessStamp::current(),
+        containment: crate::process::contain::current(),
+        phase: "starting",
+        name: plan.name.clone(),
+        manifest: plan.manifest.clone(),
+        repo: pre.root.clone(),
+        agent: agents.iter().map(|agent| agent.kind()).collect::<Vec<_>>().join(","),
+        sandbox: plan.sandbox.kind().to_owned(),
+        container: None,
+        strategy: pre.strategy.as_str().to_owned(),
+        branch: pre.branch.clone(),
+        base_branch: pre.base_branch.clone(),
+        base_commit: pre.base_commit.clone(),
+        worktree: pre.worktree.clone(),
+        max_iterations: plan.steps[0].loop_.max_iterations,
+        iterations: Vec::new(),
+        hooks: Vec::new(),
+        steps: Vec::new(),
+        output: None,
+        completion_signal: None,
+        usage: None,
+        session_id: None,
+        commits: Vec::new(),
+        merged_into: None,
+        merge_commit: None,
+        preserved_branch: None,
+        preserved_worktree: None,
+        started_at: now_rfc3339(),
+        finished_at: None,
+        duration_ms: 0,
+        exit_reason: None,
+        exit_code: None,
+        error: None,
+        record_path: layout.record(&run_id),
+    });
+    if let Err(err) = journal.update(|_| {}) {
+        reporter.report(&Event::Warning { message: &format!("cannot write the run record: {err}") });
+    }
     let mut notes = Vec::new();
-    let workspace = match workspace::create(pre, &run_id, &mut notes) {
-        Ok(workspace) => workspace,
-        Err(err) => return failed(err),
-    };
+    let created = workspace::create(pre, &run_id, &mut notes);
     for note in &notes {
         reporter.report(&Event::Warning { message: note });
     }
+    let workspace = match created {
+        Ok(workspace) => workspace,
+        Err(error) => return end(journal, Some(error), &mut reporter, |_| {}),
+    };
+    journal.phase("workspace");
     let pre = &workspace.pre;
     reporter.report(&Event::RunStarted {
         run_id: &run_id,
@@ -146,15 +189,19 @@ pub async fn run(plan: &Plan, options: &RunOptions, reporters: Vec<Box<dyn Repor
         if let Some(error) = interrupted(&abort) {
             break 'run Err(error);
         }
+        journal.phase("sandbox");
         if let Err(error) = start_sandbox(plan, &run_id, pre, &mut reporter).map(|handle| sandbox = handle) {
             break 'run Err(error);
         }
         sandbox_up = true;
+        let container = sandbox.container().map(str::to_owned);
+        let _ = journal.update(|record| record.container = container);
         let ready =
             PhaseRun { phase: Phase::OnSandboxReady, iteration: None, sandbox: Some(sandbox.as_ref()), extra_env: &[] };
         if let Err(error) = hooks.run_phase(&ready, &mut reporter, &mut abort, &mut progress.hooks).await {
             break 'run Err(error);
         }
+        journal.phase("iterating");
         let shared = iterate::Shared {
             plan,
             options,
@@ -162,9 +209,11 @@ pub async fn run(plan: &Plan, options: &RunOptions, reporters: Vec<Box<dyn Repor
             sandbox: sandbox.as_ref(),
             hooks: &hooks,
             run_id: &run_id,
+            journal: &journal,
         };
         run_steps(&shared, &agents, &mut reporter, &mut abort, &mut progress, &mut step_records).await
     };
+    journal.phase("closing");
     // `on_close` runs whatever happened, after Ctrl-C too: only a further signal cuts it short.
     let outcome = if hooks.has(Phase::OnClose) {
         let status = match &outcome {
@@ -190,8 +239,6 @@ pub async fn run(plan: &Plan, options: &RunOptions, reporters: Vec<Box<dyn Repor
     } else {
         outcome
     };
-    let container = sandbox.container().map(str::to_owned);
-    let sandbox_kind = sandbox.kind();
     // The sandbox goes first, whatever happened: nothing may be left running, and an isolated
     // copy's uncommitted work must be in the worktree before the finish looks at it.
     let outcome = match (sandbox.close(), outcome) {
@@ -222,67 +269,50 @@ pub async fn run(plan: &Plan, options: &RunOptions, reporters: Vec<Box<dyn Repor
     let completion_signal = outcome.as_ref().ok().and_then(|end| end.completion_signal.clone());
     let output = outcome.as_ref().ok().and_then(|end| end.output.clone());
     let iterate::Progress { iterations, hooks: hook_records, commits, .. } = progress;
+    let _ = journal.update(|record| {
+        record.phase = "finishing";
+        record.iterations = iterations;
+        record.hooks = hook_records;
+        record.steps = step_records;
+        record.completion_signal = completion_signal;
+        record.output = output;
+    });
     let finished = finish::finish(workspace, outcome, commits, &mut reporter);
 
-    let mut error = finished.error;
+    let finish::Finished { lock, commits, merged_into, merge_commit, preserved_branch, preserved_worktree, mut error } =
+        finished;
     // A signal that arrived during the finish still counts.
     if error.is_none() {
         error = interrupted(&abort);
     }
-    let exit_code = error.as_ref().map_or(0, |e| e.kind.exit_code());
-    let exit_reason = match (&error, &completion_signal, &output) {
-        (Some(error), _, _) => error.kind.as_str().to_owned(),
-        (None, Some(_), _) => "completed".to_owned(),
-        (None, None, Some(_)) => "output".to_owned(),
-        (None, None, None) => "max_iterations".to_owned(),
-    };
-    let runs_dir = finished.root.join(".eden").join("runs");
-    let usage = iterations.iter().filter_map(|i| i.usage).reduce(|mut total, usage| {
-        total.add(&usage);
-        total
+    let result = end(journal, error, &mut reporter, |record| {
+        record.commits = commits;
+        record.merged_into = merged_into;
+        record.merge_commit = merge_commit;
+        record.preserved_branch = preserved_branch;
+        record.preserved_worktree = preserved_worktree;
     });
-    let session_id = iterations.iter().rev().find_map(|i| i.session_id.clone());
-    let agent_failure = iterations.last().and_then(|i| i.agent_error.as_ref()).map(|f| f.kind);
-    let mut record = RunRecord {
-        id: run_id.clone(),
-        name: plan.name.clone(),
-        manifest: plan.manifest.clone(),
-        repo: finished.root.clone(),
-        agent: agents.iter().map(|agent| agent.kind()).collect::<Vec<_>>().join(","),
-        sandbox: sandbox_kind.to_owned(),
-        container,
-        strategy: finished.strategy.as_str().to_owned(),
-        branch: finished.branch,
-        base_branch: finished.base_branch,
-        base_commit: finished.base_commit,
-        worktree: finished.worktree,
-        max_iterations: plan.steps[0].loop_.max_iterations,
-        iterations,
-        hooks: hook_records,
-        steps: step_records,
-        output,
-        completion_signal,
-        usage,
-        session_id,
-        commits: finished.commits,
-        merged_into: finished.merged_into,
-        merge_commit: finished.merge_commit,
-        preserved_branch: finished.preserved_branch,
-        preserved_worktree: finished.preserved_worktree,
-        started_at,
-        finished_at: now_rfc3339(),
-        duration_ms: clock.elapsed().as_millis() as u64,
-        exit_reason,
-        exit_code,
-        error: error.as_ref().map(|e| ErrorRecord {
-            kind: e.kind.as_str().to_owned(),
-            agent_failure: if e.kind == ErrorKind::Agent { agent_failure } else { None },
-            message: e.message.clone(),
-            hint: e.hint.clone(),
-        }),
-        record_path: runs_dir.join(format!("{run_id}.json")),
-    };
-    if let Err(err) = write_record(&record) {
+    drop(lock);
+    result
+}
+
+/// The run is over, however far it got: its record gets the end, is written, and is shown.
+fn end(
+    journal: record::Journal,
+    error: Option<Error>,
+    reporter: &mut dyn Reporter,
+    change: impl FnOnce(&mut RunRecord),
+) -> RunResult {
+    let (mut record, written) = journal.finish(error.as_ref(), |record| {
+        change(record);
+        record.phase = "done";
+        record.usage = record.iterations.iter().filter_map(|i| i.usage).reduce(|mut total, usage| {
+            total.add(&usage);
+            total
+        });
+        record.session_id = record.iterations.iter().rev().find_map(|i| i.session_id.clone());
+    });
+    if let Err(err) = written {
         reporter.report(&Event::Warning { message: &format!("cannot write the run record: {err}") });
         record.record_path = PathBuf::new();
     }
@@ -427,16 +457,6 @@ fn start_sandbox(
             Ok(handle)
         }
     }
-}
-
-fn write_record(record: &RunRecord) -> std::io::Result<()> {
-    if let Some(dir) = record.record_path.parent() {
-        fs_err::create_dir_all(dir)?;
-    }
-    let json = serde_json::to_string_pretty(record).map_err(std::io::Error::other)?;
-    let temporary = record.record_path.with_extension("json.tmp");
-    fs_err::write(&temporary, crate::redact::apply(&json).as_bytes())?;
-    fs_err::rename(&temporary, &record.record_path)
 }
 
 /// The interruption error if eden has received SIGINT/SIGTERM.

@@ -1,13 +1,47 @@
 //! The run record, `.eden/runs/<id>.json`: what happened, for scripts and for people later.
+//! It is written when the run starts (`status = "running"`, with eden's pid and start time),
+//! again as the run goes (each phase, each iteration), and finally when it ends. A `running`
+//! record whose process is gone belongs to an eden that was killed: an abandoned run.
 
 use crate::agent::{FailureKind, Usage};
 use crate::git::Commit;
-use serde::Serialize;
-use std::path::PathBuf;
+use crate::process::ProcessStamp;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    Running,
+    Finished,
+    /// Written by `eden clean` for a `running` record whose eden process is gone.
+    Abandoned,
+}
+
+impl RunStatus {
+    /// What a record says, corrected for runs whose eden died: `running` with a dead process
+    /// is `abandoned`.
+    pub fn observed(self, process: &ProcessStamp) -> RunStatus {
+        match self {
+            RunStatus::Running if !process.is_alive() => RunStatus::Abandoned,
+            status => status,
+        }
+    }
+}
 
 #[derive(Debug, Clone, Serialize)]
 pub struct RunRecord {
     pub id: String,
+    /// `running`, `finished` or `abandoned`.
+    pub status: RunStatus,
+    /// The eden process that runs (ran) it.
+    pub process: ProcessStamp,
+    /// How eden keeps the agent's processes from outliving their commands: `pid-namespace` or
+    /// `subreaper` (see `process::contain`).
+    pub containment: Option<crate::process::contain::Containment>,
+    /// Where the run is (or was when it ended or died): `starting`, `workspace`, `sandbox`,
+    /// `iteration`, `finishing`, `done`.
+    pub phase: &'static str,
     pub name: String,
     pub manifest: Option<PathBuf>,
     pub repo: PathBuf,
@@ -41,13 +75,34 @@ pub struct RunRecord {
     pub preserved_branch: Option<String>,
     pub preserved_worktree: Option<PathBuf>,
     pub started_at: String,
-    pub finished_at: String,
+    /// `None` while the run is going.
+    pub finished_at: Option<String>,
     pub duration_ms: u64,
-    /// `completed`, `max_iterations`, or the error kind (`agent_failed`, `timeout`, ...).
-    pub exit_reason: String,
-    pub exit_code: i32,
+    /// `completed`, `max_iterations`, or the error kind (`agent_failed`, `timeout`, ...); `None`
+    /// while the run is going.
+    pub exit_reason: Option<String>,
+    pub exit_code: Option<i32>,
     pub error: Option<ErrorRecord>,
     pub record_path: PathBuf,
+}
+
+impl RunRecord {
+    /// Write the record where it belongs, atomically (a temporary file renamed over it), with
+    /// secrets redacted.
+    pub fn save(&self) -> std::io::Result<()> {
+        save_json(&self.record_path, self)
+    }
+}
+
+/// Write `value` as pretty JSON to `path` atomically, secrets redacted.
+pub fn save_json(path: &Path, value: &impl Serialize) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        fs_err::create_dir_all(dir)?;
+    }
+    let json = serde_json::to_string_pretty(value).map_err(std::io::Error::other)?;
+    let temporary = path.with_extension(format!("json.{}.tmp", std::process::id()));
+    fs_err::write(&temporary, crate::redact::apply(&json).as_bytes())?;
+    fs_err::rename(&temporary, path)
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -138,4 +193,59 @@ pub fn new_run_id() -> String {
     hasher
         .write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos());
     format!("{}-{}-{:06x}", &digits[..8], &digits[8..14], hasher.finish() & 0xff_ffff)
+}
+
+/// The record while the run goes: kept in memory, written out at the start, at every phase and
+/// after every iteration, so a run whose eden dies is still on disk, as far as it got.
+pub(crate) struct Journal {
+    record: std::cell::RefCell<RunRecord>,
+    clock: std::time::Instant,
+}
+
+impl Journal {
+    /// A `running` record, not yet written.
+    pub fn new(record: RunRecord) -> Self {
+        Journal { record: std::cell::RefCell::new(record), clock: std::time::Instant::now() }
+    }
+
+    /// Change the record and write it.
+    pub fn update(&self, change: impl FnOnce(&mut RunRecord)) -> std::io::Result<()> {
+        let mut record = self.record.borrow_mut();
+        change(&mut record);
+        record.duration_ms = self.clock.elapsed().as_millis() as u64;
+        record.save()
+    }
+
+    /// Enter a phase (written, so a crash shows where the run was).
+    pub fn phase(&self, phase: &'static str) {
+        let _ = self.update(|record| record.phase = phase);
+    }
+
+    /// The final record: how it ended, written. The error is the run's, if it failed.
+    pub fn finish(
+        self,
+        error: Option<&crate::error::Error>,
+        change: impl FnOnce(&mut RunRecord),
+    ) -> (RunRecord, std::io::Result<()>) {
+        let written = self.update(|record| {
+            change(record);
+            record.status = RunStatus::Finished;
+            record.finished_at = Some(now_rfc3339());
+            record.exit_code = Some(error.map_or(0, |e| e.kind.exit_code()));
+            record.exit_reason = Some(match error {
+                Some(error) => error.kind.as_str().to_owned(),
+                None if record.completion_signal.is_some() => "completed".to_owned(),
+                None if record.output.is_some() => "output".to_owned(),
+                None => "max_iterations".to_owned(),
+            });
+            let agent_failure = record.iterations.last().and_then(|i| i.agent_error.as_ref()).map(|f| f.kind);
+            record.error = error.map(|e| ErrorRecord {
+                kind: e.kind.as_str().to_owned(),
+                agent_failure: if e.kind == crate::error::ErrorKind::Agent { agent_failure } else { None },
+                message: e.message.clone(),
+                hint: e.hint.clone(),
+            });
+        });
+        (self.record.into_inner(), written)
+    }
 }

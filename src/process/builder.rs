@@ -24,6 +24,8 @@ pub struct ProcessBuilder {
     /// What the child reads. Environment values are never part of `Display`: secrets travel in
     /// the environment, and the printed command line goes into errors and logs.
     stdin: Stdin,
+    /// Run under eden's containment (see `contain`) when spawned for supervision.
+    contained: bool,
 }
 
 /// The result of a command run to completion.
@@ -48,6 +50,7 @@ impl ProcessBuilder {
             cwd: None,
             env: Vec::new(),
             stdin: Stdin::Null,
+            contained: false,
         }
     }
 
@@ -100,6 +103,17 @@ impl ProcessBuilder {
     pub fn stdin(mut self, stdin: Stdin) -> Self {
         self.stdin = stdin;
         self
+    }
+
+    /// Nothing this command starts may outlive it: `spawn_group` runs it under the containment
+    /// in force (a PID namespace of its own, or the subreaper's sweep afterwards).
+    pub fn contained(mut self) -> Self {
+        self.contained = true;
+        self
+    }
+
+    pub fn is_contained(&self) -> bool {
+        self.contained
     }
 
     pub fn program(&self) -> &OsStr {
@@ -186,6 +200,18 @@ impl ProcessBuilder {
     pub fn spawn_group(&self) -> std::io::Result<tokio::process::Child> {
         use std::os::unix::process::CommandExt;
         let mut std_command = self.command();
+        if self.contained && super::contain::current() == Some(super::contain::Containment::PidNamespace) {
+            // eden's init runs the command; a program that cannot start must still fail here,
+            // as it would without the init, rather than as the init's exit code.
+            self.check_runnable()?;
+            let mut wrapped = self.clone();
+            wrapped.program = std::env::current_exe()?.into_os_string();
+            wrapped.args = [OsString::from(super::contain::INIT_SUBCOMMAND), self.program.clone()]
+                .into_iter()
+                .chain(self.args.iter().cloned())
+                .collect();
+            std_command = wrapped.command();
+        }
         let parent = nix::unistd::getpid();
         // SAFETY: between fork and exec only async-signal-safe calls: prctl(2) and getppid(2).
         unsafe {
@@ -209,6 +235,49 @@ impl ProcessBuilder {
             .stderr(Stdio::piped())
             .kill_on_drop(false);
         command.spawn()
+    }
+}
+
+impl ProcessBuilder {
+    /// Spawn in a session of its own (no signal for eden's group or terminal reaches it), with
+    /// stdin piped from eden and no output: for guards that must outlive eden (see `guard`).
+    pub fn spawn_detached(&self) -> std::io::Result<std::process::Child> {
+        use std::os::unix::process::CommandExt;
+        let mut command = self.command();
+        // SAFETY: setsid(2) is async-signal-safe.
+        unsafe {
+            command.pre_exec(|| nix::unistd::setsid().map(drop).map_err(std::io::Error::from));
+        }
+        command.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::null()).spawn()
+    }
+
+    /// Fail as `exec` would if the program cannot be found or run: not found on the `PATH` the
+    /// child will have, or not an executable file.
+    fn check_runnable(&self) -> std::io::Result<()> {
+        use std::os::unix::fs::PermissionsExt;
+        let program = Path::new(&self.program);
+        let path = if program.components().count() > 1 {
+            let path = match &self.cwd {
+                Some(cwd) if program.is_relative() => cwd.join(program),
+                _ => program.to_path_buf(),
+            };
+            if !path.exists() {
+                return Err(nix::errno::Errno::ENOENT.into());
+            }
+            path
+        } else {
+            let search = match self.env.iter().rev().find(|(key, _)| key == "PATH") {
+                Some((_, value)) => value.clone(),
+                None => std::env::var_os("PATH"),
+            };
+            let cwd = self.cwd.clone().unwrap_or_else(|| PathBuf::from("."));
+            which::which_in(program, search, cwd).map_err(|_| std::io::Error::from(nix::errno::Errno::ENOENT))?
+        };
+        let metadata = std::fs::metadata(&path)?;
+        if metadata.is_dir() || metadata.permissions().mode() & 0o111 == 0 {
+            return Err(nix::errno::Errno::EACCES.into());
+        }
+        Ok(())
     }
 }
 

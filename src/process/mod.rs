@@ -3,7 +3,9 @@
 //! guard that kills the whole group. No `Command::new` outside this module.
 
 mod builder;
+pub mod contain;
 mod group;
+pub mod guard;
 mod lines;
 mod liveness;
 mod signals;
@@ -14,4 +16,4 @@ pub use group::GroupGuard;
 pub use lines::{LineSplitter, Tail};
 pub use liveness::ProcessStamp;
 pub use signals::listen as listen_for_signals;
-pub use supervise::{supervise, Abort, Handlers, Outcome, OutputTails, Watchdogs};
+pub use supervise::{supervise, Abort, Handlers, Inside, Outcome, OutputTails, Watchdogs};

@@ -98,15 +98,21 @@ enum KillReason {
     Aborted(i32),
 }
 
-/// Signals the command's processes inside a sandbox, where the host process group does not reach.
-pub type InsideKiller<'a> = Option<&'a (dyn Fn(Signal) + Send + Sync)>;
+/// Reaches the command's processes inside a sandbox, where the host process group does not.
+pub trait Inside: Send + Sync {
+    /// Signal the command's process group inside.
+    fn signal(&self, signal: Signal);
+    /// End everything the command left running inside. Needed only when the command was
+    /// SIGKILLed: otherwise it cleans up after itself as it exits.
+    fn sweep(&self);
+}
 
 pub async fn supervise(
     mut command: ProcessBuilder,
     watchdogs: &Watchdogs,
     handlers: &mut dyn Handlers,
     abort: &mut watch::Receiver<Option<Abort>>,
-    inside: InsideKiller<'_>,
+    inside: Option<&dyn Inside>,
 ) -> std::io::Result<(Outcome, OutputTails)> {
     let mut child = command.spawn_group()?;
     let guard = GroupGuard::new(child.id().unwrap_or(0));
@@ -141,7 +147,7 @@ pub async fn supervise(
 
     let signal_all = |signal: Signal| {
         if let Some(inside) = inside {
-            inside(signal);
+            inside.signal(signal);
         }
         guard.signal(signal);
     };
@@ -234,6 +240,12 @@ pub async fn supervise(
         }
     }
     drop(guard);
+    if let (Some(inside), true) = (inside, sigkill_sent) {
+        inside.sweep();
+    }
+    // Whatever the command left behind (re-parented to eden, where the subreaper is the
+    // containment) goes with it.
+    super::contain::reap_orphans();
 
     let outcome = match kill {
         Some((KillReason::Aborted(signal), _)) => Outcome::Aborted(signal),

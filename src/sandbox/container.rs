@@ -8,13 +8,17 @@
 //!
 //! Killing the `exec` client does not stop what it started inside, so each command runs behind
 //! a tiny wrapper that writes its pid (an exec'd process leads its own process group) to a file
-//! in the mounted `.git`; kills then signal that group inside the container.
+//! in the mounted `.git`; kills then signal that group inside the container. Nothing a command
+//! starts may outlive it, so when the command ends the wrapper kills every process in the
+//! container but the init and the keep-alive (the run's commands run one at a time, so whatever
+//! else is there was left by this one); if the wrapper itself was SIGKILLed, eden runs that
+//! sweep as an exec of its own.
 
 use super::{Prepared, SandboxHandle};
 use crate::error::Error;
 use crate::manifest::plan::{ContainerPlan, Engine};
 use crate::manifest::schema::Network;
-use crate::process::{Output, ProcessBuilder, Stdin};
+use crate::process::{Inside, Output, ProcessBuilder, Stdin};
 use nix::sys::signal::Signal;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,8 +26,20 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// Where eden's own executable appears inside (the simulated agent runs it).
 const EDEN_INSIDE: &str = "/opt/eden/bin/eden";
 
-/// Runs the command with its pid written first: `sh -c WRAPPER PIDFILE PROGRAM ARGS...`.
-const WRAPPER: &str = r#"echo $$ > "$0" && exec "$@""#;
+/// Kills every process in the container except the init (1), the keep-alive (`KEEP`) and the
+/// shell running it, twice over for processes forked during the first pass.
+const SWEEP: &str = r#"for pass in 1 2; do for p in /proc/[0-9]*; do p=${p#/proc/}; case $p in 1|KEEP|$$) ;; *) kill -9 "$p" 2>/dev/null;; esac; done; done"#;
+
+/// `sh -c WRAPPER PIDFILE PROGRAM ARGS...`: writes its pid, runs the command in the foreground,
+/// sweeps what the command left, and exits with the command's status. The trap (a handler, so
+/// the command starts with default dispositions) makes a signal for the group end the command
+/// first; the shell runs the trap, and the sweep, once the command has gone.
+fn wrapper(keep: &str) -> String {
+    format!(
+        r#"trap : INT TERM HUP QUIT; echo $$ > "$0"; "$@"; status=$?; {}; exit $status"#,
+        SWEEP.replace("KEEP", keep)
+    )
+}
 
 /// Git inside works on a repository owned by the same uid, but the mount may make it look
 /// foreign; allow it per command, never through anyone's global config.
@@ -36,10 +52,14 @@ pub struct Container {
     /// Host folder (inside the mounted `.git`) for the pid files of running commands.
     pid_dir: PathBuf,
     next_exec: AtomicU64,
+    /// The pid (inside) of the process that keeps the container alive; sweeps spare it.
+    keep: String,
     /// Programs already found in the image (checked once each, before their first exec).
     found: std::sync::Mutex<std::collections::HashSet<std::ffi::OsString>>,
     /// Set for every exec unless the command sets it itself (the agent's state folders).
     exec_env: Vec<(&'static str, PathBuf)>,
+    /// Removes the container if eden dies without doing it (SIGKILL).
+    guard: Option<crate::process::guard::Guard>,
     removed: bool,
 }
 
@@ -153,10 +173,13 @@ pub fn start(request: &ContainerRequest<'_>) -> Result<Box<dyn SandboxHandle>, E
         name: name.clone(),
         pid_dir: request.common_dir.join("eden-exec").join(request.run_id),
         next_exec: AtomicU64::new(0),
+        keep: String::new(),
         found: Default::default(),
         exec_env: plan.agent_state.iter().map(|state| (state.var, state.value.clone())).collect(),
+        guard: None,
         removed: false,
     };
+    container.guard = crate::process::guard::Guard::start(&engine_command(engine).args(["rm", "-f", &name])).ok();
     if !output.success() {
         let _ = container.close();
         return Err(Error::sandbox(format!(
@@ -176,9 +199,17 @@ pub fn start(request: &ContainerRequest<'_>) -> Result<Box<dyn SandboxHandle>, E
         let _ = container.close();
         return Err(Error::sandbox(format!("cannot prepare the container's exec folder: {err}")));
     }
-    // The image's user must be able to work in the worktree.
-    let check = run(engine_command(engine).args(["exec", &name, "sh", "-c", "test -w \"$PWD\""]))?;
-    if !check.success() {
+    // The image's user must be able to work in the worktree. The init's only child right now is
+    // the keep-alive: remember it, so sweeps spare it.
+    let check = run(engine_command(engine).args([
+        "exec",
+        &name,
+        "sh",
+        "-c",
+        "test -w \"$PWD\" && cat /proc/1/task/1/children",
+    ]))?;
+    container.keep = check.stdout.split_whitespace().next().unwrap_or_default().to_owned();
+    if !check.success() || container.keep.parse::<u32>().is_err() {
         let _ = container.close();
         return Err(Error::sandbox(format!(
             "in image `{}`, uid {uid} cannot write the worktree (or the image has no `sh`)",
@@ -245,13 +276,13 @@ impl SandboxHandle for Container {
         self.check_program(program)?;
         exec = exec
             .arg(&self.name)
-            .args(["sh", "-c", WRAPPER])
+            .args(["sh", "-c", &wrapper(&self.keep)])
             .arg(&pid_file)
             .arg(program)
             .args(command.get_args())
             .stdin(stdin);
-        let (engine, name) = (self.engine, self.name.clone());
-        let inside = move |signal: Signal| kill_inside(engine, &name, &pid_file, signal);
+        let inside =
+            InsideContainer { engine: self.engine, name: self.name.clone(), pid_file, keep: self.keep.clone() };
         Ok(Prepared { command: exec, inside: Some(Box::new(inside)) })
     }
 
@@ -283,6 +314,8 @@ impl SandboxHandle for Container {
         {
             return Err(Error::sandbox(format!("cannot remove container `{}`: {}", self.name, output.stderr.trim())));
         }
+        // Removed: the guard has nothing left to do.
+        self.guard = None;
         Ok(None)
     }
 }
@@ -316,16 +349,31 @@ impl Drop for Container {
     }
 }
 
-/// Signal the process group of a command inside the container (busybox's `kill` has no `--`).
-fn kill_inside(engine: Engine, container: &str, pid_file: &Path, signal: Signal) {
-    let Ok(pid) = std::fs::read_to_string(pid_file) else { return };
-    let pid = pid.trim();
-    if pid.parse::<u32>().is_err() {
-        return;
+/// One command's processes in the container.
+struct InsideContainer {
+    engine: Engine,
+    name: String,
+    pid_file: PathBuf,
+    keep: String,
+}
+
+impl Inside for InsideContainer {
+    /// Signal the command's process group (busybox's `kill` has no `--`).
+    fn signal(&self, signal: Signal) {
+        let Ok(pid) = std::fs::read_to_string(&self.pid_file) else { return };
+        let pid = pid.trim();
+        if pid.parse::<u32>().is_err() {
+            return;
+        }
+        let name = signal.as_str().trim_start_matches("SIG");
+        let script = format!("kill -s {name} -- -{pid} 2>/dev/null || kill -{name} -{pid}");
+        let _ = engine_command(self.engine).args(["exec", &self.name, "sh", "-c", &script]).output();
     }
-    let name = signal.as_str().trim_start_matches("SIG");
-    let script = format!("kill -s {name} -- -{pid} 2>/dev/null || kill -{name} -{pid}");
-    let _ = engine_command(engine).args(["exec", container, "sh", "-c", &script]).output();
+
+    fn sweep(&self) {
+        let script = SWEEP.replace("KEEP", &self.keep);
+        let _ = engine_command(self.engine).args(["exec", &self.name, "sh", "-c", &script]).output();
+    }
 }
 
 /// Remove containers of this repository left by eden processes that no longer exist (eden was

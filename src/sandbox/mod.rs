@@ -8,15 +8,14 @@ pub mod isolated;
 pub use container::{prune_abandoned, start as start_container};
 
 use crate::error::Error;
-use crate::process::ProcessBuilder;
-use nix::sys::signal::Signal;
+use crate::process::{Inside, ProcessBuilder};
 
 /// A command ready to start on the host, and how to reach what it runs inside the sandbox.
 pub struct Prepared {
     pub command: ProcessBuilder,
-    /// Kills the command's process tree inside the sandbox (killing the host-side client of a
-    /// `docker exec` leaves it running). `None` when the host process group is everything.
-    pub inside: Option<Box<dyn Fn(Signal) + Send + Sync>>,
+    /// Reaches the command's processes inside the sandbox (killing the host-side client of a
+    /// `docker exec` leaves them running). `None` when the host process group is everything.
+    pub inside: Option<Box<dyn Inside>>,
 }
 
 pub trait SandboxHandle: Send {
@@ -53,7 +52,7 @@ impl SandboxHandle for Host {
     }
 
     fn prepare(&self, command: ProcessBuilder) -> Result<Prepared, Error> {
-        Ok(Prepared { command, inside: None })
+        Ok(Prepared { command: command.contained(), inside: None })
     }
 
     fn close(&mut self) -> Result<Option<String>, Error> {

@@ -139,7 +139,7 @@ impl Reporter for LiveReporter {
             Event::HookFinished { .. } => {}
             Event::RunFinished { record } => {
                 bar.finish_and_clear();
-                let ok = record.exit_code == 0;
+                let ok = record.exit_code == Some(0);
                 for (i, line) in summary_lines(record).into_iter().enumerate() {
                     if i == 0 {
                         let mark = if ok { style("✓").green().bold() } else { style("✗").red().bold() };

@@ -219,7 +219,8 @@ pub(crate) fn summary_lines(record: &RunRecord) -> Vec<String> {
     let iterations = record.iterations.len();
     let elapsed = crate::manifest::values::format_duration(std::time::Duration::from_millis(record.duration_ms));
     let ran = record.steps.iter().filter(|step| step.status != "skipped").count();
-    let head = match (&record.completion_signal, record.exit_code) {
+    let exit_reason = record.exit_reason.as_deref().unwrap_or("running");
+    let head = match (&record.completion_signal, record.exit_code.unwrap_or(-1)) {
         (_, 0) if record.steps.len() > 1 => {
             format!("finished {ran} of {} step(s), {iterations} iteration(s) ({elapsed})", record.steps.len())
         }
@@ -228,7 +229,7 @@ pub(crate) fn summary_lines(record: &RunRecord) -> Vec<String> {
         (None, 0) => {
             format!("finished {iterations} iteration(s) without the completion signal ({elapsed})")
         }
-        _ => format!("ended: {} after {iterations} iteration(s) ({elapsed})", record.exit_reason),
+        _ => format!("ended: {exit_reason} after {iterations} iteration(s) ({elapsed})"),
     };
     lines.push(head);
     if record.steps.len() > 1 {

@@ -11,7 +11,7 @@ fn committing_agent(env: &TestEnv) -> std::path::PathBuf {
         "commit-a-file.sh",
         r#"cat >/dev/null
 if [ -n "$BARRIER" ]; then
-  touch "$BARRIER/$$"
+  mktemp -p "$BARRIER" >/dev/null
   while [ "$(ls "$BARRIER" | wc -l)" -lt "$COUNT" ]; do sleep 0.05; done
 fi
 echo "$CONTENT" > "$FILE" && git add "$FILE" && git commit -q -m "add $FILE"

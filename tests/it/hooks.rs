@@ -129,23 +129,24 @@ fn a_failing_hook_exits_5_with_its_output_and_on_close_still_runs() {
 #[test]
 fn a_hook_over_its_timeout_is_killed_with_its_children_and_exits_4() {
     let env = TestEnv::new();
-    let pid_file = env.root().join("child.pid");
+    let marker = crate::support::Marker::new();
     let agent = env.script("agent.sh", "cat >/dev/null\necho never");
     let hooks = format!(
-        "[hooks.host]\non_worktree_ready = [{{ cmd = \"sleep 300 & echo $! > '{}'; wait\", timeout = \"1s\" }}]\n",
-        pid_file.display()
+        "[hooks.host]\non_worktree_ready = [{{ cmd = \"A=300.; {} & wait\", timeout = \"1s\" }}]\n",
+        marker.sleep().replace("300.", "${A}")
     );
     let run = env.run_manifest(&(cli_manifest(&agent, "") + &hooks), &[]);
     run.assert_code(4);
-    insta::assert_snapshot!(env.redact(&run.error_text()), @r#"
-    error: the host on_worktree_ready hook `sleep 300 & echo $! > '[TMP]/child.pid'; wait` ran longer than 1s and was stopped
+    let error = run.error_text().replace(marker.digits(), "[N]");
+    insta::assert_snapshot!(error, @r#"
+    error: the host on_worktree_ready hook `A=300.; sleep ${A}[N] & wait` ran longer than 1s and was stopped
     hint: give the hook a longer `timeout = "..."`, or raise `timeouts.hook_step`
     "#);
     let record = run.record();
     assert_eq!(record["iterations"].as_array().unwrap().len(), 0, "the agent never ran");
     assert_eq!(record["hooks"][0]["outcome"], "timeout");
-    let pid: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
-    assert!(!crate::loop_watchdogs::process_alive(pid), "the hook's background child was killed");
+    let left = marker.gone_within(std::time::Duration::from_secs(2));
+    assert!(left.is_empty(), "the hook's background child was killed: {left:?}");
     env.assert_pristine();
 }
 

@@ -3,7 +3,7 @@
 
 use crate::support::{cli_manifest, TestEnv};
 
-fn bwrap() -> bool {
+pub fn bwrap() -> bool {
     if which::which("bwrap").is_ok() {
         return true;
     }

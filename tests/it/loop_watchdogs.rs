@@ -133,15 +133,12 @@ fn completion_timeout_ends_an_agent_that_hangs_after_the_signal() {
 #[test]
 fn step_timeout_kills_the_agent_and_its_grandchildren() {
     let env = TestEnv::new();
-    let pid_file = env.root().join("grandchild.pid");
+    let marker = crate::support::Marker::new();
     // The agent keeps printing (so it is never idle) and starts a background grandchild that
     // would outlive it if only the leader were killed.
     let agent = env.script(
         "agent.sh",
-        &format!(
-            "cat >/dev/null\nsleep 300 &\necho $! > {}\nwhile true; do echo tick; sleep 0.2; done",
-            pid_file.display()
-        ),
+        &format!("cat >/dev/null\n{} &\nwhile true; do echo tick; sleep 0.2; done", marker.sleep()),
     );
     let run = env.run_manifest(&cli_manifest(&agent, "[timeouts]\niteration_step = \"2s\""), &[]);
     run.assert_code(4);
@@ -149,30 +146,20 @@ fn step_timeout_kills_the_agent_and_its_grandchildren() {
     error: iteration 1 ran longer than 2s and was stopped
     hint: raise `timeouts.iteration_step`
     ");
-    let pid: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
-    assert!(!process_alive(pid), "the grandchild {pid} must be killed with its parent");
+    let left = marker.gone_within(Duration::from_secs(2));
+    assert!(left.is_empty(), "the grandchild must be killed with its parent: {left:?}");
 }
 
 #[test]
 fn grandchildren_left_behind_by_a_finished_agent_are_killed() {
     let env = TestEnv::new();
-    let pid_file = env.root().join("daemon.pid");
+    let marker = crate::support::Marker::new();
     // A daemon that keeps stdout open: eden must not hang on it, and must not leave it running.
-    let agent = env.script(
-        "agent.sh",
-        &format!("cat >/dev/null\nsleep 300 &\necho $! > {}\necho '<promise>COMPLETE</promise>'", pid_file.display()),
-    );
+    let agent =
+        env.script("agent.sh", &format!("cat >/dev/null\n{} &\necho '<promise>COMPLETE</promise>'", marker.sleep()));
     let started = Instant::now();
     env.run_manifest(&cli_manifest(&agent, ""), &[]).assert_code(0);
     assert!(started.elapsed() < Duration::from_secs(20));
-    let pid: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
-    assert!(!process_alive(pid), "the leftover {pid} must be killed");
-}
-
-pub fn process_alive(pid: i32) -> bool {
-    // A zombie is dead for our purposes; read its state rather than only probing with kill 0.
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'),
-        Err(_) => false,
-    }
+    let left = marker.gone_within(Duration::from_secs(2));
+    assert!(left.is_empty(), "the leftover must be killed: {left:?}");
 }

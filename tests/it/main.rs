@@ -7,6 +7,7 @@ mod adapters;
 mod cli;
 mod concurrency;
 mod containers;
+mod containment;
 mod copy;
 mod env_secrets;
 mod hooks;

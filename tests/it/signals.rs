@@ -72,23 +72,55 @@ fn a_second_ctrl_c_kills_an_agent_that_ignores_the_first() {
 #[test]
 fn the_agent_does_not_outlive_a_killed_eden() {
     let env = TestEnv::new();
-    let pid_file = env.root().join("agent.pid");
-    // `exec` makes the agent process itself the group leader eden started.
-    let agent = env.script("agent.sh", &format!("cat >/dev/null\necho $$ > '{}'\nexec sleep 300", pid_file.display()));
+    let marker = crate::support::Marker::new();
+    let agent = env.script("agent.sh", &format!("cat >/dev/null\nexec {}", marker.sleep()));
     let path = env.write_manifest(&cli_manifest(&agent, ""));
     let mut command = env.eden_command(&["run", path.to_str().unwrap(), "--quiet"]);
     command.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
     let mut child = command.spawn().unwrap();
-    crate::support::wait_for(&pid_file);
-    std::thread::sleep(Duration::from_millis(200));
-    let pid: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
-    assert!(crate::loop_watchdogs::process_alive(pid));
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while marker.alive().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "the agent never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     // SIGKILL: eden gets no chance to clean up; the kernel takes the agent down with it.
     child.kill().unwrap();
     child.wait().unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while crate::loop_watchdogs::process_alive(pid) {
-        assert!(std::time::Instant::now() < deadline, "the agent {pid} outlived eden");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let left = marker.gone_within(Duration::from_secs(2));
+    assert!(left.is_empty(), "the agent outlived eden: {left:?}");
+}
+
+/// The run record exists from the start (`running`, with eden's pid), is updated as the run
+/// goes, and is still there, as far as the run got, when eden is killed outright.
+#[test]
+fn the_record_is_written_at_the_start_and_survives_a_killed_eden() {
+    let env = TestEnv::new();
+    let copy = env.root().join("record-during-the-run.json");
+    let agent = env.script(
+        "agent.sh",
+        &format!(
+            "cat >/dev/null\necho work > work.txt && git add work.txt && git commit -q -m work\ncp ../../runs/*.json '{}'\nsleep 300",
+            copy.display()
+        ),
+    );
+    let path = env.write_manifest(&cli_manifest(&agent, ""));
+    let mut command = env.eden_command(&["run", path.to_str().unwrap(), "--quiet"]);
+    let mut child = command.spawn().unwrap();
+    crate::support::wait_for(&copy);
+    std::thread::sleep(Duration::from_millis(100));
+    let during: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&copy).unwrap()).unwrap();
+    assert_eq!(during["status"], "running");
+    assert_eq!(during["phase"], "iterating");
+    assert_eq!(during["process"]["pid"], child.id());
+    assert!(during["process"]["start"].as_u64().unwrap() > 0);
+    assert_eq!(during["exit_code"], serde_json::Value::Null);
+    let record_path = during["record_path"].as_str().unwrap().to_owned();
+
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let after: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&record_path).unwrap()).unwrap();
+    assert_eq!(after["status"], "running", "nobody wrote an end: an abandoned run");
+    assert_eq!(after["phase"], "iterating");
+    // The agent's commit is safe on its branch.
+    assert_eq!(env.log_subjects(after["branch"].as_str().unwrap())[0], "work");
 }

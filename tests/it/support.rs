@@ -229,3 +229,46 @@ pub fn interrupt(
     let output = child.wait_with_output().unwrap();
     (Run::from(output), sent.elapsed())
 }
+
+/// A number for `sleep 300.<number>`, a command line no other process has: whatever namespace
+/// such a sleeper runs in (eden's PID namespaces, containers, bubblewrap), the host's process
+/// table shows it, so `pgrep` from the test finds it where a pid written from inside would mean
+/// nothing.
+pub struct Marker(String);
+
+impl Marker {
+    pub fn new() -> Self {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        Marker(format!("{}{}", std::process::id(), NEXT.fetch_add(1, Ordering::SeqCst)))
+    }
+
+    /// The digits, for scripts that build the duration at run time (`A=300.; sleep $A${N}1`), so
+    /// no command line but the sleeper's own carries it.
+    pub fn digits(&self) -> &str {
+        &self.0
+    }
+
+    /// `sleep 300.<digits>`, for scripts in files (their command line is the file's name).
+    pub fn sleep(&self) -> String {
+        format!("sleep 300.{}", self.0)
+    }
+
+    /// The processes whose command line carries the marker.
+    pub fn alive(&self) -> Vec<String> {
+        let output = Command::new("pgrep").args(["-af", &format!("300\\.{}", self.0)]).output().expect("pgrep runs");
+        String::from_utf8_lossy(&output.stdout).lines().map(str::to_owned).collect()
+    }
+
+    /// Wait up to `within` for every marked process to be gone; the ones still there.
+    pub fn gone_within(&self, within: std::time::Duration) -> Vec<String> {
+        let deadline = std::time::Instant::now() + within;
+        loop {
+            let alive = self.alive();
+            if alive.is_empty() || std::time::Instant::now() >= deadline {
+                return alive;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(25));
+        }
+    }
+}
