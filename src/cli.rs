@@ -25,6 +25,39 @@ pub enum Command {
     /// Build or remove the sandbox image
     #[command(subcommand)]
     Image(ImageCommand),
+    /// Remove what eden left behind: worktrees, branches, containers, locks, isolated copies
+    #[command(after_help = "Never removes anything of a run that is still going. Without `--force`, \
+also keeps worktrees with uncommitted changes, branches with commits no other branch has, and isolated \
+copies holding work that never came back. Exit codes: 0 done · 1 something was kept that `--force` would \
+remove, or could not be removed · 2 usage error · 130/143 interrupted (run it again to finish)")]
+    Clean(CleanArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CleanArgs {
+    /// Only list what would be removed and what kept, and why
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Also remove dirty worktrees, unmerged `eden/*` branches and isolated copies with work in them
+    #[arg(long)]
+    pub force: bool,
+
+    /// Also remove logs, run records, sessions and patches older than this (e.g. `7d`, `12h`)
+    #[arg(long, value_name = "DURATION")]
+    pub older_than: Option<String>,
+
+    /// Containers and isolated copies of every repository, not just this one
+    #[arg(long)]
+    pub all_repos: bool,
+
+    /// The repository to clean (default: the current directory's)
+    #[arg(long, value_name = "DIR")]
+    pub repo: Option<PathBuf>,
+
+    /// Print what was found and done as JSON on stdout
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

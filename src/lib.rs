@@ -3,6 +3,7 @@
 //! agents, and a clean merge (or a preserved branch) at the end.
 
 pub mod agent;
+pub mod clean;
 pub mod cli;
 pub mod commands;
 pub mod error;
@@ -47,6 +48,7 @@ pub fn main_with_args(args: Vec<std::ffi::OsString>) -> i32 {
         cli::Command::Init(args) => commands::init::init(args),
         cli::Command::Image(cli::ImageCommand::Build(args)) => commands::image::build(args),
         cli::Command::Image(cli::ImageCommand::Remove(args)) => commands::image::remove(args),
+        cli::Command::Clean(args) => commands::clean::clean(args),
     };
     match result {
         Ok(code) => code,

@@ -7,7 +7,7 @@ use crate::manifest::load::{LoadRequest, Override};
 use crate::manifest::plan::DotEnv;
 use crate::manifest::{self, plan};
 use crate::orchestrator::{self, workspace, RunOptions};
-use crate::ui::{Display, JsonLinesReporter, Reporter};
+use crate::ui::{print_data, Display, JsonLinesReporter, Reporter};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -82,14 +82,6 @@ pub fn run(args: RunArgs) -> Result<i32, Error> {
         Some(error) => Err(error),
         None => Ok(0),
     }
-}
-
-/// Write data to stdout. A reader that went away (`eden run --json | head -1`) is not an error
-/// worth a panic: the run itself is over by now.
-fn print_data(text: &str) {
-    use std::io::Write;
-    let mut stdout = std::io::stdout().lock();
-    let _ = writeln!(stdout, "{}", crate::redact::apply(text)).and_then(|()| stdout.flush());
 }
 
 /// Flags first (in a fixed order), then `--set` in the order given: the last word wins.

@@ -10,5 +10,5 @@ mod repo;
 mod worktree;
 
 pub use merge::{merge_into, MergeResult};
-pub use repo::{Commit, Discovered, Git};
+pub use repo::{dunce_canonical, Commit, Discovered, Git};
 pub use worktree::{slug, Removal, WorktreeEntry, WorktreeList};

@@ -429,6 +429,7 @@ fn start_sandbox(
                 repo_root: &pre.root,
                 worktree: &pre.worktree,
                 network: *network != Network::None,
+                patches: &pre.layout().patches(),
                 copied: &plan.copy_to_worktree,
             };
             sandbox::isolated::start(&request)

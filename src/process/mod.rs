@@ -15,5 +15,5 @@ pub use builder::{Output, ProcessBuilder, Stdin};
 pub use group::GroupGuard;
 pub use lines::{LineSplitter, Tail};
 pub use liveness::ProcessStamp;
-pub use signals::listen as listen_for_signals;
+pub use signals::{flag as signal_flag, listen as listen_for_signals};
 pub use supervise::{supervise, Abort, Handlers, Inside, Outcome, OutputTails, Watchdogs};

@@ -32,3 +32,26 @@ mod libc_signal {
     pub const SIGINT: i32 = nix::sys::signal::Signal::SIGINT as i32;
     pub const SIGTERM: i32 = nix::sys::signal::Signal::SIGTERM as i32;
 }
+
+/// For commands without an async runtime (`eden clean`): from here on SIGINT and SIGTERM only
+/// set a flag, which the command checks between steps. Returns the check: the signal received
+/// so far, if any.
+pub fn flag() -> fn() -> Option<i32> {
+    use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
+    use std::sync::atomic::{AtomicI32, Ordering};
+    static RECEIVED: AtomicI32 = AtomicI32::new(0);
+    extern "C" fn record(signal: i32) {
+        // Only an atomic store: async-signal-safe.
+        let _ = RECEIVED.compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst);
+    }
+    let action = SigAction::new(SigHandler::Handler(record), SaFlags::SA_RESTART, SigSet::empty());
+    for signal in [Signal::SIGINT, Signal::SIGTERM] {
+        // SAFETY: the handler only stores to an atomic.
+        let _ = unsafe { sigaction(signal, &action) };
+    }
+    fn check() -> Option<i32> {
+        let signal = RECEIVED.load(Ordering::SeqCst);
+        (signal != 0).then_some(signal)
+    }
+    check
+}

@@ -307,13 +307,7 @@ impl SandboxHandle for Container {
         }
         self.removed = true;
         let _ = fs_err::remove_dir_all(&self.pid_dir);
-        let output = run(engine_command(self.engine).args(["rm", "-f", &self.name]))?;
-        if !output.success()
-            && !output.stderr.contains("No such container")
-            && !output.stderr.contains("no such container")
-        {
-            return Err(Error::sandbox(format!("cannot remove container `{}`: {}", self.name, output.stderr.trim())));
-        }
+        remove(self.engine, &self.name)?;
         // Removed: the guard has nothing left to do.
         self.guard = None;
         Ok(None)
@@ -376,30 +370,75 @@ impl Inside for InsideContainer {
     }
 }
 
-/// Remove containers of this repository left by eden processes that no longer exist (eden was
-/// killed before it could clean up). Returns the names removed.
-pub fn prune_abandoned(engine: Engine, repo_root: &Path) -> Vec<String> {
-    let filter = format!("label=eden.repo={}", repo_root.display());
+/// An eden container, as `ps` lists it.
+#[derive(Debug, Clone)]
+pub struct Listed {
+    pub engine: Engine,
+    pub name: String,
+    /// Labels `eden.run`, `eden.repo` and `eden.pid` (0 when missing).
+    pub run_id: String,
+    pub repo: String,
+    pub pid: i32,
+}
+
+impl Listed {
+    /// Is the eden process that started it still running?
+    pub fn owner_alive(&self) -> bool {
+        self.pid > 0 && crate::process::ProcessStamp { pid: self.pid as u32, start: 0 }.is_alive()
+    }
+}
+
+/// eden's containers on `engine`: of the repository at `repo`, or of every repository.
+pub fn list(engine: Engine, repo: Option<&Path>) -> Result<Vec<Listed>, Error> {
+    let filter = match repo {
+        Some(root) => format!("label=eden.repo={}", root.display()),
+        None => "label=eden.run".to_owned(),
+    };
     // The engines' templates differ: docker's `ps` has a `Label` function, podman a `Labels` map.
     let format = match engine {
-        Engine::Docker => "{{.Names}} {{.Label \"eden.pid\"}}",
-        Engine::Podman => "{{.Names}} {{index .Labels \"eden.pid\"}}",
-    };
-    let Ok(listing) = engine_command(engine).args(["ps", "-a", "--filter", &filter, "--format", format]).output()
-    else {
-        return Vec::new();
-    };
-    let mut removed = Vec::new();
-    for line in listing.stdout.lines() {
-        let mut parts = line.split_whitespace();
-        let (Some(name), Some(pid)) = (parts.next(), parts.next().and_then(|p| p.parse::<i32>().ok())) else {
-            continue;
-        };
-        let alive =
-            !matches!(nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None), Err(nix::errno::Errno::ESRCH));
-        if !alive && engine_command(engine).args(["rm", "-f", name]).output().is_ok_and(|o| o.success()) {
-            removed.push(name.to_owned());
+        Engine::Docker => "{{.Names}}\t{{.Label \"eden.run\"}}\t{{.Label \"eden.pid\"}}\t{{.Label \"eden.repo\"}}",
+        Engine::Podman => {
+            "{{.Names}}\t{{index .Labels \"eden.run\"}}\t{{index .Labels \"eden.pid\"}}\t{{index .Labels \"eden.repo\"}}"
         }
+    };
+    let listing = run(engine_command(engine).args(["ps", "-a", "--filter", &filter, "--format", format]))?;
+    if !listing.success() {
+        return Err(Error::sandbox(format!(
+            "`{} ps` cannot list containers: {}",
+            engine.binary(),
+            first_line(&listing.stderr)
+        )));
     }
-    removed
+    Ok(listing
+        .stdout
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.split('\t');
+            let name = fields.next()?.trim().to_owned();
+            let run_id = fields.next().unwrap_or_default().to_owned();
+            let pid = fields.next().and_then(|pid| pid.trim().parse().ok()).unwrap_or(0);
+            let repo = fields.next().unwrap_or_default().to_owned();
+            (!name.is_empty()).then_some(Listed { engine, name, run_id, repo, pid })
+        })
+        .collect())
+}
+
+/// Remove a container, running or not. Gone already is fine.
+pub fn remove(engine: Engine, name: &str) -> Result<(), Error> {
+    let output = run(engine_command(engine).args(["rm", "-f", name]))?;
+    if output.success() || output.stderr.to_lowercase().contains("no such container") {
+        return Ok(());
+    }
+    Err(Error::sandbox(format!("cannot remove container `{name}`: {}", output.stderr.trim())))
+}
+
+/// Remove containers of this repository left by eden processes that no longer exist (eden was
+/// killed before it could clean up, and its guard did not either). Returns the names removed.
+pub fn prune_abandoned(engine: Engine, repo_root: &Path) -> Vec<String> {
+    let Ok(listed) = list(engine, Some(repo_root)) else { return Vec::new() };
+    listed
+        .into_iter()
+        .filter(|container| !container.owner_alive() && remove(engine, &container.name).is_ok())
+        .map(|container| container.name)
+        .collect()
 }

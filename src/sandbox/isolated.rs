@@ -18,8 +18,29 @@ pub struct IsolatedRequest<'a> {
     pub repo_root: &'a Path,
     pub worktree: &'a Path,
     pub network: bool,
+    /// Where uncommitted work is saved as a patch (`.eden/patches`).
+    pub patches: &'a Path,
     /// `copy_to_worktree` entries (relative): git does not carry them into the clone.
     pub copied: &'a [PathBuf],
+}
+
+/// Written into the clone's `.git` (`eden-owner.json`): whose copy this is, so `eden clean` can
+/// tell a live run's copy from an abandoned one, and which repository its work belongs to.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+pub struct Owner {
+    pub run_id: String,
+    pub repo: PathBuf,
+    pub process: crate::process::ProcessStamp,
+}
+
+impl Owner {
+    fn path(copy: &Path) -> PathBuf {
+        copy.join(".git").join("eden-owner.json")
+    }
+
+    pub fn read(copy: &Path) -> Option<Owner> {
+        serde_json::from_str(&std::fs::read_to_string(Self::path(copy)).ok()?).ok()
+    }
 }
 
 pub struct Isolated {
@@ -40,7 +61,7 @@ pub fn start(request: &IsolatedRequest<'_>) -> Result<Box<dyn SandboxHandle>, Er
         return Err(Error::sandbox("sandbox kind `isolated` needs bubblewrap (`bwrap`), which is not installed")
             .with_hint("install it (Debian: `apt-get install bubblewrap`), or use `docker` or `podman`"));
     }
-    let copy = std::env::temp_dir().join(format!("eden-isolated-{}", request.run_id));
+    let (copy, tmp) = crate::layout::isolated_copy(request.run_id);
     // A real copy (no hardlinks): the agent may write anything in it, objects included.
     let clone = Git::new(request.repo_root).run([
         "clone".as_ref(),
@@ -53,11 +74,22 @@ pub fn start(request: &IsolatedRequest<'_>) -> Result<Box<dyn SandboxHandle>, Er
         let _ = fs_err::remove_dir_all(&copy);
         return Err(Error::sandbox(format!("cannot make the isolated copy: {}", err.message)));
     }
+    let owner = Owner {
+        run_id: request.run_id.to_owned(),
+        repo: request.repo_root.to_owned(),
+        process: crate::process::ProcessStamp::current(),
+    };
+    let written = serde_json::to_string(&owner)
+        .map_err(std::io::Error::other)
+        .and_then(|json| fs_err::write(Owner::path(&copy), json));
+    if let Err(err) = written {
+        let _ = fs_err::remove_dir_all(&copy);
+        return Err(Error::sandbox(format!("cannot prepare the isolated copy: {err}")));
+    }
     if let Err(err) = carry_copies(request.worktree, &copy, request.copied) {
         let _ = fs_err::remove_dir_all(&copy);
         return Err(Error::sandbox(format!("cannot put the `copy_to_worktree` files into the isolated copy: {err}")));
     }
-    let tmp = std::env::temp_dir().join(format!("eden-isolated-{}-tmp", request.run_id));
     if let Err(err) = fs_err::create_dir_all(&tmp) {
         let _ = fs_err::remove_dir_all(&copy);
         return Err(Error::sandbox(format!("cannot make the isolated temporary folder: {err}")));
@@ -66,7 +98,7 @@ pub fn start(request: &IsolatedRequest<'_>) -> Result<Box<dyn SandboxHandle>, Er
         copy,
         tmp,
         worktree: request.worktree.to_path_buf(),
-        patches: request.repo_root.join(".eden").join("patches"),
+        patches: request.patches.to_owned(),
         run_id: request.run_id.to_owned(),
         network: request.network,
         keep: AtomicBool::new(false),

@@ -198,6 +198,14 @@ pub(crate) fn for_terminal(text: &str) -> String {
     neutralize(&crate::redact::apply(text)).into_owned()
 }
 
+/// Write data to stdout (secrets redacted). A reader that went away (`eden run --json | head -1`)
+/// is not an error worth a panic: the work itself is over by now.
+pub fn print_data(text: &str) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    let _ = writeln!(stdout, "{}", crate::redact::apply(text)).and_then(|()| stdout.flush());
+}
+
 /// A line for people from a one-shot command (`init`, `image`): stderr, never stdout.
 pub fn print_note(message: &str) {
     eprintln!("{}", for_terminal(message));

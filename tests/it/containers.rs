@@ -42,7 +42,7 @@ pub fn ready(engine: &str) -> bool {
     true
 }
 
-fn containers_of(engine: &str, repo: &std::path::Path) -> Vec<String> {
+pub fn containers_of(engine: &str, repo: &std::path::Path) -> Vec<String> {
     let output = Command::new(engine)
         .args(["ps", "-a", "--filter", &format!("label=eden.repo={}", repo.display()), "--format", "{{.Names}}"])
         .output()

@@ -1,0 +1,620 @@
+//! `eden clean`: find everything eden left behind — worktrees, `eden/*` branches, containers,
+//! locks nobody holds, isolated copies, container exec folders, and (on request) old logs,
+//! records, sessions and patches — and remove what is safe to remove.
+//!
+//! Safe means: never anything of a run that is still going (its branch lock is held, or its
+//! record says `running` and its eden process is alive), never a worktree with uncommitted
+//! changes, never a branch with commits no other branch has, never an isolated copy holding work
+//! that was not brought back. Those are kept and listed with the reason; `--force` removes the
+//! last three kinds too, never a live run's. The survey changes nothing; removal happens item by
+//! item under the repository lock, each step complete in itself, so an interrupted clean leaves
+//! a consistent state and running it again finishes the job.
+
+use crate::error::Error;
+use crate::git::{slug, Git, WorktreeList};
+use crate::layout::{self, Layout};
+use crate::lock::{BranchLock, RepoLock};
+use crate::manifest::plan::Engine;
+use crate::orchestrator::record::RunStatus;
+use crate::process::ProcessStamp;
+use crate::sandbox::container;
+use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+pub struct Settings {
+    /// Also remove logs, records, sessions and patches older than this.
+    pub older_than: Option<Duration>,
+    /// Also remove dirty worktrees, unmerged branches and copies with work in them.
+    pub force: bool,
+    /// Only list.
+    pub dry_run: bool,
+    /// Containers and isolated copies of every repository, not just this one.
+    pub all_repos: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    Worktree,
+    Branch,
+    Container,
+    Lock,
+    IsolatedCopy,
+    ExecDir,
+    Record,
+    Log,
+    Session,
+    Patch,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Worktree => "worktree",
+            Kind::Branch => "branch",
+            Kind::Container => "container",
+            Kind::Lock => "lock",
+            Kind::IsolatedCopy => "isolated copy",
+            Kind::ExecDir => "exec folder",
+            Kind::Record => "record",
+            Kind::Log => "log",
+            Kind::Session => "session",
+            Kind::Patch => "patch",
+        }
+    }
+}
+
+/// What clean does (or did) with an item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// `--dry-run`: it would be removed.
+    WouldRemove,
+    Removed,
+    /// `--dry-run`: it would be marked.
+    WouldMark,
+    /// An abandoned run's record, marked as such.
+    Marked,
+    Kept,
+    /// Removal was attempted and failed (the reason says why).
+    Failed,
+    /// Not reached: clean was interrupted first.
+    Skipped,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::WouldRemove => "would remove",
+            Outcome::Removed => "removed",
+            Outcome::WouldMark => "would mark",
+            Outcome::Marked => "marked",
+            Outcome::Kept => "kept",
+            Outcome::Failed => "failed",
+            Outcome::Skipped => "skipped",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Item {
+    pub kind: Kind,
+    /// A path (relative to the repository when inside it), a branch or a container name.
+    pub name: String,
+    pub outcome: Outcome,
+    pub reason: String,
+    /// Kept, but `--force` would remove it.
+    pub needs_force: bool,
+    #[serde(skip)]
+    action: Option<Action>,
+}
+
+#[derive(Debug, Clone)]
+enum Action {
+    RemoveWorktree { path: PathBuf, force: bool },
+    PruneWorktrees,
+    DeleteBranch(String),
+    RemoveContainer { engine: Engine, name: String },
+    RemoveFile(PathBuf),
+    RemoveDir(PathBuf),
+    MarkAbandoned(PathBuf),
+}
+
+/// What the survey found, before anything is done.
+pub struct Survey {
+    pub items: Vec<Item>,
+    /// Problems that did not stop the survey (an engine that does not answer).
+    pub warnings: Vec<String>,
+    /// Logs, records and sessions present and kept because no `--older-than` was given.
+    pub history_kept: usize,
+}
+
+/// A record, as far as clean needs it.
+#[derive(Deserialize)]
+struct RecordHead {
+    id: String,
+    status: Option<RunStatus>,
+    process: Option<ProcessStamp>,
+    branch: Option<String>,
+}
+
+/// Which runs are going right now.
+#[derive(Default)]
+struct Live {
+    run_ids: HashSet<String>,
+    /// Slugs of branches whose lock is held (a worktree's folder name is its branch's slug).
+    slugs: HashSet<String>,
+}
+
+/// Look at everything; change nothing.
+pub fn survey(layout: Option<&Layout>, settings: &Settings) -> Survey {
+    let mut survey = Survey { items: Vec::new(), warnings: Vec::new(), history_kept: 0 };
+    let mut live = Live::default();
+    if let Some(layout) = layout {
+        locks(layout, &mut live, &mut survey);
+        records(layout, &mut live, &mut survey);
+        worktrees_and_branches(layout, settings, &live, &mut survey);
+        exec_dirs(layout, &live, &mut survey);
+    }
+    containers(layout, settings, &live, &mut survey);
+    isolated_copies(layout, settings, &live, &mut survey);
+    if let Some(layout) = layout {
+        history(layout, settings, &live, &mut survey);
+    }
+    // The order of removal: containers first (they use the worktrees), then worktrees, then the
+    // branches they free, then the rest.
+    survey.items.sort_by_key(|item| match item.kind {
+        Kind::Container => 0,
+        Kind::Worktree => 1,
+        Kind::Branch => 2,
+        _ => 3,
+    });
+    if settings.dry_run {
+        for item in &mut survey.items {
+            item.outcome = match item.outcome {
+                Outcome::Removed => Outcome::WouldRemove,
+                Outcome::Marked => Outcome::WouldMark,
+                other => other,
+            };
+            item.action = None;
+        }
+    }
+    survey
+}
+
+impl Item {
+    fn remove(kind: Kind, name: String, reason: impl Into<String>, action: Action) -> Item {
+        Item { kind, name, outcome: Outcome::Removed, reason: reason.into(), needs_force: false, action: Some(action) }
+    }
+
+    fn mark(kind: Kind, name: String, reason: impl Into<String>, action: Action) -> Item {
+        Item { outcome: Outcome::Marked, ..Item::remove(kind, name, reason, action) }
+    }
+
+    fn keep(kind: Kind, name: String, reason: impl Into<String>) -> Item {
+        Item { kind, name, outcome: Outcome::Kept, reason: reason.into(), needs_force: false, action: None }
+    }
+
+    /// Kept unless `force`, in which case removed by `action` (with the same reason).
+    fn unsafe_to_remove(kind: Kind, name: String, reason: String, force: bool, action: Action) -> Item {
+        if force {
+            Item::remove(kind, name, format!("{reason} (--force)"), action)
+        } else {
+            Item { needs_force: true, ..Item::keep(kind, name, format!("{reason}; `--force` to delete")) }
+        }
+    }
+}
+
+/// Branch locks: a held one marks its run as live; one nobody holds is left by a dead run.
+fn locks(layout: &Layout, live: &mut Live, survey: &mut Survey) {
+    for path in files_in(&layout.locks()) {
+        let Some(file_name) = path.file_name().and_then(|n| n.to_str()).map(str::to_owned) else { continue };
+        let Some(slug) = file_name.strip_suffix(".lock") else { continue };
+        if file_name == layout::REPOSITORY_LOCK {
+            continue;
+        }
+        let name = relative(layout, &path);
+        if BranchLock::is_held(&path) {
+            let holder = std::fs::read_to_string(&path).unwrap_or_default();
+            let mut lines = holder.lines();
+            let pid = lines.next().and_then(ProcessStamp::parse).map_or(0, |stamp| stamp.pid);
+            if let Some(run_id) = lines.next().filter(|id| !id.is_empty()) {
+                live.run_ids.insert(run_id.to_owned());
+            }
+            live.slugs.insert(slug.to_owned());
+            survey.items.push(Item::keep(Kind::Lock, name, format!("held by a running eden (pid {pid})")));
+        } else {
+            survey.items.push(Item::remove(Kind::Lock, name, "nobody holds it", Action::RemoveFile(path)));
+        }
+    }
+}
+
+/// Records of runs whose eden is alive mark them as live; `running` ones whose eden is gone
+/// are marked abandoned; temporary files of an interrupted write go.
+fn records(layout: &Layout, live: &mut Live, survey: &mut Survey) {
+    for path in files_in(&layout.runs()) {
+        let name = relative(layout, &path);
+        if path.extension().is_some_and(|ext| ext == "tmp") {
+            survey.items.push(Item::remove(Kind::Record, name, "an unfinished write", Action::RemoveFile(path)));
+            continue;
+        }
+        let Some(head) = read_record(&path) else { continue };
+        let Some(process) = head.process else { continue };
+        match head.status.map(|status| status.observed(&process)) {
+            Some(RunStatus::Running) => {
+                if let Some(branch) = &head.branch {
+                    live.slugs.insert(slug(branch));
+                }
+                live.run_ids.insert(head.id);
+            }
+            Some(RunStatus::Abandoned) if head.status == Some(RunStatus::Running) => {
+                let reason = format!("run {} was abandoned: its eden (pid {}) is gone", head.id, process.pid);
+                survey.items.push(Item::mark(Kind::Record, name, reason, Action::MarkAbandoned(path)));
+            }
+            _ => {}
+        }
+    }
+}
+
+fn read_record(path: &Path) -> Option<RecordHead> {
+    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
+}
+
+/// Worktrees under `.eden/worktrees` (registered or stray folders), then `eden/*` branches.
+fn worktrees_and_branches(layout: &Layout, settings: &Settings, live: &Live, survey: &mut Survey) {
+    let repo = Git::new(&layout.root);
+    let list = match WorktreeList::read(&repo) {
+        Ok(list) => list,
+        Err(err) => {
+            survey.warnings.push(format!("cannot list the worktrees: {}", err.message));
+            return;
+        }
+    };
+    let eden_worktrees = crate::git::dunce_canonical(&layout.worktrees());
+    let ours = |path: &Path| path.starts_with(&eden_worktrees) || path.starts_with(layout.worktrees());
+    // Worktrees that will be gone after this clean (their branches may then go too).
+    let mut leaving: HashSet<PathBuf> = HashSet::new();
+    let mut registered: HashSet<PathBuf> = HashSet::new();
+    let mut pruned = false;
+    for entry in list.entries.iter().filter(|entry| ours(&entry.path)) {
+        registered.insert(crate::git::dunce_canonical(&entry.path));
+        let name = relative(layout, &entry.path);
+        let folder = entry.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        if live.slugs.contains(&folder) {
+            survey.items.push(Item::keep(Kind::Worktree, name, "its run is still going"));
+            continue;
+        }
+        if entry.prunable {
+            // One `git worktree prune` forgets them all.
+            let mut item = Item::remove(Kind::Worktree, name, "its folder is gone", Action::PruneWorktrees);
+            if pruned {
+                item.action = None;
+            }
+            pruned = true;
+            survey.items.push(item);
+            leaving.insert(entry.path.clone());
+            continue;
+        }
+        let dirty = Git::new(&entry.path).dirty_paths().map(|paths| paths.len()).unwrap_or(usize::MAX);
+        if dirty == 0 {
+            let action = Action::RemoveWorktree { path: entry.path.clone(), force: false };
+            survey.items.push(Item::remove(Kind::Worktree, name, "clean, and its run is over", action));
+            leaving.insert(entry.path.clone());
+        } else {
+            let reason = if dirty == usize::MAX {
+                "git cannot read its status".to_owned()
+            } else {
+                format!("{dirty} uncommitted change(s)")
+            };
+            let action = Action::RemoveWorktree { path: entry.path.clone(), force: true };
+            survey.items.push(Item::unsafe_to_remove(Kind::Worktree, name, reason, settings.force, action));
+            if settings.force {
+                leaving.insert(entry.path.clone());
+            }
+        }
+    }
+    // Folders in `.eden/worktrees` git does not know: empty ones go, others may hold files.
+    for path in dirs_in(&layout.worktrees()) {
+        if registered.contains(&crate::git::dunce_canonical(&path)) {
+            continue;
+        }
+        let name = relative(layout, &path);
+        let folder = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        if live.slugs.contains(&folder) {
+            survey.items.push(Item::keep(Kind::Worktree, name, "its run is still going"));
+        } else if std::fs::read_dir(&path).is_ok_and(|mut entries| entries.next().is_none()) {
+            survey.items.push(Item::remove(Kind::Worktree, name, "an empty folder", Action::RemoveDir(path)));
+        } else {
+            let reason = "a folder git does not know as a worktree, with files in it".to_owned();
+            survey.items.push(Item::unsafe_to_remove(
+                Kind::Worktree,
+                name,
+                reason,
+                settings.force,
+                Action::RemoveDir(path),
+            ));
+        }
+    }
+
+    let branches = match repo.run(["for-each-ref", "--format=%(refname:short)", "refs/heads/eden/"]) {
+        Ok(text) => text,
+        Err(err) => {
+            survey.warnings.push(format!("cannot list the branches: {}", err.message));
+            return;
+        }
+    };
+    for branch in branches.lines().filter(|line| !line.is_empty()) {
+        let name = branch.to_owned();
+        if live.slugs.contains(&slug(branch)) {
+            survey.items.push(Item::keep(Kind::Branch, name, "its run is still going"));
+            continue;
+        }
+        if let Some(entry) = list.entries.iter().find(|entry| entry.branch.as_deref() == Some(branch)) {
+            if !leaving.contains(&entry.path) {
+                let reason = format!("checked out in `{}`", relative(layout, &entry.path));
+                survey.items.push(Item::keep(Kind::Branch, name, reason));
+                continue;
+            }
+        }
+        let exclude = format!("--exclude={branch}");
+        let unmerged = repo
+            .run(["rev-list", "--count", &format!("refs/heads/{branch}"), "--not", &exclude, "--branches"])
+            .ok()
+            .and_then(|count| count.trim().parse::<usize>().ok());
+        match unmerged {
+            Some(0) => survey.items.push(Item::remove(
+                Kind::Branch,
+                name,
+                "every commit of it is on another branch",
+                Action::DeleteBranch(branch.to_owned()),
+            )),
+            Some(count) => survey.items.push(Item::unsafe_to_remove(
+                Kind::Branch,
+                name,
+                format!("{count} commit(s) on no other branch"),
+                settings.force,
+                Action::DeleteBranch(branch.to_owned()),
+            )),
+            None => survey.items.push(Item::keep(Kind::Branch, name, "git cannot count its commits")),
+        }
+    }
+}
+
+/// `<.git>/eden-exec/<run-id>`: pid files of a container's commands; gone with the run.
+fn exec_dirs(layout: &Layout, live: &Live, survey: &mut Survey) {
+    for path in dirs_in(&layout.exec_dirs()) {
+        let run_id = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let name = path.display().to_string();
+        if live.run_ids.contains(&run_id) {
+            survey.items.push(Item::keep(Kind::ExecDir, name, "its run is still going"));
+        } else {
+            survey.items.push(Item::remove(Kind::ExecDir, name, "its run is over", Action::RemoveDir(path)));
+        }
+    }
+}
+
+/// Containers labelled by eden, on every engine that is installed.
+fn containers(layout: Option<&Layout>, settings: &Settings, live: &Live, survey: &mut Survey) {
+    // Of this repository, or (`--all-repos`) of any.
+    let repo = match (settings.all_repos, layout) {
+        (true, _) => None,
+        (false, Some(layout)) => Some(layout.root.as_path()),
+        (false, None) => return,
+    };
+    for engine in [Engine::Docker, Engine::Podman] {
+        if which::which(engine.binary()).is_err() {
+            continue;
+        }
+        let listed = match container::list(engine, repo) {
+            Ok(listed) => listed,
+            Err(err) => {
+                survey.warnings.push(err.message);
+                continue;
+            }
+        };
+        for found in listed {
+            let name = format!("{} ({})", found.name, engine.binary());
+            if live.run_ids.contains(&found.run_id) || found.owner_alive() {
+                survey.items.push(Item::keep(
+                    Kind::Container,
+                    name,
+                    format!("its run is still going (pid {})", found.pid),
+                ));
+            } else {
+                let action = Action::RemoveContainer { engine, name: found.name.clone() };
+                survey.items.push(Item::remove(Kind::Container, name, "its run is over", action));
+            }
+        }
+    }
+}
+
+/// `$TMPDIR/eden-isolated-<run-id>` (the clone) and `…-tmp` (its private temporary folder). The
+/// clone's `.git/eden-owner.json` says whose run it is (see `sandbox::isolated`).
+fn isolated_copies(layout: Option<&Layout>, settings: &Settings, live: &Live, survey: &mut Survey) {
+    let temp = std::env::temp_dir();
+    for path in dirs_in(&temp) {
+        let Some(rest) =
+            path.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_prefix(layout::ISOLATED_PREFIX))
+        else {
+            continue;
+        };
+        let (run_id, is_tmp) = match rest.strip_suffix("-tmp") {
+            Some(run_id) => (run_id, true),
+            None => (rest, false),
+        };
+        let (copy, _) = layout::isolated_copy(run_id);
+        let owner = crate::sandbox::isolated::Owner::read(&copy);
+        let ours = match (layout, &owner) {
+            (Some(layout), Some(owner)) => {
+                crate::git::dunce_canonical(&owner.repo) == crate::git::dunce_canonical(&layout.root)
+            }
+            (Some(layout), None) => layout.record(run_id).exists(),
+            (None, _) => false,
+        };
+        if !ours && !settings.all_repos {
+            continue;
+        }
+        let name = path.display().to_string();
+        let running = live.run_ids.contains(run_id) || owner.as_ref().is_some_and(|owner| owner.process.is_alive());
+        if running {
+            survey.items.push(Item::keep(Kind::IsolatedCopy, name, "its run is still going"));
+            continue;
+        }
+        if is_tmp {
+            survey.items.push(Item::remove(Kind::IsolatedCopy, name, "its run is over", Action::RemoveDir(path)));
+            continue;
+        }
+        let repo = owner.as_ref().map(|owner| owner.repo.clone()).or_else(|| layout.map(|layout| layout.root.clone()));
+        match unreturned_work(&copy, repo.as_deref()) {
+            None => survey.items.push(Item::remove(
+                Kind::IsolatedCopy,
+                name,
+                "its run is over and its work came back",
+                Action::RemoveDir(path),
+            )),
+            Some(what) => survey.items.push(Item::unsafe_to_remove(
+                Kind::IsolatedCopy,
+                name,
+                what,
+                settings.force,
+                Action::RemoveDir(path),
+            )),
+        }
+    }
+}
+
+/// What an isolated copy holds that its repository does not: uncommitted changes, or commits
+/// that never came back. `None` when nothing.
+fn unreturned_work(copy: &Path, repo: Option<&Path>) -> Option<String> {
+    let git = Git::new(copy);
+    let Ok(dirty) = git.dirty_paths() else {
+        return Some("git cannot read it".to_owned());
+    };
+    let mut what = Vec::new();
+    let head = git.resolve("HEAD").ok().flatten();
+    let known = |head: &str| repo.is_some_and(|repo| Git::new(repo).resolve(head).ok().flatten().is_some());
+    if head.is_some_and(|head| !known(&head)) {
+        what.push("commits".to_owned());
+    }
+    if !dirty.is_empty() {
+        what.push(format!("{} uncommitted change(s)", dirty.len()));
+    }
+    (!what.is_empty()).then(|| format!("{} that never came back", what.join(" and ")))
+}
+
+/// Logs, records, sessions and patches: kept unless older than `--older-than`.
+fn history(layout: &Layout, settings: &Settings, live: &Live, survey: &mut Survey) {
+    let mut files: Vec<(Kind, PathBuf, bool)> = Vec::new();
+    for path in files_in(&layout.logs()) {
+        files.push((Kind::Log, path, false));
+    }
+    for path in files_in(&layout.runs()).into_iter().filter(|path| path.extension().is_some_and(|ext| ext == "json")) {
+        files.push((Kind::Record, path, false));
+    }
+    for path in dirs_in(&layout.sessions()) {
+        files.push((Kind::Session, path, true));
+    }
+    for path in files_in(&layout.patches()) {
+        files.push((Kind::Patch, path, false));
+    }
+    let Some(older_than) = settings.older_than else {
+        survey.history_kept = files.len();
+        return;
+    };
+    let cutoff = SystemTime::now().checked_sub(older_than).unwrap_or(SystemTime::UNIX_EPOCH);
+    for (kind, path, is_dir) in files {
+        let stem = path.file_stem().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        if live.run_ids.iter().any(|id| stem.contains(id.as_str())) {
+            continue;
+        }
+        let old = std::fs::metadata(&path).and_then(|meta| meta.modified()).is_ok_and(|modified| modified < cutoff);
+        if !old {
+            survey.history_kept += 1;
+            continue;
+        }
+        let age = crate::manifest::values::format_duration(older_than);
+        let action = if is_dir { Action::RemoveDir(path.clone()) } else { Action::RemoveFile(path.clone()) };
+        survey.items.push(Item::remove(kind, relative(layout, &path), format!("older than {age}"), action));
+    }
+}
+
+/// Carry out the survey: every item with an action, in its order, under the repository lock.
+/// Stops early (the rest `skipped`) when `interrupted` says so.
+pub fn execute(survey: &mut Survey, layout: Option<&Layout>, interrupted: &dyn Fn() -> bool) -> Result<(), Error> {
+    let _lock = match layout {
+        Some(layout) => Some(RepoLock::acquire(&layout.repository_lock(), "clean", "cleaning up", &mut |_| {})?),
+        None => None,
+    };
+    for item in &mut survey.items {
+        let Some(action) = item.action.take() else { continue };
+        if interrupted() {
+            item.outcome = Outcome::Skipped;
+            continue;
+        }
+        match perform(&action, layout) {
+            Ok(()) => {}
+            Err(reason) => {
+                item.outcome = Outcome::Failed;
+                item.reason = reason;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn perform(action: &Action, layout: Option<&Layout>) -> Result<(), String> {
+    let repo = || layout.map(|layout| Git::new(&layout.root)).ok_or_else(|| "no repository".to_owned());
+    match action {
+        Action::RemoveWorktree { path, force } => {
+            let mut args: Vec<&std::ffi::OsStr> = vec!["worktree".as_ref(), "remove".as_ref()];
+            if *force {
+                args.push("--force".as_ref());
+            }
+            args.push(path.as_os_str());
+            repo()?.run(args).map(drop).map_err(|err| err.message)
+        }
+        Action::PruneWorktrees => repo()?.prune_worktrees().map_err(|err| err.message),
+        Action::DeleteBranch(branch) => repo()?.delete_branch(branch).map_err(|err| err.message),
+        Action::RemoveContainer { engine, name } => container::remove(*engine, name).map_err(|err| err.message),
+        Action::RemoveFile(path) => match std::fs::remove_file(path) {
+            Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(err.to_string()),
+            _ => Ok(()),
+        },
+        Action::RemoveDir(path) => match std::fs::remove_dir_all(path) {
+            Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(err.to_string()),
+            _ => Ok(()),
+        },
+        Action::MarkAbandoned(path) => {
+            let text = std::fs::read_to_string(path).map_err(|err| err.to_string())?;
+            let mut record: serde_json::Value = serde_json::from_str(&text).map_err(|err| err.to_string())?;
+            record["status"] = serde_json::Value::from("abandoned");
+            crate::orchestrator::record::save_json(path, &record).map_err(|err| err.to_string())
+        }
+    }
+}
+
+/// `path` relative to the repository root when inside it, as given otherwise.
+fn relative(layout: &Layout, path: &Path) -> String {
+    let root = crate::git::dunce_canonical(&layout.root);
+    path.strip_prefix(&layout.root)
+        .or_else(|_| path.strip_prefix(&root))
+        .map_or_else(|_| path.display().to_string(), |rest| rest.display().to_string())
+}
+
+fn entries(dir: &Path) -> Vec<(PathBuf, std::fs::FileType)> {
+    let Ok(read) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut entries: Vec<_> =
+        read.flatten().filter_map(|entry| Some((entry.path(), entry.file_type().ok()?))).collect();
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    entries
+}
+
+fn files_in(dir: &Path) -> Vec<PathBuf> {
+    entries(dir).into_iter().filter(|(_, kind)| kind.is_file()).map(|(path, _)| path).collect()
+}
+
+fn dirs_in(dir: &Path) -> Vec<PathBuf> {
+    entries(dir).into_iter().filter(|(_, kind)| kind.is_dir()).map(|(path, _)| path).collect()
+}
