@@ -48,7 +48,7 @@ pub struct CleanArgs {
     pub older_than: Option<String>,
 
     /// Containers and isolated copies of every repository, not just this one
-    #[arg(long)]
+    #[arg(long, visible_alias = "all")]
     pub all_repos: bool,
 
     /// The repository to clean (default: the current directory's)

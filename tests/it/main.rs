@@ -10,6 +10,7 @@ mod concurrency;
 mod containers;
 mod containment;
 mod copy;
+mod crash;
 mod env_secrets;
 mod hooks;
 mod image;
