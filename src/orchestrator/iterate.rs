@@ -147,6 +147,7 @@ pub(crate) struct Shared<'a> {
 /// know (commits already reported, session running totals).
 #[derive(Default)]
 pub(crate) struct Progress {
+    /// Iterations and hooks not yet handed to the run record (`Journal`), oldest first.
     pub iterations: Vec<IterationRecord>,
     pub hooks: Vec<HookRecord>,
     /// Every commit of the run so far, oldest first (`None` until an iteration collected them).
@@ -309,9 +310,10 @@ pub(crate) async fn run_step(
         progress.commits = Some(all);
         let label = invoked.label;
         push_record(progress, step, iteration, &invoked, &prompt_text, new_commits, reporter, label);
+        // The record takes what is new; an agent's thousands of tool calls are not held twice.
         let _ = shared.journal.update(|record| {
-            record.iterations.clone_from(&progress.iterations);
-            record.hooks.clone_from(&progress.hooks);
+            record.iterations.append(&mut progress.iterations);
+            record.hooks.append(&mut progress.hooks);
             record.commits = progress.commits.clone().unwrap_or_default();
         });
         match invoked.result {

@@ -14,11 +14,10 @@ use crate::hooks::{self, HookRunner, PhaseRun};
 use crate::manifest::hooks_plan::Phase;
 use crate::manifest::plan::{Plan, SandboxPlan};
 use crate::manifest::schema::Network;
-use crate::process::ProcessStamp;
 use crate::process::{listen_for_signals, Abort};
 use crate::sandbox::{self, container::ContainerRequest, isolated::IsolatedRequest, Host, SandboxHandle};
 use crate::ui::{Event, Fanout, LogFileReporter, Reporter};
-use record::{now_rfc3339, RunRecord};
+use record::RunRecord;
 use std::path::PathBuf;
 use std::time::Duration;
 use tokio::sync::watch;
@@ -88,44 +87,8 @@ pub async fn run(plan: &Plan, options: &RunOptions, reporters: Vec<Box<dyn Repor
     }
 
     let layout = pre.layout();
-    let journal = record::Journal::new(RunRecord {
-        id: run_id.clone(),
-        status: record::RunStatus::Running,
-        process: ProcessStamp::current(),
-        containment: crate::process::contain::current(),
-        phase: "starting",
-        name: plan.name.clone(),
-        manifest: plan.manifest.clone(),
-        repo: pre.root.clone(),
-        agent: agents.iter().map(|agent| agent.kind()).collect::<Vec<_>>().join(","),
-        sandbox: plan.sandbox.kind().to_owned(),
-        container: None,
-        strategy: pre.strategy.as_str().to_owned(),
-        branch: pre.branch.clone(),
-        base_branch: pre.base_branch.clone(),
-        base_commit: pre.base_commit.clone(),
-        worktree: pre.worktree.clone(),
-        max_iterations: plan.steps[0].loop_.max_iterations,
-        iterations: Vec::new(),
-        hooks: Vec::new(),
-        steps: Vec::new(),
-        output: None,
-        completion_signal: None,
-        usage: None,
-        session_id: None,
-        commits: Vec::new(),
-        merged_into: None,
-        merge_commit: None,
-        preserved_branch: None,
-        preserved_worktree: None,
-        started_at: now_rfc3339(),
-        finished_at: None,
-        duration_ms: 0,
-        exit_reason: None,
-        exit_code: None,
-        error: None,
-        record_path: layout.record(&run_id),
-    });
+    let agent_kinds = agents.iter().map(|agent| agent.kind()).collect::<Vec<_>>().join(",");
+    let journal = record::Journal::new(RunRecord::starting(&run_id, plan, &pre, agent_kinds, layout.record(&run_id)));
     if let Err(err) = journal.update(|_| {}) {
         reporter.report(&Event::Warning { message: &format!("cannot write the run record: {err}") });
     }
@@ -268,11 +231,11 @@ pub async fn run(plan: &Plan, options: &RunOptions, reporters: Vec<Box<dyn Repor
     }
     let completion_signal = outcome.as_ref().ok().and_then(|end| end.completion_signal.clone());
     let output = outcome.as_ref().ok().and_then(|end| end.output.clone());
-    let iterate::Progress { iterations, hooks: hook_records, commits, .. } = progress;
+    let iterate::Progress { mut iterations, hooks: mut hook_records, commits, .. } = progress;
     let _ = journal.update(|record| {
         record.phase = "finishing";
-        record.iterations = iterations;
-        record.hooks = hook_records;
+        record.iterations.append(&mut iterations);
+        record.hooks.append(&mut hook_records);
         record.steps = step_records;
         record.completion_signal = completion_signal;
         record.output = output;
@@ -444,6 +407,7 @@ fn start_sandbox(
                 run_id,
                 repo_root: &pre.root,
                 common_dir: &pre.common_dir,
+                exec_dir: &pre.layout().exec_dir(run_id),
                 worktree: &pre.worktree,
                 branch: &pre.branch,
             };

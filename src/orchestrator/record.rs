@@ -87,6 +87,54 @@ pub struct RunRecord {
 }
 
 impl RunRecord {
+    /// The record of a run about to start: `running`, owned by this eden process.
+    pub(crate) fn starting(
+        run_id: &str,
+        plan: &crate::manifest::plan::Plan,
+        pre: &super::workspace::Preflight,
+        agent: String,
+        record_path: PathBuf,
+    ) -> RunRecord {
+        RunRecord {
+            id: run_id.to_owned(),
+            status: RunStatus::Running,
+            process: ProcessStamp::current(),
+            containment: crate::process::contain::current(),
+            phase: "starting",
+            name: plan.name.clone(),
+            manifest: plan.manifest.clone(),
+            repo: pre.root.clone(),
+            agent,
+            sandbox: plan.sandbox.kind().to_owned(),
+            container: None,
+            strategy: pre.strategy.as_str().to_owned(),
+            branch: pre.branch.clone(),
+            base_branch: pre.base_branch.clone(),
+            base_commit: pre.base_commit.clone(),
+            worktree: pre.worktree.clone(),
+            max_iterations: plan.steps[0].loop_.max_iterations,
+            iterations: Vec::new(),
+            hooks: Vec::new(),
+            steps: Vec::new(),
+            output: None,
+            completion_signal: None,
+            usage: None,
+            session_id: None,
+            commits: Vec::new(),
+            merged_into: None,
+            merge_commit: None,
+            preserved_branch: None,
+            preserved_worktree: None,
+            started_at: now_rfc3339(),
+            finished_at: None,
+            duration_ms: 0,
+            exit_reason: None,
+            exit_code: None,
+            error: None,
+            record_path,
+        }
+    }
+
     /// Write the record where it belongs, atomically (a temporary file renamed over it), with
     /// secrets redacted.
     pub fn save(&self) -> std::io::Result<()> {

@@ -69,6 +69,8 @@ pub struct ContainerRequest<'a> {
     pub run_id: &'a str,
     pub repo_root: &'a Path,
     pub common_dir: &'a Path,
+    /// Where the pid files of its commands go (`.git/eden-exec/<run-id>`, mounted inside).
+    pub exec_dir: &'a Path,
     pub worktree: &'a Path,
     pub branch: &'a str,
 }
@@ -171,7 +173,7 @@ pub fn start(request: &ContainerRequest<'_>) -> Result<Box<dyn SandboxHandle>, E
     let mut container = Container {
         engine,
         name: name.clone(),
-        pid_dir: request.common_dir.join("eden-exec").join(request.run_id),
+        pid_dir: request.exec_dir.to_owned(),
         next_exec: AtomicU64::new(0),
         keep: String::new(),
         found: Default::default(),
@@ -199,23 +201,30 @@ pub fn start(request: &ContainerRequest<'_>) -> Result<Box<dyn SandboxHandle>, E
         let _ = container.close();
         return Err(Error::sandbox(format!("cannot prepare the container's exec folder: {err}")));
     }
-    // The image's user must be able to work in the worktree. The init's only child right now is
-    // the keep-alive: remember it, so sweeps spare it.
-    let check = run(engine_command(engine).args([
-        "exec",
-        &name,
-        "sh",
-        "-c",
-        "test -w \"$PWD\" && cat /proc/1/task/1/children",
-    ]))?;
-    container.keep = check.stdout.split_whitespace().next().unwrap_or_default().to_owned();
-    if !check.success() || container.keep.parse::<u32>().is_err() {
+    // The image's user must be able to work in the worktree. And the init's only child right
+    // now is the keep-alive (an exec's parent is outside the container): remember it, so sweeps
+    // spare it.
+    let check = "test -w \"$PWD\" || exit 3; for stat in /proc/[0-9]*/stat; do \
+                 read -r pid comm state ppid rest < \"$stat\"; if [ \"$ppid\" = 1 ]; then echo \"$pid\"; fi; done";
+    let check = run(engine_command(engine).args(["exec", &name, "sh", "-c", check]))?;
+    if !check.success() {
         let _ = container.close();
         return Err(Error::sandbox(format!(
             "in image `{}`, uid {uid} cannot write the worktree (or the image has no `sh`)",
             plan.image
         ))
         .with_hint("the image must have `sh` and let the host's user write bind mounts; build it with that uid/gid"));
+    }
+    match check.stdout.split_whitespace().collect::<Vec<_>>()[..] {
+        [pid] if pid.parse::<u32>().is_ok() => container.keep = pid.to_owned(),
+        _ => {
+            let _ = container.close();
+            return Err(Error::sandbox(format!(
+                "cannot tell the keep-alive process of container `{name}` from others: {}",
+                first_line(&check.stdout)
+            ))
+            .with_hint("eden runs the container with `--init`; an image whose entrypoint starts processes of its own is not supported"));
+        }
     }
     Ok(Box::new(container))
 }
