@@ -278,12 +278,17 @@ fn worktrees_and_branches(layout: &Layout, settings: &Settings, live: &Live, sur
     let mut leaving: HashSet<PathBuf> = HashSet::new();
     let mut registered: HashSet<PathBuf> = HashSet::new();
     let mut pruned = false;
+    let here = std::env::current_dir().map(|dir| crate::git::dunce_canonical(&dir)).unwrap_or_default();
     for entry in list.entries.iter().filter(|entry| ours(&entry.path)) {
         registered.insert(crate::git::dunce_canonical(&entry.path));
         let name = relative(layout, &entry.path);
         let folder = entry.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         if live.slugs.contains(&folder) {
             survey.items.push(Item::keep(Kind::Worktree, name, "its run is still going"));
+            continue;
+        }
+        if here.starts_with(crate::git::dunce_canonical(&entry.path)) {
+            survey.items.push(Item::keep(Kind::Worktree, name, "you are in it (the current directory)"));
             continue;
         }
         if entry.prunable {

@@ -333,3 +333,22 @@ fn docker_containers_of_killed_runs_are_removed() {
 fn podman_containers_of_killed_runs_are_removed() {
     containers_of_killed_runs_are_removed("podman");
 }
+
+#[test]
+fn the_worktree_you_are_in_is_kept() {
+    let env = TestEnv::new();
+    let here = env.repo.join(".eden/worktrees/here");
+    env.git(&["worktree", "add", "-q", "-b", "eden/here", here.to_str().unwrap()]);
+    let mut command = env.eden_command(&["clean", "--force", "--json"]);
+    let run = Run::from(command.current_dir(&here).env("PWD", &here).output().unwrap());
+    run.assert_code(0);
+    let listed = items(&env, &run, &[]);
+    assert_eq!(
+        listed,
+        [
+            "worktree .eden/worktrees/here kept: you are in it (the current directory)",
+            "branch eden/here kept: checked out in `.eden/worktrees/here`"
+        ]
+    );
+    assert!(here.exists());
+}
