@@ -35,7 +35,8 @@ pub fn run(args: RunArgs) -> Result<i32, Error> {
         None => current_dir,
     };
     // `.eden/.env` of the repository, if eden is in one (outside one, preflight says so later).
-    let dotenv = match crate::git::Git::discover(&repo_dir) {
+    let repo = crate::git::Git::discover(&repo_dir);
+    let dotenv = match &repo {
         Ok(found) => DotEnv::load(&found.root)?,
         Err(_) => DotEnv::default(),
     };
@@ -44,7 +45,7 @@ pub fn run(args: RunArgs) -> Result<i32, Error> {
 
     let containment = crate::process::contain::install()?;
     if args.dry_run {
-        let preview = workspace::preflight(&plan, &repo_dir, "<run-id>")?;
+        let preview = workspace::preflight(&plan, &repo, "<run-id>")?;
         let json = serde_json::json!({
             "plan": plan,
             "containment": containment,
@@ -65,7 +66,7 @@ pub fn run(args: RunArgs) -> Result<i32, Error> {
         .enable_all()
         .build()
         .map_err(|err| Error::usage(format!("cannot start the async runtime: {err}")))?;
-    let options = RunOptions { repo_dir, kill_grace: KILL_GRACE };
+    let options = RunOptions { repo, kill_grace: KILL_GRACE };
     let mut reporters: Vec<Box<dyn Reporter>> = Display::detect(args.quiet).reporter().into_iter().collect();
     if args.json_events {
         reporters.push(Box::new(JsonLinesReporter::stdout()));

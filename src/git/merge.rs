@@ -62,9 +62,7 @@ pub fn merge_into(git: &Git, branch: &str, target: &str) -> Result<MergeResult, 
 }
 
 fn try_merge(git: &Git, branch: &str, target: &str) -> Result<Attempt, Error> {
-    let missing = |name: &str| Error::git(format!("branch `{name}` does not exist"));
-    let target_commit = git.branch_commit(target)?.ok_or_else(|| missing(target))?;
-    let branch_commit = git.branch_commit(branch)?.ok_or_else(|| missing(branch))?;
+    let (target_commit, branch_commit) = tips(git, target, branch)?;
     let merge_base = git.run(["merge-base", &target_commit, &branch_commit])?;
     if merge_base == branch_commit {
         return Ok(Attempt::Done(MergeResult::UpToDate));
@@ -138,6 +136,22 @@ fn try_merge(git: &Git, branch: &str, target: &str) -> Result<Attempt, Error> {
     .with_hint(format!("once the checkout is ready, merge by hand there: `git merge {branch}`")))
 }
 
+/// The commits two local branches point at, with one git call when both exist.
+fn tips(git: &Git, first: &str, second: &str) -> Result<(String, String), Error> {
+    let spec = |name: &str| format!("refs/heads/{name}^{{commit}}");
+    let (output, _) = git.output(["rev-parse", "--quiet", &spec(first), &spec(second)])?;
+    let mut lines = output.stdout.lines();
+    if let (true, Some(a), Some(b)) = (output.success(), lines.next(), lines.next()) {
+        return Ok((a.trim().to_owned(), b.trim().to_owned()));
+    }
+    for name in [first, second] {
+        if git.branch_commit(name)?.is_none() {
+            return Err(Error::git(format!("branch `{name}` does not exist")));
+        }
+    }
+    Err(Error::git(format!("cannot read the branches `{first}` and `{second}`: {}", output.stderr.trim())))
+}
+
 /// A checkout in the middle of something the person started must be left alone.
 fn refuse_if_busy(checkout: &Git, target: &str) -> Result<(), Error> {
     const STATES: [(&str, &str); 5] = [
@@ -147,13 +161,9 @@ fn refuse_if_busy(checkout: &Git, target: &str) -> Result<(), Error> {
         ("rebase-merge", "a rebase"),
         ("rebase-apply", "a rebase or `git am`"),
     ];
-    let mut args = vec!["rev-parse".to_owned()];
-    for (name, _) in STATES {
-        args.extend(["--git-path".to_owned(), name.to_owned()]);
-    }
-    let paths = checkout.run(&args)?;
-    for (path, (_, what)) in paths.lines().zip(STATES) {
-        if checkout.dir.join(path).exists() {
+    let git_dir = git_dir_of(&checkout.dir)?;
+    for (name, what) in STATES {
+        if git_dir.join(name).exists() {
             return Err(Error::git(format!(
                 "the checkout `{}` of `{target}` is in the middle of {what}, so eden does not merge into it",
                 checkout.dir.display()
@@ -162,6 +172,22 @@ fn refuse_if_busy(checkout: &Git, target: &str) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+/// A worktree's own git directory: its `.git` folder, or where its `.git` file points (linked
+/// worktrees), read directly rather than by starting git.
+fn git_dir_of(checkout: &std::path::Path) -> Result<std::path::PathBuf, Error> {
+    let dot_git = checkout.join(".git");
+    if dot_git.is_dir() {
+        return Ok(dot_git);
+    }
+    let text = std::fs::read_to_string(&dot_git)
+        .map_err(|err| Error::git(format!("cannot read `{}`: {err}", dot_git.display())))?;
+    let pointed = text.trim().strip_prefix("gitdir:").map(str::trim).unwrap_or_default();
+    if pointed.is_empty() {
+        return Err(Error::git(format!("`{}` does not say where the worktree's git directory is", dot_git.display())));
+    }
+    Ok(checkout.join(pointed))
 }
 
 /// Files the fast-forward from `from` to `to` would change that the checkout has uncommitted
@@ -209,8 +235,9 @@ fn checkout_in_the_way(branch: &str, target: &str, checkout: &Git, files: &[Stri
 /// `-c user.name/-c user.email` for merge commits when the user has no identity configured;
 /// the user's own identity otherwise.
 fn identity_args(git: &Git) -> Result<Vec<String>, Error> {
-    let has_name = git.check(["config", "user.name"])?;
-    let has_email = git.check(["config", "user.email"])?;
+    let (output, _) = git.output(["config", "--get-regexp", r"^user\.(name|email)$"])?;
+    let set = |key: &str| output.stdout.lines().any(|line| line.split_whitespace().next() == Some(key));
+    let (has_name, has_email) = (set("user.name"), set("user.email"));
     let mut args = Vec::new();
     if !has_name {
         args.extend(["-c".to_owned(), "user.name=eden".to_owned()]);

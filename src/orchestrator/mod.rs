@@ -23,8 +23,8 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 pub struct RunOptions {
-    /// Where eden was started (or `--repo`): the repository to work in.
-    pub repo_dir: PathBuf,
+    /// The repository to work in, as found where eden was started (or `--repo`), or why none.
+    pub repo: Result<crate::git::Discovered, Error>,
     /// Between forwarding a signal (or a timeout's SIGTERM) and SIGKILL.
     pub kill_grace: Duration,
 }
@@ -53,7 +53,7 @@ pub async fn run(plan: &Plan, options: &RunOptions, reporters: Vec<Box<dyn Repor
         Err(err) => return failed(err),
     };
     let run_id = record::new_run_id();
-    let pre = match workspace::preflight(plan, &options.repo_dir, &run_id) {
+    let pre = match workspace::preflight(plan, &options.repo, &run_id) {
         Ok(pre) => pre,
         Err(err) => return failed(err),
     };

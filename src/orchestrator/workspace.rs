@@ -3,7 +3,7 @@
 //! Everything that can be refused is refused in `preflight`.
 
 use crate::error::Error;
-use crate::git::{slug, Git, WorktreeList};
+use crate::git::{slug, Discovered, Git, WorktreeList};
 use crate::layout::Layout;
 use crate::lock::{BranchLock, RepoLock, Taken};
 use crate::manifest::plan::Plan;
@@ -59,8 +59,10 @@ impl Workspace {
     }
 }
 
-pub fn preflight(plan: &Plan, repo_dir: &Path, run_id: &str) -> Result<Preflight, Error> {
-    let found = Git::discover(repo_dir)?;
+/// `found` is the repository as `Git::discover` found it where eden was started (or why there
+/// is none: reported here, after the manifest's own errors).
+pub fn preflight(plan: &Plan, found: &Result<Discovered, Error>, run_id: &str) -> Result<Preflight, Error> {
+    let found = found.clone()?;
     super::copy::check_sources(&found.checkout, &plan.copy_to_worktree)?;
     let root = found.root.clone();
     let repo = Git::new(&root);
@@ -179,6 +181,18 @@ pub fn preflight(plan: &Plan, repo_dir: &Path, run_id: &str) -> Result<Preflight
     }
 }
 
+/// Add a worktree; if git refuses because a worktree whose folder is gone is still registered
+/// there (a run killed while making it, a folder deleted by hand), forget those and try again.
+fn with_pruning(repo: &Git, add: impl Fn() -> Result<(), Error>) -> Result<(), Error> {
+    match add() {
+        Err(err) if err.message.contains("already registered") || err.message.contains("missing but") => {
+            repo.prune_worktrees()?;
+            add()
+        }
+        result => result,
+    }
+}
+
 fn found_layout(found: &crate::git::Discovered) -> Layout {
     Layout::new(&found.root, &found.common_dir)
 }
@@ -210,9 +224,9 @@ pub fn create(pre: Preflight, run_id: &str, notes: &mut Vec<String>) -> Result<W
     match pre.action {
         WorktreeAction::UseCheckout | WorktreeAction::Reuse => {}
         WorktreeAction::CreateWithNewBranch => {
-            // A worktree whose folder is gone (a run killed while making it) must not block ours.
-            repo.prune_worktrees()?;
-            if let Err(err) = repo.add_worktree_new_branch(&pre.worktree, &pre.branch, &pre.base_commit) {
+            if let Err(err) =
+                with_pruning(&repo, || repo.add_worktree_new_branch(&pre.worktree, &pre.branch, &pre.base_commit))
+            {
                 // `git worktree add -b` may have made the branch before failing.
                 if repo.branch_commit(&pre.branch).is_ok_and(|tip| tip.is_some()) {
                     let _ = repo.delete_branch(&pre.branch);
@@ -221,8 +235,7 @@ pub fn create(pre: Preflight, run_id: &str, notes: &mut Vec<String>) -> Result<W
             }
         }
         WorktreeAction::CreateForExistingBranch => {
-            repo.prune_worktrees()?;
-            repo.add_worktree(&pre.worktree, &pre.branch)?;
+            with_pruning(&repo, || repo.add_worktree(&pre.worktree, &pre.branch))?
         }
     }
     drop(shared);

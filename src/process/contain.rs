@@ -98,8 +98,18 @@ pub fn current() -> Option<Containment> {
     CURRENT.get().copied()
 }
 
-/// Can this process make a PID namespace? Asks a throw-away init to try.
+/// Can this process make a PID namespace? A forked child tries (a fork is safe while eden is
+/// single-threaded, as it is before its runtime starts); otherwise a throw-away init does.
 fn probe() -> bool {
+    let single_threaded = std::fs::read_dir("/proc/self/task").is_ok_and(|tasks| tasks.count() == 1);
+    if single_threaded {
+        // SAFETY: no other thread exists; the child only makes syscalls and `_exit`s.
+        return match unsafe { fork() } {
+            Ok(ForkResult::Child) => exit_now(probe_namespace()),
+            Ok(ForkResult::Parent { child }) => wait_for(child) == 0,
+            Err(_) => false,
+        };
+    }
     let Ok(eden) = std::env::current_exe() else { return false };
     super::ProcessBuilder::new(eden).args([INIT_SUBCOMMAND, "--probe"]).output().is_ok_and(|output| output.success())
 }
@@ -297,10 +307,17 @@ fn probe_namespace() -> i32 {
     }
     // SAFETY: single-threaded.
     match unsafe { fork() } {
-        Ok(ForkResult::Child) => i32::from(nix::unistd::getpid().as_raw() != 1 || mount_proc().is_err()),
+        Ok(ForkResult::Child) => exit_now(i32::from(nix::unistd::getpid().as_raw() != 1 || mount_proc().is_err())),
         Ok(ForkResult::Parent { child }) => wait_for(child),
         Err(_) => 1,
     }
+}
+
+/// End a forked child at once, without running the parent's exit handlers or flushing buffers
+/// it inherited.
+fn exit_now(code: i32) -> ! {
+    // SAFETY: `_exit(2)` is always safe to call; it does not return.
+    unsafe { nix::libc::_exit(code) }
 }
 
 /// With the subreaper: kill and reap every process re-parented to eden since the last call —
