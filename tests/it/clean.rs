@@ -247,21 +247,13 @@ fn an_interrupted_clean_is_consistent_and_finishes_when_run_again() {
     env.assert_pristine();
 }
 
-/// A private temporary folder for eden (isolated copies live there), so `clean` sees only this
-/// test's copies.
-fn private_tmp(env: &TestEnv) -> PathBuf {
-    let tmp = env.root().join("tmp");
-    std::fs::create_dir_all(&tmp).unwrap();
-    tmp
-}
-
 #[test]
 fn an_isolated_copy_with_work_that_never_came_back_is_kept_unless_forced() {
     if !crate::isolated::bwrap() {
         return;
     }
     let env = TestEnv::new();
-    let tmp = private_tmp(&env);
+    let tmp = env.tmp();
     // The agent commits in its copy (and can write nowhere else); eden dies before the commit
     // is brought back.
     let agent = env.script(
@@ -270,13 +262,12 @@ fn an_isolated_copy_with_work_that_never_came_back_is_kept_unless_forced() {
     );
     let manifest = cli_manifest(&agent, "[sandbox]\nkind = \"isolated\"");
     let committed = || std::fs::read_dir(&tmp).unwrap().flatten().any(|entry| entry.path().join("ready").exists());
-    let record = killed_run_with(&env, &manifest, &committed, &[("TMPDIR", &tmp)], |_| {});
+    let record = killed_run_with(&env, &manifest, &committed, &[], |_| {});
     let id = record["id"].as_str().unwrap();
     let copy = tmp.join(format!("eden-isolated-{id}"));
     assert!(copy.join("x.txt").exists() && tmp.join(format!("eden-isolated-{id}-tmp")).exists());
 
-    let mut command = env.eden_command(&["clean", "--json"]);
-    let run = Run::from(command.env("TMPDIR", &tmp).output().unwrap());
+    let run = clean(&env, &["--json"]);
     run.assert_code(1);
     let listed: Vec<String> =
         items(&env, &run, &[(id, "[ID]")]).into_iter().filter(|line| line.starts_with("isolated")).collect();
@@ -289,8 +280,7 @@ fn an_isolated_copy_with_work_that_never_came_back_is_kept_unless_forced() {
         ]
     );
     assert!(copy.join("x.txt").exists(), "the agent's work is still there");
-    let mut command = env.eden_command(&["clean", "--force"]);
-    Run::from(command.env("TMPDIR", &tmp).output().unwrap()).assert_code(0);
+    clean(&env, &["--force"]).assert_code(0);
     assert!(!copy.exists());
 }
 

@@ -16,6 +16,7 @@ impl TestEnv {
         let dir = tempfile::Builder::new().prefix("eden-it-").tempdir().expect("temp dir");
         let env = TestEnv { repo: dir.path().join("repo"), dir };
         std::fs::create_dir_all(env.home()).unwrap();
+        std::fs::create_dir_all(env.tmp()).unwrap();
         std::fs::write(env.global_config(), "").unwrap();
         std::fs::create_dir_all(&env.repo).unwrap();
         env.git(&["init", "-q", "-b", "main"]);
@@ -33,6 +34,11 @@ impl TestEnv {
         self.root().join("home")
     }
 
+    /// `TMPDIR` for everything the test runs (isolated copies live there): gone with the test.
+    pub fn tmp(&self) -> PathBuf {
+        self.root().join("tmp")
+    }
+
     pub fn global_config(&self) -> PathBuf {
         self.root().join("gitconfig")
     }
@@ -46,6 +52,7 @@ impl TestEnv {
         }
         command
             .env("HOME", self.home())
+            .env("TMPDIR", self.tmp())
             .env("GIT_CONFIG_GLOBAL", self.global_config())
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("GIT_AUTHOR_NAME", "Test")
