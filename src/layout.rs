@@ -1,6 +1,7 @@
 //! Every path eden creates, in one place: `.eden/` at the repository's root (worktrees, locks,
 //! logs, run records, patches, sessions), the pid files of container commands in the shared
-//! `.git`, and the isolated copies in the temporary folder. Runs create these through `Layout`
+//! `.git`, and the isolated copies in the temporary folder. (`.eden/.env` is yours, not eden's:
+//! `manifest::dotenv` reads it.) Runs create these through `Layout`
 //! and `eden clean` walks them through it, so nothing eden makes can be missed by the cleanup.
 
 use std::path::PathBuf;
@@ -63,11 +64,6 @@ impl Layout {
     /// `.eden/sessions/<run-id>/`: captured agent transcripts.
     pub fn sessions(&self) -> PathBuf {
         self.eden_dir().join("sessions")
-    }
-
-    /// `.eden/.env`: the repository's secrets for runs.
-    pub fn dotenv(&self) -> PathBuf {
-        self.eden_dir().join(".env")
     }
 
     /// `<common dir>/eden-exec/<run-id>/`: pid files of commands running in a run's container.

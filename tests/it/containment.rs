@@ -302,3 +302,31 @@ fn the_mechanism_is_in_the_dry_run_and_the_record() {
     hint: use `pid-namespace` or `subreaper`, or unset `EDEN_CONTAINMENT` to let eden choose
     ");
 }
+
+/// Without root, eden's init makes its PID namespace inside a user namespace that maps the
+/// user's own uid: same guarantee, same uid for the files the agent writes.
+#[test]
+fn an_unprivileged_user_gets_a_namespace_too() {
+    if !nix::unistd::getuid().is_root() {
+        eprintln!("skipping: switching to an unprivileged user needs root");
+        return;
+    }
+    let marker = Marker::new();
+    let script = format!(
+        "A=300.; setsid sleep $A{} >/dev/null 2>&1 & echo \"uid $(id -u), pid $$, $(ls /proc | grep -c '^[0-9]') processes\"",
+        marker.digits()
+    );
+    let output = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", crate::support::EDEN, "__eden-init", "sh", "-c"])
+        .arg(&script)
+        .current_dir("/")
+        .output()
+        .expect("setpriv (util-linux) runs");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let said = String::from_utf8_lossy(&output.stdout);
+    assert!(said.starts_with("uid 65534, pid "), "{said}");
+    let processes: usize = said.trim_end().rsplit(", ").next().unwrap().trim_end_matches(" processes").parse().unwrap();
+    assert!(processes <= 8, "its own /proc shows only the namespace (init, shell, sleeper, `ls`, ...): {said}");
+    let left = marker.gone_within(Duration::from_secs(2));
+    assert!(left.is_empty(), "the sleeper outlived the command: {left:?}");
+}
