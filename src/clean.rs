@@ -539,7 +539,7 @@ fn history(layout: &Layout, settings: &Settings, live: &Live, survey: &mut Surve
             survey.history_kept += 1;
             continue;
         }
-        let age = crate::manifest::values::format_duration(older_than);
+        let age = crate::values::format_duration(older_than);
         let action = if is_dir { Action::RemoveDir(path.clone()) } else { Action::RemoveFile(path.clone()) };
         survey.items.push(Item::remove(kind, relative(layout, &path), format!("older than {age}"), action));
     }

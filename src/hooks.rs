@@ -4,12 +4,12 @@
 
 use crate::error::{Error, ErrorKind};
 use crate::manifest::hooks_plan::{HookPlan, HooksPlan, Phase, Side};
-use crate::manifest::plan::Secret;
-use crate::manifest::values::format_duration;
 use crate::orchestrator::record::HookRecord;
 use crate::process::{supervise, Abort, Handlers, Outcome, OutputTails, ProcessBuilder, Watchdogs};
+use crate::redact::Secret;
 use crate::sandbox::{Host, SandboxHandle};
 use crate::ui::{Event, Reporter};
+use crate::values::format_duration;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};

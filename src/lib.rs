@@ -18,6 +18,7 @@ pub mod process;
 pub mod redact;
 pub mod sandbox;
 pub mod ui;
+pub mod values;
 
 use clap::Parser;
 

@@ -1,10 +1,8 @@
 //! `kind = "cli"`: any executable. Arguments are templates (`{model}`, `{prompt}`); the prompt
 //! goes on stdin unless `prompt_via = "arg"`.
 
-use super::{parser_named, Agent, Invocation, Parser};
+use super::{parser_named, Agent, CliPlan, Invocation, Parser, PromptVia, MAX_ARGV_PROMPT};
 use crate::error::Error;
-use crate::manifest::plan::{CliPlan, MAX_ARGV_PROMPT};
-use crate::manifest::schema::PromptVia;
 use crate::process::{ProcessBuilder, Stdin};
 
 pub struct CliAgent {

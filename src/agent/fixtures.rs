@@ -116,7 +116,7 @@ fn every_401_is_an_authentication_failure() {
 
 #[test]
 fn lines_that_are_not_json_pass_through_as_text() {
-    for parser in super::PARSERS {
+    for parser in super::parser_names() {
         let mut parser = parser_named(parser).unwrap();
         let mut texts = Vec::new();
         for line in [&b"plain words"[..], b"{not json", b"[1,2]", b"\xff"] {

@@ -11,20 +11,25 @@ mod opencode;
 mod pi;
 mod scanner;
 mod simulated;
+pub mod spec;
 pub mod stream;
 
 pub use cli::CliAgent;
 pub use scanner::CompletionScanner;
 pub use simulated::{run_simulated_agent, SimulatedAgent, SIMULATED_ENV, SIMULATED_SUBCOMMAND};
+pub use spec::{parser_named, parser_names, AgentKind, AgentSpec, PromptVia, StateDir};
 pub use stream::{FailureKind, StreamEvent, Usage, UsageMode};
 
 use crate::error::Error;
-use crate::manifest::plan::{AgentPlan, Secret, MAX_ARGV_PROMPT};
-use crate::manifest::schema::AgentKind;
 use crate::process::ProcessBuilder;
+use crate::redact::Secret;
+use crate::values::Duration;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+/// Prompts passed on argv are limited: argv has a size limit, and `ps` shows it.
+pub const MAX_ARGV_PROMPT: usize = 120 * 1024;
 
 pub trait Parser: Send {
     fn parse_line(&mut self, line: &[u8], emit: &mut dyn FnMut(StreamEvent<'_>));
@@ -56,23 +61,6 @@ pub fn decode(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// Parser names accepted by `agent.parser` for `cli` agents.
-pub const PARSERS: [&str; 7] = ["lines", "claude-code", "codex", "opencode", "pi", "cursor", "copilot"];
-
-/// A parser by name (`claude-stream-json` is accepted for `claude-code`).
-pub fn parser_named(name: &str) -> Option<Box<dyn Parser>> {
-    Some(match name {
-        "lines" => Box::new(LinesParser),
-        "claude-code" | "claude-stream-json" => Box::new(claude::ClaudeParser),
-        "codex" => Box::new(codex::CodexParser),
-        "opencode" => Box::new(opencode::OpencodeParser::default()),
-        "pi" => Box::new(pi::PiParser),
-        "cursor" => Box::new(cursor::CursorParser),
-        "copilot" => Box::new(copilot::CopilotParser),
-        _ => return None,
-    })
-}
-
 /// Per-iteration facts an agent needs to build its command.
 pub struct Invocation<'a> {
     pub prompt: &'a str,
@@ -87,6 +75,68 @@ pub trait Agent {
     fn parser(&self) -> Box<dyn Parser>;
 }
 
+/// An agent as a resolved manifest describes it (`[agent]`, or a step's).
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum AgentPlan {
+    Simulated {
+        lines: Vec<String>,
+        line_delay: Option<Duration>,
+        exit_code: i32,
+    },
+    Cli(CliPlan),
+    #[serde(untagged)]
+    Adapter(AdapterSettings),
+}
+
+impl AgentPlan {
+    pub fn kind(&self) -> AgentKind {
+        match self {
+            AgentPlan::Simulated { .. } => AgentKind::Simulated,
+            AgentPlan::Cli(_) => AgentKind::Cli,
+            AgentPlan::Adapter(settings) => settings.kind,
+        }
+    }
+
+    /// `[agent] env`, resolved.
+    pub fn env(&self) -> Option<&BTreeMap<String, Secret>> {
+        match self {
+            AgentPlan::Simulated { .. } => None,
+            AgentPlan::Cli(cli) => Some(&cli.env),
+            AgentPlan::Adapter(settings) => Some(&settings.env),
+        }
+    }
+
+    /// The executable it runs (eden itself for `simulated`).
+    pub fn binary(&self) -> Option<&Path> {
+        match self {
+            AgentPlan::Simulated { .. } => None,
+            AgentPlan::Cli(cli) => Some(&cli.binary),
+            AgentPlan::Adapter(settings) => Some(&settings.binary),
+        }
+    }
+
+    pub fn model(&self) -> Option<&str> {
+        match self {
+            AgentPlan::Simulated { .. } => None,
+            AgentPlan::Cli(cli) => cli.model.as_deref(),
+            AgentPlan::Adapter(settings) => settings.model.as_deref(),
+        }
+    }
+}
+
+/// `kind = "cli"`: any executable.
+#[derive(Debug, Clone, Serialize)]
+pub struct CliPlan {
+    pub binary: PathBuf,
+    /// Argument templates (`{model}`, `{prompt}` filled per iteration), `extra_args` appended.
+    pub args: Vec<String>,
+    pub prompt_via: PromptVia,
+    pub parser: String,
+    pub model: Option<String>,
+    pub env: BTreeMap<String, Secret>,
+}
+
 /// The settings of a built-in agent adapter, resolved from `[agent]`.
 #[derive(Debug, Clone, Serialize)]
 pub struct AdapterSettings {
@@ -97,77 +147,6 @@ pub struct AdapterSettings {
     pub extra_args: Vec<String>,
     pub env: BTreeMap<String, Secret>,
     pub resume: Option<String>,
-}
-
-/// The executable each agent kind runs by default.
-pub fn default_binary(kind: AgentKind) -> Option<&'static str> {
-    Some(match kind {
-        AgentKind::ClaudeCode => "claude",
-        AgentKind::Codex => "codex",
-        AgentKind::Opencode => "opencode",
-        AgentKind::Pi => "pi",
-        AgentKind::Copilot => "copilot",
-        AgentKind::Cursor => "agent",
-        AgentKind::Cli | AgentKind::Simulated => return None,
-    })
-}
-
-/// The npm package that provides an agent's CLI (Cursor's is not on npm).
-pub fn npm_package(kind: AgentKind) -> Option<&'static str> {
-    Some(match kind {
-        AgentKind::ClaudeCode => "@anthropic-ai/claude-code",
-        AgentKind::Codex => "@openai/codex",
-        AgentKind::Opencode => "opencode-ai",
-        AgentKind::Pi => "@mariozechner/pi-coding-agent",
-        AgentKind::Copilot => "@github/copilot",
-        AgentKind::Cursor | AgentKind::Cli | AgentKind::Simulated => return None,
-    })
-}
-
-/// How to get an agent's CLI, for error hints.
-pub fn install_hint(kind: AgentKind) -> String {
-    match npm_package(kind) {
-        Some(package) => format!("install it with `npm install -g {package}`"),
-        None => "install Cursor's CLI (it is not on npm), or set `agent.binary`".to_owned(),
-    }
-}
-
-/// Agents that take their prompt on the command line rather than stdin.
-pub fn prompt_on_argv(kind: AgentKind) -> bool {
-    matches!(kind, AgentKind::Opencode | AgentKind::Pi | AgentKind::Cursor | AgentKind::Copilot)
-}
-
-/// Which agents accept `effort`.
-/// A folder where an agent keeps its configuration and session transcripts, found through an
-/// environment variable (`var`, default `$HOME/<default>`); `share` is the part eden mounts into
-/// a container ("" = the folder itself).
-pub struct StateDir {
-    pub var: &'static str,
-    pub default: &'static str,
-    pub share: &'static str,
-}
-
-/// The agent's state folders, for agents that can be told where they are.
-pub fn state_dirs(kind: AgentKind) -> &'static [StateDir] {
-    const fn dir(var: &'static str, default: &'static str, share: &'static str) -> StateDir {
-        StateDir { var, default, share }
-    }
-    const CLAUDE: [StateDir; 1] = [dir("CLAUDE_CONFIG_DIR", ".claude", "")];
-    const CODEX: [StateDir; 1] = [dir("CODEX_HOME", ".codex", "")];
-    const PI: [StateDir; 1] = [dir("PI_CODING_AGENT_DIR", ".pi/agent", "")];
-    const OPENCODE: [StateDir; 2] =
-        [dir("XDG_DATA_HOME", ".local/share", "opencode"), dir("XDG_CONFIG_HOME", ".config", "opencode")];
-    match kind {
-        AgentKind::ClaudeCode => &CLAUDE,
-        AgentKind::Codex => &CODEX,
-        AgentKind::Pi => &PI,
-        AgentKind::Opencode => &OPENCODE,
-        AgentKind::Cursor | AgentKind::Copilot | AgentKind::Cli | AgentKind::Simulated => &[],
-    }
-}
-
-pub fn supports_effort(kind: AgentKind) -> bool {
-    matches!(kind, AgentKind::ClaudeCode | AgentKind::Codex | AgentKind::Opencode)
 }
 
 pub struct Adapter {
@@ -181,24 +160,18 @@ impl Agent for Adapter {
 
     fn command(&self, invocation: &Invocation<'_>) -> Result<ProcessBuilder, Error> {
         let settings = &self.settings;
-        if prompt_on_argv(settings.kind) && invocation.prompt.len() > MAX_ARGV_PROMPT {
+        let spec = settings.kind.spec();
+        if spec.prompt_on_argv && invocation.prompt.len() > MAX_ARGV_PROMPT {
             return Err(Error::usage(format!(
                 "the prompt is {} KiB; `{}` takes its prompt on the command line, where eden allows at most {} KiB",
                 invocation.prompt.len() / 1024,
-                settings.kind.as_str(),
+                spec.name,
                 MAX_ARGV_PROMPT / 1024
             ))
             .with_hint("shorten the prompt, or use an agent that reads it from stdin (claude-code, codex)"));
         }
-        let mut command = match settings.kind {
-            AgentKind::ClaudeCode => claude::command(settings, invocation),
-            AgentKind::Codex => codex::command(settings, invocation),
-            AgentKind::Opencode => opencode::command(settings, invocation),
-            AgentKind::Pi => pi::command(settings, invocation),
-            AgentKind::Cursor => cursor::command(settings, invocation),
-            AgentKind::Copilot => copilot::command(settings, invocation),
-            AgentKind::Cli | AgentKind::Simulated => unreachable!("not adapters"),
-        };
+        let build = spec.command.expect("adapters have a command line");
+        let mut command = build(settings, invocation);
         for (key, value) in &settings.env {
             command = command.env(key, &value.0);
         }
@@ -206,7 +179,7 @@ impl Agent for Adapter {
     }
 
     fn parser(&self) -> Box<dyn Parser> {
-        parser_named(self.settings.kind.as_str()).expect("every adapter has a parser")
+        (self.settings.kind.spec().parser.expect("every adapter has a parser"))()
     }
 }
 
@@ -249,9 +222,9 @@ mod argv_tests {
     fn settings(kind: AgentKind) -> AdapterSettings {
         AdapterSettings {
             kind,
-            binary: PathBuf::from(default_binary(kind).unwrap()),
+            binary: PathBuf::from(kind.spec().binary.unwrap()),
             model: Some("the-model".into()),
-            effort: supports_effort(kind).then(|| "high".to_owned()),
+            effort: kind.spec().effort.then(|| "high".to_owned()),
             extra_args: vec!["--extra".into()],
             env: BTreeMap::from([("API_KEY".to_owned(), Secret("s3cret".into()))]),
             resume: None,

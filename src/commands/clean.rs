@@ -6,8 +6,8 @@ use crate::cli::CleanArgs;
 use crate::error::{Error, ErrorKind};
 use crate::git::Git;
 use crate::layout::Layout;
-use crate::manifest::values::parse_duration;
 use crate::ui::{print_data, print_note};
+use crate::values::parse_duration;
 
 pub fn clean(args: CleanArgs) -> Result<i32, Error> {
     let older_than = match &args.older_than {

@@ -2,12 +2,11 @@
 //! with the host's uid/gid baked in (so files the agent writes belong to the user).
 
 use super::init::default_tag;
-use crate::agent::npm_package;
+use crate::agent::AgentKind;
 use crate::cli::{ImageBuildArgs, ImageRemoveArgs};
 use crate::error::Error;
 use crate::git::Git;
 use crate::manifest::plan::Engine;
-use crate::manifest::schema::AgentKind;
 use crate::process::ProcessBuilder;
 
 fn engine(choice: Option<&str>) -> Result<Engine, Error> {
@@ -47,7 +46,7 @@ pub fn build(args: ImageBuildArgs) -> Result<i32, Error> {
         name => {
             let kind: AgentKind = serde_json::from_value(serde_json::Value::String(name.to_owned()))
                 .map_err(|_| Error::usage(format!("unknown agent `{name}`")))?;
-            match npm_package(kind) {
+            match kind.spec().npm_package {
                 Some(package) => package.to_owned(),
                 None => {
                     return Err(Error::usage(format!("eden cannot install `{name}` from npm"))

@@ -4,70 +4,9 @@
 use super::load::{KeyPath, Source};
 use super::plan::DEFAULT_SIGNAL;
 use super::schema::*;
-use super::values::Duration;
+use crate::agent::{AdapterSettings, AgentPlan, CliPlan};
 use crate::error::Error;
-use serde::{Serialize, Serializer};
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-
-#[derive(Debug, Clone, Serialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
-pub enum AgentPlan {
-    Simulated {
-        lines: Vec<String>,
-        line_delay: Option<Duration>,
-        exit_code: i32,
-    },
-    Cli(CliPlan),
-    #[serde(untagged)]
-    Adapter(crate::agent::AdapterSettings),
-}
-
-impl AgentPlan {
-    pub fn kind(&self) -> &'static str {
-        match self {
-            AgentPlan::Simulated { .. } => "simulated",
-            AgentPlan::Cli(_) => "cli",
-            AgentPlan::Adapter(settings) => settings.kind.as_str(),
-        }
-    }
-
-    /// `[agent] env`, resolved.
-    pub fn env(&self) -> Option<&BTreeMap<String, Secret>> {
-        match self {
-            AgentPlan::Simulated { .. } => None,
-            AgentPlan::Cli(cli) => Some(&cli.env),
-            AgentPlan::Adapter(settings) => Some(&settings.env),
-        }
-    }
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct CliPlan {
-    pub binary: PathBuf,
-    /// Argument templates (`{model}`, `{prompt}` filled per iteration), `extra_args` appended.
-    pub args: Vec<String>,
-    pub prompt_via: PromptVia,
-    pub parser: String,
-    pub model: Option<String>,
-    pub env: BTreeMap<String, Secret>,
-}
-
-/// An environment value: never printed, logged or serialized.
-#[derive(Clone)]
-pub struct Secret(pub String);
-
-impl std::fmt::Debug for Secret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("***")
-    }
-}
-
-impl Serialize for Secret {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str("***")
-    }
-}
 
 pub(super) fn resolve_agent(
     agent: &AgentSection,
@@ -119,10 +58,10 @@ pub(super) fn resolve_agent(
         only_for("line_delay", agent.line_delay.is_some(), "simulated")?;
         only_for("exit_code", agent.exit_code.is_some(), "simulated")?;
     }
-    if !crate::agent::supports_effort(kind) {
+    if !kind.spec().effort {
         only_for("effort", agent.effort.is_some(), "claude-code, codex or opencode")?;
     }
-    if matches!(kind, AgentKind::Cli | AgentKind::Simulated) {
+    if !kind.spec().resume {
         only_for("resume", agent.resume.is_some(), "claude-code, codex, opencode, pi, cursor or copilot")?;
     }
     let env =
@@ -160,7 +99,7 @@ pub(super) fn resolve_agent(
             if crate::agent::parser_named(&parser).is_none() {
                 return Err(source
                     .error_at(&path.child("parser"), format!("unknown parser `{parser}`"))
-                    .with_hint(format!("parsers: {}", crate::agent::PARSERS.join(", "))));
+                    .with_hint(format!("parsers: {}", crate::agent::parser_names().collect::<Vec<_>>().join(", "))));
             }
             let args = agent.args.clone().unwrap_or_default();
             if agent.model.is_none() && args.iter().any(|a| a.contains("{model}")) {
@@ -178,8 +117,8 @@ pub(super) fn resolve_agent(
             Ok(AgentPlan::Cli(CliPlan { binary, args, prompt_via, parser, model: agent.model.clone(), env }))
         }
         adapter => {
-            let default = crate::agent::default_binary(adapter).expect("adapters have a binary");
-            let install = crate::agent::install_hint(adapter);
+            let default = adapter.spec().binary.expect("adapters have a binary");
+            let install = adapter.install_hint();
             let binary = match &agent.binary {
                 Some(binary) => find_binary(binary, &source.base_dir).map_err(|why| {
                     source.error_at(&path.child("binary"), why).with_hint(
@@ -196,7 +135,7 @@ pub(super) fn resolve_agent(
                         .with_hint(format!("{install}; or set `agent.binary` to its path"))
                 })?,
             };
-            Ok(AgentPlan::Adapter(crate::agent::AdapterSettings {
+            Ok(AgentPlan::Adapter(AdapterSettings {
                 kind: adapter,
                 binary,
                 model: agent.model.clone(),

@@ -1,11 +1,12 @@
 //! `[hooks.host]` and `[hooks.sandbox]` resolved: every hook as a command with its working
 //! directory, environment (with `${VAR}` expanded) and timeout.
 
-use super::agent_plan::{expand_env, Secret};
+use super::agent_plan::expand_env;
 use super::load::{KeyPath, Source};
 use super::schema::{Hook, HookPhases, HooksSection};
-use super::values::Duration;
 use crate::error::Error;
+use crate::redact::Secret;
+use crate::values::Duration;
 use serde::Serialize;
 use std::collections::BTreeMap;
 

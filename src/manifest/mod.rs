@@ -11,7 +11,6 @@ pub mod plan;
 pub mod prompt;
 mod sandbox_plan;
 pub mod schema;
-pub mod values;
 
 pub use load::{load, LoadRequest};
 pub use plan::Plan;

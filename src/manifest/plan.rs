@@ -4,7 +4,6 @@
 
 use super::agent_plan::resolve_agent;
 use super::agent_plan::{env_references, expand_env};
-pub use super::agent_plan::{AgentPlan, CliPlan, Secret};
 pub use super::dotenv::DotEnv;
 pub use super::hooks_plan::HooksPlan;
 use super::hooks_plan::{hooks_of, resolve_env, resolve_hooks, Phase};
@@ -15,14 +14,15 @@ use super::prompt;
 use super::sandbox_plan::resolve_sandbox;
 pub use super::sandbox_plan::{ContainerPlan, Engine, MountPlan, SandboxPlan};
 use super::schema::*;
-use super::values::{branch_name_problem, Duration};
+pub use crate::agent::AgentPlan;
 use crate::error::Error;
+use crate::redact::Secret;
+use crate::values::{branch_name_problem, Duration};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// Prompts passed on argv are limited: argv has a size limit, and `ps` shows it.
-pub const MAX_ARGV_PROMPT: usize = 120 * 1024;
+use crate::agent::MAX_ARGV_PROMPT;
 pub const DEFAULT_SIGNAL: &str = "<promise>COMPLETE</promise>";
 
 /// Everything a run needs, resolved. Serialized by `--dry-run`.

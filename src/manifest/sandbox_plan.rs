@@ -70,7 +70,8 @@ pub struct AgentStateMount {
 /// Where the agent's state folders are on the host (`var` if set, else under `$HOME`).
 pub(super) fn agent_state(kind: AgentKind, host_env: &dyn Fn(&str) -> Option<String>) -> Vec<AgentStateMount> {
     let home = host_env("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/"));
-    crate::agent::state_dirs(kind)
+    kind.spec()
+        .state_dirs
         .iter()
         .map(|dir| {
             let value =

@@ -2,7 +2,7 @@
 //! (unknown keys are errors). Defaults live in `plan.rs`, where the manifest is resolved into
 //! the settings a run uses; here a key that was not written is `None`.
 
-use super::values::{Duration, Size, StringList};
+use crate::values::{Duration, Size, StringList};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -38,40 +38,7 @@ pub struct Manifest {
     pub redact: Vec<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum AgentKind {
-    ClaudeCode,
-    Codex,
-    Opencode,
-    Pi,
-    Cursor,
-    Copilot,
-    Cli,
-    Simulated,
-}
-
-impl AgentKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AgentKind::ClaudeCode => "claude-code",
-            AgentKind::Codex => "codex",
-            AgentKind::Opencode => "opencode",
-            AgentKind::Pi => "pi",
-            AgentKind::Cursor => "cursor",
-            AgentKind::Copilot => "copilot",
-            AgentKind::Cli => "cli",
-            AgentKind::Simulated => "simulated",
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PromptVia {
-    Stdin,
-    Arg,
-}
+pub use crate::agent::{AgentKind, PromptVia};
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]

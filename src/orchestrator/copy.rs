@@ -4,7 +4,7 @@
 //! and with it the worktree, like any uncommitted work.
 
 use crate::error::Error;
-use crate::manifest::values::format_duration;
+use crate::values::format_duration;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

@@ -225,7 +225,7 @@ pub fn print_error(message: &str, hint: Option<&str>) {
 pub(crate) fn summary_lines(record: &RunRecord) -> Vec<String> {
     let mut lines = Vec::new();
     let iterations = record.iterations.len();
-    let elapsed = crate::manifest::values::format_duration(std::time::Duration::from_millis(record.duration_ms));
+    let elapsed = crate::values::format_duration(std::time::Duration::from_millis(record.duration_ms));
     let ran = record.steps.iter().filter(|step| step.status != "skipped").count();
     let exit_reason = record.exit_reason.as_deref().unwrap_or("running");
     let head = match (&record.completion_signal, record.exit_code.unwrap_or(-1)) {

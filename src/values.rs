@@ -1,5 +1,6 @@
-//! Value types of the manifest that validate themselves while deserializing, so a bad value is
-//! reported at its own line and column: durations, sizes, one-or-many lists, branch names.
+//! Value types that validate themselves while deserializing, so a bad value in a manifest is
+//! reported at its own line and column (and a bad flag, such as `--older-than`, by name):
+//! durations, sizes, one-or-many lists, branch names.
 
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize, Serializer};

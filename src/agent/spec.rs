@@ -1,0 +1,199 @@
+//! One table of what eden knows about each agent kind: its executable and npm package, how it
+//! takes its prompt, what it accepts, where it keeps its state, how to start it and how to read
+//! what it prints. Everything else (manifest validation, the sandbox's mounts, `eden image
+//! build`, error hints) looks facts up here instead of keeping lists of its own.
+
+use super::{claude, codex, copilot, cursor, opencode, pi};
+use super::{AdapterSettings, Invocation, LinesParser, Parser};
+use crate::process::ProcessBuilder;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AgentKind {
+    ClaudeCode,
+    Codex,
+    Opencode,
+    Pi,
+    Cursor,
+    Copilot,
+    Cli,
+    Simulated,
+}
+
+/// How a `cli` agent gets its prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PromptVia {
+    Stdin,
+    Arg,
+}
+
+/// A folder where an agent keeps its configuration and session transcripts, found through an
+/// environment variable (`var`, default `$HOME/<default>`); `share` is the part eden mounts into
+/// a container ("" = the folder itself).
+pub struct StateDir {
+    pub var: &'static str,
+    pub default: &'static str,
+    pub share: &'static str,
+}
+
+pub struct AgentSpec {
+    pub kind: AgentKind,
+    /// As the manifest names it: `claude-code`.
+    pub name: &'static str,
+    /// The executable run unless `agent.binary` says otherwise (adapters only).
+    pub binary: Option<&'static str>,
+    /// The npm package that installs it (Cursor's CLI is not on npm).
+    pub npm_package: Option<&'static str>,
+    /// The prompt goes on the command line rather than stdin.
+    pub prompt_on_argv: bool,
+    /// Accepts `agent.effort`.
+    pub effort: bool,
+    /// Can continue a session: `agent.resume`, and structured-output retries in the same session.
+    pub resume: bool,
+    /// Its configuration and transcript folders, for agents that can be pointed at them.
+    pub state_dirs: &'static [StateDir],
+    /// Reads its output (also selectable by this name as a `cli` agent's `parser`).
+    pub parser: Option<fn() -> Box<dyn Parser>>,
+    /// Its command line for one invocation (adapters only).
+    pub command: Option<fn(&AdapterSettings, &Invocation<'_>) -> ProcessBuilder>,
+}
+
+const fn dir(var: &'static str, default: &'static str, share: &'static str) -> StateDir {
+    StateDir { var, default, share }
+}
+
+const ADAPTER: AgentSpec = AgentSpec {
+    kind: AgentKind::Cli,
+    name: "",
+    binary: None,
+    npm_package: None,
+    prompt_on_argv: false,
+    effort: false,
+    resume: true,
+    state_dirs: &[],
+    parser: None,
+    command: None,
+};
+
+/// Every kind, in the order the manifest documents them.
+pub static SPECS: [AgentSpec; 8] = [
+    AgentSpec {
+        kind: AgentKind::ClaudeCode,
+        name: "claude-code",
+        binary: Some("claude"),
+        npm_package: Some("@anthropic-ai/claude-code"),
+        effort: true,
+        state_dirs: &[dir("CLAUDE_CONFIG_DIR", ".claude", "")],
+        parser: Some(|| Box::new(claude::ClaudeParser)),
+        command: Some(claude::command),
+        ..ADAPTER
+    },
+    AgentSpec {
+        kind: AgentKind::Codex,
+        name: "codex",
+        binary: Some("codex"),
+        npm_package: Some("@openai/codex"),
+        effort: true,
+        state_dirs: &[dir("CODEX_HOME", ".codex", "")],
+        parser: Some(|| Box::new(codex::CodexParser)),
+        command: Some(codex::command),
+        ..ADAPTER
+    },
+    AgentSpec {
+        kind: AgentKind::Opencode,
+        name: "opencode",
+        binary: Some("opencode"),
+        npm_package: Some("opencode-ai"),
+        prompt_on_argv: true,
+        effort: true,
+        state_dirs: &[dir("XDG_DATA_HOME", ".local/share", "opencode"), dir("XDG_CONFIG_HOME", ".config", "opencode")],
+        parser: Some(|| Box::<opencode::OpencodeParser>::default()),
+        command: Some(opencode::command),
+        ..ADAPTER
+    },
+    AgentSpec {
+        kind: AgentKind::Pi,
+        name: "pi",
+        binary: Some("pi"),
+        npm_package: Some("@mariozechner/pi-coding-agent"),
+        prompt_on_argv: true,
+        state_dirs: &[dir("PI_CODING_AGENT_DIR", ".pi/agent", "")],
+        parser: Some(|| Box::new(pi::PiParser)),
+        command: Some(pi::command),
+        ..ADAPTER
+    },
+    AgentSpec {
+        kind: AgentKind::Cursor,
+        name: "cursor",
+        binary: Some("agent"),
+        prompt_on_argv: true,
+        parser: Some(|| Box::new(cursor::CursorParser)),
+        command: Some(cursor::command),
+        ..ADAPTER
+    },
+    AgentSpec {
+        kind: AgentKind::Copilot,
+        name: "copilot",
+        binary: Some("copilot"),
+        npm_package: Some("@github/copilot"),
+        prompt_on_argv: true,
+        parser: Some(|| Box::new(copilot::CopilotParser)),
+        command: Some(copilot::command),
+        ..ADAPTER
+    },
+    AgentSpec { kind: AgentKind::Cli, name: "cli", resume: false, ..ADAPTER },
+    AgentSpec { kind: AgentKind::Simulated, name: "simulated", resume: false, ..ADAPTER },
+];
+
+impl AgentKind {
+    pub fn spec(self) -> &'static AgentSpec {
+        SPECS.iter().find(|spec| spec.kind == self).expect("every kind has a spec")
+    }
+
+    pub fn as_str(self) -> &'static str {
+        self.spec().name
+    }
+
+    /// A built-in adapter for an agent CLI (not `cli` or `simulated`).
+    pub fn is_adapter(self) -> bool {
+        self.spec().command.is_some()
+    }
+
+    /// How to get its CLI, for error hints.
+    pub fn install_hint(self) -> String {
+        match self.spec().npm_package {
+            Some(package) => format!("install it with `npm install -g {package}`"),
+            None => format!("install {}'s CLI (it is not on npm), or set `agent.binary`", self.as_str()),
+        }
+    }
+}
+
+/// The names `agent.parser` accepts for `cli` agents: `lines`, and each adapter's.
+pub fn parser_names() -> impl Iterator<Item = &'static str> {
+    std::iter::once("lines").chain(SPECS.iter().filter(|spec| spec.parser.is_some()).map(|spec| spec.name))
+}
+
+/// A parser by name (`claude-stream-json` is accepted for `claude-code`).
+pub fn parser_named(name: &str) -> Option<Box<dyn Parser>> {
+    match name {
+        "lines" => Some(Box::new(LinesParser)),
+        "claude-stream-json" => parser_named("claude-code"),
+        _ => SPECS.iter().find(|spec| spec.name == name).and_then(|spec| spec.parser).map(|make| make()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_through_serde() {
+        for spec in &SPECS {
+            let name = serde_json::to_value(spec.kind).unwrap();
+            assert_eq!(name, spec.name);
+            assert_eq!(serde_json::from_value::<AgentKind>(name).unwrap(), spec.kind);
+        }
+    }
+}
