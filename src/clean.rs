@@ -15,8 +15,8 @@ use crate::git::{slug, Git, WorktreeList};
 use crate::layout::{self, Layout};
 use crate::lock::{BranchLock, RepoLock};
 use crate::manifest::plan::Engine;
-use crate::orchestrator::record::RunStatus;
 use crate::process::ProcessStamp;
+use crate::record::RunStatus;
 use crate::sandbox::container;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
@@ -595,7 +595,7 @@ fn perform(action: &Action, layout: Option<&Layout>) -> Result<(), String> {
             let text = std::fs::read_to_string(path).map_err(|err| err.to_string())?;
             let mut record: serde_json::Value = serde_json::from_str(&text).map_err(|err| err.to_string())?;
             record["status"] = serde_json::Value::from("abandoned");
-            crate::orchestrator::record::save_json(path, &record).map_err(|err| err.to_string())
+            crate::record::save_json(path, &record).map_err(|err| err.to_string())
         }
     }
 }

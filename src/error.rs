@@ -1,11 +1,16 @@
-//! Errors that reach the user: each carries the exit code documented in the README, the message,
-//! and an optional `hint:` with the fix. Every fallible path in eden returns this one type, so
-//! the exit code is always the documented one (`main_with_args` maps it).
+//! Errors that reach the user. Each carries its kind (which decides the exit code documented in
+//! the README), the message, an optional `hint:` with the fix, and optionally the lower-level
+//! error that caused it (`source()`). Every fallible path in eden returns this one type, and
+//! `ui::print_error` is its one renderer.
+//!
+//! Exit 2 means "your input was wrong" and nothing else: a failure of eden itself or of the
+//! machine under it (an I/O error where none was expected) is `Internal`, exit 70.
 
 use std::fmt;
+use std::sync::Arc;
 
-/// What went wrong, as far as the exit code is concerned.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What went wrong, as far as the exit code is concerned, with what a caller may branch on.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ErrorKind {
     /// The run ended without its completion signal and `require_completion` is set.
     Incomplete,
@@ -19,14 +24,18 @@ pub enum ErrorKind {
     Hook,
     /// The sandbox could not be set up or used.
     Sandbox,
-    /// A git operation failed, or the merge back conflicted.
+    /// A git operation failed.
     Git,
-    /// Interrupted by a signal (the signal number).
-    Interrupted(i32),
+    /// Merging the run's branch into its target conflicts in these files.
+    MergeConflict { files: Vec<String> },
+    /// Interrupted by a signal (its number).
+    Interrupted { signal: i32 },
+    /// eden itself, or the machine under it, failed.
+    Internal,
 }
 
 impl ErrorKind {
-    pub fn exit_code(self) -> i32 {
+    pub fn exit_code(&self) -> i32 {
         match self {
             ErrorKind::Incomplete => 1,
             ErrorKind::Usage => 2,
@@ -34,13 +43,14 @@ impl ErrorKind {
             ErrorKind::Timeout => 4,
             ErrorKind::Hook => 5,
             ErrorKind::Sandbox => 6,
-            ErrorKind::Git => 7,
-            ErrorKind::Interrupted(signal) => 128 + signal,
+            ErrorKind::Git | ErrorKind::MergeConflict { .. } => 7,
+            ErrorKind::Interrupted { signal } => 128 + signal,
+            ErrorKind::Internal => 70,
         }
     }
 
     /// The short name used in run records and JSON output.
-    pub fn as_str(self) -> &'static str {
+    pub fn as_str(&self) -> &'static str {
         match self {
             ErrorKind::Incomplete => "incomplete",
             ErrorKind::Usage => "usage",
@@ -48,8 +58,10 @@ impl ErrorKind {
             ErrorKind::Timeout => "timeout",
             ErrorKind::Hook => "hook_failed",
             ErrorKind::Sandbox => "sandbox_error",
-            ErrorKind::Git => "git_error",
-            ErrorKind::Interrupted(_) => "interrupted",
+            // Scripts have matched `git_error` for conflicts since the first release.
+            ErrorKind::Git | ErrorKind::MergeConflict { .. } => "git_error",
+            ErrorKind::Interrupted { .. } => "interrupted",
+            ErrorKind::Internal => "internal",
         }
     }
 }
@@ -60,11 +72,12 @@ pub struct Error {
     pub kind: ErrorKind,
     pub message: String,
     pub hint: Option<String>,
+    source: Option<Arc<dyn std::error::Error + Send + Sync>>,
 }
 
 impl Error {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Error { kind, message: message.into(), hint: None }
+        Error { kind, message: message.into(), hint: None, source: None }
     }
 
     pub fn usage(message: impl Into<String>) -> Self {
@@ -87,6 +100,19 @@ impl Error {
         Error::new(ErrorKind::Sandbox, message)
     }
 
+    pub fn hook(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::Hook, message)
+    }
+
+    pub fn internal(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::Internal, message)
+    }
+
+    /// eden received `signal` (SIGINT, SIGTERM, SIGHUP) and stopped.
+    pub fn interrupted(signal: i32) -> Self {
+        Error::new(ErrorKind::Interrupted { signal }, format!("interrupted by {}", signal_name(signal)))
+    }
+
     /// A valid request for something a later version of eden will do.
     pub fn unsupported(what: impl fmt::Display) -> Self {
         Error::usage(format!("{what} is not supported yet"))
@@ -97,6 +123,27 @@ impl Error {
         self.hint = Some(hint.into());
         self
     }
+
+    /// Keep the lower-level error this one comes from (shown as `caused by:`).
+    pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        self.source = Some(Arc::new(source));
+        self
+    }
+
+    /// The causes below this error, outermost first.
+    pub fn causes(&self) -> impl Iterator<Item = String> + '_ {
+        let mut next = std::error::Error::source(self);
+        std::iter::from_fn(move || {
+            let current = next?;
+            next = current.source();
+            Some(current.to_string())
+        })
+    }
+}
+
+/// `SIGINT` for 2: the name people know a signal by.
+pub fn signal_name(signal: i32) -> String {
+    nix::sys::signal::Signal::try_from(signal).map_or_else(|_| format!("signal {signal}"), |s| s.as_str().to_owned())
 }
 
 impl fmt::Display for Error {
@@ -105,4 +152,30 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source.as_deref().map(|source| source as &(dyn std::error::Error + 'static))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signals_are_named_and_give_128_plus_n() {
+        for (signal, name, code) in [(2, "SIGINT", 130), (15, "SIGTERM", 143), (1, "SIGHUP", 129)] {
+            let error = Error::interrupted(signal);
+            assert_eq!(error.message, format!("interrupted by {name}"));
+            assert_eq!(error.kind.exit_code(), code);
+        }
+    }
+
+    #[test]
+    fn the_cause_chain_is_kept() {
+        let io = std::io::Error::new(std::io::ErrorKind::PermissionDenied, "permission denied");
+        let error = Error::internal("cannot write the run record").with_source(io);
+        assert_eq!(error.causes().collect::<Vec<_>>(), ["permission denied"]);
+        assert_eq!(error.kind.exit_code(), 70);
+    }
+}

@@ -2,23 +2,23 @@
 //! worktree) or in the sandbox, each under the same supervisor as the agent — own process
 //! group, output streamed to the display and log, killed with its whole tree on timeout or abort.
 
-use crate::error::{Error, ErrorKind};
+use crate::error::Error;
 use crate::manifest::hooks_plan::{HookPlan, HooksPlan, Phase, Side};
-use crate::orchestrator::record::HookRecord;
-use crate::process::{supervise, Abort, Handlers, Outcome, OutputTails, ProcessBuilder, Watchdogs};
+use crate::process::{supervise, Abort, Flow, Handlers, Outcome, OutputTails, ProcessBuilder, Stopping, Watchdogs};
+use crate::record::{HookOutcome, HookRecord};
 use crate::redact::Secret;
+use crate::report::{Event, RunEvents};
 use crate::sandbox::{Host, SandboxHandle};
-use crate::ui::{Event, Reporter};
 use crate::values::format_duration;
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 /// What every hook of a run shares: the plan and the `EDEN_*` variables it sees.
 pub struct HookRunner<'a> {
     pub plan: &'a HooksPlan,
-    pub worktree: &'a Path,
+    pub worktree: PathBuf,
     /// `EDEN_RUN_ID`, `EDEN_NAME`, `EDEN_BRANCH`, ...: set for every hook.
     pub context: Vec<(&'static str, String)>,
     /// `.eden/.env`: for every hook.
@@ -27,7 +27,7 @@ pub struct HookRunner<'a> {
     pub sandbox_env: &'a BTreeMap<String, Secret>,
     /// For a prompt's `` !`command` `` blocks (`timeouts.hook_step`).
     pub prompt_timeout: Duration,
-    pub kill_grace: Duration,
+    pub stopping: Stopping,
 }
 
 /// Where a phase's hooks are: which iteration, whether the sandbox is up to run sandbox hooks.
@@ -66,7 +66,7 @@ impl HookRunner<'_> {
     pub async fn run_phase(
         &self,
         run: &PhaseRun<'_>,
-        reporter: &mut dyn Reporter,
+        reporter: &mut RunEvents,
         abort: &mut watch::Receiver<Option<Abort>>,
         records: &mut Vec<HookRecord>,
     ) -> Result<(), Error> {
@@ -86,14 +86,14 @@ impl HookRunner<'_> {
         hook: &HookPlan,
         side: Side,
         run: &PhaseRun<'_>,
-        reporter: &mut dyn Reporter,
+        reporter: &mut RunEvents,
         abort: &mut watch::Receiver<Option<Abort>>,
         records: &mut Vec<HookRecord>,
     ) -> Result<(), Error> {
         let (phase, iteration) = (run.phase, run.iteration);
         let cwd = match &hook.cwd {
             Some(cwd) => self.worktree.join(cwd),
-            None => self.worktree.to_path_buf(),
+            None => self.worktree.clone(),
         };
         let mut command = self
             .shell(&hook.cmd, &cwd, side, iteration)
@@ -111,19 +111,14 @@ impl HookRunner<'_> {
         };
 
         let where_ = describe(side, phase, iteration);
-        reporter.report(&Event::HookStarted {
-            phase: phase.as_str(),
-            side: side.as_str(),
-            command: &hook.cmd,
-            iteration,
-        });
-        let watchdogs = watchdogs(hook.timeout.0, self.kill_grace);
+        reporter.report(&Event::HookStarted { phase, side, command: &hook.cmd, iteration });
+        let watchdogs = watchdogs(hook.timeout.0, self.stopping);
         let mut handlers = HookOutput { reporter: &mut *reporter };
         let clock = Instant::now();
         let (outcome, tails) =
             supervise(prepared.command, &watchdogs, &mut handlers, abort, prepared.inside.as_deref()).await.map_err(
                 |err| {
-                    Error::new(ErrorKind::Hook, format!("cannot start the {where_} hook `{}`: {err}", hook.cmd))
+                    Error::hook(format!("cannot start the {where_} hook `{}`: {err}", hook.cmd))
                         .with_hint("check that `sh` exists where the hook runs")
                 },
             )?;
@@ -131,21 +126,21 @@ impl HookRunner<'_> {
         let what = format!("the {where_} hook `{}`", hook.cmd);
         let (label, exit_code, mut result) = judge(outcome, &tails, &what, hook.timeout.0, HOOK_TIMEOUT_HINT);
         if let (Err(_), Side::Sandbox, Some(sandbox)) = (&result, side, run.sandbox) {
-            if let Err(gone) = sandbox.check_alive() {
+            if let Err(gone) = sandbox.check_alive(exit_code) {
                 result = Err(gone);
             }
         }
         reporter.report(&Event::HookFinished {
-            phase: phase.as_str(),
-            side: side.as_str(),
+            phase,
+            side,
             command: &hook.cmd,
             outcome: label,
             exit_code,
             duration_ms,
         });
         records.push(HookRecord {
-            phase: phase.as_str(),
-            side: side.as_str(),
+            phase,
+            side,
             command: hook.cmd.clone(),
             iteration,
             outcome: label,
@@ -164,26 +159,26 @@ impl HookRunner<'_> {
         cmd: &str,
         iteration: u32,
         sandbox: &dyn SandboxHandle,
-        reporter: &mut dyn Reporter,
+        reporter: &mut RunEvents,
         abort: &mut watch::Receiver<Option<Abort>>,
     ) -> Result<String, Error> {
-        let command = self.shell(cmd, self.worktree, Side::Sandbox, Some(iteration));
+        let command = self.shell(cmd, &self.worktree, Side::Sandbox, Some(iteration));
         let prepared = sandbox.prepare(command)?;
         let what = format!("the prompt command `{cmd}`");
         let mut handlers = Capture { stdout: Vec::new(), too_long: false, reporter: &mut *reporter };
         let timeout = self.prompt_timeout;
         let (outcome, tails) = supervise(
             prepared.command,
-            &watchdogs(timeout, self.kill_grace),
+            &watchdogs(timeout, self.stopping),
             &mut handlers,
             abort,
             prepared.inside.as_deref(),
         )
         .await
-        .map_err(|err| Error::new(ErrorKind::Hook, format!("cannot start {what}: {err}")))?;
+        .map_err(|err| Error::hook(format!("cannot start {what}: {err}")))?;
         judge(outcome, &tails, &what, timeout, "raise `timeouts.hook_step`, which also limits prompt commands").2?;
         if handlers.too_long {
-            return Err(Error::new(ErrorKind::Hook, format!("{what} printed more than {} KiB", MAX_CAPTURE / 1024))
+            return Err(Error::hook(format!("{what} printed more than {} KiB", MAX_CAPTURE / 1024))
                 .with_hint("a prompt should quote a summary: trim the command's output (`| head -100`)"));
         }
         let mut text = String::from_utf8_lossy(&handlers.stdout).into_owned();
@@ -202,11 +197,11 @@ const MAX_CAPTURE: usize = 256 * 1024;
 struct Capture<'a> {
     stdout: Vec<u8>,
     too_long: bool,
-    reporter: &'a mut dyn Reporter,
+    reporter: &'a mut RunEvents,
 }
 
 impl Handlers for Capture<'_> {
-    fn stdout_line(&mut self, line: &[u8], continues: bool) -> bool {
+    fn stdout_line(&mut self, line: &[u8], continues: bool) -> Flow {
         if self.stdout.len() + line.len() + 1 > MAX_CAPTURE {
             self.too_long = true;
         } else {
@@ -215,7 +210,7 @@ impl Handlers for Capture<'_> {
                 self.stdout.push(b'\n');
             }
         }
-        false
+        Flow::Continue
     }
 
     fn stderr_line(&mut self, line: &[u8]) {
@@ -226,45 +221,39 @@ impl Handlers for Capture<'_> {
     fn idle_warning(&mut self, _silent_for: Duration) {}
 }
 
-/// What a finished command means: its label for the record, its exit code, and the error.
+/// What a finished command means: its outcome for the record, its exit code, and the error.
 fn judge(
     outcome: Outcome,
     tails: &OutputTails,
     what: &str,
     timeout: Duration,
     timeout_hint: &str,
-) -> (&'static str, Option<i32>, Result<(), Error>) {
+) -> (HookOutcome, Option<i32>, Result<(), Error>) {
     match outcome {
-        Outcome::Exited { code: 0, .. } => ("ok", Some(0), Ok(())),
-        Outcome::Exited { code, .. } => {
+        Outcome::Exited { code: 0 } => (HookOutcome::Ok, Some(0), Ok(())),
+        Outcome::Exited { code } => {
             let mut message = format!("{what} failed with exit code {code}");
             let tail = tails.describe(15);
             if !tail.is_empty() {
                 message.push_str("; its last output:");
                 message.push_str(&tail);
             }
-            let error = Error::new(ErrorKind::Hook, message)
+            let error = Error::hook(message)
                 .with_hint("the command must exit 0; its whole output is in the display and the log");
-            ("failed", Some(code), Err(error))
+            (HookOutcome::Failed, Some(code), Err(error))
         }
-        Outcome::IdleTimeout(_) | Outcome::StepTimeout(_) | Outcome::CompletionTimeout => {
+        Outcome::IdleTimeout(_) | Outcome::StepTimeout(_) | Outcome::Overstayed => {
             let error = Error::timeout(format!("{what} ran longer than {} and was stopped", format_duration(timeout)))
                 .with_hint(timeout_hint);
-            ("timeout", None, Err(error))
+            (HookOutcome::Timeout, None, Err(error))
         }
-        Outcome::Aborted(signal) => ("interrupted", None, Err(crate::orchestrator::interrupted_error(signal))),
+        Outcome::Aborted(signal) => (HookOutcome::Interrupted, None, Err(Error::interrupted(signal))),
     }
 }
 
 /// Only silence is allowed to be long: a build or a test run may print nothing for minutes.
-fn watchdogs(timeout: Duration, kill_grace: Duration) -> Watchdogs {
-    Watchdogs {
-        idle_timeout: timeout,
-        idle_warning_interval: timeout,
-        step_timeout: timeout,
-        completion_timeout: timeout,
-        kill_grace,
-    }
+fn watchdogs(timeout: Duration, stopping: Stopping) -> Watchdogs {
+    Watchdogs { idle_timeout: timeout, idle_warning_interval: timeout, step_timeout: timeout, stopping }
 }
 
 /// `sandbox on_iteration_end (iteration 2)`
@@ -276,14 +265,14 @@ fn describe(side: Side, phase: Phase, iteration: Option<u32>) -> String {
 }
 
 struct HookOutput<'a> {
-    reporter: &'a mut dyn Reporter,
+    reporter: &'a mut RunEvents,
 }
 
 impl Handlers for HookOutput<'_> {
-    fn stdout_line(&mut self, line: &[u8], _continues: bool) -> bool {
+    fn stdout_line(&mut self, line: &[u8], _continues: bool) -> Flow {
         let text = crate::agent::decode(line);
         self.reporter.report(&Event::HookOutput { text: &text, stderr: false });
-        false
+        Flow::Continue
     }
 
     fn stderr_line(&mut self, line: &[u8]) {

@@ -15,7 +15,9 @@ pub mod manifest;
 pub mod orchestrator;
 pub mod output;
 pub mod process;
+pub mod record;
 pub mod redact;
+pub mod report;
 pub mod sandbox;
 pub mod ui;
 pub mod values;
@@ -54,7 +56,7 @@ pub fn main_with_args(args: Vec<std::ffi::OsString>) -> i32 {
     match result {
         Ok(code) => code,
         Err(error) => {
-            ui::print_error(&error.message, error.hint.as_deref());
+            ui::print_error(&error);
             error.kind.exit_code()
         }
     }

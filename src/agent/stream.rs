@@ -41,7 +41,7 @@ pub enum StreamEvent<'a> {
 }
 
 /// Token counts (and cost when the agent reports it).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
@@ -94,7 +94,7 @@ pub enum UsageMode {
     SessionTotal,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FailureKind {
     Authentication,

@@ -3,7 +3,7 @@
 
 use crate::clean::{self, Item, Outcome, Settings, Survey};
 use crate::cli::CleanArgs;
-use crate::error::{Error, ErrorKind};
+use crate::error::Error;
 use crate::git::Git;
 use crate::layout::Layout;
 use crate::ui::{print_data, print_note};
@@ -18,8 +18,7 @@ pub fn clean(args: CleanArgs) -> Result<i32, Error> {
         None => None,
     };
     let settings = Settings { older_than, force: args.force, dry_run: args.dry_run, all_repos: args.all_repos };
-    let current_dir =
-        std::env::current_dir().map_err(|err| Error::usage(format!("cannot read the current directory: {err}")))?;
+    let current_dir = crate::commands::current_dir()?;
     let dir = args.repo.as_ref().map_or_else(|| current_dir.clone(), |repo| current_dir.join(repo));
     let layout = match Git::discover(&dir) {
         Ok(found) => Some(Layout::new(found.root, found.common_dir)),
@@ -48,7 +47,8 @@ pub fn clean(args: CleanArgs) -> Result<i32, Error> {
     }
     print_note(&summary(&survey, &settings));
     if let Some(signal) = interrupted() {
-        return Err(Error::new(ErrorKind::Interrupted(signal), "interrupted before the end")
+        let error = Error::interrupted(signal);
+        return Err(Error::new(error.kind, format!("{} before the end", error.message))
             .with_hint("what was done is complete; run `eden clean` again to finish"));
     }
     let unfinished = survey.items.iter().any(|item| item.needs_force || item.outcome == Outcome::Failed);

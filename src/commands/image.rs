@@ -32,8 +32,7 @@ fn tag(given: Option<String>) -> Result<String, Error> {
     if let Some(tag) = given {
         return Ok(tag);
     }
-    let current =
-        std::env::current_dir().map_err(|err| Error::usage(format!("cannot read the current directory: {err}")))?;
+    let current = crate::commands::current_dir()?;
     let root = Git::discover(&current).map(|found| found.root).unwrap_or(current);
     Ok(default_tag(&root))
 }

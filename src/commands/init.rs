@@ -19,8 +19,7 @@ pub fn init(args: InitArgs) -> Result<i32, Error> {
         return Err(Error::usage(format!("unknown sandbox kind `{}`", args.sandbox))
             .with_hint(format!("sandbox kinds: {}", SANDBOXES.join(", "))));
     }
-    let current =
-        std::env::current_dir().map_err(|err| Error::usage(format!("cannot read the current directory: {err}")))?;
+    let current = crate::commands::current_dir()?;
     let dir = args.dir.map_or(current.clone(), |dir| current.join(dir));
     let container = matches!(args.sandbox.as_str(), "docker" | "podman");
     let mut files = vec![("eden.toml", manifest(&args.agent, &args.sandbox, &default_tag(&dir)))];

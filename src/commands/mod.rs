@@ -4,3 +4,12 @@ pub mod clean;
 pub mod image;
 pub mod init;
 pub mod run;
+
+/// The directory eden was started in.
+pub(crate) fn current_dir() -> Result<std::path::PathBuf, crate::error::Error> {
+    std::env::current_dir().map_err(|err| {
+        crate::error::Error::internal("cannot read the current directory")
+            .with_source(err)
+            .with_hint("was it deleted while you were in it? `cd` there again")
+    })
+}

@@ -7,22 +7,19 @@ use crate::manifest::load::{LoadRequest, Override};
 use crate::manifest::plan::DotEnv;
 use crate::manifest::{self, plan};
 use crate::orchestrator::{self, workspace, RunOptions};
-use crate::ui::{print_data, Display, JsonLinesReporter, Reporter};
+use crate::process::Stopping;
+use crate::ui::{print_data, Display, JsonLinesReporter, LogFileReporter, Reporter};
 use std::path::PathBuf;
-use std::time::Duration;
-
-/// Between a forwarded signal (or a timeout's SIGTERM) and SIGKILL.
-const KILL_GRACE: Duration = Duration::from_secs(5);
 
 pub fn run(args: RunArgs) -> Result<i32, Error> {
     if args.manifests.len() > 1 {
         return Err(Error::unsupported("running several manifests at once")
             .with_hint("run them one at a time: `eden run a.toml && eden run b.toml`"));
     }
-    let current_dir =
-        std::env::current_dir().map_err(|err| Error::usage(format!("cannot read the current directory: {err}")))?;
+    let current_dir = crate::commands::current_dir()?;
     let file = args.manifests.first();
     let overrides = overrides(&args)?;
+    let given: Vec<String> = overrides.iter().map(|item| format!("{}={}", item.path, item.value)).collect();
     if file.is_none() && overrides.is_empty() {
         return Err(Error::usage("no manifest given").with_hint(
             "pass a manifest (`eden run plan.toml`) or describe the run with flags: `eden run --agent simulated --prompt \"...\"`",
@@ -65,8 +62,9 @@ pub fn run(args: RunArgs) -> Result<i32, Error> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|err| Error::usage(format!("cannot start the async runtime: {err}")))?;
-    let options = RunOptions { repo, kill_grace: KILL_GRACE };
+        .map_err(|err| Error::internal("cannot start the async runtime").with_source(err))?;
+    let stopping = Stopping { kill_grace: plan.timeouts.kill_grace.0, drain: plan.timeouts.output_drain.0 };
+    let options = RunOptions { repo, stopping, overrides: given, open_log: LogFileReporter::open };
     let mut reporters: Vec<Box<dyn Reporter>> = Display::detect(args.quiet).reporter().into_iter().collect();
     if args.json_events {
         reporters.push(Box::new(JsonLinesReporter::stdout()));

@@ -34,7 +34,7 @@ pub struct Discovered {
     pub checkout: PathBuf,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Eq)]
 pub struct Commit {
     pub sha: String,
     pub subject: String,

@@ -103,6 +103,8 @@ pub struct TimeoutsPlan {
     pub iteration_step: Duration,
     pub hook_step: Duration,
     pub copy_to_worktree: Duration,
+    pub kill_grace: Duration,
+    pub output_drain: Duration,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -217,6 +219,8 @@ pub fn resolve(
             iteration_step: manifest.timeouts.iteration_step.unwrap_or(Duration::from_secs(3600)),
             hook_step,
             copy_to_worktree: manifest.timeouts.copy_to_worktree.unwrap_or(Duration::from_secs(60)),
+            kill_grace: manifest.timeouts.kill_grace.unwrap_or(Duration::from_secs(5)),
+            output_drain: manifest.timeouts.output_drain.unwrap_or(Duration::from_secs(2)),
         },
         hooks,
         copy_to_worktree,

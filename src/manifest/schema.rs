@@ -150,6 +150,10 @@ pub struct TimeoutsSection {
     pub hook_step: Option<Duration>,
     pub iteration_step: Option<Duration>,
     pub copy_to_worktree: Option<Duration>,
+    /// Between the polite signal (a forwarded Ctrl-C, a timeout's SIGTERM) and SIGKILL.
+    pub kill_grace: Option<Duration>,
+    /// After an agent or hook exits, how long to keep reading output its leftovers still write.
+    pub output_drain: Option<Duration>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]

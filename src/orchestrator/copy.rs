@@ -54,9 +54,9 @@ pub async fn copy_into(
     };
     let error = match tokio::time::timeout(timeout, &mut job).await {
         Ok(Ok(Ok(()))) => return Ok(copied.lock().unwrap_or_else(|e| e.into_inner()).files.len()),
-        Ok(Ok(Err(err))) => Error::usage(format!("cannot copy `copy_to_worktree` files into the worktree: {err}"))
+        Ok(Ok(Err(err))) => Error::internal(format!("cannot copy `copy_to_worktree` files into the worktree: {err}"))
             .with_hint("check the entries' permissions and the free space"),
-        Ok(Err(err)) => Error::usage(format!("copying `copy_to_worktree` files failed: {err}")),
+        Ok(Err(err)) => Error::internal(format!("copying `copy_to_worktree` files failed: {err}")),
         Err(_) => {
             // Stop after the file being copied, and wait for that: nothing may write into the
             // worktree behind our back.

@@ -7,7 +7,7 @@ use super::LoopEnd;
 use crate::error::Error;
 use crate::git::{merge_into, Commit, MergeResult, Removal};
 use crate::manifest::schema::Strategy;
-use crate::ui::{Event, Reporter};
+use crate::report::{Event, RunEvents};
 use std::path::PathBuf;
 
 pub(crate) struct Finished {
@@ -25,7 +25,7 @@ pub(crate) fn finish(
     workspace: Workspace,
     outcome: Result<LoopEnd, Error>,
     known_commits: Option<Vec<Commit>>,
-    reporter: &mut dyn Reporter,
+    reporter: &mut RunEvents,
 ) -> Finished {
     let pre = &workspace.pre;
     let mut error = outcome.err();
@@ -132,7 +132,7 @@ pub(crate) fn finish(
 
 fn conflict_error(branch: &str, target: &str, files: &[String]) -> Error {
     let listed = files.iter().map(|f| format!("  {f}")).collect::<Vec<_>>().join("\n");
-    Error::git(format!(
+    Error::new(crate::error::ErrorKind::MergeConflict { files: files.to_vec() }, format!(
         "merging `{branch}` into `{target}` conflicts; `{target}` was left untouched and `{branch}` is kept\nconflicting files:\n{listed}"
     ))
     .with_hint(format!(

@@ -1,32 +1,48 @@
-//! A run, start to finish: preflight (no side effects), workspace, the iteration loop, finish
-//! (merge or keep), run record. The outside world is reached only through `Agent`, `Reporter`,
-//! the git runner and the process supervisor.
+//! A run, as a sequence of phases over one `Run` context:
+//!
+//! prepare (checks, no side effects) → workspace (record, lock, worktree, copies, host hooks)
+//! → sandbox (boot, sandbox hooks) → steps (the iteration loops) → teardown (`on_close`, the
+//! sandbox's removal, merge or keep, the final record).
+//!
+//! `run` drives them all; other commands drive a subset (an interactive session is prepare,
+//! workspace, sandbox, then its own thing, then teardown). Teardown always runs once prepare
+//! succeeded, whatever the phases before it returned. The outside world is reached only through
+//! `Agent`, `SandboxHandle`, the `Reporter`s handed in, the git runner and the supervisor.
 
 mod copy;
 mod finish;
 mod iterate;
-pub mod record;
+mod journal;
+mod steps;
 pub mod workspace;
 
-use crate::agent;
-use crate::error::{Error, ErrorKind};
+use crate::agent::{self, Agent};
+use crate::error::Error;
+use crate::git::Discovered;
 use crate::hooks::{self, HookRunner, PhaseRun};
 use crate::manifest::hooks_plan::Phase;
 use crate::manifest::plan::{Plan, SandboxPlan};
 use crate::manifest::schema::Network;
-use crate::process::{listen_for_signals, Abort};
+use crate::process::{listen_for_signals, Abort, Stopping};
+use crate::record::{RunPhase, RunRecord, StepRecord};
+use crate::report::{Event, Reporter, RunEvents};
 use crate::sandbox::{self, container::ContainerRequest, isolated::IsolatedRequest, Host, SandboxHandle};
-use crate::ui::{Event, Fanout, LogFileReporter, Reporter};
-use record::RunRecord;
-use std::path::PathBuf;
-use std::time::Duration;
+use iterate::Progress;
+use journal::Journal;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use tokio::sync::watch;
+use workspace::{Preflight, Workspace};
 
 pub struct RunOptions {
     /// The repository to work in, as found where eden was started (or `--repo`), or why none.
-    pub repo: Result<crate::git::Discovered, Error>,
-    /// Between forwarding a signal (or a timeout's SIGTERM) and SIGKILL.
-    pub kill_grace: Duration,
+    pub repo: Result<Discovered, Error>,
+    /// How supervised commands are stopped (kill grace, output drain).
+    pub stopping: Stopping,
+    /// `--set`, `--arg` and the flags that stood in for manifest keys, for the record.
+    pub overrides: Vec<String>,
+    /// Opens the JSON-lines log at a path (`[logging] file`): the edge's reporter, handed in.
+    pub open_log: fn(&Path) -> std::io::Result<Box<dyn Reporter>>,
 }
 
 /// The record (when the run got far enough to have one) and the error, if it failed.
@@ -35,150 +51,237 @@ pub struct RunResult {
     pub error: Option<Error>,
 }
 
-/// How the iteration loop ended when it did not fail.
-pub(crate) struct LoopEnd {
+/// How the steps ended when they did not fail.
+pub struct LoopEnd {
     pub completion_signal: Option<String>,
     pub output: Option<serde_json::Value>,
 }
 
+/// Run a plan from start to end.
 pub async fn run(plan: &Plan, options: &RunOptions, reporters: Vec<Box<dyn Reporter>>) -> RunResult {
-    let failed = |error: Error| RunResult { record: None, error: Some(error) };
-    // From here on Ctrl-C is ours to handle: nothing below may be cut off half-way.
-    let mut abort = match listen_for_signals() {
-        Ok(receiver) => receiver,
-        Err(err) => return failed(Error::usage(format!("cannot install signal handlers: {err}"))),
+    let mut run = match Run::prepare(plan, options, reporters) {
+        Ok(run) => run,
+        Err(error) => return RunResult { record: None, error: Some(error) },
     };
-    let agents = match plan.steps.iter().map(|step| agent::from_plan(&step.agent)).collect::<Result<Vec<_>, _>>() {
-        Ok(agents) => agents,
-        Err(err) => return failed(err),
-    };
-    let run_id = record::new_run_id();
-    let pre = match workspace::preflight(plan, &options.repo, &run_id) {
-        Ok(pre) => pre,
-        Err(err) => return failed(err),
-    };
-    // The engine and image are checked before anything is created.
-    if let SandboxPlan::Container(container) = &plan.sandbox {
-        if let Err(err) = sandbox::container::preflight(container.engine, &container.image) {
-            return failed(err);
-        }
-    }
-    if let Some(interrupted) = interrupted(&abort) {
-        return failed(interrupted);
-    }
+    let outcome = run.start().await;
+    run.teardown(outcome).await
+}
 
-    let mut reporter = Fanout(reporters);
-    if let Some(template) = &plan.logging.file {
-        let path = pre.root.join(
-            template
-                .replace("{name}", &plan.name)
-                .replace("{branch}", &crate::git::slug(&pre.branch))
-                .replace("{run_id}", &run_id),
-        );
-        match LogFileReporter::create(&path) {
-            Ok(log) => reporter.0.push(Box::new(log)),
-            Err(err) => {
-                return failed(
-                    Error::usage(format!("cannot open the log file: {err}"))
-                        .with_hint("check `logging.file` in the manifest"),
-                )
-            }
-        }
-    }
+/// One run's context, carried through its phases.
+pub struct Run<'p> {
+    plan: &'p Plan,
+    options: &'p RunOptions,
+    run_id: String,
+    agents: Vec<Box<dyn Agent>>,
+    events: RunEvents,
+    abort: watch::Receiver<Option<Abort>>,
+    journal: Journal,
+    log: Option<PathBuf>,
+    /// The preflight, until the workspace phase turns it into the workspace.
+    pre: Option<Preflight>,
+    workspace: Option<Workspace>,
+    hooks: HookRunner<'p>,
+    sandbox: Box<dyn SandboxHandle>,
+    sandbox_up: bool,
+    copied: Arc<Mutex<copy::Copied>>,
+    progress: Progress,
+    steps: Vec<StepRecord>,
+}
 
-    let layout = pre.layout();
-    let agent_kinds = agents.iter().map(|agent| agent.kind()).collect::<Vec<_>>().join(",");
-    let journal = record::Journal::new(RunRecord::starting(&run_id, plan, &pre, agent_kinds, layout.record(&run_id)));
-    if let Err(err) = journal.update(|_| {}) {
-        reporter.report(&Event::Warning { message: &format!("cannot write the run record: {err}") });
-    }
-    let mut notes = Vec::new();
-    let created = workspace::create(pre, &run_id, &mut notes);
-    for note in &notes {
-        reporter.report(&Event::Warning { message: note });
-    }
-    let workspace = match created {
-        Ok(workspace) => workspace,
-        Err(error) => return end(journal, Some(error), &mut reporter, |_| {}),
-    };
-    journal.phase("workspace");
-    let pre = &workspace.pre;
-    reporter.report(&Event::RunStarted {
-        run_id: &run_id,
-        name: &plan.name,
-        agent: agents[0].kind(),
-        strategy: pre.strategy.as_str(),
-        branch: &pre.branch,
-        base: pre.base_branch.as_deref(),
-        worktree: &pre.worktree,
-        max_iterations: plan.steps[0].loop_.max_iterations,
-    });
-
-    let mut progress = iterate::Progress::default();
-    let mut step_records = Vec::new();
-    let mut sandbox: Box<dyn SandboxHandle> = Box::new(Host);
-    let mut sandbox_up = false;
-    let hooks = HookRunner {
-        plan: &plan.hooks,
-        worktree: &pre.worktree,
-        context: vec![
-            ("EDEN_RUN_ID", run_id.clone()),
-            ("EDEN_NAME", plan.name.clone()),
-            ("EDEN_BRANCH", pre.branch.clone()),
-            ("EDEN_BASE_BRANCH", pre.base_branch.clone().unwrap_or_default()),
-            ("EDEN_WORKTREE", pre.worktree.display().to_string()),
-            ("EDEN_REPO", pre.root.display().to_string()),
-        ],
-        dotenv: &plan.env.dotenv,
-        sandbox_env: &plan.env.sandbox,
-        prompt_timeout: plan.timeouts.hook_step.0,
-        kill_grace: options.kill_grace,
-    };
-    let copied = std::sync::Arc::new(std::sync::Mutex::new(copy::Copied::default()));
-    let outcome: Result<LoopEnd, Error> = 'run: {
-        if !plan.copy_to_worktree.is_empty() {
-            let timeout = plan.timeouts.copy_to_worktree.0;
-            match copy::copy_into(&pre.checkout, &pre.worktree, &plan.copy_to_worktree, timeout, &copied).await {
-                Ok(count) => {
-                    reporter.report(&Event::Info { message: &format!("copied {count} file(s) into the worktree") })
-                }
-                Err(error) => break 'run Err(error),
-            }
+impl<'p> Run<'p> {
+    /// Check everything that can be checked without a side effect: agents, repository,
+    /// branch, worktree path, engine and image. Nothing is created.
+    pub fn prepare(plan: &'p Plan, options: &'p RunOptions, reporters: Vec<Box<dyn Reporter>>) -> Result<Self, Error> {
+        // From here on Ctrl-C is ours to handle: nothing below may be cut off half-way.
+        let abort =
+            listen_for_signals().map_err(|err| Error::internal("cannot install signal handlers").with_source(err))?;
+        let agents = plan.steps.iter().map(|step| agent::from_plan(&step.agent)).collect::<Result<Vec<_>, _>>()?;
+        let run_id = crate::record::new_run_id();
+        let pre = workspace::preflight(plan, &options.repo, &run_id)?;
+        // The engine and image are checked before anything is created.
+        if let SandboxPlan::Container(container) = &plan.sandbox {
+            sandbox::container::preflight(container.engine, &container.image)?;
         }
-        let host_only = PhaseRun { phase: Phase::OnWorktreeReady, iteration: None, sandbox: None, extra_env: &[] };
-        if let Err(error) = hooks.run_phase(&host_only, &mut reporter, &mut abort, &mut progress.hooks).await {
-            break 'run Err(error);
+        if let Some(interrupted) = interrupted(&abort) {
+            return Err(interrupted);
         }
-        if let Some(error) = interrupted(&abort) {
-            break 'run Err(error);
-        }
-        journal.phase("sandbox");
-        if let Err(error) = start_sandbox(plan, &run_id, pre, &mut reporter).map(|handle| sandbox = handle) {
-            break 'run Err(error);
-        }
-        sandbox_up = true;
-        let container = sandbox.container().map(str::to_owned);
-        let _ = journal.update(|record| record.container = container);
-        let ready =
-            PhaseRun { phase: Phase::OnSandboxReady, iteration: None, sandbox: Some(sandbox.as_ref()), extra_env: &[] };
-        if let Err(error) = hooks.run_phase(&ready, &mut reporter, &mut abort, &mut progress.hooks).await {
-            break 'run Err(error);
-        }
-        journal.phase("iterating");
-        let shared = iterate::Shared {
+        let log = plan.logging.file.as_ref().map(|template| {
+            pre.layout().root.join(
+                template
+                    .replace("{name}", &plan.name)
+                    .replace("{branch}", &crate::git::slug(&pre.branch))
+                    .replace("{run_id}", &run_id),
+            )
+        });
+        let journal = Journal::start(&run_id, plan, &pre, &options.overrides, log.clone());
+        let hooks = HookRunner {
+            plan: &plan.hooks,
+            worktree: pre.worktree.clone(),
+            context: hook_context(&run_id, plan, &pre),
+            dotenv: &plan.env.dotenv,
+            sandbox_env: &plan.env.sandbox,
+            prompt_timeout: plan.timeouts.hook_step.0,
+            stopping: options.stopping,
+        };
+        Ok(Run {
+            events: RunEvents::new(&run_id, reporters),
             plan,
             options,
-            workspace: &workspace,
-            sandbox: sandbox.as_ref(),
-            hooks: &hooks,
-            run_id: &run_id,
-            journal: &journal,
+            run_id,
+            agents,
+            abort,
+            journal,
+            log,
+            pre: Some(pre),
+            workspace: None,
+            hooks,
+            sandbox: Box::new(Host),
+            sandbox_up: false,
+            copied: Arc::default(),
+            progress: Progress::default(),
+            steps: Vec::new(),
+        })
+    }
+
+    /// Workspace, sandbox and steps, stopping at the first that fails.
+    async fn start(&mut self) -> Result<LoopEnd, Error> {
+        self.workspace().await?;
+        self.boot_sandbox().await?;
+        self.run_steps().await
+    }
+
+    /// The run begins: its log and record, then the branch lock and the worktree, the copied
+    /// files and the host's `on_worktree_ready` hooks.
+    pub async fn workspace(&mut self) -> Result<(), Error> {
+        if let Some(path) = &self.log {
+            let log = (self.options.open_log)(path).map_err(|err| {
+                Error::usage(format!("cannot open the log file `{}`", path.display()))
+                    .with_source(err)
+                    .with_hint("check `logging.file` in the manifest")
+            })?;
+            self.events.add(log);
+        }
+        if let Err(err) = self.journal.update(|_| {}) {
+            self.events.report(&Event::Warning { message: &format!("cannot write the run record: {err}") });
+        }
+        let pre = self.pre.take().expect("the workspace phase runs once");
+        let mut notes = Vec::new();
+        let created = workspace::create(pre, &self.run_id, &mut notes);
+        for note in &notes {
+            self.events.report(&Event::Warning { message: note });
+        }
+        let workspace = self.workspace.insert(created?);
+        self.journal.phase(RunPhase::Workspace);
+        let pre = &workspace.pre;
+        self.events.report(&Event::RunStarted {
+            name: &self.plan.name,
+            agent: self.plan.steps[0].agent.kind(),
+            strategy: pre.strategy.as_str(),
+            branch: &pre.branch,
+            base: pre.base_branch.as_deref(),
+            worktree: &pre.worktree,
+            max_iterations: self.plan.steps[0].loop_.max_iterations,
+        });
+        if !self.plan.copy_to_worktree.is_empty() {
+            let timeout = self.plan.timeouts.copy_to_worktree.0;
+            let count =
+                copy::copy_into(&pre.checkout, &pre.worktree, &self.plan.copy_to_worktree, timeout, &self.copied)
+                    .await?;
+            self.events.report(&Event::Info { message: &format!("copied {count} file(s) into the worktree") });
+        }
+        let host_only = PhaseRun { phase: Phase::OnWorktreeReady, iteration: None, sandbox: None, extra_env: &[] };
+        self.hooks.run_phase(&host_only, &mut self.events, &mut self.abort, &mut self.progress.hooks).await?;
+        match interrupted(&self.abort) {
+            Some(error) => Err(error),
+            None => Ok(()),
+        }
+    }
+
+    /// Boot the sandbox (nothing for `none`) and run the `on_sandbox_ready` hooks.
+    pub async fn boot_sandbox(&mut self) -> Result<(), Error> {
+        self.journal.phase(RunPhase::Sandbox);
+        let pre = &self.workspace.as_ref().expect("the workspace comes first").pre;
+        self.sandbox = start_sandbox(self.plan, &self.run_id, pre, &mut self.events)?;
+        self.sandbox_up = true;
+        let container = self.sandbox.container();
+        let _ = self.journal.update(|record| record.container = container);
+        let ready = PhaseRun {
+            phase: Phase::OnSandboxReady,
+            iteration: None,
+            sandbox: Some(self.sandbox.as_ref()),
+            extra_env: &[],
         };
-        run_steps(&shared, &agents, &mut reporter, &mut abort, &mut progress, &mut step_records).await
-    };
-    journal.phase("closing");
-    // `on_close` runs whatever happened, after Ctrl-C too: only a further signal cuts it short.
-    let outcome = if hooks.has(Phase::OnClose) {
+        self.hooks.run_phase(&ready, &mut self.events, &mut self.abort, &mut self.progress.hooks).await
+    }
+
+    /// The steps, each with its iteration loop.
+    async fn run_steps(&mut self) -> Result<LoopEnd, Error> {
+        self.journal.phase(RunPhase::Iterating);
+        let shared = iterate::Shared {
+            plan: self.plan,
+            stopping: self.options.stopping,
+            workspace: self.workspace.as_ref().expect("the workspace comes first"),
+            sandbox: self.sandbox.as_ref(),
+            hooks: &self.hooks,
+            run_id: &self.run_id,
+            journal: &self.journal,
+        };
+        let mut live = iterate::Live { events: &mut self.events, abort: &mut self.abort, progress: &mut self.progress };
+        steps::run(&shared, &self.agents, &mut live, &mut self.steps).await
+    }
+
+    /// The end, whatever happened before: `on_close` hooks, the sandbox removed (an isolated
+    /// copy's work brought back), then merge or keep, the lock released, the record finished.
+    pub async fn teardown(mut self, outcome: Result<LoopEnd, Error>) -> RunResult {
+        if !self.journal.started() {
+            // Refused before it began (its log file cannot be opened): nothing was created.
+            return RunResult { record: None, error: outcome.err() };
+        }
+        if self.workspace.is_none() {
+            // Nothing was created but the record (and perhaps the log).
+            return self.end(outcome.err(), |_| {});
+        }
+        self.journal.phase(RunPhase::Closing);
+        let outcome = self.close_hooks(outcome).await;
+        let outcome = self.close_sandbox(outcome);
+        self.remove_unchanged_copies();
+        let completion_signal = outcome.as_ref().ok().and_then(|end| end.completion_signal.clone());
+        let output = outcome.as_ref().ok().and_then(|end| end.output.clone());
+        let progress = std::mem::take(&mut self.progress);
+        let (mut iterations, mut hook_records) = (progress.iterations, progress.hooks);
+        let steps = std::mem::take(&mut self.steps);
+        let _ = self.journal.update(|record| {
+            record.phase = RunPhase::Finishing;
+            record.iterations.append(&mut iterations);
+            record.hooks.append(&mut hook_records);
+            record.steps = steps;
+            record.completion_signal = completion_signal;
+            record.output = output;
+        });
+        let workspace = self.workspace.take().expect("checked above");
+        let finished = finish::finish(workspace, outcome, progress.commits, &mut self.events);
+        let finish::Finished { lock, commits, merged_into, merge_commit, preserved_branch, preserved_worktree, error } =
+            finished;
+        // A signal that arrived during the finish still counts.
+        let error = error.or_else(|| interrupted(&self.abort));
+        let result = self.end(error, |record| {
+            record.commits = commits;
+            record.merged_into = merged_into;
+            record.merge_commit = merge_commit;
+            record.preserved_branch = preserved_branch;
+            record.preserved_worktree = preserved_worktree;
+        });
+        // Held until the record says how the run ended.
+        drop(lock);
+        result
+    }
+
+    /// `on_close` runs whatever happened, after Ctrl-C too: only a further signal cuts it
+    /// short. Its failure is the run's unless the run had already failed.
+    async fn close_hooks(&mut self, outcome: Result<LoopEnd, Error>) -> Result<LoopEnd, Error> {
+        if !self.hooks.has(Phase::OnClose) {
+            return outcome;
+        }
         let status = match &outcome {
             Ok(_) => "ok".to_owned(),
             Err(error) => error.kind.as_str().to_owned(),
@@ -187,202 +290,81 @@ pub async fn run(plan: &Plan, options: &RunOptions, reporters: Vec<Box<dyn Repor
         let close = PhaseRun {
             phase: Phase::OnClose,
             iteration: None,
-            sandbox: sandbox_up.then_some(sandbox.as_ref()),
+            sandbox: self.sandbox_up.then_some(self.sandbox.as_ref()),
             extra_env: &extra_env,
         };
-        let mut later = hooks::later_signals(&abort);
-        match (hooks.run_phase(&close, &mut reporter, &mut later, &mut progress.hooks).await, outcome) {
-            (Ok(()), outcome) => outcome,
-            (Err(error), Ok(_)) => Err(error),
-            (Err(error), Err(first)) => {
-                reporter.report(&Event::Warning { message: &error.message });
+        let mut later = hooks::later_signals(&self.abort);
+        let closed = self.hooks.run_phase(&close, &mut self.events, &mut later, &mut self.progress.hooks).await;
+        self.first_error(outcome, closed)
+    }
+
+    /// The sandbox goes first, whatever happened: nothing may be left running, and an isolated
+    /// copy's uncommitted work must be in the worktree before the finish looks at it.
+    fn close_sandbox(&mut self, outcome: Result<LoopEnd, Error>) -> Result<LoopEnd, Error> {
+        let closed = self.sandbox.close().map(|note| {
+            if let Some(note) = note {
+                self.events.report(&Event::Info { message: &note });
+            }
+        });
+        self.first_error(outcome, closed)
+    }
+
+    /// The run's outcome after a cleanup step: the first error wins; a later one is a warning.
+    fn first_error(&mut self, outcome: Result<LoopEnd, Error>, step: Result<(), Error>) -> Result<LoopEnd, Error> {
+        match (outcome, step) {
+            (outcome, Ok(())) => outcome,
+            (Ok(_), Err(error)) => Err(error),
+            (Err(first), Err(error)) => {
+                self.events.report(&Event::Warning { message: &error.message });
                 Err(first)
             }
         }
-    } else {
-        outcome
-    };
-    // The sandbox goes first, whatever happened: nothing may be left running, and an isolated
-    // copy's uncommitted work must be in the worktree before the finish looks at it.
-    let outcome = match (sandbox.close(), outcome) {
-        (Ok(note), outcome) => {
-            if let Some(note) = note {
-                reporter.report(&Event::Info { message: &note });
-            }
-            outcome
+    }
+
+    /// Copies nobody changed go, so they do not keep an otherwise clean worktree alive.
+    fn remove_unchanged_copies(&mut self) {
+        if !self.workspace.as_ref().is_some_and(Workspace::owns_worktree) {
+            return;
         }
-        (Err(err), Ok(_)) => Err(err),
-        (Err(err), Err(first)) => {
-            reporter.report(&Event::Warning { message: &err.message });
-            Err(first)
-        }
-    };
-    // Copies nobody changed go, so they do not keep an otherwise clean worktree alive.
-    if workspace.owns_worktree() {
-        let copied = copied.lock().unwrap_or_else(|e| e.into_inner());
+        let copied = self.copied.lock().unwrap_or_else(|e| e.into_inner());
         let changed = copy::remove_unchanged(&copied);
         if changed > 0 {
-            reporter.report(&Event::Warning {
-                message: &format!(
-                    "{changed} file(s) copied by `copy_to_worktree` were changed during the run and stay"
-                ),
-            });
+            let message =
+                format!("{changed} file(s) copied by `copy_to_worktree` were changed during the run and stay");
+            self.events.report(&Event::Warning { message: &message });
         }
     }
-    let completion_signal = outcome.as_ref().ok().and_then(|end| end.completion_signal.clone());
-    let output = outcome.as_ref().ok().and_then(|end| end.output.clone());
-    let iterate::Progress { mut iterations, hooks: mut hook_records, commits, .. } = progress;
-    let _ = journal.update(|record| {
-        record.phase = "finishing";
-        record.iterations.append(&mut iterations);
-        record.hooks.append(&mut hook_records);
-        record.steps = step_records;
-        record.completion_signal = completion_signal;
-        record.output = output;
-    });
-    let finished = finish::finish(workspace, outcome, commits, &mut reporter);
 
-    let finish::Finished { lock, commits, merged_into, merge_commit, preserved_branch, preserved_worktree, mut error } =
-        finished;
-    // A signal that arrived during the finish still counts.
-    if error.is_none() {
-        error = interrupted(&abort);
+    /// The record gets the end, is written, and is shown.
+    fn end(mut self, error: Option<Error>, change: impl FnOnce(&mut RunRecord)) -> RunResult {
+        let (mut record, written) = self.journal.finish(error.as_ref(), change);
+        if let Err(err) = written {
+            self.events.report(&Event::Warning { message: &format!("cannot write the run record: {err}") });
+            record.record_path = PathBuf::new();
+        }
+        self.events.report(&Event::RunFinished { record: &record });
+        RunResult { record: Some(record), error }
     }
-    let result = end(journal, error, &mut reporter, |record| {
-        record.commits = commits;
-        record.merged_into = merged_into;
-        record.merge_commit = merge_commit;
-        record.preserved_branch = preserved_branch;
-        record.preserved_worktree = preserved_worktree;
-    });
-    drop(lock);
-    result
 }
 
-/// The run is over, however far it got: its record gets the end, is written, and is shown.
-fn end(
-    journal: record::Journal,
-    error: Option<Error>,
-    reporter: &mut dyn Reporter,
-    change: impl FnOnce(&mut RunRecord),
-) -> RunResult {
-    let (mut record, written) = journal.finish(error.as_ref(), |record| {
-        change(record);
-        record.phase = "done";
-        record.usage = record.iterations.iter().filter_map(|i| i.usage).reduce(|mut total, usage| {
-            total.add(&usage);
-            total
-        });
-        record.session_id = record.iterations.iter().rev().find_map(|i| i.session_id.clone());
-    });
-    if let Err(err) = written {
-        reporter.report(&Event::Warning { message: &format!("cannot write the run record: {err}") });
-        record.record_path = PathBuf::new();
-    }
-    reporter.report(&Event::RunFinished { record: &record });
-    RunResult { record: Some(record), error }
-}
-
-/// The steps in order. A failing step stops the chain unless it has `continue_on_failure`;
-/// later steps then run only with `when = "always"`. The first chain-stopping failure is the
-/// run's.
-async fn run_steps(
-    shared: &iterate::Shared<'_>,
-    agents: &[Box<dyn agent::Agent>],
-    reporter: &mut dyn Reporter,
-    abort: &mut watch::Receiver<Option<crate::process::Abort>>,
-    progress: &mut iterate::Progress,
-    records: &mut Vec<record::StepRecord>,
-) -> Result<LoopEnd, Error> {
-    use crate::manifest::schema::When;
-    let steps = &shared.plan.steps;
-    let many = steps.len() > 1;
-    let mut failed: Option<Error> = None;
-    let mut end = LoopEnd { completion_signal: None, output: None };
-    let mut previous: Option<String> = None;
-    for (index, (step, agent)) in steps.iter().zip(agents).enumerate() {
-        let made_commits = progress.commits.as_ref().is_some_and(|commits| !commits.is_empty());
-        let skip = match step.when {
-            When::Always => None,
-            When::Success => failed.is_some().then_some("an earlier step failed"),
-            When::Commits if failed.is_some() => Some("an earlier step failed"),
-            When::Commits => (!made_commits).then_some("no earlier step made commits"),
-        };
-        let mut step_record = record::StepRecord {
-            name: step.name.clone(),
-            agent: agent.kind().to_owned(),
-            status: "skipped",
-            exit_code: None,
-            error: None,
-            reason: skip.map(str::to_owned),
-            output: None,
-            completion_signal: None,
-        };
-        if let Some(reason) = skip {
-            reporter.report(&Event::StepFinished { step: &step.name, status: "skipped", reason: Some(reason) });
-            records.push(step_record);
-            continue;
-        }
-        if let Some(error) = interrupted(abort) {
-            return Err(error);
-        }
-        if many {
-            reporter.report(&Event::StepStarted { step: &step.name, index, total: steps.len(), agent: agent.kind() });
-        }
-        let result =
-            iterate::run_step(shared, step, agent.as_ref(), previous.as_deref(), reporter, abort, progress).await;
-        match result {
-            Ok(step_end) => {
-                step_record.status = "ok";
-                step_record.exit_code = Some(0);
-                step_record.output = step_end.output.clone();
-                step_record.completion_signal = step_end.completion_signal.clone();
-                previous = step_end.output.as_ref().map(|value| match value {
-                    serde_json::Value::String(text) => text.clone(),
-                    other => other.to_string(),
-                });
-                end.completion_signal = step_end.completion_signal;
-                if step_end.output.is_some() {
-                    end.output = step_end.output;
-                }
-                if many {
-                    reporter.report(&Event::StepFinished { step: &step.name, status: "ok", reason: None });
-                }
-                records.push(step_record);
-            }
-            Err(error) => {
-                step_record.status = "failed";
-                step_record.exit_code = Some(error.kind.exit_code());
-                step_record.error = Some(error.message.clone());
-                if many {
-                    reporter.report(&Event::StepFinished { step: &step.name, status: "failed", reason: None });
-                }
-                records.push(step_record);
-                previous = None;
-                if matches!(error.kind, ErrorKind::Interrupted(_)) {
-                    return Err(error);
-                }
-                if step.continue_on_failure {
-                    let message = format!("step `{}` failed and the chain goes on: {}", step.name, error.message);
-                    reporter.report(&Event::Warning { message: &message });
-                } else if failed.is_none() {
-                    failed = Some(error);
-                }
-            }
-        }
-    }
-    match failed {
-        Some(error) => Err(error),
-        None => Ok(end),
-    }
+/// The `EDEN_*` variables every hook sees.
+fn hook_context(run_id: &str, plan: &Plan, pre: &Preflight) -> Vec<(&'static str, String)> {
+    vec![
+        ("EDEN_RUN_ID", run_id.to_owned()),
+        ("EDEN_NAME", plan.name.clone()),
+        ("EDEN_BRANCH", pre.branch.clone()),
+        ("EDEN_BASE_BRANCH", pre.base_branch.clone().unwrap_or_default()),
+        ("EDEN_WORKTREE", pre.worktree.display().to_string()),
+        ("EDEN_REPO", pre.root.display().to_string()),
+    ]
 }
 
 /// Start the run's sandbox (nothing for `none`), pruning containers earlier runs left behind.
 fn start_sandbox(
     plan: &Plan,
     run_id: &str,
-    pre: &workspace::Preflight,
-    reporter: &mut dyn Reporter,
+    pre: &Preflight,
+    events: &mut RunEvents,
 ) -> Result<Box<dyn SandboxHandle>, Error> {
     match &plan.sandbox {
         SandboxPlan::None => Ok(Box::new(Host)),
@@ -399,7 +381,7 @@ fn start_sandbox(
         }
         SandboxPlan::Container(container) => {
             for name in sandbox::prune_abandoned(container.engine, &pre.root) {
-                reporter
+                events
                     .report(&Event::Warning { message: &format!("removed container `{name}` left by an earlier run") });
             }
             let request = ContainerRequest {
@@ -412,24 +394,16 @@ fn start_sandbox(
                 branch: &pre.branch,
             };
             let handle = sandbox::start_container(&request)?;
-            let message = format!(
-                "{} container `{}` started from `{}`",
-                container.engine.binary(),
-                handle.container().unwrap_or_default(),
-                container.image
-            );
-            reporter.report(&Event::Info { message: &message });
+            let name = handle.container().map(|container| container.name).unwrap_or_default();
+            let message =
+                format!("{} container `{name}` started from `{}`", container.engine.binary(), container.image);
+            events.report(&Event::Info { message: &message });
             Ok(handle)
         }
     }
 }
 
-/// The interruption error if eden has received SIGINT/SIGTERM.
+/// The interruption error if eden has received SIGINT, SIGTERM or SIGHUP.
 pub(crate) fn interrupted(abort: &watch::Receiver<Option<Abort>>) -> Option<Error> {
-    abort.borrow().map(|request| interrupted_error(request.signal))
-}
-
-pub(crate) fn interrupted_error(signal: i32) -> Error {
-    let name = if signal == nix::sys::signal::Signal::SIGINT as i32 { "SIGINT" } else { "SIGTERM" };
-    Error::new(ErrorKind::Interrupted(signal), format!("interrupted by {name}"))
+    abort.borrow().map(|request| Error::interrupted(request.signal))
 }

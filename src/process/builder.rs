@@ -180,6 +180,19 @@ impl ProcessBuilder {
         })
     }
 
+    /// `output`, without blocking the async runtime: for short commands run beside a supervised
+    /// one (signalling its processes inside a container).
+    pub async fn output_async(&self) -> std::io::Result<Output> {
+        let mut command = tokio::process::Command::from(self.command());
+        command.process_group(0).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let output = command.output().await?;
+        Ok(Output {
+            status: output.status,
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        })
+    }
+
     /// Run to completion with the child's output shown to the user on stderr (stdout is for
     /// data). It stays in eden's process group, so Ctrl-C at the terminal stops it too.
     pub fn status_to_stderr(&self) -> std::io::Result<std::process::ExitStatus> {

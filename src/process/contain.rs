@@ -38,7 +38,7 @@ pub const INIT_SUBCOMMAND: &str = "__eden-init";
 /// `subreaper` (for testing the fallback, or where namespaces misbehave).
 pub const CONTAINMENT_ENV: &str = "EDEN_CONTAINMENT";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Containment {
     PidNamespace,

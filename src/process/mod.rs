@@ -16,4 +16,4 @@ pub use group::GroupGuard;
 pub use lines::{LineSplitter, Tail};
 pub use liveness::ProcessStamp;
 pub use signals::{flag as signal_flag, listen as listen_for_signals};
-pub use supervise::{supervise, Abort, Handlers, Inside, Outcome, OutputTails, Watchdogs};
+pub use supervise::{supervise, Abort, Flow, Handlers, Inside, Outcome, OutputTails, Stopping, Watchdogs};

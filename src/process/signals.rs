@@ -1,4 +1,4 @@
-//! eden owns SIGINT and SIGTERM: the agent runs in its own process group, so the terminal's
+//! eden owns SIGINT, SIGTERM and SIGHUP: the agent runs in its own process group, so the terminal's
 //! Ctrl-C reaches only eden, which forwards it, waits a grace period, then kills. Each signal
 //! bumps a counter; a second one means "kill now".
 
@@ -11,6 +11,8 @@ use tokio::sync::watch;
 pub fn listen() -> std::io::Result<watch::Receiver<Option<Abort>>> {
     let mut interrupt = signal(SignalKind::interrupt())?;
     let mut terminate = signal(SignalKind::terminate())?;
+    // The terminal went away (an ssh session dropped): stop as for Ctrl-C, exit 129.
+    let mut hangup = signal(SignalKind::hangup())?;
     let (sender, receiver) = watch::channel(None);
     tokio::spawn(async move {
         let mut count = 0;
@@ -18,9 +20,10 @@ pub fn listen() -> std::io::Result<watch::Receiver<Option<Abort>>> {
             let received = tokio::select! {
                 _ = interrupt.recv() => libc_signal::SIGINT,
                 _ = terminate.recv() => libc_signal::SIGTERM,
+                _ = hangup.recv() => libc_signal::SIGHUP,
             };
             count += 1;
-            // The first signal decides the exit code (130 or 143).
+            // The first signal decides the exit code (130, 143 or 129).
             let first = sender.borrow().map_or(received, |abort: Abort| abort.signal);
             sender.send_replace(Some(Abort { signal: first, count }));
         }
@@ -31,6 +34,7 @@ pub fn listen() -> std::io::Result<watch::Receiver<Option<Abort>>> {
 mod libc_signal {
     pub const SIGINT: i32 = nix::sys::signal::Signal::SIGINT as i32;
     pub const SIGTERM: i32 = nix::sys::signal::Signal::SIGTERM as i32;
+    pub const SIGHUP: i32 = nix::sys::signal::Signal::SIGHUP as i32;
 }
 
 /// For commands without an async runtime (`eden clean`): from here on SIGINT and SIGTERM only
@@ -45,7 +49,7 @@ pub fn flag() -> fn() -> Option<i32> {
         let _ = RECEIVED.compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst);
     }
     let action = SigAction::new(SigHandler::Handler(record), SaFlags::SA_RESTART, SigSet::empty());
-    for signal in [Signal::SIGINT, Signal::SIGTERM] {
+    for signal in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
         // SAFETY: the handler only stores to an atomic.
         let _ = unsafe { sigaction(signal, &action) };
     }

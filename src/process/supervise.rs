@@ -1,7 +1,9 @@
-//! Running an agent under watch: its output streamed line by line to the handlers, and the
-//! watchdogs that end it — idle (no stdout), step (wall time), completion (signal seen but the
-//! process hangs on exit) and abort (eden got SIGINT/SIGTERM). Every kill targets the process
-//! group: first the polite signal, then SIGKILL after a grace period.
+//! The one supervised-process primitive, for agents, hooks, prompt commands and the engine
+//! clients that run them in containers: start in its own process group, stream stdout and
+//! stderr line by line to the handlers, and end it when a watchdog fires — idle (no stdout),
+//! step (wall time), overstay (the handlers said the work is done, but it does not exit) and
+//! abort (eden got SIGINT/SIGTERM/SIGHUP). Every kill targets the process group, and the
+//! command's processes inside a sandbox: first the polite signal, then SIGKILL after a grace.
 
 use super::{GroupGuard, LineSplitter, ProcessBuilder, Stdin, Tail};
 use nix::sys::signal::Signal;
@@ -22,17 +24,37 @@ fn enlarge_pipe(pipe: &tokio::process::ChildStdout) {
     let _ = nix::fcntl::fcntl(pipe.as_raw_fd(), nix::fcntl::FcntlArg::F_SETPIPE_SZ(PIPE_SIZE));
 }
 
-/// After the leader exits, how long to keep reading pipes that grandchildren still hold open.
-const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
-
 #[derive(Debug, Clone)]
 pub struct Watchdogs {
     pub idle_timeout: Duration,
     pub idle_warning_interval: Duration,
     pub step_timeout: Duration,
-    pub completion_timeout: Duration,
+    pub stopping: Stopping,
+}
+
+/// How a command is ended.
+#[derive(Debug, Clone, Copy)]
+pub struct Stopping {
     /// Between the polite signal and SIGKILL.
     pub kill_grace: Duration,
+    /// After the leader exits, how long to keep reading pipes that its leftovers still hold
+    /// open (containment ends them; this bounds the wait where it cannot).
+    pub drain: Duration,
+}
+
+impl Default for Stopping {
+    fn default() -> Self {
+        Stopping { kill_grace: Duration::from_secs(5), drain: Duration::from_secs(2) }
+    }
+}
+
+/// What a handler wants once it has seen a line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    Continue,
+    /// The command's work is done (an agent printed its completion signal): it has this long
+    /// to exit on its own before it is stopped (`Outcome::Overstayed`).
+    FinishWithin(Duration),
 }
 
 /// A request from the signal listener: the signal eden received, and how many so far.
@@ -45,8 +67,7 @@ pub struct Abort {
 /// What the supervisor calls as output arrives.
 pub trait Handlers {
     /// One line of stdout, or a piece of an over-long one when `continues` (the rest follows).
-    /// Returns true once the completion signal has been seen.
-    fn stdout_line(&mut self, line: &[u8], continues: bool) -> bool;
+    fn stdout_line(&mut self, line: &[u8], continues: bool) -> Flow;
     fn stderr_line(&mut self, line: &[u8]);
     /// No stdout for `silent_for`, repeated every warning interval.
     fn idle_warning(&mut self, silent_for: Duration);
@@ -57,10 +78,9 @@ pub enum Outcome {
     /// The process ended on its own. `code` is 128+n for a child killed by signal n.
     Exited {
         code: i32,
-        signal_seen: bool,
     },
-    /// The completion signal was seen but the process did not exit within the grace: killed.
-    CompletionTimeout,
+    /// Told to finish (`Flow::FinishWithin`), it did not exit in time and was stopped.
+    Overstayed,
     IdleTimeout(Duration),
     StepTimeout(Duration),
     Aborted(i32),
@@ -92,19 +112,20 @@ impl OutputTails {
 
 #[derive(Clone, Copy)]
 enum KillReason {
-    CompletionTimeout,
+    Overstayed,
     Idle,
     Step,
     Aborted(i32),
 }
 
-/// Reaches the command's processes inside a sandbox, where the host process group does not.
+/// Reaches the command's processes inside a sandbox, where the host process group does not:
+/// the commands that do it (engine execs), which the supervisor runs without waiting on them.
 pub trait Inside: Send + Sync {
-    /// Signal the command's process group inside.
-    fn signal(&self, signal: Signal);
+    /// Deliver `signal` to the command's process group inside (`None`: nothing to signal yet).
+    fn signal_command(&self, signal: Signal) -> Option<ProcessBuilder>;
     /// End everything the command left running inside. Needed only when the command was
     /// SIGKILLed: otherwise it cleans up after itself as it exits.
-    fn sweep(&self);
+    fn sweep_command(&self) -> ProcessBuilder;
 }
 
 pub async fn supervise(
@@ -137,8 +158,7 @@ pub async fn supervise(
     let step_deadline = start + watchdogs.step_timeout;
     let mut last_output = start;
     let mut next_warning = start + watchdogs.idle_warning_interval;
-    let mut signal_seen = false;
-    let mut completion_deadline: Option<Instant> = None;
+    let mut finish_deadline: Option<Instant> = None;
     let mut exit_code: Option<i32> = None;
     let mut drain_deadline: Option<Instant> = None;
     let mut kill: Option<(KillReason, Instant)> = None;
@@ -146,8 +166,11 @@ pub async fn supervise(
     let mut abort_open = true;
 
     let signal_all = |signal: Signal| {
-        if let Some(inside) = inside {
-            inside.signal(signal);
+        // The engine exec that reaches inside runs beside the loop: it may take a while.
+        if let Some(command) = inside.and_then(|inside| inside.signal_command(signal)) {
+            tokio::spawn(async move {
+                let _ = command.output_async().await;
+            });
         }
         guard.signal(signal);
     };
@@ -155,7 +178,7 @@ pub async fn supervise(
         signal_all(signal);
         // Keep the first reason: a step timeout while an abort is under way is still an abort.
         let reason = kill.map_or(reason, |(first, _)| first);
-        *kill = Some((reason, Instant::now() + watchdogs.kill_grace));
+        *kill = Some((reason, Instant::now() + watchdogs.stopping.kill_grace));
     };
     if let Some(request) = *abort.borrow_and_update() {
         begin_kill(KillReason::Aborted(request.signal), Signal::SIGKILL, &mut kill);
@@ -170,14 +193,14 @@ pub async fn supervise(
             read = stdout.read(&mut out_buffer), if stdout_open => match read {
                 Ok(0) | Err(_) => {
                     stdout_open = false;
-                    out_lines.finish(|line, continues| signal_seen |= handlers.stdout_line(line, continues));
+                    out_lines.finish(|line, continues| flow(&mut finish_deadline, handlers.stdout_line(line, continues)));
                 }
                 Ok(n) => {
                     let chunk = &out_buffer[..n];
                     tails.stdout.push(chunk);
                     last_output = Instant::now();
                     next_warning = last_output + watchdogs.idle_warning_interval;
-                    out_lines.feed(chunk, |line, continues| signal_seen |= handlers.stdout_line(line, continues));
+                    out_lines.feed(chunk, |line, continues| flow(&mut finish_deadline, handlers.stdout_line(line, continues)));
                 }
             },
             read = stderr.read(&mut err_buffer), if stderr_open => match read {
@@ -195,7 +218,7 @@ pub async fn supervise(
                     Ok(status) => status_code(status),
                     Err(_) => 1,
                 });
-                drain_deadline = Some(Instant::now() + DRAIN_AFTER_EXIT);
+                drain_deadline = Some(Instant::now() + watchdogs.stopping.drain);
             },
             () = sleep_until(last_output + watchdogs.idle_timeout), if watching => {
                 begin_kill(KillReason::Idle, Signal::SIGTERM, &mut kill);
@@ -207,8 +230,8 @@ pub async fn supervise(
             () = sleep_until(step_deadline), if watching => {
                 begin_kill(KillReason::Step, Signal::SIGTERM, &mut kill);
             },
-            () = sleep_until(completion_deadline.unwrap_or(step_deadline)), if watching && completion_deadline.is_some() => {
-                begin_kill(KillReason::CompletionTimeout, Signal::SIGTERM, &mut kill);
+            () = sleep_until(finish_deadline.unwrap_or(step_deadline)), if watching && finish_deadline.is_some() => {
+                begin_kill(KillReason::Overstayed, Signal::SIGTERM, &mut kill);
             },
             changed = abort.changed(), if exit_code.is_none() && abort_open => {
                 match (changed, *abort.borrow_and_update()) {
@@ -235,13 +258,10 @@ pub async fn supervise(
                 break;
             },
         }
-        if signal_seen && completion_deadline.is_none() {
-            completion_deadline = Some(Instant::now() + watchdogs.completion_timeout);
-        }
     }
     drop(guard);
     if let (Some(inside), true) = (inside, sigkill_sent) {
-        inside.sweep();
+        let _ = inside.sweep_command().output_async().await;
     }
     // Whatever the command left behind (re-parented to eden, where the subreaper is the
     // containment) goes with it.
@@ -251,10 +271,17 @@ pub async fn supervise(
         Some((KillReason::Aborted(signal), _)) => Outcome::Aborted(signal),
         Some((KillReason::Idle, _)) => Outcome::IdleTimeout(watchdogs.idle_timeout),
         Some((KillReason::Step, _)) => Outcome::StepTimeout(watchdogs.step_timeout),
-        Some((KillReason::CompletionTimeout, _)) => Outcome::CompletionTimeout,
-        None => Outcome::Exited { code: exit_code.unwrap_or(1), signal_seen },
+        Some((KillReason::Overstayed, _)) => Outcome::Overstayed,
+        None => Outcome::Exited { code: exit_code.unwrap_or(1) },
     };
     Ok((outcome, tails))
+}
+
+/// Arm the finish deadline the first time a handler asks for one.
+fn flow(deadline: &mut Option<Instant>, flow: Flow) {
+    if let (None, Flow::FinishWithin(within)) = (*deadline, flow) {
+        *deadline = Some(Instant::now() + within);
+    }
 }
 
 fn status_code(status: std::process::ExitStatus) -> i32 {

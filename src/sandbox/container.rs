@@ -49,6 +49,9 @@ const GIT_SAFE_DIRECTORY: [(&str, &str); 3] =
 pub struct Container {
     engine: Engine,
     name: String,
+    /// The engine's id for it, and the image it runs.
+    id: String,
+    image: String,
     /// Host folder (inside the mounted `.git`) for the pid files of running commands.
     pid_dir: PathBuf,
     next_exec: AtomicU64,
@@ -173,6 +176,8 @@ pub fn start(request: &ContainerRequest<'_>) -> Result<Box<dyn SandboxHandle>, E
     let mut container = Container {
         engine,
         name: name.clone(),
+        id: output.stdout.trim().to_owned(),
+        image: plan.image.clone(),
         pid_dir: request.exec_dir.to_owned(),
         next_exec: AtomicU64::new(0),
         keep: String::new(),
@@ -246,8 +251,13 @@ impl SandboxHandle for Container {
         self.engine.binary()
     }
 
-    fn container(&self) -> Option<&str> {
-        Some(&self.name)
+    fn container(&self) -> Option<crate::record::ContainerRecord> {
+        Some(crate::record::ContainerRecord {
+            engine: self.engine.binary().to_owned(),
+            name: self.name.clone(),
+            id: self.id.clone(),
+            image: self.image.clone(),
+        })
     }
 
     fn prepare(&self, mut command: ProcessBuilder) -> Result<Prepared, Error> {
@@ -295,10 +305,24 @@ impl SandboxHandle for Container {
         Ok(Prepared { command: exec, inside: Some(Box::new(inside)) })
     }
 
-    fn check_alive(&self) -> Result<(), Error> {
-        let state = run(engine_command(self.engine).args(["inspect", "--format", "{{.State.Running}}", &self.name]))?;
-        if state.success() && state.stdout.trim() == "true" {
-            return Ok(());
+    fn check_alive(&self, exit_code: Option<i32>) -> Result<(), Error> {
+        // A container being removed kills the command first (137) and disappears a moment
+        // later: after a kill (or an engine error, 125-127), watch it for a while.
+        let watch_for = match exit_code {
+            Some(code) if code >= 125 => std::time::Duration::from_secs(5),
+            _ => std::time::Duration::ZERO,
+        };
+        let deadline = std::time::Instant::now() + watch_for;
+        loop {
+            let state =
+                run(engine_command(self.engine).args(["inspect", "--format", "{{.State.Running}}", &self.name]))?;
+            if !(state.success() && state.stdout.trim() == "true") {
+                break;
+            }
+            if std::time::Instant::now() >= deadline {
+                return Ok(());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
         }
         Err(Error::sandbox(format!(
             "the {} container `{}` stopped or was removed, so the command in it failed",
@@ -362,20 +386,18 @@ struct InsideContainer {
 
 impl Inside for InsideContainer {
     /// Signal the command's process group (busybox's `kill` has no `--`).
-    fn signal(&self, signal: Signal) {
-        let Ok(pid) = std::fs::read_to_string(&self.pid_file) else { return };
+    fn signal_command(&self, signal: Signal) -> Option<ProcessBuilder> {
+        let pid = std::fs::read_to_string(&self.pid_file).ok()?;
         let pid = pid.trim();
-        if pid.parse::<u32>().is_err() {
-            return;
-        }
+        pid.parse::<u32>().ok()?;
         let name = signal.as_str().trim_start_matches("SIG");
         let script = format!("kill -s {name} -- -{pid} 2>/dev/null || kill -{name} -{pid}");
-        let _ = engine_command(self.engine).args(["exec", &self.name, "sh", "-c", &script]).output();
+        Some(engine_command(self.engine).args(["exec", &self.name, "sh", "-c", &script]))
     }
 
-    fn sweep(&self) {
+    fn sweep_command(&self) -> ProcessBuilder {
         let script = SWEEP.replace("KEEP", &self.keep);
-        let _ = engine_command(self.engine).args(["exec", &self.name, "sh", "-c", &script]).output();
+        engine_command(self.engine).args(["exec", &self.name, "sh", "-c", &script])
     }
 }
 

@@ -162,7 +162,7 @@ impl SandboxHandle for Isolated {
         "isolated"
     }
 
-    fn container(&self) -> Option<&str> {
+    fn container(&self) -> Option<crate::record::ContainerRecord> {
         None
     }
 

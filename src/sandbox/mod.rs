@@ -21,17 +21,17 @@ pub struct Prepared {
 pub trait SandboxHandle: Send {
     /// `none`, `docker`, `podman`.
     fn kind(&self) -> &'static str;
-    /// The container's name, if there is one.
-    fn container(&self) -> Option<&str>;
+    /// The container (engine, name, id, image), if there is one.
+    fn container(&self) -> Option<crate::record::ContainerRecord>;
     fn prepare(&self, command: ProcessBuilder) -> Result<Prepared, Error>;
     /// After each iteration: bring the agent's work into the worktree where it lives elsewhere
     /// (the isolated copy). Returns a note for the display, if any.
     fn sync(&self) -> Result<Option<String>, Error> {
         Ok(None)
     }
-    /// After a command in the sandbox failed: is the sandbox itself still there? An error here
-    /// (exit 6) replaces the command's own failure, which was only a symptom.
-    fn check_alive(&self) -> Result<(), Error> {
+    /// After a command in the sandbox failed (with `exit_code`): is the sandbox itself still
+    /// there? An error here (exit 6) replaces the command's own failure, which was only a symptom.
+    fn check_alive(&self, _exit_code: Option<i32>) -> Result<(), Error> {
         Ok(())
     }
     /// Remove the sandbox, bringing back what must come back first. Idempotent. Returns a note
@@ -47,7 +47,7 @@ impl SandboxHandle for Host {
         "none"
     }
 
-    fn container(&self) -> Option<&str> {
+    fn container(&self) -> Option<crate::record::ContainerRecord> {
         None
     }
 

@@ -3,6 +3,7 @@
 //! indicatif.
 
 use super::{summary_lines, Event, Reporter};
+use crate::record::{HookOutcome, StepStatus};
 use console::style;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::time::Duration;
@@ -32,10 +33,10 @@ impl Default for LiveReporter {
 }
 
 impl Reporter for LiveReporter {
-    fn report(&mut self, event: &Event<'_>) {
+    fn report(&mut self, run_id: &str, event: &Event<'_>) {
         let bar = &self.bar;
         match event {
-            Event::RunStarted { run_id, name, agent, strategy, branch, worktree, .. } => {
+            Event::RunStarted { name, agent, strategy, branch, worktree, .. } => {
                 say(
                     bar,
                     format!(
@@ -45,7 +46,7 @@ impl Reporter for LiveReporter {
                         style(format!("({run_id})")).dim()
                     ),
                 );
-                say(bar, format!("  agent {agent} · strategy {strategy} · branch {}", style(branch).cyan()));
+                say(bar, format!("  agent {} · strategy {strategy} · branch {}", agent.as_str(), style(branch).cyan()));
                 say(bar, format!("  worktree {}", style(worktree.display()).dim()));
                 bar.set_prefix("starting");
             }
@@ -92,8 +93,9 @@ impl Reporter for LiveReporter {
                 say(
                     bar,
                     format!(
-                        "{} iteration {iteration}: {outcome} {}",
+                        "{} iteration {iteration}: {} {}",
                         style("■").dim(),
+                        outcome.as_str(),
                         style(super::seconds(*duration_ms)).dim()
                     ),
                 );
@@ -107,34 +109,31 @@ impl Reporter for LiveReporter {
                         style("▶▶").cyan(),
                         index + 1,
                         style(step).bold(),
-                        style(format!("({agent})")).dim()
+                        style(format!("({})", agent.as_str())).dim()
                     ),
                 );
             }
             Event::StepFinished { step, status, reason } => {
-                let mark = match *status {
-                    "ok" => style("✓").green(),
-                    "skipped" => style("–").dim(),
-                    _ => style("✗").red(),
+                let mark = match status {
+                    StepStatus::Ok => style("✓").green(),
+                    StepStatus::Skipped => style("–").dim(),
+                    StepStatus::Failed => style("✗").red(),
                 };
-                say(
-                    bar,
-                    format!("{mark} step {step} {status}{}", reason.map(|r| format!(": {r}")).unwrap_or_default()),
-                );
+                let reason = reason.map(|r| format!(": {r}")).unwrap_or_default();
+                say(bar, format!("{mark} step {step} {}{reason}", status.as_str()));
             }
             Event::HookStarted { phase, side, command, .. } => {
-                say(bar, format!("{} {} {command}", style("hook").magenta(), style(format!("{side} {phase}")).dim()));
+                let place = format!("{} {}", side.as_str(), phase.as_str());
+                say(bar, format!("{} {} {command}", style("hook").magenta(), style(place).dim()));
                 hint_line(bar, format!("hook {command}"));
             }
             Event::HookOutput { text, stderr } => {
                 let text = if *stderr { style(*text).dim().to_string() } else { text.to_string() };
                 say(bar, format!("  {text}"));
             }
-            Event::HookFinished { outcome, duration_ms, .. } if *outcome != "ok" => {
-                say(
-                    bar,
-                    format!("  {} hook {outcome} {}", style("✗").red(), style(super::seconds(*duration_ms)).dim()),
-                );
+            Event::HookFinished { outcome, duration_ms, .. } if *outcome != HookOutcome::Ok => {
+                let took = style(super::seconds(*duration_ms)).dim();
+                say(bar, format!("  {} hook {} {took}", style("✗").red(), outcome.as_str()));
             }
             Event::HookFinished { .. } => {}
             Event::RunFinished { record } => {

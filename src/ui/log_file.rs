@@ -17,11 +17,17 @@ pub type LogFileReporter = JsonLinesReporter<fs_err::File>;
 #[derive(Serialize)]
 struct Line<'a> {
     ts: String,
+    run_id: &'a str,
     #[serde(flatten)]
     event: &'a Event<'a>,
 }
 
 impl LogFileReporter {
+    /// Open (append to) the log file at `path`: what `RunOptions::open_log` does.
+    pub fn open(path: &Path) -> std::io::Result<Box<dyn Reporter>> {
+        Ok(Box::new(Self::create(path)?))
+    }
+
     pub fn create(path: &Path) -> std::io::Result<Self> {
         if let Some(parent) = path.parent() {
             fs_err::create_dir_all(parent)?;
@@ -38,9 +44,9 @@ impl JsonLinesReporter<std::io::Stdout> {
 }
 
 impl<W: Write> Reporter for JsonLinesReporter<W> {
-    fn report(&mut self, event: &Event<'_>) {
+    fn report(&mut self, run_id: &str, event: &Event<'_>) {
         let ts = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
-        let Ok(line) = serde_json::to_string(&Line { ts, event }) else {
+        let Ok(line) = serde_json::to_string(&Line { ts, run_id, event }) else {
             return;
         };
         let _ = self.writer.write_all(crate::redact::apply(&line).as_bytes());

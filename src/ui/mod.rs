@@ -1,6 +1,7 @@
-//! Everything eden tells people goes through a `Reporter`: the orchestrator emits `Event`s and
-//! never prints. Implementations: the live terminal view (`live`), plain timestamped lines for
-//! CI (`plain`), JSON lines into the log file (`log_file`). Only this module writes to stderr.
+//! The edge where eden talks to people and scripts: the `Reporter`s the core's `Event`s go to —
+//! the live terminal view (`live`), plain timestamped lines for CI (`plain`), JSON lines on
+//! stdout or into the log file (`log_file`) — and the printing of errors, notes and data. Only
+//! this module writes to stderr.
 #![allow(clippy::print_stderr)]
 
 mod live;
@@ -13,148 +14,8 @@ pub use log_file::{JsonLinesReporter, LogFileReporter};
 pub use plain::PlainReporter;
 use terminal::neutralize;
 
-use crate::orchestrator::record::RunRecord;
-use serde::Serialize;
-use std::path::Path;
-
-#[derive(Debug, Serialize)]
-#[serde(tag = "event", rename_all = "snake_case")]
-pub enum Event<'a> {
-    RunStarted {
-        run_id: &'a str,
-        name: &'a str,
-        agent: &'a str,
-        strategy: &'a str,
-        branch: &'a str,
-        base: Option<&'a str>,
-        worktree: &'a Path,
-        max_iterations: u32,
-    },
-    Info {
-        message: &'a str,
-    },
-    Warning {
-        message: &'a str,
-    },
-    IterationStarted {
-        iteration: u32,
-        max_iterations: u32,
-    },
-    Prompt {
-        iteration: u32,
-        text: &'a str,
-    },
-    AgentText {
-        iteration: u32,
-        text: &'a str,
-    },
-    AgentStderr {
-        iteration: u32,
-        text: &'a str,
-    },
-    IdleWarning {
-        iteration: u32,
-        silent_secs: u64,
-    },
-    ToolCall {
-        iteration: u32,
-        name: &'a str,
-        summary: &'a str,
-        subagent: bool,
-    },
-    ToolFailed {
-        iteration: u32,
-        name: Option<&'a str>,
-    },
-    /// The iteration's usage so far.
-    Usage {
-        iteration: u32,
-        usage: &'a crate::agent::Usage,
-    },
-    SessionId {
-        iteration: u32,
-        session_id: &'a str,
-    },
-    AgentError {
-        iteration: u32,
-        message: &'a str,
-        kind: crate::agent::FailureKind,
-    },
-    Notice {
-        iteration: u32,
-        message: &'a str,
-    },
-    CompletionSignal {
-        iteration: u32,
-        signal: &'a str,
-    },
-    Commit {
-        iteration: u32,
-        sha: &'a str,
-        subject: &'a str,
-    },
-    IterationFinished {
-        iteration: u32,
-        outcome: &'a str,
-        exit_code: Option<i32>,
-        duration_ms: u64,
-    },
-    /// The structured output, once it is valid.
-    Output {
-        iteration: u32,
-        value: &'a serde_json::Value,
-    },
-    StepStarted {
-        step: &'a str,
-        index: usize,
-        total: usize,
-        agent: &'a str,
-    },
-    StepFinished {
-        step: &'a str,
-        /// `ok`, `failed`, `skipped`.
-        status: &'a str,
-        reason: Option<&'a str>,
-    },
-    HookStarted {
-        phase: &'a str,
-        side: &'a str,
-        command: &'a str,
-        iteration: Option<u32>,
-    },
-    HookOutput {
-        text: &'a str,
-        stderr: bool,
-    },
-    HookFinished {
-        phase: &'a str,
-        side: &'a str,
-        command: &'a str,
-        /// `ok`, `failed`, `timeout`, `interrupted`.
-        outcome: &'a str,
-        exit_code: Option<i32>,
-        duration_ms: u64,
-    },
-    RunFinished {
-        record: &'a RunRecord,
-    },
-}
-
-pub trait Reporter {
-    fn report(&mut self, event: &Event<'_>);
-}
-
-/// Sends each event to several reporters (display and log file).
-#[derive(Default)]
-pub struct Fanout(pub Vec<Box<dyn Reporter>>);
-
-impl Reporter for Fanout {
-    fn report(&mut self, event: &Event<'_>) {
-        for reporter in &mut self.0 {
-            reporter.report(event);
-        }
-    }
-}
+use crate::record::RunRecord;
+pub use crate::report::{Event, Reporter};
 
 /// How people see the run on stderr.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -211,12 +72,16 @@ pub fn print_note(message: &str) {
     eprintln!("{}", for_terminal(message));
 }
 
-/// Print an error for people: `error: ...` and `hint: ...` lines on stderr. Errors quote the
-/// agent's output, so they are neutralized like everything else on the terminal.
-pub fn print_error(message: &str, hint: Option<&str>) {
+/// Print an error for people on stderr: `error: ...`, a `caused by: ...` line for each cause
+/// below it, and `hint: ...`. Errors quote the agent's output, so they are neutralized like
+/// everything else on the terminal.
+pub fn print_error(error: &crate::error::Error) {
     let label = console::style("error:").red().bold();
-    eprintln!("{label} {}", for_terminal(message));
-    if let Some(hint) = hint {
+    eprintln!("{label} {}", for_terminal(&error.message));
+    for cause in error.causes() {
+        eprintln!("  {} {}", console::style("caused by:").dim(), for_terminal(&cause));
+    }
+    if let Some(hint) = &error.hint {
         eprintln!("{} {}", console::style("hint:").cyan().bold(), for_terminal(hint));
     }
 }
@@ -226,8 +91,8 @@ pub(crate) fn summary_lines(record: &RunRecord) -> Vec<String> {
     let mut lines = Vec::new();
     let iterations = record.iterations.len();
     let elapsed = crate::values::format_duration(std::time::Duration::from_millis(record.duration_ms));
-    let ran = record.steps.iter().filter(|step| step.status != "skipped").count();
-    let exit_reason = record.exit_reason.as_deref().unwrap_or("running");
+    let ran = record.steps.iter().filter(|step| step.status != crate::record::StepStatus::Skipped).count();
+    let exit_reason = record.exit_reason.map_or("running", |reason| reason.as_str());
     let head = match (&record.completion_signal, record.exit_code.unwrap_or(-1)) {
         (_, 0) if record.steps.len() > 1 => {
             format!("finished {ran} of {} step(s), {iterations} iteration(s) ({elapsed})", record.steps.len())
@@ -241,7 +106,8 @@ pub(crate) fn summary_lines(record: &RunRecord) -> Vec<String> {
     };
     lines.push(head);
     if record.steps.len() > 1 {
-        let steps: Vec<String> = record.steps.iter().map(|step| format!("{} {}", step.name, step.status)).collect();
+        let steps: Vec<String> =
+            record.steps.iter().map(|step| format!("{} {}", step.name, step.status.as_str())).collect();
         lines.push(format!("steps: {}", steps.join(" · ")));
     }
     if let Some(output) = &record.output {

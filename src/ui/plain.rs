@@ -31,11 +31,12 @@ pub(crate) fn clock() -> String {
 }
 
 impl Reporter for PlainReporter {
-    fn report(&mut self, event: &Event<'_>) {
+    fn report(&mut self, run_id: &str, event: &Event<'_>) {
         match event {
-            Event::RunStarted { run_id, name, agent, strategy, branch, worktree, .. } => {
+            Event::RunStarted { name, agent, strategy, branch, worktree, .. } => {
                 self.line(&format!(
-                    "eden run `{name}` ({run_id}): agent {agent}, strategy {strategy}, branch `{branch}`"
+                    "eden run `{name}` ({run_id}): agent {}, strategy {strategy}, branch `{branch}`",
+                    agent.as_str()
                 ));
                 self.line(&format!("worktree {}", worktree.display()));
             }
@@ -64,21 +65,32 @@ impl Reporter for PlainReporter {
             }
             Event::Commit { sha, subject, .. } => self.line(&format!("commit {} {subject}", &sha[..sha.len().min(10)])),
             Event::IterationFinished { iteration, outcome, duration_ms, .. } => {
-                self.line(&format!("iteration {iteration} finished: {outcome} {}", super::seconds(*duration_ms)));
+                self.line(&format!(
+                    "iteration {iteration} finished: {} {}",
+                    outcome.as_str(),
+                    super::seconds(*duration_ms)
+                ));
             }
             Event::Output { value, .. } => self.line(&format!("output: {value}")),
             Event::StepStarted { step, index, total, agent } => {
-                self.line(&format!("step {}/{total} `{step}` started (agent {agent})", index + 1));
+                self.line(&format!("step {}/{total} `{step}` started (agent {})", index + 1, agent.as_str()));
             }
             Event::StepFinished { step, status, reason } => match reason {
-                Some(reason) => self.line(&format!("step `{step}` {status}: {reason}")),
-                None => self.line(&format!("step `{step}` {status}")),
+                Some(reason) => self.line(&format!("step `{step}` {}: {reason}", status.as_str())),
+                None => self.line(&format!("step `{step}` {}", status.as_str())),
             },
-            Event::HookStarted { phase, side, command, .. } => self.line(&format!("hook {side} {phase}: {command}")),
+            Event::HookStarted { phase, side, command, .. } => {
+                self.line(&format!("hook {} {}: {command}", side.as_str(), phase.as_str()));
+            }
             Event::HookOutput { text, stderr: false } => self.line(&format!("> {text}")),
             Event::HookOutput { text, stderr: true } => self.line(&format!("! {text}")),
             Event::HookFinished { phase, outcome, duration_ms, .. } => {
-                self.line(&format!("hook {phase} finished: {outcome} {}", super::seconds(*duration_ms)));
+                self.line(&format!(
+                    "hook {} finished: {} {}",
+                    phase.as_str(),
+                    outcome.as_str(),
+                    super::seconds(*duration_ms)
+                ));
             }
             Event::RunFinished { record } => {
                 for line in summary_lines(record) {

@@ -230,7 +230,7 @@ fn an_interrupted_clean_is_consistent_and_finishes_when_run_again() {
     let run = Run::from(child.wait_with_output().unwrap());
     run.assert_code(130);
     insta::assert_snapshot!(run.error_text(), @r"
-    error: interrupted before the end
+    error: interrupted by SIGINT before the end
     hint: what was done is complete; run `eden clean` again to finish
     ");
     let left = env.worktree_count() - 1;
@@ -300,12 +300,12 @@ fn containers_of_killed_runs_are_removed(engine: &str) {
     // eden and its guard both die (as in a power cut): the container stays behind.
     let ready = shared.join("ready");
     let record = killed_run_with(&env, &manifest, &|| ready.exists(), &[], |record| {
-        let container = record["container"].as_str().unwrap().to_owned();
+        let container = record["container"]["name"].as_str().unwrap().to_owned();
         let killed =
             std::process::Command::new("pkill").args(["-9", "-f", &format!("__eden-guard .* {container}$")]).status();
         assert!(killed.unwrap().success(), "the guard was running");
     });
-    let container = record["container"].as_str().unwrap();
+    let container = record["container"]["name"].as_str().unwrap();
     let names = || crate::containers::containers_of(engine, &std::fs::canonicalize(&env.repo).unwrap());
     assert_eq!(names(), [container], "left behind");
     let run = clean(&env, &["--json"]);

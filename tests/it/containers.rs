@@ -70,7 +70,7 @@ fn writes_commits_and_merges(engine: &str) {
     run.assert_code(0);
     let record = run.record();
     assert_eq!(record["sandbox"], engine);
-    assert!(record["container"].as_str().unwrap().starts_with("eden-"));
+    assert!(record["container"]["name"].as_str().unwrap().starts_with("eden-"));
     assert_eq!(record["merged_into"], "main", "{}", run.stderr);
     assert_eq!(env.log_subjects("main")[0], "from the box");
     // The agent ran as the host user, so its files belong to the host user.

@@ -1,0 +1,123 @@
+//! The run record while the run goes: kept in memory, written out at the start, at every phase
+//! and after every iteration, so a run whose eden dies is still on disk, as far as it got.
+
+use super::workspace::Preflight;
+use crate::error::{Error, ErrorKind};
+use crate::manifest::plan::Plan;
+use crate::process::ProcessStamp;
+use crate::record::{now_rfc3339, ErrorRecord, ExitReason, RunPhase, RunRecord, RunStatus, RECORD_VERSION};
+use std::cell::RefCell;
+use std::path::PathBuf;
+use std::time::Instant;
+
+pub(crate) struct Journal {
+    record: RefCell<RunRecord>,
+    clock: Instant,
+    /// Written at least once: the run began (a run refused before that leaves no record).
+    started: std::cell::Cell<bool>,
+}
+
+impl Journal {
+    /// The record of a run about to start: `running`, owned by this eden process. Not yet written.
+    pub fn start(run_id: &str, plan: &Plan, pre: &Preflight, overrides: &[String], log: Option<PathBuf>) -> Journal {
+        let record = RunRecord {
+            version: RECORD_VERSION,
+            id: run_id.to_owned(),
+            status: RunStatus::Running,
+            process: ProcessStamp::current(),
+            eden_version: env!("CARGO_PKG_VERSION").to_owned(),
+            containment: crate::process::contain::current(),
+            phase: RunPhase::Starting,
+            name: plan.name.clone(),
+            manifest: plan.manifest.clone(),
+            overrides: overrides.to_vec(),
+            repo: pre.root.clone(),
+            sandbox: plan.sandbox.kind().to_owned(),
+            container: None,
+            strategy: pre.strategy.as_str().to_owned(),
+            branch: pre.branch.clone(),
+            base_branch: pre.base_branch.clone(),
+            base_commit: pre.base_commit.clone(),
+            worktree: pre.worktree.clone(),
+            log,
+            max_iterations: plan.steps[0].loop_.max_iterations,
+            iterations: Vec::new(),
+            hooks: Vec::new(),
+            steps: Vec::new(),
+            output: None,
+            completion_signal: None,
+            usage: None,
+            session_id: None,
+            commits: Vec::new(),
+            merged_into: None,
+            merge_commit: None,
+            preserved_branch: None,
+            preserved_worktree: None,
+            started_at: now_rfc3339(),
+            finished_at: None,
+            duration_ms: 0,
+            exit_reason: None,
+            exit_code: None,
+            error: None,
+            record_path: pre.layout().record(run_id),
+        };
+        Journal { record: RefCell::new(record), clock: Instant::now(), started: std::cell::Cell::new(false) }
+    }
+
+    /// Change the record and write it.
+    pub fn update(&self, change: impl FnOnce(&mut RunRecord)) -> std::io::Result<()> {
+        let mut record = self.record.borrow_mut();
+        change(&mut record);
+        record.duration_ms = self.clock.elapsed().as_millis() as u64;
+        self.started.set(true);
+        record.save()
+    }
+
+    /// Has the run begun (its record been written)?
+    pub fn started(&self) -> bool {
+        self.started.get()
+    }
+
+    /// Enter a phase (written, so a crash shows where the run was).
+    pub fn phase(&self, phase: RunPhase) {
+        let _ = self.update(|record| record.phase = phase);
+    }
+
+    /// The final record: how it ended, written. The error is the run's, if it failed.
+    pub fn finish(
+        self,
+        error: Option<&Error>,
+        change: impl FnOnce(&mut RunRecord),
+    ) -> (RunRecord, std::io::Result<()>) {
+        let written = self.update(|record| {
+            change(record);
+            record.status = RunStatus::Finished;
+            record.phase = RunPhase::Done;
+            record.finished_at = Some(now_rfc3339());
+            record.exit_code = Some(error.map_or(0, |e| e.kind.exit_code()));
+            record.exit_reason = Some(match error {
+                Some(error) => ExitReason::of(&error.kind),
+                None if record.completion_signal.is_some() => ExitReason::Completed,
+                None if record.output.is_some() => ExitReason::Output,
+                None => ExitReason::MaxIterations,
+            });
+            record.usage = record.iterations.iter().filter_map(|i| i.usage).reduce(|mut total, usage| {
+                total.add(&usage);
+                total
+            });
+            record.session_id = record.iterations.iter().rev().find_map(|i| i.session_id.clone());
+            let agent_failure = record.iterations.last().and_then(|i| i.agent_error.as_ref()).map(|f| f.kind);
+            record.error = error.map(|e| ErrorRecord {
+                kind: ExitReason::of(&e.kind),
+                agent_failure: if e.kind == ErrorKind::Agent { agent_failure } else { None },
+                conflicts: match &e.kind {
+                    ErrorKind::MergeConflict { files } => files.clone(),
+                    _ => Vec::new(),
+                },
+                message: e.message.clone(),
+                hint: e.hint.clone(),
+            });
+        });
+        (self.record.into_inner(), written)
+    }
+}

@@ -1,0 +1,369 @@
+//! The run record, `.eden/runs/<id>.json`: what happened, for scripts and for people later. It
+//! is written when the run starts (`status = "running"`, with eden's pid and start time), again
+//! as the run goes (each phase, each iteration), and finally when it ends. A `running` record
+//! whose process is gone belongs to an eden that was killed: an abandoned run.
+//!
+//! Records read back (`Deserialize`): `eden clean` and the run history load them. Statuses and
+//! outcomes are enums, never strings compared by readers; `version` says which shape this is.
+
+use crate::agent::{AgentKind, FailureKind, Usage};
+use crate::error::{Error, ErrorKind};
+use crate::git::Commit;
+use crate::manifest::hooks_plan::{Phase as HookPhase, Side};
+use crate::process::contain::Containment;
+use crate::process::ProcessStamp;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// The shape of the records this eden writes; bumped when a field changes meaning.
+pub const RECORD_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    Running,
+    Finished,
+    /// Written by `eden clean` for a `running` record whose eden process is gone.
+    Abandoned,
+}
+
+impl RunStatus {
+    /// What a record says, corrected for runs whose eden died: `running` with a dead process
+    /// is `abandoned`.
+    pub fn observed(self, process: &ProcessStamp) -> RunStatus {
+        match self {
+            RunStatus::Running if !process.is_alive() => RunStatus::Abandoned,
+            status => status,
+        }
+    }
+}
+
+/// Where a run is (or was when it ended or died).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunPhase {
+    /// Checked, record written, worktree not made yet.
+    Starting,
+    /// Worktree made: copies and `on_worktree_ready` hooks.
+    Workspace,
+    /// Booting the sandbox and `on_sandbox_ready` hooks.
+    Sandbox,
+    Iterating,
+    /// `on_close` hooks and the sandbox's removal.
+    Closing,
+    /// The merge (or keeping the branch) and cleaning up.
+    Finishing,
+    Done,
+}
+
+/// Why a run ended: how it succeeded, or the kind of its error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExitReason {
+    /// The completion signal was seen.
+    Completed,
+    /// A structured output was delivered.
+    Output,
+    /// `max_iterations` ran without the signal, and completion is not required.
+    MaxIterations,
+    Incomplete,
+    Usage,
+    AgentFailed,
+    Timeout,
+    HookFailed,
+    SandboxError,
+    GitError,
+    Interrupted,
+    Internal,
+}
+
+impl ExitReason {
+    pub fn of(kind: &ErrorKind) -> ExitReason {
+        match kind {
+            ErrorKind::Incomplete => ExitReason::Incomplete,
+            ErrorKind::Usage => ExitReason::Usage,
+            ErrorKind::Agent => ExitReason::AgentFailed,
+            ErrorKind::Timeout => ExitReason::Timeout,
+            ErrorKind::Hook => ExitReason::HookFailed,
+            ErrorKind::Sandbox => ExitReason::SandboxError,
+            ErrorKind::Git | ErrorKind::MergeConflict { .. } => ExitReason::GitError,
+            ErrorKind::Interrupted { .. } => ExitReason::Interrupted,
+            ErrorKind::Internal => ExitReason::Internal,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExitReason::Completed => "completed",
+            ExitReason::Output => "output",
+            ExitReason::MaxIterations => "max_iterations",
+            ExitReason::Incomplete => "incomplete",
+            ExitReason::Usage => "usage",
+            ExitReason::AgentFailed => "agent_failed",
+            ExitReason::Timeout => "timeout",
+            ExitReason::HookFailed => "hook_failed",
+            ExitReason::SandboxError => "sandbox_error",
+            ExitReason::GitError => "git_error",
+            ExitReason::Interrupted => "interrupted",
+            ExitReason::Internal => "internal",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// `RECORD_VERSION` of the eden that wrote it.
+    pub version: u32,
+    pub id: String,
+    pub status: RunStatus,
+    /// The eden process that runs (ran) it, and its version.
+    pub process: ProcessStamp,
+    pub eden_version: String,
+    /// How eden keeps the agent's processes from outliving their commands.
+    pub containment: Option<Containment>,
+    pub phase: RunPhase,
+    pub name: String,
+    pub manifest: Option<PathBuf>,
+    /// `--set`, `--arg` and the flags that stood in for manifest keys, as given (`key=value`).
+    pub overrides: Vec<String>,
+    pub repo: PathBuf,
+    /// `none`, `docker`, `podman` or `isolated`.
+    pub sandbox: String,
+    pub container: Option<ContainerRecord>,
+    pub strategy: String,
+    pub branch: String,
+    pub base_branch: Option<String>,
+    pub base_commit: String,
+    pub worktree: PathBuf,
+    /// The JSON-lines log, if one is written.
+    pub log: Option<PathBuf>,
+    pub max_iterations: u32,
+    pub iterations: Vec<IterationRecord>,
+    /// Every hook that ran, in order.
+    pub hooks: Vec<HookRecord>,
+    /// Each step with its agent: `ok`, `failed` or `skipped`, with its output.
+    pub steps: Vec<StepRecord>,
+    /// The structured output (`[output]`; with steps, the last step's that has one).
+    pub output: Option<serde_json::Value>,
+    /// The signal that ended the run, if one was seen.
+    pub completion_signal: Option<String>,
+    /// Usage summed over the iterations that reported it.
+    pub usage: Option<Usage>,
+    /// The last session id the agent reported.
+    pub session_id: Option<String>,
+    /// Commits made during the run, oldest first.
+    pub commits: Vec<Commit>,
+    pub merged_into: Option<String>,
+    pub merge_commit: Option<String>,
+    pub preserved_branch: Option<String>,
+    pub preserved_worktree: Option<PathBuf>,
+    pub started_at: String,
+    /// `None` while the run is going.
+    pub finished_at: Option<String>,
+    pub duration_ms: u64,
+    /// `None` while the run is going.
+    pub exit_reason: Option<ExitReason>,
+    pub exit_code: Option<i32>,
+    pub error: Option<ErrorRecord>,
+    pub record_path: PathBuf,
+}
+
+/// The run's container.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ContainerRecord {
+    pub engine: String,
+    pub name: String,
+    pub id: String,
+    pub image: String,
+}
+
+impl RunRecord {
+    /// Write the record where it belongs, atomically (a temporary file renamed over it), with
+    /// secrets redacted.
+    pub fn save(&self) -> std::io::Result<()> {
+        save_json(&self.record_path, self)
+    }
+
+    /// Read a record back.
+    pub fn load(path: &Path) -> Result<RunRecord, Error> {
+        let text =
+            fs_err::read_to_string(path).map_err(|err| Error::internal("cannot read a run record").with_source(err))?;
+        serde_json::from_str(&text).map_err(|err| {
+            Error::internal(format!("`{}` is not a run record this eden can read", path.display())).with_source(err)
+        })
+    }
+}
+
+/// Write `value` as pretty JSON to `path` atomically, secrets redacted.
+pub fn save_json(path: &Path, value: &impl Serialize) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        fs_err::create_dir_all(dir)?;
+    }
+    let json = serde_json::to_string_pretty(value).map_err(std::io::Error::other)?;
+    let temporary = path.with_extension(format!("json.{}.tmp", std::process::id()));
+    fs_err::write(&temporary, crate::redact::apply(&json).as_bytes())?;
+    fs_err::rename(&temporary, path)
+}
+
+/// How one invocation of the agent ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IterationOutcome {
+    /// Exited 0 without the signal: the loop goes on.
+    Exited,
+    /// The completion signal was seen.
+    Completed,
+    /// The signal was seen, but the agent did not exit in time and was stopped.
+    CompletionTimeout,
+    Failed,
+    IdleTimeout,
+    StepTimeout,
+    Interrupted,
+    /// Its structured output was not usable; it was asked again in the same session.
+    OutputInvalid,
+}
+
+impl IterationOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IterationOutcome::Exited => "exited",
+            IterationOutcome::Completed => "completed",
+            IterationOutcome::CompletionTimeout => "completion_timeout",
+            IterationOutcome::Failed => "failed",
+            IterationOutcome::IdleTimeout => "idle_timeout",
+            IterationOutcome::StepTimeout => "step_timeout",
+            IterationOutcome::Interrupted => "interrupted",
+            IterationOutcome::OutputInvalid => "output_invalid",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct IterationRecord {
+    /// The step it belongs to (`main` without `[[step]]`).
+    pub step: String,
+    pub iteration: u32,
+    pub started_at: String,
+    pub duration_ms: u64,
+    pub outcome: IterationOutcome,
+    pub exit_code: Option<i32>,
+    pub completion_signal: Option<String>,
+    pub commits: Vec<String>,
+    pub prompt: String,
+    /// The agent's session id, when it reports one.
+    pub session_id: Option<String>,
+    /// Token usage (and cost when reported) for this iteration.
+    pub usage: Option<Usage>,
+    pub tool_calls: Vec<ToolCallRecord>,
+    /// A failure the agent reported on its own output.
+    pub agent_error: Option<AgentFailure>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepStatus {
+    Ok,
+    Failed,
+    Skipped,
+}
+
+impl StepStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepStatus::Ok => "ok",
+            StepStatus::Failed => "failed",
+            StepStatus::Skipped => "skipped",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StepRecord {
+    pub name: String,
+    pub agent: AgentKind,
+    /// The executable run (none for `simulated`) and the model asked for.
+    pub binary: Option<PathBuf>,
+    pub model: Option<String>,
+    pub status: StepStatus,
+    pub exit_code: Option<i32>,
+    pub error: Option<String>,
+    /// Why it was skipped (`when`).
+    pub reason: Option<String>,
+    pub output: Option<serde_json::Value>,
+    pub completion_signal: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HookOutcome {
+    Ok,
+    Failed,
+    Timeout,
+    Interrupted,
+}
+
+impl HookOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HookOutcome::Ok => "ok",
+            HookOutcome::Failed => "failed",
+            HookOutcome::Timeout => "timeout",
+            HookOutcome::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// One hook that ran, in the order they ran.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HookRecord {
+    pub phase: HookPhase,
+    pub side: Side,
+    pub command: String,
+    pub iteration: Option<u32>,
+    pub outcome: HookOutcome,
+    pub exit_code: Option<i32>,
+    pub duration_ms: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ToolCallRecord {
+    pub name: String,
+    pub summary: String,
+    /// `None` until (unless) the agent reports the result.
+    pub ok: Option<bool>,
+    pub subagent: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AgentFailure {
+    pub message: String,
+    pub kind: FailureKind,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ErrorRecord {
+    pub kind: ExitReason,
+    /// For agent failures the agent reported itself: `authentication`, `rate_limit`, `other`.
+    pub agent_failure: Option<FailureKind>,
+    /// The files of a merge conflict.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conflicts: Vec<String>,
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+pub fn now_rfc3339() -> String {
+    humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
+}
+
+/// `20261122-200523-a1b2c3`: sortable, unique enough for branch names and file names.
+pub fn new_run_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let digits: String = stamp.chars().filter(char::is_ascii_digit).collect();
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u32(std::process::id());
+    hasher
+        .write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos());
+    format!("{}-{}-{:06x}", &digits[..8], &digits[8..14], hasher.finish() & 0xff_ffff)
+}
