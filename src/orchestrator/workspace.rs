@@ -64,120 +64,130 @@ impl Workspace {
 pub fn preflight(plan: &Plan, found: &Result<Discovered, Error>, run_id: &str) -> Result<Preflight, Error> {
     let found = found.clone()?;
     super::copy::check_sources(&found.checkout, &plan.copy_to_worktree)?;
-    let root = found.root.clone();
-    let repo = Git::new(&root);
-    let checkout_git = Git::new(&found.checkout);
-    let current = checkout_git.current_branch()?;
-    let head_commit = || checkout_git.resolve("HEAD")?.ok_or_else(|| no_commits(&found.checkout));
-    let worktrees_dir = found_layout(&found).worktrees();
-
+    let checkout = Git::new(&found.checkout);
+    let current = checkout.current_branch()?;
     match plan.branch.strategy {
-        Strategy::Head => {
-            let branch = current.ok_or_else(|| {
-                Error::git("HEAD is detached; strategy `head` commits onto the checked-out branch")
-                    .with_hint("check out a branch first, or use strategy `merge-to-head`")
-            })?;
-            let base_commit = head_commit()?;
-            if !plan.branch.allow_dirty {
-                let dirty = checkout_git.dirty_paths()?;
-                if !dirty.is_empty() {
-                    let shown: Vec<&str> = dirty.iter().take(5).map(String::as_str).collect();
-                    return Err(Error::git(format!(
-                        "the checkout `{}` has uncommitted changes:\n  {}{}",
-                        found.checkout.display(),
-                        shown.join("\n  "),
-                        if dirty.len() > 5 { format!("\n  … and {} more", dirty.len() - 5) } else { String::new() }
-                    ))
-                    .with_hint(
-                        "strategy `head` works in your checkout: commit or stash first, or set `branch.allow_dirty = true`",
-                    ));
-                }
-            }
-            Ok(Preflight {
-                strategy: Strategy::Head,
-                root,
-                checkout: found.checkout.clone(),
-                common_dir: found.common_dir,
-                base_branch: Some(branch.clone()),
-                branch,
-                base_commit,
-                worktree: found.checkout,
-                action: WorktreeAction::UseCheckout,
-            })
+        Strategy::Head => head(plan, found, current),
+        Strategy::MergeToHead => merge_to_head(plan, found, current, run_id),
+        Strategy::Named => named(plan, found, current),
+    }
+}
+
+/// `head`: the agent works in the checkout, on its branch; refused if it has uncommitted
+/// changes unless `allow_dirty`.
+fn head(plan: &Plan, found: Discovered, current: Option<String>) -> Result<Preflight, Error> {
+    let checkout = Git::new(&found.checkout);
+    let branch = current.ok_or_else(|| {
+        Error::git("HEAD is detached; strategy `head` commits onto the checked-out branch")
+            .with_hint("check out a branch first, or use strategy `merge-to-head`")
+    })?;
+    let base_commit = checkout.resolve("HEAD")?.ok_or_else(|| no_commits(&found.checkout))?;
+    if !plan.branch.allow_dirty {
+        let dirty = checkout.dirty_paths()?;
+        if !dirty.is_empty() {
+            let shown: Vec<&str> = dirty.iter().take(5).map(String::as_str).collect();
+            let more = if dirty.len() > 5 { format!("\n  … and {} more", dirty.len() - 5) } else { String::new() };
+            return Err(Error::git(format!(
+                "the checkout `{}` has uncommitted changes:\n  {}{more}",
+                found.checkout.display(),
+                shown.join("\n  "),
+            ))
+            .with_hint(
+                "strategy `head` works in your checkout: commit or stash first, or set `branch.allow_dirty = true`",
+            ));
         }
-        Strategy::MergeToHead => {
-            let base = match &plan.branch.base {
-                Some(base) => base.clone(),
-                None => current.clone().ok_or_else(|| {
-                    Error::git("HEAD is detached, so there is no branch to merge back into")
-                        .with_hint("check out a branch, or set `branch.base` to the branch to merge into")
+    }
+    Ok(Preflight {
+        strategy: Strategy::Head,
+        root: found.root,
+        checkout: found.checkout.clone(),
+        common_dir: found.common_dir,
+        base_branch: Some(branch.clone()),
+        branch,
+        base_commit,
+        worktree: found.checkout,
+        action: WorktreeAction::UseCheckout,
+    })
+}
+
+/// `merge-to-head`: a new `eden/<name>-<run id>` branch from the base, merged back at the end.
+fn merge_to_head(plan: &Plan, found: Discovered, current: Option<String>, run_id: &str) -> Result<Preflight, Error> {
+    let repo = Git::new(&found.root);
+    let base = match &plan.branch.base {
+        Some(base) => base.clone(),
+        None => current.clone().ok_or_else(|| {
+            Error::git("HEAD is detached, so there is no branch to merge back into")
+                .with_hint("check out a branch, or set `branch.base` to the branch to merge into")
+        })?,
+    };
+    let base_commit = repo.branch_commit(&base)?.ok_or_else(|| {
+        let why = if current.as_deref() == Some(base.as_str()) {
+            no_commits(&found.root)
+        } else {
+            Error::git(format!("base branch `{base}` does not exist"))
+        };
+        why.with_hint("strategy `merge-to-head` merges back into `branch.base`, which must be a local branch")
+    })?;
+    let branch = format!("eden/{}-{run_id}", plan.name);
+    Ok(Preflight {
+        strategy: Strategy::MergeToHead,
+        worktree: found_layout(&found).worktrees().join(slug(&branch)),
+        checkout: found.checkout,
+        common_dir: found.common_dir,
+        root: found.root,
+        branch,
+        base_branch: Some(base),
+        base_commit,
+        action: WorktreeAction::CreateWithNewBranch,
+    })
+}
+
+/// `named`: the branch given, created from the base if missing, in eden's worktree for it.
+fn named(plan: &Plan, found: Discovered, current: Option<String>) -> Result<Preflight, Error> {
+    let repo = Git::new(&found.root);
+    let branch = plan.branch.name.clone().expect("validated: named has a name");
+    let eden_path = found_layout(&found).worktrees().join(slug(&branch));
+    let (action, base_branch, base_commit) = match repo.branch_commit(&branch)? {
+        Some(tip) => (existing_branch_action(&repo, &branch, &eden_path, plan.branch.reuse_worktree)?, None, tip),
+        None => {
+            let base = plan.branch.base.clone().or(current);
+            let base_commit = match &base {
+                Some(base) => repo.resolve(base)?.ok_or_else(|| {
+                    Error::git(format!("base `{base}` does not exist"))
+                        .with_hint("set `branch.base` to an existing branch")
                 })?,
+                None => Git::new(&found.checkout).resolve("HEAD")?.ok_or_else(|| no_commits(&found.checkout))?,
             };
-            let base_commit = repo.branch_commit(&base)?.ok_or_else(|| {
-                let why = if current.as_deref() == Some(base.as_str()) {
-                    no_commits(&root)
-                } else {
-                    Error::git(format!("base branch `{base}` does not exist"))
-                };
-                why.with_hint("strategy `merge-to-head` merges back into `branch.base`, which must be a local branch")
-            })?;
-            let branch = format!("eden/{}-{run_id}", plan.name);
-            Ok(Preflight {
-                strategy: Strategy::MergeToHead,
-                checkout: found.checkout.clone(),
-                common_dir: found.common_dir,
-                worktree: worktrees_dir.join(slug(&branch)),
-                root,
-                branch,
-                base_branch: Some(base),
-                base_commit,
-                action: WorktreeAction::CreateWithNewBranch,
-            })
+            (WorktreeAction::CreateWithNewBranch, base, base_commit)
         }
-        Strategy::Named => {
-            let branch = plan.branch.name.clone().expect("validated: named has a name");
-            let eden_path = worktrees_dir.join(slug(&branch));
-            let worktrees = WorktreeList::read(&repo)?;
-            let (action, base_branch, base_commit) = if let Some(tip) = repo.branch_commit(&branch)? {
-                let action = match worktrees.find_branch(&branch) {
-                    None => WorktreeAction::CreateForExistingBranch,
-                    Some(path) if same_path(path, &eden_path) && plan.branch.reuse_worktree => WorktreeAction::Reuse,
-                    Some(path) if same_path(path, &eden_path) => {
-                        return Err(Error::git(format!(
-                            "branch `{branch}` already has an eden worktree at `{}`",
-                            path.display()
-                        ))
-                        .with_hint("set `branch.reuse_worktree = true` to continue in it, or remove it with `git worktree remove`"));
-                    }
-                    Some(path) => {
-                        return Err(Error::git(format!("branch `{branch}` is checked out at `{}`", path.display()))
-                            .with_hint("check out another branch there first; eden works on its own worktree"));
-                    }
-                };
-                (action, None, tip)
-            } else {
-                let base = plan.branch.base.clone().or(current);
-                let base_commit = match &base {
-                    Some(base) => repo.resolve(base)?.ok_or_else(|| {
-                        Error::git(format!("base `{base}` does not exist"))
-                            .with_hint("set `branch.base` to an existing branch")
-                    })?,
-                    None => head_commit()?,
-                };
-                (WorktreeAction::CreateWithNewBranch, base, base_commit)
-            };
-            Ok(Preflight {
-                strategy: Strategy::Named,
-                checkout: found.checkout.clone(),
-                common_dir: found.common_dir,
-                root,
-                branch,
-                base_branch,
-                base_commit,
-                worktree: eden_path,
-                action,
-            })
+    };
+    Ok(Preflight {
+        strategy: Strategy::Named,
+        checkout: found.checkout,
+        common_dir: found.common_dir,
+        root: found.root,
+        branch,
+        base_branch,
+        base_commit,
+        worktree: eden_path,
+        action,
+    })
+}
+
+/// For an existing branch: a new worktree, eden's own one again (`reuse_worktree`), or a
+/// refusal when it is checked out somewhere.
+fn existing_branch_action(repo: &Git, branch: &str, eden_path: &Path, reuse: bool) -> Result<WorktreeAction, Error> {
+    match WorktreeList::read(repo)?.find_branch(branch) {
+        None => Ok(WorktreeAction::CreateForExistingBranch),
+        Some(path) if same_path(path, eden_path) && reuse => Ok(WorktreeAction::Reuse),
+        Some(path) if same_path(path, eden_path) => {
+            Err(Error::git(format!("branch `{branch}` already has an eden worktree at `{}`", path.display()))
+                .with_hint(
+                    "set `branch.reuse_worktree = true` to continue in it, or remove it with `git worktree remove`",
+                ))
         }
+        Some(path) => Err(Error::git(format!("branch `{branch}` is checked out at `{}`", path.display()))
+            .with_hint("check out another branch there first; eden works on its own worktree")),
     }
 }
 
