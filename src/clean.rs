@@ -41,6 +41,8 @@ pub enum Kind {
     Branch,
     Container,
     Lock,
+    /// A lock file a git process of a dead run left (`refs/heads/<branch>.lock`, `index.lock`).
+    GitLock,
     IsolatedCopy,
     ExecDir,
     Record,
@@ -56,6 +58,7 @@ impl Kind {
             Kind::Branch => "branch",
             Kind::Container => "container",
             Kind::Lock => "lock",
+            Kind::GitLock => "git lock",
             Kind::IsolatedCopy => "isolated copy",
             Kind::ExecDir => "exec folder",
             Kind::Record => "record",
@@ -167,9 +170,10 @@ pub fn survey(layout: Option<&Layout>, settings: &Settings) -> Survey {
     // branches they free, then the rest.
     survey.items.sort_by_key(|item| match item.kind {
         Kind::Container => 0,
-        Kind::Worktree => 1,
-        Kind::Branch => 2,
-        _ => 3,
+        Kind::GitLock => 1,
+        Kind::Worktree => 2,
+        Kind::Branch => 3,
+        _ => 4,
     });
     if settings.dry_run {
         for item in &mut survey.items {
@@ -355,6 +359,17 @@ fn worktrees_and_branches(layout: &Layout, settings: &Settings, live: &Live, sur
         if live.slugs.contains(&slug(branch)) {
             survey.items.push(Item::keep(Kind::Branch, name, "its run is still going"));
             continue;
+        }
+        // Its run is over: git locks of its branch and worktree are leftovers of a killed git.
+        let worktree = layout.worktrees().join(slug(branch));
+        for stale in crate::git::leftover_locks(&layout.common_dir, branch, &worktree) {
+            let reason = "left by a git process of a run that is over";
+            survey.items.push(Item::remove(
+                Kind::GitLock,
+                stale.display().to_string(),
+                reason,
+                Action::RemoveFile(stale),
+            ));
         }
         if let Some(entry) = list.entries.iter().find(|entry| entry.branch.as_deref() == Some(branch)) {
             if !leaving.contains(&entry.path) {

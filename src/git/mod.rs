@@ -11,4 +11,4 @@ mod worktree;
 
 pub use merge::{merge_into, MergeResult};
 pub use repo::{dunce_canonical, Commit, Discovered, Git};
-pub use worktree::{slug, Removal, WorktreeEntry, WorktreeList};
+pub use worktree::{leftover_locks, slug, Removal, WorktreeEntry, WorktreeList};

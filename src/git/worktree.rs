@@ -62,6 +62,24 @@ impl WorktreeList {
     }
 }
 
+/// Lock files git leaves behind when one of its processes is killed mid-update (an agent's
+/// `git commit` when eden is killed): the branch's ref lock, and the index and HEAD locks of the
+/// worktree's own git folder. Only safe to remove when nothing of that run is alive any more.
+pub fn leftover_locks(common_dir: &Path, branch: &str, worktree: &Path) -> Vec<PathBuf> {
+    let mut locks = vec![common_dir.join("refs").join("heads").join(format!("{branch}.lock"))];
+    let dot_git = worktree.join(".git");
+    for entry in std::fs::read_dir(common_dir.join("worktrees")).into_iter().flatten().flatten() {
+        // `gitdir` in a worktree's git folder names the worktree's `.git` file.
+        let points_here = std::fs::read_to_string(entry.path().join("gitdir"))
+            .is_ok_and(|gitdir| Path::new(gitdir.trim()) == dot_git);
+        if points_here {
+            locks.extend(["index.lock", "HEAD.lock"].map(|name| entry.path().join(name)));
+        }
+    }
+    locks.retain(|lock| lock.exists());
+    locks
+}
+
 impl Git {
     /// Forget worktrees whose folders are gone (a run killed while it made one, a folder deleted
     /// by hand), so their paths and branches can be used again.

@@ -230,6 +230,12 @@ pub fn create(pre: Preflight, run_id: &str, notes: &mut Vec<String>) -> Result<W
     let (lock, taken) = BranchLock::acquire(&layout.locks(), &slug(&pre.branch), &pre.branch, run_id)?;
     if let Taken::ReclaimedFrom(pid) = taken {
         notes.push(format!("reclaimed a stale lock on `{}` left by pid {pid}", pre.branch));
+        // That run died: git may have died with it, mid-update, leaving its own locks.
+        for stale in crate::git::leftover_locks(&pre.common_dir, &pre.branch, &pre.worktree) {
+            if std::fs::remove_file(&stale).is_ok() {
+                notes.push(format!("removed `{}`, left by a git process of that run", stale.display()));
+            }
+        }
     }
     match pre.action {
         WorktreeAction::UseCheckout | WorktreeAction::Reuse => {}

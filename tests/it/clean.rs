@@ -342,3 +342,48 @@ fn the_worktree_you_are_in_is_kept() {
     );
     assert!(here.exists());
 }
+
+/// A git process killed mid-update (an agent's `git commit` when eden is killed) leaves lock
+/// files: the next run on that branch, and `eden clean`, remove them once the run is over.
+#[test]
+fn git_locks_left_by_a_killed_run_do_not_block_the_branch() {
+    let env = TestEnv::new();
+    let ready = env.root().join("ready");
+    let agent = env.script(
+        "agent.sh",
+        &format!(
+            "cat >/dev/null\necho a >> a.txt && git add a.txt && git commit -qm work\ntouch {}\nsleep 300",
+            ready.display()
+        ),
+    );
+    let named = "[branch]\nstrategy = \"named\"\nname = \"eden/locked-up\"";
+    let record = killed_run(&env, &cli_manifest(&agent, named), &ready, &[]);
+    let worktree = PathBuf::from(record["worktree"].as_str().unwrap());
+    // What a git killed while committing leaves.
+    let ref_lock = env.repo.join(".git/refs/heads/eden/locked-up.lock");
+    std::fs::write(&ref_lock, "").unwrap();
+    let git_dir = std::fs::read_to_string(worktree.join(".git")).unwrap();
+    let index_lock = PathBuf::from(git_dir.trim().strip_prefix("gitdir: ").unwrap()).join("index.lock");
+    std::fs::write(&index_lock, "").unwrap();
+
+    // The next run on the branch reclaims the run's lock, and git's with it.
+    let finisher = env.script(
+        "finish.sh",
+        "cat >/dev/null\necho b >> a.txt && git add a.txt && git commit -qm more\necho '<promise>COMPLETE</promise>'",
+    );
+    let run = env.run_manifest(&cli_manifest(&finisher, &format!("{named}\nreuse_worktree = true")), &[]);
+    run.assert_code(0);
+    assert!(run.stderr.contains("left by a git process of that run"), "{}", run.stderr);
+    assert_eq!(env.log_subjects("eden/locked-up")[..2], ["more", "work"]);
+
+    // And clean finds them after another killed run.
+    killed_run(&env, &cli_manifest(&agent, &format!("{named}\nreuse_worktree = true")), &ready, &[]);
+    std::fs::write(&ref_lock, "").unwrap();
+    let listed = items(&env, &clean(&env, &["--json", "--force"]), &[]);
+    assert!(
+        listed.iter().any(|line| line.starts_with("git_lock") && line.contains("locked-up.lock removed")),
+        "{listed:#?}"
+    );
+    assert!(!ref_lock.exists());
+    assert_eq!(env.branches(), ["main"], "with the lock gone, --force deletes the branch");
+}

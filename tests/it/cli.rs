@@ -83,7 +83,7 @@ fn dry_run_prints_the_plan_and_touches_nothing() {
     command.env("SECRET_FOR_TEST", "hunter2-secret");
     let run = crate::support::Run::from(command.output().unwrap());
     run.assert_code(0);
-    let plan = run.record();
+    let plan = run.json();
     assert_eq!(plan["plan"]["steps"][0]["agent"]["kind"], "cli");
     assert_eq!(plan["plan"]["steps"][0]["loop"]["idle_timeout"], "1m30s");
     assert_eq!(plan["plan"]["steps"][0]["loop"]["completion_timeout"], "1h30m");

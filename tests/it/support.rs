@@ -152,8 +152,25 @@ impl Drop for TestEnv {
         if !std::thread::panicking() {
             let global = std::fs::read_to_string(self.global_config()).unwrap_or_default();
             assert!(global.is_empty(), "the global git config was written: {global}");
+            // Every record the test's runs wrote reads back as a `RunRecord`, losslessly.
+            for entry in std::fs::read_dir(self.repo.join(".eden/runs")).into_iter().flatten() {
+                let path = entry.unwrap().path();
+                if path.extension().is_some_and(|ext| ext == "json") {
+                    let text = std::fs::read_to_string(&path).unwrap();
+                    assert_round_trip(&serde_json::from_str(&text).unwrap(), &path.display().to_string());
+                }
+            }
         }
     }
+}
+
+/// `value` (a run record as eden wrote it) loads as `eden::record::RunRecord` and serializes
+/// back to exactly the same JSON.
+pub fn assert_round_trip(value: &serde_json::Value, what: &str) {
+    let record: eden::record::RunRecord = serde_json::from_value(value.clone())
+        .unwrap_or_else(|err| panic!("{what} does not load as a run record: {err}\n{value:#}"));
+    let again = serde_json::to_value(&record).unwrap();
+    assert_eq!(&again, value, "{what} changes when loaded and written again");
 }
 
 pub struct Run {
@@ -175,7 +192,15 @@ impl From<Output> for Run {
 }
 
 impl Run {
+    /// stdout as the run record (`--json`), checked to read back as one.
     pub fn record(&self) -> serde_json::Value {
+        let record = self.json();
+        assert_round_trip(&record, "the record on stdout");
+        record
+    }
+
+    /// stdout as JSON.
+    pub fn json(&self) -> serde_json::Value {
         serde_json::from_str(&self.stdout)
             .unwrap_or_else(|err| panic!("stdout is not JSON ({err}):\n{}\nstderr:\n{}", self.stdout, self.stderr))
     }
