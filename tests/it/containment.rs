@@ -308,7 +308,7 @@ fn the_mechanism_is_in_the_dry_run_and_the_record() {
 #[test]
 fn an_unprivileged_user_gets_a_namespace_too() {
     if !nix::unistd::getuid().is_root() {
-        eprintln!("skipping: switching to an unprivileged user needs root");
+        crate::support::skip("switching to an unprivileged user needs root");
         return;
     }
     let marker = Marker::new();

@@ -7,8 +7,7 @@ pub fn bwrap() -> bool {
     if which::which("bwrap").is_ok() {
         return true;
     }
-    assert!(std::env::var_os("CI").is_none(), "`bwrap` must be installed in CI (see .ci/run)");
-    eprintln!("skipping: `bwrap` is not installed (apt-get install bubblewrap)");
+    crate::support::skip("`bwrap` is not installed (apt-get install bubblewrap)");
     false
 }
 

@@ -10,9 +10,8 @@ use crate::support::{Run, TestEnv};
 fn require(binary: &str) -> Option<std::path::PathBuf> {
     match which::which(binary) {
         Ok(path) => Some(path),
-        Err(_) if std::env::var_os("CI").is_some() => panic!("`{binary}` must be installed in CI (see .ci/run)"),
         Err(_) => {
-            eprintln!("skipping: `{binary}` is not installed (npm install -g ...; see .ci/run)");
+            crate::support::skip(&format!("`{binary}` is not installed (npm install -g ...; see .ci/run)"));
             None
         }
     }

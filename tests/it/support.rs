@@ -304,3 +304,18 @@ impl Marker {
         }
     }
 }
+
+/// A test that cannot run here (an engine, bubblewrap or an agent CLI missing) says so instead
+/// of passing quietly: a `SKIPPED` line on stderr, and a line in `target/tmp/skipped-tests.txt`,
+/// which `.ci/run` and the README's note count. In CI (`CI` set) nothing may be skipped: it fails.
+pub fn skip(reason: &str) {
+    let test = std::thread::current().name().unwrap_or("a test").to_owned();
+    assert!(std::env::var_os("CI").is_none(), "{test} cannot run in CI: {reason} (see .ci/run)");
+    eprintln!("SKIPPED {test}: {reason}");
+    use std::io::Write;
+    let list = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("skipped-tests.txt");
+    if let Ok(mut file) = std::fs::OpenOptions::new().create(true).append(true).open(list) {
+        // One write per line: appends from parallel tests do not interleave.
+        let _ = file.write_all(format!("{test}: {reason}\n").as_bytes());
+    }
+}
