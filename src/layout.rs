@@ -1,10 +1,10 @@
 //! Every path eden creates, in one place: `.eden/` at the repository's root (worktrees, locks,
 //! logs, run records, patches, sessions), the pid files of container commands in the shared
-//! `.git`, and the isolated copies in the temporary folder. (`.eden/.env` is yours, not eden's:
-//! `manifest::dotenv` reads it.) Runs create these through `Layout`
+//! `.git`, the isolated copies in the temporary folder, and the labels that mark its containers.
+//! (`.eden/.env` is yours, not eden's: `manifest::dotenv` reads it from `dotenv`.) Runs create these through `Layout`
 //! and `eden clean` walks them through it, so nothing eden makes can be missed by the cleanup.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone)]
 pub struct Layout {
@@ -23,7 +23,7 @@ impl Layout {
     }
 
     pub fn eden_dir(&self) -> PathBuf {
-        self.root.join(".eden")
+        self.root.join(EDEN_DIR)
     }
 
     /// `.eden/worktrees/<branch-slug>`: one per branch.
@@ -76,6 +76,20 @@ impl Layout {
         self.exec_dirs().join(run_id)
     }
 }
+
+/// eden's folder at the repository's root (kept out of git through `info/exclude`).
+pub const EDEN_DIR: &str = ".eden";
+
+/// `.eden/.env` of the repository at `root`: yours (eden only reads it), the secrets of runs.
+pub fn dotenv(root: &Path) -> PathBuf {
+    root.join(EDEN_DIR).join(".env")
+}
+
+/// Labels on every container eden starts: its run, repository, branch and eden's pid.
+pub const LABEL_RUN: &str = "eden.run";
+pub const LABEL_REPO: &str = "eden.repo";
+pub const LABEL_BRANCH: &str = "eden.branch";
+pub const LABEL_PID: &str = "eden.pid";
 
 /// The file name of the repository lock inside `.eden/locks/`.
 pub const REPOSITORY_LOCK: &str = "repository.lock";

@@ -161,19 +161,20 @@ impl Git {
             .collect())
     }
 
-    /// Add `.eden/` to the repository's `info/exclude` so eden's state never shows up as
-    /// untracked files. Idempotent.
-    pub fn exclude_eden_dir(common_dir: &Path) -> Result<(), Error> {
+    /// Add the top-level folder `name` to the repository's `info/exclude`, so what is in it
+    /// never shows up as untracked files. Idempotent.
+    pub fn exclude_folder(common_dir: &Path, name: &str) -> Result<(), Error> {
         let info = common_dir.join("info");
         let exclude = info.join("exclude");
         let current = std::fs::read_to_string(&exclude).unwrap_or_default();
-        if current.lines().any(|line| matches!(line.trim(), ".eden/" | ".eden" | "/.eden/" | "/.eden")) {
+        let forms = [format!("{name}/"), name.to_owned(), format!("/{name}/"), format!("/{name}")];
+        if current.lines().any(|line| forms.iter().any(|form| line.trim() == form)) {
             return Ok(());
         }
         let write_error = |err: std::io::Error| Error::git(format!("cannot update `{}`: {err}", exclude.display()));
         fs_err::create_dir_all(&info).map_err(write_error)?;
         let separator = if current.is_empty() || current.ends_with('\n') { "" } else { "\n" };
-        fs_err::write(&exclude, format!("{current}{separator}# eden's worktrees, locks and logs\n/.eden/\n"))
+        fs_err::write(&exclude, format!("{current}{separator}# eden's worktrees, locks and logs\n/{name}/\n"))
             .map_err(write_error)
     }
 }

@@ -16,7 +16,7 @@ pub struct DotEnv {
 impl DotEnv {
     /// Read `<root>/.eden/.env` if it exists.
     pub fn load(root: &Path) -> Result<DotEnv, Error> {
-        let path = root.join(".eden").join(".env");
+        let path = crate::layout::dotenv(root);
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(DotEnv::default()),

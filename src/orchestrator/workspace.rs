@@ -226,7 +226,7 @@ pub fn create(pre: Preflight, run_id: &str, notes: &mut Vec<String>) -> Result<W
     let shared = RepoLock::acquire(&layout.repository_lock(), run_id, "creating the worktree", &mut |message| {
         notes.push(message.to_owned())
     })?;
-    Git::exclude_eden_dir(&pre.common_dir)?;
+    Git::exclude_folder(&pre.common_dir, crate::layout::EDEN_DIR)?;
     let (lock, taken) = BranchLock::acquire(&layout.locks(), &slug(&pre.branch), &pre.branch, run_id)?;
     if let Taken::ReclaimedFrom(pid) = taken {
         notes.push(format!("reclaimed a stale lock on `{}` left by pid {pid}", pre.branch));

@@ -16,6 +16,7 @@
 
 use super::{Prepared, SandboxHandle};
 use crate::error::Error;
+use crate::layout::{LABEL_BRANCH, LABEL_PID, LABEL_REPO, LABEL_RUN};
 use crate::manifest::plan::{ContainerPlan, Engine};
 use crate::manifest::schema::Network;
 use crate::process::{Inside, Output, ProcessBuilder, Stdin};
@@ -130,10 +131,10 @@ pub fn start(request: &ContainerRequest<'_>) -> Result<Box<dyn SandboxHandle>, E
 
     let mut command = engine_command(engine)
         .args(["run", "-d", "--init", "--name", &name])
-        .args(["--label", &format!("eden.run={}", request.run_id)])
-        .args(["--label", &format!("eden.repo={}", request.repo_root.display())])
-        .args(["--label", &format!("eden.branch={}", request.branch)])
-        .args(["--label", &format!("eden.pid={}", std::process::id())])
+        .args(["--label", &format!("{LABEL_RUN}={}", request.run_id)])
+        .args(["--label", &format!("{LABEL_REPO}={}", request.repo_root.display())])
+        .args(["--label", &format!("{LABEL_BRANCH}={}", request.branch)])
+        .args(["--label", &format!("{LABEL_PID}={}", std::process::id())])
         .args(["--user", &format!("{uid}:{gid}")])
         .args(["--network", network_name(plan.network)])
         .args(["-w", &request.worktree.to_string_lossy()]);
@@ -422,17 +423,16 @@ impl Listed {
 /// eden's containers on `engine`: of the repository at `repo`, or of every repository.
 pub fn list(engine: Engine, repo: Option<&Path>) -> Result<Vec<Listed>, Error> {
     let filter = match repo {
-        Some(root) => format!("label=eden.repo={}", root.display()),
-        None => "label=eden.run".to_owned(),
+        Some(root) => format!("label={LABEL_REPO}={}", root.display()),
+        None => format!("label={LABEL_RUN}"),
     };
     // The engines' templates differ: docker's `ps` has a `Label` function, podman a `Labels` map.
-    let format = match engine {
-        Engine::Docker => "{{.Names}}\t{{.Label \"eden.run\"}}\t{{.Label \"eden.pid\"}}\t{{.Label \"eden.repo\"}}",
-        Engine::Podman => {
-            "{{.Names}}\t{{index .Labels \"eden.run\"}}\t{{index .Labels \"eden.pid\"}}\t{{index .Labels \"eden.repo\"}}"
-        }
+    let label = |name: &str| match engine {
+        Engine::Docker => format!("{{{{.Label \"{name}\"}}}}"),
+        Engine::Podman => format!("{{{{index .Labels \"{name}\"}}}}"),
     };
-    let listing = run(engine_command(engine).args(["ps", "-a", "--filter", &filter, "--format", format]))?;
+    let format = format!("{{{{.Names}}}}\t{}\t{}\t{}", label(LABEL_RUN), label(LABEL_PID), label(LABEL_REPO));
+    let listing = run(engine_command(engine).args(["ps", "-a", "--filter", &filter, "--format", &format]))?;
     if !listing.success() {
         return Err(Error::sandbox(format!(
             "`{} ps` cannot list containers: {}",
