@@ -54,7 +54,7 @@ impl HookRunner<'_> {
         for (key, value) in self.dotenv.iter().chain(sandbox_env) {
             command = command.env(key, &value.0);
         }
-        command
+        crate::git::with_config(command, &crate::git::NO_BACKGROUND_WORK)
     }
 
     pub fn has(&self, phase: Phase) -> bool {

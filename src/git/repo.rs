@@ -17,6 +17,32 @@ const GIT_ENV_TO_REMOVE: [&str; 8] = [
     "GIT_PREFIX",
 ];
 
+/// git configuration for every git eden runs or starts an agent or hook with: no automatic
+/// maintenance. After a commit, git may start `gc` or `maintenance` (packing refs, repacking)
+/// in the background; eden ends every process a command leaves behind, and a git killed in the
+/// middle of that leaves lock files (`packed-refs.lock`) that break every later ref update in
+/// the repository. Your own git commands still do the maintenance.
+pub const NO_BACKGROUND_WORK: [(&str, &str); 2] = [("gc.auto", "0"), ("maintenance.auto", "false")];
+
+/// Add `settings` to what a command's git reads, through `GIT_CONFIG_COUNT`/`KEY_n`/`VALUE_n`
+/// (never a config file), after any the command already sets that way.
+pub fn with_config(command: ProcessBuilder, settings: &[(&str, &str)]) -> ProcessBuilder {
+    let count = command
+        .get_env()
+        .iter()
+        .rev()
+        .find(|(key, _)| key == "GIT_CONFIG_COUNT")
+        .and_then(|(_, value)| value.as_ref()?.to_str()?.parse::<usize>().ok())
+        .unwrap_or(0);
+    let mut command = command.env("GIT_CONFIG_COUNT", (count + settings.len()).to_string());
+    for (offset, (key, value)) in settings.iter().enumerate() {
+        command = command
+            .env(format!("GIT_CONFIG_KEY_{}", count + offset), key)
+            .env(format!("GIT_CONFIG_VALUE_{}", count + offset), value);
+    }
+    command
+}
+
 /// A git command runner bound to one directory.
 #[derive(Debug, Clone)]
 pub struct Git {
@@ -50,13 +76,11 @@ impl Git {
         I: IntoIterator<Item = S>,
         S: AsRef<std::ffi::OsStr>,
     {
-        let mut command = ProcessBuilder::new("git")
-            .arg("-c")
-            .arg("core.fsmonitor=false")
-            .args(args)
-            .cwd(&self.dir)
-            .env("LC_ALL", "C")
-            .env("GIT_TERMINAL_PROMPT", "0");
+        let mut command = ProcessBuilder::new("git").args(["-c", "core.fsmonitor=false"]);
+        for (key, value) in NO_BACKGROUND_WORK {
+            command = command.arg("-c").arg(format!("{key}={value}"));
+        }
+        let mut command = command.args(args).cwd(&self.dir).env("LC_ALL", "C").env("GIT_TERMINAL_PROMPT", "0");
         for key in GIT_ENV_TO_REMOVE {
             command = command.env_remove(key);
         }

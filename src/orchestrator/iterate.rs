@@ -250,6 +250,7 @@ impl<'a> StepRun<'a> {
         for (key, value) in plan.env.sandbox.iter().chain(&plan.env.dotenv) {
             command = command.env_default(key, &value.0);
         }
+        let command = crate::git::with_config(command, &crate::git::NO_BACKGROUND_WORK);
         let prepared = self.shared.sandbox.prepare(command)?;
         let program = prepared.command.to_string();
         let started_at = now_rfc3339();

@@ -81,7 +81,9 @@ impl ProcessBuilder {
         self
     }
 
+    /// Set a variable (replacing an earlier setting or removal of it).
     pub fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Self {
+        self.env.retain(|(set, _)| set != key.as_ref());
         self.env.push((key.as_ref().to_owned(), Some(value.as_ref().to_owned())));
         self
     }
@@ -96,6 +98,7 @@ impl ProcessBuilder {
     }
 
     pub fn env_remove(mut self, key: impl AsRef<OsStr>) -> Self {
+        self.env.retain(|(set, _)| set != key.as_ref());
         self.env.push((key.as_ref().to_owned(), None));
         self
     }

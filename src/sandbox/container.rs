@@ -44,8 +44,7 @@ fn wrapper(keep: &str) -> String {
 
 /// Git inside works on a repository owned by the same uid, but the mount may make it look
 /// foreign; allow it per command, never through anyone's global config.
-const GIT_SAFE_DIRECTORY: [(&str, &str); 3] =
-    [("GIT_CONFIG_COUNT", "1"), ("GIT_CONFIG_KEY_0", "safe.directory"), ("GIT_CONFIG_VALUE_0", "*")];
+const GIT_SAFE_DIRECTORY: [(&str, &str); 1] = [("safe.directory", "*")];
 
 pub struct Container {
     engine: Engine,
@@ -261,7 +260,8 @@ impl SandboxHandle for Container {
         })
     }
 
-    fn prepare(&self, mut command: ProcessBuilder) -> Result<Prepared, Error> {
+    fn prepare(&self, command: ProcessBuilder) -> Result<Prepared, Error> {
+        let mut command = crate::git::with_config(command, &GIT_SAFE_DIRECTORY);
         let n = self.next_exec.fetch_add(1, Ordering::SeqCst);
         let pid_file = self.pid_dir.join(format!("{n}.pid"));
         let stdin = command.take_stdin();
@@ -273,9 +273,6 @@ impl SandboxHandle for Container {
             exec = exec.args(["-w".as_ref(), cwd.as_os_str()]);
         }
         // Names only on the command line; the values travel in the client's environment.
-        for (key, value) in GIT_SAFE_DIRECTORY {
-            exec = exec.args(["-e", key]).env(key, value);
-        }
         for (key, value) in &self.exec_env {
             if !command.get_env().iter().any(|(set, _)| set == key) {
                 exec = exec.args(["-e", key]).env(key, value);

@@ -163,3 +163,33 @@ fn grandchildren_left_behind_by_a_finished_agent_are_killed() {
     let left = marker.gone_within(Duration::from_secs(2));
     assert!(left.is_empty(), "the leftover must be killed: {left:?}");
 }
+
+/// `timeouts.kill_grace` is how long an agent that ignores SIGTERM is given before SIGKILL (5 s
+/// by default), and `timeouts.output_drain` how long eden reads output the agent's leftovers
+/// still write after it exits (2 s by default; they matter where the subreaper is the
+/// containment).
+#[test]
+fn kill_grace_and_output_drain_are_settings() {
+    let env = TestEnv::new();
+    let agent = env.script("agent.sh", "trap '' TERM\ncat >/dev/null\nwhile true; do sleep 0.1; done");
+    let manifest = cli_manifest(&agent, "[loop]\nidle_timeout = \"1s\"\n[timeouts]\nkill_grace = \"200ms\"");
+    let started = Instant::now();
+    env.run_manifest(&manifest, &[]).assert_code(4);
+    assert!(started.elapsed() < Duration::from_secs(4), "the short grace was used: {:?}", started.elapsed());
+
+    // A leftover holding stdout after the agent exits, with the fallback containment (which
+    // cannot end it before the drain): a long drain is waited out.
+    let marker = crate::support::Marker::new();
+    let agent = env.script(
+        "leaves.sh",
+        &format!("cat >/dev/null\n({} ; echo late) &\necho '<promise>COMPLETE</promise>'", marker.sleep()),
+    );
+    let manifest = cli_manifest(&agent, "[timeouts]\noutput_drain = \"3s\"");
+    let path = env.write_manifest(&manifest);
+    let mut command = env.eden_command(&["run", path.to_str().unwrap(), "--json"]);
+    command.env("EDEN_CONTAINMENT", "subreaper");
+    let started = Instant::now();
+    crate::support::Run::from(command.output().unwrap()).assert_code(0);
+    assert!(started.elapsed() >= Duration::from_secs(3), "the drain was waited out: {:?}", started.elapsed());
+    assert!(marker.gone_within(Duration::from_secs(2)).is_empty());
+}

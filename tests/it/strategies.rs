@@ -367,3 +367,22 @@ echo "<promise>COMPLETE</promise>""#,
     assert_eq!(env.log_subjects("main")[0], "main edit");
     assert_eq!(env.log_subjects(&branch)[0], "agent work");
 }
+
+/// git started by an agent or a hook does no automatic maintenance in the background: eden ends
+/// what a command leaves behind, and a `gc` killed while packing refs would leave a lock that
+/// breaks every later ref update in the repository.
+#[test]
+fn git_in_agents_and_hooks_does_no_background_maintenance() {
+    let env = TestEnv::new();
+    let agent = env.script(
+        "agent.sh",
+        "cat >/dev/null\necho \"agent gc.auto=$(git config gc.auto) maintenance.auto=$(git config maintenance.auto)\"\necho '<promise>COMPLETE</promise>'",
+    );
+    let hooks = "[hooks.host]\non_worktree_ready = [\"echo hook gc.auto=$(git config gc.auto)\"]\n";
+    let run = env.run_manifest(&(cli_manifest(&agent, "") + hooks), &[]);
+    run.assert_code(0);
+    assert!(run.stderr.contains("| agent gc.auto=0 maintenance.auto=false"), "{}", run.stderr);
+    assert!(run.stderr.contains("> hook gc.auto=0"), "{}", run.stderr);
+    let config = std::fs::read_to_string(env.repo.join(".git/config")).unwrap();
+    assert!(!config.contains("[gc]") && !config.contains("[maintenance]"), "nothing written to the config: {config}");
+}
