@@ -115,9 +115,6 @@ impl ProcessBuilder {
         self
     }
 
-    pub fn is_contained(&self) -> bool {
-        self.contained
-    }
 
     pub fn program(&self) -> &OsStr {
         &self.program

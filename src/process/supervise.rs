@@ -42,12 +42,6 @@ pub struct Stopping {
     pub drain: Duration,
 }
 
-impl Default for Stopping {
-    fn default() -> Self {
-        Stopping { kill_grace: Duration::from_secs(5), drain: Duration::from_secs(2) }
-    }
-}
-
 /// What a handler wants once it has seen a line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Flow {
