@@ -115,7 +115,6 @@ impl ProcessBuilder {
         self
     }
 
-
     pub fn program(&self) -> &OsStr {
         &self.program
     }
