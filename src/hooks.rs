@@ -238,8 +238,7 @@ fn judge(
                 message.push_str("; its last output:");
                 message.push_str(&tail);
             }
-            let error = Error::hook(message)
-                .with_hint("the command must exit 0; its whole output is in the display and the log");
+            let error = Error::hook(message).with_hint("the command must exit 0; all of its output is above");
             (HookOutcome::Failed, Some(code), Err(error))
         }
         Outcome::IdleTimeout(_) | Outcome::StepTimeout(_) | Outcome::Overstayed => {

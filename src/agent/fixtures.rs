@@ -58,6 +58,7 @@ fixture_snapshots! {
     claude_text: "claude-code", "claude-text.jsonl";
     claude_write_bash: "claude-code", "claude-write_bash.jsonl";
     claude_401: "claude-code", "claude-401.jsonl";
+    claude_not_logged_in: "claude-code", "claude-not-logged-in.jsonl";
     codex_text: "codex", "codex-text.jsonl";
     codex_write_bash: "codex", "codex-write_bash.jsonl";
     codex_401: "codex", "codex-401.jsonl";
@@ -78,7 +79,7 @@ fixture_snapshots! {
 fn every_fixture_is_covered() {
     let dir = format!("{}/tests/fixtures/agent-streams", env!("CARGO_MANIFEST_DIR"));
     let count = std::fs::read_dir(dir).unwrap().count();
-    assert_eq!(count, 17, "a new fixture needs a snapshot test above");
+    assert_eq!(count, 18, "a new fixture needs a snapshot test above");
 }
 
 #[test]
@@ -111,6 +112,24 @@ fn every_401_is_an_authentication_failure() {
     ] {
         let summary = summarize(parser, fixture);
         assert!(summary.contains("error (Authentication): "), "{fixture}\n{summary}");
+    }
+}
+
+/// No credentials at all, as each CLI really says it (recorded with an empty `HOME` and no key):
+/// Claude Code on its stream, pi and Copilot on stderr before exiting 1.
+#[test]
+fn not_being_logged_in_is_an_authentication_failure() {
+    let summary = summarize("claude-code", "claude-not-logged-in.jsonl");
+    assert!(summary.contains("error (Authentication): Not logged in · Please run /login"), "{summary}");
+    for fixture in ["pi-no-api-key.txt", "copilot-not-logged-in.txt"] {
+        let path = format!("{}/tests/fixtures/agent-stderr/{fixture}", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        let first = text.lines().find(|line| super::FailureKind::classify(None, line) != super::FailureKind::Other);
+        assert_eq!(
+            first.map(|line| super::FailureKind::classify(None, line)),
+            Some(super::FailureKind::Authentication),
+            "{fixture}"
+        );
     }
 }
 

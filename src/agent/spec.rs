@@ -54,6 +54,8 @@ pub struct AgentSpec {
     pub resume: bool,
     /// Its configuration and transcript folders, for agents that can be pointed at them.
     pub state_dirs: &'static [StateDir],
+    /// How to give it credentials, for the hint when it fails to authenticate.
+    pub login: &'static str,
     /// Reads its output (also selectable by this name as a `cli` agent's `parser`).
     pub parser: Option<fn() -> Box<dyn Parser>>,
     /// Its command line for one invocation (adapters only).
@@ -73,6 +75,7 @@ const ADAPTER: AgentSpec = AgentSpec {
     effort: false,
     resume: true,
     state_dirs: &[],
+    login: "check the API key or login the agent uses (`agent.env`, or its own configuration)",
     parser: None,
     command: None,
 };
@@ -86,6 +89,7 @@ pub static SPECS: [AgentSpec; 8] = [
         npm_package: Some("@anthropic-ai/claude-code"),
         effort: true,
         state_dirs: &[dir("CLAUDE_CONFIG_DIR", ".claude", "")],
+        login: "log in once with `claude` (then `/login`), or give it a key: `agent.env = { ANTHROPIC_API_KEY = \"${ANTHROPIC_API_KEY}\" }`",
         parser: Some(|| Box::new(claude::ClaudeParser)),
         command: Some(claude::command),
         ..ADAPTER
@@ -97,6 +101,7 @@ pub static SPECS: [AgentSpec; 8] = [
         npm_package: Some("@openai/codex"),
         effort: true,
         state_dirs: &[dir("CODEX_HOME", ".codex", "")],
+        login: "log in once with `codex login`, or give it a key: `agent.env = { OPENAI_API_KEY = \"${OPENAI_API_KEY}\" }`",
         parser: Some(|| Box::new(codex::CodexParser)),
         command: Some(codex::command),
         ..ADAPTER
@@ -109,6 +114,7 @@ pub static SPECS: [AgentSpec; 8] = [
         prompt_on_argv: true,
         effort: true,
         state_dirs: &[dir("XDG_DATA_HOME", ".local/share", "opencode"), dir("XDG_CONFIG_HOME", ".config", "opencode")],
+        login: "log in once with `opencode auth login`, or give it its provider's key in `agent.env` (e.g. `ANTHROPIC_API_KEY`)",
         parser: Some(|| Box::<opencode::OpencodeParser>::default()),
         command: Some(opencode::command),
         ..ADAPTER
@@ -120,6 +126,7 @@ pub static SPECS: [AgentSpec; 8] = [
         npm_package: Some("@mariozechner/pi-coding-agent"),
         prompt_on_argv: true,
         state_dirs: &[dir("PI_CODING_AGENT_DIR", ".pi/agent", "")],
+        login: "log in once with `pi` (then `/login`), or give it its provider's key in `agent.env` (e.g. `ANTHROPIC_API_KEY`)",
         parser: Some(|| Box::new(pi::PiParser)),
         command: Some(pi::command),
         ..ADAPTER
@@ -129,6 +136,7 @@ pub static SPECS: [AgentSpec; 8] = [
         name: "cursor",
         binary: Some("agent"),
         prompt_on_argv: true,
+        login: "log in once with `agent login`, or give it a key: `agent.env = { CURSOR_API_KEY = \"${CURSOR_API_KEY}\" }`",
         parser: Some(|| Box::new(cursor::CursorParser)),
         command: Some(cursor::command),
         ..ADAPTER
@@ -139,6 +147,7 @@ pub static SPECS: [AgentSpec; 8] = [
         binary: Some("copilot"),
         npm_package: Some("@github/copilot"),
         prompt_on_argv: true,
+        login: "log in once with `copilot` (then `/login`), or give it a token: `agent.env = { COPILOT_GITHUB_TOKEN = \"${GH_TOKEN}\" }`",
         parser: Some(|| Box::new(copilot::CopilotParser)),
         command: Some(copilot::command),
         ..ADAPTER

@@ -102,6 +102,20 @@ pub enum FailureKind {
     Other,
 }
 
+/// What agents say when they have no (valid) credentials, lowercased: Claude Code's "Not logged in
+/// · Please run /login", pi's "No API key found", Copilot's "No authentication information found",
+/// and the providers' own wordings.
+const AUTHENTICATION: [&str; 8] = [
+    "authenticat",
+    "unauthorized",
+    "api key",
+    "not logged in",
+    "please run /login",
+    "no authentication",
+    "invalid x-api-key",
+    "login required",
+];
+
 impl FailureKind {
     /// Classify from an HTTP status and/or the message text.
     pub fn classify(status: Option<u64>, message: &str) -> FailureKind {
@@ -114,9 +128,7 @@ impl FailureKind {
             Some(401 | 403) => FailureKind::Authentication,
             Some(429) => FailureKind::RateLimit,
             _ if lower.contains("rate limit") || lower.contains("rate_limit") => FailureKind::RateLimit,
-            _ if lower.contains("authenticat") || lower.contains("unauthorized") || lower.contains("api key") => {
-                FailureKind::Authentication
-            }
+            _ if AUTHENTICATION.iter().any(|words| lower.contains(words)) => FailureKind::Authentication,
             _ => FailureKind::Other,
         }
     }
@@ -127,7 +139,7 @@ impl FailureKind {
             FailureKind::RateLimit => {
                 "the model provider is rate-limiting: wait and run again, or use another key or model"
             }
-            FailureKind::Other => "see the agent's message; the run's log and record have its full output",
+            FailureKind::Other => "see the agent's message above",
         }
     }
 }

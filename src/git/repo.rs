@@ -174,6 +174,13 @@ impl Git {
         Ok(status.lines().map(str::to_owned).collect())
     }
 
+    /// Uncommitted changes to tracked files only (staged or not), as `git status --porcelain`
+    /// lines: what a merge into this checkout could run into.
+    pub fn tracked_changes(&self) -> Result<Vec<String>, Error> {
+        let status = self.run(["status", "--porcelain", "--untracked-files=no"])?;
+        Ok(status.lines().map(str::to_owned).collect())
+    }
+
     /// Commits reachable from `tip` but not from `base`, oldest first.
     pub fn commits_between(&self, base: &str, tip: &str) -> Result<Vec<Commit>, Error> {
         let range = format!("{base}..{tip}");

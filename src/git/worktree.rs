@@ -32,8 +32,20 @@ pub struct WorktreeList {
 }
 
 impl WorktreeList {
+    /// Read the list. Another eden process may be adding a worktree right now (under the
+    /// repository lock, which readers do not take): git then cannot read the half-made entry
+    /// (`failed to read .git/worktrees/<name>/commondir`) and a moment later it can.
     pub fn read(git: &Git) -> Result<Self, Error> {
-        let text = git.run(["worktree", "list", "--porcelain"])?;
+        let mut attempt = 0;
+        let text = loop {
+            match git.run(["worktree", "list", "--porcelain"]) {
+                Err(err) if attempt < 10 && err.message.contains("failed to read") => {
+                    attempt += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                result => break result?,
+            }
+        };
         let mut entries = Vec::new();
         for block in text.split("\n\n") {
             let mut entry = WorktreeEntry { path: PathBuf::new(), branch: None, prunable: false };

@@ -34,44 +34,46 @@ pub(super) fn resolve_agent(
             .error_at(&path, "no agent kind given")
             .with_hint(format!("set `agent.kind` (or `--agent`) to one of: {kinds}")));
     };
-    let only_for = |key: &str, set: bool, owner: &str| -> Result<(), Error> {
+    // `owners`: who uses the key, for the hint.
+    let only_for = |key: &str, set: bool, owners: &str| -> Result<(), Error> {
         if set {
             return Err(source
                 .error_at_key(
                     &path.child(key),
                     format!("`agent.{key}` does not apply to agent kind `{}`", kind.as_str()),
                 )
-                .with_hint(format!("it is used by kind `{owner}`; remove it")));
+                .with_hint(format!("it is used by {owners}; remove it")));
         }
         Ok(())
     };
+    let all_but_simulated = "every agent kind but `simulated`";
     if kind == AgentKind::Simulated {
-        only_for("binary", agent.binary.is_some(), "cli and the agent adapters")?;
+        only_for("binary", agent.binary.is_some(), all_but_simulated)?;
     }
     if kind != AgentKind::Cli {
-        only_for("args", agent.args.is_some(), "cli")?;
-        only_for("prompt_via", agent.prompt_via.is_some(), "cli")?;
-        only_for("parser", agent.parser.is_some(), "cli")?;
+        only_for("args", agent.args.is_some(), "kind `cli`")?;
+        only_for("prompt_via", agent.prompt_via.is_some(), "kind `cli`")?;
+        only_for("parser", agent.parser.is_some(), "kind `cli`")?;
     }
     if kind != AgentKind::Simulated {
-        only_for("lines", agent.lines.is_some(), "simulated")?;
-        only_for("line_delay", agent.line_delay.is_some(), "simulated")?;
-        only_for("exit_code", agent.exit_code.is_some(), "simulated")?;
+        only_for("lines", agent.lines.is_some(), "kind `simulated`")?;
+        only_for("line_delay", agent.line_delay.is_some(), "kind `simulated`")?;
+        only_for("exit_code", agent.exit_code.is_some(), "kind `simulated`")?;
     }
     if !kind.spec().effort {
-        only_for("effort", agent.effort.is_some(), "claude-code, codex or opencode")?;
+        only_for("effort", agent.effort.is_some(), &kinds_where(|spec| spec.effort))?;
     }
     if !kind.spec().resume {
-        only_for("resume", agent.resume.is_some(), "claude-code, codex, opencode, pi, cursor or copilot")?;
+        only_for("resume", agent.resume.is_some(), &kinds_where(|spec| spec.resume))?;
     }
     let env =
         || super::hooks_plan::resolve_env(&agent.env.clone().unwrap_or_default(), &path.child("env"), source, host_env);
 
     match kind {
         AgentKind::Simulated => {
-            only_for("model", agent.model.is_some(), "cli")?;
-            only_for("extra_args", agent.extra_args.is_some(), "cli")?;
-            only_for("env", agent.env.is_some(), "cli")?;
+            only_for("model", agent.model.is_some(), all_but_simulated)?;
+            only_for("extra_args", agent.extra_args.is_some(), all_but_simulated)?;
+            only_for("env", agent.env.is_some(), all_but_simulated)?;
             Ok(AgentPlan::Simulated {
                 lines: agent.lines.clone().unwrap_or_else(|| {
                     vec![
@@ -145,6 +147,17 @@ pub(super) fn resolve_agent(
                 resume: agent.resume.clone(),
             }))
         }
+    }
+}
+
+/// `kinds `a`, `b` and `c``: the agent kinds whose spec says so.
+fn kinds_where(has: impl Fn(&crate::agent::AgentSpec) -> bool) -> String {
+    let names: Vec<String> =
+        crate::agent::spec::SPECS.iter().filter(|spec| has(spec)).map(|spec| format!("`{}`", spec.name)).collect();
+    match names.split_last() {
+        Some((last, [])) => format!("kind {last}"),
+        Some((last, rest)) => format!("kinds {} and {last}", rest.join(", ")),
+        None => "no agent kind".to_owned(),
     }
 }
 

@@ -6,6 +6,7 @@ mod agent_plan;
 pub mod dotenv;
 pub mod hooks_plan;
 pub mod load;
+pub mod logging_plan;
 pub mod output_plan;
 pub mod plan;
 pub mod prompt;

@@ -109,11 +109,8 @@ pub struct TimeoutsPlan {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct LoggingPlan {
-    /// Template relative to the repository root: `{name}`, `{branch}`, `{run_id}`.
-    pub file: Option<String>,
+    pub file: super::logging_plan::LogFile,
 }
-
-const LOG_PLACEHOLDERS: [&str; 3] = ["name", "branch", "run_id"];
 
 pub fn resolve(
     manifest: Manifest,
@@ -199,15 +196,7 @@ pub fn resolve(
     let secrets = secrets(&manifest, dotenv, host_env);
     let copy_to_worktree = resolve_copies(&manifest, branch.strategy, source)?;
 
-    if let Some(file) = &manifest.logging.file {
-        for key in placeholders_single(file) {
-            if !LOG_PLACEHOLDERS.contains(&key) {
-                return Err(source
-                    .error_at(&at("logging.file"), format!("unknown placeholder `{{{key}}}` in the log file name"))
-                    .with_hint("the log file name may use {name}, {branch} and {run_id}"));
-            }
-        }
-    }
+    let log_file = super::logging_plan::resolve_log_file(manifest.logging.file.as_ref(), &name, source)?;
 
     Ok(Plan {
         name,
@@ -225,7 +214,7 @@ pub fn resolve(
         hooks,
         copy_to_worktree,
         env: EnvPlan { file: dotenv.path.clone(), dotenv: dotenv_plan, sandbox: sandbox_env },
-        logging: LoggingPlan { file: manifest.logging.file.clone() },
+        logging: LoggingPlan { file: log_file },
         secrets,
     })
 }
@@ -611,7 +600,7 @@ fn resolve_loop(section: &LoopSection, source: &Source) -> Result<LoopPlan, Erro
         idle_timeout: section.idle_timeout.unwrap_or(Duration::from_secs(600)),
         idle_warning_interval: section.idle_warning_interval.unwrap_or(Duration::from_secs(120)),
         completion_timeout: section.completion_timeout.unwrap_or(Duration::from_secs(60)),
-        require_completion: section.require_completion.unwrap_or(false),
+        require_completion: section.require_completion.unwrap_or(true),
     })
 }
 
@@ -625,18 +614,19 @@ fn resolve_branch(section: &BranchSection, source: &Source) -> Result<BranchPlan
                     &path.child(key),
                     format!("`branch.{key}` does not apply to strategy `{}`", strategy.as_str()),
                 )
-                .with_hint(format!("it is used by strategy `{owner}`")));
+                .with_hint(format!("it is used by {owner}")));
         }
         Ok(())
     };
     if strategy != Strategy::Named {
-        only_for("name", section.name.is_some(), "named")?;
-        only_for("reuse_worktree", section.reuse_worktree.is_some(), "named")?;
+        only_for("name", section.name.is_some(), "strategy `named`")?;
+        only_for("reuse_worktree", section.reuse_worktree.is_some(), "strategy `named`")?;
     }
-    if strategy != Strategy::Head {
-        only_for("allow_dirty", section.allow_dirty.is_some(), "head")?;
-    } else {
-        only_for("base", section.base.is_some(), "merge-to-head or named")?;
+    if strategy == Strategy::Named {
+        only_for("allow_dirty", section.allow_dirty.is_some(), "strategies `head` and `merge-to-head`")?;
+    }
+    if strategy == Strategy::Head {
+        only_for("base", section.base.is_some(), "strategies `merge-to-head` and `named`")?;
     }
     if strategy == Strategy::Named && section.name.is_none() {
         return Err(source
@@ -688,20 +678,6 @@ fn default_name(file: Option<&Path>) -> String {
     } else {
         cleaned.chars().take(64).collect()
     }
-}
-
-/// `{key}` placeholders (single braces) in a file name template.
-fn placeholders_single(template: &str) -> Vec<&str> {
-    let mut found = Vec::new();
-    let mut rest = template;
-    while let Some(start) = rest.find('{') {
-        let Some(end) = rest[start..].find('}') else {
-            break;
-        };
-        found.push(&rest[start + 1..start + end]);
-        rest = &rest[start + end + 1..];
-    }
-    found
 }
 
 #[cfg(test)]

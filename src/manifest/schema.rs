@@ -217,7 +217,7 @@ pub struct OutputSection {
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct LoggingSection {
-    pub file: Option<String>,
+    pub file: Option<super::logging_plan::LogFileSetting>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]

@@ -126,6 +126,16 @@ pub(crate) fn finish(
         }
     }
 
+    // An unfinished run is not merged: say how to land its work anyway.
+    if let (Some(error), Strategy::MergeToHead, Some(branch)) = (&mut error, pre.strategy, &preserved_branch) {
+        if error.kind == crate::error::ErrorKind::Incomplete && !commits.is_empty() {
+            error
+                .message
+                .push_str(&format!("; nothing was merged, and `{branch}` keeps its {} commit(s)", commits.len()));
+            let hint = error.hint.take().unwrap_or_default();
+            error.hint = Some(format!("to merge the work as it is: `git merge {branch}`; or {hint}"));
+        }
+    }
     drop(shared);
     Finished { lock: workspace.lock, commits, merged_into, merge_commit, preserved_branch, preserved_worktree, error }
 }

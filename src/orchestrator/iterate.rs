@@ -112,7 +112,7 @@ impl<'a> StepRun<'a> {
                 format!("no completion signal after {} iteration(s)", self.step.loop_.max_iterations),
             )
             .with_hint(format!(
-                "the agent must print one of: {}; raise `loop.max_iterations` or check the prompt",
+                "the agent must print one of: {}; raise `loop.max_iterations` or check the prompt (`loop.require_completion = false` accepts a run that ends without it)",
                 signals.join(", ")
             )));
         }
@@ -263,13 +263,21 @@ impl<'a> StepRun<'a> {
                     Error::agent(format!("cannot start the agent `{program}`: {err}"))
                         .with_hint("check `agent.binary` and that it is executable")
                 })?;
-        let IterationHandlers { signal, usage, session_id, tool_calls, failure, pending_session_total, text, .. } =
-            handlers;
+        let IterationHandlers {
+            signal, usage, session_id, tool_calls, mut failure, pending_session_total, text, ..
+        } = handlers;
+        // Some agents say they cannot log in only on stderr (pi, Copilot) and exit 1.
+        if let (None, Outcome::Exited { code }, None) = (&failure, outcome, &signal) {
+            if code != 0 {
+                failure = failure_on_stderr(&tail.stderr.lines(20));
+            }
+        }
         if let Some((id, total)) = pending_session_total {
             live.progress.session_totals.insert(id, total);
         }
+        let login = self.step.agent.kind().spec().login;
         let (outcome, exit_code, mut result) =
-            judge(outcome, signal.is_some(), iteration, &tail.describe(15), failure.as_ref());
+            judge(outcome, signal.is_some(), iteration, &tail.describe(15), failure.as_ref(), login);
         if result.as_ref().is_err_and(|error| error.kind == ErrorKind::Agent) {
             if let Err(gone) = self.shared.sandbox.check_alive(exit_code) {
                 result = Err(gone);
@@ -523,6 +531,16 @@ fn output_error(errors: &[String], invoked: &Invoked, attempts: usize) -> Error 
     Error::agent(message).with_hint(hint)
 }
 
+/// A failure the agent reported only on stderr before exiting non-zero, if its words say what
+/// kind (no credentials, a rate limit): the first line that says it.
+fn failure_on_stderr(lines: &[String]) -> Option<AgentFailure> {
+    use crate::agent::FailureKind;
+    lines.iter().find_map(|line| match FailureKind::classify(None, line) {
+        FailureKind::Other => None,
+        kind => Some(AgentFailure { message: line.trim().to_owned(), kind }),
+    })
+}
+
 /// Bring the agent's work into the worktree where it worked elsewhere (an isolated copy); a
 /// failure to do so fails the iteration.
 fn sync_into(result: &mut Result<bool, Error>, sandbox: &dyn SandboxHandle, events: &mut RunEvents) {
@@ -542,12 +560,17 @@ fn judge(
     iteration: u32,
     tail: &str,
     failure: Option<&AgentFailure>,
+    login: &str,
 ) -> (IterationOutcome, Option<i32>, Result<bool, Error>) {
     // A failure the agent reported on stdout (auth, rate limit, model error) is the reason,
     // whatever its exit code: pi, for one, exits 0 after a failed model call.
     if let (Some(failure), Outcome::Exited { code }, false) = (failure, outcome, signal_seen) {
+        let hint = match failure.kind {
+            crate::agent::FailureKind::Authentication => login,
+            other => other.hint(),
+        };
         let error = Error::agent(format!("the agent reported a failure in iteration {iteration}: {}", failure.message))
-            .with_hint(failure.kind.hint());
+            .with_hint(hint);
         return (IterationOutcome::Failed, Some(code), Err(error));
     }
     match outcome {

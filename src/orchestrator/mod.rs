@@ -105,14 +105,9 @@ impl<'p> Run<'p> {
         if let Some(interrupted) = interrupted(&abort) {
             return Err(interrupted);
         }
-        let log = plan.logging.file.as_ref().map(|template| {
-            pre.layout().root.join(
-                template
-                    .replace("{name}", &plan.name)
-                    .replace("{branch}", &crate::git::slug(&pre.branch))
-                    .replace("{run_id}", &run_id),
-            )
-        });
+        let layout = pre.layout();
+        let branch_slug = crate::git::slug(&pre.branch);
+        let log = plan.logging.file.path(&layout.root, &layout.logs(), &plan.name, &branch_slug, &run_id);
         let journal = Journal::start(&run_id, plan, &pre, &options.overrides, log.clone());
         let hooks = HookRunner {
             plan: &plan.hooks,

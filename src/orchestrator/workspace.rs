@@ -128,6 +128,13 @@ fn merge_to_head(plan: &Plan, found: Discovered, current: Option<String>, run_id
         };
         why.with_hint("strategy `merge-to-head` merges back into `branch.base`, which must be a local branch")
     })?;
+    // The merge at the end lands in the checkout that has the base: if that has uncommitted
+    // changes, say so now, not after the agent has run.
+    if !plan.branch.allow_dirty {
+        if let Some(checkout) = WorktreeList::read(&repo)?.find_branch(&base) {
+            refuse_dirty(Path::new(checkout), &base)?;
+        }
+    }
     let branch = format!("eden/{}-{run_id}", plan.name);
     Ok(Preflight {
         strategy: Strategy::MergeToHead,
@@ -140,6 +147,24 @@ fn merge_to_head(plan: &Plan, found: Discovered, current: Option<String>, run_id
         base_commit,
         action: WorktreeAction::CreateWithNewBranch,
     })
+}
+
+/// Refuse a checkout of `base` with uncommitted changes to tracked files.
+fn refuse_dirty(checkout: &Path, base: &str) -> Result<(), Error> {
+    let changes = Git::new(checkout).tracked_changes()?;
+    if changes.is_empty() {
+        return Ok(());
+    }
+    let shown: Vec<&str> = changes.iter().take(5).map(|line| line.trim_start()).collect();
+    let more = if changes.len() > 5 { format!("\n  … and {} more", changes.len() - 5) } else { String::new() };
+    Err(Error::git(format!(
+        "`{base}` is checked out at `{}` with uncommitted changes, where the run's merge would land:\n  {}{more}",
+        checkout.display(),
+        shown.join("\n  ")
+    ))
+    .with_hint(
+        "commit or stash them first (nothing was started), or use strategy `named` to keep the work on a branch; `branch.allow_dirty = true` runs anyway",
+    ))
 }
 
 /// `named`: the branch given, created from the base if missing, in eden's worktree for it.

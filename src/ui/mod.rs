@@ -130,6 +130,9 @@ pub(crate) fn summary_lines(record: &RunRecord) -> Vec<String> {
     if let Some(worktree) = &record.preserved_worktree {
         lines.push(format!("worktree kept (uncommitted changes): {}", worktree.display()));
     }
+    if let Some(log) = &record.log {
+        lines.push(format!("log: {}", log.display()));
+    }
     lines.push(format!("run record: {}", record.record_path.display()));
     lines
 }

@@ -99,8 +99,9 @@ fn a_signal_in_subagent_text_does_not_complete_the_run() {
 {"type":"result","subtype":"success","is_error":false,"result":"main agent still working","session_id":"s1","usage":{"input_tokens":1,"output_tokens":1}}
 "#;
     let run = claude_replay(&env, lines);
-    run.assert_code(0);
+    run.assert_code(1);
     assert_eq!(run.record()["completion_signal"], serde_json::Value::Null);
+    assert_eq!(run.record()["exit_reason"], "incomplete");
 }
 
 #[test]
@@ -116,7 +117,7 @@ echo "{\"type\":\"item.completed\",\"item\":{\"id\":\"i\",\"type\":\"agent_messa
 echo "{\"type\":\"turn.completed\",\"usage\":{\"input_tokens\":$((n * 30)),\"cached_input_tokens\":$((n * 10)),\"output_tokens\":$((n * 7))}}""#,
     );
     let manifest = format!(
-        "name = \"cx\"\nprompt = \"iteration {{{{ITERATION}}}}\"\n[agent]\nkind = \"cli\"\nbinary = \"{}\"\nparser = \"codex\"\n[loop]\nmax_iterations = 2\n",
+        "name = \"cx\"\nprompt = \"iteration {{{{ITERATION}}}}\"\n[agent]\nkind = \"cli\"\nbinary = \"{}\"\nparser = \"codex\"\n[loop]\nmax_iterations = 2\nrequire_completion = false\n",
         script.display()
     );
     let run = env.run_manifest(&manifest, &[]);

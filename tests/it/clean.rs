@@ -167,7 +167,7 @@ fn leftovers_of_killed_runs_are_found_and_work_is_kept_unless_forced() {
     run.assert_code(0);
     assert!(run.stdout.is_empty());
     assert!(run.stderr.contains("nothing eden left behind"), "{}", run.stderr);
-    assert!(run.stderr.contains("kept 2 log(s), run record(s)"), "{}", run.stderr);
+    assert!(run.stderr.contains("kept 4 log(s), run record(s)"), "two records and two logs: {}", run.stderr);
     // A's record is made two days old: `--older-than 1d` removes it, not B's.
     let old = env.repo.join(format!(".eden/runs/{a_id}.json"));
     let touched = std::process::Command::new("touch").args(["-d", "2 days ago"]).arg(&old).status().unwrap();

@@ -66,7 +66,7 @@ fn set_overrides_manifest_values() {
     let agent = env.script("agent.sh", "cat >/dev/null\necho working");
     let run =
         env.run_manifest(&cli_manifest(&agent, "[loop]\nmax_iterations = 5"), &["--set", "loop.max_iterations=2"]);
-    run.assert_code(0);
+    run.assert_code(1);
     assert_eq!(run.record()["iterations"].as_array().unwrap().len(), 2);
 }
 
@@ -232,4 +232,33 @@ fn live_output(env: &TestEnv, command: &str) -> std::process::Output {
     script.args(["-qefc", command, "/dev/null"]).current_dir(&env.repo).stdin(std::process::Stdio::null());
     env.apply_env(&mut script);
     script.output().expect("`script` (util-linux) runs")
+}
+
+/// Every run writes its events as JSON lines to `.eden/logs/<run-id>.jsonl` unless told
+/// otherwise; the record and the summary say where.
+#[test]
+fn every_run_has_a_log_unless_turned_off() {
+    let env = TestEnv::new();
+    let agent =
+        env.script("agent.sh", "cat >/dev/null\necho 'hello from the agent'\necho '<promise>COMPLETE</promise>'");
+    let run = env.run_manifest(&cli_manifest(&agent, ""), &[]);
+    run.assert_code(0);
+    let record = run.record();
+    let id = record["id"].as_str().unwrap();
+    let log = env.repo.join(format!(".eden/logs/{id}.jsonl"));
+    assert_eq!(record["log"], log.to_str().unwrap());
+    assert!(std::fs::read_to_string(&log).unwrap().contains("hello from the agent"));
+    assert!(run.stderr.contains(&format!("log: {}", log.display())), "{}", run.stderr);
+
+    let run = env.run_manifest(&cli_manifest(&agent, "[logging]\nfile = false"), &[]);
+    run.assert_code(0);
+    assert_eq!(run.record()["log"], serde_json::Value::Null);
+    assert!(!run.stderr.contains("log: "), "{}", run.stderr);
+    assert_eq!(std::fs::read_dir(env.repo.join(".eden/logs")).unwrap().count(), 1, "no second log");
+
+    // An absolute path is the user's to choose.
+    let elsewhere = env.root().join("logs/{name}.jsonl");
+    let run = env.run_manifest(&cli_manifest(&agent, &format!("[logging]\nfile = \"{}\"", elsewhere.display())), &[]);
+    run.assert_code(0);
+    assert!(env.root().join("logs/t.jsonl").exists());
 }

@@ -121,9 +121,9 @@ fn named_strategy_without_a_name() {
 
 #[test]
 fn key_of_another_strategy() {
-    insta::assert_snapshot!(rejected(&format!("{OK}[branch]\nallow_dirty = true\n"), &[]), @r"
-    error: [TMP]/plan.toml:5:1: `branch.allow_dirty` does not apply to strategy `merge-to-head`
-    hint: it is used by strategy `head`
+    insta::assert_snapshot!(rejected(&format!("{OK}[branch]\nstrategy = \"named\"\nname = \"eden/x\"\nallow_dirty = true\n"), &[]), @r"
+    error: [TMP]/plan.toml:7:1: `branch.allow_dirty` does not apply to strategy `named`
+    hint: it is used by strategies `head` and `merge-to-head`
     ");
 }
 
@@ -345,7 +345,7 @@ fn missing_agent_cli_names_its_package() {
 fn effort_only_where_supported() {
     insta::assert_snapshot!(rejected("prompt = \"x\"\n[agent]\nkind = \"cli\"\nbinary = \"sh\"\neffort = \"high\"\n", &[]), @r"
     error: [TMP]/plan.toml:5:1: `agent.effort` does not apply to agent kind `cli`
-    hint: it is used by kind `claude-code, codex or opencode`; remove it
+    hint: it is used by kinds `claude-code`, `codex` and `opencode`; remove it
     ");
 }
 
@@ -375,4 +375,41 @@ fn missing_manifest_file() {
     hint: pass the path of a TOML manifest, or use flags alone: `eden run --agent simulated --prompt "..."`
     "#);
     env.assert_pristine();
+}
+
+/// `[logging] file` is checked at load, so `--dry-run` refuses what a run would: it stays in
+/// `.eden/` (or is absolute), its placeholders are known and closed, its names fit.
+#[test]
+fn log_files_that_would_go_wrong() {
+    let log = |file: &str| format!("{OK}[logging]\nfile = {file}\n");
+    let long = format!("\".eden/logs/{}.jsonl\"", "x".repeat(300));
+    let mut errors = Vec::new();
+    for file in [
+        "\"../outside.jsonl\"",
+        "\"logs/run.jsonl\"",
+        "\".eden/../x.jsonl\"",
+        "\"{\"",
+        "\".eden/{who}.log\"",
+        "\"\"",
+        &long,
+    ] {
+        errors.push(rejected(&log(file), &[]));
+        rejected(&log(file), &["--dry-run"]);
+    }
+    insta::assert_snapshot!(errors.join("\n"), @r#"
+    error: [TMP]/plan.toml:5:8: `logging.file = "../outside.jsonl"` is outside the repository's `.eden/`
+    hint: a relative log file goes under `.eden/` (the folder git ignores), e.g. `.eden/logs/{name}-{run_id}.jsonl`; or give an absolute path
+    error: [TMP]/plan.toml:5:8: `logging.file = "logs/run.jsonl"` is outside the repository's `.eden/`
+    hint: a relative log file goes under `.eden/` (the folder git ignores), e.g. `.eden/logs/{name}-{run_id}.jsonl`; or give an absolute path
+    error: [TMP]/plan.toml:5:8: `logging.file = ".eden/../x.jsonl"` is outside the repository's `.eden/`
+    hint: a relative log file goes under `.eden/` (the folder git ignores), e.g. `.eden/logs/{name}-{run_id}.jsonl`; or give an absolute path
+    error: [TMP]/plan.toml:5:8: `logging.file` has a `{` that is never closed
+    hint: the log file name may use {name}, {branch} and {run_id}
+    error: [TMP]/plan.toml:5:8: unknown placeholder `{who}` in the log file name
+    hint: the log file name may use {name}, {branch} and {run_id}
+    error: [TMP]/plan.toml:5:8: `logging.file` is empty
+    hint: give a file name, or `file = false` for no log
+    error: [TMP]/plan.toml:5:8: a part of `logging.file` would be 306 bytes long, over the 255 a file name may have
+    hint: use a shorter name
+    "#);
 }

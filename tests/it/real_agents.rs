@@ -108,7 +108,7 @@ fn assert_401(agent: &Agent, expected_reason: &str) {
     run.assert_code(3);
     let error = run.error_text();
     assert!(error.contains(expected_reason), "the agent's reason in: {error}");
-    assert!(error.contains("hint: check the API key"), "{error}");
+    assert!(error.contains("hint: log in once with"), "{error}");
     let (events, record) = events(&run);
     assert_eq!(record["error"]["agent_failure"], "authentication");
     assert!(events.iter().any(|e| e["event"] == "agent_error" && e["kind"] == "authentication"));
@@ -275,4 +275,34 @@ fn json_events_stream_the_tool_calls_as_they_happen() {
     let last = events.last().unwrap();
     assert_eq!(last["event"], "run_finished");
     assert_eq!(last["record"]["merged_into"], "main");
+}
+
+/// With no credentials at all (an empty `HOME`, no key), the real CLIs fail before any request:
+/// Claude Code says "Not logged in" on its stream, pi "No API key found" on stderr. Both are
+/// authentication failures, with a hint that says how to log that agent in.
+#[test]
+fn agents_without_credentials_say_how_to_log_in() {
+    for (kind, binary, said, hint) in [
+        ("claude-code", "claude", "Not logged in", "hint: log in once with `claude` (then `/login`), or give it a key"),
+        ("pi", "pi", "No API key found", "hint: log in once with `pi` (then `/login`)"),
+    ] {
+        if require(binary).is_none() {
+            continue;
+        }
+        let env = TestEnv::new();
+        let manifest =
+            format!("name = \"nokey\"\nprompt = \"hi\"\n[agent]\nkind = \"{kind}\"\n[loop]\nmax_iterations = 1\n");
+        let path = env.write_manifest(&manifest);
+        let mut command = env.eden_command(&["run", path.to_str().unwrap(), "--json"]);
+        for key in ["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"] {
+            command.env_remove(key);
+        }
+        let run = Run::from(command.output().unwrap());
+        run.assert_code(3);
+        let error = run.error_text();
+        assert!(error.contains(said), "{kind}: {error}");
+        assert!(error.contains(hint), "{kind}: {error}");
+        assert_eq!(run.record()["error"]["agent_failure"], "authentication", "{kind}");
+        env.assert_pristine();
+    }
 }

@@ -285,10 +285,12 @@ echo agent > "$TOUCH" && git add "$TOUCH" && git commit -q -m "agent edits $TOUC
 (cd "$MAIN_CHECKOUT" && echo staged > notes.txt && git add notes.txt && echo unstaged > other.txt && echo new > scratch.txt)
 echo "<promise>COMPLETE</promise>""#,
     );
+    // `allow_dirty`: the later runs start from the checkout the first one left dirty; this test
+    // is about the check at merge time (the early one has its own test).
     let manifest = |touch: &str| {
         format!(
             "{}env = {{ MAIN_CHECKOUT = \"{}\", TOUCH = \"{touch}\" }}\n",
-            cli_manifest(&agent, ""),
+            cli_manifest(&agent, "[branch]\nallow_dirty = true"),
             env.repo.display()
         )
     };
@@ -385,4 +387,58 @@ fn git_in_agents_and_hooks_does_no_background_maintenance() {
     assert!(run.stderr.contains("> hook gc.auto=0"), "{}", run.stderr);
     let config = std::fs::read_to_string(env.repo.join(".git/config")).unwrap();
     assert!(!config.contains("[gc]") && !config.contains("[maintenance]"), "nothing written to the config: {config}");
+}
+
+/// An agent that commits but never says it is done: by default nothing is merged, the branch
+/// keeps its commits, exit 1, and the message says how to land the work anyway.
+#[test]
+fn unfinished_work_is_not_merged_by_default() {
+    let env = TestEnv::new();
+    let agent = env.script(
+        "agent.sh",
+        "cat >/dev/null\necho $RANDOM >> work.txt && git add work.txt && git commit -qm 'half done'",
+    );
+    let run = env.run_manifest(&cli_manifest(&agent, "[loop]\nmax_iterations = 2"), &[]);
+    run.assert_code(1);
+    let record = run.record();
+    let branch = record["preserved_branch"].as_str().unwrap().to_owned();
+    assert_eq!(record["merged_into"], serde_json::Value::Null);
+    assert_eq!(env.log_subjects("main"), ["initial commit"], "main untouched");
+    assert_eq!(env.log_subjects(&branch)[..2], ["half done", "half done"]);
+    insta::assert_snapshot!(run.error_text().replace(&branch, "[BRANCH]"), @r"
+    error: no completion signal after 2 iteration(s); nothing was merged, and `[BRANCH]` keeps its 2 commit(s)
+    hint: to merge the work as it is: `git merge [BRANCH]`; or the agent must print one of: `<promise>COMPLETE</promise>`; raise `loop.max_iterations` or check the prompt (`loop.require_completion = false` accepts a run that ends without it)
+    ");
+    // With `require_completion = false` the same run merges.
+    let run = env.run_manifest(&cli_manifest(&agent, "[loop]\nmax_iterations = 2\nrequire_completion = false"), &[]);
+    run.assert_code(0);
+    assert_eq!(run.record()["merged_into"], "main");
+}
+
+/// With `merge-to-head`, uncommitted changes in the checkout of the base are found before the
+/// agent runs: refused, nothing created.
+#[test]
+fn a_dirty_base_checkout_is_refused_before_the_agent_starts() {
+    let env = TestEnv::new();
+    let started = env.root().join("started");
+    let agent = env.script(
+        "agent.sh",
+        &format!("cat >/dev/null\ntouch {}\necho '<promise>COMPLETE</promise>'", started.display()),
+    );
+    env.write("README.md", "edited, not committed\n");
+    env.write("untracked.txt", "untracked files do not count\n");
+    let run = env.run_manifest(&cli_manifest(&agent, ""), &[]);
+    run.assert_code(7);
+    insta::assert_snapshot!(env.redact(&run.error_text()), @r"
+    error: `main` is checked out at `[TMP]/repo` with uncommitted changes, where the run's merge would land:
+      M README.md
+    hint: commit or stash them first (nothing was started), or use strategy `named` to keep the work on a branch; `branch.allow_dirty = true` runs anyway
+    ");
+    assert!(!started.exists(), "the agent never started");
+    env.assert_pristine();
+    assert!(!env.repo.join(".eden/runs").exists(), "no run record: the run never began");
+    // Only untracked files: fine.
+    env.git(&["checkout", "README.md"]);
+    env.run_manifest(&cli_manifest(&agent, ""), &[]).assert_code(0);
+    assert!(started.exists());
 }
