@@ -165,6 +165,11 @@ impl AgentKind {
         self.spec().name
     }
 
+    /// The kind the manifest calls `name`.
+    pub fn from_name(name: &str) -> Option<AgentKind> {
+        SPECS.iter().find(|spec| spec.name == name).map(|spec| spec.kind)
+    }
+
     /// A built-in adapter for an agent CLI (not `cli` or `simulated`).
     pub fn is_adapter(self) -> bool {
         self.spec().command.is_some()

@@ -43,8 +43,10 @@ pub fn build(args: ImageBuildArgs) -> Result<i32, Error> {
     let package = match args.agent.as_str() {
         "none" => String::new(),
         name => {
-            let kind: AgentKind = serde_json::from_value(serde_json::Value::String(name.to_owned()))
-                .map_err(|_| Error::usage(format!("unknown agent `{name}`")))?;
+            let kind = AgentKind::from_name(name).ok_or_else(|| {
+                Error::usage(format!("unknown agent `{name}`"))
+                    .with_hint("agents with an npm package: claude-code, codex, opencode, pi, copilot; or `none`")
+            })?;
             match kind.spec().npm_package {
                 Some(package) => package.to_owned(),
                 None => {

@@ -1,9 +1,11 @@
 //! `eden init`: a starter manifest (and, for docker/podman, the Dockerfile `eden image build`
 //! uses). Never overwrites without `--force`.
 
+use crate::agent::AgentKind;
 use crate::cli::InitArgs;
 use crate::error::Error;
-use std::path::Path;
+use crate::git::Git;
+use std::path::{Component, Path, PathBuf};
 
 pub const DOCKERFILE: &str = include_str!("templates/Dockerfile.eden");
 pub const DOCKERFILE_NAME: &str = "Dockerfile.eden";
@@ -20,9 +22,12 @@ pub fn init(args: InitArgs) -> Result<i32, Error> {
             .with_hint(format!("sandbox kinds: {}", SANDBOXES.join(", "))));
     }
     let current = crate::commands::current_dir()?;
-    let dir = args.dir.map_or(current.clone(), |dir| current.join(dir));
+    let dir = args.dir.as_ref().map_or(current.clone(), |dir| normalize(&current.join(dir)));
+    let repo = repository_of(&dir);
     let container = matches!(args.sandbox.as_str(), "docker" | "podman");
-    let mut files = vec![("eden.toml", manifest(&args.agent, &args.sandbox, &default_tag(&dir)))];
+    // The image is named after the repository, as `eden image build` names it.
+    let tag = default_tag(repo.as_deref().unwrap_or(&dir));
+    let mut files = vec![("eden.toml", manifest(&args.agent, &args.sandbox, &tag))];
     if container {
         files.push((DOCKERFILE_NAME, DOCKERFILE.to_owned()));
     }
@@ -38,18 +43,65 @@ pub fn init(args: InitArgs) -> Result<i32, Error> {
         let path = dir.join(name);
         fs_err::create_dir_all(&dir)
             .and_then(|()| fs_err::write(&path, text))
-            .map_err(|err| Error::usage(err.to_string()))?;
-        crate::ui::print_note(&format!("wrote {}", path.display()));
+            .map_err(|err| Error::internal(format!("cannot write `{}`", path.display())).with_source(err))?;
+        crate::ui::print_note(&format!("wrote {}", shown(&path, &current)));
     }
-    let next = if container {
-        let npm_agent = matches!(args.agent.as_str(), "claude-code" | "codex" | "opencode" | "pi" | "copilot");
-        let agent = if npm_agent { args.agent.as_str() } else { "none" };
-        format!("next: `eden image build --engine {} --agent {agent}`, then `eden run eden.toml`", args.sandbox)
-    } else {
-        "next: edit the prompt, then `eden run eden.toml`".to_owned()
-    };
-    crate::ui::print_note(&next);
+    if repo.is_none() {
+        crate::ui::print_note(&format!(
+            "warning: `{}` is not in a git repository, and eden runs need one: `git init` there first",
+            shown(&dir, &current)
+        ));
+    }
+    for line in next_steps(&args, &dir, &current) {
+        crate::ui::print_note(&line);
+    }
     Ok(0)
+}
+
+/// What to do next, as commands that work when pasted where `init` was run.
+fn next_steps(args: &InitArgs, dir: &Path, current: &Path) -> Vec<String> {
+    let manifest = shown(&dir.join("eden.toml"), current);
+    let mut steps = vec![format!("next: edit the prompt in {manifest}")];
+    if matches!(args.sandbox.as_str(), "docker" | "podman") {
+        let npm_agent = AgentKind::from_name(&args.agent).is_some_and(|kind| kind.spec().npm_package.is_some());
+        let agent = if npm_agent { args.agent.as_str() } else { "none" };
+        let file = shown(&dir.join(DOCKERFILE_NAME), current);
+        let file = if file == DOCKERFILE_NAME { String::new() } else { format!(" --file {file}") };
+        steps.push(format!("then: eden image build --engine {} --agent {agent}{file}", args.sandbox));
+    }
+    steps.push(format!("then: eden run {manifest}"));
+    steps.push("(commit the manifest first if you use strategy `head`, which needs a clean checkout)".to_owned());
+    steps
+}
+
+/// The repository `dir` is (or will be) in: the nearest existing folder's.
+fn repository_of(dir: &Path) -> Option<PathBuf> {
+    let existing = dir.ancestors().find(|folder| folder.is_dir())?;
+    Git::discover(existing).ok().map(|found| found.root)
+}
+
+/// `path` as the person typed it, relative to where they are when it is inside.
+fn shown(path: &Path, current: &Path) -> String {
+    match path.strip_prefix(current) {
+        Ok(rest) if rest.as_os_str().is_empty() => ".".to_owned(),
+        Ok(rest) => rest.display().to_string(),
+        Err(_) => path.display().to_string(),
+    }
+}
+
+/// `a/./b/../c` as `a/c`, without touching the filesystem.
+pub fn normalize(path: &Path) -> PathBuf {
+    let mut normal = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir if normal.file_name().is_some() => {
+                normal.pop();
+            }
+            other => normal.push(other),
+        }
+    }
+    normal
 }
 
 /// `eden:<folder name>`, made a valid image name.

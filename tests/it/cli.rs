@@ -262,3 +262,23 @@ fn every_run_has_a_log_unless_turned_off() {
     run.assert_code(0);
     assert!(env.root().join("logs/t.jsonl").exists());
 }
+
+/// The example manifests in `manifests/` run as shipped, under the defaults (the one that needs
+/// Claude Code is run by `structured::the_implement_review_manifest_runs_end_to_end`).
+#[test]
+fn the_example_manifests_run() {
+    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("manifests");
+    for (manifest, extra) in [
+        ("hello.toml", &[][..]),
+        ("commit-loop.toml", &[][..]),
+        ("named-branch.toml", &["--set", "agent.line_delay=\"10ms\""][..]),
+    ] {
+        let env = TestEnv::new();
+        let path = examples.join(manifest);
+        let mut args = vec!["run", path.to_str().unwrap(), "--json"];
+        args.extend_from_slice(extra);
+        let run = env.eden(&args);
+        run.assert_code(0);
+        assert!(run.record()["completion_signal"].is_string(), "{manifest}");
+    }
+}

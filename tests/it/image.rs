@@ -67,3 +67,41 @@ fn docker_build_run_remove() {
 fn podman_build_run_remove() {
     build_run_remove("podman");
 }
+
+/// `init --dir` writes where asked, names the image after the repository (as `eden image build`
+/// does), and its next steps work when pasted where `init` ran; outside a repository it warns.
+#[test]
+fn init_next_steps_work_from_where_it_ran() {
+    let env = TestEnv::new();
+    let run = env.eden(&["init", "--agent", "simulated", "--sandbox", "docker", "--dir", "sub/./cfg"]);
+    run.assert_code(0);
+    insta::assert_snapshot!(run.stderr.trim_end(), @"
+    wrote sub/cfg/eden.toml
+    wrote sub/cfg/Dockerfile.eden
+    next: edit the prompt in sub/cfg/eden.toml
+    then: eden image build --engine docker --agent none --file sub/cfg/Dockerfile.eden
+    then: eden run sub/cfg/eden.toml
+    (commit the manifest first if you use strategy `head`, which needs a clean checkout)
+    ");
+    let manifest = std::fs::read_to_string(env.repo.join("sub/cfg/eden.toml")).unwrap();
+    assert!(manifest.contains("image = \"eden:repo\""), "named after the repository: {manifest}");
+
+    let outside = env.root().join("not-a-repo");
+    let mut command = env.eden_command(&["init", "--agent", "simulated"]);
+    std::fs::create_dir_all(&outside).unwrap();
+    let run = crate::support::Run::from(command.current_dir(&outside).env("PWD", &outside).output().unwrap());
+    run.assert_code(0);
+    assert!(run.stderr.contains("warning: `.` is not in a git repository"), "{}", run.stderr);
+}
+
+/// What `eden init` writes runs as it is, under the defaults (the simulated agent, which needs
+/// nothing installed, prints the completion signal the starter prompt asks for).
+#[test]
+fn the_starter_manifest_runs() {
+    let env = TestEnv::new();
+    env.eden(&["init", "--agent", "simulated"]).assert_code(0);
+    env.git(&["add", "eden.toml"]);
+    env.git(&["commit", "-q", "-m", "eden.toml"]);
+    env.eden(&["run", "eden.toml"]).assert_code(0);
+    env.eden(&["run", "eden.toml", "--strategy", "head"]).assert_code(0);
+}
