@@ -288,3 +288,20 @@ mod tests {
         }
     }
 }
+
+/// `a/./b/../c` as `a/c`, without touching the filesystem (for paths shown in messages and
+/// paths given on the command line).
+pub fn normalize_path(path: &std::path::Path) -> std::path::PathBuf {
+    use std::path::Component;
+    let mut normal = std::path::PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir if normal.file_name().is_some() => {
+                normal.pop();
+            }
+            other => normal.push(other),
+        }
+    }
+    normal
+}

@@ -5,7 +5,7 @@ use crate::agent::AgentKind;
 use crate::cli::InitArgs;
 use crate::error::Error;
 use crate::git::Git;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 pub const DOCKERFILE: &str = include_str!("templates/Dockerfile.eden");
 pub const DOCKERFILE_NAME: &str = "Dockerfile.eden";
@@ -22,7 +22,7 @@ pub fn init(args: InitArgs) -> Result<i32, Error> {
             .with_hint(format!("sandbox kinds: {}", SANDBOXES.join(", "))));
     }
     let current = crate::commands::current_dir()?;
-    let dir = args.dir.as_ref().map_or(current.clone(), |dir| normalize(&current.join(dir)));
+    let dir = args.dir.as_ref().map_or(current.clone(), |dir| crate::values::normalize_path(&current.join(dir)));
     let repo = repository_of(&dir);
     let container = matches!(args.sandbox.as_str(), "docker" | "podman");
     // The image is named after the repository, as `eden image build` names it.
@@ -87,21 +87,6 @@ fn shown(path: &Path, current: &Path) -> String {
         Ok(rest) => rest.display().to_string(),
         Err(_) => path.display().to_string(),
     }
-}
-
-/// `a/./b/../c` as `a/c`, without touching the filesystem.
-pub fn normalize(path: &Path) -> PathBuf {
-    let mut normal = PathBuf::new();
-    for part in path.components() {
-        match part {
-            Component::CurDir => {}
-            Component::ParentDir if normal.file_name().is_some() => {
-                normal.pop();
-            }
-            other => normal.push(other),
-        }
-    }
-    normal
 }
 
 /// `eden:<folder name>`, made a valid image name.

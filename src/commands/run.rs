@@ -18,7 +18,7 @@ pub fn run(args: RunArgs) -> Result<i32, Error> {
     }
     let current_dir = crate::commands::current_dir()?;
     let file = args.manifests.first();
-    let overrides = overrides(&args)?;
+    let overrides = overrides(&args, &current_dir)?;
     let given: Vec<String> = overrides.iter().map(|item| format!("{}={}", item.path, item.value)).collect();
     if file.is_none() && overrides.is_empty() {
         return Err(Error::usage("no manifest given").with_hint(
@@ -38,6 +38,10 @@ pub fn run(args: RunArgs) -> Result<i32, Error> {
         Err(_) => DotEnv::default(),
     };
     let plan = plan::resolve(manifest, &source, &|name| std::env::var(name).ok(), &dotenv)?;
+    for note in &source.notes {
+        crate::ui::print_note(&format!("warning: {note}"));
+    }
+    check_args_are_used(&args.prompt_args, &plan)?;
     crate::redact::register(plan.secrets.iter().map(|secret| secret.0.clone()));
 
     let containment = crate::process::contain::install()?;
@@ -83,8 +87,43 @@ pub fn run(args: RunArgs) -> Result<i32, Error> {
     }
 }
 
+/// An `--arg` no prompt uses is a typo or a stale script: say which keys the prompts do use.
+fn check_args_are_used(pairs: &[String], plan: &plan::Plan) -> Result<(), Error> {
+    let used: std::collections::BTreeSet<&str> = plan
+        .steps
+        .iter()
+        .flat_map(|step| crate::manifest::prompt::placeholders(&step.prompt.template))
+        .filter(|key| !crate::manifest::prompt::BUILT_INS.contains(key))
+        .collect();
+    for pair in pairs {
+        let key = pair.split_once('=').map_or(pair.as_str(), |(key, _)| key).trim();
+        if used.contains(key) {
+            continue;
+        }
+        let known = if used.is_empty() {
+            "the prompt uses no `{{KEY}}` placeholders".to_owned()
+        } else {
+            format!(
+                "the prompt uses {}",
+                used.iter().map(|key| format!("`{{{{{key}}}}}`")).collect::<Vec<_>>().join(", ")
+            )
+        };
+        let problem = if crate::manifest::prompt::is_key(key) {
+            format!("no prompt uses `{{{{{key}}}}}`")
+        } else {
+            format!("`{key}` is not a placeholder name (letters, digits, `_` and `-`)")
+        };
+        return Err(Error::usage(format!("`--arg {pair}`: {problem}")).with_hint(known));
+    }
+    Ok(())
+}
+
+/// Keys whose values are paths: given on the command line, a relative one means relative to
+/// where eden was started (as with every command-line tool), not to the manifest's folder.
+const PATH_KEYS: [&str; 3] = ["binary", "prompt_file", "schema"];
+
 /// Flags first (in a fixed order), then `--set` in the order given: the last word wins.
-fn overrides(args: &RunArgs) -> Result<Vec<Override>, Error> {
+fn overrides(args: &RunArgs, current_dir: &std::path::Path) -> Result<Vec<Override>, Error> {
     let string = |value: &str| toml::Value::String(value.to_owned());
     let mut list = Vec::new();
     let flags: [(&str, &str, &Option<String>); 8] = [
@@ -118,6 +157,17 @@ fn overrides(args: &RunArgs) -> Result<Vec<Override>, Error> {
     }
     for set in &args.set {
         list.push(Override::parse_set(set)?);
+    }
+    for item in &mut list {
+        let is_path = item.path.to_string().rsplit('.').next().is_some_and(|key| PATH_KEYS.contains(&key));
+        if let (true, toml::Value::String(value)) = (is_path, &item.value) {
+            // A bare name (`--binary claude`) is looked up on PATH, not taken as a file here.
+            let names_a_file = value.contains('/') || !item.path.to_string().ends_with("binary");
+            if names_a_file && std::path::Path::new(value).is_relative() {
+                let path = crate::values::normalize_path(&current_dir.join(value));
+                item.value = toml::Value::String(path.display().to_string());
+            }
+        }
     }
     Ok(list)
 }

@@ -95,7 +95,7 @@ pub(super) fn resolve_agent(
             let binary = find_binary(binary, &source.base_dir).map_err(|why| {
                 source
                     .error_at(&path.child("binary"), why)
-                    .with_hint("a name is looked up on PATH; a path with `/` is resolved against the manifest's folder")
+                    .with_hint("a name is looked up on PATH; a path with `/` is relative to the manifest's folder (to the current directory when given as a flag)")
             })?;
             let parser = agent.parser.clone().unwrap_or_else(|| "lines".to_owned());
             if crate::agent::parser_named(&parser).is_none() {
@@ -124,7 +124,7 @@ pub(super) fn resolve_agent(
             let binary = match &agent.binary {
                 Some(binary) => find_binary(binary, &source.base_dir).map_err(|why| {
                     source.error_at(&path.child("binary"), why).with_hint(
-                        "a name is looked up on PATH; a path with `/` is resolved against the manifest's folder",
+                        "a name is looked up on PATH; a path with `/` is relative to the manifest's folder (to the current directory when given as a flag)",
                     )
                 })?,
                 None if in_container => PathBuf::from(default),
@@ -167,7 +167,7 @@ fn find_binary(binary: &str, base_dir: &Path) -> Result<PathBuf, String> {
         return Err("`agent.binary` is empty".into());
     }
     if binary.contains('/') {
-        let path = base_dir.join(binary);
+        let path = crate::values::normalize_path(&base_dir.join(binary));
         let path =
             std::fs::canonicalize(&path).map_err(|_| format!("agent binary `{}` does not exist", path.display()))?;
         use std::os::unix::fs::PermissionsExt;

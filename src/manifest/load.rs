@@ -105,6 +105,8 @@ pub struct Source {
     pub base_dir: PathBuf,
     document: Option<ImDocument<String>>,
     overrides: Vec<Override>,
+    /// What the overrides changed beyond the keys they name (for the person to see).
+    pub notes: Vec<String>,
 }
 
 impl Source {
@@ -178,10 +180,12 @@ pub fn load(request: LoadRequest<'_>) -> Result<(Manifest, Source), Error> {
             .with_hint("see the manifest reference in the README")
     })?;
     let document = file.as_ref().map(|_| ImDocument::parse(text.clone()).expect("parsed as TOML above"));
-    let source = Source { file, base_dir, document, overrides: request.overrides };
+    let mut source = Source { file, base_dir, document, overrides: request.overrides, notes: Vec::new() };
 
     for item in &source.overrides {
-        apply_override(&mut table, item)?;
+        if let Some(note) = apply_override(&mut table, item)? {
+            source.notes.push(note);
+        }
     }
 
     let manifest = serde_path_to_error::deserialize::<_, Manifest>(toml::Value::Table(table))
@@ -189,7 +193,13 @@ pub fn load(request: LoadRequest<'_>) -> Result<(Manifest, Source), Error> {
     Ok((manifest, source))
 }
 
-fn apply_override(table: &mut toml::Table, item: &Override) -> Result<(), Error> {
+/// Keys that belong to one agent kind: a flag that changes the kind drops the manifest's.
+const KIND_BOUND_KEYS: [&str; 8] =
+    ["binary", "args", "prompt_via", "parser", "lines", "line_delay", "exit_code", "resume"];
+
+/// Set one override's value. Changing an agent's kind drops the keys of the old kind (a `cli`
+/// agent's `binary` is not the new agent's); the note says which.
+fn apply_override(table: &mut toml::Table, item: &Override) -> Result<Option<String>, Error> {
     let invalid = |why: &str| {
         Error::usage(format!("`{}`: {why}", item.flag))
             .with_hint("keys are dotted paths of the manifest, like `agent.model` or `step.0.prompt`")
@@ -212,13 +222,42 @@ fn apply_override(table: &mut toml::Table, item: &Override) -> Result<(), Error>
             _ => return Err(invalid("a parent of the key is not a table")),
         };
     }
+    let mut note = None;
     match last {
         Segment::Key(key) => {
+            let changes_kind = key == "kind"
+                && matches!(parents.last(), Some(Segment::Key(parent)) if parent == "agent")
+                && current.get("kind").is_some_and(|old| old != &item.value);
+            if changes_kind {
+                let old = current.get("kind").and_then(toml::Value::as_str).unwrap_or_default().to_owned();
+                let dropped: Vec<String> = KIND_BOUND_KEYS
+                    .iter()
+                    .filter(|bound| current.remove(**bound).is_some())
+                    .map(|bound| format!("`{bound}`"))
+                    .collect();
+                if !dropped.is_empty() {
+                    note = Some(format!(
+                        "`{}` replaces agent kind `{old}`, so the manifest's {} for it {} not used",
+                        item.flag,
+                        dropped.join(", "),
+                        if dropped.len() == 1 { "is" } else { "are" }
+                    ));
+                }
+            }
+            // `--prompt-file` replaces the manifest's `prompt`, and the other way round.
+            let other = match key.as_str() {
+                "prompt" => Some("prompt_file"),
+                "prompt_file" => Some("prompt"),
+                _ => None,
+            };
+            if let Some(other) = other {
+                current.remove(other);
+            }
             current.insert(key.clone(), item.value.clone());
         }
         Segment::Index(_) => return Err(invalid("the key must end with a name")),
     }
-    Ok(())
+    Ok(note)
 }
 
 /// Turn a serde error into a located message with a hint.

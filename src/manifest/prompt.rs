@@ -26,7 +26,7 @@ pub fn placeholders(template: &str) -> Vec<&str> {
     found
 }
 
-fn is_key(text: &str) -> bool {
+pub fn is_key(text: &str) -> bool {
     !text.is_empty() && text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 

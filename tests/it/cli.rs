@@ -282,3 +282,60 @@ fn the_example_manifests_run() {
         assert!(run.record()["completion_signal"].is_string(), "{manifest}");
     }
 }
+
+/// Paths given as flags are relative to where eden runs, as with every command-line tool;
+/// paths in a manifest stay relative to the manifest. Messages show them normalized.
+#[test]
+fn flag_paths_are_relative_to_the_current_directory() {
+    let env = TestEnv::new();
+    env.write(
+        "agents/here.sh",
+        "#!/bin/sh\ncat >/dev/null\necho 'from the current directory <promise>COMPLETE</promise>'\n",
+    );
+    std::process::Command::new("chmod").args(["+x"]).arg(env.repo.join("agents/here.sh")).status().unwrap();
+    env.write("prompts/task.md", "the task from the current directory\n");
+    env.git(&["add", "."]);
+    env.git(&["commit", "-q", "-m", "agent and prompt"]);
+    // A manifest in another folder, which has neither file.
+    let elsewhere = env.root().join("cfg");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::write(elsewhere.join("plan.toml"), "prompt = \"x\"\n[agent]\nkind = \"simulated\"\n").unwrap();
+    let manifest = elsewhere.join("plan.toml");
+    let run = env.eden(&[
+        "run",
+        manifest.to_str().unwrap(),
+        "--agent",
+        "cli",
+        "--binary",
+        "./agents/here.sh",
+        "--prompt-file",
+        "prompts/task.md",
+        "--json",
+    ]);
+    run.assert_code(0);
+    let record = run.record();
+    assert_eq!(record["iterations"][0]["prompt"], "the task from the current directory\n");
+    let message = env
+        .redact(&env.eden(&["run", "--agent", "cli", "--binary", "agents/../nope.sh", "--prompt", "x"]).error_text());
+    insta::assert_snapshot!(message, @"
+    error: `--binary`: agent binary `[TMP]/repo/nope.sh` does not exist
+    hint: a name is looked up on PATH; a path with `/` is relative to the manifest's folder (to the current directory when given as a flag)
+    ");
+}
+
+/// `--agent` that changes the manifest's kind drops the keys of the old kind, and says so.
+#[test]
+fn changing_the_agent_kind_drops_the_old_kinds_keys() {
+    let env = TestEnv::new();
+    let agent = env.script("agent.sh", "cat >/dev/null\necho '<promise>COMPLETE</promise>'");
+    let path = env.write_manifest(&cli_manifest(&agent, "").replace("binary =", "args = [\"-x\"]\nbinary ="));
+    let run = env.eden(&["run", path.to_str().unwrap(), "--agent", "simulated", "--json"]);
+    run.assert_code(0);
+    assert!(
+        run.stderr.contains(
+            "warning: `--agent` replaces agent kind `cli`, so the manifest's `binary`, `args` for it are not used"
+        ),
+        "{}",
+        run.stderr
+    );
+}

@@ -131,7 +131,7 @@ fn key_of_another_strategy() {
 fn missing_binary() {
     insta::assert_snapshot!(rejected("prompt = \"x\"\n[agent]\nkind = \"cli\"\nbinary = \"no-such-agent-binary\"\n", &[]), @r"
     error: [TMP]/plan.toml:4:10: agent binary `no-such-agent-binary` was not found on PATH
-    hint: a name is looked up on PATH; a path with `/` is resolved against the manifest's folder
+    hint: a name is looked up on PATH; a path with `/` is relative to the manifest's folder (to the current directory when given as a flag)
     ");
 }
 
@@ -412,4 +412,21 @@ fn log_files_that_would_go_wrong() {
     error: [TMP]/plan.toml:5:8: a part of `logging.file` would be 306 bytes long, over the 255 a file name may have
     hint: use a shorter name
     "#);
+}
+
+/// An `--arg` that no prompt uses is refused, naming the keys the prompts do use.
+#[test]
+fn args_the_prompt_does_not_use() {
+    let manifest = "prompt = \"do {{TASK}} in {{AREA}} ({{ITERATION}})\"\n[prompt_args]\nAREA = \"src\"\n[agent]\nkind = \"simulated\"\n";
+    let mut errors = vec![rejected(manifest, &["--arg", "TASK=x", "--arg", "TAKS=y"])];
+    errors.push(rejected(manifest, &["--arg", "TASK=x", "--arg", "two words=y"]));
+    errors.push(rejected(OK, &["--arg", "TASK=x"]));
+    insta::assert_snapshot!(errors.join("\n"), @"
+    error: `--arg TAKS=y`: no prompt uses `{{TAKS}}`
+    hint: the prompt uses `{{AREA}}`, `{{TASK}}`
+    error: `--arg two words=y`: `two words` is not a placeholder name (letters, digits, `_` and `-`)
+    hint: the prompt uses `{{AREA}}`, `{{TASK}}`
+    error: `--arg TASK=x`: no prompt uses `{{TASK}}`
+    hint: the prompt uses no `{{KEY}}` placeholders
+    ");
 }
