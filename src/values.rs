@@ -237,6 +237,23 @@ pub fn branch_name_problem(name: &str) -> Option<&'static str> {
     None
 }
 
+/// `a/./b/../c` as `a/c`, without touching the filesystem (for paths shown in messages and
+/// paths given on the command line).
+pub fn normalize_path(path: &std::path::Path) -> std::path::PathBuf {
+    use std::path::Component;
+    let mut normal = std::path::PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir if normal.file_name().is_some() => {
+                normal.pop();
+            }
+            other => normal.push(other),
+        }
+    }
+    normal
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -287,21 +304,4 @@ mod tests {
             assert!(branch_name_problem(bad).is_some(), "{bad} should be rejected");
         }
     }
-}
-
-/// `a/./b/../c` as `a/c`, without touching the filesystem (for paths shown in messages and
-/// paths given on the command line).
-pub fn normalize_path(path: &std::path::Path) -> std::path::PathBuf {
-    use std::path::Component;
-    let mut normal = std::path::PathBuf::new();
-    for part in path.components() {
-        match part {
-            Component::CurDir => {}
-            Component::ParentDir if normal.file_name().is_some() => {
-                normal.pop();
-            }
-            other => normal.push(other),
-        }
-    }
-    normal
 }
