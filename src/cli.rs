@@ -97,7 +97,7 @@ pub struct ImageBuildArgs {
     #[arg(long)]
     pub tag: Option<String>,
 
-    /// The Dockerfile (default: `Dockerfile.eden`, as `eden init` writes it)
+    /// The Dockerfile, as `eden init` writes it
     #[arg(long, value_name = "PATH", default_value = "Dockerfile.eden")]
     pub file: PathBuf,
 
@@ -125,7 +125,7 @@ pub struct ImageRemoveArgs {
 pub struct RunArgs {
     /// The TOML manifest to run (omit to describe the run with flags alone)
     #[arg(value_name = "MANIFEST")]
-    pub manifests: Vec<PathBuf>,
+    pub manifest: Option<PathBuf>,
 
     /// Override any manifest key, e.g. `--set agent.model=opus` (repeatable)
     #[arg(long = "set", value_name = "KEY=VALUE")]
@@ -183,8 +183,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub dry_run: bool,
 
-    /// Print the run record as JSON on stdout
-    #[arg(long, conflicts_with = "json_events")]
+    /// Print the run record as JSON on stdout (or, if the run cannot start, the error)
+    #[arg(long)]
     pub json: bool,
 
     /// Print every event as a JSON line on stdout as it happens; the last, `run_finished`,

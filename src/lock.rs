@@ -131,6 +131,14 @@ impl BranchLock {
         let Ok(file) = File::open(path) else { return false };
         matches!(Flock::lock(file, FlockArg::LockSharedNonblock), Err((_, nix::errno::Errno::EWOULDBLOCK)))
     }
+
+    /// Who holds the lock at `path`, if it is held right now.
+    pub fn holder(path: &Path) -> Option<Holder> {
+        if !Self::is_held(path) {
+            return None;
+        }
+        Holder::parse(&std::fs::read_to_string(path).ok()?)
+    }
 }
 
 impl Drop for BranchLock {

@@ -15,6 +15,21 @@ use crate::process::ProcessStamp;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
+/// How much of each iteration's prompt the record keeps: agents may get megabytes of context.
+pub const PROMPT_KEPT: usize = 4096;
+
+/// A prompt as the record keeps it: whole up to `PROMPT_KEPT` bytes, else cut, saying so.
+pub fn kept_prompt(prompt: &str) -> String {
+    if prompt.len() <= PROMPT_KEPT {
+        return prompt.to_owned();
+    }
+    let mut cut = PROMPT_KEPT;
+    while !prompt.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}… ({} more bytes; the run's log has the whole prompt)", &prompt[..cut], prompt.len() - cut)
+}
+
 /// The shape of the records this eden writes; bumped when a field changes meaning.
 pub const RECORD_VERSION: u32 = 1;
 
@@ -154,6 +169,10 @@ pub struct RunRecord {
     /// Commits made during the run, oldest first.
     pub commits: Vec<Commit>,
     pub merged_into: Option<String>,
+    /// How the branch landed: `fast_forward` (the target now points at the branch's tip, which
+    /// is `merge_commit`), `merge_commit` (a new commit joins the two), or `up_to_date`.
+    pub merge_kind: Option<MergeKind>,
+    /// The commit the target points at after the merge.
     pub merge_commit: Option<String>,
     pub preserved_branch: Option<String>,
     pub preserved_worktree: Option<PathBuf>,
@@ -166,6 +185,14 @@ pub struct RunRecord {
     pub exit_code: Option<i32>,
     pub error: Option<ErrorRecord>,
     pub record_path: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MergeKind {
+    FastForward,
+    MergeCommit,
+    UpToDate,
 }
 
 /// The run's container.
@@ -249,6 +276,7 @@ pub struct IterationRecord {
     pub exit_code: Option<i32>,
     pub completion_signal: Option<String>,
     pub commits: Vec<String>,
+    /// The prompt as sent, cut at `PROMPT_KEPT` bytes (every prompt is whole in the run's log).
     pub prompt: String,
     /// The agent's session id, when it reports one.
     pub session_id: Option<String>,

@@ -32,6 +32,8 @@ pub fn parse_duration(text: &str) -> Result<StdDuration, String> {
     let invalid = || format!("invalid duration `{text}`, expected {DURATION_EXPECTED}");
     let mut total = StdDuration::ZERO;
     let mut rest = trimmed;
+    // Each unit once, largest first: `1h1h` or `30m1h` is a typo, not a sum.
+    let mut previous_unit = f64::INFINITY;
     while !rest.is_empty() {
         let number_len = rest.bytes().take_while(|b| b.is_ascii_digit() || *b == b'.').count();
         let number: f64 = rest[..number_len].parse().map_err(|_| invalid())?;
@@ -45,6 +47,10 @@ pub fn parse_duration(text: &str) -> Result<StdDuration, String> {
             "d" => 86_400.0,
             _ => return Err(invalid()),
         };
+        if unit_secs >= previous_unit {
+            return Err(format!("invalid duration `{text}`: each unit may come once, largest first (like \"1h30m\")"));
+        }
+        previous_unit = unit_secs;
         let part = StdDuration::try_from_secs_f64(number * unit_secs).map_err(|_| invalid())?;
         total = total.checked_add(part).filter(|t| t.as_secs() <= 1_000_000_000).ok_or_else(invalid)?;
         rest = rest[unit_len..].trim_start();
@@ -270,7 +276,9 @@ mod tests {
         assert_eq!(d("0.5"), StdDuration::from_millis(500));
         assert_eq!(d("0.6s"), StdDuration::from_millis(600));
         assert_eq!(d("1.5h"), StdDuration::from_secs(5400));
-        for bad in ["", "10x", "m", "10 minutes", "-5", "0s", "1h30", "99999999999h", "1..5s", ".s"] {
+        for bad in
+            ["", "10x", "m", "10 minutes", "-5", "0s", "1h30", "99999999999h", "1..5s", ".s", "1h1h1h", "30m1h", "1s1s"]
+        {
             assert!(parse_duration(bad).is_err(), "{bad} should be rejected");
         }
     }

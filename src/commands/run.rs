@@ -12,12 +12,36 @@ use crate::ui::{print_data, Display, JsonLinesReporter, LogFileReporter, Reporte
 use std::path::PathBuf;
 
 pub fn run(args: RunArgs) -> Result<i32, Error> {
-    if args.manifests.len() > 1 {
-        return Err(Error::unsupported("running several manifests at once")
-            .with_hint("run them one at a time: `eden run a.toml && eden run b.toml`"));
+    let json = args.json || args.json_events;
+    let mut printed = false;
+    let result = run_inner(args, &mut printed);
+    // Scripts that read stdout get JSON whatever happened: an error before the run began is
+    // printed as one (once it began, its record, with the error in it, is what is printed).
+    if let (Err(error), true, false) = (&result, json, printed) {
+        print_data(&serde_json::json!({ "error": error_json(error) }).to_string());
+    }
+    result
+}
+
+/// An error as data: kind, message, hint, exit code.
+fn error_json(error: &Error) -> serde_json::Value {
+    serde_json::json!({
+        "kind": crate::record::ExitReason::of(&error.kind),
+        "message": error.message,
+        "hint": error.hint,
+        "exit_code": error.kind.exit_code(),
+    })
+}
+
+/// The run; `printed` says whether it put its record (or events) on stdout.
+fn run_inner(args: RunArgs, printed: &mut bool) -> Result<i32, Error> {
+    if args.json && args.json_events {
+        return Err(Error::usage("`--json` and `--json-events` cannot be used together").with_hint(
+            "`--json` prints the run record at the end; `--json-events` prints every event, and the last one carries the record",
+        ));
     }
     let current_dir = crate::commands::current_dir()?;
-    let file = args.manifests.first();
+    let file = args.manifest.as_ref();
     let overrides = overrides(&args, &current_dir)?;
     let given: Vec<String> = overrides.iter().map(|item| format!("{}={}", item.path, item.value)).collect();
     if file.is_none() && overrides.is_empty() {
@@ -46,7 +70,7 @@ pub fn run(args: RunArgs) -> Result<i32, Error> {
 
     let containment = crate::process::contain::install()?;
     if args.dry_run {
-        let preview = workspace::preflight(&plan, &repo, "<run-id>")?;
+        let preview = workspace::preflight(&plan, &repo, "RUN_ID")?;
         let json = serde_json::json!({
             "plan": plan,
             "containment": containment,
@@ -76,8 +100,9 @@ pub fn run(args: RunArgs) -> Result<i32, Error> {
     let result = runtime.block_on(orchestrator::run(&plan, &options, reporters));
     // The run is over; nothing left on the runtime may hold eden's exit.
     runtime.shutdown_background();
-    if args.json {
-        if let Some(record) = &result.record {
+    if let Some(record) = &result.record {
+        *printed = true;
+        if args.json {
             print_data(&serde_json::to_string_pretty(record).expect("records serialize"));
         }
     }

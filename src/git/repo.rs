@@ -131,7 +131,9 @@ impl Git {
                 .with_hint("run eden from your repository (one with a working tree), or pass `--repo PATH`")
         };
         if !dir.is_dir() {
-            return Err(not_a_repo());
+            let what = if dir.exists() { "is not a directory" } else { "does not exist" };
+            return Err(Error::usage(format!("`{}` {what}", dir.display()))
+                .with_hint("give `--repo` (or run eden in) a folder of your repository"));
         }
         let output = Git::new(dir)
             .run(["rev-parse", "--path-format=absolute", "--git-common-dir", "--show-toplevel"])

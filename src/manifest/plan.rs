@@ -133,7 +133,7 @@ pub fn resolve(
             }
             name.clone()
         }
-        None => default_name(source.file.as_deref()),
+        None => default_name(&manifest, source.file.as_deref()),
     };
 
     let mut sandbox = resolve_sandbox(&manifest.sandbox, source)?;
@@ -630,7 +630,7 @@ fn resolve_branch(section: &BranchSection, source: &Source) -> Result<BranchPlan
     }
     if strategy == Strategy::Named && section.name.is_none() {
         return Err(source
-            .error_at(&path, "strategy `named` needs `branch.name`")
+            .error_at(&path.child("strategy"), "strategy `named` needs `branch.name`")
             .with_hint("set `branch.name = \"eden/my-task\"` (or `--branch`)"));
     }
     for (key, value) in [("name", &section.name), ("base", &section.base)] {
@@ -668,16 +668,41 @@ fn name_problem(name: &str) -> Option<&'static str> {
 }
 
 /// The manifest file's stem made safe for branch names, or `eden` for the flag-only form.
-fn default_name(file: Option<&Path>) -> String {
-    let stem = file.and_then(|f| f.file_stem()).map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    let cleaned: String =
-        stem.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '_' | '-') { c } else { '-' }).collect();
-    let cleaned = cleaned.trim_matches('-');
-    if cleaned.is_empty() {
-        "eden".into()
-    } else {
-        cleaned.chars().take(64).collect()
+/// A name for a run whose manifest gives none: the manifest file's name; in the flags-only
+/// form the first words of the prompt (or the prompt file's name), else the agent's kind.
+fn default_name(manifest: &Manifest, file: Option<&Path>) -> String {
+    let stem = |path: &str| Path::new(path).file_stem().map(|s| s.to_string_lossy().into_owned());
+    let candidates = [
+        file.and_then(|f| f.file_stem()).map(|s| s.to_string_lossy().into_owned()),
+        manifest.prompt.as_deref().map(|prompt| prompt.split_whitespace().take(5).collect::<Vec<_>>().join("-")),
+        manifest.prompt_file.as_deref().and_then(stem),
+        manifest.agent.kind.map(|kind| kind.as_str().to_owned()),
+    ];
+    candidates
+        .into_iter()
+        .flatten()
+        .map(|text| name_from(&text))
+        .find(|name| !name.is_empty())
+        .unwrap_or_else(|| "run".into())
+}
+
+/// Letters, digits, `_` and `-`, lowercase, at most 40 characters: usable in a branch name.
+fn name_from(text: &str) -> String {
+    let cleaned: String = text
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '_' | '-') { c.to_ascii_lowercase() } else { '-' })
+        .collect();
+    let mut name = String::new();
+    for part in cleaned.split('-').filter(|part| !part.is_empty()) {
+        if name.len() + part.len() + 1 > 40 {
+            break;
+        }
+        if !name.is_empty() {
+            name.push('-');
+        }
+        name.push_str(part);
     }
+    name
 }
 
 #[cfg(test)]
@@ -686,7 +711,12 @@ mod tests {
 
     #[test]
     fn default_names() {
-        assert_eq!(default_name(Some(Path::new("dir/fix login.toml"))), "fix-login");
-        assert_eq!(default_name(None), "eden");
+        let manifest = |toml: &str| -> Manifest { toml::from_str(toml).unwrap() };
+        let with_prompt = manifest("prompt = \"Fix the login bug, then add tests for it\"");
+        assert_eq!(default_name(&with_prompt, Some(Path::new("dir/fix login.toml"))), "fix-login");
+        assert_eq!(default_name(&with_prompt, None), "fix-the-login-bug-then");
+        assert_eq!(default_name(&manifest("prompt_file = \"tasks/add-cache.md\""), None), "add-cache");
+        assert_eq!(default_name(&manifest("[agent]\nkind = \"codex\""), None), "codex");
+        assert_eq!(default_name(&manifest("prompt = \"!!!\""), None), "run");
     }
 }

@@ -15,6 +15,7 @@ pub(crate) struct Finished {
     pub lock: crate::lock::BranchLock,
     pub commits: Vec<Commit>,
     pub merged_into: Option<String>,
+    pub merge_kind: Option<crate::record::MergeKind>,
     pub merge_commit: Option<String>,
     pub preserved_branch: Option<String>,
     pub preserved_worktree: Option<PathBuf>,
@@ -31,6 +32,7 @@ pub(crate) fn finish(
     let mut error = outcome.err();
     let mut merged_into = None;
     let mut merge_commit = None;
+    let mut merge_kind = None;
     let mut preserved_branch = None;
     let mut preserved_worktree = None;
 
@@ -62,9 +64,11 @@ pub(crate) fn finish(
                 error = Some(conflict_error(&pre.branch, &target, &files));
             }
             Ok(result) => {
-                merge_commit = match result {
-                    MergeResult::FastForward { commit } | MergeResult::Merged { commit } => Some(commit),
-                    MergeResult::UpToDate | MergeResult::Conflict { .. } => None,
+                use crate::record::MergeKind;
+                (merge_kind, merge_commit) = match result {
+                    MergeResult::FastForward { commit } => (Some(MergeKind::FastForward), Some(commit)),
+                    MergeResult::Merged { commit } => (Some(MergeKind::MergeCommit), Some(commit)),
+                    MergeResult::UpToDate | MergeResult::Conflict { .. } => (Some(MergeKind::UpToDate), None),
                 };
                 merged_into = Some(target.clone());
                 merged = true;
@@ -137,7 +141,16 @@ pub(crate) fn finish(
         }
     }
     drop(shared);
-    Finished { lock: workspace.lock, commits, merged_into, merge_commit, preserved_branch, preserved_worktree, error }
+    Finished {
+        lock: workspace.lock,
+        commits,
+        merged_into,
+        merge_kind,
+        merge_commit,
+        preserved_branch,
+        preserved_worktree,
+        error,
+    }
 }
 
 fn conflict_error(branch: &str, target: &str, files: &[String]) -> Error {

@@ -500,7 +500,7 @@ fn push_record(
         exit_code: invoked.exit_code,
         completion_signal: invoked.signal.clone(),
         commits,
-        prompt: prompt_text.to_owned(),
+        prompt: crate::record::kept_prompt(prompt_text),
         session_id: invoked.session_id.clone(),
         usage: invoked.usage,
         tool_calls: invoked.tool_calls.clone(),

@@ -50,6 +50,7 @@ impl Journal {
             session_id: None,
             commits: Vec::new(),
             merged_into: None,
+            merge_kind: None,
             merge_commit: None,
             preserved_branch: None,
             preserved_worktree: None,

@@ -255,13 +255,22 @@ impl<'p> Run<'p> {
         });
         let workspace = self.workspace.take().expect("checked above");
         let finished = finish::finish(workspace, outcome, progress.commits, &mut self.events);
-        let finish::Finished { lock, commits, merged_into, merge_commit, preserved_branch, preserved_worktree, error } =
-            finished;
+        let finish::Finished {
+            lock,
+            commits,
+            merged_into,
+            merge_kind,
+            merge_commit,
+            preserved_branch,
+            preserved_worktree,
+            error,
+        } = finished;
         // A signal that arrived during the finish still counts.
         let error = error.or_else(|| interrupted(&self.abort));
         let result = self.end(error, |record| {
             record.commits = commits;
             record.merged_into = merged_into;
+            record.merge_kind = merge_kind;
             record.merge_commit = merge_commit;
             record.preserved_branch = preserved_branch;
             record.preserved_worktree = preserved_worktree;

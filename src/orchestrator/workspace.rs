@@ -78,8 +78,9 @@ pub fn preflight(plan: &Plan, found: &Result<Discovered, Error>, run_id: &str) -
 fn head(plan: &Plan, found: Discovered, current: Option<String>) -> Result<Preflight, Error> {
     let checkout = Git::new(&found.checkout);
     let branch = current.ok_or_else(|| {
-        Error::git("HEAD is detached; strategy `head` commits onto the checked-out branch")
-            .with_hint("check out a branch first, or use strategy `merge-to-head`")
+        Error::git("HEAD is detached; strategy `head` commits onto the checked-out branch").with_hint(
+            "check out a branch first (`git switch <branch>`, or `git switch -c <new-branch>` to keep this commit)",
+        )
     })?;
     let base_commit = checkout.resolve("HEAD")?.ok_or_else(|| no_commits(&found.checkout))?;
     if !plan.branch.allow_dirty {
@@ -121,12 +122,11 @@ fn merge_to_head(plan: &Plan, found: Discovered, current: Option<String>, run_id
         })?,
     };
     let base_commit = repo.branch_commit(&base)?.ok_or_else(|| {
-        let why = if current.as_deref() == Some(base.as_str()) {
-            no_commits(&found.root)
-        } else {
-            Error::git(format!("base branch `{base}` does not exist"))
-        };
-        why.with_hint("strategy `merge-to-head` merges back into `branch.base`, which must be a local branch")
+        if current.as_deref() == Some(base.as_str()) {
+            return no_commits(&found.root);
+        }
+        Error::git(format!("base branch `{base}` does not exist"))
+            .with_hint("strategy `merge-to-head` merges back into `branch.base`, which must be a local branch")
     })?;
     // The merge at the end lands in the checkout that has the base: if that has uncommitted
     // changes, say so now, not after the agent has run.
@@ -172,8 +172,12 @@ fn named(plan: &Plan, found: Discovered, current: Option<String>) -> Result<Pref
     let repo = Git::new(&found.root);
     let branch = plan.branch.name.clone().expect("validated: named has a name");
     let eden_path = found_layout(&found).worktrees().join(slug(&branch));
+    let layout = found_layout(&found);
     let (action, base_branch, base_commit) = match repo.branch_commit(&branch)? {
-        Some(tip) => (existing_branch_action(&repo, &branch, &eden_path, plan.branch.reuse_worktree)?, None, tip),
+        Some(tip) => {
+            let lock = layout.locks().join(format!("{}.lock", slug(&branch)));
+            (existing_branch_action(&repo, &branch, &eden_path, &lock, plan.branch.reuse_worktree)?, None, tip)
+        }
         None => {
             let base = plan.branch.base.clone().or(current);
             let base_commit = match &base {
@@ -201,7 +205,20 @@ fn named(plan: &Plan, found: Discovered, current: Option<String>) -> Result<Pref
 
 /// For an existing branch: a new worktree, eden's own one again (`reuse_worktree`), or a
 /// refusal when it is checked out somewhere.
-fn existing_branch_action(repo: &Git, branch: &str, eden_path: &Path, reuse: bool) -> Result<WorktreeAction, Error> {
+fn existing_branch_action(
+    repo: &Git,
+    branch: &str,
+    eden_path: &Path,
+    lock: &Path,
+    reuse: bool,
+) -> Result<WorktreeAction, Error> {
+    if let Some(holder) = BranchLock::holder(lock) {
+        return Err(Error::git(format!(
+            "branch `{branch}` is in use by another eden run (pid {}, run {})",
+            holder.process.pid, holder.run_id
+        ))
+        .with_hint("wait for that run to finish, or use another branch"));
+    }
     match WorktreeList::read(repo)?.find_branch(branch) {
         None => Ok(WorktreeAction::CreateForExistingBranch),
         Some(path) if same_path(path, eden_path) && reuse => Ok(WorktreeAction::Reuse),

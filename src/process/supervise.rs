@@ -217,7 +217,9 @@ pub async fn supervise(
             () = sleep_until(last_output + watchdogs.idle_timeout), if watching => {
                 begin_kill(KillReason::Idle, Signal::SIGTERM, &mut kill);
             },
-            () = sleep_until(next_warning), if watching => {
+            // A warning in the last second before the idle kill says nothing the kill won't.
+            () = sleep_until(next_warning), if watching
+                && next_warning + Duration::from_secs(1) < last_output + watchdogs.idle_timeout => {
                 handlers.idle_warning(last_output.elapsed());
                 next_warning += watchdogs.idle_warning_interval;
             },

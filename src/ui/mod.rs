@@ -26,11 +26,12 @@ pub enum Display {
 }
 
 impl Display {
-    /// Live on a terminal, plain lines otherwise (CI, pipes).
+    /// Live on a terminal, plain lines otherwise (CI, pipes, and `TERM=dumb` terminals, which
+    /// cannot move the cursor).
     pub fn detect(quiet: bool) -> Self {
         if quiet {
             Display::Quiet
-        } else if console::Term::stderr().is_term() {
+        } else if console::Term::stderr().is_term() && !dumb_terminal() {
             Display::Live
         } else {
             Display::Plain
@@ -46,9 +47,14 @@ impl Display {
     }
 }
 
-/// Honour `NO_COLOR` (any non-empty value) on top of console's own terminal detection.
+fn dumb_terminal() -> bool {
+    std::env::var_os("TERM").is_some_and(|term| term == "dumb")
+}
+
+/// Honour `NO_COLOR` (any non-empty value) and `TERM=dumb` on top of console's own terminal
+/// detection.
 pub fn configure_colors() {
-    if std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()) {
+    if std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()) || dumb_terminal() {
         console::set_colors_enabled(false);
         console::set_colors_enabled_stderr(false);
     }

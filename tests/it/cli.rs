@@ -134,7 +134,7 @@ fn plain_output_when_stderr_is_not_a_terminal() {
     let first = run.stderr.lines().next().unwrap();
     let (clock, rest) = first.split_at(8);
     assert!(clock.chars().all(|c| c.is_ascii_digit() || c == ':'), "timestamped: {first}");
-    assert!(rest.starts_with(" eden run `eden`"), "{first}");
+    assert!(rest.starts_with(" eden run `hi`"), "named after the prompt: {first}");
     assert!(run.stderr.contains("| simulated agent: working"));
     assert!(!run.stderr.contains('\x1b'), "no escape codes when not a terminal");
 }
@@ -338,4 +338,39 @@ fn changing_the_agent_kind_drops_the_old_kinds_keys() {
         "{}",
         run.stderr
     );
+}
+
+/// With `--json` or `--json-events`, stdout is JSON even when the run cannot start: one object
+/// with the error, so a script parsing stdout never gets nothing.
+#[test]
+fn json_output_carries_an_error_before_the_run() {
+    let env = TestEnv::new();
+    for flag in ["--json", "--json-events"] {
+        let run = env.eden(&["run", "no-such.toml", flag]);
+        run.assert_code(2);
+        let json = run.json();
+        assert_eq!(json["error"]["kind"], "usage", "{flag}");
+        assert_eq!(json["error"]["exit_code"], 2);
+        assert_eq!(json["error"]["message"], "manifest `no-such.toml` not found");
+        assert!(json["error"]["hint"].as_str().unwrap().starts_with("pass the path of a TOML manifest"));
+    }
+    let run = env.eden(&["run", "--json", "--json-events", "--agent", "simulated", "--prompt", "x"]);
+    run.assert_code(2);
+    insta::assert_snapshot!(run.error_text(), @"
+    error: `--json` and `--json-events` cannot be used together
+    hint: `--json` prints the run record at the end; `--json-events` prints every event, and the last one carries the record
+    ");
+    env.assert_pristine();
+}
+
+/// A `TERM=dumb` terminal cannot move the cursor or show colours: plain lines, no escapes.
+#[test]
+fn a_dumb_terminal_gets_plain_lines() {
+    let env = TestEnv::new();
+    let command = format!("TERM=dumb {} run --agent simulated --prompt hi 2>&1", crate::support::EDEN);
+    let output = live_output(&env, &command);
+    assert!(output.status.success());
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(!text.contains('\u{1b}'), "no escape sequences: {text:?}");
+    assert!(text.contains("| simulated agent: working"), "plain lines: {text}");
 }

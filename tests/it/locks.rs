@@ -59,3 +59,28 @@ fn a_stale_lock_of_a_dead_process_is_reclaimed() {
     );
     assert!(!lock.exists(), "the lock is released at the end");
 }
+
+/// A named branch whose eden worktree a running eden is using: the message says so (not "set
+/// `reuse_worktree`"), and nothing is touched.
+#[test]
+fn a_named_branch_in_use_by_a_running_eden_says_so() {
+    let env = TestEnv::new();
+    let ready = env.root().join("ready");
+    let agent = env.script("slow.sh", &format!("cat >/dev/null\ntouch {}\nsleep 300", ready.display()));
+    let named = "[branch]\nstrategy = \"named\"\nname = \"eden/busy\"";
+    // The branch exists with an eden worktree, and a run is working in it.
+    env.git(&["branch", "eden/busy"]);
+    let path = env.write_manifest(&cli_manifest(&agent, named));
+    let mut first = env.eden_command(&["run", path.to_str().unwrap(), "--quiet"]).spawn().unwrap();
+    crate::support::wait_for(&ready);
+    let second = env.script("second.sh", "cat >/dev/null\necho '<promise>COMPLETE</promise>'");
+    let other = env.root().join("other.toml");
+    std::fs::write(&other, cli_manifest(&second, named)).unwrap();
+    let run = env.eden(&["run", other.to_str().unwrap()]);
+    run.assert_code(7);
+    let message = run.error_text();
+    assert!(message.starts_with("error: branch `eden/busy` is in use by another eden run (pid "), "{message}");
+    assert!(message.ends_with("hint: wait for that run to finish, or use another branch"), "{message}");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(first.id() as i32), nix::sys::signal::Signal::SIGTERM).unwrap();
+    first.wait().unwrap();
+}

@@ -114,7 +114,7 @@ fn bad_branch_name() {
 #[test]
 fn named_strategy_without_a_name() {
     insta::assert_snapshot!(rejected(&format!("{OK}[branch]\nstrategy = \"named\"\n"), &[]), @r#"
-    error: [TMP]/plan.toml:4:1: strategy `named` needs `branch.name`
+    error: [TMP]/plan.toml:5:12: strategy `named` needs `branch.name`
     hint: set `branch.name = "eden/my-task"` (or `--branch`)
     "#);
 }
@@ -429,4 +429,43 @@ fn args_the_prompt_does_not_use() {
     error: `--arg TASK=x`: no prompt uses `{{TASK}}`
     hint: the prompt uses no `{{KEY}}` placeholders
     ");
+}
+
+/// Messages that used to point the wrong way.
+#[test]
+fn messages_that_point_the_right_way() {
+    let env = TestEnv::new();
+    let mut messages = Vec::new();
+    // A repository with no commits yet.
+    let empty = env.root().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    env.git_in(&empty, &["init", "-q", "-b", "main"]);
+    let mut command = env.eden_command(&["run", "--agent", "simulated", "--prompt", "hi"]);
+    messages
+        .push(crate::support::Run::from(command.current_dir(&empty).env("PWD", &empty).output().unwrap()).error_text());
+    // A `--repo` that does not exist.
+    messages.push(env.eden(&["run", "--agent", "simulated", "--prompt", "hi", "--repo", "/nonexistent"]).error_text());
+    // `--strategy named` without a name: the flag is named, not a manifest line.
+    let path = env.write_manifest(OK);
+    messages.push(env.eden(&["run", path.to_str().unwrap(), "--strategy", "named"]).error_text());
+    // A detached HEAD with strategy `head`.
+    let head = env.git(&["rev-parse", "HEAD"]);
+    env.git(&["checkout", "-q", &head]);
+    messages.push(env.eden(&["run", "--agent", "simulated", "--prompt", "hi", "--strategy", "head"]).error_text());
+    env.git(&["checkout", "-q", "main"]);
+    insta::assert_snapshot!(env.redact(&messages.join("\n")), @r#"
+    error: the repository at `[TMP]/empty` has no commits yet
+    hint: make a first commit; eden branches off an existing commit
+    error: `/nonexistent` does not exist
+    hint: give `--repo` (or run eden in) a folder of your repository
+    error: `--strategy`: strategy `named` needs `branch.name`
+    hint: set `branch.name = "eden/my-task"` (or `--branch`)
+    error: HEAD is detached; strategy `head` commits onto the checked-out branch
+    hint: check out a branch first (`git switch <branch>`, or `git switch -c <new-branch>` to keep this commit)
+    "#);
+}
+
+#[test]
+fn durations_with_a_unit_twice() {
+    insta::assert_snapshot!(rejected(&format!("{OK}[loop]\nidle_timeout = \"1h1h1h\"\n"), &[]), @r#"error: [TMP]/plan.toml:5:16: `loop.idle_timeout`: invalid duration `1h1h1h`: each unit may come once, largest first (like "1h30m")"#);
 }

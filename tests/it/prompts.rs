@@ -71,3 +71,19 @@ fn a_command_block_over_the_hook_timeout_exits_4() {
     "#);
     env.assert_pristine();
 }
+
+/// The record keeps the first 4 KiB of each iteration's prompt (agents may get megabytes of
+/// context); the log has every prompt whole.
+#[test]
+fn long_prompts_are_cut_in_the_record_and_whole_in_the_log() {
+    let env = TestEnv::new();
+    let long = "0123456789".repeat(1000);
+    let run = env.eden(&["run", "--agent", "simulated", "--prompt", &long, "--json"]);
+    run.assert_code(0);
+    let record = run.record();
+    let kept = record["iterations"][0]["prompt"].as_str().unwrap();
+    assert!(kept.starts_with(&long[..4096]));
+    assert!(kept.ends_with("… (5904 more bytes; the run's log has the whole prompt)"), "{}", &kept[4000..]);
+    let log = std::fs::read_to_string(record["log"].as_str().unwrap()).unwrap();
+    assert!(log.contains(&long), "the log has the whole prompt");
+}

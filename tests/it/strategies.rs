@@ -30,6 +30,8 @@ fn merge_to_head_merges_commits_of_every_iteration_and_cleans_up() {
     assert_eq!(record["completion_signal"], "<promise>COMPLETE</promise>");
     assert_eq!(record["exit_reason"], "completed");
     assert_eq!(record["merged_into"], "main");
+    assert_eq!(record["merge_kind"], "fast_forward");
+    assert_eq!(record["merge_commit"], env.git(&["rev-parse", "main"]).as_str());
     let subjects: Vec<&str> =
         record["commits"].as_array().unwrap().iter().map(|c| c["subject"].as_str().unwrap()).collect();
     assert_eq!(subjects, ["agent commit 1", "agent commit 2", "agent commit 3"]);
@@ -82,6 +84,7 @@ echo "<promise>COMPLETE</promise>""#,
     run.assert_code(0);
     let subjects = env.log_subjects("main");
     assert!(subjects[0].starts_with("Merge branch 'eden/t-"), "{subjects:?}");
+    assert_eq!(run.record()["merge_kind"], "merge_commit");
     assert!(env.repo.join("agent.txt").exists() && env.repo.join("user.txt").exists());
     env.assert_pristine();
 }
