@@ -71,7 +71,11 @@ fn a_named_branch_in_use_by_a_running_eden_says_so() {
     // The branch exists with an eden worktree, and a run is working in it.
     env.git(&["branch", "eden/busy"]);
     let path = env.write_manifest(&cli_manifest(&agent, named));
-    let mut first = env.eden_command(&["run", path.to_str().unwrap(), "--quiet"]).spawn().unwrap();
+    let mut first = env
+        .eden_command(&["run", path.to_str().unwrap(), "--quiet"])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
     crate::support::wait_for(&ready);
     let second = env.script("second.sh", "cat >/dev/null\necho '<promise>COMPLETE</promise>'");
     let other = env.root().join("other.toml");
