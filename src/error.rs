@@ -73,11 +73,14 @@ pub struct Error {
     pub message: String,
     pub hint: Option<String>,
     source: Option<Arc<dyn std::error::Error + Send + Sync>>,
+    /// Further errors found in the same pass (a manifest's independent mistakes, reported at
+    /// once, as compilers do).
+    pub also: Vec<Error>,
 }
 
 impl Error {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Error { kind, message: message.into(), hint: None, source: None }
+        Error { kind, message: message.into(), hint: None, source: None, also: Vec::new() }
     }
 
     pub fn usage(message: impl Into<String>) -> Self {
@@ -130,6 +133,14 @@ impl Error {
         self
     }
 
+    /// The first of `errors`, with the rest (up to a limit) as `also`; `None` if there are none.
+    pub fn first_of(errors: Vec<Error>) -> Option<Error> {
+        let mut errors = errors.into_iter();
+        let mut first = errors.next()?;
+        first.also = errors.take(MAX_ERRORS - 1).collect();
+        Some(first)
+    }
+
     /// The causes below this error, outermost first.
     pub fn causes(&self) -> impl Iterator<Item = String> + '_ {
         let mut next = std::error::Error::source(self);
@@ -140,6 +151,9 @@ impl Error {
         })
     }
 }
+
+/// How many errors one pass reports at most.
+pub const MAX_ERRORS: usize = 10;
 
 /// `SIGINT` for 2: the name people know a signal by.
 pub fn signal_name(signal: i32) -> String {

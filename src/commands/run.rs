@@ -30,6 +30,7 @@ fn error_json(error: &Error) -> serde_json::Value {
         "message": error.message,
         "hint": error.hint,
         "exit_code": error.kind.exit_code(),
+        "also": error.also.iter().map(|more| serde_json::json!({ "message": more.message, "hint": more.hint })).collect::<Vec<_>>(),
     })
 }
 

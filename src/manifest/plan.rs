@@ -119,53 +119,51 @@ pub fn resolve(
     dotenv: &DotEnv,
 ) -> Result<Plan, Error> {
     let at = |key: &str| KeyPath::parse(key);
-    container_keys_need_a_sandbox(&manifest, source)?;
     // `${VAR}` looks in eden's environment first, then in `.eden/.env`.
     let lookup = |name: &str| process_env(name).or_else(|| dotenv.values.get(name).cloned());
     let host_env: &dyn Fn(&str) -> Option<String> = &lookup;
 
-    let name = match &manifest.name {
-        Some(name) => {
-            if let Some(problem) = name_problem(name) {
-                return Err(source
-                    .error_at(&at("name"), format!("invalid name `{name}`: {problem}"))
-                    .with_hint("names go into branch names: use letters, digits, `.`, `_` and `-`"));
-            }
-            name.clone()
-        }
-        None => default_name(&manifest, source.file.as_deref()),
-    };
-
-    let mut sandbox = resolve_sandbox(&manifest.sandbox, source)?;
-    let in_container = matches!(sandbox, SandboxPlan::Container(_));
+    // Independent parts are all resolved, so every mistake among them is reported at once.
+    let mut errors = Vec::new();
+    let name = keep(&mut errors, resolve_name(&manifest, source));
+    let containers_checked = keep(&mut errors, container_keys_need_a_sandbox(&manifest, source));
+    let sandbox = containers_checked.and_then(|()| keep(&mut errors, resolve_sandbox(&manifest.sandbox, source)));
     let hook_step = manifest.timeouts.hook_step.unwrap_or(Duration::from_secs(60));
-    let hooks = resolve_hooks(&manifest.hooks, hook_step, source, host_env)?;
-    let sandbox_env =
-        resolve_env(&manifest.sandbox.env.clone().unwrap_or_default(), &at("sandbox.env"), source, host_env)?;
-    let context = StepContext { manifest: &manifest, source, host_env, in_container, sandbox_env: &sandbox_env };
-
-    let steps = if manifest.step.is_empty() {
-        vec![resolve_step(&context, None, None)?]
-    } else {
-        if manifest.output.is_some() {
-            return Err(source
-                .error_at_key(&at("output"), "with `[[step]]`, each step has its own `[output]`")
-                .with_hint("move the table into the step that should produce it: `[step.output]`"));
+    let hooks = keep(&mut errors, resolve_hooks(&manifest.hooks, hook_step, source, host_env));
+    let sandbox_env = keep(
+        &mut errors,
+        resolve_env(&manifest.sandbox.env.clone().unwrap_or_default(), &at("sandbox.env"), source, host_env),
+    );
+    let branch = keep(&mut errors, resolve_branch(&manifest.branch, source));
+    let redact_checked = keep(&mut errors, check_redact(&manifest, source));
+    // With a bad name, the log file is still checked, against a stand-in name.
+    let name_for_log = name.as_deref().unwrap_or("run");
+    let log_file =
+        keep(&mut errors, super::logging_plan::resolve_log_file(manifest.logging.file.as_ref(), name_for_log, source));
+    let steps = match (&sandbox, &sandbox_env) {
+        (Some(sandbox), Some(sandbox_env)) => {
+            let in_container = matches!(sandbox, SandboxPlan::Container(_));
+            let context = StepContext { manifest: &manifest, source, host_env, in_container, sandbox_env };
+            keep(&mut errors, resolve_steps(&context))
         }
-        let mut steps: Vec<StepPlan> = Vec::new();
-        for (index, step) in manifest.step.iter().enumerate() {
-            let resolved = resolve_step(&context, Some((index, step)), steps.last())?;
-            if steps.iter().any(|earlier| earlier.name == resolved.name) {
-                return Err(source
-                    .error_at(
-                        &at("step").index(index).child("name"),
-                        format!("two steps are named `{}`", resolved.name),
-                    )
-                    .with_hint("give every step its own name"));
-            }
-            steps.push(resolved);
-        }
-        steps
+        _ => None,
+    };
+    let copy_to_worktree =
+        branch.as_ref().and_then(|branch| keep(&mut errors, resolve_copies(&manifest, branch.strategy, source)));
+    let (
+        Some(name),
+        Some(mut sandbox),
+        Some(hooks),
+        Some(sandbox_env),
+        Some(branch),
+        Some(()),
+        Some(log_file),
+        Some(steps),
+        Some(copy_to_worktree),
+    ) = (name, sandbox, hooks, sandbox_env, branch, redact_checked, log_file, steps, copy_to_worktree)
+    else {
+        // A part is missing only because it, or a part it depends on, recorded an error.
+        return Err(Error::first_of(errors).unwrap_or_else(|| Error::internal("a manifest part failed silently")));
     };
     if let SandboxPlan::Container(container) = &mut sandbox {
         if manifest.sandbox.mount_agent_config != Some(false) {
@@ -180,23 +178,12 @@ pub fn resolve(
             }
         }
     }
-    let branch = resolve_branch(&manifest.branch, source)?;
-    for (index, name) in manifest.redact.iter().enumerate() {
-        if name.trim().is_empty() || name.contains('=') {
-            return Err(source
-                .error_at(&at("redact").index(index), format!("`{name}` is not a variable name"))
-                .with_hint("list the names of environment variables whose values must never be shown"));
-        }
-    }
     let dotenv_plan: BTreeMap<String, Secret> = dotenv
         .values
         .iter()
         .map(|(key, value)| (key.clone(), Secret(lookup(key).unwrap_or_else(|| value.clone()))))
         .collect();
     let secrets = secrets(&manifest, dotenv, host_env);
-    let copy_to_worktree = resolve_copies(&manifest, branch.strategy, source)?;
-
-    let log_file = super::logging_plan::resolve_log_file(manifest.logging.file.as_ref(), &name, source)?;
 
     Ok(Plan {
         name,
@@ -217,6 +204,61 @@ pub fn resolve(
         logging: LoggingPlan { file: log_file },
         secrets,
     })
+}
+
+/// `result`'s value, or `None` with its error added to `errors`.
+fn keep<T>(errors: &mut Vec<Error>, result: Result<T, Error>) -> Option<T> {
+    result.map_err(|error| errors.push(error)).ok()
+}
+
+fn resolve_name(manifest: &Manifest, source: &Source) -> Result<String, Error> {
+    let Some(name) = &manifest.name else {
+        return Ok(default_name(manifest, source.file.as_deref()));
+    };
+    if let Some(problem) = name_problem(name) {
+        return Err(source
+            .error_at(&KeyPath::parse("name"), format!("invalid name `{name}`: {problem}"))
+            .with_hint("names go into branch names: use letters, digits, `.`, `_` and `-`"));
+    }
+    Ok(name.clone())
+}
+
+fn check_redact(manifest: &Manifest, source: &Source) -> Result<(), Error> {
+    for (index, name) in manifest.redact.iter().enumerate() {
+        if name.trim().is_empty() || name.contains('=') {
+            return Err(source
+                .error_at(&KeyPath::parse("redact").index(index), format!("`{name}` is not a variable name"))
+                .with_hint("list the names of environment variables whose values must never be shown"));
+        }
+    }
+    Ok(())
+}
+
+/// The top-level settings as one step, or every `[[step]]` (each over the top-level ones).
+fn resolve_steps(context: &StepContext<'_>) -> Result<Vec<StepPlan>, Error> {
+    let (manifest, source) = (context.manifest, context.source);
+    if manifest.step.is_empty() {
+        return Ok(vec![resolve_step(context, None, None)?]);
+    }
+    if manifest.output.is_some() {
+        return Err(source
+            .error_at_key(&KeyPath::parse("output"), "with `[[step]]`, each step has its own `[output]`")
+            .with_hint("move the table into the step that should produce it: `[step.output]`"));
+    }
+    let mut steps: Vec<StepPlan> = Vec::new();
+    for (index, step) in manifest.step.iter().enumerate() {
+        let resolved = resolve_step(context, Some((index, step)), steps.last())?;
+        if steps.iter().any(|earlier| earlier.name == resolved.name) {
+            return Err(source
+                .error_at(
+                    &KeyPath::parse("step").index(index).child("name"),
+                    format!("two steps are named `{}`", resolved.name),
+                )
+                .with_hint("give every step its own name"));
+        }
+        steps.push(resolved);
+    }
+    Ok(steps)
 }
 
 /// What every step's resolution needs from the whole manifest.

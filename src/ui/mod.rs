@@ -90,6 +90,9 @@ pub fn print_error(error: &crate::error::Error) {
     if let Some(hint) = &error.hint {
         eprintln!("{} {}", console::style("hint:").cyan().bold(), for_terminal(hint));
     }
+    for more in &error.also {
+        print_error(more);
+    }
 }
 
 /// The end-of-run summary lines shared by the live and plain displays.

@@ -469,3 +469,34 @@ fn messages_that_point_the_right_way() {
 fn durations_with_a_unit_twice() {
     insta::assert_snapshot!(rejected(&format!("{OK}[loop]\nidle_timeout = \"1h1h1h\"\n"), &[]), @r#"error: [TMP]/plan.toml:5:16: `loop.idle_timeout`: invalid duration `1h1h1h`: each unit may come once, largest first (like "1h30m")"#);
 }
+
+#[test]
+fn independent_mistakes_are_reported_together() {
+    let manifest = "name = \"bad name!\"\nprompt = \"x\"\nredact = [\"A=B\"]\n[agent]\nkind = \"simulated\"\n\
+                    [sandbox]\nkind = \"none\"\nimage = \"x\"\n[logging]\nfile = \"{nope}.jsonl\"\n";
+    insta::assert_snapshot!(rejected(manifest, &[]), @"
+    error: [TMP]/plan.toml:1:8: invalid name `bad name!`: it may only contain letters, digits, `.`, `_` and `-`
+    hint: names go into branch names: use letters, digits, `.`, `_` and `-`
+    error: [TMP]/plan.toml:8:1: `sandbox.image` has no effect without a container sandbox
+    hint: set `sandbox.kind` to `docker` or `podman`, or remove the key
+    error: [TMP]/plan.toml:3:11: `A=B` is not a variable name
+    hint: list the names of environment variables whose values must never be shown
+    error: [TMP]/plan.toml:10:8: unknown placeholder `{nope}` in the log file name
+    hint: the log file name may use {name}, {branch} and {run_id}
+    ");
+}
+
+#[test]
+fn independent_mistakes_are_all_in_the_json_error() {
+    let env = TestEnv::new();
+    let path =
+        env.write_manifest("name = \"bad name!\"\nprompt = \"x\"\nredact = [\"\"]\n[agent]\nkind = \"simulated\"\n");
+    let run = env.eden(&["run", path.to_str().unwrap(), "--json"]);
+    run.assert_code(2);
+    let error = &run.json()["error"];
+    assert!(error["message"].as_str().unwrap().contains("invalid name"), "{error}");
+    let also = error["also"].as_array().unwrap();
+    assert_eq!(also.len(), 1, "{error}");
+    assert!(also[0]["message"].as_str().unwrap().contains("is not a variable name"), "{error}");
+    env.assert_pristine();
+}
