@@ -1,6 +1,7 @@
 //! Clap definitions only. `commands/` turns these into settings; nothing below knows clap.
 
-use clap::{Args, Parser, Subcommand};
+use clap::builder::{PossibleValue, StringValueParser, TypedValueParser};
+use clap::{Args, Parser, Subcommand, ValueHint};
 use std::path::PathBuf;
 
 #[derive(Debug, Parser)]
@@ -8,8 +9,14 @@ use std::path::PathBuf;
     name = "eden",
     version,
     about = "Run AI coding agents autonomously and safely, each in its own git worktree",
-    after_help = "Exit codes: 0 success · 1 no completion signal (require_completion) · 2 usage or manifest error · \
-3 agent failed · 4 timeout · 5 hook failed · 6 sandbox error · 7 git error or merge conflict · 130/143 interrupted"
+    long_about = "Run AI coding agents autonomously and safely, each in its own git worktree.\n\n\
+A run is declared in a TOML manifest (`eden init` writes one; `eden run eden.toml` runs it) or with \
+flags alone. Every run gets its own branch and worktree, an optional sandbox (none, docker, podman, \
+an isolated copy), lifecycle hooks, an iteration loop that stops when the agent prints its \
+completion signal, and watchdogs for idle and hung agents. At the end the work is merged back, or \
+its branch is kept for you to review. Nothing is left running, and uncommitted work is never \
+deleted.",
+    after_help = exit_codes_line()
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -19,6 +26,12 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run an agent as a manifest (or flags) describes: worktree, iterations, merge back
+    #[command(long_about = "Run an agent as a manifest (or flags) describes: worktree, iterations, merge back.\n\n\
+Flags override the manifest's keys (`--set KEY=VALUE` any of them). The run makes a branch and a \
+worktree under `.eden/worktrees/`, boots the sandbox, runs the hooks and the agent until it prints \
+its completion signal (or `max_iterations`), then merges or keeps the branch as the strategy says. \
+Progress goes to stderr; `--json` and `--json-events` put machine-readable output on stdout. The \
+run record is written to `.eden/runs/<run-id>.json` and every event to `.eden/logs/<run-id>.jsonl`.")]
     Run(Box<RunArgs>),
     /// Write a starter manifest (and, for container sandboxes, a Dockerfile)
     Init(InitArgs),
@@ -31,6 +44,20 @@ also keeps worktrees with uncommitted changes, branches with commits no other br
 copies holding work that never came back. Exit codes: 0 done · 1 something was kept that `--force` would \
 remove, or could not be removed · 2 usage error · 130/143 interrupted (run it again to finish)")]
     Clean(CleanArgs),
+    /// Print a shell completion script for bash, zsh, fish, elvish or powershell
+    #[command(
+        after_help = "Install, e.g.: bash: `eden completions bash > ~/.local/share/bash-completion/completions/eden` · \
+zsh: `eden completions zsh > ~/.zfunc/_eden` (with `fpath+=~/.zfunc` before `compinit`) · \
+fish: `eden completions fish > ~/.config/fish/completions/eden.fish`. Packagers: `completions/` in the source holds them all."
+    )]
+    Completions(CompletionsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for
+    #[arg(value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
 }
 
 #[derive(Debug, Args)]
@@ -44,7 +71,7 @@ pub struct CleanArgs {
     pub force: bool,
 
     /// Also remove logs, run records, sessions and patches older than this (e.g. `7d`, `12h`)
-    #[arg(long, value_name = "DURATION")]
+    #[arg(long, value_name = "DURATION", value_hint = ValueHint::Other)]
     pub older_than: Option<String>,
 
     /// Containers and isolated copies of every repository, not just this one
@@ -52,7 +79,7 @@ pub struct CleanArgs {
     pub all_repos: bool,
 
     /// The repository to clean (default: the current directory's)
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath)]
     pub repo: Option<PathBuf>,
 
     /// Print what was found and done as JSON on stdout
@@ -63,15 +90,15 @@ pub struct CleanArgs {
 #[derive(Debug, Args)]
 pub struct InitArgs {
     /// Agent kind for the manifest
-    #[arg(long, default_value = "claude-code")]
+    #[arg(long, value_name = "KIND", default_value = "claude-code", value_parser = OneOf(agent_kinds))]
     pub agent: String,
 
-    /// Sandbox for the manifest: none, docker, podman, isolated
-    #[arg(long, default_value = "none")]
+    /// Sandbox for the manifest
+    #[arg(long, value_name = "KIND", default_value = "none", value_parser = OneOf(sandbox_kinds))]
     pub sandbox: String,
 
     /// Folder to write into (default: the current directory)
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath)]
     pub dir: Option<PathBuf>,
 
     /// Overwrite existing files
@@ -89,94 +116,98 @@ pub enum ImageCommand {
 
 #[derive(Debug, Args)]
 pub struct ImageBuildArgs {
-    /// docker or podman (default: docker when its daemon answers, else podman)
-    #[arg(long)]
+    /// The container engine (default: docker when its daemon answers, else podman)
+    #[arg(long, value_name = "ENGINE", value_parser = OneOf(engines))]
     pub engine: Option<String>,
 
     /// Image name (default: `eden:<repository folder name>`)
-    #[arg(long)]
+    #[arg(long, value_hint = ValueHint::Other)]
     pub tag: Option<String>,
 
     /// The Dockerfile, as `eden init` writes it
-    #[arg(long, value_name = "PATH", default_value = "Dockerfile.eden")]
+    #[arg(long, value_name = "PATH", default_value = "Dockerfile.eden", value_hint = ValueHint::FilePath)]
     pub file: PathBuf,
 
-    /// Agent whose CLI to install from npm (claude-code, codex, opencode, pi, copilot, none)
-    #[arg(long, default_value = "claude-code")]
+    /// Agent whose CLI to install from npm (`none`: install nothing)
+    #[arg(long, value_name = "KIND", default_value = "claude-code", value_parser = OneOf(npm_agent_kinds))]
     pub agent: String,
 
     /// Base image (default: the Dockerfile's, `node:22-bookworm-slim`)
-    #[arg(long, value_name = "IMAGE")]
+    #[arg(long, value_name = "IMAGE", value_hint = ValueHint::Other)]
     pub base: Option<String>,
 }
 
 #[derive(Debug, Args)]
 pub struct ImageRemoveArgs {
-    /// docker or podman (default: docker when its daemon answers, else podman)
-    #[arg(long)]
+    /// The container engine (default: docker when its daemon answers, else podman)
+    #[arg(long, value_name = "ENGINE", value_parser = OneOf(engines))]
     pub engine: Option<String>,
 
     /// Image name (default: `eden:<repository folder name>`)
-    #[arg(long)]
+    #[arg(long, value_hint = ValueHint::Other)]
     pub tag: Option<String>,
 }
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// The TOML manifest to run (omit to describe the run with flags alone)
-    #[arg(value_name = "MANIFEST")]
+    #[arg(value_name = "MANIFEST", value_hint = ValueHint::FilePath)]
     pub manifest: Option<PathBuf>,
 
     /// Override any manifest key, e.g. `--set agent.model=opus` (repeatable)
-    #[arg(long = "set", value_name = "KEY=VALUE")]
+    #[arg(long = "set", value_name = "KEY=VALUE", value_hint = ValueHint::Other)]
     pub set: Vec<String>,
 
     /// A prompt argument for `{{KEY}}` in the prompt (repeatable)
-    #[arg(long = "arg", value_name = "KEY=VALUE")]
+    #[arg(long = "arg", value_name = "KEY=VALUE", value_hint = ValueHint::Other)]
     pub prompt_args: Vec<String>,
 
-    /// Agent kind: simulated, cli, claude-code, codex, opencode, pi, cursor, copilot
-    #[arg(long, value_name = "KIND")]
+    /// Agent kind
+    #[arg(long, value_name = "KIND", value_parser = OneOf(agent_kinds))]
     pub agent: Option<String>,
 
-    /// Executable of a `cli` agent
-    #[arg(long, value_name = "PATH")]
+    /// The agent's executable: a path, or a name looked up on PATH
+    #[arg(long, value_name = "PATH", value_hint = ValueHint::ExecutablePath)]
     pub binary: Option<String>,
 
     /// Model passed to the agent
-    #[arg(long)]
+    #[arg(long, value_hint = ValueHint::Other)]
     pub model: Option<String>,
 
     /// The task, as text
-    #[arg(long, conflicts_with = "prompt_file")]
+    #[arg(long, conflicts_with = "prompt_file", value_hint = ValueHint::Other)]
     pub prompt: Option<String>,
 
     /// The task, from a file
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", value_hint = ValueHint::FilePath)]
     pub prompt_file: Option<String>,
 
     /// Run name (used in branch names and logs)
-    #[arg(long)]
+    #[arg(long, value_hint = ValueHint::Other)]
     pub name: Option<String>,
 
     /// Most agent iterations
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_hint = ValueHint::Other)]
     pub max_iterations: Option<u32>,
 
-    /// Branch strategy: head, merge-to-head, named
-    #[arg(long)]
+    /// Sandbox kind (`docker` and `podman` also need an image: `--set sandbox.image=eden:NAME`)
+    #[arg(long, value_name = "KIND", value_parser = OneOf(sandbox_kinds))]
+    pub sandbox: Option<String>,
+
+    /// Branch strategy
+    #[arg(long, value_name = "STRATEGY", value_parser = OneOf(strategies))]
     pub strategy: Option<String>,
 
     /// Branch name for strategy `named`
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", value_hint = ValueHint::Other)]
     pub branch: Option<String>,
 
     /// Branch to start from (and merge back into)
-    #[arg(long, value_name = "BRANCH")]
+    #[arg(long, value_name = "BRANCH", value_hint = ValueHint::Other)]
     pub base: Option<String>,
 
     /// The repository to work in (default: the current directory's)
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath)]
     pub repo: Option<PathBuf>,
 
     /// Print the resolved plan as JSON and stop
@@ -196,3 +227,102 @@ pub struct RunArgs {
     #[arg(long, short)]
     pub quiet: bool,
 }
+
+/// Accepts any text (eden checks it later, with its own hints) but tells `--help` and shell
+/// completion which values there are.
+#[derive(Clone)]
+struct OneOf(fn() -> Vec<&'static str>);
+
+impl TypedValueParser for OneOf {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        StringValueParser::new().parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        Some(Box::new((self.0)().into_iter().map(PossibleValue::new)))
+    }
+}
+
+fn agent_kinds() -> Vec<&'static str> {
+    crate::agent::AgentKind::names()
+}
+
+fn npm_agent_kinds() -> Vec<&'static str> {
+    let mut kinds = crate::agent::AgentKind::npm_names();
+    kinds.push("none");
+    kinds
+}
+
+fn sandbox_kinds() -> Vec<&'static str> {
+    crate::manifest::schema::SandboxKind::NAMES.to_vec()
+}
+
+fn strategies() -> Vec<&'static str> {
+    crate::manifest::schema::Strategy::NAMES.to_vec()
+}
+
+fn engines() -> Vec<&'static str> {
+    vec!["docker", "podman"]
+}
+
+/// What each exit code means (code, in brief, in full): `--help`, the man pages and the README
+/// say the same.
+pub const EXIT_CODES: [(&str, &str, &str); 10] = [
+    ("0", "success", "the completion signal was seen (or the structured output was valid) and the work was merged or kept as the strategy says"),
+    ("1", "no completion signal", "the run ended without its completion signal while `require_completion` is set (the default); the branch is kept unmerged"),
+    ("2", "usage or manifest error", "a bad flag or manifest, or a feature not supported yet; nothing was created"),
+    ("3", "agent failed", "the agent exited non-zero without the completion signal, or could not authenticate"),
+    ("4", "timeout", "the agent was idle too long, or an iteration step or hook ran out of time"),
+    ("5", "hook failed", "a lifecycle hook exited non-zero"),
+    ("6", "sandbox error", "engine, image or bubblewrap missing, engine not running, container failed, or work not brought back from an isolated copy"),
+    ("7", "git error or merge conflict", "merge conflict, dirty checkout, branch locked or checked out elsewhere"),
+    ("70", "internal error", "eden itself or the machine under it failed (an I/O error where none was expected); not your input"),
+    ("129/130/143", "interrupted", "stopped by SIGHUP, SIGINT or SIGTERM (128 + the signal); the run's state is kept"),
+];
+
+fn exit_codes_line() -> String {
+    let codes: Vec<String> = EXIT_CODES.iter().map(|(code, brief, _)| format!("{code} {brief}")).collect();
+    format!("Exit codes: {}", codes.join(" · "))
+}
+
+/// The environment variables eden reads, for the man pages.
+pub const ENVIRONMENT: [(&str, &str); 5] = [
+    ("NO_COLOR", "When set and not empty, no colors."),
+    ("TERM", "`dumb` gets plain lines: no spinner, no colors, no cursor movement."),
+    (
+        "EDEN_CONTAINMENT",
+        "`pid-namespace` or `subreaper`: how eden makes sure nothing a command starts outlives it (default: a PID namespace where the kernel allows one).",
+    ),
+    ("TMPDIR", "Where `isolated` runs make their copy of the repository (default /tmp)."),
+    (
+        "EDEN_RUN_ID, EDEN_NAME, EDEN_BRANCH, EDEN_BASE_BRANCH, EDEN_WORKTREE, EDEN_REPO, EDEN_PHASE, EDEN_HOOK_SIDE, EDEN_ITERATION, EDEN_STATUS",
+        "Set by eden for every hook (not read from your environment).",
+    ),
+];
+
+/// The files eden reads and writes, for the man pages.
+pub const FILES: [(&str, &str); 10] = [
+    ("eden.toml", "A run manifest, as `eden init` writes it; any name works: `eden run plan.toml`."),
+    (
+        "Dockerfile.eden",
+        "The sandbox image's Dockerfile, as `eden init --sandbox docker` writes it, for `eden image build`.",
+    ),
+    (".eden/", "eden's state at the repository root, kept out of git through `.git/info/exclude`."),
+    (".eden/.env", "Yours: KEY=VALUE lines for `${VAR}` in the manifest, and secrets to redact."),
+    (".eden/worktrees/", "One worktree per run branch."),
+    (".eden/runs/<run-id>.json", "The run record: written from the start, complete at the end."),
+    (
+        ".eden/logs/<run-id>.jsonl",
+        "Every event of the run as a JSON line (`[logging] file` moves it, `file = false` turns it off).",
+    ),
+    (".eden/locks/", "Branch and repository locks (flock); a lock held by a live eden is never taken."),
+    (".eden/sessions/<run-id>/", "The agents' own transcripts, captured at the end of each step."),
+    (".eden/patches/<run-id>.patch", "Uncommitted work brought back from an `isolated` run's copy."),
+];

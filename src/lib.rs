@@ -52,6 +52,7 @@ pub fn main_with_args(args: Vec<std::ffi::OsString>) -> i32 {
         cli::Command::Image(cli::ImageCommand::Build(args)) => commands::image::build(args),
         cli::Command::Image(cli::ImageCommand::Remove(args)) => commands::image::remove(args),
         cli::Command::Clean(args) => commands::clean::clean(args),
+        cli::Command::Completions(args) => commands::completions::completions(args),
     };
     match result {
         Ok(code) => code,

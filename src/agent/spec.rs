@@ -165,6 +165,16 @@ impl AgentKind {
         self.spec().name
     }
 
+    /// Every kind's name, in the order the manifest documents them.
+    pub fn names() -> Vec<&'static str> {
+        SPECS.iter().map(|spec| spec.name).collect()
+    }
+
+    /// The kinds `eden image build` can install from npm.
+    pub fn npm_names() -> Vec<&'static str> {
+        SPECS.iter().filter(|spec| spec.npm_package.is_some()).map(|spec| spec.name).collect()
+    }
+
     /// The kind the manifest calls `name`.
     pub fn from_name(name: &str) -> Option<AgentKind> {
         SPECS.iter().find(|spec| spec.name == name).map(|spec| spec.kind)

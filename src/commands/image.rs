@@ -45,7 +45,7 @@ pub fn build(args: ImageBuildArgs) -> Result<i32, Error> {
         name => {
             let kind = AgentKind::from_name(name).ok_or_else(|| {
                 Error::usage(format!("unknown agent `{name}`"))
-                    .with_hint("agents with an npm package: claude-code, codex, opencode, pi, copilot; or `none`")
+                    .with_hint(format!("agents with an npm package: {}; or `none`", AgentKind::npm_names().join(", ")))
             })?;
             match kind.spec().npm_package {
                 Some(package) => package.to_owned(),

@@ -5,21 +5,19 @@ use crate::agent::AgentKind;
 use crate::cli::InitArgs;
 use crate::error::Error;
 use crate::git::Git;
+use crate::manifest::schema::SandboxKind;
 use std::path::{Path, PathBuf};
 
 pub const DOCKERFILE: &str = include_str!("templates/Dockerfile.eden");
 pub const DOCKERFILE_NAME: &str = "Dockerfile.eden";
-const AGENTS: [&str; 8] = ["claude-code", "codex", "opencode", "pi", "cursor", "copilot", "cli", "simulated"];
-const SANDBOXES: [&str; 4] = ["none", "docker", "podman", "isolated"];
-
 pub fn init(args: InitArgs) -> Result<i32, Error> {
-    if !AGENTS.contains(&args.agent.as_str()) {
+    if AgentKind::from_name(&args.agent).is_none() {
         return Err(Error::usage(format!("unknown agent kind `{}`", args.agent))
-            .with_hint(format!("agent kinds: {}", AGENTS.join(", "))));
+            .with_hint(format!("agent kinds: {}", AgentKind::names().join(", "))));
     }
-    if !SANDBOXES.contains(&args.sandbox.as_str()) {
+    if !SandboxKind::NAMES.contains(&args.sandbox.as_str()) {
         return Err(Error::usage(format!("unknown sandbox kind `{}`", args.sandbox))
-            .with_hint(format!("sandbox kinds: {}", SANDBOXES.join(", "))));
+            .with_hint(format!("sandbox kinds: {}", SandboxKind::NAMES.join(", "))));
     }
     let current = crate::commands::current_dir()?;
     let dir = args.dir.as_ref().map_or(current.clone(), |dir| crate::values::normalize_path(&current.join(dir)));

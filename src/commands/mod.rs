@@ -1,6 +1,7 @@
 //! One file per subcommand: arguments into settings, then the core.
 
 pub mod clean;
+pub mod completions;
 pub mod image;
 pub mod init;
 pub mod run;

@@ -152,13 +152,14 @@ const PATH_KEYS: [&str; 3] = ["binary", "prompt_file", "schema"];
 fn overrides(args: &RunArgs, current_dir: &std::path::Path) -> Result<Vec<Override>, Error> {
     let string = |value: &str| toml::Value::String(value.to_owned());
     let mut list = Vec::new();
-    let flags: [(&str, &str, &Option<String>); 8] = [
+    let flags: [(&str, &str, &Option<String>); 9] = [
         ("agent.kind", "--agent", &args.agent),
         ("agent.binary", "--binary", &args.binary),
         ("agent.model", "--model", &args.model),
         ("prompt", "--prompt", &args.prompt),
         ("prompt_file", "--prompt-file", &args.prompt_file),
         ("name", "--name", &args.name),
+        ("sandbox.kind", "--sandbox", &args.sandbox),
         ("branch.strategy", "--strategy", &args.strategy),
         ("branch.name", "--branch", &args.branch),
     ];

@@ -128,7 +128,9 @@ pub(super) fn resolve_sandbox(section: &SandboxSection, source: &Source) -> Resu
     let Some(image) = section.image.clone().filter(|image| !image.trim().is_empty()) else {
         return Err(source
             .error_at(&path, format!("sandbox kind `{}` needs `sandbox.image`", engine.binary()))
-            .with_hint("set `sandbox.image` to a local image, e.g. one built with `docker build -t eden:myrepo .`"));
+            .with_hint(
+                "set `sandbox.image` (or `--set sandbox.image=...`) to a local image; `eden image build` makes one named `eden:<repository folder>`",
+            ));
     };
     if let Some(cpus) = section.cpus {
         if !(cpus > 0.0 && cpus.is_finite()) {

@@ -111,7 +111,13 @@ pub enum Strategy {
     Named,
 }
 
+impl SandboxKind {
+    pub const NAMES: [&str; 4] = ["none", "docker", "podman", "isolated"];
+}
+
 impl Strategy {
+    pub const NAMES: [&str; 3] = ["head", "merge-to-head", "named"];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Strategy::Head => "head",

@@ -12,6 +12,7 @@ mod containment;
 mod copy;
 mod crash;
 mod env_secrets;
+mod generated;
 mod hooks;
 mod image;
 mod isolated;

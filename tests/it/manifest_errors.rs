@@ -289,10 +289,10 @@ fn container_keys_need_a_container_and_an_image() {
     error: [TMP]/plan.toml:5:1: `sandbox.memory` has no effect without a container sandbox
     hint: set `sandbox.kind` to `docker` or `podman`, or remove the key
     ");
-    insta::assert_snapshot!(rejected(&format!("{OK}[sandbox]\nkind = \"docker\"\n"), &[]), @r#"
+    insta::assert_snapshot!(rejected(&format!("{OK}[sandbox]\nkind = \"docker\"\n"), &[]), @"
     error: [TMP]/plan.toml:4:1: sandbox kind `docker` needs `sandbox.image`
-    hint: set `sandbox.image` to a local image, e.g. one built with `docker build -t eden:myrepo .`
-    "#);
+    hint: set `sandbox.image` (or `--set sandbox.image=...`) to a local image; `eden image build` makes one named `eden:<repository folder>`
+    ");
     insta::assert_snapshot!(rejected(&format!("{OK}[sandbox]\nkind = \"podman\"\nimage = \"x\"\nmemory = \"lots\"\n"), &[]), @r#"error: [TMP]/plan.toml:7:10: `sandbox.memory`: invalid size `lots`, expected bytes or a size like "512m" or "4g""#);
     insta::assert_snapshot!(rejected(&format!("{OK}[sandbox]\nkind = \"docker\"\nimage = \"x\"\nmounts = [{{ host = \"nope\", sandbox = \"/n\" }}]\n"), &[]), @r"
     error: [TMP]/plan.toml:7:20: mount source `[TMP]/nope` does not exist

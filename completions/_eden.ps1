@@ -1,0 +1,165 @@
+
+using namespace System.Management.Automation
+using namespace System.Management.Automation.Language
+
+Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
+    param($wordToComplete, $commandAst, $cursorPosition)
+
+    $commandElements = $commandAst.CommandElements
+    $command = @(
+        'eden'
+        for ($i = 1; $i -lt $commandElements.Count; $i++) {
+            $element = $commandElements[$i]
+            if ($element -isnot [StringConstantExpressionAst] -or
+                $element.StringConstantType -ne [StringConstantType]::BareWord -or
+                $element.Value.StartsWith('-') -or
+                $element.Value -eq $wordToComplete) {
+                break
+        }
+        $element.Value
+    }) -join ';'
+
+    $completions = @(switch ($command) {
+        'eden' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('run', 'run', [CompletionResultType]::ParameterValue, 'Run an agent as a manifest (or flags) describes: worktree, iterations, merge back')
+            [CompletionResult]::new('init', 'init', [CompletionResultType]::ParameterValue, 'Write a starter manifest (and, for container sandboxes, a Dockerfile)')
+            [CompletionResult]::new('image', 'image', [CompletionResultType]::ParameterValue, 'Build or remove the sandbox image')
+            [CompletionResult]::new('clean', 'clean', [CompletionResultType]::ParameterValue, 'Remove what eden left behind: worktrees, branches, containers, locks, isolated copies')
+            [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script for bash, zsh, fish, elvish or powershell')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'eden;run' {
+            [CompletionResult]::new('--set', '--set', [CompletionResultType]::ParameterName, 'Override any manifest key, e.g. `--set agent.model=opus` (repeatable)')
+            [CompletionResult]::new('--arg', '--arg', [CompletionResultType]::ParameterName, 'A prompt argument for `{{KEY}}` in the prompt (repeatable)')
+            [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'Agent kind')
+            [CompletionResult]::new('--binary', '--binary', [CompletionResultType]::ParameterName, 'The agent''s executable: a path, or a name looked up on PATH')
+            [CompletionResult]::new('--model', '--model', [CompletionResultType]::ParameterName, 'Model passed to the agent')
+            [CompletionResult]::new('--prompt', '--prompt', [CompletionResultType]::ParameterName, 'The task, as text')
+            [CompletionResult]::new('--prompt-file', '--prompt-file', [CompletionResultType]::ParameterName, 'The task, from a file')
+            [CompletionResult]::new('--name', '--name', [CompletionResultType]::ParameterName, 'Run name (used in branch names and logs)')
+            [CompletionResult]::new('--max-iterations', '--max-iterations', [CompletionResultType]::ParameterName, 'Most agent iterations')
+            [CompletionResult]::new('--sandbox', '--sandbox', [CompletionResultType]::ParameterName, 'Sandbox kind (`docker` and `podman` also need an image: `--set sandbox.image=eden:NAME`)')
+            [CompletionResult]::new('--strategy', '--strategy', [CompletionResultType]::ParameterName, 'Branch strategy')
+            [CompletionResult]::new('--branch', '--branch', [CompletionResultType]::ParameterName, 'Branch name for strategy `named`')
+            [CompletionResult]::new('--base', '--base', [CompletionResultType]::ParameterName, 'Branch to start from (and merge back into)')
+            [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'The repository to work in (default: the current directory''s)')
+            [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Print the resolved plan as JSON and stop')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print the run record as JSON on stdout (or, if the run cannot start, the error)')
+            [CompletionResult]::new('--json-events', '--json-events', [CompletionResultType]::ParameterName, 'Print every event as a JSON line on stdout as it happens; the last, `run_finished`, carries the run record')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress output (errors are still printed)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'No progress output (errors are still printed)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
+        'eden;init' {
+            [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'Agent kind for the manifest')
+            [CompletionResult]::new('--sandbox', '--sandbox', [CompletionResultType]::ParameterName, 'Sandbox for the manifest')
+            [CompletionResult]::new('--dir', '--dir', [CompletionResultType]::ParameterName, 'Folder to write into (default: the current directory)')
+            [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Overwrite existing files')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'eden;image' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('build', 'build', [CompletionResultType]::ParameterValue, 'Build the image from `Dockerfile.eden` with your uid/gid baked in')
+            [CompletionResult]::new('remove', 'remove', [CompletionResultType]::ParameterValue, 'Remove the image')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'eden;image;build' {
+            [CompletionResult]::new('--engine', '--engine', [CompletionResultType]::ParameterName, 'The container engine (default: docker when its daemon answers, else podman)')
+            [CompletionResult]::new('--tag', '--tag', [CompletionResultType]::ParameterName, 'Image name (default: `eden:<repository folder name>`)')
+            [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'The Dockerfile, as `eden init` writes it')
+            [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'Agent whose CLI to install from npm (`none`: install nothing)')
+            [CompletionResult]::new('--base', '--base', [CompletionResultType]::ParameterName, 'Base image (default: the Dockerfile''s, `node:22-bookworm-slim`)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'eden;image;remove' {
+            [CompletionResult]::new('--engine', '--engine', [CompletionResultType]::ParameterName, 'The container engine (default: docker when its daemon answers, else podman)')
+            [CompletionResult]::new('--tag', '--tag', [CompletionResultType]::ParameterName, 'Image name (default: `eden:<repository folder name>`)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'eden;image;help' {
+            [CompletionResult]::new('build', 'build', [CompletionResultType]::ParameterValue, 'Build the image from `Dockerfile.eden` with your uid/gid baked in')
+            [CompletionResult]::new('remove', 'remove', [CompletionResultType]::ParameterValue, 'Remove the image')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'eden;image;help;build' {
+            break
+        }
+        'eden;image;help;remove' {
+            break
+        }
+        'eden;image;help;help' {
+            break
+        }
+        'eden;clean' {
+            [CompletionResult]::new('--older-than', '--older-than', [CompletionResultType]::ParameterName, 'Also remove logs, run records, sessions and patches older than this (e.g. `7d`, `12h`)')
+            [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'The repository to clean (default: the current directory''s)')
+            [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Only list what would be removed and what kept, and why')
+            [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Also remove dirty worktrees, unmerged `eden/*` branches and isolated copies with work in them')
+            [CompletionResult]::new('--all-repos', '--all-repos', [CompletionResultType]::ParameterName, 'Containers and isolated copies of every repository, not just this one')
+            [CompletionResult]::new('--all', '--all', [CompletionResultType]::ParameterName, 'Containers and isolated copies of every repository, not just this one')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print what was found and done as JSON on stdout')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'eden;completions' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'eden;help' {
+            [CompletionResult]::new('run', 'run', [CompletionResultType]::ParameterValue, 'Run an agent as a manifest (or flags) describes: worktree, iterations, merge back')
+            [CompletionResult]::new('init', 'init', [CompletionResultType]::ParameterValue, 'Write a starter manifest (and, for container sandboxes, a Dockerfile)')
+            [CompletionResult]::new('image', 'image', [CompletionResultType]::ParameterValue, 'Build or remove the sandbox image')
+            [CompletionResult]::new('clean', 'clean', [CompletionResultType]::ParameterValue, 'Remove what eden left behind: worktrees, branches, containers, locks, isolated copies')
+            [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script for bash, zsh, fish, elvish or powershell')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'eden;help;run' {
+            break
+        }
+        'eden;help;init' {
+            break
+        }
+        'eden;help;image' {
+            [CompletionResult]::new('build', 'build', [CompletionResultType]::ParameterValue, 'Build the image from `Dockerfile.eden` with your uid/gid baked in')
+            [CompletionResult]::new('remove', 'remove', [CompletionResultType]::ParameterValue, 'Remove the image')
+            break
+        }
+        'eden;help;image;build' {
+            break
+        }
+        'eden;help;image;remove' {
+            break
+        }
+        'eden;help;clean' {
+            break
+        }
+        'eden;help;completions' {
+            break
+        }
+        'eden;help;help' {
+            break
+        }
+    })
+
+    $completions.Where{ $_.CompletionText -like "$wordToComplete*" } |
+        Sort-Object -Property ListItemText
+}

@@ -1,0 +1,139 @@
+
+use builtin;
+use str;
+
+set edit:completion:arg-completer[eden] = {|@words|
+    fn spaces {|n|
+        builtin:repeat $n ' ' | str:join ''
+    }
+    fn cand {|text desc|
+        edit:complex-candidate $text &display=$text' '(spaces (- 14 (wcswidth $text)))$desc
+    }
+    var command = 'eden'
+    for word $words[1..-1] {
+        if (str:has-prefix $word '-') {
+            break
+        }
+        set command = $command';'$word
+    }
+    var completions = [
+        &'eden'= {
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+            cand run 'Run an agent as a manifest (or flags) describes: worktree, iterations, merge back'
+            cand init 'Write a starter manifest (and, for container sandboxes, a Dockerfile)'
+            cand image 'Build or remove the sandbox image'
+            cand clean 'Remove what eden left behind: worktrees, branches, containers, locks, isolated copies'
+            cand completions 'Print a shell completion script for bash, zsh, fish, elvish or powershell'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'eden;run'= {
+            cand --set 'Override any manifest key, e.g. `--set agent.model=opus` (repeatable)'
+            cand --arg 'A prompt argument for `{{KEY}}` in the prompt (repeatable)'
+            cand --agent 'Agent kind'
+            cand --binary 'The agent''s executable: a path, or a name looked up on PATH'
+            cand --model 'Model passed to the agent'
+            cand --prompt 'The task, as text'
+            cand --prompt-file 'The task, from a file'
+            cand --name 'Run name (used in branch names and logs)'
+            cand --max-iterations 'Most agent iterations'
+            cand --sandbox 'Sandbox kind (`docker` and `podman` also need an image: `--set sandbox.image=eden:NAME`)'
+            cand --strategy 'Branch strategy'
+            cand --branch 'Branch name for strategy `named`'
+            cand --base 'Branch to start from (and merge back into)'
+            cand --repo 'The repository to work in (default: the current directory''s)'
+            cand --dry-run 'Print the resolved plan as JSON and stop'
+            cand --json 'Print the run record as JSON on stdout (or, if the run cannot start, the error)'
+            cand --json-events 'Print every event as a JSON line on stdout as it happens; the last, `run_finished`, carries the run record'
+            cand -q 'No progress output (errors are still printed)'
+            cand --quiet 'No progress output (errors are still printed)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
+        &'eden;init'= {
+            cand --agent 'Agent kind for the manifest'
+            cand --sandbox 'Sandbox for the manifest'
+            cand --dir 'Folder to write into (default: the current directory)'
+            cand --force 'Overwrite existing files'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'eden;image'= {
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand build 'Build the image from `Dockerfile.eden` with your uid/gid baked in'
+            cand remove 'Remove the image'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'eden;image;build'= {
+            cand --engine 'The container engine (default: docker when its daemon answers, else podman)'
+            cand --tag 'Image name (default: `eden:<repository folder name>`)'
+            cand --file 'The Dockerfile, as `eden init` writes it'
+            cand --agent 'Agent whose CLI to install from npm (`none`: install nothing)'
+            cand --base 'Base image (default: the Dockerfile''s, `node:22-bookworm-slim`)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'eden;image;remove'= {
+            cand --engine 'The container engine (default: docker when its daemon answers, else podman)'
+            cand --tag 'Image name (default: `eden:<repository folder name>`)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'eden;image;help'= {
+            cand build 'Build the image from `Dockerfile.eden` with your uid/gid baked in'
+            cand remove 'Remove the image'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'eden;image;help;build'= {
+        }
+        &'eden;image;help;remove'= {
+        }
+        &'eden;image;help;help'= {
+        }
+        &'eden;clean'= {
+            cand --older-than 'Also remove logs, run records, sessions and patches older than this (e.g. `7d`, `12h`)'
+            cand --repo 'The repository to clean (default: the current directory''s)'
+            cand --dry-run 'Only list what would be removed and what kept, and why'
+            cand --force 'Also remove dirty worktrees, unmerged `eden/*` branches and isolated copies with work in them'
+            cand --all-repos 'Containers and isolated copies of every repository, not just this one'
+            cand --all 'Containers and isolated copies of every repository, not just this one'
+            cand --json 'Print what was found and done as JSON on stdout'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'eden;completions'= {
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'eden;help'= {
+            cand run 'Run an agent as a manifest (or flags) describes: worktree, iterations, merge back'
+            cand init 'Write a starter manifest (and, for container sandboxes, a Dockerfile)'
+            cand image 'Build or remove the sandbox image'
+            cand clean 'Remove what eden left behind: worktrees, branches, containers, locks, isolated copies'
+            cand completions 'Print a shell completion script for bash, zsh, fish, elvish or powershell'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'eden;help;run'= {
+        }
+        &'eden;help;init'= {
+        }
+        &'eden;help;image'= {
+            cand build 'Build the image from `Dockerfile.eden` with your uid/gid baked in'
+            cand remove 'Remove the image'
+        }
+        &'eden;help;image;build'= {
+        }
+        &'eden;help;image;remove'= {
+        }
+        &'eden;help;clean'= {
+        }
+        &'eden;help;completions'= {
+        }
+        &'eden;help;help'= {
+        }
+    ]
+    $completions[$command]
+}

@@ -1,0 +1,119 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_eden_global_optspecs
+    string join \n h/help V/version
+end
+
+function __fish_eden_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_eden_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_eden_using_subcommand
+    set -l cmd (__fish_eden_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c eden -n "__fish_eden_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c eden -n "__fish_eden_needs_command" -s V -l version -d 'Print version'
+complete -c eden -n "__fish_eden_needs_command" -f -a "run" -d 'Run an agent as a manifest (or flags) describes: worktree, iterations, merge back'
+complete -c eden -n "__fish_eden_needs_command" -f -a "init" -d 'Write a starter manifest (and, for container sandboxes, a Dockerfile)'
+complete -c eden -n "__fish_eden_needs_command" -f -a "image" -d 'Build or remove the sandbox image'
+complete -c eden -n "__fish_eden_needs_command" -f -a "clean" -d 'Remove what eden left behind: worktrees, branches, containers, locks, isolated copies'
+complete -c eden -n "__fish_eden_needs_command" -f -a "completions" -d 'Print a shell completion script for bash, zsh, fish, elvish or powershell'
+complete -c eden -n "__fish_eden_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c eden -n "__fish_eden_using_subcommand run" -l set -d 'Override any manifest key, e.g. `--set agent.model=opus` (repeatable)' -r -f
+complete -c eden -n "__fish_eden_using_subcommand run" -l arg -d 'A prompt argument for `{{KEY}}` in the prompt (repeatable)' -r -f
+complete -c eden -n "__fish_eden_using_subcommand run" -l agent -d 'Agent kind' -r -f -a "claude-code\t''
+codex\t''
+opencode\t''
+pi\t''
+cursor\t''
+copilot\t''
+cli\t''
+simulated\t''"
+complete -c eden -n "__fish_eden_using_subcommand run" -l binary -d 'The agent\'s executable: a path, or a name looked up on PATH' -r -F
+complete -c eden -n "__fish_eden_using_subcommand run" -l model -d 'Model passed to the agent' -r -f
+complete -c eden -n "__fish_eden_using_subcommand run" -l prompt -d 'The task, as text' -r -f
+complete -c eden -n "__fish_eden_using_subcommand run" -l prompt-file -d 'The task, from a file' -r -F
+complete -c eden -n "__fish_eden_using_subcommand run" -l name -d 'Run name (used in branch names and logs)' -r -f
+complete -c eden -n "__fish_eden_using_subcommand run" -l max-iterations -d 'Most agent iterations' -r -f
+complete -c eden -n "__fish_eden_using_subcommand run" -l sandbox -d 'Sandbox kind (`docker` and `podman` also need an image: `--set sandbox.image=eden:NAME`)' -r -f -a "none\t''
+docker\t''
+podman\t''
+isolated\t''"
+complete -c eden -n "__fish_eden_using_subcommand run" -l strategy -d 'Branch strategy' -r -f -a "head\t''
+merge-to-head\t''
+named\t''"
+complete -c eden -n "__fish_eden_using_subcommand run" -l branch -d 'Branch name for strategy `named`' -r -f
+complete -c eden -n "__fish_eden_using_subcommand run" -l base -d 'Branch to start from (and merge back into)' -r -f
+complete -c eden -n "__fish_eden_using_subcommand run" -l repo -d 'The repository to work in (default: the current directory\'s)' -r -f -a "(__fish_complete_directories)"
+complete -c eden -n "__fish_eden_using_subcommand run" -l dry-run -d 'Print the resolved plan as JSON and stop'
+complete -c eden -n "__fish_eden_using_subcommand run" -l json -d 'Print the run record as JSON on stdout (or, if the run cannot start, the error)'
+complete -c eden -n "__fish_eden_using_subcommand run" -l json-events -d 'Print every event as a JSON line on stdout as it happens; the last, `run_finished`, carries the run record'
+complete -c eden -n "__fish_eden_using_subcommand run" -s q -l quiet -d 'No progress output (errors are still printed)'
+complete -c eden -n "__fish_eden_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c eden -n "__fish_eden_using_subcommand init" -l agent -d 'Agent kind for the manifest' -r -f -a "claude-code\t''
+codex\t''
+opencode\t''
+pi\t''
+cursor\t''
+copilot\t''
+cli\t''
+simulated\t''"
+complete -c eden -n "__fish_eden_using_subcommand init" -l sandbox -d 'Sandbox for the manifest' -r -f -a "none\t''
+docker\t''
+podman\t''
+isolated\t''"
+complete -c eden -n "__fish_eden_using_subcommand init" -l dir -d 'Folder to write into (default: the current directory)' -r -f -a "(__fish_complete_directories)"
+complete -c eden -n "__fish_eden_using_subcommand init" -l force -d 'Overwrite existing files'
+complete -c eden -n "__fish_eden_using_subcommand init" -s h -l help -d 'Print help'
+complete -c eden -n "__fish_eden_using_subcommand image; and not __fish_seen_subcommand_from build remove help" -s h -l help -d 'Print help'
+complete -c eden -n "__fish_eden_using_subcommand image; and not __fish_seen_subcommand_from build remove help" -f -a "build" -d 'Build the image from `Dockerfile.eden` with your uid/gid baked in'
+complete -c eden -n "__fish_eden_using_subcommand image; and not __fish_seen_subcommand_from build remove help" -f -a "remove" -d 'Remove the image'
+complete -c eden -n "__fish_eden_using_subcommand image; and not __fish_seen_subcommand_from build remove help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c eden -n "__fish_eden_using_subcommand image; and __fish_seen_subcommand_from build" -l engine -d 'The container engine (default: docker when its daemon answers, else podman)' -r -f -a "docker\t''
+podman\t''"
+complete -c eden -n "__fish_eden_using_subcommand image; and __fish_seen_subcommand_from build" -l tag -d 'Image name (default: `eden:<repository folder name>`)' -r -f
+complete -c eden -n "__fish_eden_using_subcommand image; and __fish_seen_subcommand_from build" -l file -d 'The Dockerfile, as `eden init` writes it' -r -F
+complete -c eden -n "__fish_eden_using_subcommand image; and __fish_seen_subcommand_from build" -l agent -d 'Agent whose CLI to install from npm (`none`: install nothing)' -r -f -a "claude-code\t''
+codex\t''
+opencode\t''
+pi\t''
+copilot\t''
+none\t''"
+complete -c eden -n "__fish_eden_using_subcommand image; and __fish_seen_subcommand_from build" -l base -d 'Base image (default: the Dockerfile\'s, `node:22-bookworm-slim`)' -r -f
+complete -c eden -n "__fish_eden_using_subcommand image; and __fish_seen_subcommand_from build" -s h -l help -d 'Print help'
+complete -c eden -n "__fish_eden_using_subcommand image; and __fish_seen_subcommand_from remove" -l engine -d 'The container engine (default: docker when its daemon answers, else podman)' -r -f -a "docker\t''
+podman\t''"
+complete -c eden -n "__fish_eden_using_subcommand image; and __fish_seen_subcommand_from remove" -l tag -d 'Image name (default: `eden:<repository folder name>`)' -r -f
+complete -c eden -n "__fish_eden_using_subcommand image; and __fish_seen_subcommand_from remove" -s h -l help -d 'Print help'
+complete -c eden -n "__fish_eden_using_subcommand image; and __fish_seen_subcommand_from help" -f -a "build" -d 'Build the image from `Dockerfile.eden` with your uid/gid baked in'
+complete -c eden -n "__fish_eden_using_subcommand image; and __fish_seen_subcommand_from help" -f -a "remove" -d 'Remove the image'
+complete -c eden -n "__fish_eden_using_subcommand image; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c eden -n "__fish_eden_using_subcommand clean" -l older-than -d 'Also remove logs, run records, sessions and patches older than this (e.g. `7d`, `12h`)' -r -f
+complete -c eden -n "__fish_eden_using_subcommand clean" -l repo -d 'The repository to clean (default: the current directory\'s)' -r -f -a "(__fish_complete_directories)"
+complete -c eden -n "__fish_eden_using_subcommand clean" -l dry-run -d 'Only list what would be removed and what kept, and why'
+complete -c eden -n "__fish_eden_using_subcommand clean" -l force -d 'Also remove dirty worktrees, unmerged `eden/*` branches and isolated copies with work in them'
+complete -c eden -n "__fish_eden_using_subcommand clean" -l all-repos -l all -d 'Containers and isolated copies of every repository, not just this one'
+complete -c eden -n "__fish_eden_using_subcommand clean" -l json -d 'Print what was found and done as JSON on stdout'
+complete -c eden -n "__fish_eden_using_subcommand clean" -s h -l help -d 'Print help'
+complete -c eden -n "__fish_eden_using_subcommand completions" -s h -l help -d 'Print help'
+complete -c eden -n "__fish_eden_using_subcommand help; and not __fish_seen_subcommand_from run init image clean completions help" -f -a "run" -d 'Run an agent as a manifest (or flags) describes: worktree, iterations, merge back'
+complete -c eden -n "__fish_eden_using_subcommand help; and not __fish_seen_subcommand_from run init image clean completions help" -f -a "init" -d 'Write a starter manifest (and, for container sandboxes, a Dockerfile)'
+complete -c eden -n "__fish_eden_using_subcommand help; and not __fish_seen_subcommand_from run init image clean completions help" -f -a "image" -d 'Build or remove the sandbox image'
+complete -c eden -n "__fish_eden_using_subcommand help; and not __fish_seen_subcommand_from run init image clean completions help" -f -a "clean" -d 'Remove what eden left behind: worktrees, branches, containers, locks, isolated copies'
+complete -c eden -n "__fish_eden_using_subcommand help; and not __fish_seen_subcommand_from run init image clean completions help" -f -a "completions" -d 'Print a shell completion script for bash, zsh, fish, elvish or powershell'
+complete -c eden -n "__fish_eden_using_subcommand help; and not __fish_seen_subcommand_from run init image clean completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c eden -n "__fish_eden_using_subcommand help; and __fish_seen_subcommand_from image" -f -a "build" -d 'Build the image from `Dockerfile.eden` with your uid/gid baked in'
+complete -c eden -n "__fish_eden_using_subcommand help; and __fish_seen_subcommand_from image" -f -a "remove" -d 'Remove the image'
