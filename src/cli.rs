@@ -308,7 +308,7 @@ pub const ENVIRONMENT: [(&str, &str); 5] = [
 ];
 
 /// The files eden reads and writes, for the man pages.
-pub const FILES: [(&str, &str); 10] = [
+pub const FILES: [(&str, &str); 9] = [
     ("eden.toml", "A run manifest, as `eden init` writes it; any name works: `eden run plan.toml`."),
     (
         "Dockerfile.eden",
@@ -323,6 +323,5 @@ pub const FILES: [(&str, &str); 10] = [
         "Every event of the run as a JSON line (`[logging] file` moves it, `file = false` turns it off).",
     ),
     (".eden/locks/", "Branch and repository locks (flock); a lock held by a live eden is never taken."),
-    (".eden/sessions/<run-id>/", "The agents' own transcripts, captured at the end of each step."),
     (".eden/patches/<run-id>.patch", "Uncommitted work brought back from an `isolated` run's copy."),
 ];

@@ -267,3 +267,24 @@ impl<'de> Deserialize<'de> for Hook {
         deserializer.deserialize_any(HookVisitor)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The name lists behind the help and the completions are exactly what the manifest accepts.
+    #[test]
+    fn name_lists_match_the_manifest() {
+        let serialized = |value: serde_json::Value| value.as_str().unwrap().to_owned();
+        let sandboxes = [SandboxKind::None, SandboxKind::Docker, SandboxKind::Podman, SandboxKind::Isolated];
+        let names: Vec<String> = sandboxes.iter().map(|kind| serialized(serde_json::to_value(kind).unwrap())).collect();
+        assert_eq!(names, SandboxKind::NAMES);
+        let strategies = [Strategy::Head, Strategy::MergeToHead, Strategy::Named];
+        let names: Vec<String> =
+            strategies.iter().map(|kind| serialized(serde_json::to_value(kind).unwrap())).collect();
+        assert_eq!(names, Strategy::NAMES);
+        for (strategy, name) in strategies.iter().zip(Strategy::NAMES) {
+            assert_eq!(strategy.as_str(), name);
+        }
+    }
+}
