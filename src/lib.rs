@@ -19,6 +19,7 @@ pub mod record;
 pub mod redact;
 pub mod report;
 pub mod sandbox;
+pub mod sessions;
 pub mod ui;
 pub mod values;
 

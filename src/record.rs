@@ -285,6 +285,24 @@ pub struct IterationRecord {
     pub tool_calls: Vec<ToolCallRecord>,
     /// A failure the agent reported on its own output.
     pub agent_error: Option<AgentFailure>,
+    /// The agent's own transcript of the session, as captured after the iteration.
+    #[serde(default)]
+    pub transcript: Option<TranscriptRecord>,
+    /// Why the transcript could not be captured (where it was looked for).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transcript_warning: Option<String>,
+}
+
+/// A captured transcript: the copy under `.eden/sessions/<run-id>/`, where it came from.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TranscriptRecord {
+    pub path: PathBuf,
+    /// The agent's own file, or the command that exported it.
+    pub source: String,
+    pub bytes: u64,
+    /// Transcripts of the subagents it started (Claude Code).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub subagents: Vec<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

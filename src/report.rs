@@ -67,6 +67,12 @@ pub enum Event<'a> {
         iteration: u32,
         session_id: &'a str,
     },
+    /// The agent's transcript of the iteration's session was copied to `path`.
+    Transcript {
+        iteration: u32,
+        path: &'a std::path::Path,
+        bytes: u64,
+    },
     AgentError {
         iteration: u32,
         message: &'a str,

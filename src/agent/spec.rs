@@ -66,6 +66,15 @@ const fn dir(var: &'static str, default: &'static str, share: &'static str) -> S
     StateDir { var, default, share }
 }
 
+impl StateDir {
+    /// Where it is for an environment: `var` when set to an absolute path, else
+    /// `$HOME/<default>`.
+    pub fn resolve(&self, env: &dyn Fn(&str) -> Option<String>) -> std::path::PathBuf {
+        let home = env("HOME").map(std::path::PathBuf::from).unwrap_or_else(|| std::path::PathBuf::from("/"));
+        env(self.var).filter(|v| v.starts_with('/')).map_or_else(|| home.join(self.default), std::path::PathBuf::from)
+    }
+}
+
 const ADAPTER: AgentSpec = AgentSpec {
     kind: AgentKind::Cli,
     name: "",
@@ -147,6 +156,7 @@ pub static SPECS: [AgentSpec; 8] = [
         binary: Some("copilot"),
         npm_package: Some("@github/copilot"),
         prompt_on_argv: true,
+        state_dirs: &[dir("COPILOT_HOME", ".copilot", "")],
         login: "log in once with `copilot` (then `/login`), or give it a token: `agent.env = { COPILOT_GITHUB_TOKEN = \"${GH_TOKEN}\" }`",
         parser: Some(|| Box::new(copilot::CopilotParser)),
         command: Some(copilot::command),

@@ -165,14 +165,17 @@ pub fn resolve(
         // A part is missing only because it, or a part it depends on, recorded an error.
         return Err(Error::first_of(errors).unwrap_or_else(|| Error::internal("a manifest part failed silently")));
     };
-    if let SandboxPlan::Container(container) = &mut sandbox {
-        if manifest.sandbox.mount_agent_config != Some(false) {
-            for step in &steps {
-                if let AgentPlan::Adapter(settings) = &step.agent {
-                    for state in super::sandbox_plan::agent_state(settings.kind, host_env) {
-                        if !container.agent_state.iter().any(|known| known.var == state.var) {
-                            container.agent_state.push(state);
-                        }
+    let agent_state = match &mut sandbox {
+        SandboxPlan::Container(container) => Some(&mut container.agent_state),
+        SandboxPlan::Isolated { agent_state, .. } => Some(agent_state),
+        SandboxPlan::None => None,
+    };
+    if let (Some(agent_state), false) = (agent_state, manifest.sandbox.mount_agent_config == Some(false)) {
+        for step in &steps {
+            if let AgentPlan::Adapter(settings) = &step.agent {
+                for state in super::sandbox_plan::agent_state(settings.kind, host_env) {
+                    if !agent_state.iter().any(|known| known.var == state.var) {
+                        agent_state.push(state);
                     }
                 }
             }

@@ -15,6 +15,8 @@ pub enum SandboxPlan {
     /// A private clone outside the repository, run under bubblewrap.
     Isolated {
         network: Network,
+        /// The agent's configuration and transcript folders, writable inside (as in containers).
+        agent_state: Vec<AgentStateMount>,
     },
 }
 
@@ -69,13 +71,11 @@ pub struct AgentStateMount {
 
 /// Where the agent's state folders are on the host (`var` if set, else under `$HOME`).
 pub(super) fn agent_state(kind: AgentKind, host_env: &dyn Fn(&str) -> Option<String>) -> Vec<AgentStateMount> {
-    let home = host_env("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/"));
     kind.spec()
         .state_dirs
         .iter()
         .map(|dir| {
-            let value =
-                host_env(dir.var).filter(|v| v.starts_with('/')).map_or_else(|| home.join(dir.default), PathBuf::from);
+            let value = dir.resolve(host_env);
             let mount = if dir.share.is_empty() { value.clone() } else { value.join(dir.share) };
             AgentStateMount { var: dir.var, value, mount }
         })
@@ -103,7 +103,6 @@ pub(super) fn resolve_sandbox(section: &SandboxSection, source: &Source) -> Resu
                 ("pids_limit", section.pids_limit.is_some()),
                 ("mounts", section.mounts.is_some()),
                 ("run_args", section.run_args.is_some()),
-                ("mount_agent_config", section.mount_agent_config.is_some()),
             ] {
                 if set {
                     return Err(source
@@ -122,7 +121,10 @@ pub(super) fn resolve_sandbox(section: &SandboxSection, source: &Source) -> Resu
                     )
                     .with_hint("use `bridge` for network access, `none` for none"));
             }
-            return Ok(SandboxPlan::Isolated { network: section.network.unwrap_or(Network::Bridge) });
+            return Ok(SandboxPlan::Isolated {
+                network: section.network.unwrap_or(Network::Bridge),
+                agent_state: Vec::new(),
+            });
         }
     };
     let Some(image) = section.image.clone().filter(|image| !image.trim().is_empty()) else {

@@ -12,12 +12,17 @@ use crate::manifest::hooks_plan::Phase;
 use crate::manifest::plan::{Plan, StepPlan};
 use crate::manifest::prompt;
 use crate::output::Checker;
+use crate::process::ProcessBuilder;
 use crate::process::{supervise, Abort, Flow, Handlers, Outcome, Stopping, Watchdogs};
-use crate::record::{now_rfc3339, AgentFailure, HookRecord, IterationOutcome, IterationRecord, ToolCallRecord};
+use crate::record::{
+    now_rfc3339, AgentFailure, HookRecord, IterationOutcome, IterationRecord, ToolCallRecord, TranscriptRecord,
+};
 use crate::report::{Event, RunEvents};
 use crate::sandbox::SandboxHandle;
+use crate::sessions::capture;
 use crate::values::format_duration;
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::Path;
 use std::time::Duration;
 use tokio::sync::watch;
 
@@ -251,7 +256,9 @@ impl<'a> StepRun<'a> {
             command = command.env_default(key, &value.0);
         }
         let command = crate::git::with_config(command, &crate::git::NO_BACKGROUND_WORK);
+        let agent_env = AgentEnv::of(&command);
         let prepared = self.shared.sandbox.prepare(command)?;
+        let agent_cwd = prepared.command.get_cwd().unwrap_or(worktree).to_path_buf();
         let program = prepared.command.to_string();
         let started_at = now_rfc3339();
         let clock = std::time::Instant::now();
@@ -283,6 +290,10 @@ impl<'a> StepRun<'a> {
                 result = Err(gone);
             }
         }
+        let (transcript, transcript_warning) = match &session_id {
+            Some(id) => self.capture(iteration, id, &agent_cwd, &agent_env, live).await,
+            None => (None, None),
+        };
         Ok(Invoked {
             outcome,
             exit_code,
@@ -295,7 +306,71 @@ impl<'a> StepRun<'a> {
             text: text.unwrap_or_default(),
             started_at,
             clock,
+            transcript,
+            transcript_warning,
         })
+    }
+
+    /// Copy the agent's transcript of `session_id` into `.eden/sessions/<run-id>/`. One that
+    /// cannot be found or read is a warning, never a failed run.
+    async fn capture(
+        &self,
+        iteration: u32,
+        session_id: &str,
+        cwd: &Path,
+        env: &AgentEnv,
+        live: &mut Live<'_>,
+    ) -> (Option<TranscriptRecord>, Option<String>) {
+        let agent = &self.step.agent;
+        let cli_parser = match agent {
+            crate::agent::AgentPlan::Cli(cli) => Some(cli.parser.as_str()),
+            _ => None,
+        };
+        let kind = capture::transcript_kind(agent.kind(), cli_parser);
+        let dir = self.shared.workspace.pre.layout().sessions().join(self.shared.run_id);
+        let stem = capture::stem(&self.step.name, iteration, session_id);
+        let lookup = |key: &str| env.get(key);
+        let kept = match capture::locate(kind, session_id, cwd, &lookup) {
+            Ok(capture::Located::Nothing) => return (None, None),
+            Ok(capture::Located::File { main, subagents }) => capture::keep_file(&main, &subagents, &dir, &stem)
+                .map_err(|err| format!("cannot copy the transcript `{}`: {err}", main.display())),
+            Ok(capture::Located::Export) => self.export(session_id, env).await.and_then(|(text, source)| {
+                capture::keep_export(&text, &dir, &stem, source)
+                    .map_err(|err| format!("cannot write the transcript: {err}"))
+            }),
+            Err(missing) => Err(format!("no transcript of session `{session_id}` found at {}", missing.tried)),
+        };
+        match kept {
+            Ok(record) => {
+                live.events.report(&Event::Transcript { iteration, path: &record.path, bytes: record.bytes });
+                (Some(record), None)
+            }
+            Err(message) => {
+                live.events.report(&Event::Warning { message: &message });
+                (None, Some(message))
+            }
+        }
+    }
+
+    /// opencode keeps its sessions in SQLite: its own `export` is the transcript, run where the
+    /// agent ran, with the agent's environment.
+    async fn export(&self, session_id: &str, env: &AgentEnv) -> Result<(Vec<u8>, String), String> {
+        let binary = self.step.agent.binary().map(Path::to_path_buf).unwrap_or_else(|| "opencode".into());
+        let mut command =
+            ProcessBuilder::new(&binary).args(["export", session_id]).cwd(&self.shared.workspace.pre.worktree);
+        for (key, value) in &env.set {
+            command = command.env(key, value);
+        }
+        let source = format!("{} export {session_id}", binary.display());
+        let prepared = self.shared.sandbox.prepare(command).map_err(|err| err.message)?;
+        let output = tokio::time::timeout(EXPORT_TIMEOUT, prepared.command.output_async())
+            .await
+            .map_err(|_| format!("`{source}` did not finish in {}", format_duration(EXPORT_TIMEOUT)))?
+            .map_err(|err| format!("cannot run `{source}`: {err}"))?;
+        match (output.status.success(), output.stdout.find('{')) {
+            (true, Some(start)) => Ok((output.stdout.as_bytes()[start..].to_vec(), source)),
+            _ => Err(format!("`{source}` failed: {}", output.stderr.lines().last().unwrap_or("no output"))),
+        }
     }
 
     /// Commits made this iteration (by the agent or its hooks), oldest first, reported.
@@ -478,6 +553,41 @@ struct Invoked {
     text: String,
     started_at: String,
     clock: std::time::Instant,
+    transcript: Option<TranscriptRecord>,
+    transcript_warning: Option<String>,
+}
+
+/// How long `opencode export` may take.
+const EXPORT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The environment an agent runs with: eden's, with the command's own settings on top.
+struct AgentEnv {
+    set: Vec<(String, String)>,
+    removed: Vec<String>,
+}
+
+impl AgentEnv {
+    fn of(command: &ProcessBuilder) -> AgentEnv {
+        let mut env = AgentEnv { set: Vec::new(), removed: Vec::new() };
+        for (key, value) in command.get_env() {
+            let key = key.to_string_lossy().into_owned();
+            match value {
+                Some(value) => env.set.push((key, value.to_string_lossy().into_owned())),
+                None => env.removed.push(key),
+            }
+        }
+        env
+    }
+
+    fn get(&self, key: &str) -> Option<String> {
+        if let Some((_, value)) = self.set.iter().rev().find(|(k, _)| k == key) {
+            return Some(value.clone());
+        }
+        if self.removed.iter().any(|k| k == key) {
+            return None;
+        }
+        std::env::var(key).ok()
+    }
 }
 
 fn push_record(
@@ -505,6 +615,8 @@ fn push_record(
         usage: invoked.usage,
         tool_calls: invoked.tool_calls.clone(),
         agent_error: invoked.failure.clone(),
+        transcript: invoked.transcript.clone(),
+        transcript_warning: invoked.transcript_warning.clone(),
     });
 }
 

@@ -372,7 +372,8 @@ fn start_sandbox(
 ) -> Result<Box<dyn SandboxHandle>, Error> {
     match &plan.sandbox {
         SandboxPlan::None => Ok(Box::new(Host)),
-        SandboxPlan::Isolated { network } => {
+        SandboxPlan::Isolated { network, agent_state } => {
+            let agent_state: Vec<PathBuf> = agent_state.iter().map(|state| state.mount.clone()).collect();
             let request = IsolatedRequest {
                 run_id,
                 repo_root: &pre.root,
@@ -380,6 +381,7 @@ fn start_sandbox(
                 network: *network != Network::None,
                 patches: &pre.layout().patches(),
                 copied: &plan.copy_to_worktree,
+                agent_state: &agent_state,
             };
             sandbox::isolated::start(&request)
         }

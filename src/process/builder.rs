@@ -184,6 +184,8 @@ impl ProcessBuilder {
     pub async fn output_async(&self) -> std::io::Result<Output> {
         let mut command = tokio::process::Command::from(self.command());
         command.process_group(0).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        // Given up on (a timeout around it): it goes too.
+        command.kill_on_drop(true);
         let output = command.output().await?;
         Ok(Output {
             status: output.status,

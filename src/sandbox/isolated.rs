@@ -22,6 +22,9 @@ pub struct IsolatedRequest<'a> {
     pub patches: &'a Path,
     /// `copy_to_worktree` entries (relative): git does not carry them into the clone.
     pub copied: &'a [PathBuf],
+    /// The agent's configuration and transcript folders: writable inside, as in containers,
+    /// so it can log in and keep its sessions.
+    pub agent_state: &'a [PathBuf],
 }
 
 /// Written into the clone's `.git` (`eden-owner.json`): whose copy this is, so `eden clean` can
@@ -51,6 +54,7 @@ pub struct Isolated {
     patches: PathBuf,
     run_id: String,
     network: bool,
+    agent_state: Vec<PathBuf>,
     /// Set when work could not be brought back: the copy must survive.
     keep: AtomicBool,
     closed: bool,
@@ -94,6 +98,14 @@ pub fn start(request: &IsolatedRequest<'_>) -> Result<Box<dyn SandboxHandle>, Er
         let _ = fs_err::remove_dir_all(&copy);
         return Err(Error::sandbox(format!("cannot make the isolated temporary folder: {err}")));
     }
+    for state in request.agent_state {
+        if let Err(err) = fs_err::create_dir_all(state) {
+            let _ = fs_err::remove_dir_all(&copy);
+            let _ = fs_err::remove_dir_all(&tmp);
+            return Err(Error::sandbox(format!("cannot create the agent's folder `{}`: {err}", state.display()))
+                .with_hint("set `sandbox.mount_agent_config = false` to run without it"));
+        }
+    }
     Ok(Box::new(Isolated {
         copy,
         tmp,
@@ -101,6 +113,7 @@ pub fn start(request: &IsolatedRequest<'_>) -> Result<Box<dyn SandboxHandle>, Er
         patches: request.patches.to_owned(),
         run_id: request.run_id.to_owned(),
         network: request.network,
+        agent_state: request.agent_state.to_vec(),
         keep: AtomicBool::new(false),
         closed: false,
     }))
@@ -183,8 +196,11 @@ impl SandboxHandle for Isolated {
             .arg(&self.copy)
             .arg("--bind")
             .arg(&self.tmp)
-            .arg(&self.tmp)
-            .args(["--unshare-pid", "--die-with-parent"]);
+            .arg(&self.tmp);
+        for state in &self.agent_state {
+            wrapped = wrapped.arg("--bind").arg(state).arg(state);
+        }
+        wrapped = wrapped.args(["--unshare-pid", "--die-with-parent"]);
         if !self.network {
             wrapped = wrapped.arg("--unshare-net");
         }

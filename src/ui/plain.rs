@@ -58,6 +58,9 @@ impl Reporter for PlainReporter {
             Event::ToolFailed { name, .. } => self.line(&format!("tool {} failed", name.unwrap_or("call"))),
             Event::Usage { .. } => {}
             Event::SessionId { session_id, .. } => self.line(&format!("session {session_id}")),
+            Event::Transcript { path, bytes, .. } => {
+                self.line(&format!("transcript {} ({bytes} bytes)", path.display()))
+            }
             Event::AgentError { message, .. } => self.line(&format!("agent error: {message}")),
             Event::Notice { message, .. } => self.line(&format!("agent notice: {message}")),
             Event::CompletionSignal { iteration, signal } => {

@@ -199,6 +199,37 @@ fn missing_image_is_a_clear_error(engine: &str) {
     assert!(!env.repo.join(".eden").exists(), "nothing created");
 }
 
+/// The real Claude Code (its native executable, mounted into the image) against the model server
+/// on the host's network: its transcript, written inside to the shared state folder, is captured.
+fn claude_transcripts_are_captured_from_inside(engine: &str) {
+    let Some(claude) = crate::real_agents::require("claude") else { return };
+    if !ready(engine) {
+        return;
+    }
+    let env = TestEnv::new();
+    let server = crate::model_server::ModelServer::start(std::fs::canonicalize(&env.repo).unwrap(), false);
+    let claude = std::fs::canonicalize(claude).unwrap();
+    let manifest = format!(
+        "name = \"boxed\"\nprompt = \"create hello.txt and commit it\"\n[agent]\nkind = \"claude-code\"\n\
+         binary = \"/opt/claude\"\nenv = {{ ANTHROPIC_BASE_URL = \"${{ANTHROPIC_BASE_URL}}\", ANTHROPIC_API_KEY = \"${{ANTHROPIC_API_KEY}}\", \
+         DISABLE_TELEMETRY = \"1\", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = \"1\", CLAUDE_CODE_MAX_RETRIES = \"0\" }}\n\
+         [sandbox]\nkind = \"{engine}\"\nimage = \"{IMAGE}\"\nnetwork = \"host\"\n\
+         mounts = [{{ host = \"{}\", sandbox = \"/opt/claude\", read_only = true }}]\n\
+         [loop]\nmax_iterations = 1\nidle_timeout = \"90s\"\n",
+        claude.display()
+    );
+    let path = env.write_manifest(&manifest);
+    let mut command = env.eden_command(&["run", path.to_str().unwrap(), "--json"]);
+    command.envs(crate::real_agents::claude_env(&env, &server));
+    let run = Run::from(command.output().unwrap());
+    run.assert_code(0);
+    let record = run.json();
+    crate::real_agents::assert_transcript(&env, &record, 0);
+    let source = record["iterations"][0]["transcript"]["source"].as_str().unwrap();
+    assert!(source.starts_with(&env.root().join("claude").display().to_string()), "{source}");
+    assert!(containers_of(engine, &std::fs::canonicalize(&env.repo).unwrap()).is_empty(), "container removed");
+}
+
 macro_rules! engine_tests {
     ($engine:ident) => {
         mod $engine {
@@ -261,6 +292,10 @@ macro_rules! engine_tests {
             #[test]
             fn containers_of_dead_runs_are_pruned() {
                 super::containers_of_dead_runs_are_pruned(stringify!($engine));
+            }
+            #[test]
+            fn claude_transcripts_are_captured_from_inside() {
+                super::claude_transcripts_are_captured_from_inside(stringify!($engine));
             }
         }
     };

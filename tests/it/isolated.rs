@@ -110,3 +110,25 @@ fn copied_files_reach_the_copy_and_sandbox_hooks_run_there() {
     assert!(!env.repo.join(".eden/patches").exists());
     env.assert_pristine();
 }
+
+/// The real Claude Code in the isolated copy: it can write its transcript (its state folder is
+/// writable inside, as in containers), and eden captures it from there.
+#[test]
+fn claude_transcripts_are_captured_from_the_copy() {
+    let Some(_) = crate::real_agents::require("claude") else { return };
+    if !bwrap() {
+        return;
+    }
+    let env = TestEnv::new();
+    let server = crate::model_server::ModelServer::start(std::fs::canonicalize(&env.repo).unwrap(), false);
+    let manifest = "name = \"iso\"\nprompt = \"create hello.txt and commit it\"\n[agent]\nkind = \"claude-code\"\n\
+         [sandbox]\nkind = \"isolated\"\n[loop]\nmax_iterations = 1\nidle_timeout = \"90s\"\n";
+    let path = env.write_manifest(manifest);
+    let mut command = env.eden_command(&["run", path.to_str().unwrap(), "--json"]);
+    command.envs(crate::real_agents::claude_env(&env, &server));
+    let run = crate::support::Run::from(command.output().unwrap());
+    run.assert_code(0);
+    let record = run.json();
+    crate::real_agents::assert_transcript(&env, &record, 0);
+    assert_eq!(env.log_subjects("main")[0], "add hello.txt");
+}

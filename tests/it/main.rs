@@ -22,6 +22,7 @@ mod manifest_errors;
 mod model_server;
 mod prompts;
 mod real_agents;
+mod sessions;
 mod signals;
 mod steps;
 mod strategies;

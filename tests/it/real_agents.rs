@@ -7,7 +7,7 @@ use crate::model_server::ModelServer;
 use crate::support::{Run, TestEnv};
 
 /// The CLI's path, or `None` (and a note) when it is not installed outside CI.
-fn require(binary: &str) -> Option<std::path::PathBuf> {
+pub(crate) fn require(binary: &str) -> Option<std::path::PathBuf> {
     match which::which(binary) {
         Ok(path) => Some(path),
         Err(_) => {
@@ -86,6 +86,7 @@ fn assert_write_and_commit(agent: &Agent) {
     assert_eq!(iteration["tool_calls"].as_array().unwrap().len(), calls.len(), "the record lists the same calls");
     assert!(calls.iter().any(|c| c.contains("hello.txt")), "a file-writing tool call: {calls:?}");
     assert!(calls.iter().any(|c| c.contains("git add -A && git commit")), "the shell tool call: {calls:?}");
+    assert_transcript(&env, &record, 0);
     env.assert_pristine();
     if agent.kind != "copilot" {
         // Copilot reports no token counts; every other agent's must match what the server sent.
@@ -100,6 +101,26 @@ fn assert_write_and_commit(agent: &Agent) {
             "usage in the record vs the server's: {usage}"
         );
     }
+}
+
+/// Iteration `index` of the record has its transcript captured under `.eden/sessions/<run-id>/`:
+/// the agent's own file (opencode: its export), with the session id in it and the task's prompt.
+pub(crate) fn assert_transcript(env: &TestEnv, record: &serde_json::Value, index: usize) {
+    let iteration = &record["iterations"][index];
+    let session = iteration["session_id"].as_str().unwrap();
+    assert!(iteration["transcript_warning"].is_null(), "{iteration:#}");
+    let transcript = &iteration["transcript"];
+    let path = std::path::PathBuf::from(transcript["path"].as_str().unwrap_or_else(|| panic!("{iteration:#}")));
+    let sessions = std::fs::canonicalize(env.repo.join(".eden/sessions")).unwrap();
+    let run_id = record["id"].as_str().unwrap();
+    assert_eq!(path.parent().unwrap(), sessions.join(run_id));
+    let name = path.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(name.starts_with(&format!("main-{}-{session}.json", iteration["iteration"])), "{name}");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(transcript["bytes"].as_u64().unwrap(), text.len() as u64);
+    assert!(text.contains(session), "the session id in {name}");
+    assert!(text.contains("create hello.txt and commit it"), "the prompt in {name}");
+    assert!(std::path::Path::new(transcript["source"].as_str().unwrap()).is_absolute() || name.ends_with(".json"));
 }
 
 /// Against a 401: exit 3, the agent's own reason, recognisable as an authentication failure.
@@ -305,4 +326,32 @@ fn agents_without_credentials_say_how_to_log_in() {
         assert_eq!(run.record()["error"]["agent_failure"], "authentication", "{kind}");
         env.assert_pristine();
     }
+}
+
+/// Claude Code cuts and hashes a project folder name over 200 characters: the transcript is
+/// still found (by its session id), for a worktree path well over that.
+#[test]
+fn claude_transcripts_are_found_behind_long_paths() {
+    if require("claude").is_none() {
+        return;
+    }
+    let env = TestEnv::new();
+    let server = ModelServer::start(std::fs::canonicalize(&env.repo).unwrap(), false);
+    let branch = format!("feature/{}", "a-branch-with-a-rather-long-name-".repeat(6));
+    let manifest = format!(
+        "name = \"long\"\nprompt = \"create hello.txt and commit it\"\n[agent]\nkind = \"claude-code\"\n\
+         [branch]\nstrategy = \"named\"\nname = \"{branch}\"\n[loop]\nmax_iterations = 1\nidle_timeout = \"90s\"\n"
+    );
+    let path = env.write_manifest(&manifest);
+    let mut command = env.eden_command(&["run", path.to_str().unwrap(), "--json"]);
+    command.envs(claude_env(&env, &server));
+    let run = Run::from(command.output().unwrap());
+    run.assert_code(0);
+    let record = run.json();
+    let worktree = record["worktree"].as_str().unwrap();
+    assert!(worktree.len() > 200, "{worktree}");
+    assert_transcript(&env, &record, 0);
+    let source = record["iterations"][0]["transcript"]["source"].as_str().unwrap();
+    let folder = std::path::Path::new(source).parent().unwrap().file_name().unwrap().to_string_lossy().into_owned();
+    assert!(folder.len() < worktree.len(), "Claude's own (cut) folder name: {folder}");
 }

@@ -1,0 +1,4 @@
+//! The run history behind `eden sessions`: the agents' transcripts captured after each
+//! iteration (`capture`), and the run records read back as one list (`history`).
+
+pub mod capture;
