@@ -51,6 +51,119 @@ zsh: `eden completions zsh > ~/.zfunc/_eden` (with `fpath+=~/.zfunc` before `com
 fish: `eden completions fish > ~/.config/fish/completions/eden.fish`. Packagers: `completions/` in the source holds them all."
     )]
     Completions(CompletionsArgs),
+    /// The run history: list runs, replay one, total tokens and cost, remove runs
+    #[command(subcommand)]
+    Sessions(SessionsCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SessionsCommand {
+    /// One line per run, newest first (from `.eden/runs/`)
+    List(SessionsListArgs),
+    /// Replay a run: prompts, the agent's text, tool calls, hooks, usage, the outcome
+    #[command(after_help = "RUN is a run id, an unambiguous prefix of one, `last` (the newest run), or a \
+session id an agent reported. The replay comes from the run's log (`.eden/logs/<run-id>.jsonl`), or from its \
+record when it has no log. `--raw` prints the agent's own transcripts as captured in `.eden/sessions/<run-id>/`.")]
+    Show(SessionsShowArgs),
+    /// Token and cost totals by run, agent, model, branch or day
+    #[command(after_help = "Cost is what the agents reported. For agents that report tokens only, prices come \
+from `~/.config/eden/prices.toml` (or `--prices FILE`): `[models.\"<model>\"]` with `input`, `output`, \
+`cache_read`, `cache_write` in USD per million tokens. Tokens without a price are shown as unpriced, never guessed.")]
+    Cost(SessionsCostArgs),
+    /// Remove runs: their records, logs, captured transcripts and patches
+    Rm(SessionsRmArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SessionsListArgs {
+    /// Only runs started within this long (e.g. `7d`, `12h`)
+    #[arg(long, value_name = "DURATION", value_hint = ValueHint::Other)]
+    pub since: Option<String>,
+
+    /// Only runs of this name
+    #[arg(long, value_hint = ValueHint::Other)]
+    pub name: Option<String>,
+
+    /// Only runs with this agent in one of their steps
+    #[arg(long, value_name = "KIND", value_parser = OneOf(agent_kinds))]
+    pub agent: Option<String>,
+
+    /// Only runs with this status (running, finished, abandoned) or exit reason (completed, agent_failed, ...)
+    #[arg(long, value_parser = OneOf(status_words))]
+    pub status: Option<String>,
+
+    /// Only runs on this branch
+    #[arg(long, value_hint = ValueHint::Other)]
+    pub branch: Option<String>,
+
+    /// Print the runs as a JSON array on stdout
+    #[arg(long)]
+    pub json: bool,
+
+    /// The repository (default: the current directory's)
+    #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath)]
+    pub repo: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct SessionsShowArgs {
+    /// A run id (or prefix), `last`, or a session id
+    #[arg(value_name = "RUN", default_value = "last", value_hint = ValueHint::Other)]
+    pub run: String,
+
+    /// Whole prompts, texts and tool summaries (they are cut otherwise)
+    #[arg(long)]
+    pub full: bool,
+
+    /// Print the captured transcripts as stored (JSON lines)
+    #[arg(long, conflicts_with = "json")]
+    pub raw: bool,
+
+    /// Print the run's events as JSON lines
+    #[arg(long)]
+    pub json: bool,
+
+    /// Never start a pager
+    #[arg(long)]
+    pub no_pager: bool,
+
+    /// The repository (default: the current directory's)
+    #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath)]
+    pub repo: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct SessionsCostArgs {
+    /// Group the totals by
+    #[arg(long, default_value = "run", value_parser = OneOf(cost_groups))]
+    pub by: String,
+
+    /// Only runs started within this long (e.g. `7d`)
+    #[arg(long, value_name = "DURATION", value_hint = ValueHint::Other)]
+    pub since: Option<String>,
+
+    /// Price table (default: `~/.config/eden/prices.toml` when it exists)
+    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
+    pub prices: Option<PathBuf>,
+
+    /// Print the totals as JSON on stdout
+    #[arg(long)]
+    pub json: bool,
+
+    /// The repository (default: the current directory's)
+    #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath)]
+    pub repo: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct SessionsRmArgs {
+    /// Run ids (or unambiguous prefixes, or `last`)
+    #[arg(value_name = "RUN", required = true, value_hint = ValueHint::Other)]
+    pub runs: Vec<String>,
+
+    /// The repository (default: the current directory's)
+    #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath)]
+    pub repo: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -262,6 +375,14 @@ fn npm_agent_kinds() -> Vec<&'static str> {
 
 fn sandbox_kinds() -> Vec<&'static str> {
     crate::manifest::schema::SandboxKind::NAMES.to_vec()
+}
+
+fn status_words() -> Vec<&'static str> {
+    crate::sessions::history::STATUS_WORDS.to_vec()
+}
+
+fn cost_groups() -> Vec<&'static str> {
+    crate::sessions::cost::By::NAMES.to_vec()
 }
 
 fn strategies() -> Vec<&'static str> {

@@ -54,6 +54,7 @@ pub fn main_with_args(args: Vec<std::ffi::OsString>) -> i32 {
         cli::Command::Image(cli::ImageCommand::Remove(args)) => commands::image::remove(args),
         cli::Command::Clean(args) => commands::clean::clean(args),
         cli::Command::Completions(args) => commands::completions::completions(args),
+        cli::Command::Sessions(command) => commands::sessions::sessions(command),
     };
     match result {
         Ok(code) => code,

@@ -5,6 +5,7 @@ pub mod completions;
 pub mod image;
 pub mod init;
 pub mod run;
+pub mod sessions;
 
 /// The directory eden was started in.
 pub(crate) fn current_dir() -> Result<std::path::PathBuf, crate::error::Error> {

@@ -253,6 +253,12 @@ impl ProcessBuilder {
 }
 
 impl ProcessBuilder {
+    /// Spawn in eden's own process group and terminal with stdin piped from eden and the output
+    /// inherited: a pager that eden writes a long text into.
+    pub fn spawn_pager(&self) -> std::io::Result<std::process::Child> {
+        self.command().stdin(Stdio::piped()).spawn()
+    }
+
     /// Spawn in a session of its own (no signal for eden's group or terminal reaches it), with
     /// stdin piped from eden and no output: for guards that must outlive eden (see `guard`).
     pub fn spawn_detached(&self) -> std::io::Result<std::process::Child> {

@@ -2,3 +2,5 @@
 //! iteration (`capture`), and the run records read back as one list (`history`).
 
 pub mod capture;
+pub mod cost;
+pub mod history;

@@ -7,6 +7,7 @@
 mod live;
 mod log_file;
 mod plain;
+pub mod replay;
 mod terminal;
 
 pub use live::LiveReporter;

@@ -1,0 +1,363 @@
+//! `eden sessions`: the run history from the terminal and from scripts. Tables and replays on
+//! stdout (a pager for long replays on a terminal), `--json` for scripts, warnings on stderr.
+
+use crate::agent::AgentKind;
+use crate::cli::{SessionsCommand, SessionsCostArgs, SessionsListArgs, SessionsRmArgs, SessionsShowArgs};
+use crate::error::Error;
+use crate::git::Git;
+use crate::layout::Layout;
+use crate::record::RunStatus;
+use crate::sessions::cost::{self, By};
+use crate::sessions::history::{self, Filter, Light, RunSummary};
+use crate::ui::{print_data, print_note};
+use crate::values::{format_duration, parse_duration};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub fn sessions(command: SessionsCommand) -> Result<i32, Error> {
+    match command {
+        SessionsCommand::List(args) => list(args),
+        SessionsCommand::Show(args) => show(args),
+        SessionsCommand::Cost(args) => cost(args),
+        SessionsCommand::Rm(args) => rm(args),
+    }
+}
+
+/// The repository's layout, from `--repo` or the current directory.
+fn layout(repo: Option<&PathBuf>) -> Result<Layout, Error> {
+    let current = crate::commands::current_dir()?;
+    let dir = repo.map_or_else(|| current.clone(), |repo| current.join(repo));
+    let found = Git::discover(&dir)?;
+    Ok(Layout::new(found.root, found.common_dir))
+}
+
+/// The runs, newest first, with unreadable records reported and skipped.
+fn runs(layout: &Layout) -> Vec<Light> {
+    let (runs, warnings) = history::load(layout);
+    for warning in warnings {
+        print_note(&format!("warning: {warning}"));
+    }
+    runs
+}
+
+fn since(text: Option<&String>) -> Result<Option<Duration>, Error> {
+    text.map(|text| {
+        parse_duration(text).map_err(|why| {
+            Error::usage(format!("`--since {text}`: {why}")).with_hint("write a duration such as `7d`, `12h` or `90m`")
+        })
+    })
+    .transpose()
+}
+
+fn list(args: SessionsListArgs) -> Result<i32, Error> {
+    let filter = Filter {
+        since: since(args.since.as_ref())?,
+        name: args.name,
+        agent: args.agent.as_deref().and_then(AgentKind::from_name),
+        status: args.status,
+        branch: args.branch,
+    };
+    let layout = layout(args.repo.as_ref())?;
+    let summaries: Vec<RunSummary> =
+        runs(&layout).iter().map(Light::summary).filter(|summary| filter.keeps(summary)).collect();
+    if args.json {
+        print_data(&serde_json::to_string_pretty(&summaries).expect("summaries serialize"));
+    } else if summaries.is_empty() {
+        print_note("no runs (`eden run <manifest>` records its runs in `.eden/runs/`)");
+    } else {
+        print_data(&list_table(&summaries));
+    }
+    Ok(0)
+}
+
+fn list_table(summaries: &[RunSummary]) -> String {
+    let header = [
+        "RUN",
+        "NAME",
+        "AGENT",
+        "SANDBOX",
+        "BRANCH",
+        "STATUS",
+        "ITER",
+        "TOKENS in/out/cache",
+        "COST",
+        "STARTED",
+        "TOOK",
+    ];
+    let rows: Vec<Vec<String>> = summaries
+        .iter()
+        .map(|run| {
+            let agents: Vec<&str> = run.agents.iter().map(|a| a.as_str()).collect();
+            let status = match (run.status, run.exit_reason) {
+                (RunStatus::Finished, Some(reason)) => reason.as_str().to_owned(),
+                (status, _) => {
+                    serde_json::to_value(status).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+                }
+            };
+            vec![
+                run.id.clone(),
+                run.name.clone(),
+                agents.join(","),
+                run.sandbox.clone(),
+                run.branch.clone(),
+                status,
+                run.iterations.to_string(),
+                format!(
+                    "{}/{}/{}",
+                    tokens(run.input_tokens),
+                    tokens(run.output_tokens),
+                    tokens(run.cache_read_tokens + run.cache_write_tokens)
+                ),
+                run.cost_usd.map_or_else(|| "-".into(), |c| format!("${c:.2}")),
+                run.started_at.get(..16).unwrap_or(&run.started_at).replace('T', " "),
+                format_duration(Duration::from_secs(run.duration_ms / 1000)),
+            ]
+        })
+        .collect();
+    table(&header, &rows)
+}
+
+/// Aligned columns, the last one unpadded.
+fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let header: Vec<String> = header.iter().map(|h| (*h).to_owned()).collect();
+    for row in std::iter::once(&header).chain(rows) {
+        let last = row.len() - 1;
+        let line: Vec<String> = row
+            .iter()
+            .enumerate()
+            .map(|(i, cell)| if i == last { cell.clone() } else { format!("{cell:<width$}", width = widths[i]) })
+            .collect();
+        out.push_str(line.join("  ").trim_end());
+        out.push('\n');
+    }
+    out.pop();
+    out
+}
+
+/// `1234567` as `1.2M`: token counts at a glance.
+fn tokens(count: u64) -> String {
+    match count {
+        0..1_000 => count.to_string(),
+        1_000..1_000_000 => format!("{:.1}k", count as f64 / 1e3),
+        _ => format!("{:.1}M", count as f64 / 1e6),
+    }
+}
+
+fn show(args: SessionsShowArgs) -> Result<i32, Error> {
+    let layout = layout(args.repo.as_ref())?;
+    let runs = runs(&layout);
+    let run = history::find(&runs, &args.run)?;
+    let session = (!run.id.starts_with(&args.run) && args.run != "last").then_some(args.run.as_str());
+    if args.raw {
+        return raw(run, session);
+    }
+    let log = run.log.as_ref().filter(|log| log.is_file());
+    if args.json {
+        let Some(log) = log else {
+            return Err(Error::usage(format!("run `{}` has no log to print events from", run.id))
+                .with_hint("runs log to `.eden/logs/<run-id>.jsonl` unless `[logging] file = false`; its record is `eden sessions show --raw` or the file itself"));
+        };
+        let text =
+            fs_err::read_to_string(log).map_err(|err| Error::internal("cannot read the run's log").with_source(err))?;
+        print_data(text.trim_end());
+        return Ok(0);
+    }
+    let record = crate::record::RunRecord::load(&run.record_path)?;
+    let text = match log {
+        Some(log) => {
+            let text = fs_err::read_to_string(log)
+                .map_err(|err| Error::internal("cannot read the run's log").with_source(err))?;
+            crate::ui::replay::from_log(&text, &record, args.full)
+        }
+        None => crate::ui::replay::from_record(&record, args.full),
+    };
+    page(&crate::redact::apply(&text), args.no_pager);
+    Ok(0)
+}
+
+/// The captured transcripts of a run (or of one of its sessions), as stored.
+fn raw(run: &Light, session: Option<&str>) -> Result<i32, Error> {
+    let paths: Vec<&Path> = run
+        .iterations
+        .iter()
+        .filter(|it| session.is_none_or(|s| it.session_id.as_deref().is_some_and(|id| id.starts_with(s))))
+        .filter_map(|it| it.transcript.as_ref().map(|t| t.path.as_path()))
+        .fold(Vec::new(), |mut paths, path| {
+            if !paths.contains(&path) {
+                paths.push(path);
+            }
+            paths
+        });
+    if paths.is_empty() {
+        let agents: Vec<&str> = run.steps.iter().map(|s| s.agent.as_str()).collect();
+        return Err(Error::usage(format!("run `{}` has no captured transcript", run.id)).with_hint(format!(
+            "its agent ({}) wrote none that eden found (Cursor, `cli` and `simulated` agents write none); `eden sessions show {}` replays it from its log",
+            agents.join(", "),
+            run.id
+        )));
+    }
+    for path in paths {
+        let text = fs_err::read_to_string(path).map_err(|err| {
+            Error::usage(format!("cannot read the captured transcript `{}`", path.display()))
+                .with_source(err)
+                .with_hint("it may have been removed (`eden clean --older-than`)")
+        })?;
+        print_data(text.trim_end());
+    }
+    Ok(0)
+}
+
+/// Long text through `$PAGER` (default `less -FRX`) when stdout is a terminal.
+fn page(text: &str, no_pager: bool) {
+    use std::io::{IsTerminal, Write};
+    let pager = std::env::var("PAGER").unwrap_or_else(|_| "less -FRX".into());
+    if no_pager || !std::io::stdout().is_terminal() || pager.trim().is_empty() || pager.trim() == "cat" {
+        print_data(text);
+        return;
+    }
+    let child = crate::process::ProcessBuilder::new("sh").args(["-c", &pager]).env_default("LESS", "FRX").spawn_pager();
+    match child {
+        Ok(mut child) => {
+            if let Some(mut stdin) = child.stdin.take() {
+                let _ = stdin.write_all(text.as_bytes()).and_then(|()| stdin.write_all(b"\n"));
+            }
+            let _ = child.wait();
+        }
+        Err(_) => print_data(text),
+    }
+}
+
+fn cost(args: SessionsCostArgs) -> Result<i32, Error> {
+    let by = By::parse(&args.by).expect("clap checked the value");
+    let since = since(args.since.as_ref())?;
+    let prices = match (&args.prices, cost::default_prices_path()) {
+        (Some(path), _) => {
+            let current = crate::commands::current_dir()?;
+            cost::load_prices(&current.join(path), true)?
+        }
+        (None, Some(path)) => cost::load_prices(&path, false)?,
+        (None, None) => cost::Prices::default(),
+    };
+    let layout = layout(args.repo.as_ref())?;
+    let runs = runs(&layout);
+    let kept: Vec<&Light> = runs
+        .iter()
+        .filter(|run| since.is_none_or(|since| history::since(&run.started_at).is_some_and(|ago| ago <= since)))
+        .collect();
+    let totals = cost::totals(&kept, by, &prices);
+    if args.json {
+        print_data(&serde_json::to_string_pretty(&totals).expect("totals serialize"));
+        return Ok(0);
+    }
+    if totals.is_empty() {
+        print_note("no runs to total");
+        return Ok(0);
+    }
+    let mut rows: Vec<Vec<String>> = totals.iter().map(cost_row).collect();
+    let mut all = cost::Total { key: "total".into(), ..totals[0].clone() };
+    for t in &totals[1..] {
+        all.runs += t.runs;
+        all.iterations += t.iterations;
+        all.input_tokens += t.input_tokens;
+        all.output_tokens += t.output_tokens;
+        all.cache_read_tokens += t.cache_read_tokens;
+        all.cache_write_tokens += t.cache_write_tokens;
+        all.cost_usd += t.cost_usd;
+        all.unpriced_iterations += t.unpriced_iterations;
+        for model in &t.unpriced_models {
+            if !all.unpriced_models.contains(model) {
+                all.unpriced_models.push(model.clone());
+            }
+        }
+    }
+    // A run may fall in several groups; the total counts each once.
+    all.runs = kept.iter().filter(|run| !run.iterations.is_empty()).count();
+    if totals.len() > 1 {
+        rows.push(cost_row(&all));
+    }
+    let header = [by_header(by), "RUNS", "ITER", "INPUT", "OUTPUT", "CACHE READ", "CACHE WRITE", "COST"];
+    print_data(&table(&header, &rows));
+    if all.unpriced_iterations > 0 {
+        print_note(&format!(
+            "{} iteration(s) reported tokens but no cost, and the price table has no price for: {} (add them to `{}`, or pass `--prices FILE`)",
+            all.unpriced_iterations,
+            all.unpriced_models.join(", "),
+            cost::default_prices_path().map_or_else(|| "prices.toml".into(), |p| p.display().to_string())
+        ));
+    }
+    Ok(0)
+}
+
+fn by_header(by: By) -> &'static str {
+    match by {
+        By::Run => "RUN",
+        By::Agent => "AGENT",
+        By::Model => "MODEL",
+        By::Branch => "BRANCH",
+        By::Day => "DAY",
+    }
+}
+
+fn cost_row(total: &cost::Total) -> Vec<String> {
+    let mut cost = format!("${:.2}", total.cost_usd);
+    if total.unpriced_iterations > 0 {
+        let _ = write!(cost, " + unpriced ({})", total.unpriced_iterations);
+    }
+    vec![
+        total.key.clone(),
+        total.runs.to_string(),
+        total.iterations.to_string(),
+        total.input_tokens.to_string(),
+        total.output_tokens.to_string(),
+        total.cache_read_tokens.to_string(),
+        total.cache_write_tokens.to_string(),
+        cost,
+    ]
+}
+
+fn rm(args: SessionsRmArgs) -> Result<i32, Error> {
+    let layout = layout(args.repo.as_ref())?;
+    let runs = runs(&layout);
+    // Resolve every name first: one that matches nothing removes nothing.
+    let mut chosen: Vec<&Light> = Vec::new();
+    for wanted in &args.runs {
+        let run = history::find(&runs, wanted)?;
+        if run.status.observed(&run.process) == RunStatus::Running {
+            return Err(Error::usage(format!("run `{}` is still going (eden pid {})", run.id, run.process.pid))
+                .with_hint("wait for it to end, or stop it (Ctrl-C, or `kill` that pid) first"));
+        }
+        if !chosen.iter().any(|c| c.id == run.id) {
+            chosen.push(run);
+        }
+    }
+    for run in chosen {
+        let mut removed = Vec::new();
+        let sessions = layout.sessions().join(&run.id);
+        let patch = layout.patches().join(format!("{}.patch", run.id));
+        // A log shared by several runs (a `[logging] file` without `{run_id}`) stays.
+        let own_log =
+            run.log.clone().filter(|log| log.file_name().is_some_and(|n| n.to_string_lossy().contains(&run.id)));
+        for path in [Some(run.record_path.clone()), own_log, Some(patch)].into_iter().flatten() {
+            if path.is_file() {
+                fs_err::remove_file(&path)
+                    .map_err(|err| Error::internal("cannot remove a run's file").with_source(err))?;
+                removed.push(path);
+            }
+        }
+        if sessions.is_dir() {
+            fs_err::remove_dir_all(&sessions)
+                .map_err(|err| Error::internal("cannot remove a run's transcripts").with_source(err))?;
+            removed.push(sessions);
+        }
+        print_note(&format!("removed run {} ({} file(s) and folders)", run.id, removed.len()));
+    }
+    Ok(0)
+}

@@ -1,0 +1,290 @@
+//! The run history: `.eden/runs/*.json` read back as summaries (only the fields a listing
+//! needs, so ten thousand records list quickly), filtered, and a run found by id, prefix,
+//! `last`, or one of its agent session ids.
+
+use crate::agent::{AgentKind, Usage};
+use crate::error::Error;
+use crate::layout::Layout;
+use crate::process::ProcessStamp;
+use crate::record::{ExitReason, RunStatus, TranscriptRecord};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+/// What `eden sessions list` shows of a run; the JSON field names are stable.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunSummary {
+    pub id: String,
+    pub name: String,
+    /// The agent kind of each step, in order, without repeats.
+    pub agents: Vec<AgentKind>,
+    pub sandbox: String,
+    pub branch: String,
+    pub base_branch: Option<String>,
+    /// `running`, `finished` or `abandoned` (a `running` record whose eden is gone).
+    pub status: RunStatus,
+    pub exit_reason: Option<ExitReason>,
+    pub exit_code: Option<i32>,
+    pub iterations: usize,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cache_read_tokens: u64,
+    pub cache_write_tokens: u64,
+    /// As the agents reported it; `None` when none did.
+    pub cost_usd: Option<f64>,
+    pub started_at: String,
+    pub duration_ms: u64,
+    pub merged_into: Option<String>,
+    pub preserved_branch: Option<String>,
+    /// Session ids of the agents, in order, without repeats.
+    pub sessions: Vec<String>,
+    pub record: PathBuf,
+    pub log: Option<PathBuf>,
+}
+
+/// The parts of a run record a summary and the cost report read.
+#[derive(Debug, Deserialize)]
+pub struct Light {
+    pub id: String,
+    pub name: String,
+    pub status: RunStatus,
+    pub process: ProcessStamp,
+    pub sandbox: String,
+    pub branch: String,
+    pub base_branch: Option<String>,
+    #[serde(default)]
+    pub steps: Vec<LightStep>,
+    #[serde(default)]
+    pub iterations: Vec<LightIteration>,
+    pub started_at: String,
+    pub duration_ms: u64,
+    pub exit_reason: Option<ExitReason>,
+    pub exit_code: Option<i32>,
+    pub merged_into: Option<String>,
+    pub preserved_branch: Option<String>,
+    pub log: Option<PathBuf>,
+    pub worktree: PathBuf,
+    pub record_path: PathBuf,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct LightStep {
+    pub name: String,
+    pub agent: AgentKind,
+    pub model: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct LightIteration {
+    pub step: String,
+    pub iteration: u32,
+    pub started_at: String,
+    pub usage: Option<Usage>,
+    pub session_id: Option<String>,
+    #[serde(default)]
+    pub transcript: Option<TranscriptRecord>,
+}
+
+impl Light {
+    /// The agent and model of the step an iteration belongs to.
+    pub fn step_of(&self, iteration: &LightIteration) -> Option<&LightStep> {
+        self.steps.iter().find(|step| step.name == iteration.step)
+    }
+
+    pub fn summary(&self) -> RunSummary {
+        let mut agents = Vec::new();
+        for step in &self.steps {
+            if !agents.contains(&step.agent) {
+                agents.push(step.agent);
+            }
+        }
+        let mut usage = Usage::default();
+        let mut cost = None;
+        let mut sessions = Vec::new();
+        for iteration in &self.iterations {
+            if let Some(used) = &iteration.usage {
+                usage.add(used);
+                if let Some(c) = used.cost_usd {
+                    cost = Some(cost.unwrap_or(0.0) + c);
+                }
+            }
+            if let Some(id) = &iteration.session_id {
+                if !sessions.contains(id) {
+                    sessions.push(id.clone());
+                }
+            }
+        }
+        let status = self.status.observed(&self.process);
+        let duration_ms = match status {
+            RunStatus::Running => since(&self.started_at).map_or(self.duration_ms, |d| d.as_millis() as u64),
+            _ => self.duration_ms,
+        };
+        RunSummary {
+            id: self.id.clone(),
+            name: self.name.clone(),
+            agents,
+            sandbox: self.sandbox.clone(),
+            branch: self.branch.clone(),
+            base_branch: self.base_branch.clone(),
+            status,
+            exit_reason: self.exit_reason,
+            exit_code: self.exit_code,
+            iterations: self.iterations.len(),
+            input_tokens: usage.input_tokens,
+            output_tokens: usage.output_tokens,
+            cache_read_tokens: usage.cache_read_tokens,
+            cache_write_tokens: usage.cache_write_tokens,
+            cost_usd: cost,
+            started_at: self.started_at.clone(),
+            duration_ms,
+            merged_into: self.merged_into.clone(),
+            preserved_branch: self.preserved_branch.clone(),
+            sessions,
+            record: self.record_path.clone(),
+            log: self.log.clone(),
+        }
+    }
+}
+
+/// How long ago an RFC 3339 time was.
+pub fn since(time: &str) -> Option<Duration> {
+    let then = humantime::parse_rfc3339_weak(time.trim_end_matches('Z')).ok()?;
+    SystemTime::now().duration_since(then).ok()
+}
+
+/// Every run record of the repository, newest first, and a warning for each that cannot be read.
+pub fn load(layout: &Layout) -> (Vec<Light>, Vec<String>) {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(layout.runs())
+        .map(|dir| {
+            dir.filter_map(|entry| entry.ok().map(|e| e.path()))
+                .filter(|path| path.extension().is_some_and(|e| e == "json"))
+                .collect()
+        })
+        .unwrap_or_default();
+    // Run ids start with the time: sorting names newest first sorts the runs.
+    paths.sort_unstable_by(|a, b| b.file_name().cmp(&a.file_name()));
+    let threads = std::thread::available_parallelism().map_or(1, usize::from).min(8);
+    let chunk = paths.len().div_ceil(threads).max(1);
+    let results: Vec<Vec<Result<Light, String>>> = std::thread::scope(|scope| {
+        let handles: Vec<_> =
+            paths.chunks(chunk).map(|part| scope.spawn(move || part.iter().map(|p| read_light(p)).collect())).collect();
+        handles.into_iter().map(|handle| handle.join().unwrap_or_default()).collect()
+    });
+    let mut runs = Vec::with_capacity(paths.len());
+    let mut warnings = Vec::new();
+    for result in results.into_iter().flatten() {
+        match result {
+            Ok(light) => runs.push(light),
+            Err(warning) => warnings.push(warning),
+        }
+    }
+    (runs, warnings)
+}
+
+fn read_light(path: &Path) -> Result<Light, String> {
+    let data = std::fs::read(path).map_err(|err| format!("cannot read `{}`: {err}", path.display()))?;
+    serde_json::from_slice(&data)
+        .map_err(|err| format!("`{}` is not a run record eden can read ({err}); skipped", path.display()))
+}
+
+/// `eden sessions list` filters.
+#[derive(Debug, Default)]
+pub struct Filter {
+    pub since: Option<Duration>,
+    pub name: Option<String>,
+    pub agent: Option<AgentKind>,
+    /// A status (`running`, `finished`, `abandoned`) or an exit reason (`completed`,
+    /// `agent_failed`, ...).
+    pub status: Option<String>,
+    pub branch: Option<String>,
+}
+
+/// The words `--status` accepts.
+pub const STATUS_WORDS: [&str; 15] = [
+    "running",
+    "finished",
+    "abandoned",
+    "completed",
+    "output",
+    "max_iterations",
+    "incomplete",
+    "usage",
+    "agent_failed",
+    "timeout",
+    "hook_failed",
+    "sandbox_error",
+    "git_error",
+    "interrupted",
+    "internal",
+];
+
+impl Filter {
+    pub fn keeps(&self, run: &RunSummary) -> bool {
+        if let Some(since) = self.since {
+            if crate::sessions::history::since(&run.started_at).is_none_or(|ago| ago > since) {
+                return false;
+            }
+        }
+        if self.name.as_ref().is_some_and(|name| *name != run.name) {
+            return false;
+        }
+        if self.agent.is_some_and(|agent| !run.agents.contains(&agent)) {
+            return false;
+        }
+        if self.branch.as_ref().is_some_and(|branch| *branch != run.branch) {
+            return false;
+        }
+        if let Some(status) = &self.status {
+            let status_word = serde_json::to_value(run.status).ok();
+            let reason = run.exit_reason.map(ExitReason::as_str);
+            if status_word.as_ref().and_then(|v| v.as_str()) != Some(status.as_str()) && reason != Some(status.as_str())
+            {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// The run `wanted` names: `last`, a run id or an unambiguous prefix of one, or a session id
+/// (or its prefix) one of its agents reported. `runs` is newest first.
+pub fn find<'r>(runs: &'r [Light], wanted: &str) -> Result<&'r Light, Error> {
+    if runs.is_empty() {
+        return Err(Error::usage("there are no runs in this repository yet")
+            .with_hint("`eden run <manifest>` records its runs in `.eden/runs/`"));
+    }
+    if wanted == "last" {
+        return Ok(&runs[0]);
+    }
+    if let Some(run) = runs.iter().find(|run| run.id == wanted) {
+        return Ok(run);
+    }
+    let by_id: Vec<&Light> = runs.iter().filter(|run| run.id.starts_with(wanted)).collect();
+    let by_session: Vec<&Light> = runs
+        .iter()
+        .filter(|run| run.iterations.iter().any(|it| it.session_id.as_deref().is_some_and(|s| s.starts_with(wanted))))
+        .collect();
+    let candidates = if by_id.is_empty() { by_session } else { by_id };
+    match candidates.as_slice() {
+        [one] => Ok(one),
+        [] => {
+            let closest = closest(runs, wanted);
+            Err(Error::usage(format!("no run or session `{wanted}`")).with_hint(match closest {
+                Some(id) => format!("the closest run id is `{id}`; `eden sessions list` shows them all"),
+                None => "`eden sessions list` shows the runs".into(),
+            }))
+        }
+        many => {
+            let ids: Vec<&str> = many.iter().take(10).map(|run| run.id.as_str()).collect();
+            Err(Error::usage(format!("`{wanted}` matches {} runs: {}", many.len(), ids.join(", ")))
+                .with_hint("give more of the run id"))
+        }
+    }
+}
+
+/// The run id sharing the longest prefix with `wanted` (ties: the newest).
+fn closest<'r>(runs: &'r [Light], wanted: &str) -> Option<&'r str> {
+    let common = |id: &str| id.chars().zip(wanted.chars()).take_while(|(a, b)| a == b).count();
+    let best = runs.iter().map(|run| common(&run.id)).max()?;
+    (best > 0).then(|| runs.iter().find(|run| common(&run.id) == best).map(|run| run.id.as_str())).flatten()
+}
