@@ -30,6 +30,7 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             [CompletionResult]::new('image', 'image', [CompletionResultType]::ParameterValue, 'Build or remove the sandbox image')
             [CompletionResult]::new('clean', 'clean', [CompletionResultType]::ParameterValue, 'Remove what eden left behind: worktrees, branches, containers, locks, isolated copies')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script for bash, zsh, fish, elvish or powershell')
+            [CompletionResult]::new('sessions', 'sessions', [CompletionResultType]::ParameterValue, 'The run history: list runs, replay one, total tokens and cost, remove runs')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -123,12 +124,84 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
         }
+        'eden;sessions' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'One line per run, newest first (from `.eden/runs/`)')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Replay a run: prompts, the agent''s text, tool calls, hooks, usage, the outcome')
+            [CompletionResult]::new('cost', 'cost', [CompletionResultType]::ParameterValue, 'Token and cost totals by run, agent, model, branch or day')
+            [CompletionResult]::new('rm', 'rm', [CompletionResultType]::ParameterValue, 'Remove runs: their records, logs, captured transcripts and patches')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'eden;sessions;list' {
+            [CompletionResult]::new('--since', '--since', [CompletionResultType]::ParameterName, 'Only runs started within this long (e.g. `7d`, `12h`)')
+            [CompletionResult]::new('--name', '--name', [CompletionResultType]::ParameterName, 'Only runs of this name')
+            [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'Only runs with this agent in one of their steps')
+            [CompletionResult]::new('--status', '--status', [CompletionResultType]::ParameterName, 'Only runs with this status (running, finished, abandoned) or exit reason (completed, agent_failed, ...)')
+            [CompletionResult]::new('--branch', '--branch', [CompletionResultType]::ParameterName, 'Only runs on this branch')
+            [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'The repository (default: the current directory''s)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print the runs as a JSON array on stdout')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'eden;sessions;show' {
+            [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'The repository (default: the current directory''s)')
+            [CompletionResult]::new('--full', '--full', [CompletionResultType]::ParameterName, 'Whole prompts, texts and tool summaries (they are cut otherwise)')
+            [CompletionResult]::new('--raw', '--raw', [CompletionResultType]::ParameterName, 'Print the captured transcripts as stored (JSON lines)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print the run''s events as JSON lines')
+            [CompletionResult]::new('--no-pager', '--no-pager', [CompletionResultType]::ParameterName, 'Never start a pager')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'eden;sessions;cost' {
+            [CompletionResult]::new('--by', '--by', [CompletionResultType]::ParameterName, 'Group the totals by')
+            [CompletionResult]::new('--since', '--since', [CompletionResultType]::ParameterName, 'Only runs started within this long (e.g. `7d`)')
+            [CompletionResult]::new('--prices', '--prices', [CompletionResultType]::ParameterName, 'Price table (default: `~/.config/eden/prices.toml` when it exists)')
+            [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'The repository (default: the current directory''s)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print the totals as JSON on stdout')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'eden;sessions;rm' {
+            [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'The repository (default: the current directory''s)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'eden;sessions;help' {
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'One line per run, newest first (from `.eden/runs/`)')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Replay a run: prompts, the agent''s text, tool calls, hooks, usage, the outcome')
+            [CompletionResult]::new('cost', 'cost', [CompletionResultType]::ParameterValue, 'Token and cost totals by run, agent, model, branch or day')
+            [CompletionResult]::new('rm', 'rm', [CompletionResultType]::ParameterValue, 'Remove runs: their records, logs, captured transcripts and patches')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'eden;sessions;help;list' {
+            break
+        }
+        'eden;sessions;help;show' {
+            break
+        }
+        'eden;sessions;help;cost' {
+            break
+        }
+        'eden;sessions;help;rm' {
+            break
+        }
+        'eden;sessions;help;help' {
+            break
+        }
         'eden;help' {
             [CompletionResult]::new('run', 'run', [CompletionResultType]::ParameterValue, 'Run an agent as a manifest (or flags) describes: worktree, iterations, merge back')
             [CompletionResult]::new('init', 'init', [CompletionResultType]::ParameterValue, 'Write a starter manifest (and, for container sandboxes, a Dockerfile)')
             [CompletionResult]::new('image', 'image', [CompletionResultType]::ParameterValue, 'Build or remove the sandbox image')
             [CompletionResult]::new('clean', 'clean', [CompletionResultType]::ParameterValue, 'Remove what eden left behind: worktrees, branches, containers, locks, isolated copies')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script for bash, zsh, fish, elvish or powershell')
+            [CompletionResult]::new('sessions', 'sessions', [CompletionResultType]::ParameterValue, 'The run history: list runs, replay one, total tokens and cost, remove runs')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -153,6 +226,25 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             break
         }
         'eden;help;completions' {
+            break
+        }
+        'eden;help;sessions' {
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'One line per run, newest first (from `.eden/runs/`)')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Replay a run: prompts, the agent''s text, tool calls, hooks, usage, the outcome')
+            [CompletionResult]::new('cost', 'cost', [CompletionResultType]::ParameterValue, 'Token and cost totals by run, agent, model, branch or day')
+            [CompletionResult]::new('rm', 'rm', [CompletionResultType]::ParameterValue, 'Remove runs: their records, logs, captured transcripts and patches')
+            break
+        }
+        'eden;help;sessions;list' {
+            break
+        }
+        'eden;help;sessions;show' {
+            break
+        }
+        'eden;help;sessions;cost' {
+            break
+        }
+        'eden;help;sessions;rm' {
             break
         }
         'eden;help;help' {

@@ -27,6 +27,7 @@ set edit:completion:arg-completer[eden] = {|@words|
             cand image 'Build or remove the sandbox image'
             cand clean 'Remove what eden left behind: worktrees, branches, containers, locks, isolated copies'
             cand completions 'Print a shell completion script for bash, zsh, fish, elvish or powershell'
+            cand sessions 'The run history: list runs, replay one, total tokens and cost, remove runs'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'eden;run'= {
@@ -108,12 +109,73 @@ set edit:completion:arg-completer[eden] = {|@words|
             cand -h 'Print help'
             cand --help 'Print help'
         }
+        &'eden;sessions'= {
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand list 'One line per run, newest first (from `.eden/runs/`)'
+            cand show 'Replay a run: prompts, the agent''s text, tool calls, hooks, usage, the outcome'
+            cand cost 'Token and cost totals by run, agent, model, branch or day'
+            cand rm 'Remove runs: their records, logs, captured transcripts and patches'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'eden;sessions;list'= {
+            cand --since 'Only runs started within this long (e.g. `7d`, `12h`)'
+            cand --name 'Only runs of this name'
+            cand --agent 'Only runs with this agent in one of their steps'
+            cand --status 'Only runs with this status (running, finished, abandoned) or exit reason (completed, agent_failed, ...)'
+            cand --branch 'Only runs on this branch'
+            cand --repo 'The repository (default: the current directory''s)'
+            cand --json 'Print the runs as a JSON array on stdout'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'eden;sessions;show'= {
+            cand --repo 'The repository (default: the current directory''s)'
+            cand --full 'Whole prompts, texts and tool summaries (they are cut otherwise)'
+            cand --raw 'Print the captured transcripts as stored (JSON lines)'
+            cand --json 'Print the run''s events as JSON lines'
+            cand --no-pager 'Never start a pager'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'eden;sessions;cost'= {
+            cand --by 'Group the totals by'
+            cand --since 'Only runs started within this long (e.g. `7d`)'
+            cand --prices 'Price table (default: `~/.config/eden/prices.toml` when it exists)'
+            cand --repo 'The repository (default: the current directory''s)'
+            cand --json 'Print the totals as JSON on stdout'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'eden;sessions;rm'= {
+            cand --repo 'The repository (default: the current directory''s)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'eden;sessions;help'= {
+            cand list 'One line per run, newest first (from `.eden/runs/`)'
+            cand show 'Replay a run: prompts, the agent''s text, tool calls, hooks, usage, the outcome'
+            cand cost 'Token and cost totals by run, agent, model, branch or day'
+            cand rm 'Remove runs: their records, logs, captured transcripts and patches'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'eden;sessions;help;list'= {
+        }
+        &'eden;sessions;help;show'= {
+        }
+        &'eden;sessions;help;cost'= {
+        }
+        &'eden;sessions;help;rm'= {
+        }
+        &'eden;sessions;help;help'= {
+        }
         &'eden;help'= {
             cand run 'Run an agent as a manifest (or flags) describes: worktree, iterations, merge back'
             cand init 'Write a starter manifest (and, for container sandboxes, a Dockerfile)'
             cand image 'Build or remove the sandbox image'
             cand clean 'Remove what eden left behind: worktrees, branches, containers, locks, isolated copies'
             cand completions 'Print a shell completion script for bash, zsh, fish, elvish or powershell'
+            cand sessions 'The run history: list runs, replay one, total tokens and cost, remove runs'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'eden;help;run'= {
@@ -131,6 +193,20 @@ set edit:completion:arg-completer[eden] = {|@words|
         &'eden;help;clean'= {
         }
         &'eden;help;completions'= {
+        }
+        &'eden;help;sessions'= {
+            cand list 'One line per run, newest first (from `.eden/runs/`)'
+            cand show 'Replay a run: prompts, the agent''s text, tool calls, hooks, usage, the outcome'
+            cand cost 'Token and cost totals by run, agent, model, branch or day'
+            cand rm 'Remove runs: their records, logs, captured transcripts and patches'
+        }
+        &'eden;help;sessions;list'= {
+        }
+        &'eden;help;sessions;show'= {
+        }
+        &'eden;help;sessions;cost'= {
+        }
+        &'eden;help;sessions;rm'= {
         }
         &'eden;help;help'= {
         }

@@ -429,7 +429,7 @@ pub const ENVIRONMENT: [(&str, &str); 5] = [
 ];
 
 /// The files eden reads and writes, for the man pages.
-pub const FILES: [(&str, &str); 9] = [
+pub const FILES: [(&str, &str); 11] = [
     ("eden.toml", "A run manifest, as `eden init` writes it; any name works: `eden run plan.toml`."),
     (
         "Dockerfile.eden",
@@ -443,6 +443,11 @@ pub const FILES: [(&str, &str); 9] = [
         ".eden/logs/<run-id>.jsonl",
         "Every event of the run as a JSON line (`[logging] file` moves it, `file = false` turns it off).",
     ),
+    (
+        ".eden/sessions/<run-id>/",
+        "The agents' own transcripts, copied after each iteration (`eden sessions show --raw`).",
+    ),
+    ("~/.config/eden/prices.toml", "Prices per million tokens for `eden sessions cost`, by model."),
     (".eden/locks/", "Branch and repository locks (flock); a lock held by a live eden is never taken."),
     (".eden/patches/<run-id>.patch", "Uncommitted work brought back from an `isolated` run's copy."),
 ];

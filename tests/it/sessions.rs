@@ -67,3 +67,179 @@ fn a_missing_transcript_is_a_warning_not_a_failure() {
     let log = std::fs::read_to_string(record["log"].as_str().unwrap()).unwrap();
     assert!(log.contains("no transcript of session `sess-0001` found at"), "{log}");
 }
+
+/// A run of the simulated agent, named `name`, that completes.
+fn simulated_run(env: &TestEnv, name: &str) -> serde_json::Value {
+    let manifest = format!(
+        "name = \"{name}\"\nprompt = \"say hello\"\n[agent]\nkind = \"simulated\"\n\
+         lines = [\"hello from {name}\", \"<promise>COMPLETE</promise>\"]\n[loop]\nmax_iterations = 1\n"
+    );
+    let path = env.write(&format!("{name}.toml"), &manifest);
+    let run = env.eden(&["run", path.to_str().unwrap(), "--json"]);
+    run.assert_code(0);
+    run.json()
+}
+
+#[test]
+fn list_show_and_cost_tell_the_history() {
+    let env = TestEnv::new();
+    let first = simulated_run(&env, "first");
+    let capped = run_claude_like(&env, true).json();
+    let capped_id = capped["id"].as_str().unwrap();
+
+    // Newest first, as JSON for scripts.
+    let list = env.eden(&["sessions", "list", "--json"]);
+    list.assert_code(0);
+    let runs = list.json();
+    let ids: Vec<&str> = runs.as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, [capped_id, first["id"].as_str().unwrap()]);
+    let claude = &runs[0];
+    assert_eq!(claude["agents"], serde_json::json!(["cli"]));
+    assert_eq!((claude["input_tokens"].as_u64(), claude["output_tokens"].as_u64()), (Some(10), Some(5)));
+    assert_eq!(claude["cost_usd"], 0.25);
+    assert_eq!(claude["exit_reason"], "completed");
+    assert_eq!(claude["sessions"], serde_json::json!(["sess-0001"]));
+
+    // Filters.
+    let only = |args: &[&str]| -> Vec<String> {
+        let mut all = vec!["sessions", "list", "--json"];
+        all.extend_from_slice(args);
+        let run = env.eden(&all);
+        run.assert_code(0);
+        run.json().as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap().to_owned()).collect()
+    };
+    assert_eq!(only(&["--name", "first"]), ["first"]);
+    assert_eq!(only(&["--agent", "simulated"]), ["first"]);
+    assert_eq!(only(&["--status", "completed"]), ["cap", "first"]);
+    assert_eq!(only(&["--status", "abandoned"]), Vec::<String>::new());
+    assert_eq!(only(&["--since", "1h"]).len(), 2);
+    assert_eq!(only(&["--branch", capped["branch"].as_str().unwrap()]), ["cap"]);
+
+    // The table for people.
+    let table = env.eden(&["sessions", "list"]);
+    let lines: Vec<&str> = table.stdout.lines().collect();
+    assert!(lines[0].starts_with("RUN "), "{}", table.stdout);
+    assert!(
+        lines[1].starts_with(capped_id) && lines[1].contains("completed") && lines[1].contains("$0.25"),
+        "{}",
+        lines[1]
+    );
+
+    // The replay: prompt, the agent's text, the outcome; by prefix, by `last`, by session id.
+    let prefix = &first["id"].as_str().unwrap()[..first["id"].as_str().unwrap().len() - 2];
+    let show = env.eden(&["sessions", "show", prefix]);
+    show.assert_code(0);
+    for expected in
+        ["prompt:", "    say hello", "agent:", "    hello from first", "completion signal", "ended: completed"]
+    {
+        assert!(show.stdout.contains(expected), "{expected:?} in\n{}", show.stdout);
+    }
+    let last = env.eden(&["sessions", "show", "last"]);
+    assert!(last.stdout.starts_with(&format!("run {capped_id}")), "{}", last.stdout);
+    assert!(last.stdout.contains("transcript "), "{}", last.stdout);
+    let by_session = env.eden(&["sessions", "show", "sess-0001", "--raw"]);
+    by_session.assert_code(0);
+    assert!(by_session.stdout.contains("the token is ***"), "{}", by_session.stdout);
+    let events = env.eden(&["sessions", "show", "last", "--json"]);
+    let kinds: Vec<String> = events
+        .stdout
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap()["event"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(kinds.first().map(String::as_str), Some("run_started"));
+    assert_eq!(kinds.last().map(String::as_str), Some("run_finished"));
+    let no_transcript = env.eden(&["sessions", "show", prefix, "--raw"]);
+    no_transcript.assert_code(2);
+    assert!(no_transcript.error_text().contains("has no captured transcript"), "{}", no_transcript.stderr);
+
+    // Cost: reported where the agent reports it.
+    let cost = env.eden(&["sessions", "cost", "--by", "agent", "--json"]);
+    cost.assert_code(0);
+    let totals = cost.json();
+    let cli = totals.as_array().unwrap().iter().find(|t| t["key"] == "cli").unwrap();
+    assert_eq!((cli["cost_usd"].as_f64(), cli["input_tokens"].as_u64()), (Some(0.25), Some(10)));
+    env.assert_pristine();
+}
+
+#[test]
+fn tokens_without_a_reported_cost_are_priced_from_the_table_or_shown_unpriced() {
+    let env = TestEnv::new();
+    // A Codex-like wrapper: tokens, no cost.
+    let script = env.script(
+        "codex-like.sh",
+        "#!/bin/bash\ncat >/dev/null\necho '{\"type\":\"thread.started\",\"thread_id\":\"t-1\"}'\n\
+         echo '{\"type\":\"item.completed\",\"item\":{\"id\":\"i\",\"type\":\"agent_message\",\"text\":\"<promise>COMPLETE</promise>\"}}'\n\
+         echo '{\"type\":\"turn.completed\",\"usage\":{\"input_tokens\":2000000,\"cached_input_tokens\":0,\"output_tokens\":100000}}'\n",
+    );
+    let manifest = format!(
+        "name = \"priced\"\nprompt = \"go\"\n[agent]\nkind = \"cli\"\nbinary = \"{}\"\nparser = \"codex\"\nmodel = \"gpt-test\"\n[loop]\nmax_iterations = 1\n",
+        script.display()
+    );
+    env.run_manifest(&manifest, &[]).assert_code(0);
+    let unpriced = env.eden(&["sessions", "cost", "--by", "model"]);
+    unpriced.assert_code(0);
+    assert!(unpriced.stdout.contains("gpt-test") && unpriced.stdout.contains("unpriced (1)"), "{}", unpriced.stdout);
+    assert!(unpriced.stderr.contains("no price for: gpt-test"), "{}", unpriced.stderr);
+
+    let prices = env.write("prices.toml", "[models.\"gpt-test\"]\ninput = 1.0\noutput = 10.0\n");
+    let priced = env.eden(&["sessions", "cost", "--by", "model", "--json", "--prices", prices.to_str().unwrap()]);
+    priced.assert_code(0);
+    let total = &priced.json()[0];
+    assert_eq!(total["key"], "gpt-test");
+    assert!((total["cost_usd"].as_f64().unwrap() - 3.0).abs() < 1e-9, "{total}");
+    assert_eq!(total["unpriced_iterations"], 0);
+
+    // The default table under the config folder is read too; a broken one is a located error.
+    let config = env.home().join(".config/eden");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(config.join("prices.toml"), "[models.\"gpt-test\"]\ninput = \"cheap\"\n").unwrap();
+    let broken = env.eden(&["sessions", "cost"]);
+    broken.assert_code(2);
+    assert!(broken.error_text().contains("prices.toml:2:9"), "{}", broken.stderr);
+    let missing = env.eden(&["sessions", "cost", "--prices", "nope.toml"]);
+    missing.assert_code(2);
+    assert!(missing.error_text().contains("cannot read the price table"), "{}", missing.stderr);
+}
+
+#[test]
+fn bad_names_and_broken_records_are_clear() {
+    let env = TestEnv::new();
+    let none = env.eden(&["sessions", "show", "last"]);
+    none.assert_code(2);
+    assert!(none.error_text().contains("there are no runs in this repository yet"), "{}", none.stderr);
+
+    let a = simulated_run(&env, "alpha");
+    let b = simulated_run(&env, "beta");
+    let (a, b) = (a["id"].as_str().unwrap(), b["id"].as_str().unwrap());
+    // Both start with the date: ambiguous.
+    let ambiguous = env.eden(&["sessions", "show", &a[..8]]);
+    ambiguous.assert_code(2);
+    let error = ambiguous.error_text();
+    assert!(error.contains("matches 2 runs") && error.contains(a) && error.contains(b), "{error}");
+    // Unknown: the closest id is named.
+    let unknown = env.eden(&["sessions", "show", &format!("{}zz", &b[..10])]);
+    unknown.assert_code(2);
+    assert!(unknown.error_text().contains("the closest run id is"), "{}", unknown.stderr);
+
+    // A corrupt record is skipped with a warning; the rest are listed.
+    let runs = env.repo.join(".eden/runs");
+    std::fs::write(runs.join("20990101-000000-broken.json"), "{ not json").unwrap();
+    let list = env.eden(&["sessions", "list", "--json"]);
+    list.assert_code(0);
+    assert_eq!(list.json().as_array().unwrap().len(), 2);
+    assert!(list.stderr.contains("20990101-000000-broken.json` is not a run record eden can read"), "{}", list.stderr);
+    std::fs::remove_file(runs.join("20990101-000000-broken.json")).unwrap();
+
+    // rm: the record, the log and the transcripts go; an unknown name removes nothing.
+    let before = std::fs::read_dir(&runs).unwrap().count();
+    env.eden(&["sessions", "rm", a, "nope"]).assert_code(2);
+    assert_eq!(std::fs::read_dir(&runs).unwrap().count(), before);
+    let rm = env.eden(&["sessions", "rm", a]);
+    rm.assert_code(0);
+    assert!(!runs.join(format!("{a}.json")).exists());
+    assert!(!env.repo.join(format!(".eden/logs/{a}.jsonl")).exists());
+    assert!(runs.join(format!("{b}.json")).exists());
+    let bad_since = env.eden(&["sessions", "list", "--since", "soon"]);
+    bad_since.assert_code(2);
+    assert!(bad_since.error_text().contains("hint: write a duration"), "{}", bad_since.stderr);
+}
