@@ -131,6 +131,8 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Replay a run: prompts, the agent''s text, tool calls, hooks, usage, the outcome')
             [CompletionResult]::new('cost', 'cost', [CompletionResultType]::ParameterValue, 'Token and cost totals by run, agent, model, branch or day')
             [CompletionResult]::new('rm', 'rm', [CompletionResultType]::ParameterValue, 'Remove runs: their records, logs, captured transcripts and patches')
+            [CompletionResult]::new('transfer', 'transfer', [CompletionResultType]::ParameterValue, 'Copy a captured session into the agent''s own store for another directory')
+            [CompletionResult]::new('resume', 'resume', [CompletionResultType]::ParameterValue, 'Continue an agent session: a run with `agent.resume` on the session''s branch')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -172,11 +174,34 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
         }
+        'eden;sessions;transfer' {
+            [CompletionResult]::new('--to', '--to', [CompletionResultType]::ParameterName, 'The working directory the agent will resume it in')
+            [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'The repository whose runs to look in (default: the current directory''s)')
+            [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Overwrite a session already there')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'eden;sessions;resume' {
+            [CompletionResult]::new('--prompt', '--prompt', [CompletionResultType]::ParameterName, 'The follow-up message (default: continue, and print the completion signal when done)')
+            [CompletionResult]::new('--set', '--set', [CompletionResultType]::ParameterName, 'Override any manifest key (repeatable)')
+            [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'The repository (default: the current directory''s)')
+            [CompletionResult]::new('--interactive', '--interactive', [CompletionResultType]::ParameterName, 'Hand the terminal to the agent in that session (needs `eden interactive`)')
+            [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Print the resolved plan as JSON; create nothing')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print the run record as JSON on stdout')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress output')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'No progress output')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
         'eden;sessions;help' {
             [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'One line per run, newest first (from `.eden/runs/`)')
             [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Replay a run: prompts, the agent''s text, tool calls, hooks, usage, the outcome')
             [CompletionResult]::new('cost', 'cost', [CompletionResultType]::ParameterValue, 'Token and cost totals by run, agent, model, branch or day')
             [CompletionResult]::new('rm', 'rm', [CompletionResultType]::ParameterValue, 'Remove runs: their records, logs, captured transcripts and patches')
+            [CompletionResult]::new('transfer', 'transfer', [CompletionResultType]::ParameterValue, 'Copy a captured session into the agent''s own store for another directory')
+            [CompletionResult]::new('resume', 'resume', [CompletionResultType]::ParameterValue, 'Continue an agent session: a run with `agent.resume` on the session''s branch')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -190,6 +215,12 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             break
         }
         'eden;sessions;help;rm' {
+            break
+        }
+        'eden;sessions;help;transfer' {
+            break
+        }
+        'eden;sessions;help;resume' {
             break
         }
         'eden;sessions;help;help' {
@@ -233,6 +264,8 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Replay a run: prompts, the agent''s text, tool calls, hooks, usage, the outcome')
             [CompletionResult]::new('cost', 'cost', [CompletionResultType]::ParameterValue, 'Token and cost totals by run, agent, model, branch or day')
             [CompletionResult]::new('rm', 'rm', [CompletionResultType]::ParameterValue, 'Remove runs: their records, logs, captured transcripts and patches')
+            [CompletionResult]::new('transfer', 'transfer', [CompletionResultType]::ParameterValue, 'Copy a captured session into the agent''s own store for another directory')
+            [CompletionResult]::new('resume', 'resume', [CompletionResultType]::ParameterValue, 'Continue an agent session: a run with `agent.resume` on the session''s branch')
             break
         }
         'eden;help;sessions;list' {
@@ -245,6 +278,12 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             break
         }
         'eden;help;sessions;rm' {
+            break
+        }
+        'eden;help;sessions;transfer' {
+            break
+        }
+        'eden;help;sessions;resume' {
             break
         }
         'eden;help;help' {

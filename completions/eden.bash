@@ -70,11 +70,17 @@ _eden() {
             eden__subcmd__help__subcmd__sessions,list)
                 cmd="eden__subcmd__help__subcmd__sessions__subcmd__list"
                 ;;
+            eden__subcmd__help__subcmd__sessions,resume)
+                cmd="eden__subcmd__help__subcmd__sessions__subcmd__resume"
+                ;;
             eden__subcmd__help__subcmd__sessions,rm)
                 cmd="eden__subcmd__help__subcmd__sessions__subcmd__rm"
                 ;;
             eden__subcmd__help__subcmd__sessions,show)
                 cmd="eden__subcmd__help__subcmd__sessions__subcmd__show"
+                ;;
+            eden__subcmd__help__subcmd__sessions,transfer)
+                cmd="eden__subcmd__help__subcmd__sessions__subcmd__transfer"
                 ;;
             eden__subcmd__image,build)
                 cmd="eden__subcmd__image__subcmd__build"
@@ -103,11 +109,17 @@ _eden() {
             eden__subcmd__sessions,list)
                 cmd="eden__subcmd__sessions__subcmd__list"
                 ;;
+            eden__subcmd__sessions,resume)
+                cmd="eden__subcmd__sessions__subcmd__resume"
+                ;;
             eden__subcmd__sessions,rm)
                 cmd="eden__subcmd__sessions__subcmd__rm"
                 ;;
             eden__subcmd__sessions,show)
                 cmd="eden__subcmd__sessions__subcmd__show"
+                ;;
+            eden__subcmd__sessions,transfer)
+                cmd="eden__subcmd__sessions__subcmd__transfer"
                 ;;
             eden__subcmd__sessions__subcmd__help,cost)
                 cmd="eden__subcmd__sessions__subcmd__help__subcmd__cost"
@@ -118,11 +130,17 @@ _eden() {
             eden__subcmd__sessions__subcmd__help,list)
                 cmd="eden__subcmd__sessions__subcmd__help__subcmd__list"
                 ;;
+            eden__subcmd__sessions__subcmd__help,resume)
+                cmd="eden__subcmd__sessions__subcmd__help__subcmd__resume"
+                ;;
             eden__subcmd__sessions__subcmd__help,rm)
                 cmd="eden__subcmd__sessions__subcmd__help__subcmd__rm"
                 ;;
             eden__subcmd__sessions__subcmd__help,show)
                 cmd="eden__subcmd__sessions__subcmd__help__subcmd__show"
+                ;;
+            eden__subcmd__sessions__subcmd__help,transfer)
+                cmd="eden__subcmd__sessions__subcmd__help__subcmd__transfer"
                 ;;
             *)
                 ;;
@@ -313,7 +331,7 @@ _eden() {
             return 0
             ;;
         eden__subcmd__help__subcmd__sessions)
-            opts="list show cost rm"
+            opts="list show cost rm transfer resume"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -354,6 +372,20 @@ _eden() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        eden__subcmd__help__subcmd__sessions__subcmd__resume)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         eden__subcmd__help__subcmd__sessions__subcmd__rm)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
@@ -369,6 +401,20 @@ _eden() {
             return 0
             ;;
         eden__subcmd__help__subcmd__sessions__subcmd__show)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        eden__subcmd__help__subcmd__sessions__subcmd__transfer)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -666,7 +712,7 @@ _eden() {
             return 0
             ;;
         eden__subcmd__sessions)
-            opts="-h --help list show cost rm help"
+            opts="-h --help list show cost rm transfer resume help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -727,7 +773,7 @@ _eden() {
             return 0
             ;;
         eden__subcmd__sessions__subcmd__help)
-            opts="list show cost rm help"
+            opts="list show cost rm transfer resume help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -782,6 +828,20 @@ _eden() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        eden__subcmd__sessions__subcmd__help__subcmd__resume)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         eden__subcmd__sessions__subcmd__help__subcmd__rm)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
@@ -797,6 +857,20 @@ _eden() {
             return 0
             ;;
         eden__subcmd__sessions__subcmd__help__subcmd__show)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        eden__subcmd__sessions__subcmd__help__subcmd__transfer)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -860,6 +934,41 @@ _eden() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        eden__subcmd__sessions__subcmd__resume)
+            opts="-q -h --prompt --interactive --set --repo --dry-run --json --quiet --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --prompt)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --set)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --repo)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
+                    fi
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         eden__subcmd__sessions__subcmd__rm)
             opts="-h --repo --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -888,6 +997,34 @@ _eden() {
                 return 0
             fi
             case "${prev}" in
+                --repo)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
+                    fi
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        eden__subcmd__sessions__subcmd__transfer)
+            opts="-h --to --force --repo --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --to)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
+                    fi
+                    return 0
+                    ;;
                 --repo)
                     COMPREPLY=()
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then

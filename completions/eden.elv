@@ -116,6 +116,8 @@ set edit:completion:arg-completer[eden] = {|@words|
             cand show 'Replay a run: prompts, the agent''s text, tool calls, hooks, usage, the outcome'
             cand cost 'Token and cost totals by run, agent, model, branch or day'
             cand rm 'Remove runs: their records, logs, captured transcripts and patches'
+            cand transfer 'Copy a captured session into the agent''s own store for another directory'
+            cand resume 'Continue an agent session: a run with `agent.resume` on the session''s branch'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'eden;sessions;list'= {
@@ -152,11 +154,32 @@ set edit:completion:arg-completer[eden] = {|@words|
             cand -h 'Print help'
             cand --help 'Print help'
         }
+        &'eden;sessions;transfer'= {
+            cand --to 'The working directory the agent will resume it in'
+            cand --repo 'The repository whose runs to look in (default: the current directory''s)'
+            cand --force 'Overwrite a session already there'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'eden;sessions;resume'= {
+            cand --prompt 'The follow-up message (default: continue, and print the completion signal when done)'
+            cand --set 'Override any manifest key (repeatable)'
+            cand --repo 'The repository (default: the current directory''s)'
+            cand --interactive 'Hand the terminal to the agent in that session (needs `eden interactive`)'
+            cand --dry-run 'Print the resolved plan as JSON; create nothing'
+            cand --json 'Print the run record as JSON on stdout'
+            cand -q 'No progress output'
+            cand --quiet 'No progress output'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
         &'eden;sessions;help'= {
             cand list 'One line per run, newest first (from `.eden/runs/`)'
             cand show 'Replay a run: prompts, the agent''s text, tool calls, hooks, usage, the outcome'
             cand cost 'Token and cost totals by run, agent, model, branch or day'
             cand rm 'Remove runs: their records, logs, captured transcripts and patches'
+            cand transfer 'Copy a captured session into the agent''s own store for another directory'
+            cand resume 'Continue an agent session: a run with `agent.resume` on the session''s branch'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'eden;sessions;help;list'= {
@@ -166,6 +189,10 @@ set edit:completion:arg-completer[eden] = {|@words|
         &'eden;sessions;help;cost'= {
         }
         &'eden;sessions;help;rm'= {
+        }
+        &'eden;sessions;help;transfer'= {
+        }
+        &'eden;sessions;help;resume'= {
         }
         &'eden;sessions;help;help'= {
         }
@@ -199,6 +226,8 @@ set edit:completion:arg-completer[eden] = {|@words|
             cand show 'Replay a run: prompts, the agent''s text, tool calls, hooks, usage, the outcome'
             cand cost 'Token and cost totals by run, agent, model, branch or day'
             cand rm 'Remove runs: their records, logs, captured transcripts and patches'
+            cand transfer 'Copy a captured session into the agent''s own store for another directory'
+            cand resume 'Continue an agent session: a run with `agent.resume` on the session''s branch'
         }
         &'eden;help;sessions;list'= {
         }
@@ -207,6 +236,10 @@ set edit:completion:arg-completer[eden] = {|@words|
         &'eden;help;sessions;cost'= {
         }
         &'eden;help;sessions;rm'= {
+        }
+        &'eden;help;sessions;transfer'= {
+        }
+        &'eden;help;sessions;resume'= {
         }
         &'eden;help;help'= {
         }

@@ -110,12 +110,14 @@ complete -c eden -n "__fish_eden_using_subcommand clean" -l all-repos -l all -d 
 complete -c eden -n "__fish_eden_using_subcommand clean" -l json -d 'Print what was found and done as JSON on stdout'
 complete -c eden -n "__fish_eden_using_subcommand clean" -s h -l help -d 'Print help'
 complete -c eden -n "__fish_eden_using_subcommand completions" -s h -l help -d 'Print help'
-complete -c eden -n "__fish_eden_using_subcommand sessions; and not __fish_seen_subcommand_from list show cost rm help" -s h -l help -d 'Print help'
-complete -c eden -n "__fish_eden_using_subcommand sessions; and not __fish_seen_subcommand_from list show cost rm help" -f -a "list" -d 'One line per run, newest first (from `.eden/runs/`)'
-complete -c eden -n "__fish_eden_using_subcommand sessions; and not __fish_seen_subcommand_from list show cost rm help" -f -a "show" -d 'Replay a run: prompts, the agent\'s text, tool calls, hooks, usage, the outcome'
-complete -c eden -n "__fish_eden_using_subcommand sessions; and not __fish_seen_subcommand_from list show cost rm help" -f -a "cost" -d 'Token and cost totals by run, agent, model, branch or day'
-complete -c eden -n "__fish_eden_using_subcommand sessions; and not __fish_seen_subcommand_from list show cost rm help" -f -a "rm" -d 'Remove runs: their records, logs, captured transcripts and patches'
-complete -c eden -n "__fish_eden_using_subcommand sessions; and not __fish_seen_subcommand_from list show cost rm help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c eden -n "__fish_eden_using_subcommand sessions; and not __fish_seen_subcommand_from list show cost rm transfer resume help" -s h -l help -d 'Print help'
+complete -c eden -n "__fish_eden_using_subcommand sessions; and not __fish_seen_subcommand_from list show cost rm transfer resume help" -f -a "list" -d 'One line per run, newest first (from `.eden/runs/`)'
+complete -c eden -n "__fish_eden_using_subcommand sessions; and not __fish_seen_subcommand_from list show cost rm transfer resume help" -f -a "show" -d 'Replay a run: prompts, the agent\'s text, tool calls, hooks, usage, the outcome'
+complete -c eden -n "__fish_eden_using_subcommand sessions; and not __fish_seen_subcommand_from list show cost rm transfer resume help" -f -a "cost" -d 'Token and cost totals by run, agent, model, branch or day'
+complete -c eden -n "__fish_eden_using_subcommand sessions; and not __fish_seen_subcommand_from list show cost rm transfer resume help" -f -a "rm" -d 'Remove runs: their records, logs, captured transcripts and patches'
+complete -c eden -n "__fish_eden_using_subcommand sessions; and not __fish_seen_subcommand_from list show cost rm transfer resume help" -f -a "transfer" -d 'Copy a captured session into the agent\'s own store for another directory'
+complete -c eden -n "__fish_eden_using_subcommand sessions; and not __fish_seen_subcommand_from list show cost rm transfer resume help" -f -a "resume" -d 'Continue an agent session: a run with `agent.resume` on the session\'s branch'
+complete -c eden -n "__fish_eden_using_subcommand sessions; and not __fish_seen_subcommand_from list show cost rm transfer resume help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c eden -n "__fish_eden_using_subcommand sessions; and __fish_seen_subcommand_from list" -l since -d 'Only runs started within this long (e.g. `7d`, `12h`)' -r -f
 complete -c eden -n "__fish_eden_using_subcommand sessions; and __fish_seen_subcommand_from list" -l name -d 'Only runs of this name' -r -f
 complete -c eden -n "__fish_eden_using_subcommand sessions; and __fish_seen_subcommand_from list" -l agent -d 'Only runs with this agent in one of their steps' -r -f -a "claude-code\t''
@@ -163,10 +165,24 @@ complete -c eden -n "__fish_eden_using_subcommand sessions; and __fish_seen_subc
 complete -c eden -n "__fish_eden_using_subcommand sessions; and __fish_seen_subcommand_from cost" -s h -l help -d 'Print help'
 complete -c eden -n "__fish_eden_using_subcommand sessions; and __fish_seen_subcommand_from rm" -l repo -d 'The repository (default: the current directory\'s)' -r -f -a "(__fish_complete_directories)"
 complete -c eden -n "__fish_eden_using_subcommand sessions; and __fish_seen_subcommand_from rm" -s h -l help -d 'Print help'
+complete -c eden -n "__fish_eden_using_subcommand sessions; and __fish_seen_subcommand_from transfer" -l to -d 'The working directory the agent will resume it in' -r -f -a "(__fish_complete_directories)"
+complete -c eden -n "__fish_eden_using_subcommand sessions; and __fish_seen_subcommand_from transfer" -l repo -d 'The repository whose runs to look in (default: the current directory\'s)' -r -f -a "(__fish_complete_directories)"
+complete -c eden -n "__fish_eden_using_subcommand sessions; and __fish_seen_subcommand_from transfer" -l force -d 'Overwrite a session already there'
+complete -c eden -n "__fish_eden_using_subcommand sessions; and __fish_seen_subcommand_from transfer" -s h -l help -d 'Print help'
+complete -c eden -n "__fish_eden_using_subcommand sessions; and __fish_seen_subcommand_from resume" -l prompt -d 'The follow-up message (default: continue, and print the completion signal when done)' -r -f
+complete -c eden -n "__fish_eden_using_subcommand sessions; and __fish_seen_subcommand_from resume" -l set -d 'Override any manifest key (repeatable)' -r -f
+complete -c eden -n "__fish_eden_using_subcommand sessions; and __fish_seen_subcommand_from resume" -l repo -d 'The repository (default: the current directory\'s)' -r -f -a "(__fish_complete_directories)"
+complete -c eden -n "__fish_eden_using_subcommand sessions; and __fish_seen_subcommand_from resume" -l interactive -d 'Hand the terminal to the agent in that session (needs `eden interactive`)'
+complete -c eden -n "__fish_eden_using_subcommand sessions; and __fish_seen_subcommand_from resume" -l dry-run -d 'Print the resolved plan as JSON; create nothing'
+complete -c eden -n "__fish_eden_using_subcommand sessions; and __fish_seen_subcommand_from resume" -l json -d 'Print the run record as JSON on stdout'
+complete -c eden -n "__fish_eden_using_subcommand sessions; and __fish_seen_subcommand_from resume" -s q -l quiet -d 'No progress output'
+complete -c eden -n "__fish_eden_using_subcommand sessions; and __fish_seen_subcommand_from resume" -s h -l help -d 'Print help'
 complete -c eden -n "__fish_eden_using_subcommand sessions; and __fish_seen_subcommand_from help" -f -a "list" -d 'One line per run, newest first (from `.eden/runs/`)'
 complete -c eden -n "__fish_eden_using_subcommand sessions; and __fish_seen_subcommand_from help" -f -a "show" -d 'Replay a run: prompts, the agent\'s text, tool calls, hooks, usage, the outcome'
 complete -c eden -n "__fish_eden_using_subcommand sessions; and __fish_seen_subcommand_from help" -f -a "cost" -d 'Token and cost totals by run, agent, model, branch or day'
 complete -c eden -n "__fish_eden_using_subcommand sessions; and __fish_seen_subcommand_from help" -f -a "rm" -d 'Remove runs: their records, logs, captured transcripts and patches'
+complete -c eden -n "__fish_eden_using_subcommand sessions; and __fish_seen_subcommand_from help" -f -a "transfer" -d 'Copy a captured session into the agent\'s own store for another directory'
+complete -c eden -n "__fish_eden_using_subcommand sessions; and __fish_seen_subcommand_from help" -f -a "resume" -d 'Continue an agent session: a run with `agent.resume` on the session\'s branch'
 complete -c eden -n "__fish_eden_using_subcommand sessions; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c eden -n "__fish_eden_using_subcommand help; and not __fish_seen_subcommand_from run init image clean completions sessions help" -f -a "run" -d 'Run an agent as a manifest (or flags) describes: worktree, iterations, merge back'
 complete -c eden -n "__fish_eden_using_subcommand help; and not __fish_seen_subcommand_from run init image clean completions sessions help" -f -a "init" -d 'Write a starter manifest (and, for container sandboxes, a Dockerfile)'
@@ -181,3 +197,5 @@ complete -c eden -n "__fish_eden_using_subcommand help; and __fish_seen_subcomma
 complete -c eden -n "__fish_eden_using_subcommand help; and __fish_seen_subcommand_from sessions" -f -a "show" -d 'Replay a run: prompts, the agent\'s text, tool calls, hooks, usage, the outcome'
 complete -c eden -n "__fish_eden_using_subcommand help; and __fish_seen_subcommand_from sessions" -f -a "cost" -d 'Token and cost totals by run, agent, model, branch or day'
 complete -c eden -n "__fish_eden_using_subcommand help; and __fish_seen_subcommand_from sessions" -f -a "rm" -d 'Remove runs: their records, logs, captured transcripts and patches'
+complete -c eden -n "__fish_eden_using_subcommand help; and __fish_seen_subcommand_from sessions" -f -a "transfer" -d 'Copy a captured session into the agent\'s own store for another directory'
+complete -c eden -n "__fish_eden_using_subcommand help; and __fish_seen_subcommand_from sessions" -f -a "resume" -d 'Continue an agent session: a run with `agent.resume` on the session\'s branch'

@@ -72,6 +72,75 @@ from `~/.config/eden/prices.toml` (or `--prices FILE`): `[models.\"<model>\"]` w
     Cost(SessionsCostArgs),
     /// Remove runs: their records, logs, captured transcripts and patches
     Rm(SessionsRmArgs),
+    /// Copy a captured session into the agent's own store for another directory
+    #[command(after_help = "Every absolute path under the session's old working directory is rewritten to DIR, \
+so the agent can resume the session there (another worktree, or another machine after copying the agent's \
+store). Works for claude-code, codex and pi. Captured transcripts have secrets replaced by `***`.")]
+    Transfer(SessionsTransferArgs),
+    /// Continue an agent session: a run with `agent.resume` on the session's branch
+    #[command(after_help = "SESSION is a session id (or a run id, or `last`: its last session). The run goes \
+on in the session's branch and worktree when they still exist (strategy `named` with `reuse_worktree`), \
+else in a new worktree of that branch; the manifest is MANIFEST, or the original run's when it still \
+exists. Exit codes as for `eden run`.")]
+    Resume(Box<SessionsResumeArgs>),
+}
+
+#[derive(Debug, Args)]
+pub struct SessionsTransferArgs {
+    /// A session id (or a run id, or `last`: its last session)
+    #[arg(value_name = "SESSION", value_hint = ValueHint::Other)]
+    pub session: String,
+
+    /// The working directory the agent will resume it in
+    #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath)]
+    pub to: PathBuf,
+
+    /// Overwrite a session already there
+    #[arg(long)]
+    pub force: bool,
+
+    /// The repository whose runs to look in (default: the current directory's)
+    #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath)]
+    pub repo: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct SessionsResumeArgs {
+    /// A session id (or a run id, or `last`: its last session)
+    #[arg(value_name = "SESSION", value_hint = ValueHint::Other)]
+    pub session: String,
+
+    /// The manifest to run (default: the original run's, when it still exists)
+    #[arg(value_name = "MANIFEST", value_hint = ValueHint::FilePath)]
+    pub manifest: Option<PathBuf>,
+
+    /// The follow-up message (default: continue, and print the completion signal when done)
+    #[arg(long, value_hint = ValueHint::Other)]
+    pub prompt: Option<String>,
+
+    /// Hand the terminal to the agent in that session (needs `eden interactive`)
+    #[arg(long)]
+    pub interactive: bool,
+
+    /// Override any manifest key (repeatable)
+    #[arg(long = "set", value_name = "KEY=VALUE", value_hint = ValueHint::Other)]
+    pub set: Vec<String>,
+
+    /// The repository (default: the current directory's)
+    #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath)]
+    pub repo: Option<PathBuf>,
+
+    /// Print the resolved plan as JSON; create nothing
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Print the run record as JSON on stdout
+    #[arg(long)]
+    pub json: bool,
+
+    /// No progress output
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Args)]

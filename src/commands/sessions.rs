@@ -2,7 +2,10 @@
 //! stdout (a pager for long replays on a terminal), `--json` for scripts, warnings on stderr.
 
 use crate::agent::AgentKind;
-use crate::cli::{SessionsCommand, SessionsCostArgs, SessionsListArgs, SessionsRmArgs, SessionsShowArgs};
+use crate::cli::{
+    RunArgs, SessionsCommand, SessionsCostArgs, SessionsListArgs, SessionsResumeArgs, SessionsRmArgs, SessionsShowArgs,
+    SessionsTransferArgs,
+};
 use crate::error::Error;
 use crate::git::Git;
 use crate::layout::Layout;
@@ -21,6 +24,8 @@ pub fn sessions(command: SessionsCommand) -> Result<i32, Error> {
         SessionsCommand::Show(args) => show(args),
         SessionsCommand::Cost(args) => cost(args),
         SessionsCommand::Rm(args) => rm(args),
+        SessionsCommand::Transfer(args) => transfer(args),
+        SessionsCommand::Resume(args) => resume(*args),
     }
 }
 
@@ -361,3 +366,116 @@ fn rm(args: SessionsRmArgs) -> Result<i32, Error> {
     }
     Ok(0)
 }
+
+/// The run, session and step agent `wanted` names, for `transfer` and `resume`.
+fn session_of<'r>(
+    runs: &'r [Light],
+    wanted: &str,
+) -> Result<(&'r Light, &'r str, &'r history::LightIteration, AgentKind, Option<&'r str>), Error> {
+    let run = history::find(runs, wanted)?;
+    let Some((session, iteration)) = history::session_in(run, wanted) else {
+        return Err(Error::usage(format!("run `{}` has no agent session", run.id)).with_hint(
+            "only agents that report a session id can be resumed or transferred (not `cli` or `simulated`)",
+        ));
+    };
+    let step = run.step_of(iteration);
+    let kind = step.map_or(AgentKind::Cli, |step| step.agent);
+    Ok((run, session, iteration, kind, step.and_then(|step| step.model.as_deref())))
+}
+
+fn transfer(args: SessionsTransferArgs) -> Result<i32, Error> {
+    let current = crate::commands::current_dir()?;
+    let to = crate::values::normalize_path(&current.join(&args.to));
+    let to = std::fs::canonicalize(&to).unwrap_or(to);
+    let layout = layout(args.repo.as_ref())?;
+    let runs = runs(&layout);
+    let (run, session, iteration, kind, _) = session_of(&runs, &args.session)?;
+    let Some(transcript) = &iteration.transcript else {
+        return Err(Error::usage(format!("session `{session}` of run `{}` has no captured transcript", run.id))
+            .with_hint(
+                "eden captures transcripts after each iteration; this one was not found then (see the run's warnings)",
+            ));
+    };
+    let env = |key: &str| std::env::var(key).ok();
+    let done = crate::sessions::transfer::transfer(
+        kind,
+        session,
+        &transcript.path,
+        &transcript.subagents,
+        &to,
+        &env,
+        args.force,
+    )?;
+    print_data(&done.path.display().to_string());
+    print_note(&format!(
+        "session `{session}` ({}) copied for `{}`; resume it there with `agent.resume = \"{session}\"` (`eden sessions resume {session}` in this repository)",
+        kind.as_str(),
+        to.display()
+    ));
+    Ok(0)
+}
+
+fn resume(args: SessionsResumeArgs) -> Result<i32, Error> {
+    if args.interactive {
+        return Err(Error::usage(
+            "`--interactive` hands the terminal to the agent through `eden interactive`, which is not built yet",
+        )
+        .with_hint("resume headless: leave out `--interactive` (and give the follow-up with `--prompt`)"));
+    }
+    let layout = layout(args.repo.as_ref())?;
+    let runs = runs(&layout);
+    let (run, session, _, kind, model) = session_of(&runs, &args.session)?;
+    if !kind.spec().resume {
+        return Err(Error::usage(format!("`{}` agents cannot resume a session", kind.as_str()))
+            .with_hint("resume works for claude-code, codex, opencode, pi, cursor and copilot"));
+    }
+    let manifest = args.manifest.clone().or_else(|| run.manifest.clone().filter(|path| path.is_file()));
+    let quote = |value: &str| toml::Value::String(value.to_owned()).to_string();
+    // The original run's own overrides first, except what resuming decides; then ours; then the user's.
+    let decided = ["agent.resume", "branch.", "prompt", "name", "loop.max_iterations"];
+    let mut set: Vec<String> =
+        run.overrides.iter().filter(|pair| !decided.iter().any(|key| pair.starts_with(key))).cloned().collect();
+    if manifest.is_none() && !set.iter().any(|pair| pair.starts_with("agent.kind=")) {
+        set.push(format!("agent.kind={}", quote(kind.as_str())));
+        if let Some(model) = model {
+            set.push(format!("agent.model={}", quote(model)));
+        }
+    }
+    let branch = run.preserved_branch.clone().unwrap_or_else(|| run.branch.clone());
+    set.push(format!("agent.resume={}", quote(session)));
+    set.push(format!("name={}", quote(&run.name)));
+    set.push("branch.strategy=\"named\"".into());
+    set.push(format!("branch.name={}", quote(&branch)));
+    set.push("branch.reuse_worktree=true".into());
+    if let Some(base) = &run.base_branch {
+        set.push(format!("branch.base={}", quote(base)));
+    }
+    let prompt = args.prompt.clone().unwrap_or_else(|| RESUME_PROMPT.to_owned());
+    set.push(format!("prompt={}", quote(&prompt)));
+    set.extend(args.set.iter().cloned());
+    crate::commands::run::run(RunArgs {
+        manifest,
+        set,
+        prompt_args: Vec::new(),
+        agent: None,
+        binary: None,
+        model: None,
+        prompt: None,
+        prompt_file: None,
+        name: None,
+        max_iterations: None,
+        sandbox: None,
+        strategy: None,
+        branch: None,
+        base: None,
+        repo: Some(layout.root.clone()),
+        dry_run: args.dry_run,
+        json: args.json,
+        json_events: false,
+        quiet: args.quiet,
+    })
+}
+
+/// The follow-up message when `--prompt` gives none.
+const RESUME_PROMPT: &str =
+    "Continue where you left off. When everything is done and committed, print <promise>COMPLETE</promise>.";

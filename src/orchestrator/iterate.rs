@@ -215,6 +215,15 @@ impl<'a> StepRun<'a> {
                 invoked.result = Err(output_error(&errors, &invoked, attempt));
                 return Ok((invoked, prompt_text, None));
             };
+            // The retry resumes the session: it must be where the agent will look for it.
+            if let Some(missing) = &invoked.transcript_warning {
+                invoked.result = Err(Error::usage(format!(
+                    "the structured output is not usable ({}), and the session cannot be resumed for a retry: {missing}",
+                    errors.join("; ")
+                ))
+                .with_hint("the agent did not keep its session where it resumes sessions from; check its state folder"));
+                return Ok((invoked, prompt_text, None));
+            }
             let message = format!(
                 "the structured output is not usable ({}); asking again in the same session (retry {attempt}/{retries})",
                 errors.join("; ")

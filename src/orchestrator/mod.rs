@@ -102,6 +102,7 @@ impl<'p> Run<'p> {
         if let SandboxPlan::Container(container) = &plan.sandbox {
             sandbox::container::preflight(container.engine, &container.image)?;
         }
+        let resume_notes = check_resumes(plan, &pre, &run_id)?;
         if let Some(interrupted) = interrupted(&abort) {
             return Err(interrupted);
         }
@@ -118,8 +119,12 @@ impl<'p> Run<'p> {
             prompt_timeout: plan.timeouts.hook_step.0,
             stopping: options.stopping,
         };
+        let mut events = RunEvents::new(&run_id, reporters);
+        for note in &resume_notes {
+            events.report(&Event::Info { message: note });
+        }
         Ok(Run {
-            events: RunEvents::new(&run_id, reporters),
+            events,
             plan,
             options,
             run_id,
@@ -412,4 +417,25 @@ fn start_sandbox(
 /// The interruption error if eden has received SIGINT, SIGTERM or SIGHUP.
 pub(crate) fn interrupted(abort: &watch::Receiver<Option<Abort>>) -> Option<Error> {
     abort.borrow().map(|request| Error::interrupted(request.signal))
+}
+
+/// Every step that resumes a session (`agent.resume`): the session must be where its agent will
+/// look for it, in the directory it will run in (the worktree, or the isolated copy). Claude
+/// Code's sessions of another directory are copied over (the notes say so); one found nowhere
+/// stops the run before anything is created.
+fn check_resumes(plan: &Plan, pre: &workspace::Preflight, run_id: &str) -> Result<Vec<String>, Error> {
+    let cwd = match plan.sandbox {
+        SandboxPlan::Isolated { .. } => crate::layout::isolated_copy(run_id).0,
+        _ => pre.worktree.clone(),
+    };
+    let mut notes = Vec::new();
+    for step in &plan.steps {
+        let agent::AgentPlan::Adapter(settings) = &step.agent else { continue };
+        let Some(session) = &settings.resume else { continue };
+        let env = |key: &str| settings.env.get(key).map(|value| value.0.clone()).or_else(|| std::env::var(key).ok());
+        if let Some(note) = crate::sessions::transfer::ensure_resumable(settings.kind, session, &cwd, &env)? {
+            notes.push(note);
+        }
+    }
+    Ok(notes)
 }

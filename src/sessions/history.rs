@@ -65,6 +65,10 @@ pub struct Light {
     pub log: Option<PathBuf>,
     pub worktree: PathBuf,
     pub record_path: PathBuf,
+    #[serde(default)]
+    pub manifest: Option<PathBuf>,
+    #[serde(default)]
+    pub overrides: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -144,6 +148,18 @@ impl Light {
             log: self.log.clone(),
         }
     }
+}
+
+/// The session `wanted` names in `run` (a session id or its prefix), or the run's last one
+/// when `wanted` named the run; with the iteration that reported it, newest first.
+pub fn session_in<'r>(run: &'r Light, wanted: &str) -> Option<(&'r str, &'r LightIteration)> {
+    let reported = |it: &'r LightIteration| it.session_id.as_deref().map(|id| (id, it));
+    run.iterations
+        .iter()
+        .rev()
+        .filter_map(reported)
+        .find(|(id, _)| id.starts_with(wanted))
+        .or_else(|| run.iterations.iter().rev().filter_map(reported).next())
 }
 
 /// How long ago an RFC 3339 time was.

@@ -4,3 +4,4 @@
 pub mod capture;
 pub mod cost;
 pub mod history;
+pub mod transfer;

@@ -243,3 +243,90 @@ fn bad_names_and_broken_records_are_clear() {
     bad_since.assert_code(2);
     assert!(bad_since.error_text().contains("hint: write a duration"), "{}", bad_since.stderr);
 }
+
+/// The real Claude Code: a session captured in one repository, transferred to another checkout
+/// and resumed there with the same session id; resumed again with `eden sessions resume` in its
+/// own branch; and a session that does not exist stops a run before anything is created.
+#[test]
+fn claude_sessions_transfer_and_resume() {
+    let Some(_) = crate::real_agents::require("claude") else { return };
+    let first = TestEnv::new();
+    let server = crate::model_server::ModelServer::start(std::fs::canonicalize(&first.repo).unwrap(), false);
+    let claude_env = crate::real_agents::claude_env(&first, &server);
+    let manifest = first.write_manifest(
+        "name = \"real\"\nprompt = \"create hello.txt and commit it\"\n[agent]\nkind = \"claude-code\"\n\
+         [branch]\nstrategy = \"named\"\nname = \"eden/feature\"\n[loop]\nmax_iterations = 1\nidle_timeout = \"90s\"\n",
+    );
+    let eden = |env: &TestEnv, args: &[&str]| {
+        let mut command = env.eden_command(args);
+        command.envs(claude_env.iter().map(|(k, v)| (k, v)));
+        Run::from(command.output().unwrap())
+    };
+    let run = eden(&first, &["run", manifest.to_str().unwrap(), "--json"]);
+    run.assert_code(0);
+    let record = run.json();
+    let session = record["session_id"].as_str().unwrap().to_owned();
+    let old_worktree = record["worktree"].as_str().unwrap().to_owned();
+
+    // Transfer to another repository's checkout: paths rewritten, where Claude looks.
+    let second = TestEnv::new();
+    let target = std::fs::canonicalize(&second.repo).unwrap();
+    let moved = eden(&first, &["sessions", "transfer", &session, "--to", target.to_str().unwrap()]);
+    moved.assert_code(0);
+    let path = std::path::PathBuf::from(moved.stdout.trim());
+    let slug: String =
+        target.to_string_lossy().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
+    assert_eq!(path, first.root().join("claude/projects").join(&slug).join(format!("{session}.jsonl")));
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains(&format!("\"cwd\":\"{}\"", target.display())), "rewritten cwd");
+    assert!(!text.contains(&old_worktree), "no old path left");
+    let again = eden(&first, &["sessions", "transfer", &session, "--to", target.to_str().unwrap()]);
+    again.assert_code(2);
+    assert!(again.error_text().contains("exists already"), "{}", again.stderr);
+
+    // Resumed there, in the checkout itself (strategy head): the same session goes on.
+    second.write("eden.toml", "name = \"moved\"\nprompt = \"carry on\"\n[agent]\nkind = \"claude-code\"\n");
+    second.git(&["add", "eden.toml"]);
+    second.git(&["commit", "-qm", "manifest"]);
+    let resume_set = format!("agent.resume=\"{session}\"");
+    let server2 = crate::model_server::ModelServer::start(target.clone(), false);
+    let mut command = second.eden_command(&[
+        "run",
+        "eden.toml",
+        "--json",
+        "--strategy",
+        "head",
+        "--max-iterations",
+        "1",
+        "--set",
+        &resume_set,
+    ]);
+    command.envs(crate::real_agents::claude_env(&first, &server2));
+    let resumed = Run::from(command.output().unwrap());
+    resumed.assert_code(0);
+    assert_eq!(resumed.json()["iterations"][0]["session_id"], session.as_str(), "{}", resumed.stderr);
+
+    // `eden sessions resume`: the same branch and worktree path, the same session.
+    let continued = eden(&first, &["sessions", "resume", &session, "--prompt", "one more thing", "--json"]);
+    continued.assert_code(0);
+    let record = continued.json();
+    assert_eq!(record["branch"], "eden/feature");
+    assert_eq!(record["worktree"], old_worktree.as_str());
+    assert_eq!(record["iterations"][0]["session_id"], session.as_str(), "{}", continued.stderr);
+    assert!(record["iterations"][0]["prompt"].as_str().unwrap().starts_with("one more thing"));
+
+    // A session that exists nowhere: exit 2 before anything, naming where Claude would look.
+    let branches = first.branches();
+    let missing = eden(
+        &first,
+        &["run", manifest.to_str().unwrap(), "--set", "agent.resume=\"0000-gone\"", "--branch", "eden/other"],
+    );
+    missing.assert_code(2);
+    let error = missing.error_text();
+    assert!(error.contains("session `0000-gone` to resume is not where claude-code looks for it"), "{error}");
+    assert!(error.contains(&first.root().join("claude/projects").display().to_string()), "{error}");
+    assert_eq!(first.branches(), branches, "nothing created");
+    let interactive = eden(&first, &["sessions", "resume", &session, "--interactive"]);
+    interactive.assert_code(2);
+    assert!(interactive.error_text().contains("not built yet"), "{}", interactive.stderr);
+}
