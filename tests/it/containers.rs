@@ -230,6 +230,58 @@ fn claude_transcripts_are_captured_from_inside(engine: &str) {
     assert!(containers_of(engine, &std::fs::canonicalize(&env.repo).unwrap()).is_empty(), "container removed");
 }
 
+/// The real Codex, pi, opencode and Copilot CLIs inside the image (node and the npm packages mounted
+/// read-only from the host, at the same paths), each against the model server on the host's
+/// network: each one's transcript, written inside, is captured (opencode's through its own
+/// `export`, run in the container).
+fn transcripts_of_node_agents_are_captured_from_inside(engine: &str) {
+    use crate::real_agents::{CODEX, COPILOT, OPENCODE, PI};
+    let Some(node) = crate::real_agents::require("node") else { return };
+    if !ready(engine) {
+        return;
+    }
+    let node = std::fs::canonicalize(node).unwrap();
+    for agent in [CODEX, PI, OPENCODE, COPILOT] {
+        let Some(binary) = crate::real_agents::require(agent.binary) else { continue };
+        let binary = std::fs::canonicalize(binary).unwrap();
+        let modules = binary.ancestors().find(|dir| dir.ends_with("node_modules")).unwrap().to_path_buf();
+        let env = TestEnv::new();
+        let server = crate::model_server::ModelServer::start(std::fs::canonicalize(&env.repo).unwrap(), false);
+        let mut vars = (agent.configure)(&env, &server);
+        // A config file outside the shared folders is moved into the agent's own (mounted) one.
+        for (key, value) in &mut vars {
+            if key == "OPENCODE_CONFIG" {
+                let inside = env.home().join(".config/opencode/opencode.json");
+                std::fs::create_dir_all(inside.parent().unwrap()).unwrap();
+                std::fs::copy(&*value, &inside).unwrap();
+                *value = inside.display().to_string();
+            }
+        }
+        let passed: Vec<String> = vars.iter().map(|(key, _)| format!("{key} = \"${{{key}}}\"")).collect();
+        let model = agent.model.map(|m| format!("model = \"{m}\"\n")).unwrap_or_default();
+        let manifest = format!(
+            "name = \"boxed\"\nprompt = \"create hello.txt and commit it\"\n[agent]\nkind = \"{}\"\n{model}\
+             binary = \"{}\"\nenv = {{ {} }}\n[sandbox]\nkind = \"{engine}\"\nimage = \"{IMAGE}\"\nnetwork = \"host\"\n\
+             mounts = [{{ host = \"{}\", sandbox = \"/usr/local/bin/node\", read_only = true }}, \
+             {{ host = \"{}\", sandbox = \"{}\", read_only = true }}]\n\
+             [loop]\nmax_iterations = 1\nidle_timeout = \"90s\"\n",
+            agent.kind,
+            binary.display(),
+            passed.join(", "),
+            node.display(),
+            modules.display(),
+            modules.display(),
+        );
+        let path = env.write_manifest(&manifest);
+        let mut command = env.eden_command(&["run", path.to_str().unwrap(), "--json"]);
+        command.envs(vars);
+        let run = Run::from(command.output().unwrap());
+        assert_eq!(run.code, 0, "{}: {}", agent.kind, run.stderr);
+        crate::real_agents::assert_transcript(&env, &run.json(), 0);
+        assert!(containers_of(engine, &std::fs::canonicalize(&env.repo).unwrap()).is_empty(), "container removed");
+    }
+}
+
 macro_rules! engine_tests {
     ($engine:ident) => {
         mod $engine {
@@ -292,6 +344,10 @@ macro_rules! engine_tests {
             #[test]
             fn containers_of_dead_runs_are_pruned() {
                 super::containers_of_dead_runs_are_pruned(stringify!($engine));
+            }
+            #[test]
+            fn transcripts_of_node_agents_are_captured_from_inside() {
+                super::transcripts_of_node_agents_are_captured_from_inside(stringify!($engine));
             }
             #[test]
             fn claude_transcripts_are_captured_from_inside() {

@@ -17,12 +17,12 @@ pub(crate) fn require(binary: &str) -> Option<std::path::PathBuf> {
     }
 }
 
-struct Agent {
-    kind: &'static str,
-    binary: &'static str,
-    model: Option<&'static str>,
+pub(crate) struct Agent {
+    pub kind: &'static str,
+    pub binary: &'static str,
+    pub model: Option<&'static str>,
     /// Environment and config files pointing the CLI at the server.
-    configure: fn(&TestEnv, &ModelServer) -> Vec<(String, String)>,
+    pub configure: fn(&TestEnv, &ModelServer) -> Vec<(String, String)>,
 }
 
 fn run(agent: &Agent, fail_with_401: bool) -> Option<(TestEnv, ModelServer, Run)> {
@@ -87,6 +87,16 @@ fn assert_write_and_commit(agent: &Agent) {
     assert!(calls.iter().any(|c| c.contains("hello.txt")), "a file-writing tool call: {calls:?}");
     assert!(calls.iter().any(|c| c.contains("git add -A && git commit")), "the shell tool call: {calls:?}");
     assert_transcript(&env, &record, 0);
+    // The history tells the same: the agent's real text in the replay, its tokens in the list.
+    let show = env.eden(&["sessions", "show", "last", "--no-pager"]);
+    show.assert_code(0);
+    assert!(show.stdout.contains(crate::model_server::FINAL_TEXT), "{}", show.stdout);
+    assert!(show.stdout.contains("hello.txt"), "{}", show.stdout);
+    let listed = env.eden(&["sessions", "list", "--json"]).json()[0].clone();
+    if agent.kind != "copilot" {
+        assert_eq!(listed["input_tokens"], record["usage"]["input_tokens"]);
+        assert_eq!(listed["output_tokens"], record["usage"]["output_tokens"]);
+    }
     env.assert_pristine();
     if agent.kind != "copilot" {
         // Copilot reports no token counts; every other agent's must match what the server sent.
@@ -147,7 +157,7 @@ pub(crate) fn claude_env(env: &TestEnv, server: &ModelServer) -> Vec<(String, St
     ]
 }
 
-const CLAUDE: Agent = Agent { kind: "claude-code", binary: "claude", model: None, configure: claude_env };
+pub(crate) const CLAUDE: Agent = Agent { kind: "claude-code", binary: "claude", model: None, configure: claude_env };
 
 #[test]
 fn claude_code_writes_commits_and_completes() {
@@ -172,7 +182,7 @@ fn codex_env(env: &TestEnv, server: &ModelServer) -> Vec<(String, String)> {
     vec![("CODEX_HOME".into(), home.display().to_string()), ("MOCK_API_KEY".into(), "dummy".into())]
 }
 
-const CODEX: Agent = Agent { kind: "codex", binary: "codex", model: Some("gpt-5.5"), configure: codex_env };
+pub(crate) const CODEX: Agent = Agent { kind: "codex", binary: "codex", model: Some("gpt-5.5"), configure: codex_env };
 
 #[test]
 fn codex_writes_commits_and_completes() {
@@ -203,7 +213,7 @@ fn opencode_env(env: &TestEnv, server: &ModelServer) -> Vec<(String, String)> {
     vec![("OPENCODE_CONFIG".into(), path.display().to_string()), ("OPENCODE_DISABLE_AUTOUPDATE".into(), "1".into())]
 }
 
-const OPENCODE: Agent =
+pub(crate) const OPENCODE: Agent =
     Agent { kind: "opencode", binary: "opencode", model: Some("mock/mock-model"), configure: opencode_env };
 
 #[test]
@@ -233,7 +243,7 @@ pub(crate) fn pi_env(env: &TestEnv, server: &ModelServer) -> Vec<(String, String
     vec![("PI_CODING_AGENT_DIR".into(), dir.display().to_string())]
 }
 
-const PI: Agent = Agent { kind: "pi", binary: "pi", model: Some("mockant/mock-model"), configure: pi_env };
+pub(crate) const PI: Agent = Agent { kind: "pi", binary: "pi", model: Some("mockant/mock-model"), configure: pi_env };
 
 #[test]
 fn pi_writes_commits_and_completes() {
@@ -256,7 +266,7 @@ fn copilot_env(env: &TestEnv, server: &ModelServer) -> Vec<(String, String)> {
     ]
 }
 
-const COPILOT: Agent = Agent { kind: "copilot", binary: "copilot", model: None, configure: copilot_env };
+pub(crate) const COPILOT: Agent = Agent { kind: "copilot", binary: "copilot", model: None, configure: copilot_env };
 
 #[test]
 fn copilot_writes_commits_and_completes() {
