@@ -326,6 +326,24 @@ fn claude_sessions_transfer_and_resume() {
     assert!(error.contains("session `0000-gone` to resume is not where claude-code looks for it"), "{error}");
     assert!(error.contains(&first.root().join("claude/projects").display().to_string()), "{error}");
     assert_eq!(first.branches(), branches, "nothing created");
+    // A merged run's branch is gone: resuming makes it again from the base, at the same path.
+    let merging = first.write(
+        "merging.toml",
+        "name = \"merging\"\nprompt = \"create hello.txt and commit it\"\n[agent]\nkind = \"claude-code\"\n\
+         [loop]\nmax_iterations = 1\nidle_timeout = \"90s\"\n",
+    );
+    first.git(&["add", "merging.toml"]);
+    first.git(&["commit", "-qm", "merging manifest"]);
+    let merged = eden(&first, &["run", merging.to_str().unwrap(), "--json"]);
+    merged.assert_code(0);
+    let merged = merged.json();
+    assert_eq!(merged["merged_into"], "main");
+    let again = eden(&first, &["sessions", "resume", "last", "--json"]);
+    again.assert_code(0);
+    let again = again.json();
+    assert_eq!(again["branch"], merged["branch"]);
+    assert_eq!(again["worktree"], merged["worktree"]);
+    assert_eq!(again["iterations"][0]["session_id"], merged["session_id"]);
     let interactive = eden(&first, &["sessions", "resume", &session, "--interactive"]);
     interactive.assert_code(2);
     assert!(interactive.error_text().contains("not built yet"), "{}", interactive.stderr);
