@@ -177,8 +177,6 @@ pub fn load(layout: &Layout) -> (Vec<Light>, Vec<String>) {
                 .collect()
         })
         .unwrap_or_default();
-    // Run ids start with the time: sorting names newest first sorts the runs.
-    paths.sort_unstable_by(|a, b| b.file_name().cmp(&a.file_name()));
     let threads = std::thread::available_parallelism().map_or(1, usize::from).min(8);
     let chunk = paths.len().div_ceil(threads).max(1);
     let results: Vec<Vec<Result<Light, String>>> = std::thread::scope(|scope| {
@@ -194,6 +192,9 @@ pub fn load(layout: &Layout) -> (Vec<Light>, Vec<String>) {
             Err(warning) => warnings.push(warning),
         }
     }
+    // Ids carry the time to the second only: within a second, the start time (to the
+    // millisecond) orders them.
+    runs.sort_by(|a, b| b.started_at.cmp(&a.started_at).then_with(|| b.id.cmp(&a.id)));
     (runs, warnings)
 }
 
