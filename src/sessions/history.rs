@@ -170,7 +170,7 @@ pub fn since(time: &str) -> Option<Duration> {
 
 /// Every run record of the repository, newest first, and a warning for each that cannot be read.
 pub fn load(layout: &Layout) -> (Vec<Light>, Vec<String>) {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(layout.runs())
+    let paths: Vec<PathBuf> = std::fs::read_dir(layout.runs())
         .map(|dir| {
             dir.filter_map(|entry| entry.ok().map(|e| e.path()))
                 .filter(|path| path.extension().is_some_and(|e| e == "json"))
