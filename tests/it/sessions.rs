@@ -230,6 +230,24 @@ fn bad_names_and_broken_records_are_clear() {
     assert!(list.stderr.contains("20990101-000000-broken.json` is not a run record eden can read"), "{}", list.stderr);
     std::fs::remove_file(runs.join("20990101-000000-broken.json")).unwrap();
 
+    // A run whose eden died shows as abandoned.
+    let mut crashed: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(runs.join(format!("{b}.json"))).unwrap()).unwrap();
+    crashed["id"] = "20990101-000000-c0ffee".into();
+    crashed["status"] = "running".into();
+    crashed["process"] = serde_json::json!({ "pid": 4_194_303, "start": 1 });
+    crashed["started_at"] = "2099-01-01T00:00:00.000Z".into();
+    crashed["record_path"] = runs.join("20990101-000000-c0ffee.json").display().to_string().into();
+    std::fs::write(runs.join("20990101-000000-c0ffee.json"), crashed.to_string()).unwrap();
+    let abandoned = env.eden(&["sessions", "list", "--json", "--status", "abandoned"]);
+    let listed = abandoned.json();
+    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(
+        (listed[0]["id"].as_str(), listed[0]["status"].as_str()),
+        (Some("20990101-000000-c0ffee"), Some("abandoned"))
+    );
+    std::fs::remove_file(runs.join("20990101-000000-c0ffee.json")).unwrap();
+
     // rm: the record, the log and the transcripts go; an unknown name removes nothing.
     let before = std::fs::read_dir(&runs).unwrap().count();
     env.eden(&["sessions", "rm", a, "nope"]).assert_code(2);
@@ -347,4 +365,31 @@ fn claude_sessions_transfer_and_resume() {
     let interactive = eden(&first, &["sessions", "resume", &session, "--interactive"]);
     interactive.assert_code(2);
     assert!(interactive.error_text().contains("not built yet"), "{}", interactive.stderr);
+}
+
+/// On a terminal the replay goes through `$PAGER`; `--no-pager` and a pipe print it directly.
+#[test]
+fn show_pages_on_a_terminal() {
+    let env = TestEnv::new();
+    simulated_run(&env, "paged");
+    let on_terminal = |extra: &str| {
+        // `script` gives eden a pseudo-terminal for stdout.
+        let mut command = std::process::Command::new("script");
+        env.apply_env(&mut command);
+        let eden = env!("CARGO_BIN_EXE_eden");
+        command
+            .args(["-qec", &format!("{eden} sessions show last {extra}"), "/dev/null"])
+            .current_dir(&env.repo)
+            .env("PAGER", "sed s/^/paged:/");
+        let output = command.output().expect("`script` (util-linux) runs");
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8_lossy(&output.stdout).replace('\r', "")
+    };
+    let paged = on_terminal("");
+    assert!(paged.lines().next().is_some_and(|line| line.starts_with("paged:run ")), "{paged}");
+    assert!(paged.contains("paged:    hello from paged"), "{paged}");
+    let direct = on_terminal("--no-pager");
+    assert!(direct.starts_with("run ") && !direct.contains("paged:"), "{direct}");
+    let piped = env.eden(&["sessions", "show", "last"]);
+    assert!(piped.stdout.starts_with("run ") && !piped.stdout.contains("paged:"), "{}", piped.stdout);
 }
