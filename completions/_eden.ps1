@@ -26,6 +26,7 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('run', 'run', [CompletionResultType]::ParameterValue, 'Run an agent as a manifest (or flags) describes: worktree, iterations, merge back')
+            [CompletionResult]::new('interactive', 'interactive', [CompletionResultType]::ParameterValue, 'The agent''s own terminal UI, in a fresh worktree and sandbox, hooks and all')
             [CompletionResult]::new('init', 'init', [CompletionResultType]::ParameterValue, 'Write a starter manifest (and, for container sandboxes, a Dockerfile)')
             [CompletionResult]::new('image', 'image', [CompletionResultType]::ParameterValue, 'Build or remove the sandbox image')
             [CompletionResult]::new('clean', 'clean', [CompletionResultType]::ParameterValue, 'Remove what eden left behind: worktrees, branches, containers, locks, isolated copies')
@@ -54,6 +55,32 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             [CompletionResult]::new('--json-events', '--json-events', [CompletionResultType]::ParameterName, 'Print every event as a JSON line on stdout as it happens; the last, `run_finished`, carries the run record')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress output (errors are still printed)')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'No progress output (errors are still printed)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
+        'eden;interactive' {
+            [CompletionResult]::new('--set', '--set', [CompletionResultType]::ParameterName, 'Override any manifest key, e.g. `--set agent.model=opus` (repeatable)')
+            [CompletionResult]::new('--arg', '--arg', [CompletionResultType]::ParameterName, 'A prompt argument for `{{KEY}}` in the prompt (repeatable)')
+            [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'Agent kind')
+            [CompletionResult]::new('--binary', '--binary', [CompletionResultType]::ParameterName, 'The agent''s executable: a path, or a name looked up on PATH')
+            [CompletionResult]::new('--model', '--model', [CompletionResultType]::ParameterName, 'Model passed to the agent')
+            [CompletionResult]::new('--prompt', '--prompt', [CompletionResultType]::ParameterName, 'The task, as text')
+            [CompletionResult]::new('--prompt-file', '--prompt-file', [CompletionResultType]::ParameterName, 'The task, from a file')
+            [CompletionResult]::new('--name', '--name', [CompletionResultType]::ParameterName, 'Run name (used in branch names and logs)')
+            [CompletionResult]::new('--max-iterations', '--max-iterations', [CompletionResultType]::ParameterName, 'Most agent iterations')
+            [CompletionResult]::new('--sandbox', '--sandbox', [CompletionResultType]::ParameterName, 'Sandbox kind (`docker` and `podman` also need an image: `--set sandbox.image=eden:NAME`)')
+            [CompletionResult]::new('--strategy', '--strategy', [CompletionResultType]::ParameterName, 'Branch strategy')
+            [CompletionResult]::new('--branch', '--branch', [CompletionResultType]::ParameterName, 'Branch name for strategy `named`')
+            [CompletionResult]::new('--base', '--base', [CompletionResultType]::ParameterName, 'Branch to start from (and merge back into)')
+            [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'The repository to work in (default: the current directory''s)')
+            [CompletionResult]::new('--resume', '--resume', [CompletionResultType]::ParameterName, 'Continue this agent session (an id from `eden sessions list --json`)')
+            [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Print the resolved plan as JSON and stop')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print the run record as JSON on stdout (or, if the run cannot start, the error)')
+            [CompletionResult]::new('--json-events', '--json-events', [CompletionResultType]::ParameterName, 'Print every event as a JSON line on stdout as it happens; the last, `run_finished`, carries the run record')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress output (errors are still printed)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'No progress output (errors are still printed)')
+            [CompletionResult]::new('--no-tty', '--no-tty', [CompletionResultType]::ParameterName, 'Without a terminal: the agent reads eden''s stdin and writes its stdout as they are')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
@@ -228,6 +255,7 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
         }
         'eden;help' {
             [CompletionResult]::new('run', 'run', [CompletionResultType]::ParameterValue, 'Run an agent as a manifest (or flags) describes: worktree, iterations, merge back')
+            [CompletionResult]::new('interactive', 'interactive', [CompletionResultType]::ParameterValue, 'The agent''s own terminal UI, in a fresh worktree and sandbox, hooks and all')
             [CompletionResult]::new('init', 'init', [CompletionResultType]::ParameterValue, 'Write a starter manifest (and, for container sandboxes, a Dockerfile)')
             [CompletionResult]::new('image', 'image', [CompletionResultType]::ParameterValue, 'Build or remove the sandbox image')
             [CompletionResult]::new('clean', 'clean', [CompletionResultType]::ParameterValue, 'Remove what eden left behind: worktrees, branches, containers, locks, isolated copies')
@@ -237,6 +265,9 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             break
         }
         'eden;help;run' {
+            break
+        }
+        'eden;help;interactive' {
             break
         }
         'eden;help;init' {

@@ -31,6 +31,9 @@ _eden() {
             eden,init)
                 cmd="eden__subcmd__init"
                 ;;
+            eden,interactive)
+                cmd="eden__subcmd__interactive"
+                ;;
             eden,run)
                 cmd="eden__subcmd__run"
                 ;;
@@ -51,6 +54,9 @@ _eden() {
                 ;;
             eden__subcmd__help,init)
                 cmd="eden__subcmd__help__subcmd__init"
+                ;;
+            eden__subcmd__help,interactive)
+                cmd="eden__subcmd__help__subcmd__interactive"
                 ;;
             eden__subcmd__help,run)
                 cmd="eden__subcmd__help__subcmd__run"
@@ -149,7 +155,7 @@ _eden() {
 
     case "${cmd}" in
         eden)
-            opts="-h -V --help --version run init image clean completions sessions help"
+            opts="-h -V --help --version run interactive init image clean completions sessions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -205,7 +211,7 @@ _eden() {
             return 0
             ;;
         eden__subcmd__help)
-            opts="run init image clean completions sessions help"
+            opts="run interactive init image clean completions sessions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -303,6 +309,20 @@ _eden() {
             return 0
             ;;
         eden__subcmd__help__subcmd__init)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        eden__subcmd__help__subcmd__interactive)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -593,6 +613,121 @@ _eden() {
                     COMPREPLY=()
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o plusdirs
+                    fi
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        eden__subcmd__interactive)
+            opts="-q -h --set --arg --agent --binary --model --prompt --prompt-file --name --max-iterations --sandbox --strategy --branch --base --repo --dry-run --json --json-events --quiet --no-tty --resume --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --set)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --arg)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --agent)
+                    COMPREPLY=($(compgen -W "claude-code codex opencode pi cursor copilot cli simulated" -- "${cur}"))
+                    return 0
+                    ;;
+                --binary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --model)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --prompt)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --prompt-file)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
+                    return 0
+                    ;;
+                --name)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --max-iterations)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --sandbox)
+                    COMPREPLY=($(compgen -W "none docker podman isolated" -- "${cur}"))
+                    return 0
+                    ;;
+                --strategy)
+                    COMPREPLY=($(compgen -W "head merge-to-head named" -- "${cur}"))
+                    return 0
+                    ;;
+                --branch)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --base)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --repo)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
+                    fi
+                    return 0
+                    ;;
+                --resume)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
                     fi
                     return 0
                     ;;
@@ -910,7 +1045,7 @@ _eden() {
                     return 0
                     ;;
                 --status)
-                    COMPREPLY=($(compgen -W "running finished abandoned completed output max_iterations incomplete usage agent_failed timeout hook_failed sandbox_error git_error interrupted internal" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "running finished abandoned completed output max_iterations session_ended incomplete usage agent_failed timeout hook_failed sandbox_error git_error interrupted internal" -- "${cur}"))
                     return 0
                     ;;
                 --branch)

@@ -23,6 +23,7 @@ set edit:completion:arg-completer[eden] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
             cand run 'Run an agent as a manifest (or flags) describes: worktree, iterations, merge back'
+            cand interactive 'The agent''s own terminal UI, in a fresh worktree and sandbox, hooks and all'
             cand init 'Write a starter manifest (and, for container sandboxes, a Dockerfile)'
             cand image 'Build or remove the sandbox image'
             cand clean 'Remove what eden left behind: worktrees, branches, containers, locks, isolated copies'
@@ -50,6 +51,31 @@ set edit:completion:arg-completer[eden] = {|@words|
             cand --json-events 'Print every event as a JSON line on stdout as it happens; the last, `run_finished`, carries the run record'
             cand -q 'No progress output (errors are still printed)'
             cand --quiet 'No progress output (errors are still printed)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
+        &'eden;interactive'= {
+            cand --set 'Override any manifest key, e.g. `--set agent.model=opus` (repeatable)'
+            cand --arg 'A prompt argument for `{{KEY}}` in the prompt (repeatable)'
+            cand --agent 'Agent kind'
+            cand --binary 'The agent''s executable: a path, or a name looked up on PATH'
+            cand --model 'Model passed to the agent'
+            cand --prompt 'The task, as text'
+            cand --prompt-file 'The task, from a file'
+            cand --name 'Run name (used in branch names and logs)'
+            cand --max-iterations 'Most agent iterations'
+            cand --sandbox 'Sandbox kind (`docker` and `podman` also need an image: `--set sandbox.image=eden:NAME`)'
+            cand --strategy 'Branch strategy'
+            cand --branch 'Branch name for strategy `named`'
+            cand --base 'Branch to start from (and merge back into)'
+            cand --repo 'The repository to work in (default: the current directory''s)'
+            cand --resume 'Continue this agent session (an id from `eden sessions list --json`)'
+            cand --dry-run 'Print the resolved plan as JSON and stop'
+            cand --json 'Print the run record as JSON on stdout (or, if the run cannot start, the error)'
+            cand --json-events 'Print every event as a JSON line on stdout as it happens; the last, `run_finished`, carries the run record'
+            cand -q 'No progress output (errors are still printed)'
+            cand --quiet 'No progress output (errors are still printed)'
+            cand --no-tty 'Without a terminal: the agent reads eden''s stdin and writes its stdout as they are'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }
@@ -198,6 +224,7 @@ set edit:completion:arg-completer[eden] = {|@words|
         }
         &'eden;help'= {
             cand run 'Run an agent as a manifest (or flags) describes: worktree, iterations, merge back'
+            cand interactive 'The agent''s own terminal UI, in a fresh worktree and sandbox, hooks and all'
             cand init 'Write a starter manifest (and, for container sandboxes, a Dockerfile)'
             cand image 'Build or remove the sandbox image'
             cand clean 'Remove what eden left behind: worktrees, branches, containers, locks, isolated copies'
@@ -206,6 +233,8 @@ set edit:completion:arg-completer[eden] = {|@words|
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'eden;help;run'= {
+        }
+        &'eden;help;interactive'= {
         }
         &'eden;help;init'= {
         }

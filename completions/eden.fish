@@ -27,6 +27,7 @@ end
 complete -c eden -n "__fish_eden_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c eden -n "__fish_eden_needs_command" -s V -l version -d 'Print version'
 complete -c eden -n "__fish_eden_needs_command" -f -a "run" -d 'Run an agent as a manifest (or flags) describes: worktree, iterations, merge back'
+complete -c eden -n "__fish_eden_needs_command" -f -a "interactive" -d 'The agent\'s own terminal UI, in a fresh worktree and sandbox, hooks and all'
 complete -c eden -n "__fish_eden_needs_command" -f -a "init" -d 'Write a starter manifest (and, for container sandboxes, a Dockerfile)'
 complete -c eden -n "__fish_eden_needs_command" -f -a "image" -d 'Build or remove the sandbox image'
 complete -c eden -n "__fish_eden_needs_command" -f -a "clean" -d 'Remove what eden left behind: worktrees, branches, containers, locks, isolated copies'
@@ -64,6 +65,39 @@ complete -c eden -n "__fish_eden_using_subcommand run" -l json -d 'Print the run
 complete -c eden -n "__fish_eden_using_subcommand run" -l json-events -d 'Print every event as a JSON line on stdout as it happens; the last, `run_finished`, carries the run record'
 complete -c eden -n "__fish_eden_using_subcommand run" -s q -l quiet -d 'No progress output (errors are still printed)'
 complete -c eden -n "__fish_eden_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c eden -n "__fish_eden_using_subcommand interactive" -l set -d 'Override any manifest key, e.g. `--set agent.model=opus` (repeatable)' -r -f
+complete -c eden -n "__fish_eden_using_subcommand interactive" -l arg -d 'A prompt argument for `{{KEY}}` in the prompt (repeatable)' -r -f
+complete -c eden -n "__fish_eden_using_subcommand interactive" -l agent -d 'Agent kind' -r -f -a "claude-code\t''
+codex\t''
+opencode\t''
+pi\t''
+cursor\t''
+copilot\t''
+cli\t''
+simulated\t''"
+complete -c eden -n "__fish_eden_using_subcommand interactive" -l binary -d 'The agent\'s executable: a path, or a name looked up on PATH' -r -F
+complete -c eden -n "__fish_eden_using_subcommand interactive" -l model -d 'Model passed to the agent' -r -f
+complete -c eden -n "__fish_eden_using_subcommand interactive" -l prompt -d 'The task, as text' -r -f
+complete -c eden -n "__fish_eden_using_subcommand interactive" -l prompt-file -d 'The task, from a file' -r -F
+complete -c eden -n "__fish_eden_using_subcommand interactive" -l name -d 'Run name (used in branch names and logs)' -r -f
+complete -c eden -n "__fish_eden_using_subcommand interactive" -l max-iterations -d 'Most agent iterations' -r -f
+complete -c eden -n "__fish_eden_using_subcommand interactive" -l sandbox -d 'Sandbox kind (`docker` and `podman` also need an image: `--set sandbox.image=eden:NAME`)' -r -f -a "none\t''
+docker\t''
+podman\t''
+isolated\t''"
+complete -c eden -n "__fish_eden_using_subcommand interactive" -l strategy -d 'Branch strategy' -r -f -a "head\t''
+merge-to-head\t''
+named\t''"
+complete -c eden -n "__fish_eden_using_subcommand interactive" -l branch -d 'Branch name for strategy `named`' -r -f
+complete -c eden -n "__fish_eden_using_subcommand interactive" -l base -d 'Branch to start from (and merge back into)' -r -f
+complete -c eden -n "__fish_eden_using_subcommand interactive" -l repo -d 'The repository to work in (default: the current directory\'s)' -r -f -a "(__fish_complete_directories)"
+complete -c eden -n "__fish_eden_using_subcommand interactive" -l resume -d 'Continue this agent session (an id from `eden sessions list --json`)' -r -f
+complete -c eden -n "__fish_eden_using_subcommand interactive" -l dry-run -d 'Print the resolved plan as JSON and stop'
+complete -c eden -n "__fish_eden_using_subcommand interactive" -l json -d 'Print the run record as JSON on stdout (or, if the run cannot start, the error)'
+complete -c eden -n "__fish_eden_using_subcommand interactive" -l json-events -d 'Print every event as a JSON line on stdout as it happens; the last, `run_finished`, carries the run record'
+complete -c eden -n "__fish_eden_using_subcommand interactive" -s q -l quiet -d 'No progress output (errors are still printed)'
+complete -c eden -n "__fish_eden_using_subcommand interactive" -l no-tty -d 'Without a terminal: the agent reads eden\'s stdin and writes its stdout as they are'
+complete -c eden -n "__fish_eden_using_subcommand interactive" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c eden -n "__fish_eden_using_subcommand init" -l agent -d 'Agent kind for the manifest' -r -f -a "claude-code\t''
 codex\t''
 opencode\t''
@@ -134,6 +168,7 @@ abandoned\t''
 completed\t''
 output\t''
 max_iterations\t''
+session_ended\t''
 incomplete\t''
 usage\t''
 agent_failed\t''
@@ -184,13 +219,14 @@ complete -c eden -n "__fish_eden_using_subcommand sessions; and __fish_seen_subc
 complete -c eden -n "__fish_eden_using_subcommand sessions; and __fish_seen_subcommand_from help" -f -a "transfer" -d 'Copy a captured session into the agent\'s own store for another directory'
 complete -c eden -n "__fish_eden_using_subcommand sessions; and __fish_seen_subcommand_from help" -f -a "resume" -d 'Continue an agent session: a run with `agent.resume` on the session\'s branch'
 complete -c eden -n "__fish_eden_using_subcommand sessions; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c eden -n "__fish_eden_using_subcommand help; and not __fish_seen_subcommand_from run init image clean completions sessions help" -f -a "run" -d 'Run an agent as a manifest (or flags) describes: worktree, iterations, merge back'
-complete -c eden -n "__fish_eden_using_subcommand help; and not __fish_seen_subcommand_from run init image clean completions sessions help" -f -a "init" -d 'Write a starter manifest (and, for container sandboxes, a Dockerfile)'
-complete -c eden -n "__fish_eden_using_subcommand help; and not __fish_seen_subcommand_from run init image clean completions sessions help" -f -a "image" -d 'Build or remove the sandbox image'
-complete -c eden -n "__fish_eden_using_subcommand help; and not __fish_seen_subcommand_from run init image clean completions sessions help" -f -a "clean" -d 'Remove what eden left behind: worktrees, branches, containers, locks, isolated copies'
-complete -c eden -n "__fish_eden_using_subcommand help; and not __fish_seen_subcommand_from run init image clean completions sessions help" -f -a "completions" -d 'Print a shell completion script for bash, zsh, fish, elvish or powershell'
-complete -c eden -n "__fish_eden_using_subcommand help; and not __fish_seen_subcommand_from run init image clean completions sessions help" -f -a "sessions" -d 'The run history: list runs, replay one, total tokens and cost, remove runs'
-complete -c eden -n "__fish_eden_using_subcommand help; and not __fish_seen_subcommand_from run init image clean completions sessions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c eden -n "__fish_eden_using_subcommand help; and not __fish_seen_subcommand_from run interactive init image clean completions sessions help" -f -a "run" -d 'Run an agent as a manifest (or flags) describes: worktree, iterations, merge back'
+complete -c eden -n "__fish_eden_using_subcommand help; and not __fish_seen_subcommand_from run interactive init image clean completions sessions help" -f -a "interactive" -d 'The agent\'s own terminal UI, in a fresh worktree and sandbox, hooks and all'
+complete -c eden -n "__fish_eden_using_subcommand help; and not __fish_seen_subcommand_from run interactive init image clean completions sessions help" -f -a "init" -d 'Write a starter manifest (and, for container sandboxes, a Dockerfile)'
+complete -c eden -n "__fish_eden_using_subcommand help; and not __fish_seen_subcommand_from run interactive init image clean completions sessions help" -f -a "image" -d 'Build or remove the sandbox image'
+complete -c eden -n "__fish_eden_using_subcommand help; and not __fish_seen_subcommand_from run interactive init image clean completions sessions help" -f -a "clean" -d 'Remove what eden left behind: worktrees, branches, containers, locks, isolated copies'
+complete -c eden -n "__fish_eden_using_subcommand help; and not __fish_seen_subcommand_from run interactive init image clean completions sessions help" -f -a "completions" -d 'Print a shell completion script for bash, zsh, fish, elvish or powershell'
+complete -c eden -n "__fish_eden_using_subcommand help; and not __fish_seen_subcommand_from run interactive init image clean completions sessions help" -f -a "sessions" -d 'The run history: list runs, replay one, total tokens and cost, remove runs'
+complete -c eden -n "__fish_eden_using_subcommand help; and not __fish_seen_subcommand_from run interactive init image clean completions sessions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c eden -n "__fish_eden_using_subcommand help; and __fish_seen_subcommand_from image" -f -a "build" -d 'Build the image from `Dockerfile.eden` with your uid/gid baked in'
 complete -c eden -n "__fish_eden_using_subcommand help; and __fish_seen_subcommand_from image" -f -a "remove" -d 'Remove the image'
 complete -c eden -n "__fish_eden_using_subcommand help; and __fish_seen_subcommand_from sessions" -f -a "list" -d 'One line per run, newest first (from `.eden/runs/`)'

@@ -33,6 +33,22 @@ its completion signal (or `max_iterations`), then merges or keeps the branch as 
 Progress goes to stderr; `--json` and `--json-events` put machine-readable output on stdout. The \
 run record is written to `.eden/runs/<run-id>.json` and every event to `.eden/logs/<run-id>.jsonl`.")]
     Run(Box<RunArgs>),
+    /// The agent's own terminal UI, in a fresh worktree and sandbox, hooks and all
+    #[command(
+        long_about = "The agent's own terminal UI, in a fresh worktree and sandbox, hooks and all.\n\n\
+Same manifest and flags as `eden run`: the worktree is made, the sandbox booted, the `on_worktree_ready` and \
+`on_sandbox_ready` hooks run, then the terminal is the agent's (Claude Code's, Codex's, opencode's, pi's, \
+Copilot's or Cursor's UI, or any `cli` binary such as `bash`) until you quit it; `on_close` runs, the \
+container goes, and the work is merged or kept as the strategy says. The prompt, if any, is the first message.",
+        after_help = "Differences from `eden run`: the default strategy is `head` (your checkout; `--strategy \
+merge-to-head` or `named` for a branch of its own); there is no iteration loop, so `[loop]`, `[output]`, \
+`--max-iterations` and the iteration hooks are not used (one warning says so); `[[step]]` manifests and the \
+`isolated` sandbox are refused; the permission-bypass flag is passed only in docker and podman (on the host \
+the agent asks you); `--json-events` is refused (the agent has stdout). eden exits with the agent's exit \
+code (130 when you interrupted it); a session that ends non-zero is not merged. Without a terminal on stdin \
+it is refused unless `--no-tty`."
+    )]
+    Interactive(Box<InteractiveArgs>),
     /// Write a starter manifest (and, for container sandboxes, a Dockerfile)
     Init(InitArgs),
     /// Build or remove the sandbox image
@@ -54,6 +70,20 @@ fish: `eden completions fish > ~/.config/fish/completions/eden.fish`. Packagers:
     /// The run history: list runs, replay one, total tokens and cost, remove runs
     #[command(subcommand)]
     Sessions(SessionsCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct InteractiveArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+
+    /// Without a terminal: the agent reads eden's stdin and writes its stdout as they are
+    #[arg(long)]
+    pub no_tty: bool,
+
+    /// Continue this agent session (an id from `eden sessions list --json`)
+    #[arg(long, value_name = "SESSION", value_hint = ValueHint::Other)]
+    pub resume: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -18,6 +18,8 @@ pub enum ErrorKind {
     Usage,
     /// The agent process failed (non-zero exit without the completion signal, or a reported error).
     Agent,
+    /// An interactive agent ended with this exit code (eden exits with it too).
+    Exited { code: i32 },
     /// Idle, step or hook timeout.
     Timeout,
     /// A lifecycle hook failed.
@@ -40,6 +42,7 @@ impl ErrorKind {
             ErrorKind::Incomplete => 1,
             ErrorKind::Usage => 2,
             ErrorKind::Agent => 3,
+            ErrorKind::Exited { code } => *code,
             ErrorKind::Timeout => 4,
             ErrorKind::Hook => 5,
             ErrorKind::Sandbox => 6,
@@ -54,7 +57,7 @@ impl ErrorKind {
         match self {
             ErrorKind::Incomplete => "incomplete",
             ErrorKind::Usage => "usage",
-            ErrorKind::Agent => "agent_failed",
+            ErrorKind::Agent | ErrorKind::Exited { .. } => "agent_failed",
             ErrorKind::Timeout => "timeout",
             ErrorKind::Hook => "hook_failed",
             ErrorKind::Sandbox => "sandbox_error",

@@ -49,6 +49,10 @@ pub fn main_with_args(args: Vec<std::ffi::OsString>) -> i32 {
     };
     let result = match cli.command {
         cli::Command::Run(args) => commands::run::run(*args),
+        cli::Command::Interactive(args) => {
+            let mode = commands::run::InteractiveMode { no_tty: args.no_tty, resume: args.resume };
+            commands::run::execute(args.run, Some(mode))
+        }
         cli::Command::Init(args) => commands::init::init(args),
         cli::Command::Image(cli::ImageCommand::Build(args)) => commands::image::build(args),
         cli::Command::Image(cli::ImageCommand::Remove(args)) => commands::image::remove(args),

@@ -81,6 +81,8 @@ pub enum ExitReason {
     Output,
     /// `max_iterations` ran without the signal, and completion is not required.
     MaxIterations,
+    /// An interactive session the person ended (the agent exited 0).
+    SessionEnded,
     Incomplete,
     Usage,
     AgentFailed,
@@ -97,7 +99,7 @@ impl ExitReason {
         match kind {
             ErrorKind::Incomplete => ExitReason::Incomplete,
             ErrorKind::Usage => ExitReason::Usage,
-            ErrorKind::Agent => ExitReason::AgentFailed,
+            ErrorKind::Agent | ErrorKind::Exited { .. } => ExitReason::AgentFailed,
             ErrorKind::Timeout => ExitReason::Timeout,
             ErrorKind::Hook => ExitReason::HookFailed,
             ErrorKind::Sandbox => ExitReason::SandboxError,
@@ -112,6 +114,7 @@ impl ExitReason {
             ExitReason::Completed => "completed",
             ExitReason::Output => "output",
             ExitReason::MaxIterations => "max_iterations",
+            ExitReason::SessionEnded => "session_ended",
             ExitReason::Incomplete => "incomplete",
             ExitReason::Usage => "usage",
             ExitReason::AgentFailed => "agent_failed",
@@ -130,6 +133,9 @@ pub struct RunRecord {
     /// `RECORD_VERSION` of the eden that wrote it.
     pub version: u32,
     pub id: String,
+    /// `run` (`eden run`) or `interactive` (`eden interactive`).
+    #[serde(default)]
+    pub kind: RunKind,
     pub status: RunStatus,
     /// The eden process that runs (ran) it, and its version.
     pub process: ProcessStamp,
@@ -185,6 +191,14 @@ pub struct RunRecord {
     pub exit_code: Option<i32>,
     pub error: Option<ErrorRecord>,
     pub record_path: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunKind {
+    #[default]
+    Run,
+    Interactive,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

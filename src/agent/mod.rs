@@ -7,6 +7,7 @@ mod cli;
 mod codex;
 mod copilot;
 mod cursor;
+pub mod interactive;
 mod opencode;
 mod pi;
 mod scanner;

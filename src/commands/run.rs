@@ -12,9 +12,22 @@ use crate::ui::{print_data, Display, JsonLinesReporter, LogFileReporter, Reporte
 use std::path::PathBuf;
 
 pub fn run(args: RunArgs) -> Result<i32, Error> {
+    execute(args, None)
+}
+
+/// `eden interactive`'s own settings on top of `eden run`'s.
+pub struct InteractiveMode {
+    /// A plain attached session without a terminal (`--no-tty`).
+    pub no_tty: bool,
+    /// A session to continue.
+    pub resume: Option<String>,
+}
+
+/// A run, or with `interactive` a session in the agent's own UI.
+pub fn execute(args: RunArgs, interactive: Option<InteractiveMode>) -> Result<i32, Error> {
     let json = args.json || args.json_events;
     let mut printed = false;
-    let result = run_inner(args, &mut printed);
+    let result = run_inner(args, interactive, &mut printed);
     // Scripts that read stdout get JSON whatever happened: an error before the run began is
     // printed as one (once it began, its record, with the error in it, is what is printed).
     if let (Err(error), true, false) = (&result, json, printed) {
@@ -35,13 +48,26 @@ fn error_json(error: &Error) -> serde_json::Value {
 }
 
 /// The run; `printed` says whether it put its record (or events) on stdout.
-fn run_inner(args: RunArgs, printed: &mut bool) -> Result<i32, Error> {
+fn run_inner(mut args: RunArgs, interactive: Option<InteractiveMode>, printed: &mut bool) -> Result<i32, Error> {
     if args.json && args.json_events {
         return Err(Error::usage("`--json` and `--json-events` cannot be used together").with_hint(
             "`--json` prints the run record at the end; `--json-events` prints every event, and the last one carries the record",
         ));
     }
     let current_dir = crate::commands::current_dir()?;
+    if interactive.is_some() {
+        if args.json_events {
+            return Err(Error::usage("`--json-events` does not go with `eden interactive`: the agent has stdout")
+                .with_hint("use `--json` for the record at the end, or the run's log (`.eden/logs/`)"));
+        }
+        // The person expects their writes in their checkout: `head`, unless told otherwise.
+        if args.strategy.is_none()
+            && !args.set.iter().any(|pair| pair.trim_start().starts_with("branch.strategy"))
+            && !manifest_sets_strategy(args.manifest.as_deref().map(|file| current_dir.join(file)).as_deref())
+        {
+            args.strategy = Some("head".into());
+        }
+    }
     let file = args.manifest.as_ref();
     let overrides = overrides(&args, &current_dir)?;
     let given: Vec<String> = overrides.iter().map(|item| format!("{}={}", item.path, item.value)).collect();
@@ -50,8 +76,9 @@ fn run_inner(args: RunArgs, printed: &mut bool) -> Result<i32, Error> {
             "pass a manifest (`eden run plan.toml`) or describe the run with flags: `eden run --agent simulated --prompt \"...\"`",
         ));
     }
-    let (manifest, source) =
+    let (manifest, mut source) =
         manifest::load(LoadRequest { file: file.map(PathBuf::as_path), overrides, current_dir: &current_dir })?;
+    source.prompt_optional = interactive.is_some();
     let repo_dir = match &args.repo {
         Some(dir) => current_dir.join(dir),
         None => current_dir,
@@ -67,6 +94,10 @@ fn run_inner(args: RunArgs, printed: &mut bool) -> Result<i32, Error> {
         crate::ui::print_note(&format!("warning: {note}"));
     }
     check_args_are_used(&args.prompt_args, &plan)?;
+    let attached = match &interactive {
+        Some(mode) => Some(check_interactive(&plan, mode, &args)?),
+        None => None,
+    };
     crate::redact::register(plan.secrets.iter().map(|secret| secret.0.clone()));
 
     let containment = crate::process::contain::install()?;
@@ -93,8 +124,14 @@ fn run_inner(args: RunArgs, printed: &mut bool) -> Result<i32, Error> {
         .build()
         .map_err(|err| Error::internal("cannot start the async runtime").with_source(err))?;
     let stopping = Stopping { kill_grace: plan.timeouts.kill_grace.0, drain: plan.timeouts.output_drain.0 };
-    let options = RunOptions { repo, stopping, overrides: given, open_log: LogFileReporter::open };
-    let mut reporters: Vec<Box<dyn Reporter>> = Display::detect(args.quiet).reporter().into_iter().collect();
+    let options =
+        RunOptions { repo, stopping, overrides: given, open_log: LogFileReporter::open, interactive: attached };
+    let display = match Display::detect(args.quiet) {
+        // The agent draws on the terminal: eden's own lines only before and after, no spinner.
+        Display::Live if options.interactive.is_some() => Display::Plain,
+        display => display,
+    };
+    let mut reporters: Vec<Box<dyn Reporter>> = display.reporter().into_iter().collect();
     if args.json_events {
         reporters.push(Box::new(JsonLinesReporter::stdout()));
     }
@@ -111,6 +148,60 @@ fn run_inner(args: RunArgs, printed: &mut bool) -> Result<i32, Error> {
         Some(error) => Err(error),
         None => Ok(0),
     }
+}
+
+/// Does the manifest file name a branch strategy? (Unreadable: `load` says why, later.)
+fn manifest_sets_strategy(file: Option<&std::path::Path>) -> bool {
+    let Some(text) = file.and_then(|file| std::fs::read_to_string(file).ok()) else { return false };
+    let Ok(table) = text.parse::<toml::Table>() else { return false };
+    table.get("branch").and_then(|branch| branch.get("strategy")).is_some()
+}
+
+/// What an interactive session cannot do, refused; what it does not use, said once.
+fn check_interactive(
+    plan: &plan::Plan,
+    mode: &InteractiveMode,
+    args: &RunArgs,
+) -> Result<orchestrator::Interactive, Error> {
+    use crate::manifest::hooks_plan::{Phase, Side};
+    use crate::manifest::plan::SandboxPlan;
+    if matches!(plan.sandbox, SandboxPlan::Isolated { .. }) {
+        return Err(Error::usage("`eden interactive` cannot attach a terminal to an `isolated` sandbox")
+            .with_hint("use `--sandbox docker` or `--sandbox podman` (with `sandbox.image`), or `--sandbox none`"));
+    }
+    if plan.steps.len() > 1 {
+        return Err(Error::usage(format!(
+            "the manifest has {} steps; an interactive session runs one agent",
+            plan.steps.len()
+        ))
+        .with_hint("give the agent with flags (`--agent`, `--model`) and a manifest without `[[step]]`"));
+    }
+    let tty = crate::process::attached::stdin_is_terminal();
+    if !tty && !mode.no_tty {
+        return Err(Error::usage("`eden interactive` needs a terminal on stdin").with_hint(
+            "run it from a terminal, or pass `--no-tty` for a plain attached session (a script piping into the agent)",
+        ));
+    }
+    let iteration_hooks = [Phase::OnIterationStart, Phase::OnIterationEnd]
+        .iter()
+        .any(|phase| [Side::Host, Side::Sandbox].iter().any(|side| !plan.hooks.get(*side, *phase).is_empty()));
+    let mut unused = Vec::new();
+    if args.max_iterations.is_some() {
+        unused.push("`--max-iterations`");
+    }
+    if plan.steps[0].output.is_some() {
+        unused.push("`[output]`");
+    }
+    if iteration_hooks {
+        unused.push("the `on_iteration_start`/`on_iteration_end` hooks");
+    }
+    if !unused.is_empty() {
+        crate::ui::print_note(&format!(
+            "warning: an interactive session has no iteration loop: {} and the `[loop]` settings are not used",
+            unused.join(", ")
+        ));
+    }
+    Ok(orchestrator::Interactive { tty: tty && !mode.no_tty, resume: mode.resume.clone() })
 }
 
 /// An `--arg` no prompt uses is a typo or a stale script: say which keys the prompts do use.

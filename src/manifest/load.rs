@@ -107,6 +107,8 @@ pub struct Source {
     overrides: Vec<Override>,
     /// What the overrides changed beyond the keys they name (for the person to see).
     pub notes: Vec<String>,
+    /// A manifest without a prompt is fine (`eden interactive`: the person types it).
+    pub prompt_optional: bool,
 }
 
 impl Source {
@@ -180,7 +182,8 @@ pub fn load(request: LoadRequest<'_>) -> Result<(Manifest, Source), Error> {
             .with_hint("see the manifest reference in the README")
     })?;
     let document = file.as_ref().map(|_| ImDocument::parse(text.clone()).expect("parsed as TOML above"));
-    let mut source = Source { file, base_dir, document, overrides: request.overrides, notes: Vec::new() };
+    let mut source =
+        Source { file, base_dir, document, overrides: request.overrides, notes: Vec::new(), prompt_optional: false };
 
     for item in &source.overrides {
         if let Some(note) = apply_override(&mut table, item)? {

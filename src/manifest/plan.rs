@@ -589,6 +589,7 @@ fn resolve_prompt(
                 .error_at_key(&at("prompt_file"), "both `prompt` and `prompt_file` are set")
                 .with_hint("keep one of them"))
         }
+        (None, None) if source.prompt_optional => ResolvedPrompt { template: String::new(), file: None },
         (None, None) => {
             return Err(source.error_at(base, "no prompt given").with_hint(hint));
         }
@@ -608,7 +609,7 @@ fn resolve_prompt(
             ResolvedPrompt { template, file: Some(path) }
         }
     };
-    if resolved.template.trim().is_empty() {
+    if resolved.template.trim().is_empty() && !source.prompt_optional {
         let key = if resolved.file.is_some() { "prompt_file" } else { "prompt" };
         return Err(source.error_at(&at(key), "the prompt is empty").with_hint(hint));
     }

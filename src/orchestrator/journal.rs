@@ -19,10 +19,18 @@ pub(crate) struct Journal {
 
 impl Journal {
     /// The record of a run about to start: `running`, owned by this eden process. Not yet written.
-    pub fn start(run_id: &str, plan: &Plan, pre: &Preflight, overrides: &[String], log: Option<PathBuf>) -> Journal {
+    pub fn start(
+        run_id: &str,
+        kind: crate::record::RunKind,
+        plan: &Plan,
+        pre: &Preflight,
+        overrides: &[String],
+        log: Option<PathBuf>,
+    ) -> Journal {
         let record = RunRecord {
             version: RECORD_VERSION,
             id: run_id.to_owned(),
+            kind,
             status: RunStatus::Running,
             process: ProcessStamp::current(),
             eden_version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -100,6 +108,7 @@ impl Journal {
                 Some(error) => ExitReason::of(&error.kind),
                 None if record.completion_signal.is_some() => ExitReason::Completed,
                 None if record.output.is_some() => ExitReason::Output,
+                None if record.kind == crate::record::RunKind::Interactive => ExitReason::SessionEnded,
                 None => ExitReason::MaxIterations,
             });
             record.usage = record.iterations.iter().filter_map(|i| i.usage).reduce(|mut total, usage| {

@@ -17,14 +17,14 @@ mod steps;
 pub mod workspace;
 
 use crate::agent::{self, Agent};
-use crate::error::Error;
+use crate::error::{Error, ErrorKind};
 use crate::git::Discovered;
 use crate::hooks::{self, HookRunner, PhaseRun};
 use crate::manifest::hooks_plan::Phase;
 use crate::manifest::plan::{Plan, SandboxPlan};
 use crate::manifest::schema::Network;
 use crate::process::{listen_for_signals, Abort, Stopping};
-use crate::record::{RunPhase, RunRecord, StepRecord};
+use crate::record::{RunKind, RunPhase, RunRecord, StepRecord};
 use crate::report::{Event, Reporter, RunEvents};
 use crate::sandbox::{self, container::ContainerRequest, isolated::IsolatedRequest, Host, SandboxHandle};
 use iterate::Progress;
@@ -43,6 +43,17 @@ pub struct RunOptions {
     pub overrides: Vec<String>,
     /// Opens the JSON-lines log at a path (`[logging] file`): the edge's reporter, handed in.
     pub open_log: fn(&Path) -> std::io::Result<Box<dyn Reporter>>,
+    /// `eden interactive`: the agent gets the terminal instead of the iteration loop.
+    pub interactive: Option<Interactive>,
+}
+
+/// How an interactive session is attached.
+#[derive(Debug, Clone)]
+pub struct Interactive {
+    /// eden's stdin is a terminal, handed to the agent (else a plain attached session).
+    pub tty: bool,
+    /// A session to continue.
+    pub resume: Option<String>,
 }
 
 /// The record (when the run got far enough to have one) and the error, if it failed.
@@ -109,7 +120,8 @@ impl<'p> Run<'p> {
         let layout = pre.layout();
         let branch_slug = crate::git::slug(&pre.branch);
         let log = plan.logging.file.path(&layout.root, &layout.logs(), &plan.name, &branch_slug, &run_id);
-        let journal = Journal::start(&run_id, plan, &pre, &options.overrides, log.clone());
+        let kind = if options.interactive.is_some() { RunKind::Interactive } else { RunKind::Run };
+        let journal = Journal::start(&run_id, kind, plan, &pre, &options.overrides, log.clone());
         let hooks = HookRunner {
             plan: &plan.hooks,
             worktree: pre.worktree.clone(),
@@ -147,7 +159,95 @@ impl<'p> Run<'p> {
     async fn start(&mut self) -> Result<LoopEnd, Error> {
         self.workspace().await?;
         self.boot_sandbox().await?;
-        self.run_steps().await
+        match self.options.interactive.clone() {
+            Some(interactive) => self.session(&interactive).await,
+            None => self.run_steps().await,
+        }
+    }
+
+    /// `eden interactive`: the agent's own UI on eden's terminal until the person quits it.
+    async fn session(&mut self, interactive: &Interactive) -> Result<LoopEnd, Error> {
+        self.journal.phase(RunPhase::Iterating);
+        let plan = self.plan;
+        let step = &plan.steps[0];
+        let prompt = self.first_prompt(step).await?;
+        let workspace = self.workspace.as_ref().expect("the workspace comes first");
+        let start = agent::interactive::InteractiveStart {
+            prompt: prompt.as_deref(),
+            worktree: &workspace.pre.worktree,
+            resume: interactive.resume.as_deref(),
+            bypass: matches!(plan.sandbox, SandboxPlan::Container(_)),
+            tty: interactive.tty,
+        };
+        let mut command = agent::interactive::command(&step.agent, &start)?;
+        for (key, value) in plan.env.sandbox.iter().chain(&plan.env.dotenv) {
+            command = command.env_default(key, &value.0);
+        }
+        let command = crate::git::with_config(command, &crate::git::NO_BACKGROUND_WORK);
+        let prepared = self.sandbox.prepare(command)?;
+        self.events.report(&Event::Info {
+            message: &format!(
+                "{} is yours in {} (quit it to end the session)",
+                step.agent.kind().as_str(),
+                workspace.pre.worktree.display()
+            ),
+        });
+        let program = prepared.command.to_string();
+        let ended = crate::process::attached::run_attached(
+            &prepared.command,
+            interactive.tty,
+            &mut self.abort,
+            self.options.stopping.kill_grace,
+            prepared.inside.as_deref(),
+        )
+        .await
+        .map_err(|err| {
+            Error::agent(format!("cannot start the agent `{program}`: {err}"))
+                .with_hint("check `agent.binary` and that it is executable")
+        })?;
+        if let Some(signal) = ended.aborted {
+            return Err(Error::interrupted(signal));
+        }
+        self.events.report(&Event::Info { message: &format!("the session ended (exit {})", ended.code) });
+        if ended.code == 0 {
+            return Ok(LoopEnd { completion_signal: None, output: None });
+        }
+        // A container that went away mid-session is the sandbox's failure, not the agent's.
+        self.sandbox.check_alive(Some(ended.code))?;
+        Err(Error::new(ErrorKind::Exited { code: ended.code }, format!("the agent exited with {}", ended.code))
+            .with_hint("a session that ends with an error is not merged: its commits stay on its branch"))
+    }
+
+    /// The first message of an interactive session: the step's prompt rendered, if it has one.
+    async fn first_prompt(&mut self, step: &crate::manifest::plan::StepPlan) -> Result<Option<String>, Error> {
+        if step.prompt.template.trim().is_empty() {
+            return Ok(None);
+        }
+        let pre = &self.workspace.as_ref().expect("the workspace comes first").pre;
+        let mut values = step.prompt.args.clone();
+        values.insert("BRANCH".into(), pre.branch.clone());
+        values.insert("BASE_BRANCH".into(), pre.base_branch.clone().unwrap_or_default());
+        values.insert("RUN_ID".into(), self.run_id.clone());
+        values.insert("NAME".into(), self.plan.name.clone());
+        values.insert("ITERATION".into(), "1".into());
+        values.insert("MAX_ITERATIONS".into(), "1".into());
+        let mut rendered = String::new();
+        for piece in crate::manifest::prompt::pieces(&step.prompt.template) {
+            match piece {
+                crate::manifest::prompt::Piece::Text(text) => {
+                    rendered.push_str(&crate::manifest::prompt::render(text, &values));
+                }
+                crate::manifest::prompt::Piece::Command(cmd) => {
+                    let cmd = crate::manifest::prompt::render(cmd, &values);
+                    let output = self
+                        .hooks
+                        .prompt_command(&cmd, 1, self.sandbox.as_ref(), &mut self.events, &mut self.abort)
+                        .await?;
+                    rendered.push_str(&output);
+                }
+            }
+        }
+        Ok(Some(rendered))
     }
 
     /// The run begins: its log and record, then the branch lock and the worktree, the copied

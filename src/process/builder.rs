@@ -12,6 +12,9 @@ pub enum Stdin {
     Null,
     /// Written to the child's stdin, which is then closed.
     Bytes(Vec<u8>),
+    /// eden's own stdin, stdout and stderr, handed over (`eden interactive`); `tty` when they
+    /// are a terminal the child is to own (a container engine then allocates one inside).
+    Terminal { tty: bool },
 }
 
 #[derive(Debug, Clone)]
@@ -164,6 +167,7 @@ impl ProcessBuilder {
         command.stdin(match self.stdin {
             Stdin::Null => Stdio::null(),
             Stdin::Bytes(_) => Stdio::piped(),
+            Stdin::Terminal { .. } => Stdio::inherit(),
         });
         command.stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child = command.spawn()?;
@@ -212,6 +216,48 @@ impl ProcessBuilder {
     /// "parent" is the thread that spawns: call this from the runtime's own thread (eden's
     /// runtime is single-threaded), never from a short-lived helper thread.
     pub fn spawn_group(&self) -> std::io::Result<tokio::process::Child> {
+        let mut command = tokio::process::Command::from(self.supervised_command()?);
+        command
+            .process_group(0)
+            .stdin(match self.stdin {
+                Stdin::Null => Stdio::null(),
+                Stdin::Bytes(_) => Stdio::piped(),
+                Stdin::Terminal { .. } => Stdio::inherit(),
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(false);
+        command.spawn()
+    }
+
+    /// Spawn with eden's stdin, stdout and stderr, in a process group of its own that becomes
+    /// the terminal's foreground group when `foreground` (so Ctrl-C, Ctrl-Z and the keys go to
+    /// it, not to eden). Contained and tied to eden's life like `spawn_group`.
+    pub fn spawn_terminal(&self, foreground: bool) -> std::io::Result<tokio::process::Child> {
+        use std::os::unix::process::CommandExt;
+        let mut std_command = self.supervised_command()?;
+        if foreground {
+            // SAFETY: between fork and exec only async-signal-safe calls: signal(2), tcsetpgrp(3)
+            // (an ioctl), getpid(2).
+            unsafe {
+                std_command.pre_exec(|| {
+                    use nix::sys::signal::{signal, SigHandler, Signal};
+                    // Still in the background: taking the terminal would stop us without this.
+                    signal(Signal::SIGTTOU, SigHandler::SigIgn).map_err(std::io::Error::from)?;
+                    let taken = nix::unistd::tcsetpgrp(std::io::stdin(), nix::unistd::getpid());
+                    signal(Signal::SIGTTOU, SigHandler::SigDfl).map_err(std::io::Error::from)?;
+                    taken.map_err(std::io::Error::from)
+                });
+            }
+        }
+        let mut command = tokio::process::Command::from(std_command);
+        command.process_group(0).stdin(Stdio::inherit()).stdout(Stdio::inherit()).stderr(Stdio::inherit());
+        command.spawn()
+    }
+
+    /// The std command a supervised spawn runs: under eden's init when contained, and killed
+    /// by the kernel if eden dies.
+    fn supervised_command(&self) -> std::io::Result<std::process::Command> {
         use std::os::unix::process::CommandExt;
         let mut std_command = self.command();
         if self.contained && super::contain::current() == Some(super::contain::Containment::PidNamespace) {
@@ -238,17 +284,7 @@ impl ProcessBuilder {
                 Ok(())
             });
         }
-        let mut command = tokio::process::Command::from(std_command);
-        command
-            .process_group(0)
-            .stdin(match self.stdin {
-                Stdin::Null => Stdio::null(),
-                Stdin::Bytes(_) => Stdio::piped(),
-            })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(false);
-        command.spawn()
+        Ok(std_command)
     }
 }
 

@@ -2,6 +2,7 @@
 //! own process group, streamed output, idle/step/completion watchdogs, signal forwarding and a
 //! guard that kills the whole group. No `Command::new` outside this module.
 
+pub mod attached;
 mod builder;
 pub mod contain;
 mod group;

@@ -266,8 +266,11 @@ impl SandboxHandle for Container {
         let pid_file = self.pid_dir.join(format!("{n}.pid"));
         let stdin = command.take_stdin();
         let mut exec = engine_command(self.engine).arg("exec");
-        if matches!(stdin, Stdin::Bytes(_)) {
-            exec = exec.arg("-i");
+        match stdin {
+            Stdin::Bytes(_) | Stdin::Terminal { tty: false } => exec = exec.arg("-i"),
+            // A terminal inside, sized and resized by the engine's client from ours.
+            Stdin::Terminal { tty: true } => exec = exec.arg("-it"),
+            Stdin::Null => {}
         }
         if let Some(cwd) = command.get_cwd() {
             exec = exec.args(["-w".as_ref(), cwd.as_os_str()]);

@@ -217,13 +217,14 @@ pub struct Filter {
 }
 
 /// The words `--status` accepts.
-pub const STATUS_WORDS: [&str; 15] = [
+pub const STATUS_WORDS: [&str; 16] = [
     "running",
     "finished",
     "abandoned",
     "completed",
     "output",
     "max_iterations",
+    "session_ended",
     "incomplete",
     "usage",
     "agent_failed",

@@ -107,11 +107,13 @@ pub(crate) fn summary_lines(record: &RunRecord) -> Vec<String> {
         (_, 0) if record.steps.len() > 1 => {
             format!("finished {ran} of {} step(s), {iterations} iteration(s) ({elapsed})", record.steps.len())
         }
+        (_, 0) if record.kind == crate::record::RunKind::Interactive => format!("the session ended ({elapsed})"),
         (Some(_), 0) => format!("completed in iteration {iterations}/{} ({elapsed})", record.max_iterations),
         (None, 0) if record.output.is_some() => format!("finished with a valid output ({elapsed})"),
         (None, 0) => {
             format!("finished {iterations} iteration(s) without the completion signal ({elapsed})")
         }
+        _ if record.kind == crate::record::RunKind::Interactive => format!("ended: {exit_reason} ({elapsed})"),
         _ => format!("ended: {exit_reason} after {iterations} iteration(s) ({elapsed})"),
     };
     lines.push(head);

@@ -15,6 +15,7 @@ mod env_secrets;
 mod generated;
 mod hooks;
 mod image;
+mod interactive;
 mod isolated;
 mod locks;
 mod loop_watchdogs;

@@ -1,0 +1,183 @@
+//! How each agent CLI starts its own terminal UI (`eden interactive`): no print/exec/JSON mode,
+//! the model and `extra_args` as for a run, an optional first prompt the way that CLI takes
+//! one, `resume` to continue a session, and the permission-bypass flag only where a container
+//! makes it safe (`bypass`); on the host the agent asks the person at the keyboard.
+
+use super::{AgentKind, AgentPlan};
+use crate::error::Error;
+use crate::process::{ProcessBuilder, Stdin};
+use std::path::Path;
+
+pub struct InteractiveStart<'a> {
+    /// The first message, already rendered.
+    pub prompt: Option<&'a str>,
+    pub worktree: &'a Path,
+    /// A session to continue (`--resume`, else `agent.resume`).
+    pub resume: Option<&'a str>,
+    /// Skip the agent's permission prompts (in a container only).
+    pub bypass: bool,
+    /// The terminal is a terminal (a container engine allocates one inside).
+    pub tty: bool,
+}
+
+/// The command that starts `plan`'s agent in its interactive mode.
+pub fn command(plan: &AgentPlan, start: &InteractiveStart<'_>) -> Result<ProcessBuilder, Error> {
+    let stdin = Stdin::Terminal { tty: start.tty };
+    let settings = match plan {
+        AgentPlan::Simulated { .. } => {
+            return Err(Error::usage("the `simulated` agent has no interactive mode")
+                .with_hint("use `--agent cli --binary bash` for a shell in the worktree, or a real agent"))
+        }
+        AgentPlan::Cli(cli) => {
+            let model = cli.model.as_deref().unwrap_or_default();
+            let mut command = ProcessBuilder::new(&cli.binary).cwd(start.worktree);
+            for arg in &cli.args {
+                if arg.contains("{prompt}") {
+                    // Without a first message the argument that would carry it is left out.
+                    if let Some(prompt) = start.prompt {
+                        command = command.arg(arg.replace("{prompt}", prompt).replace("{model}", model));
+                    }
+                    continue;
+                }
+                command = command.arg(arg.replace("{model}", model));
+            }
+            for (key, value) in &cli.env {
+                command = command.env(key, &value.0);
+            }
+            return Ok(command.stdin(stdin));
+        }
+        AgentPlan::Adapter(settings) => settings,
+    };
+    let resume = start.resume.or(settings.resume.as_deref());
+    let model = settings.model.as_deref();
+    let mut command = ProcessBuilder::new(&settings.binary);
+    let mut prompt_flag: Option<&str> = None;
+    match settings.kind {
+        AgentKind::ClaudeCode => {
+            command = command.option("--model", model).option("--resume", resume);
+            if start.bypass {
+                command = command.arg("--dangerously-skip-permissions");
+                if nix::unistd::geteuid().is_root() {
+                    command = command.env("IS_SANDBOX", "1");
+                }
+            }
+        }
+        AgentKind::Codex => {
+            if let Some(session) = resume {
+                command = command.args(["resume", session]);
+            }
+            command = command.option("--model", model);
+            if start.bypass {
+                command = command.arg("--dangerously-bypass-approvals-and-sandbox");
+            }
+        }
+        AgentKind::Opencode => {
+            command = command.option("--model", model).option("--session", resume);
+            prompt_flag = Some("--prompt");
+        }
+        AgentKind::Pi => {
+            if let Some(model) = model {
+                command = match model.split_once('/') {
+                    Some((provider, model)) => command.args(["--provider", provider, "--model", model]),
+                    None => command.args(["--model", model]),
+                };
+            }
+            command = command.option("--session", resume);
+        }
+        AgentKind::Cursor => {
+            command = command.option("--model", model).option("--resume", resume);
+            if start.bypass {
+                command = command.arg("--force");
+            }
+        }
+        AgentKind::Copilot => {
+            command = command.option("--model", model).option("--resume", resume);
+            if start.bypass {
+                command = command.arg("--allow-all-tools");
+            }
+            prompt_flag = Some("-i");
+        }
+        AgentKind::Cli | AgentKind::Simulated => unreachable!("not adapters"),
+    }
+    command = command.args(&settings.extra_args);
+    if let Some(prompt) = start.prompt {
+        command = match prompt_flag {
+            Some(flag) => command.arg(flag).arg(prompt),
+            None => command.arg(prompt),
+        };
+    }
+    for (key, value) in &settings.env {
+        command = command.env(key, &value.0);
+    }
+    Ok(command.cwd(start.worktree).stdin(stdin))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::AdapterSettings;
+
+    fn adapter(kind: AgentKind) -> AgentPlan {
+        AgentPlan::Adapter(AdapterSettings {
+            kind,
+            binary: kind.spec().binary.unwrap().into(),
+            model: Some("the-model".into()),
+            effort: None,
+            extra_args: vec!["--extra".into()],
+            env: Default::default(),
+            resume: None,
+        })
+    }
+
+    #[test]
+    fn each_agent_starts_its_own_ui() {
+        let lines: Vec<String> = [
+            AgentKind::ClaudeCode,
+            AgentKind::Codex,
+            AgentKind::Opencode,
+            AgentKind::Pi,
+            AgentKind::Cursor,
+            AgentKind::Copilot,
+        ]
+        .into_iter()
+        .flat_map(|kind| {
+            [(false, None), (true, Some("s-1"))].map(|(bypass, resume)| {
+                let start =
+                    InteractiveStart { prompt: Some("fix it"), worktree: Path::new("/wt"), resume, bypass, tty: true };
+                command(&adapter(kind), &start).unwrap().to_string()
+            })
+        })
+        .collect();
+        insta::assert_snapshot!(lines.join("\n"), @"
+        claude --model the-model --extra 'fix it'
+        claude --model the-model --resume s-1 --dangerously-skip-permissions --extra 'fix it'
+        codex --model the-model --extra 'fix it'
+        codex resume s-1 --model the-model --dangerously-bypass-approvals-and-sandbox --extra 'fix it'
+        opencode --model the-model --extra --prompt 'fix it'
+        opencode --model the-model --session s-1 --extra --prompt 'fix it'
+        pi --model the-model --extra 'fix it'
+        pi --model the-model --session s-1 --extra 'fix it'
+        agent --model the-model --extra 'fix it'
+        agent --model the-model --resume s-1 --force --extra 'fix it'
+        copilot --model the-model --extra -i 'fix it'
+        copilot --model the-model --resume s-1 --allow-all-tools --extra -i 'fix it'
+        ");
+    }
+
+    #[test]
+    fn a_cli_agent_without_a_first_message_leaves_its_prompt_argument_out() {
+        let plan = AgentPlan::Cli(crate::agent::CliPlan {
+            binary: "bash".into(),
+            args: vec!["-i".into(), "-c".into(), "{prompt}".into()],
+            prompt_via: crate::agent::PromptVia::Arg,
+            parser: "lines".into(),
+            model: None,
+            env: Default::default(),
+        });
+        let start =
+            InteractiveStart { prompt: None, worktree: Path::new("/wt"), resume: None, bypass: false, tty: true };
+        assert_eq!(command(&plan, &start).unwrap().to_string(), "bash -i -c");
+        let simulated = AgentPlan::Simulated { lines: vec![], line_delay: None, exit_code: 0 };
+        assert!(command(&simulated, &start).is_err());
+    }
+}
