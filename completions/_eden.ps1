@@ -213,7 +213,7 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             [CompletionResult]::new('--prompt', '--prompt', [CompletionResultType]::ParameterName, 'The follow-up message (default: continue, and print the completion signal when done)')
             [CompletionResult]::new('--set', '--set', [CompletionResultType]::ParameterName, 'Override any manifest key (repeatable)')
             [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'The repository (default: the current directory''s)')
-            [CompletionResult]::new('--interactive', '--interactive', [CompletionResultType]::ParameterName, 'Hand the terminal to the agent in that session (needs `eden interactive`)')
+            [CompletionResult]::new('--interactive', '--interactive', [CompletionResultType]::ParameterName, 'Hand the terminal to the agent in that session (`eden interactive`)')
             [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Print the resolved plan as JSON; create nothing')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print the run record as JSON on stdout')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress output')

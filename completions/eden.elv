@@ -191,7 +191,7 @@ set edit:completion:arg-completer[eden] = {|@words|
             cand --prompt 'The follow-up message (default: continue, and print the completion signal when done)'
             cand --set 'Override any manifest key (repeatable)'
             cand --repo 'The repository (default: the current directory''s)'
-            cand --interactive 'Hand the terminal to the agent in that session (needs `eden interactive`)'
+            cand --interactive 'Hand the terminal to the agent in that session (`eden interactive`)'
             cand --dry-run 'Print the resolved plan as JSON; create nothing'
             cand --json 'Print the run record as JSON on stdout'
             cand -q 'No progress output'

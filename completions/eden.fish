@@ -207,7 +207,7 @@ complete -c eden -n "__fish_eden_using_subcommand sessions; and __fish_seen_subc
 complete -c eden -n "__fish_eden_using_subcommand sessions; and __fish_seen_subcommand_from resume" -l prompt -d 'The follow-up message (default: continue, and print the completion signal when done)' -r -f
 complete -c eden -n "__fish_eden_using_subcommand sessions; and __fish_seen_subcommand_from resume" -l set -d 'Override any manifest key (repeatable)' -r -f
 complete -c eden -n "__fish_eden_using_subcommand sessions; and __fish_seen_subcommand_from resume" -l repo -d 'The repository (default: the current directory\'s)' -r -f -a "(__fish_complete_directories)"
-complete -c eden -n "__fish_eden_using_subcommand sessions; and __fish_seen_subcommand_from resume" -l interactive -d 'Hand the terminal to the agent in that session (needs `eden interactive`)'
+complete -c eden -n "__fish_eden_using_subcommand sessions; and __fish_seen_subcommand_from resume" -l interactive -d 'Hand the terminal to the agent in that session (`eden interactive`)'
 complete -c eden -n "__fish_eden_using_subcommand sessions; and __fish_seen_subcommand_from resume" -l dry-run -d 'Print the resolved plan as JSON; create nothing'
 complete -c eden -n "__fish_eden_using_subcommand sessions; and __fish_seen_subcommand_from resume" -l json -d 'Print the run record as JSON on stdout'
 complete -c eden -n "__fish_eden_using_subcommand sessions; and __fish_seen_subcommand_from resume" -s q -l quiet -d 'No progress output'

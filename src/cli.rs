@@ -148,7 +148,7 @@ pub struct SessionsResumeArgs {
     #[arg(long, value_hint = ValueHint::Other)]
     pub prompt: Option<String>,
 
-    /// Hand the terminal to the agent in that session (needs `eden interactive`)
+    /// Hand the terminal to the agent in that session (`eden interactive`)
     #[arg(long)]
     pub interactive: bool,
 

@@ -99,13 +99,15 @@ pub fn command(plan: &AgentPlan, start: &InteractiveStart<'_>) -> Result<Process
         }
         AgentKind::Cli | AgentKind::Simulated => unreachable!("not adapters"),
     }
-    command = command.args(&settings.extra_args);
+    // The first message before `extra_args`: a flag there that takes several values
+    // (`--allowedTools A B`) would swallow it.
     if let Some(prompt) = start.prompt {
         command = match prompt_flag {
             Some(flag) => command.arg(flag).arg(prompt),
             None => command.arg(prompt),
         };
     }
+    command = command.args(&settings.extra_args);
     for (key, value) in &settings.env {
         command = command.env(key, &value.0);
     }
@@ -149,18 +151,18 @@ mod tests {
         })
         .collect();
         insta::assert_snapshot!(lines.join("\n"), @"
-        claude --model the-model --extra 'fix it'
-        claude --model the-model --resume s-1 --dangerously-skip-permissions --extra 'fix it'
-        codex --model the-model --extra 'fix it'
-        codex resume s-1 --model the-model --dangerously-bypass-approvals-and-sandbox --extra 'fix it'
-        opencode --model the-model --extra --prompt 'fix it'
-        opencode --model the-model --session s-1 --extra --prompt 'fix it'
-        pi --model the-model --extra 'fix it'
-        pi --model the-model --session s-1 --extra 'fix it'
-        agent --model the-model --extra 'fix it'
-        agent --model the-model --resume s-1 --force --extra 'fix it'
-        copilot --model the-model --extra -i 'fix it'
-        copilot --model the-model --resume s-1 --allow-all-tools --extra -i 'fix it'
+        claude --model the-model 'fix it' --extra
+        claude --model the-model --resume s-1 --dangerously-skip-permissions 'fix it' --extra
+        codex --model the-model 'fix it' --extra
+        codex resume s-1 --model the-model --dangerously-bypass-approvals-and-sandbox 'fix it' --extra
+        opencode --model the-model --prompt 'fix it' --extra
+        opencode --model the-model --session s-1 --prompt 'fix it' --extra
+        pi --model the-model 'fix it' --extra
+        pi --model the-model --session s-1 'fix it' --extra
+        agent --model the-model 'fix it' --extra
+        agent --model the-model --resume s-1 --force 'fix it' --extra
+        copilot --model the-model -i 'fix it' --extra
+        copilot --model the-model --resume s-1 --allow-all-tools -i 'fix it' --extra
         ");
     }
 

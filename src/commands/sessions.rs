@@ -416,12 +416,6 @@ fn transfer(args: SessionsTransferArgs) -> Result<i32, Error> {
 }
 
 fn resume(args: SessionsResumeArgs) -> Result<i32, Error> {
-    if args.interactive {
-        return Err(Error::usage(
-            "`--interactive` hands the terminal to the agent through `eden interactive`, which is not built yet",
-        )
-        .with_hint("resume headless: leave out `--interactive` (and give the follow-up with `--prompt`)"));
-    }
     let layout = layout(args.repo.as_ref())?;
     let runs = runs(&layout);
     let (run, session, _, kind, model) = session_of(&runs, &args.session)?;
@@ -450,30 +444,39 @@ fn resume(args: SessionsResumeArgs) -> Result<i32, Error> {
     if let Some(base) = &run.base_branch {
         set.push(format!("branch.base={}", quote(base)));
     }
-    let prompt = args.prompt.clone().unwrap_or_else(|| RESUME_PROMPT.to_owned());
+    // Interactive: the person types; a `--prompt` is the first message.
+    let prompt = match (&args.prompt, args.interactive) {
+        (Some(prompt), _) => prompt.clone(),
+        (None, true) => String::new(),
+        (None, false) => RESUME_PROMPT.to_owned(),
+    };
     set.push(format!("prompt={}", quote(&prompt)));
     set.extend(args.set.iter().cloned());
-    crate::commands::run::run(RunArgs {
-        manifest,
-        set,
-        prompt_args: Vec::new(),
-        agent: None,
-        binary: None,
-        model: None,
-        prompt: None,
-        prompt_file: None,
-        name: None,
-        max_iterations: None,
-        sandbox: None,
-        strategy: None,
-        branch: None,
-        base: None,
-        repo: Some(layout.root.clone()),
-        dry_run: args.dry_run,
-        json: args.json,
-        json_events: false,
-        quiet: args.quiet,
-    })
+    let interactive = args.interactive.then_some(crate::commands::run::InteractiveMode { no_tty: false, resume: None });
+    crate::commands::run::execute(
+        RunArgs {
+            manifest,
+            set,
+            prompt_args: Vec::new(),
+            agent: None,
+            binary: None,
+            model: None,
+            prompt: None,
+            prompt_file: None,
+            name: None,
+            max_iterations: None,
+            sandbox: None,
+            strategy: None,
+            branch: None,
+            base: None,
+            repo: Some(layout.root.clone()),
+            dry_run: args.dry_run,
+            json: args.json,
+            json_events: false,
+            quiet: args.quiet,
+        },
+        interactive,
+    )
 }
 
 /// The follow-up message when `--prompt` gives none.

@@ -193,6 +193,9 @@ impl<'p> Run<'p> {
             ),
         });
         let program = prepared.command.to_string();
+        let agent_cwd = prepared.command.get_cwd().unwrap_or(&workspace.pre.worktree).to_path_buf();
+        let started = std::time::SystemTime::now();
+        let started_at = crate::record::now_rfc3339();
         let ended = crate::process::attached::run_attached(
             &prepared.command,
             interactive.tty,
@@ -205,6 +208,7 @@ impl<'p> Run<'p> {
             Error::agent(format!("cannot start the agent `{program}`: {err}"))
                 .with_hint("check `agent.binary` and that it is executable")
         })?;
+        self.record_session(step, &agent_cwd, started, started_at, ended.code, prompt.as_deref(), &env_of(step));
         if let Some(signal) = ended.aborted {
             return Err(Error::interrupted(signal));
         }
@@ -216,6 +220,65 @@ impl<'p> Run<'p> {
         self.sandbox.check_alive(Some(ended.code))?;
         Err(Error::new(ErrorKind::Exited { code: ended.code }, format!("the agent exited with {}", ended.code))
             .with_hint("a session that ends with an error is not merged: its commits stay on its branch"))
+    }
+
+    /// The session as the run's one iteration: its id and transcript, found in the agent's store
+    /// (its UI reports none), captured like a run's.
+    #[allow(clippy::too_many_arguments)]
+    fn record_session(
+        &mut self,
+        step: &crate::manifest::plan::StepPlan,
+        cwd: &Path,
+        started: std::time::SystemTime,
+        started_at: String,
+        code: i32,
+        prompt: Option<&str>,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) {
+        use crate::record::{IterationOutcome, IterationRecord};
+        use crate::sessions::capture;
+        let cli_parser = match &step.agent {
+            agent::AgentPlan::Cli(cli) => Some(cli.parser.as_str()),
+            _ => None,
+        };
+        let kind = capture::transcript_kind(step.agent.kind(), cli_parser);
+        let mut transcript = None;
+        let mut session_id = None;
+        if let Some((id, path)) = capture::newest_session(kind, cwd, env, started) {
+            let dir =
+                self.workspace.as_ref().expect("the workspace comes first").pre.layout().sessions().join(&self.run_id);
+            match capture::keep_file(&path, &[], &dir, &capture::stem(&step.name, 1, &id)) {
+                Ok(kept) => {
+                    self.events.report(&Event::SessionId { iteration: 1, session_id: &id });
+                    self.events.report(&Event::Transcript { iteration: 1, path: &kept.path, bytes: kept.bytes });
+                    transcript = Some(kept);
+                }
+                Err(err) => {
+                    let message = format!("cannot copy the transcript `{}`: {err}", path.display());
+                    self.events.report(&Event::Warning { message: &message });
+                }
+            }
+            session_id = Some(id);
+        }
+        let duration_ms = started.elapsed().map_or(0, |d| d.as_millis() as u64);
+        let outcome = if code == 0 { IterationOutcome::Exited } else { IterationOutcome::Failed };
+        self.progress.iterations.push(IterationRecord {
+            step: step.name.clone(),
+            iteration: 1,
+            started_at,
+            duration_ms,
+            outcome,
+            exit_code: Some(code),
+            completion_signal: None,
+            commits: Vec::new(),
+            prompt: crate::record::kept_prompt(prompt.unwrap_or_default()),
+            session_id,
+            usage: None,
+            tool_calls: Vec::new(),
+            agent_error: None,
+            transcript,
+            transcript_warning: None,
+        });
     }
 
     /// The first message of an interactive session: the step's prompt rendered, if it has one.
@@ -538,4 +601,12 @@ fn check_resumes(plan: &Plan, pre: &workspace::Preflight, run_id: &str) -> Resul
         }
     }
     Ok(notes)
+}
+
+/// The environment a step's agent runs with, for finding its state folders: its `env` over
+/// eden's.
+fn env_of(step: &crate::manifest::plan::StepPlan) -> impl Fn(&str) -> Option<String> + '_ {
+    move |key: &str| {
+        step.agent.env().and_then(|env| env.get(key)).map(|value| value.0.clone()).or_else(|| std::env::var(key).ok())
+    }
 }

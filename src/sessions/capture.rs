@@ -140,6 +140,59 @@ pub fn locate(
     }
 }
 
+/// The session an agent of `kind` started in `cwd` since `since`, when it reports none (its own
+/// UI in `eden interactive`): the newest transcript of that directory in its store, and its id.
+/// opencode (SQLite), Cursor and the rest: none.
+pub fn newest_session(
+    kind: AgentKind,
+    cwd: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+    since: std::time::SystemTime,
+) -> Option<(String, PathBuf)> {
+    let state = state_dir(kind, env)?;
+    let fresh = |path: &PathBuf| path.metadata().and_then(|m| m.modified()).ok().filter(|time| *time >= since);
+    let newest = |paths: Vec<PathBuf>| -> Option<PathBuf> {
+        paths.into_iter().filter_map(|path| fresh(&path).map(|time| (time, path))).max().map(|(_, path)| path)
+    };
+    let jsonl = |dir: &Path| -> Vec<PathBuf> {
+        files(dir).into_iter().filter(|p| p.extension().is_some_and(|e| e == "jsonl")).collect()
+    };
+    let stem = |path: &Path| path.file_stem().unwrap_or_default().to_string_lossy().into_owned();
+    let found = match kind {
+        AgentKind::ClaudeCode => {
+            let path = newest(jsonl(&state.join("projects").join(claude_slug(cwd))))?;
+            (stem(&path), path)
+        }
+        AgentKind::Pi => {
+            let path = newest(jsonl(&state.join("sessions").join(super::transfer::pi_folder(cwd))))?;
+            let name = stem(&path);
+            (name.rsplit_once('_').map_or(name.clone(), |(_, id)| id.to_owned()), path)
+        }
+        AgentKind::Copilot => {
+            let events: Vec<PathBuf> =
+                dirs(&state.join("session-state")).into_iter().map(|dir| dir.join("events.jsonl")).collect();
+            let path = newest(events.into_iter().filter(|p| p.is_file()).collect())?;
+            (path.parent()?.file_name()?.to_string_lossy().into_owned(), path)
+        }
+        AgentKind::Codex => {
+            let mut days = Vec::new();
+            let sessions = state.join("sessions");
+            for year in newest_first(dirs(&sessions)).into_iter().take(1) {
+                for month in newest_first(dirs(&year)).into_iter().take(1) {
+                    days.extend(newest_first(dirs(&month)).into_iter().take(2));
+                }
+            }
+            let path = newest(days.iter().flat_map(|day| jsonl(day)).collect())?;
+            let text = std::fs::read_to_string(&path).ok()?;
+            let meta: serde_json::Value = serde_json::from_str(text.lines().next()?).ok()?;
+            let id = meta["payload"]["id"].as_str()?.to_owned();
+            (id, path)
+        }
+        _ => return None,
+    };
+    plain_session_id(&found.0).then_some(found)
+}
+
 /// Codex's first line is `session_meta`; it must name the session (a file name alone could lie).
 fn codex_meta_names(path: &Path, session_id: &str) -> bool {
     use std::io::BufRead;

@@ -282,6 +282,19 @@ pub fn find<'r>(runs: &'r [Light], wanted: &str) -> Result<&'r Light, Error> {
         .iter()
         .filter(|run| run.iterations.iter().any(|it| it.session_id.as_deref().is_some_and(|s| s.starts_with(wanted))))
         .collect();
+    if by_id.is_empty() && !by_session.is_empty() {
+        // One session continued over several runs (resumed): its newest run.
+        let mut sessions: Vec<&str> = by_session
+            .iter()
+            .flat_map(|run| run.iterations.iter().filter_map(|it| it.session_id.as_deref()))
+            .filter(|id| id.starts_with(wanted))
+            .collect();
+        sessions.sort_unstable();
+        sessions.dedup();
+        if sessions.len() == 1 {
+            return Ok(by_session[0]);
+        }
+    }
     let candidates = if by_id.is_empty() { by_session } else { by_id };
     match candidates.as_slice() {
         [one] => Ok(one),

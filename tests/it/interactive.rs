@@ -103,7 +103,19 @@ fn exit_code(env: &TestEnv) -> i32 {
 #[test]
 fn a_shell_agent_owns_the_terminal_on_the_host() {
     let env = TestEnv::new();
-    let Some(tmux) = Tmux::start(&env, &env.repo, &eden_bash("")) else { return };
+    // Hooks around the session, in order; the iteration hooks have no iteration to run in.
+    let log = env.root().join("hooks.log");
+    let manifest = env.root().join("session.toml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "[hooks.host]\non_worktree_ready = [\"echo worktree_ready >> {log}\"]\non_close = [\"echo close $EDEN_STATUS >> {log}\"]\n\
+             on_iteration_start = [\"echo iteration >> {log}\"]\n[hooks.sandbox]\non_sandbox_ready = [\"echo sandbox_ready >> {log}\"]\n",
+            log = log.display()
+        ),
+    )
+    .unwrap();
+    let Some(tmux) = Tmux::start(&env, &env.repo, &eden_bash(manifest.to_str().unwrap())) else { return };
     tmux.wait_for("PROMPT$ ");
     // A terminal of its own, in the checkout (`head` is the default here).
     tmux.line("tty; pwd");
@@ -125,6 +137,7 @@ fn a_shell_agent_owns_the_terminal_on_the_host() {
         serde_json::from_str(&std::fs::read_to_string(records[0].as_ref().unwrap().path()).unwrap()).unwrap();
     assert_eq!((record["kind"].as_str(), record["exit_code"].as_i64()), (Some("interactive"), Some(3)));
     assert_eq!(record["strategy"], "head");
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "worktree_ready\nsandbox_ready\nclose agent_failed\n");
 }
 
 #[test]
@@ -240,4 +253,47 @@ fn docker_gives_a_terminal_that_follows_the_window() {
 #[test]
 fn podman_gives_a_terminal_that_follows_the_window() {
     container_terminal("podman");
+}
+
+/// The real Claude Code TUI against the scripted model server, its first-run questions answered
+/// in its config folder: the first message is answered, a file written through a tool call,
+/// `/exit` typed, and the session's transcript captured.
+#[test]
+fn claude_code_tui_answers_writes_and_exits() {
+    let Some(_) = crate::real_agents::require("claude") else { return };
+    let env = TestEnv::new();
+    let repo = std::fs::canonicalize(&env.repo).unwrap();
+    let server = crate::model_server::ModelServer::start(repo.clone(), false);
+    let config = env.root().join("claude");
+    std::fs::create_dir_all(&config).unwrap();
+    let state = serde_json::json!({
+        "hasCompletedOnboarding": true,
+        "theme": "dark",
+        "customApiKeyResponses": { "approved": ["dummy"], "rejected": [] },
+        "projects": { repo.display().to_string(): { "hasTrustDialogAccepted": true, "hasCompletedProjectOnboarding": true } },
+    });
+    std::fs::write(config.join(".claude.json"), state.to_string()).unwrap();
+    let vars: Vec<String> = crate::real_agents::claude_env(&env, &server)
+        .into_iter()
+        .map(|(key, value)| format!("{key}='{value}'"))
+        .collect();
+    let script = format!(
+        "env {} {EDEN} interactive --agent claude-code --prompt 'create hello.txt and commit it' \
+         --set 'agent.extra_args=[\"--allowedTools\", \"Write,Bash\"]'; echo $? > ../code.txt; echo EDEN-DONE",
+        vars.join(" ")
+    );
+    let Some(tmux) = Tmux::start(&env, &env.repo, &script) else { return };
+    tmux.wait_for(crate::model_server::FINAL_TEXT);
+    tmux.line("/exit");
+    tmux.wait_for("EDEN-DONE");
+    assert_eq!(exit_code(&env), 0, "{}", tmux.screen());
+    assert_eq!(std::fs::read_to_string(env.repo.join("hello.txt")).unwrap(), "hello from mock\n");
+    assert_eq!(env.log_subjects("main")[0], "add hello.txt");
+    // The session, found in Claude's store, is the run's one iteration, its transcript kept.
+    let list = env.eden(&["sessions", "list", "--json"]).json();
+    assert_eq!(list[0]["exit_reason"], "session_ended");
+    let session = list[0]["sessions"][0].as_str().expect("a session id").to_owned();
+    let raw = env.eden(&["sessions", "show", "last", "--raw"]);
+    raw.assert_code(0);
+    assert!(raw.stdout.contains(&session) && raw.stdout.contains("create hello.txt and commit it"), "{}", raw.stdout);
 }

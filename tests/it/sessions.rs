@@ -362,9 +362,10 @@ fn claude_sessions_transfer_and_resume() {
     assert_eq!(again["branch"], merged["branch"]);
     assert_eq!(again["worktree"], merged["worktree"]);
     assert_eq!(again["iterations"][0]["session_id"], merged["session_id"]);
+    // Interactive needs a terminal; without one it says so and starts nothing.
     let interactive = eden(&first, &["sessions", "resume", &session, "--interactive"]);
     interactive.assert_code(2);
-    assert!(interactive.error_text().contains("not built yet"), "{}", interactive.stderr);
+    assert!(interactive.error_text().contains("needs a terminal on stdin"), "{}", interactive.stderr);
 }
 
 /// On a terminal the replay goes through `$PAGER`; `--no-pager` and a pipe print it directly.
