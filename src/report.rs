@@ -14,6 +14,8 @@ use std::path::Path;
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Event<'a> {
     RunStarted {
+        /// `run` or `interactive`.
+        kind: crate::record::RunKind,
         name: &'a str,
         agent: AgentKind,
         strategy: &'a str,

@@ -337,6 +337,7 @@ impl<'p> Run<'p> {
         self.journal.phase(RunPhase::Workspace);
         let pre = &workspace.pre;
         self.events.report(&Event::RunStarted {
+            kind: if self.options.interactive.is_some() { RunKind::Interactive } else { RunKind::Run },
             name: &self.plan.name,
             agent: self.plan.steps[0].agent.kind(),
             strategy: pre.strategy.as_str(),

@@ -33,9 +33,13 @@ pub(crate) fn clock() -> String {
 impl Reporter for PlainReporter {
     fn report(&mut self, run_id: &str, event: &Event<'_>) {
         match event {
-            Event::RunStarted { name, agent, strategy, branch, worktree, .. } => {
+            Event::RunStarted { kind, name, agent, strategy, branch, worktree, .. } => {
+                let command = match kind {
+                    crate::record::RunKind::Run => "run",
+                    crate::record::RunKind::Interactive => "interactive",
+                };
                 self.line(&format!(
-                    "eden run `{name}` ({run_id}): agent {}, strategy {strategy}, branch `{branch}`",
+                    "eden {command} `{name}` ({run_id}): agent {}, strategy {strategy}, branch `{branch}`",
                     agent.as_str()
                 ));
                 self.line(&format!("worktree {}", worktree.display()));
