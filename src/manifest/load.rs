@@ -247,6 +247,32 @@ fn apply_override(table: &mut toml::Table, item: &Override) -> Result<Option<Str
                     ));
                 }
             }
+            let changes_strategy = key == "strategy"
+                && matches!(parents.last(), Some(Segment::Key(parent)) if parent == "branch")
+                && current.get("strategy").is_some_and(|old| old != &item.value);
+            if changes_strategy {
+                // Keys the new strategy has no use for (see the branch rules in `plan`).
+                let unused: &[&str] = match item.value.as_str() {
+                    Some("head") => &["name", "reuse_worktree", "base"],
+                    Some("merge-to-head") => &["name", "reuse_worktree"],
+                    Some("named") => &["allow_dirty"],
+                    _ => &[],
+                };
+                let old = current.get("strategy").and_then(toml::Value::as_str).unwrap_or_default().to_owned();
+                let dropped: Vec<String> = unused
+                    .iter()
+                    .filter(|key| current.remove(**key).is_some())
+                    .map(|key| format!("`branch.{key}`"))
+                    .collect();
+                if !dropped.is_empty() {
+                    note = Some(format!(
+                        "`{}` replaces strategy `{old}`, so the manifest's {} {} not used",
+                        item.flag,
+                        dropped.join(", "),
+                        if dropped.len() == 1 { "is" } else { "are" }
+                    ));
+                }
+            }
             // `--prompt-file` replaces the manifest's `prompt`, and the other way round.
             let other = match key.as_str() {
                 "prompt" => Some("prompt_file"),

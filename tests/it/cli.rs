@@ -340,6 +340,29 @@ fn changing_the_agent_kind_drops_the_old_kinds_keys() {
     );
 }
 
+#[test]
+fn changing_the_strategy_drops_the_old_strategys_keys() {
+    let env = TestEnv::new();
+    let path = env.write_manifest(
+        "name = \"n\"\nprompt = \"go\"\n[agent]\nkind = \"simulated\"\nlines = [\"<promise>COMPLETE</promise>\"]\n\
+         [branch]\nstrategy = \"named\"\nname = \"eden/feature\"\nreuse_worktree = true\n",
+    );
+    let run = env.eden(&["run", path.to_str().unwrap(), "--strategy", "merge-to-head", "--json"]);
+    run.assert_code(0);
+    assert!(
+        run.stderr.contains(
+            "warning: `--strategy` replaces strategy `named`, so the manifest's `branch.name`, `branch.reuse_worktree` are not used"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(run.json()["strategy"], "merge-to-head");
+    // The same strategy again changes nothing and says nothing.
+    let same = env.eden(&["run", path.to_str().unwrap(), "--strategy", "named", "--json"]);
+    same.assert_code(0);
+    assert!(!same.stderr.contains("replaces strategy"), "{}", same.stderr);
+}
+
 /// With `--json` or `--json-events`, stdout is JSON even when the run cannot start: one object
 /// with the error, so a script parsing stdout never gets nothing.
 #[test]
