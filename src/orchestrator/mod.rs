@@ -13,6 +13,7 @@ mod copy;
 mod finish;
 mod iterate;
 mod journal;
+mod session;
 mod steps;
 pub mod workspace;
 
@@ -163,154 +164,6 @@ impl<'p> Run<'p> {
             Some(interactive) => self.session(&interactive).await,
             None => self.run_steps().await,
         }
-    }
-
-    /// `eden interactive`: the agent's own UI on eden's terminal until the person quits it.
-    async fn session(&mut self, interactive: &Interactive) -> Result<LoopEnd, Error> {
-        self.journal.phase(RunPhase::Iterating);
-        let plan = self.plan;
-        let step = &plan.steps[0];
-        let prompt = self.first_prompt(step).await?;
-        let workspace = self.workspace.as_ref().expect("the workspace comes first");
-        let start = agent::interactive::InteractiveStart {
-            prompt: prompt.as_deref(),
-            worktree: &workspace.pre.worktree,
-            resume: interactive.resume.as_deref(),
-            bypass: matches!(plan.sandbox, SandboxPlan::Container(_)),
-            tty: interactive.tty,
-        };
-        let mut command = agent::interactive::command(&step.agent, &start)?;
-        for (key, value) in plan.env.sandbox.iter().chain(&plan.env.dotenv) {
-            command = command.env_default(key, &value.0);
-        }
-        let command = crate::git::with_config(command, &crate::git::NO_BACKGROUND_WORK);
-        let prepared = self.sandbox.prepare(command)?;
-        self.events.report(&Event::Info {
-            message: &format!(
-                "{} is yours in {} (quit it to end the session)",
-                step.agent.kind().as_str(),
-                workspace.pre.worktree.display()
-            ),
-        });
-        let program = prepared.command.to_string();
-        let agent_cwd = prepared.command.get_cwd().unwrap_or(&workspace.pre.worktree).to_path_buf();
-        let started = std::time::SystemTime::now();
-        let started_at = crate::record::now_rfc3339();
-        let ended = crate::process::attached::run_attached(
-            &prepared.command,
-            interactive.tty,
-            &mut self.abort,
-            self.options.stopping.kill_grace,
-            prepared.inside.as_deref(),
-        )
-        .await
-        .map_err(|err| {
-            Error::agent(format!("cannot start the agent `{program}`: {err}"))
-                .with_hint("check `agent.binary` and that it is executable")
-        })?;
-        self.record_session(step, &agent_cwd, started, started_at, ended.code, prompt.as_deref(), &env_of(step));
-        if let Some(signal) = ended.aborted {
-            return Err(Error::interrupted(signal));
-        }
-        self.events.report(&Event::Info { message: &format!("the session ended (exit {})", ended.code) });
-        if ended.code == 0 {
-            return Ok(LoopEnd { completion_signal: None, output: None });
-        }
-        // A container that went away mid-session is the sandbox's failure, not the agent's.
-        self.sandbox.check_alive(Some(ended.code))?;
-        Err(Error::new(ErrorKind::Exited { code: ended.code }, format!("the agent exited with {}", ended.code))
-            .with_hint("a session that ends with an error is not merged: its commits stay on its branch"))
-    }
-
-    /// The session as the run's one iteration: its id and transcript, found in the agent's store
-    /// (its UI reports none), captured like a run's.
-    #[allow(clippy::too_many_arguments)]
-    fn record_session(
-        &mut self,
-        step: &crate::manifest::plan::StepPlan,
-        cwd: &Path,
-        started: std::time::SystemTime,
-        started_at: String,
-        code: i32,
-        prompt: Option<&str>,
-        env: &dyn Fn(&str) -> Option<String>,
-    ) {
-        use crate::record::{IterationOutcome, IterationRecord};
-        use crate::sessions::capture;
-        let cli_parser = match &step.agent {
-            agent::AgentPlan::Cli(cli) => Some(cli.parser.as_str()),
-            _ => None,
-        };
-        let kind = capture::transcript_kind(step.agent.kind(), cli_parser);
-        let mut transcript = None;
-        let mut session_id = None;
-        if let Some((id, path)) = capture::newest_session(kind, cwd, env, started) {
-            let dir =
-                self.workspace.as_ref().expect("the workspace comes first").pre.layout().sessions().join(&self.run_id);
-            match capture::keep_file(&path, &[], &dir, &capture::stem(&step.name, 1, &id)) {
-                Ok(kept) => {
-                    self.events.report(&Event::SessionId { iteration: 1, session_id: &id });
-                    self.events.report(&Event::Transcript { iteration: 1, path: &kept.path, bytes: kept.bytes });
-                    transcript = Some(kept);
-                }
-                Err(err) => {
-                    let message = format!("cannot copy the transcript `{}`: {err}", path.display());
-                    self.events.report(&Event::Warning { message: &message });
-                }
-            }
-            session_id = Some(id);
-        }
-        let duration_ms = started.elapsed().map_or(0, |d| d.as_millis() as u64);
-        let outcome = if code == 0 { IterationOutcome::Exited } else { IterationOutcome::Failed };
-        self.progress.iterations.push(IterationRecord {
-            step: step.name.clone(),
-            iteration: 1,
-            started_at,
-            duration_ms,
-            outcome,
-            exit_code: Some(code),
-            completion_signal: None,
-            commits: Vec::new(),
-            prompt: crate::record::kept_prompt(prompt.unwrap_or_default()),
-            session_id,
-            usage: None,
-            tool_calls: Vec::new(),
-            agent_error: None,
-            transcript,
-            transcript_warning: None,
-        });
-    }
-
-    /// The first message of an interactive session: the step's prompt rendered, if it has one.
-    async fn first_prompt(&mut self, step: &crate::manifest::plan::StepPlan) -> Result<Option<String>, Error> {
-        if step.prompt.template.trim().is_empty() {
-            return Ok(None);
-        }
-        let pre = &self.workspace.as_ref().expect("the workspace comes first").pre;
-        let mut values = step.prompt.args.clone();
-        values.insert("BRANCH".into(), pre.branch.clone());
-        values.insert("BASE_BRANCH".into(), pre.base_branch.clone().unwrap_or_default());
-        values.insert("RUN_ID".into(), self.run_id.clone());
-        values.insert("NAME".into(), self.plan.name.clone());
-        values.insert("ITERATION".into(), "1".into());
-        values.insert("MAX_ITERATIONS".into(), "1".into());
-        let mut rendered = String::new();
-        for piece in crate::manifest::prompt::pieces(&step.prompt.template) {
-            match piece {
-                crate::manifest::prompt::Piece::Text(text) => {
-                    rendered.push_str(&crate::manifest::prompt::render(text, &values));
-                }
-                crate::manifest::prompt::Piece::Command(cmd) => {
-                    let cmd = crate::manifest::prompt::render(cmd, &values);
-                    let output = self
-                        .hooks
-                        .prompt_command(&cmd, 1, self.sandbox.as_ref(), &mut self.events, &mut self.abort)
-                        .await?;
-                    rendered.push_str(&output);
-                }
-            }
-        }
-        Ok(Some(rendered))
     }
 
     /// The run begins: its log and record, then the branch lock and the worktree, the copied
@@ -602,12 +455,4 @@ fn check_resumes(plan: &Plan, pre: &workspace::Preflight, run_id: &str) -> Resul
         }
     }
     Ok(notes)
-}
-
-/// The environment a step's agent runs with, for finding its state folders: its `env` over
-/// eden's.
-fn env_of(step: &crate::manifest::plan::StepPlan) -> impl Fn(&str) -> Option<String> + '_ {
-    move |key: &str| {
-        step.agent.env().and_then(|env| env.get(key)).map(|value| value.0.clone()).or_else(|| std::env::var(key).ok())
-    }
 }
