@@ -108,6 +108,11 @@ impl AgentPlan {
         }
     }
 
+    /// A variable as the agent sees it: its own `env`, else eden's environment.
+    pub fn env_var(&self, key: &str) -> Option<String> {
+        self.env().and_then(|env| env.get(key)).map(|value| value.0.clone()).or_else(|| std::env::var(key).ok())
+    }
+
     /// The executable it runs (eden itself for `simulated`).
     pub fn binary(&self) -> Option<&Path> {
         match self {

@@ -48,25 +48,16 @@ fn error_json(error: &Error) -> serde_json::Value {
 }
 
 /// The run; `printed` says whether it put its record (or events) on stdout.
-fn run_inner(mut args: RunArgs, interactive: Option<InteractiveMode>, printed: &mut bool) -> Result<i32, Error> {
+fn run_inner(args: RunArgs, interactive: Option<InteractiveMode>, printed: &mut bool) -> Result<i32, Error> {
     if args.json && args.json_events {
         return Err(Error::usage("`--json` and `--json-events` cannot be used together").with_hint(
             "`--json` prints the run record at the end; `--json-events` prints every event, and the last one carries the record",
         ));
     }
     let current_dir = crate::commands::current_dir()?;
-    if interactive.is_some() {
-        if args.json_events {
-            return Err(Error::usage("`--json-events` does not go with `eden interactive`: the agent has stdout")
-                .with_hint("use `--json` for the record at the end, or the run's log (`.eden/logs/`)"));
-        }
-        // The person expects their writes in their checkout: `head`, unless told otherwise.
-        if args.strategy.is_none()
-            && !args.set.iter().any(|pair| pair.trim_start().starts_with("branch.strategy"))
-            && !manifest_sets_strategy(args.manifest.as_deref().map(|file| current_dir.join(file)).as_deref())
-        {
-            args.strategy = Some("head".into());
-        }
+    if interactive.is_some() && args.json_events {
+        return Err(Error::usage("`--json-events` does not go with `eden interactive`: the agent has stdout")
+            .with_hint("use `--json` for the record at the end, or the run's log (`.eden/logs/`)"));
     }
     let file = args.manifest.as_ref();
     let overrides = overrides(&args, &current_dir)?;
@@ -76,9 +67,14 @@ fn run_inner(mut args: RunArgs, interactive: Option<InteractiveMode>, printed: &
             "pass a manifest (`eden run plan.toml`) or describe the run with flags: `eden run --agent simulated --prompt \"...\"`",
         ));
     }
-    let (manifest, mut source) =
+    let (mut manifest, mut source) =
         manifest::load(LoadRequest { file: file.map(PathBuf::as_path), overrides, current_dir: &current_dir })?;
-    source.prompt_optional = interactive.is_some();
+    if interactive.is_some() {
+        source.prompt_optional = true;
+        // The person expects their writes in their checkout: `head`, unless the manifest or a
+        // flag says otherwise.
+        manifest.branch.strategy.get_or_insert(crate::manifest::schema::Strategy::Head);
+    }
     let repo_dir = match &args.repo {
         Some(dir) => current_dir.join(dir),
         None => current_dir,
@@ -148,13 +144,6 @@ fn run_inner(mut args: RunArgs, interactive: Option<InteractiveMode>, printed: &
         Some(error) => Err(error),
         None => Ok(0),
     }
-}
-
-/// Does the manifest file name a branch strategy? (Unreadable: `load` says why, later.)
-fn manifest_sets_strategy(file: Option<&std::path::Path>) -> bool {
-    let Some(text) = file.and_then(|file| std::fs::read_to_string(file).ok()) else { return false };
-    let Ok(table) = text.parse::<toml::Table>() else { return false };
-    table.get("branch").and_then(|branch| branch.get("strategy")).is_some()
 }
 
 /// What an interactive session cannot do, refused; what it does not use, said once.

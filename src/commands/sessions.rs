@@ -190,17 +190,15 @@ fn show(args: SessionsShowArgs) -> Result<i32, Error> {
 
 /// The captured transcripts of a run (or of one of its sessions), as stored.
 fn raw(run: &Light, session: Option<&str>) -> Result<i32, Error> {
-    let paths: Vec<&Path> = run
+    let mut paths: Vec<&Path> = run
         .iterations
         .iter()
         .filter(|it| session.is_none_or(|s| it.session_id.as_deref().is_some_and(|id| id.starts_with(s))))
         .filter_map(|it| it.transcript.as_ref().map(|t| t.path.as_path()))
-        .fold(Vec::new(), |mut paths, path| {
-            if !paths.contains(&path) {
-                paths.push(path);
-            }
-            paths
-        });
+        .collect();
+    // Retries in one session write the same copy again: list each once, in order.
+    let mut seen = std::collections::HashSet::new();
+    paths.retain(|path| seen.insert(*path));
     if paths.is_empty() {
         let agents: Vec<&str> = run.steps.iter().map(|s| s.agent.as_str()).collect();
         return Err(Error::usage(format!("run `{}` has no captured transcript", run.id)).with_hint(format!(

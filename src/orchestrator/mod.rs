@@ -449,7 +449,7 @@ fn check_resumes(plan: &Plan, pre: &workspace::Preflight, run_id: &str) -> Resul
     for step in &plan.steps {
         let agent::AgentPlan::Adapter(settings) = &step.agent else { continue };
         let Some(session) = &settings.resume else { continue };
-        let env = |key: &str| settings.env.get(key).map(|value| value.0.clone()).or_else(|| std::env::var(key).ok());
+        let env = |key: &str| step.agent.env_var(key);
         if let Some(note) = crate::sessions::transfer::ensure_resumable(settings.kind, session, &cwd, &env)? {
             notes.push(note);
         }

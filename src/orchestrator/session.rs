@@ -48,7 +48,7 @@ impl Run<'_> {
             Error::agent(format!("cannot start the agent `{program}`: {err}"))
                 .with_hint("check `agent.binary` and that it is executable")
         })?;
-        self.record_session(step, &agent_cwd, started, started_at, ended.code, prompt.as_deref(), &env_of(step));
+        self.record_session(step, &agent_cwd, started, started_at, ended.code, prompt.as_deref());
         if let Some(signal) = ended.aborted {
             return Err(Error::interrupted(signal));
         }
@@ -64,7 +64,6 @@ impl Run<'_> {
 
     /// The session as the run's one iteration: its id and transcript, found in the agent's store
     /// (its UI reports none), captured like a run's.
-    #[allow(clippy::too_many_arguments)]
     fn record_session(
         &mut self,
         step: &crate::manifest::plan::StepPlan,
@@ -73,7 +72,6 @@ impl Run<'_> {
         started_at: String,
         code: i32,
         prompt: Option<&str>,
-        env: &dyn Fn(&str) -> Option<String>,
     ) {
         use crate::record::{IterationOutcome, IterationRecord};
         use crate::sessions::capture;
@@ -84,7 +82,8 @@ impl Run<'_> {
         let kind = capture::transcript_kind(step.agent.kind(), cli_parser);
         let mut transcript = None;
         let mut session_id = None;
-        if let Some((id, path)) = capture::newest_session(kind, cwd, env, started) {
+        let env = |key: &str| step.agent.env_var(key);
+        if let Some((id, path)) = capture::newest_session(kind, cwd, &env, started) {
             let dir =
                 self.workspace.as_ref().expect("the workspace comes first").pre.layout().sessions().join(&self.run_id);
             match capture::keep_file(&path, &[], &dir, &capture::stem(&step.name, 1, &id)) {
@@ -151,13 +150,5 @@ impl Run<'_> {
             }
         }
         Ok(Some(rendered))
-    }
-}
-
-/// The environment a step's agent runs with, for finding its state folders: its `env` over
-/// eden's.
-fn env_of(step: &crate::manifest::plan::StepPlan) -> impl Fn(&str) -> Option<String> + '_ {
-    move |key: &str| {
-        step.agent.env().and_then(|env| env.get(key)).map(|value| value.0.clone()).or_else(|| std::env::var(key).ok())
     }
 }

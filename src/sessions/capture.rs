@@ -67,6 +67,12 @@ pub fn claude_slug(cwd: &Path) -> String {
     real.to_string_lossy().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect()
 }
 
+/// pi's session folder for a working directory: `--<path without its leading / , / as ->--`.
+pub fn pi_folder(cwd: &Path) -> String {
+    let path = cwd.to_string_lossy();
+    format!("--{}--", path.trim_start_matches('/').replace('/', "-"))
+}
+
 /// Find the transcript of `session_id`, written by an agent of `kind` that ran in `cwd` with
 /// `env` as its environment.
 pub fn locate(
@@ -164,7 +170,7 @@ pub fn newest_session(
             (stem(&path), path)
         }
         AgentKind::Pi => {
-            let path = newest(jsonl(&state.join("sessions").join(super::transfer::pi_folder(cwd))))?;
+            let path = newest(jsonl(&state.join("sessions").join(pi_folder(cwd))))?;
             let name = stem(&path);
             (name.rsplit_once('_').map_or(name.clone(), |(_, id)| id.to_owned()), path)
         }

@@ -52,12 +52,6 @@ pub fn rewrite_paths(text: &str, old: &str, new: &str) -> String {
     out
 }
 
-/// pi's session folder for a working directory: `--<path without its leading / , / as ->--`.
-pub fn pi_folder(cwd: &Path) -> String {
-    let path = cwd.to_string_lossy();
-    format!("--{}--", path.trim_start_matches('/').replace('/', "-"))
-}
-
 /// Where the agent of `kind` looks for `session_id` when it runs in `cwd`, and whether a file
 /// there counts: Claude Code only looks in the project folder of its working directory; Codex,
 /// pi and Copilot find a session by its id wherever it is in their store.
@@ -73,7 +67,7 @@ pub fn expected_path(
             state.join("projects").join(capture::claude_slug(cwd)).join(format!("{session_id}.jsonl"))
         }
         AgentKind::Codex => state.join("sessions"),
-        AgentKind::Pi => state.join("sessions").join(pi_folder(cwd)),
+        AgentKind::Pi => state.join("sessions").join(capture::pi_folder(cwd)),
         AgentKind::Copilot => state.join("session-state").join(session_id),
         _ => return None,
     })
@@ -233,6 +227,6 @@ mod tests {
             transcript_cwd("{\"type\":\"session.start\",\"data\":{\"context\":{\"cwd\":\"/y\"}}}").as_deref(),
             Some("/y")
         );
-        assert_eq!(pi_folder(Path::new("/tmp/a b/c")), "--tmp-a b-c--");
+        assert_eq!(capture::pi_folder(Path::new("/tmp/a b/c")), "--tmp-a b-c--");
     }
 }
