@@ -362,9 +362,23 @@ pub struct ImageRemoveArgs {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// The TOML manifest to run (omit to describe the run with flags alone)
+    /// The TOML manifest to run (omit to describe the run with flags alone); several run in
+    /// parallel, each a run of its own
     #[arg(value_name = "MANIFEST", value_hint = ValueHint::FilePath)]
-    pub manifest: Option<PathBuf>,
+    pub manifests: Vec<PathBuf>,
+
+    /// With several runs: how many go at once (default: all of them, at most 8)
+    #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub jobs: Option<u32>,
+
+    /// With several runs: stop the others (as Ctrl-C would) when one fails, start no more
+    #[arg(long)]
+    pub fail_fast: bool,
+
+    /// Run each manifest once per value of a key, e.g. `--matrix agent.kind=claude-code,codex`;
+    /// the run names get the value as a suffix (repeatable: every combination)
+    #[arg(long, value_name = "KEY=V1,V2,...", value_hint = ValueHint::Other)]
+    pub matrix: Vec<String>,
 
     /// Override any manifest key, e.g. `--set agent.model=opus` (repeatable)
     #[arg(long = "set", value_name = "KEY=VALUE", value_hint = ValueHint::Other)]

@@ -1,5 +1,6 @@
 //! One file per subcommand: arguments into settings, then the core.
 
+pub mod batch;
 pub mod clean;
 pub mod completions;
 pub mod image;

@@ -27,7 +27,15 @@ pub struct InteractiveMode {
 pub fn execute(args: RunArgs, interactive: Option<InteractiveMode>) -> Result<i32, Error> {
     let json = args.json || args.json_events;
     let mut printed = false;
-    let result = run_inner(args, interactive, &mut printed);
+    let several = args.manifests.len() > 1 || !args.matrix.is_empty();
+    let result = match interactive {
+        Some(_) if several || args.jobs.is_some() || args.fail_fast => {
+            Err(Error::usage("`eden interactive` runs one session: one manifest, no `--matrix`, `--jobs` or `--fail-fast`")
+                .with_hint("run several at once with `eden run A.toml B.toml`"))
+        }
+        None if several => super::batch::run(args, &mut printed),
+        _ => run_inner(args, interactive, &mut printed),
+    };
     // Scripts that read stdout get JSON whatever happened: an error before the run began is
     // printed as one (once it began, its record, with the error in it, is what is printed).
     if let (Err(error), true, false) = (&result, json, printed) {
@@ -59,37 +67,11 @@ fn run_inner(args: RunArgs, interactive: Option<InteractiveMode>, printed: &mut 
         return Err(Error::usage("`--json-events` does not go with `eden interactive`: the agent has stdout")
             .with_hint("use `--json` for the record at the end, or the run's log (`.eden/logs/`)"));
     }
-    let file = args.manifest.as_ref();
-    let overrides = overrides(&args, &current_dir)?;
-    let given: Vec<String> = overrides.iter().map(|item| format!("{}={}", item.path, item.value)).collect();
-    if file.is_none() && overrides.is_empty() {
-        return Err(Error::usage("no manifest given").with_hint(
-            "pass a manifest (`eden run plan.toml`) or describe the run with flags: `eden run --agent simulated --prompt \"...\"`",
-        ));
-    }
-    let (mut manifest, mut source) =
-        manifest::load(LoadRequest { file: file.map(PathBuf::as_path), overrides, current_dir: &current_dir })?;
-    if interactive.is_some() {
-        source.prompt_optional = true;
-        // The person expects their writes in their checkout: `head`, unless the manifest or a
-        // flag says otherwise.
-        manifest.branch.strategy.get_or_insert(crate::manifest::schema::Strategy::Head);
-    }
-    let repo_dir = match &args.repo {
-        Some(dir) => current_dir.join(dir),
-        None => current_dir,
-    };
-    // `.eden/.env` of the repository, if eden is in one (outside one, preflight says so later).
-    let repo = crate::git::Git::discover(&repo_dir);
-    let dotenv = match &repo {
-        Ok(found) => DotEnv::load(&found.root)?,
-        Err(_) => DotEnv::default(),
-    };
-    let plan = plan::resolve(manifest, &source, &|name| std::env::var(name).ok(), &dotenv)?;
-    for note in &source.notes {
+    let loaded = load(&args, args.manifests.first().map(PathBuf::as_path), &[], interactive.is_some(), &current_dir)?;
+    for note in &loaded.notes {
         crate::ui::print_note(&format!("warning: {note}"));
     }
-    check_args_are_used(&args.prompt_args, &plan)?;
+    let (plan, repo, given) = (loaded.plan, loaded.repo, loaded.given);
     let attached = match &interactive {
         Some(mode) => Some(check_interactive(&plan, mode, &args)?),
         None => None,
@@ -144,6 +126,58 @@ fn run_inner(args: RunArgs, interactive: Option<InteractiveMode>, printed: &mut 
         Some(error) => Err(error),
         None => Ok(0),
     }
+}
+
+/// A manifest (or the flags alone) resolved into a plan, with where it will run.
+pub(crate) struct Loaded {
+    pub plan: plan::Plan,
+    /// The repository found where eden was started (or `--repo`), or why none.
+    pub repo: Result<crate::git::Discovered, Error>,
+    /// Warnings from loading (keys dropped by a `--strategy`).
+    pub notes: Vec<String>,
+    /// The flags and `--set`s that stood in for manifest keys, for the record.
+    pub given: Vec<String>,
+}
+
+/// Load `file` (or the flags alone) with the run's flags and `extra` `--set`s on top, and
+/// resolve it into a plan. No side effects.
+pub(crate) fn load(
+    args: &RunArgs,
+    file: Option<&std::path::Path>,
+    extra: &[String],
+    interactive: bool,
+    current_dir: &std::path::Path,
+) -> Result<Loaded, Error> {
+    let mut overrides = overrides(args, current_dir)?;
+    for set in extra {
+        overrides.push(Override::parse_set(set)?);
+    }
+    let given: Vec<String> = overrides.iter().map(|item| format!("{}={}", item.path, item.value)).collect();
+    if file.is_none() && overrides.is_empty() {
+        return Err(Error::usage("no manifest given").with_hint(
+            "pass a manifest (`eden run plan.toml`) or describe the run with flags: `eden run --agent simulated --prompt \"...\"`",
+        ));
+    }
+    let (mut manifest, mut source) = manifest::load(LoadRequest { file, overrides, current_dir })?;
+    if interactive {
+        source.prompt_optional = true;
+        // The person expects their writes in their checkout: `head`, unless the manifest or a
+        // flag says otherwise.
+        manifest.branch.strategy.get_or_insert(crate::manifest::schema::Strategy::Head);
+    }
+    let repo_dir = match &args.repo {
+        Some(dir) => current_dir.join(dir),
+        None => current_dir.to_path_buf(),
+    };
+    // `.eden/.env` of the repository, if eden is in one (outside one, preflight says so later).
+    let repo = crate::git::Git::discover(&repo_dir);
+    let dotenv = match &repo {
+        Ok(found) => DotEnv::load(&found.root)?,
+        Err(_) => DotEnv::default(),
+    };
+    let plan = plan::resolve(manifest, &source, &|name| std::env::var(name).ok(), &dotenv)?;
+    check_args_are_used(&args.prompt_args, &plan)?;
+    Ok(Loaded { plan, repo, notes: source.notes, given })
 }
 
 /// What an interactive session cannot do, refused; what it does not use, said once.

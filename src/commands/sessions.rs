@@ -453,7 +453,10 @@ fn resume(args: SessionsResumeArgs) -> Result<i32, Error> {
     let interactive = args.interactive.then_some(crate::commands::run::InteractiveMode { no_tty: false, resume: None });
     crate::commands::run::execute(
         RunArgs {
-            manifest,
+            manifests: manifest.into_iter().collect(),
+            jobs: None,
+            fail_fast: false,
+            matrix: Vec::new(),
             set,
             prompt_args: Vec::new(),
             agent: None,

@@ -733,7 +733,7 @@ fn default_name(manifest: &Manifest, file: Option<&Path>) -> String {
 }
 
 /// Letters, digits, `_` and `-`, lowercase, at most 40 characters: usable in a branch name.
-fn name_from(text: &str) -> String {
+pub(crate) fn name_from(text: &str) -> String {
     let cleaned: String = text
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '_' | '-') { c.to_ascii_lowercase() } else { '-' })

@@ -295,6 +295,33 @@ impl ProcessBuilder {
         self.command().stdin(Stdio::piped()).spawn()
     }
 
+    /// Spawn one run of several (`eden run A.toml B.toml`): an eden of its own in its own
+    /// process group (the coordinator forwards signals; the terminal's Ctrl-C reaches only the
+    /// coordinator), stdin closed, stdout and stderr piped, every signal unblocked (the
+    /// coordinator collects its own with `sigwait`), and SIGTERM when the coordinator dies —
+    /// so a killed coordinator still has its runs stop cleanly. Call it from the thread that
+    /// lives as long as the runs: the death signal follows the spawning thread.
+    pub fn spawn_member(&self) -> std::io::Result<std::process::Child> {
+        use std::os::unix::process::CommandExt;
+        let mut command = self.command();
+        command.process_group(0).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let parent = nix::unistd::getpid();
+        // SAFETY: between fork and exec only async-signal-safe calls: sigprocmask(2), prctl(2),
+        // getppid(2).
+        unsafe {
+            command.pre_exec(move || {
+                use nix::sys::signal::{sigprocmask, SigSet, SigmaskHow};
+                sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None).map_err(std::io::Error::from)?;
+                nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGTERM).map_err(std::io::Error::from)?;
+                if nix::unistd::getppid() != parent {
+                    return Err(std::io::Error::other("eden exited while starting the run"));
+                }
+                Ok(())
+            });
+        }
+        command.spawn()
+    }
+
     /// Spawn in a session of its own (no signal for eden's group or terminal reaches it), with
     /// stdin piped from eden and no output: for guards that must outlive eden (see `guard`).
     pub fn spawn_detached(&self) -> std::io::Result<std::process::Child> {

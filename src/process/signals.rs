@@ -59,3 +59,23 @@ pub fn flag() -> fn() -> Option<i32> {
     }
     check
 }
+
+/// For a coordinator of several eden processes (`eden run A.toml B.toml`): block SIGINT,
+/// SIGTERM and SIGHUP in this thread — call it before starting any other, which inherit the
+/// mask — and deliver each to `deliver`, from a thread of its own waiting with `sigwait`.
+/// Children must unblock them again (`ProcessBuilder::spawn_member` does).
+pub fn deliver_to(deliver: impl Fn(i32) + Send + 'static) -> std::io::Result<()> {
+    use nix::sys::signal::{SigSet, Signal};
+    let mut set = SigSet::empty();
+    for signal in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
+        set.add(signal);
+    }
+    set.thread_block().map_err(std::io::Error::from)?;
+    std::thread::Builder::new().name("signals".into()).spawn(move || loop {
+        match set.wait() {
+            Ok(signal) => deliver(signal as i32),
+            Err(_) => return,
+        }
+    })?;
+    Ok(())
+}

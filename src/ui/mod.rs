@@ -4,6 +4,7 @@
 //! this module writes to stderr.
 #![allow(clippy::print_stderr)]
 
+pub mod batch;
 mod live;
 mod log_file;
 mod plain;
