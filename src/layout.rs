@@ -36,6 +36,12 @@ impl Layout {
         self.eden_dir().join("locks")
     }
 
+    /// The merges of one invocation of several runs so far, one target per line: the merge
+    /// queue's positions (`merge_queue_position`). Written under the repository lock.
+    pub fn batch_merges(&self, batch_id: &str) -> PathBuf {
+        self.locks().join(format!("batch-{batch_id}.merges"))
+    }
+
     /// Held around every git operation that changes what runs share (see `lock::RepoLock`).
     /// Never removed: removing an flock file while others wait on it would split the lock.
     pub fn repository_lock(&self) -> PathBuf {

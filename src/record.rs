@@ -180,6 +180,13 @@ pub struct RunRecord {
     pub merge_kind: Option<MergeKind>,
     /// The commit the target points at after the merge.
     pub merge_commit: Option<String>,
+    /// The target's commit the run's work landed on (its tip just before the merge).
+    #[serde(default)]
+    pub merge_onto: Option<String>,
+    /// With several runs at once (`eden run A.toml B.toml`): this merge's place in the order of
+    /// the invocation's merges into the same target, from 1.
+    #[serde(default)]
+    pub merge_queue_position: Option<u32>,
     pub preserved_branch: Option<String>,
     pub preserved_worktree: Option<PathBuf>,
     pub started_at: String,
@@ -206,6 +213,8 @@ pub enum RunKind {
 pub enum MergeKind {
     FastForward,
     MergeCommit,
+    /// `branch.rebase`: the run's commits replayed onto the target's tip, then fast-forwarded.
+    Rebase,
     UpToDate,
 }
 

@@ -39,6 +39,8 @@ struct Member {
     agent: String,
     /// Where it came from, for errors: `a.toml`, `a.toml with agent.kind=codex`.
     source: String,
+    /// Where its merge queue's count is kept.
+    layout: crate::layout::Layout,
 }
 
 /// How a run ended, as this process saw it.
@@ -91,7 +93,11 @@ pub fn run(args: RunArgs, printed: &mut bool) -> Result<i32, Error> {
         interrupted: None,
         failed_fast: false,
     };
+    let batch_id = batch.batch_id.clone();
     let (mut display, ended, interrupted) = batch.drive(jobs, &receiver)?;
+    for member in &members {
+        let _ = std::fs::remove_file(member.layout.batch_merges(&batch_id));
+    }
 
     let rows: Vec<Row> = members.iter().zip(&ended).map(|(member, ended)| row(member, ended)).collect();
     display.finish(&rows);
@@ -150,8 +156,10 @@ fn members(args: &RunArgs, current_dir: &std::path::Path) -> Result<Vec<Member>,
                 super::run::load(args, file.as_deref(), combination, false, current_dir).and_then(|mut loaded| {
                     if !combination.is_empty() {
                         // The value goes into the name (and so the branch): runs stay apart.
-                        let values: Vec<&str> = combination.iter().filter_map(|pair| pair.split_once('=')).map(|(_, v)| v).collect();
-                        let name = format!("{}-{}", loaded.plan.name, crate::manifest::plan::name_from(&values.join("-")));
+                        let values: Vec<&str> =
+                            combination.iter().filter_map(|pair| pair.split_once('=')).map(|(_, v)| v).collect();
+                        let name =
+                            format!("{}-{}", loaded.plan.name, crate::manifest::plan::name_from(&values.join("-")));
                         let mut sets = combination.clone();
                         sets.push(format!("name={}", toml::Value::String(name)));
                         loaded = super::run::load(args, file.as_deref(), &sets, false, current_dir)?;
@@ -185,8 +193,9 @@ fn members(args: &RunArgs, current_dir: &std::path::Path) -> Result<Vec<Member>,
             };
             if let Some(other) = names.insert(plan.name.clone(), source.clone()) {
                 errors.push(
-                    Error::usage(format!("two runs are named `{}`: {other} and {source}", plan.name))
-                        .with_hint("give each manifest its own `name` (or use `--matrix`, which adds the value to the name)"),
+                    Error::usage(format!("two runs are named `{}`: {other} and {source}", plan.name)).with_hint(
+                        "give each manifest its own `name` (or use `--matrix`, which adds the value to the name)",
+                    ),
                 );
             }
             if let Some(other) = branches.insert(pre.branch.clone(), source.clone()) {
@@ -202,6 +211,7 @@ fn members(args: &RunArgs, current_dir: &std::path::Path) -> Result<Vec<Member>,
                 name: plan.name.clone(),
                 agent: plan.steps[0].agent.kind().as_str().to_owned(),
                 source,
+                layout: pre.layout(),
             });
         }
     }
@@ -231,7 +241,9 @@ fn matrix(flags: &[String]) -> Result<Vec<Vec<String>>, Error> {
         }
         let mut seen = std::collections::BTreeSet::new();
         if let Some(twice) = values.iter().find(|value| !seen.insert(**value)) {
-            return Err(Error::usage(format!("`--matrix {flag}` gives `{twice}` twice")).with_hint("list each value once"));
+            return Err(
+                Error::usage(format!("`--matrix {flag}` gives `{twice}` twice")).with_hint("list each value once")
+            );
         }
         combinations = combinations
             .into_iter()
@@ -250,7 +262,8 @@ fn matrix(flags: &[String]) -> Result<Vec<Vec<String>>, Error> {
 /// The `eden run` command line of one member: the invocation's flags, its manifest and matrix
 /// values. Values stay as given (relative paths resolve the same: same current directory).
 fn member_command(args: &RunArgs, member: &Member, extra: &[&str]) -> Result<ProcessBuilder, Error> {
-    let eden = std::env::current_exe().map_err(|err| Error::internal("cannot find eden's own executable").with_source(err))?;
+    let eden =
+        std::env::current_exe().map_err(|err| Error::internal("cannot find eden's own executable").with_source(err))?;
     let mut command = ProcessBuilder::new(eden).arg("run");
     if let Some(manifest) = &member.manifest {
         command = command.arg(manifest);
@@ -431,10 +444,8 @@ impl Batch<'_> {
             let failed = ended.code != Some(0) && !ended.stopped;
             if failed && self.args.fail_fast && !self.stopping() {
                 self.failed_fast = true;
-                self.display.note(&format!(
-                    "`{}` failed: stopping the other runs (`--fail-fast`)",
-                    self.members[index].name
-                ));
+                self.display
+                    .note(&format!("`{}` failed: stopping the other runs (`--fail-fast`)", self.members[index].name));
                 for (other, (child, _)) in &self.children {
                     self.ended[*other].stopped = true;
                     send(child, nix::sys::signal::Signal::SIGINT as i32);
@@ -494,12 +505,7 @@ fn row(member: &Member, ended: &Ended) -> Row {
         (_, true, _, _) => "stopped".to_owned(),
         (_, _, Some(record), _) => record.exit_reason.map_or("ended", |reason| reason.as_str()).to_owned(),
         (_, _, None, Some(0)) => "ok".to_owned(),
-        (_, _, None, _) => ended
-            .error
-            .as_ref()
-            .and_then(|error| error["kind"].as_str())
-            .unwrap_or("failed")
-            .to_owned(),
+        (_, _, None, _) => ended.error.as_ref().and_then(|error| error["kind"].as_str()).unwrap_or("failed").to_owned(),
     };
     let landed = record.map(|record| match (&record.merged_into, &record.preserved_branch) {
         (Some(target), _) => format!("merged into {target}"),

@@ -29,10 +29,10 @@ pub fn execute(args: RunArgs, interactive: Option<InteractiveMode>) -> Result<i3
     let mut printed = false;
     let several = args.manifests.len() > 1 || !args.matrix.is_empty();
     let result = match interactive {
-        Some(_) if several || args.jobs.is_some() || args.fail_fast => {
-            Err(Error::usage("`eden interactive` runs one session: one manifest, no `--matrix`, `--jobs` or `--fail-fast`")
-                .with_hint("run several at once with `eden run A.toml B.toml`"))
-        }
+        Some(_) if several || args.jobs.is_some() || args.fail_fast => Err(Error::usage(
+            "`eden interactive` runs one session: one manifest, no `--matrix`, `--jobs` or `--fail-fast`",
+        )
+        .with_hint("run several at once with `eden run A.toml B.toml`")),
         None if several => super::batch::run(args, &mut printed),
         _ => run_inner(args, interactive, &mut printed),
     };
@@ -102,8 +102,11 @@ fn run_inner(args: RunArgs, interactive: Option<InteractiveMode>, printed: &mut 
         .build()
         .map_err(|err| Error::internal("cannot start the async runtime").with_source(err))?;
     let stopping = Stopping { kill_grace: plan.timeouts.kill_grace.0, drain: plan.timeouts.output_drain.0 };
+    let batch = std::env::var(super::batch::BATCH_ENV)
+        .ok()
+        .filter(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'));
     let options =
-        RunOptions { repo, stopping, overrides: given, open_log: LogFileReporter::open, interactive: attached };
+        RunOptions { repo, stopping, overrides: given, open_log: LogFileReporter::open, interactive: attached, batch };
     let display = match Display::detect(args.quiet) {
         // The agent draws on the terminal: eden's own lines only before and after, no spinner.
         Display::Live if options.interactive.is_some() => Display::Plain,

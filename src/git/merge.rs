@@ -14,6 +14,12 @@
 //! the merge changes, when an untracked file stands where the merge adds one, or when the
 //! checkout is in the middle of a merge, rebase, cherry-pick or revert: the checkout then stays
 //! byte-identical. If the target moves while eden computes (someone commits), eden computes again.
+//!
+//! With `rebase`, a branch the target has moved away from is first replayed onto the target's
+//! tip, commit by commit, again as objects only (`merge-tree --merge-base`, `commit-tree` with
+//! each commit's author and message); when every commit replays without a conflict the target
+//! fast-forwards to the replayed tip (linear history), otherwise eden merges as without it. The
+//! run's branch itself is not moved (its worktree has it checked out).
 
 use super::{Git, WorktreeList};
 use crate::error::Error;
@@ -26,9 +32,19 @@ pub enum MergeResult {
     UpToDate,
     FastForward {
         commit: String,
+        /// The target's commit before: what the branch landed on.
+        onto: String,
     },
     Merged {
         commit: String,
+        onto: String,
+    },
+    /// The branch's commits replayed onto the target's tip, which fast-forwarded to them.
+    Rebased {
+        commit: String,
+        onto: String,
+        /// The replayed commits, oldest first.
+        commits: Vec<super::Commit>,
     },
     Conflict {
         files: Vec<String>,
@@ -44,13 +60,13 @@ enum Attempt {
     Again(String),
 }
 
-pub fn merge_into(git: &Git, branch: &str, target: &str) -> Result<MergeResult, Error> {
+pub fn merge_into(git: &Git, branch: &str, target: &str, rebase: bool) -> Result<MergeResult, Error> {
     let mut why = String::new();
     for attempt in 0..ATTEMPTS {
         if attempt > 0 {
             std::thread::sleep(Duration::from_millis(100 << attempt.min(4)));
         }
-        match try_merge(git, branch, target)? {
+        match try_merge(git, branch, target, rebase)? {
             Attempt::Done(result) => return Ok(result),
             Attempt::Again(reason) => why = reason,
         }
@@ -61,14 +77,22 @@ pub fn merge_into(git: &Git, branch: &str, target: &str) -> Result<MergeResult, 
     .with_hint(format!("when the repository is quiet, merge by hand: `git switch {target} && git merge {branch}`")))
 }
 
-fn try_merge(git: &Git, branch: &str, target: &str) -> Result<Attempt, Error> {
+fn try_merge(git: &Git, branch: &str, target: &str, rebase: bool) -> Result<Attempt, Error> {
     let (target_commit, branch_commit) = tips(git, target, branch)?;
     let merge_base = git.run(["merge-base", &target_commit, &branch_commit])?;
     if merge_base == branch_commit {
         return Ok(Attempt::Done(MergeResult::UpToDate));
     }
+    let onto = target_commit.clone();
+    let replayed = match rebase && merge_base != target_commit {
+        true => replay(git, &merge_base, &branch_commit, &target_commit)?,
+        false => None,
+    };
     let result = if merge_base == target_commit {
-        MergeResult::FastForward { commit: branch_commit.clone() }
+        MergeResult::FastForward { commit: branch_commit.clone(), onto }
+    } else if let Some(commits) = replayed {
+        let commit = commits.last().expect("a diverged branch has commits").sha.clone();
+        MergeResult::Rebased { commit, onto, commits }
     } else {
         let (preview, _) =
             git.output(["merge-tree", "--write-tree", "--name-only", "--no-messages", &target_commit, &branch_commit])?;
@@ -90,10 +114,13 @@ fn try_merge(git: &Git, branch: &str, target: &str) -> Result<Attempt, Error> {
         args.extend(
             ["commit-tree", &tree, "-p", &target_commit, "-p", &branch_commit, "-m", &message].map(String::from),
         );
-        MergeResult::Merged { commit: git.run(&args)? }
+        MergeResult::Merged { commit: git.run(&args)?, onto }
     };
-    let (MergeResult::FastForward { commit } | MergeResult::Merged { commit }) = &result else {
-        unreachable!("only these two move the target")
+    let (MergeResult::FastForward { commit, .. }
+    | MergeResult::Merged { commit, .. }
+    | MergeResult::Rebased { commit, .. }) = &result
+    else {
+        unreachable!("only these move the target")
     };
 
     let Some(checkout) = WorktreeList::read(git)?.find_branch(target).map(Git::new) else {
@@ -134,6 +161,55 @@ fn try_merge(git: &Git, branch: &str, target: &str) -> Result<Attempt, Error> {
         reason.trim()
     ))
     .with_hint(format!("once the checkout is ready, merge by hand there: `git merge {branch}`")))
+}
+
+/// The commits of `base..tip` replayed one by one onto `onto`, as new commits with the same
+/// authors and messages; `None` when one of them would conflict, or the range holds a merge
+/// (a rebase would flatten it). Nothing but objects is written.
+fn replay(git: &Git, base: &str, tip: &str, onto: &str) -> Result<Option<Vec<super::Commit>>, Error> {
+    let range = format!("{base}..{tip}");
+    let log = git.run(["rev-list", "--reverse", "--parents", range.as_str()])?;
+    let mut parent = onto.to_owned();
+    let mut replayed = Vec::new();
+    let identity = identity_args(git)?;
+    for line in log.lines() {
+        let mut shas = line.split_whitespace();
+        let (Some(commit), Some(original_parent), None) = (shas.next(), shas.next(), shas.next()) else {
+            return Ok(None);
+        };
+        let (tree, _) = git.output([
+            "merge-tree",
+            "--write-tree",
+            "--no-messages",
+            &format!("--merge-base={original_parent}"),
+            &parent,
+            commit,
+        ])?;
+        if tree.status.code() != Some(0) {
+            return Ok(None);
+        }
+        let tree = tree.stdout.lines().next().unwrap_or_default().trim().to_owned();
+        let about = git.run(["log", "-1", "--format=%an%x00%ae%x00%ad%x00%s%x00%B", "--date=raw", commit])?;
+        let fields: Vec<&str> = about.splitn(5, '\0').collect();
+        let [name, email, date, subject, message] = fields[..] else {
+            return Err(Error::git(format!("cannot read commit {commit}")));
+        };
+        let mut args = identity.clone();
+        args.extend(["commit-tree", &tree, "-p", &parent, "-F", "-"].map(String::from));
+        let command = git
+            .command(&args)
+            .env("GIT_AUTHOR_NAME", name)
+            .env("GIT_AUTHOR_EMAIL", email)
+            .env("GIT_AUTHOR_DATE", date)
+            .stdin(crate::process::Stdin::Bytes(message.as_bytes().to_vec()));
+        let output = command.output().map_err(|err| Error::git(format!("cannot run `{command}`")).with_source(err))?;
+        if !output.success() {
+            return Err(Error::git(format!("`{command}` failed: {}", output.stderr.trim())));
+        }
+        parent = output.stdout.trim().to_owned();
+        replayed.push(super::Commit { sha: parent.clone(), subject: subject.to_owned() });
+    }
+    Ok(Some(replayed))
 }
 
 /// The commits two local branches point at, with one git call when both exist.

@@ -86,6 +86,7 @@ pub struct BranchPlan {
     pub base: Option<String>,
     pub allow_dirty: bool,
     pub reuse_worktree: bool,
+    pub rebase: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -674,6 +675,9 @@ fn resolve_branch(section: &BranchSection, source: &Source) -> Result<BranchPlan
     if strategy == Strategy::Head {
         only_for("base", section.base.is_some(), "strategies `merge-to-head` and `named`")?;
     }
+    if strategy != Strategy::MergeToHead {
+        only_for("rebase", section.rebase.is_some(), "strategy `merge-to-head`")?;
+    }
     if strategy == Strategy::Named && section.name.is_none() {
         return Err(source
             .error_at(&path.child("strategy"), "strategy `named` needs `branch.name`")
@@ -694,6 +698,7 @@ fn resolve_branch(section: &BranchSection, source: &Source) -> Result<BranchPlan
         base: section.base.clone(),
         allow_dirty: section.allow_dirty.unwrap_or(false),
         reuse_worktree: section.reuse_worktree.unwrap_or(false),
+        rebase: section.rebase.unwrap_or(false),
     })
 }
 

@@ -137,6 +137,9 @@ pub struct BranchSection {
     pub allow_dirty: Option<bool>,
     /// `named` only: reuse an existing eden worktree of the branch instead of refusing.
     pub reuse_worktree: Option<bool>,
+    /// `merge-to-head` only: when the target moved since the run began, replay the run's
+    /// commits onto its tip (if that is conflict-free) instead of a merge commit.
+    pub rebase: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]

@@ -17,15 +17,26 @@ pub(crate) struct Finished {
     pub merged_into: Option<String>,
     pub merge_kind: Option<crate::record::MergeKind>,
     pub merge_commit: Option<String>,
+    pub merge_onto: Option<String>,
+    pub merge_queue_position: Option<u32>,
     pub preserved_branch: Option<String>,
     pub preserved_worktree: Option<PathBuf>,
     pub error: Option<Error>,
+}
+
+/// How the merge is done and numbered.
+pub(crate) struct MergeSettings<'a> {
+    /// `branch.rebase`.
+    pub rebase: bool,
+    /// The invocation of several runs, whose merges are numbered.
+    pub batch: Option<&'a str>,
 }
 
 pub(crate) fn finish(
     workspace: Workspace,
     outcome: Result<LoopEnd, Error>,
     known_commits: Option<Vec<Commit>>,
+    settings: MergeSettings<'_>,
     reporter: &mut RunEvents,
 ) -> Finished {
     let pre = &workspace.pre;
@@ -33,11 +44,13 @@ pub(crate) fn finish(
     let mut merged_into = None;
     let mut merge_commit = None;
     let mut merge_kind = None;
+    let mut merge_onto = None;
+    let mut merge_queue_position = None;
     let mut preserved_branch = None;
     let mut preserved_worktree = None;
 
     // The loop collected the commits after each iteration; ask git only if it could not.
-    let commits = match known_commits {
+    let mut commits = match known_commits {
         Some(commits) => commits,
         None => workspace.repo.commits_between(&pre.base_commit, &pre.branch).unwrap_or_else(|err| {
             error.get_or_insert(err);
@@ -59,21 +72,42 @@ pub(crate) fn finish(
     let mut merged = commits.is_empty();
     if pre.strategy == Strategy::MergeToHead && error.is_none() && !commits.is_empty() {
         let target = pre.base_branch.clone().expect("merge-to-head has a target");
-        match merge_into(&workspace.repo, &pre.branch, &target) {
+        match merge_into(&workspace.repo, &pre.branch, &target, settings.rebase) {
             Ok(MergeResult::Conflict { files }) => {
                 error = Some(conflict_error(&pre.branch, &target, &files));
             }
             Ok(result) => {
                 use crate::record::MergeKind;
-                (merge_kind, merge_commit) = match result {
-                    MergeResult::FastForward { commit } => (Some(MergeKind::FastForward), Some(commit)),
-                    MergeResult::Merged { commit } => (Some(MergeKind::MergeCommit), Some(commit)),
-                    MergeResult::UpToDate | MergeResult::Conflict { .. } => (Some(MergeKind::UpToDate), None),
+                let how = match &result {
+                    MergeResult::Rebased { onto, .. } => format!("replayed onto `{target}` ({})", short(onto)),
+                    MergeResult::Merged { onto, .. } | MergeResult::FastForward { onto, .. } => {
+                        format!("onto {}", short(onto))
+                    }
+                    MergeResult::UpToDate | MergeResult::Conflict { .. } => "already there".to_owned(),
+                };
+                (merge_kind, merge_commit, merge_onto) = match result {
+                    MergeResult::FastForward { commit, onto } => {
+                        (Some(MergeKind::FastForward), Some(commit), Some(onto))
+                    }
+                    MergeResult::Merged { commit, onto } => (Some(MergeKind::MergeCommit), Some(commit), Some(onto)),
+                    MergeResult::Rebased { commit, onto, commits: replayed } => {
+                        // What the target now holds are the replayed commits.
+                        commits = replayed;
+                        (Some(MergeKind::Rebase), Some(commit), Some(onto))
+                    }
+                    MergeResult::UpToDate | MergeResult::Conflict { .. } => (Some(MergeKind::UpToDate), None, None),
                 };
                 merged_into = Some(target.clone());
                 merged = true;
+                merge_queue_position = settings.batch.and_then(|batch| queue_position(&pre.layout(), batch, &target));
+                let position =
+                    merge_queue_position.map(|n| format!(", merge {n} of this invocation")).unwrap_or_default();
                 reporter.report(&Event::Info {
-                    message: &format!("merged {} commit(s) from `{}` into `{target}`", commits.len(), pre.branch),
+                    message: &format!(
+                        "merged {} commit(s) from `{}` into `{target}` ({how}{position})",
+                        commits.len(),
+                        pre.branch
+                    ),
                 });
             }
             Err(err) => error = Some(err),
@@ -147,10 +181,28 @@ pub(crate) fn finish(
         merged_into,
         merge_kind,
         merge_commit,
+        merge_onto,
+        merge_queue_position,
         preserved_branch,
         preserved_worktree,
         error,
     }
+}
+
+fn short(commit: &str) -> &str {
+    commit.get(..10).unwrap_or(commit)
+}
+
+/// With several runs at once: this merge's place among the invocation's merges into `target`.
+/// The caller holds the repository lock, so the count and the merge agree.
+fn queue_position(layout: &crate::layout::Layout, batch: &str, target: &str) -> Option<u32> {
+    use std::io::Write;
+    let path = layout.batch_merges(batch);
+    let before = std::fs::read_to_string(&path).unwrap_or_default();
+    let position = before.lines().filter(|line| *line == target).count() as u32 + 1;
+    let mut file = std::fs::OpenOptions::new().create(true).append(true).open(&path).ok()?;
+    writeln!(file, "{target}").ok()?;
+    Some(position)
 }
 
 fn conflict_error(branch: &str, target: &str, files: &[String]) -> Error {

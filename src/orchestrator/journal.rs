@@ -60,6 +60,8 @@ impl Journal {
             merged_into: None,
             merge_kind: None,
             merge_commit: None,
+            merge_onto: None,
+            merge_queue_position: None,
             preserved_branch: None,
             preserved_worktree: None,
             started_at: now_rfc3339(),

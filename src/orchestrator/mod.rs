@@ -46,6 +46,9 @@ pub struct RunOptions {
     pub open_log: fn(&Path) -> std::io::Result<Box<dyn Reporter>>,
     /// `eden interactive`: the agent gets the terminal instead of the iteration loop.
     pub interactive: Option<Interactive>,
+    /// The invocation of several runs this one belongs to (`eden run A.toml B.toml`), whose
+    /// merges it numbers.
+    pub batch: Option<String>,
 }
 
 /// How an interactive session is attached.
@@ -276,13 +279,15 @@ impl<'p> Run<'p> {
             record.output = output;
         });
         let workspace = self.workspace.take().expect("checked above");
-        let finished = finish::finish(workspace, outcome, progress.commits, &mut self.events);
+        let finished = finish::finish(workspace, outcome, progress.commits, self.merge_settings(), &mut self.events);
         let finish::Finished {
             lock,
             commits,
             merged_into,
             merge_kind,
             merge_commit,
+            merge_onto,
+            merge_queue_position,
             preserved_branch,
             preserved_worktree,
             error,
@@ -294,12 +299,18 @@ impl<'p> Run<'p> {
             record.merged_into = merged_into;
             record.merge_kind = merge_kind;
             record.merge_commit = merge_commit;
+            record.merge_onto = merge_onto;
+            record.merge_queue_position = merge_queue_position;
             record.preserved_branch = preserved_branch;
             record.preserved_worktree = preserved_worktree;
         });
         // Held until the record says how the run ended.
         drop(lock);
         result
+    }
+
+    fn merge_settings(&self) -> finish::MergeSettings<'p> {
+        finish::MergeSettings { rebase: self.plan.branch.rebase, batch: self.options.batch.as_deref() }
     }
 
     /// `on_close` runs whatever happened, after Ctrl-C too: only a further signal cuts it

@@ -118,8 +118,10 @@ impl BatchDisplay {
             "usage" => {
                 let usage = &event["usage"];
                 let count = |key: &str| usage[key].as_u64().unwrap_or(0);
-                run.tokens_now =
-                    count("input_tokens") + count("output_tokens") + count("cache_read_tokens") + count("cache_write_tokens");
+                run.tokens_now = count("input_tokens")
+                    + count("output_tokens")
+                    + count("cache_read_tokens")
+                    + count("cache_write_tokens");
             }
             _ => {
                 let what = if kind == "warning" { "warning:" } else { "agent error:" };
@@ -227,8 +229,9 @@ pub fn table(rows: &[Row]) -> String {
             row.cost.map_or_else(dash, |cost| format!("${cost:.4}")),
         ]);
     }
-    let widths: Vec<usize> =
-        (0..header.len()).map(|column| lines.iter().map(|line| line[column].chars().count()).max().unwrap_or(0)).collect();
+    let widths: Vec<usize> = (0..header.len())
+        .map(|column| lines.iter().map(|line| line[column].chars().count()).max().unwrap_or(0))
+        .collect();
     // Counts and figures align right.
     let right = [false, false, false, true, true, false, true, true, true];
     let mut out = String::new();
