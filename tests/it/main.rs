@@ -21,6 +21,7 @@ mod locks;
 mod loop_watchdogs;
 mod manifest_errors;
 mod model_server;
+mod parallel;
 mod prompts;
 mod real_agents;
 mod sessions;
