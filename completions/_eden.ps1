@@ -36,6 +36,9 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             break
         }
         'eden;run' {
+            [CompletionResult]::new('-j', '-j', [CompletionResultType]::ParameterName, 'With several runs: how many go at once (default: all of them, at most 8)')
+            [CompletionResult]::new('--jobs', '--jobs', [CompletionResultType]::ParameterName, 'With several runs: how many go at once (default: all of them, at most 8)')
+            [CompletionResult]::new('--matrix', '--matrix', [CompletionResultType]::ParameterName, 'Run each manifest once per value of a key, e.g. `--matrix agent.kind=claude-code,codex`; the run names get the value as a suffix (repeatable: every combination)')
             [CompletionResult]::new('--set', '--set', [CompletionResultType]::ParameterName, 'Override any manifest key, e.g. `--set agent.model=opus` (repeatable)')
             [CompletionResult]::new('--arg', '--arg', [CompletionResultType]::ParameterName, 'A prompt argument for `{{KEY}}` in the prompt (repeatable)')
             [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'Agent kind')
@@ -50,6 +53,7 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             [CompletionResult]::new('--branch', '--branch', [CompletionResultType]::ParameterName, 'Branch name for strategy `named`')
             [CompletionResult]::new('--base', '--base', [CompletionResultType]::ParameterName, 'Branch to start from (and merge back into)')
             [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'The repository to work in (default: the current directory''s)')
+            [CompletionResult]::new('--fail-fast', '--fail-fast', [CompletionResultType]::ParameterName, 'With several runs: stop the others (as Ctrl-C would) when one fails, start no more')
             [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Print the resolved plan as JSON and stop')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print the run record as JSON on stdout (or, if the run cannot start, the error)')
             [CompletionResult]::new('--json-events', '--json-events', [CompletionResultType]::ParameterName, 'Print every event as a JSON line on stdout as it happens; the last, `run_finished`, carries the run record')
@@ -60,6 +64,9 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             break
         }
         'eden;interactive' {
+            [CompletionResult]::new('-j', '-j', [CompletionResultType]::ParameterName, 'With several runs: how many go at once (default: all of them, at most 8)')
+            [CompletionResult]::new('--jobs', '--jobs', [CompletionResultType]::ParameterName, 'With several runs: how many go at once (default: all of them, at most 8)')
+            [CompletionResult]::new('--matrix', '--matrix', [CompletionResultType]::ParameterName, 'Run each manifest once per value of a key, e.g. `--matrix agent.kind=claude-code,codex`; the run names get the value as a suffix (repeatable: every combination)')
             [CompletionResult]::new('--set', '--set', [CompletionResultType]::ParameterName, 'Override any manifest key, e.g. `--set agent.model=opus` (repeatable)')
             [CompletionResult]::new('--arg', '--arg', [CompletionResultType]::ParameterName, 'A prompt argument for `{{KEY}}` in the prompt (repeatable)')
             [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'Agent kind')
@@ -75,6 +82,7 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             [CompletionResult]::new('--base', '--base', [CompletionResultType]::ParameterName, 'Branch to start from (and merge back into)')
             [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'The repository to work in (default: the current directory''s)')
             [CompletionResult]::new('--resume', '--resume', [CompletionResultType]::ParameterName, 'Continue this agent session (an id from `eden sessions list --json`)')
+            [CompletionResult]::new('--fail-fast', '--fail-fast', [CompletionResultType]::ParameterName, 'With several runs: stop the others (as Ctrl-C would) when one fails, start no more')
             [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Print the resolved plan as JSON and stop')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print the run record as JSON on stdout (or, if the run cannot start, the error)')
             [CompletionResult]::new('--json-events', '--json-events', [CompletionResultType]::ParameterName, 'Print every event as a JSON line on stdout as it happens; the last, `run_finished`, carries the run record')

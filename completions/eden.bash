@@ -624,12 +624,27 @@ _eden() {
             return 0
             ;;
         eden__subcmd__interactive)
-            opts="-q -h --set --arg --agent --binary --model --prompt --prompt-file --name --max-iterations --sandbox --strategy --branch --base --repo --dry-run --json --json-events --quiet --no-tty --resume --help"
+            opts="-j -q -h --jobs --fail-fast --matrix --set --arg --agent --binary --model --prompt --prompt-file --name --max-iterations --sandbox --strategy --branch --base --repo --dry-run --json --json-events --quiet --no-tty --resume --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --jobs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -j)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --matrix)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
                 --set)
                     COMPREPLY=("${cur}")
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
@@ -739,12 +754,27 @@ _eden() {
             return 0
             ;;
         eden__subcmd__run)
-            opts="-q -h --set --arg --agent --binary --model --prompt --prompt-file --name --max-iterations --sandbox --strategy --branch --base --repo --dry-run --json --json-events --quiet --help"
+            opts="-j -q -h --jobs --fail-fast --matrix --set --arg --agent --binary --model --prompt --prompt-file --name --max-iterations --sandbox --strategy --branch --base --repo --dry-run --json --json-events --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --jobs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -j)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --matrix)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
                 --set)
                     COMPREPLY=("${cur}")
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then

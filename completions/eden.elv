@@ -32,6 +32,9 @@ set edit:completion:arg-completer[eden] = {|@words|
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'eden;run'= {
+            cand -j 'With several runs: how many go at once (default: all of them, at most 8)'
+            cand --jobs 'With several runs: how many go at once (default: all of them, at most 8)'
+            cand --matrix 'Run each manifest once per value of a key, e.g. `--matrix agent.kind=claude-code,codex`; the run names get the value as a suffix (repeatable: every combination)'
             cand --set 'Override any manifest key, e.g. `--set agent.model=opus` (repeatable)'
             cand --arg 'A prompt argument for `{{KEY}}` in the prompt (repeatable)'
             cand --agent 'Agent kind'
@@ -46,6 +49,7 @@ set edit:completion:arg-completer[eden] = {|@words|
             cand --branch 'Branch name for strategy `named`'
             cand --base 'Branch to start from (and merge back into)'
             cand --repo 'The repository to work in (default: the current directory''s)'
+            cand --fail-fast 'With several runs: stop the others (as Ctrl-C would) when one fails, start no more'
             cand --dry-run 'Print the resolved plan as JSON and stop'
             cand --json 'Print the run record as JSON on stdout (or, if the run cannot start, the error)'
             cand --json-events 'Print every event as a JSON line on stdout as it happens; the last, `run_finished`, carries the run record'
@@ -55,6 +59,9 @@ set edit:completion:arg-completer[eden] = {|@words|
             cand --help 'Print help (see more with ''--help'')'
         }
         &'eden;interactive'= {
+            cand -j 'With several runs: how many go at once (default: all of them, at most 8)'
+            cand --jobs 'With several runs: how many go at once (default: all of them, at most 8)'
+            cand --matrix 'Run each manifest once per value of a key, e.g. `--matrix agent.kind=claude-code,codex`; the run names get the value as a suffix (repeatable: every combination)'
             cand --set 'Override any manifest key, e.g. `--set agent.model=opus` (repeatable)'
             cand --arg 'A prompt argument for `{{KEY}}` in the prompt (repeatable)'
             cand --agent 'Agent kind'
@@ -70,6 +77,7 @@ set edit:completion:arg-completer[eden] = {|@words|
             cand --base 'Branch to start from (and merge back into)'
             cand --repo 'The repository to work in (default: the current directory''s)'
             cand --resume 'Continue this agent session (an id from `eden sessions list --json`)'
+            cand --fail-fast 'With several runs: stop the others (as Ctrl-C would) when one fails, start no more'
             cand --dry-run 'Print the resolved plan as JSON and stop'
             cand --json 'Print the run record as JSON on stdout (or, if the run cannot start, the error)'
             cand --json-events 'Print every event as a JSON line on stdout as it happens; the last, `run_finished`, carries the run record'

@@ -34,6 +34,8 @@ complete -c eden -n "__fish_eden_needs_command" -f -a "clean" -d 'Remove what ed
 complete -c eden -n "__fish_eden_needs_command" -f -a "completions" -d 'Print a shell completion script for bash, zsh, fish, elvish or powershell'
 complete -c eden -n "__fish_eden_needs_command" -f -a "sessions" -d 'The run history: list runs, replay one, total tokens and cost, remove runs'
 complete -c eden -n "__fish_eden_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c eden -n "__fish_eden_using_subcommand run" -s j -l jobs -d 'With several runs: how many go at once (default: all of them, at most 8)' -r
+complete -c eden -n "__fish_eden_using_subcommand run" -l matrix -d 'Run each manifest once per value of a key, e.g. `--matrix agent.kind=claude-code,codex`; the run names get the value as a suffix (repeatable: every combination)' -r -f
 complete -c eden -n "__fish_eden_using_subcommand run" -l set -d 'Override any manifest key, e.g. `--set agent.model=opus` (repeatable)' -r -f
 complete -c eden -n "__fish_eden_using_subcommand run" -l arg -d 'A prompt argument for `{{KEY}}` in the prompt (repeatable)' -r -f
 complete -c eden -n "__fish_eden_using_subcommand run" -l agent -d 'Agent kind' -r -f -a "claude-code\t''
@@ -60,11 +62,14 @@ named\t''"
 complete -c eden -n "__fish_eden_using_subcommand run" -l branch -d 'Branch name for strategy `named`' -r -f
 complete -c eden -n "__fish_eden_using_subcommand run" -l base -d 'Branch to start from (and merge back into)' -r -f
 complete -c eden -n "__fish_eden_using_subcommand run" -l repo -d 'The repository to work in (default: the current directory\'s)' -r -f -a "(__fish_complete_directories)"
+complete -c eden -n "__fish_eden_using_subcommand run" -l fail-fast -d 'With several runs: stop the others (as Ctrl-C would) when one fails, start no more'
 complete -c eden -n "__fish_eden_using_subcommand run" -l dry-run -d 'Print the resolved plan as JSON and stop'
 complete -c eden -n "__fish_eden_using_subcommand run" -l json -d 'Print the run record as JSON on stdout (or, if the run cannot start, the error)'
 complete -c eden -n "__fish_eden_using_subcommand run" -l json-events -d 'Print every event as a JSON line on stdout as it happens; the last, `run_finished`, carries the run record'
 complete -c eden -n "__fish_eden_using_subcommand run" -s q -l quiet -d 'No progress output (errors are still printed)'
 complete -c eden -n "__fish_eden_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c eden -n "__fish_eden_using_subcommand interactive" -s j -l jobs -d 'With several runs: how many go at once (default: all of them, at most 8)' -r
+complete -c eden -n "__fish_eden_using_subcommand interactive" -l matrix -d 'Run each manifest once per value of a key, e.g. `--matrix agent.kind=claude-code,codex`; the run names get the value as a suffix (repeatable: every combination)' -r -f
 complete -c eden -n "__fish_eden_using_subcommand interactive" -l set -d 'Override any manifest key, e.g. `--set agent.model=opus` (repeatable)' -r -f
 complete -c eden -n "__fish_eden_using_subcommand interactive" -l arg -d 'A prompt argument for `{{KEY}}` in the prompt (repeatable)' -r -f
 complete -c eden -n "__fish_eden_using_subcommand interactive" -l agent -d 'Agent kind' -r -f -a "claude-code\t''
@@ -92,6 +97,7 @@ complete -c eden -n "__fish_eden_using_subcommand interactive" -l branch -d 'Bra
 complete -c eden -n "__fish_eden_using_subcommand interactive" -l base -d 'Branch to start from (and merge back into)' -r -f
 complete -c eden -n "__fish_eden_using_subcommand interactive" -l repo -d 'The repository to work in (default: the current directory\'s)' -r -f -a "(__fish_complete_directories)"
 complete -c eden -n "__fish_eden_using_subcommand interactive" -l resume -d 'Continue this agent session (an id from `eden sessions list --json`)' -r -f
+complete -c eden -n "__fish_eden_using_subcommand interactive" -l fail-fast -d 'With several runs: stop the others (as Ctrl-C would) when one fails, start no more'
 complete -c eden -n "__fish_eden_using_subcommand interactive" -l dry-run -d 'Print the resolved plan as JSON and stop'
 complete -c eden -n "__fish_eden_using_subcommand interactive" -l json -d 'Print the run record as JSON on stdout (or, if the run cannot start, the error)'
 complete -c eden -n "__fish_eden_using_subcommand interactive" -l json-events -d 'Print every event as a JSON line on stdout as it happens; the last, `run_finished`, carries the run record'

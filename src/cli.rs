@@ -31,7 +31,12 @@ Flags override the manifest's keys (`--set KEY=VALUE` any of them). The run make
 worktree under `.eden/worktrees/`, boots the sandbox, runs the hooks and the agent until it prints \
 its completion signal (or `max_iterations`), then merges or keeps the branch as the strategy says. \
 Progress goes to stderr; `--json` and `--json-events` put machine-readable output on stdout. The \
-run record is written to `.eden/runs/<run-id>.json` and every event to `.eden/logs/<run-id>.jsonl`.")]
+run record is written to `.eden/runs/<run-id>.json` and every event to `.eden/logs/<run-id>.jsonl`.\n\n\
+Several manifests (or `--matrix`) make several runs, each an `eden run` of its own (own worktree, branch, \
+sandbox, hooks, record), `--jobs` at a time; a failure stops no other unless `--fail-fast`. Their merges \
+into one target queue behind each other. At the end a table; `--json` prints an array of records; the \
+exit code is the most severe: interrupted > internal (70) > usage (2) > sandbox (6) > git (7) > hook (5) > \
+timeout (4) > agent (3) > incomplete (1).")]
     Run(Box<RunArgs>),
     /// The agent's own terminal UI, in a fresh worktree and sandbox, hooks and all
     #[command(

@@ -1,20 +1,57 @@
 //! Plain timestamped lines on stderr, for CI logs and pipes: no cursor movement, no spinner.
+//!
+//! Lines are buffered, not written one `write(2)` at a time: an agent streaming thousands of
+//! lines a second would otherwise spend much of the run in the display. A small thread writes
+//! what is waiting every `FLUSH_EVERY`, so a line is never held back longer than that (an agent
+//! that prints one line and then thinks for a minute is still shown at once); the run's own
+//! milestones and its end are written immediately.
 
 use super::{summary_lines, Event, Reporter};
-use std::io::Write;
+use std::io::{BufWriter, Write};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The longest a line waits in the buffer.
+const FLUSH_EVERY: Duration = Duration::from_millis(50);
 
 pub struct PlainReporter {
-    stderr: std::io::Stderr,
+    out: Arc<Mutex<BufWriter<std::io::Stderr>>>,
+    /// One line's text, reused.
+    line: String,
 }
 
 impl PlainReporter {
     pub fn new() -> Self {
-        PlainReporter { stderr: std::io::stderr() }
+        let out = Arc::new(Mutex::new(BufWriter::with_capacity(64 * 1024, std::io::stderr())));
+        let weak = Arc::downgrade(&out);
+        // Ends with the reporter: the next tick finds nothing to upgrade.
+        let _ = std::thread::Builder::new().name("display".into()).spawn(move || loop {
+            std::thread::sleep(FLUSH_EVERY);
+            let Some(out) = weak.upgrade() else { return };
+            let mut out = out.lock().unwrap_or_else(|e| e.into_inner());
+            if !out.buffer().is_empty() {
+                let _ = out.flush();
+            }
+        });
+        PlainReporter { out, line: String::new() }
     }
 
     fn line(&mut self, text: &str) {
-        let mut out = self.stderr.lock();
-        let _ = writeln!(out, "{} {}", clock(), super::for_terminal(text));
+        use std::fmt::Write as _;
+        self.line.clear();
+        let _ = writeln!(self.line, "{} {}", clock(), super::for_terminal(text));
+        let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = out.write_all(self.line.as_bytes());
+    }
+
+    fn flush(&mut self) {
+        let _ = self.out.lock().unwrap_or_else(|e| e.into_inner()).flush();
+    }
+}
+
+impl Drop for PlainReporter {
+    fn drop(&mut self) {
+        self.flush();
     }
 }
 
@@ -32,6 +69,28 @@ pub(crate) fn clock() -> String {
 
 impl Reporter for PlainReporter {
     fn report(&mut self, run_id: &str, event: &Event<'_>) {
+        self.show(run_id, event);
+        // The stream's own lines (and what prints nothing) wait for the next tick; the run's
+        // milestones are written now.
+        if !matches!(
+            event,
+            Event::AgentText { .. }
+                | Event::AgentStderr { .. }
+                | Event::ToolCall { .. }
+                | Event::ToolFailed { .. }
+                | Event::HookOutput { .. }
+                | Event::Usage { .. }
+                | Event::Prompt { .. }
+                | Event::Notice { .. }
+                | Event::SessionId { .. }
+        ) {
+            self.flush();
+        }
+    }
+}
+
+impl PlainReporter {
+    fn show(&mut self, run_id: &str, event: &Event<'_>) {
         match event {
             Event::RunStarted { kind, name, agent, strategy, branch, worktree, .. } => {
                 let command = match kind {

@@ -397,3 +397,37 @@ fn a_dumb_terminal_gets_plain_lines() {
     assert!(!text.contains('\u{1b}'), "no escape sequences: {text:?}");
     assert!(text.contains("| simulated agent: working"), "plain lines: {text}");
 }
+
+/// The plain display buffers its lines, but never holds one back while the agent goes quiet:
+/// the agent prints a line and waits until the test has seen it on eden's stderr.
+#[test]
+fn a_plain_line_is_shown_while_the_agent_is_still_working() {
+    use std::io::BufRead;
+    let env = TestEnv::new();
+    let seen = env.root().join("seen");
+    let agent = env.script(
+        "agent.sh",
+        &format!(
+            "cat >/dev/null\necho 'first line'\nfor _ in $(seq 600); do [ -e {seen} ] && break; sleep 0.05; done\n\
+             [ -e {seen} ] || exit 1\necho '<promise>COMPLETE</promise>'",
+            seen = seen.display()
+        ),
+    );
+    let manifest = env.write_manifest(&cli_manifest(&agent, ""));
+    let mut command = env.eden_command(&["run", manifest.to_str().unwrap()]);
+    let mut child = command.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut shown = Vec::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        let found = line.ends_with("| first line");
+        shown.push(line);
+        if found {
+            std::fs::write(&seen, "").unwrap();
+            break;
+        }
+    }
+    let rest: Vec<String> = lines.map(Result::unwrap).collect();
+    assert!(child.wait().unwrap().success(), "{shown:?} {rest:?}");
+    assert!(seen.exists(), "the line never came: {shown:?}");
+}

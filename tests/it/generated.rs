@@ -141,8 +141,8 @@ fn completions_offer_values_and_files() {
     assert!(bash.contains("none docker podman isolated"), "sandbox kinds");
     assert!(bash.contains("head merge-to-head named"), "strategies");
     let zsh = String::from_utf8(eden::commands::completions::script(Shell::Zsh)).unwrap();
-    assert!(zsh.contains("::manifest -- The TOML manifest to run"), "manifest argument: {zsh}");
-    assert!(zsh.contains("The TOML manifest to run (omit to describe the run with flags alone):_files"), "{zsh}");
+    assert!(zsh.contains("*::manifests -- The TOML manifest to run"), "manifest arguments: {zsh}");
+    assert!(zsh.contains("each a run of its own:_files"), "{zsh}");
 }
 
 #[test]
