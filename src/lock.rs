@@ -192,7 +192,9 @@ impl RepoLock {
                 ))
                 .with_hint("another eden process is stuck in a git operation: check it with `ps`, or stop it"));
             }
-            std::thread::sleep(Duration::from_millis(if waited < Duration::from_millis(200) { 5 } else { 50 }));
+            // Runs of one invocation queue here for every merge: a short poll hands the lock on
+            // without a gap (a trying open and flock costs microseconds); a long wait backs off.
+            std::thread::sleep(Duration::from_millis(if waited < Duration::from_secs(10) { 2 } else { 50 }));
         }
     }
 }
