@@ -297,3 +297,38 @@ fn claude_code_tui_answers_writes_and_exits() {
     raw.assert_code(0);
     assert!(raw.stdout.contains(&session) && raw.stdout.contains("create hello.txt and commit it"), "{}", raw.stdout);
 }
+
+/// Several runs on a terminal: one live line each while they work, a summary line each when
+/// they end, then the table.
+#[test]
+fn several_runs_on_a_terminal_get_a_live_line_each() {
+    let env = TestEnv::new();
+    let go = env.root().join("go");
+    let agent = env.script(
+        "wait.sh",
+        &format!(
+            "cat >/dev/null\nwhile [ ! -e {go} ]; do sleep 0.05; done\necho \"$$\" > \"f-$$.txt\"; git add . && git commit -qm \"work $$\"\necho '<promise>COMPLETE</promise>'",
+            go = go.display()
+        ),
+    );
+    for name in ["alpha", "beta"] {
+        env.write(
+            &format!("../{name}.toml"),
+            &format!("name = \"{name}\"\nprompt = \"x\"\n[agent]\nkind = \"cli\"\nbinary = \"{}\"\n", agent.display()),
+        );
+    }
+    let script = format!("{EDEN} run ../alpha.toml ../beta.toml; echo $? > ../code.txt; echo EDEN-DONE");
+    let Some(tmux) = Tmux::start(&env, &env.repo, &script) else { return };
+    let screen = tmux.wait_for("beta");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while tmux.screen().matches("iteration 1/").count() < 2 {
+        assert!(Instant::now() < deadline, "no live line per run:\n{screen}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::fs::write(&go, "").unwrap();
+    let screen = tmux.wait_for("EDEN-DONE");
+    assert_eq!(exit_code(&env), 0, "{screen}");
+    for line in ["✓ alpha", "✓ beta", "RUN", "merged into main"] {
+        assert!(screen.contains(line), "{line:?} missing:\n{screen}");
+    }
+}
