@@ -215,6 +215,21 @@ impl Item {
 fn locks(layout: &Layout, live: &mut Live, survey: &mut Survey) {
     for path in files_in(&layout.locks()) {
         let Some(file_name) = path.file_name().and_then(|n| n.to_str()).map(str::to_owned) else { continue };
+        if file_name.starts_with("batch-") && file_name.ends_with(".merges") {
+            // The merge count of several runs at once, removed by their `eden run` at the end;
+            // one a day old was left by a killed one (no invocation lasts that long unnoticed).
+            let age = std::fs::metadata(&path).and_then(|m| m.modified()).ok().and_then(|t| t.elapsed().ok());
+            if age.is_some_and(|age| age > std::time::Duration::from_secs(24 * 3600)) {
+                let name = relative(layout, &path);
+                survey.items.push(Item::remove(
+                    Kind::Lock,
+                    name,
+                    "left by a killed `eden run` of several manifests",
+                    Action::RemoveFile(path),
+                ));
+            }
+            continue;
+        }
         let Some(slug) = file_name.strip_suffix(".lock") else { continue };
         if file_name == layout::REPOSITORY_LOCK {
             continue;
