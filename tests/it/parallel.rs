@@ -350,3 +350,30 @@ fn four_docker_runs_and_a_mix_of_sandboxes_at_once() {
     assert!(containers_of("docker", &repo).is_empty() && containers_of("podman", &repo).is_empty());
     assert_sound(&env);
 }
+
+/// One run's secret is redacted in what the others show: the coordinator knows them all.
+#[test]
+fn every_runs_secret_is_redacted_in_every_runs_display() {
+    let env = TestEnv::new();
+    let secret = "alpha-secret-5e61c0d2";
+    let keeper = env.script("keeper.sh", "cat >/dev/null\necho '<promise>COMPLETE</promise>'");
+    let teller =
+        env.script("teller.sh", "cat >/dev/null\necho \"I know $ALPHA_VALUE\"\necho '<promise>COMPLETE</promise>'");
+    let alpha = env.write(
+        "alpha.toml",
+        &format!(
+            "name = \"alpha\"\nprompt = \"x\"\nredact = [\"TOKEN\"]\n[agent]\nkind = \"cli\"\nbinary = \"{}\"\nenv = {{ TOKEN = \"${{ALPHA_VALUE}}\" }}\n",
+            keeper.display()
+        ),
+    );
+    let beta = env.write(
+        "beta.toml",
+        &format!("name = \"beta\"\nprompt = \"x\"\n[agent]\nkind = \"cli\"\nbinary = \"{}\"\n", teller.display()),
+    );
+    let mut command = eden_many(&env, &[alpha, beta], &["--json-events"]);
+    let run = Run::from(command.env("ALPHA_VALUE", secret).output().unwrap());
+    run.assert_code(0);
+    assert!(run.stderr.contains("beta") && run.stderr.contains("I know ***"), "{}", run.stderr);
+    assert!(!run.stderr.contains(secret), "{}", run.stderr);
+    assert!(!run.stdout.contains(secret), "{}", run.stdout);
+}
