@@ -142,8 +142,8 @@ pub(crate) struct Loaded {
     pub given: Vec<String>,
 }
 
-/// Load `file` (or the flags alone) with the run's flags and `extra` `--set`s on top, and
-/// resolve it into a plan. No side effects.
+/// Load `file` (or the flags alone) with the run's flags and `extra` `KEY=VALUE`s (a `--matrix`
+/// combination) on top, and resolve it into a plan. No side effects.
 pub(crate) fn load(
     args: &RunArgs,
     file: Option<&std::path::Path>,
@@ -152,8 +152,11 @@ pub(crate) fn load(
     current_dir: &std::path::Path,
 ) -> Result<Loaded, Error> {
     let mut overrides = overrides(args, current_dir)?;
+    // Only the runs of several (`--matrix` values, and the names made from them) have these.
     for set in extra {
-        overrides.push(Override::parse_set(set)?);
+        let mut item = Override::parse_set(set)?;
+        item.flag = format!("--matrix {set}");
+        overrides.push(item);
     }
     let given: Vec<String> = overrides.iter().map(|item| format!("{}={}", item.path, item.value)).collect();
     if file.is_none() && overrides.is_empty() {
