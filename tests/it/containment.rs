@@ -203,12 +203,16 @@ fn hooks_and_prompt_commands_leave_nothing(sandbox: Sandbox) {
 }
 
 /// Inside its PID namespace the agent sees its own processes: `pgrep` and `pkill` work on them.
+/// (The sleeper is looked for until it has exec'd: a moment after `&` it is still a copy of
+/// the shell.)
 #[test]
 fn process_tools_work_inside_the_namespace() {
     let env = TestEnv::new();
     let agent = env.script(
         "agent.sh",
-        "cat >/dev/null\nsleep 1000 &\nsleeper=$!\necho \"found $(pgrep -f 'sleep 1000') of $sleeper, pid $$\"\n\
+        "cat >/dev/null\nsleep 1000 &\nsleeper=$!\n\
+         for _ in $(seq 200); do found=$(pgrep -f 'sleep 1000') && break; sleep 0.02; done\n\
+         echo \"found $found of $sleeper, pid $$\"\n\
          grep SigBlk /proc/$sleeper/status\n\
          pkill -f 'sleep 1000' && wait $sleeper; echo \"pkill: $?\"\necho '<promise>COMPLETE</promise>'",
     );
