@@ -32,8 +32,22 @@ pub enum ErrorKind {
     MergeConflict { files: Vec<String> },
     /// Interrupted by a signal (its number).
     Interrupted { signal: i32 },
+    /// A `[budget]` cap was crossed and the agent stopped.
+    Budget { exceeded: Box<BudgetExceeded> },
     /// eden itself, or the machine under it, failed.
     Internal,
+}
+
+/// Which `[budget]` cap a run crossed, and by how much.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct BudgetExceeded {
+    /// `run` (`[budget]`), or the step's name (its own `budget`).
+    pub scope: String,
+    /// `max_tokens`, `max_cost_usd` or `max_duration`.
+    pub cap: String,
+    /// The cap and what was spent when eden stopped the agent, as text (`2,000 tokens`).
+    pub limit: String,
+    pub used: String,
 }
 
 impl ErrorKind {
@@ -49,6 +63,7 @@ impl ErrorKind {
             ErrorKind::Git | ErrorKind::MergeConflict { .. } => 7,
             ErrorKind::Interrupted { signal } => 128 + signal,
             ErrorKind::Internal => 70,
+            ErrorKind::Budget { .. } => 8,
         }
     }
 
@@ -65,6 +80,7 @@ impl ErrorKind {
             ErrorKind::Git | ErrorKind::MergeConflict { .. } => "git_error",
             ErrorKind::Interrupted { .. } => "interrupted",
             ErrorKind::Internal => "internal",
+            ErrorKind::Budget { .. } => "budget_exceeded",
         }
     }
 }

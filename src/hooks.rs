@@ -241,7 +241,7 @@ fn judge(
             let error = Error::hook(message).with_hint("the command must exit 0; all of its output is above");
             (HookOutcome::Failed, Some(code), Err(error))
         }
-        Outcome::IdleTimeout(_) | Outcome::StepTimeout(_) | Outcome::Overstayed => {
+        Outcome::IdleTimeout(_) | Outcome::StepTimeout(_) | Outcome::Overstayed | Outcome::Stopped => {
             let error = Error::timeout(format!("{what} ran longer than {} and was stopped", format_duration(timeout)))
                 .with_hint(timeout_hint);
             (HookOutcome::Timeout, None, Err(error))
@@ -252,7 +252,7 @@ fn judge(
 
 /// Only silence is allowed to be long: a build or a test run may print nothing for minutes.
 fn watchdogs(timeout: Duration, stopping: Stopping) -> Watchdogs {
-    Watchdogs { idle_timeout: timeout, idle_warning_interval: timeout, step_timeout: timeout, stopping }
+    Watchdogs { idle_timeout: timeout, idle_warning_interval: timeout, step_timeout: timeout, stopping, deadline: None }
 }
 
 /// `sandbox on_iteration_end (iteration 2)`

@@ -92,6 +92,8 @@ pub enum ExitReason {
     GitError,
     Interrupted,
     Internal,
+    /// A `[budget]` cap was crossed.
+    BudgetExceeded,
 }
 
 impl ExitReason {
@@ -106,6 +108,7 @@ impl ExitReason {
             ErrorKind::Git | ErrorKind::MergeConflict { .. } => ExitReason::GitError,
             ErrorKind::Interrupted { .. } => ExitReason::Interrupted,
             ErrorKind::Internal => ExitReason::Internal,
+            ErrorKind::Budget { .. } => ExitReason::BudgetExceeded,
         }
     }
 
@@ -124,6 +127,7 @@ impl ExitReason {
             ExitReason::GitError => "git_error",
             ExitReason::Interrupted => "interrupted",
             ExitReason::Internal => "internal",
+            ExitReason::BudgetExceeded => "budget_exceeded",
         }
     }
 }
@@ -271,6 +275,8 @@ pub enum IterationOutcome {
     Interrupted,
     /// Its structured output was not usable; it was asked again in the same session.
     OutputInvalid,
+    /// A `[budget]` cap was crossed and the agent was stopped.
+    BudgetExceeded,
 }
 
 impl IterationOutcome {
@@ -284,6 +290,7 @@ impl IterationOutcome {
             IterationOutcome::StepTimeout => "step_timeout",
             IterationOutcome::Interrupted => "interrupted",
             IterationOutcome::OutputInvalid => "output_invalid",
+            IterationOutcome::BudgetExceeded => "budget_exceeded",
         }
     }
 }
@@ -417,6 +424,9 @@ pub struct ErrorRecord {
     /// The files of a merge conflict.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conflicts: Vec<String>,
+    /// The `[budget]` cap that stopped the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<crate::error::BudgetExceeded>,
     pub message: String,
     pub hint: Option<String>,
 }

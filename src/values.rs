@@ -68,6 +68,19 @@ fn seconds(secs: f64) -> Result<StdDuration, String> {
     Ok(StdDuration::from_secs_f64(secs))
 }
 
+/// `12,345`: a count as people read it.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// Format a duration the way the manifest accepts it back (`1h30m`, `90s` → `1m30s`, `250ms`).
 pub fn format_duration(duration: StdDuration) -> String {
     let millis = duration.as_millis();

@@ -18,7 +18,7 @@ pub mod stream;
 pub use cli::CliAgent;
 pub use scanner::CompletionScanner;
 pub use simulated::{run_simulated_agent, SimulatedAgent, SIMULATED_ENV, SIMULATED_SUBCOMMAND};
-pub use spec::{parser_named, parser_names, AgentKind, AgentSpec, PromptVia, StateDir};
+pub use spec::{parser_named, parser_names, AgentKind, AgentSpec, PromptVia, Reports, StateDir};
 pub use stream::{FailureKind, StreamEvent, Usage, UsageMode};
 
 use crate::error::Error;
@@ -96,6 +96,17 @@ impl AgentPlan {
             AgentPlan::Simulated { .. } => AgentKind::Simulated,
             AgentPlan::Cli(_) => AgentKind::Cli,
             AgentPlan::Adapter(settings) => settings.kind,
+        }
+    }
+
+    /// What its output says about usage: a `cli` agent's, as its parser reads it.
+    pub fn reports(&self) -> Reports {
+        match self {
+            AgentPlan::Simulated { .. } => Reports::Nothing,
+            AgentPlan::Cli(cli) => {
+                AgentKind::from_name(&cli.parser).map_or(Reports::Nothing, |kind| kind.spec().reports)
+            }
+            AgentPlan::Adapter(settings) => settings.kind.spec().reports,
         }
     }
 

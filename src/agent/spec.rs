@@ -60,6 +60,16 @@ pub struct AgentSpec {
     pub parser: Option<fn() -> Box<dyn Parser>>,
     /// Its command line for one invocation (adapters only).
     pub command: Option<fn(&AdapterSettings, &Invocation<'_>) -> ProcessBuilder>,
+    /// What its output says about usage: what budget caps (`[budget]`) can be checked against.
+    pub reports: Reports,
+}
+
+/// What an agent's stream tells about what it spends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Reports {
+    Nothing,
+    Tokens,
+    TokensAndCost,
 }
 
 const fn dir(var: &'static str, default: &'static str, share: &'static str) -> StateDir {
@@ -87,6 +97,7 @@ const ADAPTER: AgentSpec = AgentSpec {
     login: "check the API key or login the agent uses (`agent.env`, or its own configuration)",
     parser: None,
     command: None,
+    reports: Reports::Nothing,
 };
 
 /// Every kind, in the order the manifest documents them.
@@ -101,6 +112,7 @@ pub static SPECS: [AgentSpec; 8] = [
         login: "log in once with `claude` (then `/login`), or give it a key: `agent.env = { ANTHROPIC_API_KEY = \"${ANTHROPIC_API_KEY}\" }`",
         parser: Some(|| Box::new(claude::ClaudeParser)),
         command: Some(claude::command),
+        reports: Reports::TokensAndCost,
         ..ADAPTER
     },
     AgentSpec {
@@ -113,6 +125,7 @@ pub static SPECS: [AgentSpec; 8] = [
         login: "log in once with `codex login`, or give it a key: `agent.env = { OPENAI_API_KEY = \"${OPENAI_API_KEY}\" }`",
         parser: Some(|| Box::new(codex::CodexParser)),
         command: Some(codex::command),
+        reports: Reports::Tokens,
         ..ADAPTER
     },
     AgentSpec {
@@ -126,6 +139,7 @@ pub static SPECS: [AgentSpec; 8] = [
         login: "log in once with `opencode auth login`, or give it its provider's key in `agent.env` (e.g. `ANTHROPIC_API_KEY`)",
         parser: Some(|| Box::<opencode::OpencodeParser>::default()),
         command: Some(opencode::command),
+        reports: Reports::TokensAndCost,
         ..ADAPTER
     },
     AgentSpec {
@@ -138,6 +152,7 @@ pub static SPECS: [AgentSpec; 8] = [
         login: "log in once with `pi` (then `/login`), or give it its provider's key in `agent.env` (e.g. `ANTHROPIC_API_KEY`)",
         parser: Some(|| Box::new(pi::PiParser)),
         command: Some(pi::command),
+        reports: Reports::TokensAndCost,
         ..ADAPTER
     },
     AgentSpec {

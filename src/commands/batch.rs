@@ -115,19 +115,20 @@ pub fn run(args: RunArgs, printed: &mut bool) -> Result<i32, Error> {
 }
 
 /// The order in which exit codes outrank each other when several runs fail (documented in the
-/// README): interrupted > internal > usage > sandbox > git > hook > timeout > agent >
+/// README): interrupted > internal > usage > sandbox > git > hook > timeout > budget > agent >
 /// incomplete > success.
 pub fn severity(code: i32) -> u8 {
     match code {
         0 => 0,
         1 => 1,
-        4 => 3,
-        5 => 4,
-        7 => 5,
-        6 => 6,
-        2 => 7,
-        70 => 8,
-        code if code > 128 => 9,
+        8 => 3,
+        4 => 4,
+        5 => 5,
+        7 => 6,
+        6 => 7,
+        2 => 8,
+        70 => 9,
+        code if code > 128 => 10,
         // An agent's failure, or an agent's own exit code.
         _ => 2,
     }
@@ -573,5 +574,7 @@ mod tests {
         assert_eq!(worst(&[6, 130]), 130);
         assert_eq!(worst(&[0, 0]), 0);
         assert_eq!(worst(&[1, 7]), 7);
+        assert_eq!(worst(&[3, 8, 1]), 8);
+        assert_eq!(worst(&[8, 4]), 4);
     }
 }

@@ -207,8 +207,14 @@ impl Git {
         let write_error = |err: std::io::Error| Error::git(format!("cannot update `{}`: {err}", exclude.display()));
         fs_err::create_dir_all(&info).map_err(write_error)?;
         let separator = if current.is_empty() || current.ends_with('\n') { "" } else { "\n" };
-        fs_err::write(&exclude, format!("{current}{separator}# eden's worktrees, locks and logs\n/{name}/\n"))
-            .map_err(write_error)
+        // Whole or not at all: a kill half-way must not cut the person's own patterns short.
+        let temporary = info.join(format!("exclude.eden-{}", std::process::id()));
+        fs_err::write(&temporary, format!("{current}{separator}# eden's worktrees, locks and logs\n/{name}/\n"))
+            .and_then(|()| fs_err::rename(&temporary, &exclude))
+            .map_err(|err| {
+                let _ = std::fs::remove_file(&temporary);
+                write_error(err)
+            })
     }
 }
 

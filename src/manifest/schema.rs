@@ -33,6 +33,9 @@ pub struct Manifest {
     pub logging: LoggingSection,
     #[serde(default)]
     pub step: Vec<StepSection>,
+    /// Caps on what the whole run may spend.
+    #[serde(default)]
+    pub budget: BudgetSection,
     /// Names of environment variables whose values are never shown.
     #[serde(default)]
     pub redact: Vec<String>,
@@ -250,6 +253,20 @@ pub struct StepSection {
     pub output: Option<OutputSection>,
     pub when: Option<When>,
     pub continue_on_failure: Option<bool>,
+    /// Caps on what this step may spend (besides the run's `[budget]`).
+    pub budget: Option<BudgetSection>,
+}
+
+/// `[budget]`, or a step's `budget = { ... }`: the agent is stopped as soon as one is crossed.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetSection {
+    /// Input, output and cache tokens together, as the agent reports them.
+    pub max_tokens: Option<u64>,
+    /// As the agent reports its cost.
+    pub max_cost_usd: Option<f64>,
+    /// Wall time, from the run's (or the step's) start.
+    pub max_duration: Option<Duration>,
 }
 
 impl<'de> Deserialize<'de> for Hook {

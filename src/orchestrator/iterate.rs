@@ -36,6 +36,8 @@ pub(crate) struct Shared<'a> {
     pub run_id: &'a str,
     /// The run record, written after every iteration.
     pub journal: &'a Journal,
+    /// When the run began: its `[budget] max_duration` counts from here.
+    pub started: std::time::Instant,
 }
 
 /// What the loop works with as it goes: events out, the abort channel in, and its progress.
@@ -56,6 +58,9 @@ pub(crate) struct Progress {
     pub commits: Option<Vec<Commit>>,
     seen_commits: HashSet<String>,
     session_totals: HashMap<String, Usage>,
+    /// What the run, and the current step, spent in the invocations that ended.
+    spent: Usage,
+    step_spent: Usage,
 }
 
 /// How a step ended when it did not fail.
@@ -72,6 +77,8 @@ pub(crate) struct StepRun<'a> {
     checker: Option<Checker>,
     values: BTreeMap<String, String>,
     step_env: [(&'static str, String); 1],
+    /// When the step began: its own `budget.max_duration` counts from here.
+    started: std::time::Instant,
 }
 
 impl<'a> StepRun<'a> {
@@ -97,14 +104,26 @@ impl<'a> StepRun<'a> {
         if let Some(previous) = previous_result {
             values.insert(prompt::PREVIOUS_STEP_RESULT.into(), previous.to_owned());
         }
-        Ok(StepRun { shared, step, agent, checker, values, step_env: [("EDEN_STEP", step.name.clone())] })
+        Ok(StepRun {
+            shared,
+            step,
+            agent,
+            checker,
+            values,
+            step_env: [("EDEN_STEP", step.name.clone())],
+            started: std::time::Instant::now(),
+        })
     }
 
     /// Iterate until the step completes, fails, or runs out of iterations.
     pub async fn run(mut self, live: &mut Live<'_>) -> Result<StepEnd, Error> {
+        live.progress.step_spent = Usage::default();
         for iteration in 1..=self.step.loop_.max_iterations {
             if let Some(error) = super::interrupted(live.abort) {
                 return Err(error);
+            }
+            if let Some(reached) = self.budget(live.progress).reached() {
+                return Err(super::budget::error(reached, iteration));
             }
             if let Some(end) = self.iteration(iteration, live).await? {
                 return Ok(end);
@@ -155,6 +174,14 @@ impl<'a> StepRun<'a> {
             Ok(false) if output.is_some() => Ok(Some(StepEnd { completion_signal: None, output })),
             Ok(false) => Ok(None),
         }
+    }
+
+    /// The caps in force now, with what was spent so far.
+    fn budget(&self, progress: &Progress) -> super::budget::Budget {
+        super::budget::Budget::new(
+            (&self.shared.plan.budget, progress.spent, self.shared.started),
+            (&self.step.name, &self.step.budget, progress.step_spent, self.started),
+        )
     }
 
     async fn hooks(&self, phase: Phase, iteration: u32, live: &mut Live<'_>) -> Result<(), Error> {
@@ -252,11 +279,13 @@ impl<'a> StepRun<'a> {
         live: &mut Live<'_>,
     ) -> Result<Invoked, Error> {
         let (plan, step) = (self.shared.plan, self.step);
+        let budget = self.budget(live.progress);
         let watchdogs = Watchdogs {
             idle_timeout: step.loop_.idle_timeout.0,
             idle_warning_interval: step.loop_.idle_warning_interval.0,
             step_timeout: plan.timeouts.iteration_step.0,
             stopping: self.shared.stopping,
+            deadline: budget.deadline().map(tokio::time::Instant::from_std),
         };
         let worktree = &self.shared.workspace.pre.worktree;
         let mut command = self.agent.command(&Invocation { prompt: prompt_text, worktree, resume })?;
@@ -271,7 +300,8 @@ impl<'a> StepRun<'a> {
         let program = prepared.command.to_string();
         let started_at = now_rfc3339();
         let clock = std::time::Instant::now();
-        let mut handlers = IterationHandlers::new(iteration, self, live.events, &live.progress.session_totals);
+        let mut handlers =
+            IterationHandlers::new(iteration, self, live.events, &live.progress.session_totals, budget.clone());
         let (outcome, tail) =
             supervise(prepared.command, &watchdogs, &mut handlers, live.abort, prepared.inside.as_deref())
                 .await
@@ -280,8 +310,25 @@ impl<'a> StepRun<'a> {
                         .with_hint("check `agent.binary` and that it is executable")
                 })?;
         let IterationHandlers {
-            signal, usage, session_id, tool_calls, mut failure, pending_session_total, text, ..
+            signal,
+            usage,
+            session_id,
+            tool_calls,
+            mut failure,
+            pending_session_total,
+            text,
+            exceeded,
+            ..
         } = handlers;
+        if let Some(usage) = &usage {
+            live.progress.spent.add(usage);
+            live.progress.step_spent.add(usage);
+        }
+        // Stopped by the supervisor: a cap the usage crossed, or the deadline.
+        let exceeded = match outcome {
+            Outcome::Stopped => exceeded.or_else(|| budget.timed_out()),
+            _ => None,
+        };
         // Some agents say they cannot log in only on stderr (pi, Copilot) and exit 1.
         if let (None, Outcome::Exited { code }, None) = (&failure, outcome, &signal) {
             if code != 0 {
@@ -292,8 +339,10 @@ impl<'a> StepRun<'a> {
             live.progress.session_totals.insert(id, total);
         }
         let login = self.step.agent.kind().spec().login;
-        let (outcome, exit_code, mut result) =
-            judge(outcome, signal.is_some(), iteration, &tail.describe(15), failure.as_ref(), login);
+        let (outcome, exit_code, mut result) = match exceeded {
+            Some(exceeded) => (IterationOutcome::BudgetExceeded, None, Err(super::budget::error(exceeded, iteration))),
+            None => judge(outcome, signal.is_some(), iteration, &tail.describe(15), failure.as_ref(), login),
+        };
         if result.as_ref().is_err_and(|error| error.kind == ErrorKind::Agent) {
             if let Err(gone) = self.shared.sandbox.check_alive(exit_code) {
                 result = Err(gone);
@@ -421,6 +470,9 @@ struct IterationHandlers<'a> {
     failure: Option<AgentFailure>,
     /// The agent's text, kept when a structured output must be read from it.
     text: Option<String>,
+    /// The caps to check the usage against, and the first one crossed.
+    budget: super::budget::Budget,
+    exceeded: Option<crate::error::BudgetExceeded>,
 }
 
 impl<'a> IterationHandlers<'a> {
@@ -429,6 +481,7 @@ impl<'a> IterationHandlers<'a> {
         step: &StepRun<'_>,
         events: &'a mut RunEvents,
         session_totals: &'a HashMap<String, Usage>,
+        budget: super::budget::Budget,
     ) -> Self {
         let loop_ = &step.step.loop_;
         IterationHandlers {
@@ -446,6 +499,8 @@ impl<'a> IterationHandlers<'a> {
             first_pending: 0,
             failure: None,
             text: step.step.output.as_ref().map(|_| String::new()),
+            budget,
+            exceeded: None,
         }
     }
 
@@ -518,6 +573,16 @@ impl<'a> IterationHandlers<'a> {
             }
         }
         self.events.report(&Event::Usage { iteration, usage: current });
+        if self.exceeded.is_none() {
+            self.exceeded = self.budget.crossed(current);
+            if let Some(exceeded) = &self.exceeded {
+                let message = format!(
+                    "budget: `{}` of {} crossed ({} spent); stopping the agent",
+                    exceeded.cap, exceeded.limit, exceeded.used
+                );
+                self.events.report(&Event::Warning { message: &message });
+            }
+        }
     }
 }
 
@@ -531,9 +596,10 @@ impl Handlers for IterationHandlers<'_> {
         }
         self.parser = parser;
         // Once the signal is seen, the agent has `completion_timeout` to exit on its own.
-        match self.signal {
-            Some(_) => Flow::FinishWithin(self.completion_timeout),
-            None => Flow::Continue,
+        match (&self.signal, &self.exceeded) {
+            (Some(_), _) => Flow::FinishWithin(self.completion_timeout),
+            (None, Some(_)) => Flow::Stop,
+            (None, None) => Flow::Continue,
         }
     }
 
@@ -725,5 +791,7 @@ fn judge(
             (IterationOutcome::StepTimeout, None, Err(error))
         }
         Outcome::Aborted(number) => (IterationOutcome::Interrupted, None, Err(Error::interrupted(number))),
+        // Only a budget stops an agent, and the caller judges that.
+        Outcome::Stopped => (IterationOutcome::BudgetExceeded, None, Err(Error::internal("the agent was stopped"))),
     }
 }

@@ -126,6 +126,10 @@ impl Journal {
                     ErrorKind::MergeConflict { files } => files.clone(),
                     _ => Vec::new(),
                 },
+                budget: match &e.kind {
+                    ErrorKind::Budget { exceeded } => Some((**exceeded).clone()),
+                    _ => None,
+                },
                 message: e.message.clone(),
                 hint: e.hint.clone(),
             });

@@ -9,6 +9,7 @@
 //! succeeded, whatever the phases before it returned. The outside world is reached only through
 //! `Agent`, `SandboxHandle`, the `Reporter`s handed in, the git runner and the supervisor.
 
+mod budget;
 mod copy;
 mod finish;
 mod iterate;
@@ -101,6 +102,8 @@ pub struct Run<'p> {
     copied: Arc<Mutex<copy::Copied>>,
     progress: Progress,
     steps: Vec<StepRecord>,
+    /// When the run began (its `[budget] max_duration` counts from here).
+    started: std::time::Instant,
 }
 
 impl<'p> Run<'p> {
@@ -156,6 +159,7 @@ impl<'p> Run<'p> {
             copied: Arc::default(),
             progress: Progress::default(),
             steps: Vec::new(),
+            started: std::time::Instant::now(),
         })
     }
 
@@ -172,6 +176,11 @@ impl<'p> Run<'p> {
     /// The run begins: its log and record, then the branch lock and the worktree, the copied
     /// files and the host's `on_worktree_ready` hooks.
     pub async fn workspace(&mut self) -> Result<(), Error> {
+        // `.eden/` is ignored before anything is made in it: a run killed a moment later must
+        // not leave the checkout showing it as untracked.
+        if let Some(pre) = &self.pre {
+            crate::git::Git::exclude_folder(&pre.common_dir, crate::layout::EDEN_DIR)?;
+        }
         if let Some(path) = &self.log {
             let log = (self.options.open_log)(path).map_err(|err| {
                 Error::usage(format!("cannot open the log file `{}`", path.display()))
@@ -245,6 +254,7 @@ impl<'p> Run<'p> {
             hooks: &self.hooks,
             run_id: &self.run_id,
             journal: &self.journal,
+            started: self.started,
         };
         let mut live = iterate::Live { events: &mut self.events, abort: &mut self.abort, progress: &mut self.progress };
         steps::run(&shared, &self.agents, &mut live, &mut self.steps).await

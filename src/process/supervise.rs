@@ -30,6 +30,9 @@ pub struct Watchdogs {
     pub idle_warning_interval: Duration,
     pub step_timeout: Duration,
     pub stopping: Stopping,
+    /// A moment the command must not outlive (a budget's `max_duration`): stopped as by
+    /// `Flow::Stop`.
+    pub deadline: Option<Instant>,
 }
 
 /// How a command is ended.
@@ -49,6 +52,8 @@ pub enum Flow {
     /// The command's work is done (an agent printed its completion signal): it has this long
     /// to exit on its own before it is stopped (`Outcome::Overstayed`).
     FinishWithin(Duration),
+    /// Stop the command now, gracefully (a budget was crossed): `Outcome::Stopped`.
+    Stop,
 }
 
 /// A request from the signal listener: the signal eden received, and how many so far.
@@ -78,6 +83,8 @@ pub enum Outcome {
     IdleTimeout(Duration),
     StepTimeout(Duration),
     Aborted(i32),
+    /// A handler said `Flow::Stop`, or the deadline came.
+    Stopped,
 }
 
 /// The last output of each stream, kept apart: their relative order is not knowable.
@@ -110,6 +117,7 @@ enum KillReason {
     Idle,
     Step,
     Aborted(i32),
+    Stopped,
 }
 
 /// Reaches the command's processes inside a sandbox, where the host process group does not:
@@ -178,23 +186,27 @@ pub async fn supervise(
         begin_kill(KillReason::Aborted(request.signal), Signal::SIGKILL, &mut kill);
     }
 
+    let mut stop_requested = false;
     loop {
         if exit_code.is_some() && !stdout_open && !stderr_open {
             break;
+        }
+        if std::mem::take(&mut stop_requested) && exit_code.is_none() && kill.is_none() {
+            begin_kill(KillReason::Stopped, Signal::SIGTERM, &mut kill);
         }
         let watching = exit_code.is_none() && kill.is_none();
         tokio::select! {
             read = stdout.read(&mut out_buffer), if stdout_open => match read {
                 Ok(0) | Err(_) => {
                     stdout_open = false;
-                    out_lines.finish(|line, continues| flow(&mut finish_deadline, handlers.stdout_line(line, continues)));
+                    out_lines.finish(|line, continues| flow(&mut finish_deadline, &mut stop_requested, handlers.stdout_line(line, continues)));
                 }
                 Ok(n) => {
                     let chunk = &out_buffer[..n];
                     tails.stdout.push(chunk);
                     last_output = Instant::now();
                     next_warning = last_output + watchdogs.idle_warning_interval;
-                    out_lines.feed(chunk, |line, continues| flow(&mut finish_deadline, handlers.stdout_line(line, continues)));
+                    out_lines.feed(chunk, |line, continues| flow(&mut finish_deadline, &mut stop_requested, handlers.stdout_line(line, continues)));
                 }
             },
             read = stderr.read(&mut err_buffer), if stderr_open => match read {
@@ -228,6 +240,9 @@ pub async fn supervise(
             },
             () = sleep_until(finish_deadline.unwrap_or(step_deadline)), if watching && finish_deadline.is_some() => {
                 begin_kill(KillReason::Overstayed, Signal::SIGTERM, &mut kill);
+            },
+            () = sleep_until(watchdogs.deadline.unwrap_or(step_deadline)), if watching && watchdogs.deadline.is_some() => {
+                begin_kill(KillReason::Stopped, Signal::SIGTERM, &mut kill);
             },
             changed = abort.changed(), if exit_code.is_none() && abort_open => {
                 match (changed, *abort.borrow_and_update()) {
@@ -268,15 +283,18 @@ pub async fn supervise(
         Some((KillReason::Idle, _)) => Outcome::IdleTimeout(watchdogs.idle_timeout),
         Some((KillReason::Step, _)) => Outcome::StepTimeout(watchdogs.step_timeout),
         Some((KillReason::Overstayed, _)) => Outcome::Overstayed,
+        Some((KillReason::Stopped, _)) => Outcome::Stopped,
         None => Outcome::Exited { code: exit_code.unwrap_or(1) },
     };
     Ok((outcome, tails))
 }
 
-/// Arm the finish deadline the first time a handler asks for one.
-fn flow(deadline: &mut Option<Instant>, flow: Flow) {
-    if let (None, Flow::FinishWithin(within)) = (*deadline, flow) {
-        *deadline = Some(Instant::now() + within);
+/// Arm the finish deadline the first time a handler asks for one; note a request to stop.
+fn flow(deadline: &mut Option<Instant>, stop: &mut bool, flow: Flow) {
+    match (*deadline, flow) {
+        (None, Flow::FinishWithin(within)) => *deadline = Some(Instant::now() + within),
+        (_, Flow::Stop) => *stop = true,
+        _ => {}
     }
 }
 

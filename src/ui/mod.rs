@@ -170,14 +170,4 @@ pub(crate) fn usage_line(usage: &crate::agent::Usage) -> String {
     line
 }
 
-pub(crate) fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+pub(crate) use crate::values::thousands;

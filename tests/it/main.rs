@@ -4,6 +4,7 @@
 mod support;
 
 mod adapters;
+mod budget;
 mod clean;
 mod cli;
 mod concurrency;

@@ -1,0 +1,161 @@
+//! `[budget]` and a step's `budget`: what the run (and the step) has spent against its caps.
+//! Tokens and cost are checked as the agent's usage events arrive (the agent is stopped at
+//! once, `Flow::Stop`), the duration by a deadline the supervisor keeps, and all of them again
+//! before an iteration starts.
+
+use crate::agent::Usage;
+use crate::error::{BudgetExceeded, Error, ErrorKind};
+use crate::manifest::plan::BudgetPlan;
+use std::time::Instant;
+
+/// The caps in force for one invocation of the agent, with what was spent before it.
+#[derive(Debug, Clone)]
+pub(crate) struct Budget {
+    scopes: Vec<Scope>,
+}
+
+#[derive(Debug, Clone)]
+struct Scope {
+    /// `run`, or the step's name.
+    name: String,
+    caps: BudgetPlan,
+    /// Spent before this invocation.
+    before: Usage,
+    started: Instant,
+}
+
+impl Budget {
+    /// The run's caps and the step's, each with its own spending so far and its start.
+    pub fn new(run: (&BudgetPlan, Usage, Instant), step: (&str, &BudgetPlan, Usage, Instant)) -> Budget {
+        let mut scopes = Vec::new();
+        if !run.0.is_empty() {
+            scopes.push(Scope { name: "run".into(), caps: run.0.clone(), before: run.1, started: run.2 });
+        }
+        if !step.1.is_empty() {
+            scopes.push(Scope { name: step.0.to_owned(), caps: step.1.clone(), before: step.2, started: step.3 });
+        }
+        Budget { scopes }
+    }
+
+    /// The first moment a duration cap ends, for the supervisor.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.scopes.iter().filter_map(|scope| Some(scope.started + scope.caps.max_duration?.0)).min()
+    }
+
+    /// A cap this invocation's usage so far (`current`) has gone over.
+    pub fn crossed(&self, current: &Usage) -> Option<BudgetExceeded> {
+        self.scopes.iter().find_map(|scope| {
+            let mut total = scope.before;
+            total.add(current);
+            scope.over(&total, |spent, cap| spent > cap)
+        })
+    }
+
+    /// Before an iteration: a cap already reached (another iteration could only go over it).
+    pub fn reached(&self) -> Option<BudgetExceeded> {
+        self.scopes
+            .iter()
+            .find_map(|scope| scope.over(&scope.before, |spent, cap| spent >= cap).or_else(|| scope.late()))
+    }
+
+    /// After the supervisor's deadline stopped the agent: the duration cap that ended.
+    pub fn timed_out(&self) -> Option<BudgetExceeded> {
+        self.scopes.iter().find_map(Scope::late)
+    }
+}
+
+impl Scope {
+    fn over(&self, total: &Usage, past: impl Fn(f64, f64) -> bool) -> Option<BudgetExceeded> {
+        if let Some(cap) = self.caps.max_tokens {
+            if past(total.total_tokens() as f64, cap as f64) {
+                let tokens = |n: u64| format!("{} tokens", crate::values::thousands(n));
+                return Some(self.exceeded("max_tokens", tokens(cap), tokens(total.total_tokens())));
+            }
+        }
+        if let Some(cap) = self.caps.max_cost_usd {
+            let spent = total.cost_usd.unwrap_or(0.0);
+            if past(spent, cap) {
+                return Some(self.exceeded("max_cost_usd", format!("${cap:.4}"), format!("${spent:.4}")));
+            }
+        }
+        None
+    }
+
+    fn late(&self) -> Option<BudgetExceeded> {
+        let cap = self.caps.max_duration?;
+        let elapsed = self.started.elapsed();
+        (elapsed >= cap.0).then(|| {
+            self.exceeded(
+                "max_duration",
+                crate::values::format_duration(cap.0),
+                crate::values::format_duration(elapsed),
+            )
+        })
+    }
+
+    fn exceeded(&self, cap: &str, limit: String, used: String) -> BudgetExceeded {
+        BudgetExceeded { scope: self.name.clone(), cap: cap.to_owned(), limit, used }
+    }
+}
+
+/// The run's error for a crossed cap: work is kept as on any failure.
+pub(crate) fn error(exceeded: BudgetExceeded, iteration: u32) -> Error {
+    let scope = match exceeded.scope.as_str() {
+        "run" => "the run's `[budget]`".to_owned(),
+        step => format!("step `{step}`'s `budget`"),
+    };
+    let message = format!(
+        "{scope} `{}` of {} was reached in iteration {iteration} ({} spent); the agent was stopped",
+        exceeded.cap, exceeded.limit, exceeded.used
+    );
+    Error::new(ErrorKind::Budget { exceeded: Box::new(exceeded) }, message).with_hint(
+        "the work so far is kept on the branch; raise the cap in `[budget]` (or the step's `budget`) to let it go on",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn usage(tokens: u64, cost: Option<f64>) -> Usage {
+        Usage { input_tokens: tokens, cost_usd: cost, ..Usage::default() }
+    }
+
+    #[test]
+    fn caps_are_crossed_over_the_run_and_the_step() {
+        let now = Instant::now();
+        let run = BudgetPlan { max_tokens: Some(1000), ..BudgetPlan::default() };
+        let step = BudgetPlan { max_cost_usd: Some(0.5), ..BudgetPlan::default() };
+        let budget = Budget::new((&run, usage(900, None), now), ("review", &step, usage(0, Some(0.25)), now));
+        assert_eq!(budget.crossed(&usage(100, None)), None, "exactly at the cap is not over it");
+        let over = budget.crossed(&usage(101, None)).unwrap();
+        assert_eq!((over.scope.as_str(), over.cap.as_str(), over.used.as_str()), ("run", "max_tokens", "1,001 tokens"));
+        let over = budget.crossed(&usage(1, Some(0.3))).unwrap();
+        assert_eq!((over.scope.as_str(), over.cap.as_str()), ("review", "max_cost_usd"));
+        assert_eq!(budget.reached(), None);
+        let spent = Budget::new((&run, usage(1000, None), now), ("s", &BudgetPlan::default(), Usage::default(), now));
+        assert_eq!(spent.reached().unwrap().cap, "max_tokens", "at the cap, no new iteration starts");
+    }
+
+    #[test]
+    fn durations_end_at_the_earliest_deadline() {
+        let start = Instant::now() - std::time::Duration::from_secs(10);
+        let run = BudgetPlan {
+            max_duration: Some(crate::values::Duration(std::time::Duration::from_secs(60))),
+            ..BudgetPlan::default()
+        };
+        let step = BudgetPlan {
+            max_duration: Some(crate::values::Duration(std::time::Duration::from_secs(5))),
+            ..BudgetPlan::default()
+        };
+        let budget = Budget::new((&run, Usage::default(), start), ("s", &step, Usage::default(), start));
+        assert_eq!(budget.deadline(), Some(start + std::time::Duration::from_secs(5)));
+        assert_eq!(budget.timed_out().unwrap().scope, "s");
+        assert!(Budget::new(
+            (&BudgetPlan::default(), Usage::default(), start),
+            ("s", &BudgetPlan::default(), Usage::default(), start)
+        )
+        .deadline()
+        .is_none());
+    }
+}
