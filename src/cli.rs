@@ -36,7 +36,7 @@ Several manifests (or `--matrix`) make several runs, each an `eden run` of its o
 sandbox, hooks, record), `--jobs` at a time; a failure stops no other unless `--fail-fast`. Their merges \
 into one target queue behind each other. At the end a table; `--json` prints an array of records; the \
 exit code is the most severe: interrupted > internal (70) > usage (2) > sandbox (6) > git (7) > hook (5) > \
-timeout (4) > agent (3) > incomplete (1).")]
+timeout (4) > budget (8) > agent (3) > incomplete (1).")]
     Run(Box<RunArgs>),
     /// The agent's own terminal UI, in a fresh worktree and sandbox, hooks and all
     #[command(
@@ -513,7 +513,7 @@ fn engines() -> Vec<&'static str> {
 
 /// What each exit code means (code, in brief, in full): `--help`, the man pages and the README
 /// say the same.
-pub const EXIT_CODES: [(&str, &str, &str); 10] = [
+pub const EXIT_CODES: [(&str, &str, &str); 11] = [
     ("0", "success", "the completion signal was seen (or the structured output was valid) and the work was merged or kept as the strategy says"),
     ("1", "no completion signal", "the run ended without its completion signal while `require_completion` is set (the default); the branch is kept unmerged"),
     ("2", "usage or manifest error", "a bad flag or manifest, or a feature not supported yet; nothing was created"),
@@ -522,6 +522,7 @@ pub const EXIT_CODES: [(&str, &str, &str); 10] = [
     ("5", "hook failed", "a lifecycle hook exited non-zero"),
     ("6", "sandbox error", "engine, image or bubblewrap missing, engine not running, container failed, or work not brought back from an isolated copy"),
     ("7", "git error or merge conflict", "merge conflict, dirty checkout, branch locked or checked out elsewhere"),
+    ("8", "budget exceeded", "a `[budget]` cap (tokens, cost, duration) was crossed and the agent stopped; the work is kept on the branch"),
     ("70", "internal error", "eden itself or the machine under it failed (an I/O error where none was expected); not your input"),
     ("129/130/143", "interrupted", "stopped by SIGHUP, SIGINT or SIGTERM (128 + the signal); the run's state is kept"),
 ];
