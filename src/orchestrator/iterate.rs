@@ -324,10 +324,13 @@ impl<'a> StepRun<'a> {
             live.progress.spent.add(usage);
             live.progress.step_spent.add(usage);
         }
-        // Stopped by the supervisor: a cap the usage crossed, or the deadline.
+        // A cap the usage crossed fails the iteration, even when the same report carried the
+        // completion signal (Claude reports its usage at the end): over budget is over budget.
+        // Stopped with none crossed: the deadline. Interrupted stays interrupted.
         let exceeded = match outcome {
+            Outcome::Aborted(_) => None,
             Outcome::Stopped => exceeded.or_else(|| budget.timed_out()),
-            _ => None,
+            _ => exceeded,
         };
         // Some agents say they cannot log in only on stderr (pi, Copilot) and exit 1.
         if let (None, Outcome::Exited { code }, None) = (&failure, outcome, &signal) {
@@ -596,9 +599,9 @@ impl Handlers for IterationHandlers<'_> {
         }
         self.parser = parser;
         // Once the signal is seen, the agent has `completion_timeout` to exit on its own.
-        match (&self.signal, &self.exceeded) {
-            (Some(_), _) => Flow::FinishWithin(self.completion_timeout),
-            (None, Some(_)) => Flow::Stop,
+        match (&self.exceeded, &self.signal) {
+            (Some(_), _) => Flow::Stop,
+            (None, Some(_)) => Flow::FinishWithin(self.completion_timeout),
             (None, None) => Flow::Continue,
         }
     }

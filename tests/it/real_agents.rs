@@ -26,13 +26,18 @@ pub(crate) struct Agent {
 }
 
 fn run(agent: &Agent, fail_with_401: bool) -> Option<(TestEnv, ModelServer, Run)> {
+    run_with(agent, fail_with_401, "")
+}
+
+/// `run`, with `extra` at the end of the manifest.
+fn run_with(agent: &Agent, fail_with_401: bool, extra: &str) -> Option<(TestEnv, ModelServer, Run)> {
     require(agent.binary)?;
     let env = TestEnv::new();
     let server = ModelServer::start(std::fs::canonicalize(&env.repo).unwrap(), fail_with_401);
     let model = agent.model.map(|m| format!("model = \"{m}\"\n")).unwrap_or_default();
     let manifest = format!(
         "name = \"real\"\nprompt = \"create hello.txt and commit it\"\n[agent]\nkind = \"{}\"\n{model}\
-         [loop]\nmax_iterations = 1\nidle_timeout = \"90s\"\n",
+         [loop]\nmax_iterations = 1\nidle_timeout = \"90s\"\n{extra}",
         agent.kind
     );
     let path = env.write_manifest(&manifest);
@@ -364,4 +369,33 @@ fn claude_transcripts_are_found_behind_long_paths() {
     let source = record["iterations"][0]["transcript"]["source"].as_str().unwrap();
     let folder = std::path::Path::new(source).parent().unwrap().file_name().unwrap().to_string_lossy().into_owned();
     assert!(folder.len() < worktree.len(), "Claude's own (cut) folder name: {folder}");
+}
+
+/// A token cap below what the scripted server's answers add up to: the real CLI is stopped,
+/// exit 8, the record says what it spent (the server's own count), the commit is kept.
+fn assert_token_cap_stops(agent: &Agent) {
+    let cap = crate::model_server::INPUT_TOKENS + crate::model_server::OUTPUT_TOKENS + 1;
+    let Some((env, server, run)) = run_with(agent, false, &format!("[budget]\nmax_tokens = {cap}\n")) else { return };
+    run.assert_code(8);
+    let (_, record) = events(&run);
+    assert_eq!(record["exit_reason"], "budget_exceeded", "{}", run.stderr);
+    let budget = &record["error"]["budget"];
+    assert_eq!(budget["cap"], "max_tokens");
+    let usage = &record["usage"];
+    let spent = usage["input_tokens"].as_u64().unwrap() + usage["output_tokens"].as_u64().unwrap();
+    assert!(spent > cap, "{usage}");
+    let (served_in, served_out) = server.usage();
+    assert!(spent <= served_in + served_out, "no more than the server counted: {usage} vs {served_in}+{served_out}");
+    assert!(record["merged_into"].is_null(), "nothing merged");
+    let _ = env;
+}
+
+#[test]
+fn claude_code_is_stopped_by_a_token_cap() {
+    assert_token_cap_stops(&CLAUDE);
+}
+
+#[test]
+fn pi_is_stopped_by_a_token_cap() {
+    assert_token_cap_stops(&PI);
 }
