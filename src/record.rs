@@ -277,6 +277,8 @@ pub enum IterationOutcome {
     OutputInvalid,
     /// A `[budget]` cap was crossed and the agent was stopped.
     BudgetExceeded,
+    /// The provider's usage limit: eden waited and went on in the same session.
+    UsageLimit,
 }
 
 impl IterationOutcome {
@@ -291,6 +293,7 @@ impl IterationOutcome {
             IterationOutcome::Interrupted => "interrupted",
             IterationOutcome::OutputInvalid => "output_invalid",
             IterationOutcome::BudgetExceeded => "budget_exceeded",
+            IterationOutcome::UsageLimit => "usage_limit",
         }
     }
 }

@@ -93,6 +93,14 @@ pub enum Event<'a> {
         sha: &'a str,
         subject: &'a str,
     },
+    /// The agent hit the provider's usage limit: eden waits `wait_secs` (until `until`), then
+    /// goes on in the same session.
+    UsageLimit {
+        iteration: u32,
+        message: &'a str,
+        wait_secs: u64,
+        until: &'a str,
+    },
     IterationFinished {
         iteration: u32,
         outcome: IterationOutcome,

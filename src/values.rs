@@ -135,6 +135,48 @@ impl Serialize for Duration {
     }
 }
 
+/// A duration where `0` (or `"0s"`) means "none": `[loop] usage_limit_wait = 0` waits not at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MaybeZeroDuration(pub StdDuration);
+
+impl<'de> Deserialize<'de> for MaybeZeroDuration {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ZeroOkVisitor;
+        impl Visitor<'_> for ZeroOkVisitor {
+            type Value = MaybeZeroDuration;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                write!(f, "{DURATION_EXPECTED}, or 0")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<MaybeZeroDuration, E> {
+                let zero = v.trim().trim_end_matches(|c: char| c.is_ascii_alphabetic());
+                if !zero.is_empty() && zero.parse::<f64>() == Ok(0.0) {
+                    return Ok(MaybeZeroDuration(StdDuration::ZERO));
+                }
+                parse_duration(v).map(MaybeZeroDuration).map_err(E::custom)
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<MaybeZeroDuration, E> {
+                self.visit_f64(v as f64)
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<MaybeZeroDuration, E> {
+                self.visit_f64(v as f64)
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<MaybeZeroDuration, E> {
+                if v == 0.0 {
+                    return Ok(MaybeZeroDuration(StdDuration::ZERO));
+                }
+                seconds(v).map(MaybeZeroDuration).map_err(E::custom)
+            }
+        }
+        deserializer.deserialize_any(ZeroOkVisitor)
+    }
+}
+
+impl Serialize for MaybeZeroDuration {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&format_duration(self.0))
+    }
+}
+
 /// A memory size: bytes as a number, or `"512m"`, `"4g"`, `"1.5g"` (k, m, g, t; binary units).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Size(pub u64);

@@ -127,7 +127,9 @@ impl FailureKind {
         match status {
             Some(401 | 403) => FailureKind::Authentication,
             Some(429) => FailureKind::RateLimit,
-            _ if lower.contains("rate limit") || lower.contains("rate_limit") => FailureKind::RateLimit,
+            _ if ["rate limit", "rate_limit", "usage limit"].iter().any(|words| lower.contains(words)) => {
+                FailureKind::RateLimit
+            }
             _ if AUTHENTICATION.iter().any(|words| lower.contains(words)) => FailureKind::Authentication,
             _ => FailureKind::Other,
         }
@@ -137,7 +139,7 @@ impl FailureKind {
         match self {
             FailureKind::Authentication => "check the API key or login the agent uses (`agent.env`, or its own config)",
             FailureKind::RateLimit => {
-                "the model provider is rate-limiting: wait and run again, or use another key or model"
+                "the model provider's usage limit: eden waits for it to reset within `[loop] usage_limit_wait` (default 6h); raise that, or run again later, or use another key or model"
             }
             FailureKind::Other => "see the agent's message above",
         }

@@ -115,6 +115,8 @@ pub struct LoopPlan {
     pub idle_warning_interval: Duration,
     pub completion_timeout: Duration,
     pub require_completion: bool,
+    /// `[loop] usage_limit_wait`: the most time a run waits for usage limits to reset.
+    pub usage_limit_wait: crate::values::MaybeZeroDuration,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -725,6 +727,9 @@ fn resolve_loop(section: &LoopSection, source: &Source) -> Result<LoopPlan, Erro
         idle_warning_interval: section.idle_warning_interval.unwrap_or(Duration::from_secs(120)),
         completion_timeout: section.completion_timeout.unwrap_or(Duration::from_secs(60)),
         require_completion: section.require_completion.unwrap_or(true),
+        usage_limit_wait: section
+            .usage_limit_wait
+            .unwrap_or(crate::values::MaybeZeroDuration(std::time::Duration::from_secs(6 * 3600))),
     })
 }
 

@@ -154,6 +154,9 @@ pub struct LoopSection {
     pub idle_warning_interval: Option<Duration>,
     pub completion_timeout: Option<Duration>,
     pub require_completion: Option<bool>,
+    /// How long, in all, to wait out the provider's usage limits before going on in the same
+    /// session (`0`: fail at once).
+    pub usage_limit_wait: Option<crate::values::MaybeZeroDuration>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]

@@ -61,6 +61,9 @@ pub(crate) struct Progress {
     /// What the run, and the current step, spent in the invocations that ended.
     spent: Usage,
     step_spent: Usage,
+    /// The usage limits waited out so far: how many, and how long in all.
+    limit_waits: u32,
+    limit_waited: Duration,
 }
 
 /// How a step ended when it did not fail.
@@ -176,6 +179,54 @@ impl<'a> StepRun<'a> {
         }
     }
 
+    /// The agent stopped at the provider's usage limit: record the invocation, wait until the
+    /// limit resets (Ctrl-C ends the wait and the run), and say how to go on: the continuation
+    /// prompt in the same session (or, for agents that cannot resume, the prompt again). `None`
+    /// when this is no usage limit, or waiting for it would go past `[loop] usage_limit_wait`:
+    /// the invocation's failure stands.
+    async fn wait_out_usage_limit(
+        &self,
+        iteration: u32,
+        invoked: &Invoked,
+        prompt_text: &str,
+        live: &mut Live<'_>,
+    ) -> Result<Option<(String, Option<String>)>, Error> {
+        let limited = invoked.failure.as_ref().filter(|failure| failure.kind == crate::agent::FailureKind::RateLimit);
+        let (Some(failure), Err(_)) = (limited, &invoked.result) else { return Ok(None) };
+        let now = std::time::SystemTime::now();
+        let wait = super::usage_limit::wait_for(&failure.message, now, live.progress.limit_waits);
+        let allowed = self.step.loop_.usage_limit_wait.0;
+        if live.progress.limit_waited + wait > allowed {
+            return Ok(None);
+        }
+        let until = humantime::format_rfc3339_seconds(now + wait).to_string();
+        live.events.report(&Event::UsageLimit {
+            iteration,
+            message: &failure.message,
+            wait_secs: wait.as_secs(),
+            until: &until,
+        });
+        push_record(live, self.step, iteration, invoked, prompt_text, Vec::new(), IterationOutcome::UsageLimit);
+        let until_reset = tokio::time::Instant::now() + wait;
+        let aborted = tokio::select! {
+            () = tokio::time::sleep_until(until_reset) => false,
+            seen = live.abort.wait_for(Option::is_some) => seen.is_ok(),
+        };
+        if !aborted {
+            // Nobody can interrupt any more (no signal handling): the wait is still owed.
+            tokio::time::sleep_until(until_reset).await;
+        } else {
+            return Err(super::interrupted(live.abort).unwrap_or_else(|| Error::interrupted(2)));
+        }
+        live.progress.limit_waits += 1;
+        live.progress.limit_waited += wait;
+        let resumes = self.step.agent.kind().spec().resume;
+        Ok(Some(match invoked.session_id.clone().filter(|_| resumes) {
+            Some(session) => (super::usage_limit::CONTINUE_PROMPT.to_owned(), Some(session)),
+            None => (prompt_text.to_owned(), None),
+        }))
+    }
+
     /// The caps in force now, with what was spent so far.
     fn budget(&self, progress: &Progress) -> super::budget::Budget {
         super::budget::Budget::new(
@@ -227,6 +278,10 @@ impl<'a> StepRun<'a> {
             live.events.report(&Event::Prompt { iteration, text: &prompt_text });
             let mut invoked = self.invoke(iteration, &prompt_text, resume.as_deref(), live).await?;
             sync_into(&mut invoked.result, self.shared.sandbox, live.events);
+            if let Some(next) = self.wait_out_usage_limit(iteration, &invoked, &prompt_text, live).await? {
+                (prompt_text, resume) = next;
+                continue;
+            }
             let (Some(checker), Ok(_)) = (&self.checker, &invoked.result) else {
                 return Ok((invoked, prompt_text, None));
             };

@@ -16,6 +16,7 @@ mod iterate;
 mod journal;
 mod session;
 mod steps;
+mod usage_limit;
 pub mod workspace;
 
 use crate::agent::{self, Agent};

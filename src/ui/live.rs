@@ -59,6 +59,13 @@ impl Reporter for LiveReporter {
                 hint_line(bar, "");
             }
             Event::Prompt { .. } => {}
+            Event::UsageLimit { wait_secs, until, .. } => {
+                let wait = crate::values::format_duration(Duration::from_secs(*wait_secs));
+                say(bar, format!("{} usage limit: waiting {wait} (until {until})", style("⏸").yellow()));
+                // The spinner's clock counts the wait.
+                bar.reset_elapsed();
+                bar.set_prefix(format!("{} · usage limit, resumes at {until}", self.iteration));
+            }
             Event::AgentText { text, .. } => {
                 say(bar, format!("  {text}"));
                 hint_line(bar, text);

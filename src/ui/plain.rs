@@ -125,6 +125,10 @@ impl PlainReporter {
                 self.line(&format!("transcript {} ({bytes} bytes)", path.display()))
             }
             Event::AgentError { message, .. } => self.line(&format!("agent error: {message}")),
+            Event::UsageLimit { wait_secs, until, .. } => self.line(&format!(
+                "usage limit: waiting {} (until {until}), then going on in the same session",
+                crate::values::format_duration(std::time::Duration::from_secs(*wait_secs))
+            )),
             Event::Notice { message, .. } => self.line(&format!("agent notice: {message}")),
             Event::CompletionSignal { iteration, signal } => {
                 self.line(&format!("completion signal `{signal}` seen in iteration {iteration}"));

@@ -48,6 +48,10 @@ fn cursor_through_a_fake_agent_binary() {
 
 /// A wrapper script that prints a recorded Claude stream, read with the Claude parser.
 fn claude_replay(env: &TestEnv, fixture_lines: &str) -> Run {
+    claude_replay_with(env, fixture_lines, &[])
+}
+
+fn claude_replay_with(env: &TestEnv, fixture_lines: &str, args: &[&str]) -> Run {
     let stream = env.root().join("stream.jsonl");
     std::fs::write(&stream, fixture_lines).unwrap();
     let script = env.script("wrapper.sh", &format!("cat >/dev/null\ncat {}\nexit ${{EXIT_CODE:-0}}", stream.display()));
@@ -55,7 +59,7 @@ fn claude_replay(env: &TestEnv, fixture_lines: &str) -> Run {
         "name = \"wrap\"\nprompt = \"x\"\n[agent]\nkind = \"cli\"\nbinary = \"{}\"\nparser = \"claude-code\"\n[loop]\nmax_iterations = 1\n",
         script.display()
     );
-    env.run_manifest(&manifest, &[])
+    env.run_manifest(&manifest, args)
 }
 
 #[test]
@@ -75,16 +79,18 @@ fn a_cli_wrapper_can_reuse_the_claude_parser() {
 }
 
 #[test]
+/// Not waited out (`usage_limit_wait = 0`; `usage_limits.rs` has the waiting), a rate limit
+/// fails the run at once, recognisably.
 fn a_rate_limit_is_recognisable_in_the_record() {
     let env = TestEnv::new();
     let lines = r#"{"type":"system","subtype":"init","session_id":"s-429"}
 {"type":"result","subtype":"success","is_error":true,"api_error_status":429,"result":"API Error: 429 Rate limit reached for requests","session_id":"s-429","total_cost_usd":0,"usage":{"input_tokens":0,"output_tokens":0}}
 "#;
-    let run = claude_replay(&env, lines);
+    let run = claude_replay_with(&env, lines, &["--set", "loop.usage_limit_wait=0"]);
     run.assert_code(3);
-    insta::assert_snapshot!(run.error_text(), @r"
+    insta::assert_snapshot!(run.error_text(), @"
     error: the agent reported a failure in iteration 1: API Error: 429 Rate limit reached for requests
-    hint: the model provider is rate-limiting: wait and run again, or use another key or model
+    hint: the model provider's usage limit: eden waits for it to reset within `[loop] usage_limit_wait` (default 6h); raise that, or run again later, or use another key or model
     ");
     let record = run.record();
     assert_eq!(record["error"]["agent_failure"], "rate_limit");

@@ -30,3 +30,4 @@ mod signals;
 mod steps;
 mod strategies;
 mod structured;
+mod usage_limits;

@@ -29,17 +29,17 @@ fn unknown_key_with_suggestion() {
 
 #[test]
 fn unknown_top_level_key() {
-    insta::assert_snapshot!(rejected("promt = \"x\"\n[agent]\nkind = \"simulated\"\n", &[]), @r"
+    insta::assert_snapshot!(rejected("promt = \"x\"\n[agent]\nkind = \"simulated\"\n", &[]), @"
     error: [TMP]/plan.toml:1:1: unknown key `promt` at the top level
-    hint: did you mean `prompt`? known keys: `name`, `prompt`, `prompt_file`, `prompt_args`, `agent`, `sandbox`, `branch`, `loop`, `timeouts`, `hooks`, `copy_to_worktree`, `output`, `logging`, `step`, `redact`
+    hint: did you mean `prompt`? known keys: `name`, `prompt`, `prompt_file`, `prompt_args`, `agent`, `sandbox`, `branch`, `loop`, `timeouts`, `hooks`, `copy_to_worktree`, `output`, `logging`, `step`, `budget`, `redact`
     ");
 }
 
 #[test]
 fn unknown_section() {
-    insta::assert_snapshot!(rejected(&format!("{OK}[lop]\nmax_iterations = 2\n"), &[]), @r"
+    insta::assert_snapshot!(rejected(&format!("{OK}[lop]\nmax_iterations = 2\n"), &[]), @"
     error: [TMP]/plan.toml:4:2: unknown key `lop` at the top level
-    hint: did you mean `loop`? known keys: `name`, `prompt`, `prompt_file`, `prompt_args`, `agent`, `sandbox`, `branch`, `loop`, `timeouts`, `hooks`, `copy_to_worktree`, `output`, `logging`, `step`, `redact`
+    hint: did you mean `loop`? known keys: `name`, `prompt`, `prompt_file`, `prompt_args`, `agent`, `sandbox`, `branch`, `loop`, `timeouts`, `hooks`, `copy_to_worktree`, `output`, `logging`, `step`, `budget`, `redact`
     ");
 }
 

@@ -22,6 +22,9 @@ pub struct Stats {
     pub output_tokens: AtomicU64,
     /// Paths of the requests, for debugging a CLI that talks to something unexpected.
     pub paths: Mutex<Vec<String>>,
+    /// Answer the next agent turn that carries one tool result (the write done, the commit
+    /// next) with a 429 usage limit, once.
+    pub rate_limit_once: AtomicBool,
 }
 
 pub struct ModelServer {
@@ -158,6 +161,17 @@ fn serve(
             respond(&mut writer, 401, "application/json", error.to_string().as_bytes())?;
             continue;
         }
+        let has_tools = body["tools"].as_array().is_some_and(|tools| !tools.is_empty());
+        let tool_results = String::from_utf8_lossy(&request.body).matches("\"tool_result\"").count();
+        if has_tools
+            && tool_results == 1
+            && path.ends_with("/messages")
+            && stats.rate_limit_once.swap(false, Ordering::SeqCst)
+        {
+            let error = json!({"type": "error", "error": {"type": "rate_limit_error", "message": "usage limit reached, try again in 1 seconds"}});
+            respond(&mut writer, 429, "application/json", error.to_string().as_bytes())?;
+            continue;
+        }
         let workdir = find_workdir(&request.body, repo);
         let stream_wanted = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
         let events = if path.ends_with("/messages/count_tokens") {
@@ -208,6 +222,7 @@ fn respond(writer: &mut TcpStream, status: u16, content_type: &str, body: &[u8])
     let reason = match status {
         200 => "OK",
         401 => "Unauthorized",
+        429 => "Too Many Requests",
         _ => "Not Found",
     };
     write!(
