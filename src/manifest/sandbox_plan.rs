@@ -57,6 +57,8 @@ pub struct ContainerPlan {
     pub pids_limit: Option<u32>,
     pub mounts: Vec<MountPlan>,
     pub run_args: Vec<String>,
+    /// `network = "allowlist"`: the destinations allowed, as given (names resolved at start).
+    pub allow: Vec<AllowEntry>,
     /// The agent's configuration and transcript folders, shared with the container.
     pub agent_state: Vec<AgentStateMount>,
 }
@@ -82,11 +84,94 @@ pub(super) fn agent_state(kind: AgentKind, host_env: &dyn Fn(&str) -> Option<Str
         .collect()
 }
 
+/// A destination the sandbox may connect to: a name or an address (with a prefix length for a
+/// network), and a TCP/UDP port (any port when `None`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AllowEntry {
+    pub host: String,
+    pub port: Option<u16>,
+}
+
+impl AllowEntry {
+    pub fn parse(text: &str) -> Result<AllowEntry, String> {
+        let text = text.trim();
+        let (host, port) = match text.rsplit_once(':') {
+            Some((host, port)) => {
+                let port =
+                    port.parse::<u16>().ok().filter(|port| *port > 0).ok_or(format!("`{port}` is not a port"))?;
+                (host, Some(port))
+            }
+            None => (text, None),
+        };
+        let (address, prefix) = match host.split_once('/') {
+            Some((address, prefix)) => (address, Some(prefix)),
+            None => (host, None),
+        };
+        if let Ok(ip) = address.parse::<std::net::IpAddr>() {
+            if ip.is_ipv6() {
+                return Err("IPv6 addresses are not supported yet (the sandbox gets no IPv6)".into());
+            }
+            if let Some(prefix) = prefix {
+                prefix
+                    .parse::<u8>()
+                    .ok()
+                    .filter(|p| *p <= 32)
+                    .ok_or(format!("`/{prefix}` is not a prefix length (0-32)"))?;
+            }
+        } else {
+            let name_ok = !address.is_empty()
+                && prefix.is_none()
+                && address
+                    .split('.')
+                    .all(|label| !label.is_empty() && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'));
+            if !name_ok {
+                return Err(format!("`{host}` is neither a host name nor an IPv4 address or network"));
+            }
+        }
+        Ok(AllowEntry { host: host.to_owned(), port })
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct MountPlan {
     pub host: PathBuf,
     pub sandbox: String,
     pub read_only: bool,
+}
+
+/// `sandbox.allow`, for `network = "allowlist"` only, and the `run_args` that would undo it.
+fn resolve_allow(section: &SandboxSection, network: Network, source: &Source) -> Result<Vec<AllowEntry>, Error> {
+    let path = KeyPath::parse("sandbox");
+    if network != Network::Allowlist {
+        if section.allow.is_some() {
+            return Err(source
+                .error_at_key(&path.child("allow"), "`sandbox.allow` needs `network = \"allowlist\"`")
+                .with_hint("set `sandbox.network = \"allowlist\"`, or remove `allow`"));
+        }
+        return Ok(Vec::new());
+    }
+    let entries = section.allow.clone().unwrap_or_default();
+    if entries.is_empty() {
+        return Err(source
+            .error_at(&path.child("network"), "`network = \"allowlist\"` needs `sandbox.allow`")
+            .with_hint("list where the agent may connect, e.g. `allow = [\"api.anthropic.com:443\"]`; for no network at all use `network = \"none\"`"));
+    }
+    let mut allow = Vec::new();
+    for (index, entry) in entries.iter().enumerate() {
+        let parsed = AllowEntry::parse(entry).map_err(|problem| {
+            source
+                .error_at(&path.child("allow").index(index), format!("`{entry}`: {problem}"))
+                .with_hint("write `host`, `host:port`, `10.1.2.3`, `10.0.0.0/8` or `10.1.2.3:5432`")
+        })?;
+        allow.push(parsed);
+    }
+    let undoing = ["--privileged", "--cap-add", "--network", "--net", "--dns"];
+    if let Some(arg) = section.run_args.iter().flatten().find(|arg| undoing.iter().any(|flag| arg.starts_with(flag))) {
+        return Err(source
+            .error_at_key(&path.child("run_args"), format!("`{arg}` in `run_args` would undo the allowlist"))
+            .with_hint("the allowlist is enforced in the container's own network namespace; remove that argument"));
+    }
+    Ok(allow)
 }
 
 pub(super) fn resolve_sandbox(section: &SandboxSection, source: &Source) -> Result<SandboxPlan, Error> {
@@ -112,6 +197,13 @@ pub(super) fn resolve_sandbox(section: &SandboxSection, source: &Source) -> Resu
                         )
                         .with_hint("remove it, or use `sandbox.kind = \"docker\"` or `\"podman\"`"));
                 }
+            }
+            if section.network == Some(Network::Allowlist) || section.allow.is_some() {
+                return Err(source
+                    .error_at(&path.child("network"), "`isolated` cannot enforce `network = \"allowlist\"`")
+                    .with_hint(
+                        "use `sandbox.kind = \"docker\"` or `\"podman\"` for an allowlist, or `network = \"none\"`",
+                    ));
             }
             if section.network == Some(Network::Host) {
                 return Err(source
@@ -144,6 +236,8 @@ pub(super) fn resolve_sandbox(section: &SandboxSection, source: &Source) -> Resu
     if section.pids_limit == Some(0) {
         return Err(source.error_at(&path.child("pids_limit"), "`sandbox.pids_limit` must be at least 1"));
     }
+    let network = section.network.unwrap_or(Network::Bridge);
+    let allow = resolve_allow(section, network, source)?;
     let mut mounts = Vec::new();
     for (index, mount) in section.mounts.clone().unwrap_or_default().into_iter().enumerate() {
         let at = path.child("mounts").index(index);
@@ -165,12 +259,13 @@ pub(super) fn resolve_sandbox(section: &SandboxSection, source: &Source) -> Resu
     Ok(SandboxPlan::Container(ContainerPlan {
         engine,
         image,
-        network: section.network.unwrap_or(Network::Bridge),
+        network,
         cpus: section.cpus,
         memory: section.memory.map(|size| size.0),
         pids_limit: section.pids_limit,
         mounts,
         run_args: section.run_args.clone().unwrap_or_default(),
+        allow,
         agent_state: Vec::new(),
     }))
 }

@@ -79,6 +79,8 @@ pub enum Network {
     Bridge,
     None,
     Host,
+    /// Bridge, with every connection refused but to `sandbox.allow` (and DNS to the resolver).
+    Allowlist,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
@@ -87,6 +89,9 @@ pub struct SandboxSection {
     pub kind: Option<SandboxKind>,
     pub image: Option<String>,
     pub network: Option<Network>,
+    /// `network = "allowlist"`: where the sandbox may connect: `host`, `host:port`, `ip`,
+    /// `ip/prefix`, each with an optional `:port`.
+    pub allow: Option<Vec<String>>,
     pub cpus: Option<f64>,
     pub memory: Option<Size>,
     pub pids_limit: Option<u32>,

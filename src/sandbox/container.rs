@@ -136,6 +136,12 @@ pub fn start(request: &ContainerRequest<'_>) -> Result<Box<dyn SandboxHandle>, E
         .args(["--label", &format!("{LABEL_PID}={}", std::process::id())])
         .args(["--user", &format!("{uid}:{gid}")])
         .args(["--network", network_name(plan.network)])
+        // Nothing inside may change the namespace's rules (the allowlist) or forge packets.
+        .args(if plan.network == Network::Allowlist {
+            &["--cap-drop", "NET_ADMIN", "--cap-drop", "NET_RAW"][..]
+        } else {
+            &[]
+        })
         .args(["-w", &request.worktree.to_string_lossy()]);
     if engine == Engine::Podman {
         command = command.arg("--pull=never");
@@ -231,6 +237,12 @@ pub fn start(request: &ContainerRequest<'_>) -> Result<Box<dyn SandboxHandle>, E
             .with_hint("eden runs the container with `--init`; an image whose entrypoint starts processes of its own is not supported"));
         }
     }
+    if plan.network == Network::Allowlist {
+        if let Err(err) = super::firewall::install(engine, &name, &plan.allow) {
+            let _ = container.close();
+            return Err(err);
+        }
+    }
     Ok(Box::new(container))
 }
 
@@ -239,6 +251,8 @@ fn network_name(network: Network) -> &'static str {
         Network::Bridge => "bridge",
         Network::None => "none",
         Network::Host => "host",
+        // The engine's bridge, with the allowlist's rules installed in the namespace.
+        Network::Allowlist => "bridge",
     }
 }
 

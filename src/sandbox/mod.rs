@@ -3,6 +3,7 @@
 //! reach the processes it started there when they must be killed, and clean up.
 
 pub mod container;
+pub mod firewall;
 pub mod isolated;
 
 pub use container::{prune_abandoned, start as start_container};

@@ -109,6 +109,95 @@ fn network_none_has_no_network(engine: &str) {
     assert!(run.stderr.contains("| interfaces: lo \n"), "only loopback: {}", run.stderr);
 }
 
+/// An HTTP server of the test's own, in a container of its own on the engine's bridge (this
+/// machine only); removed when dropped. `address()` is its IP.
+struct TestServer {
+    engine: &'static str,
+    name: String,
+}
+
+impl TestServer {
+    fn start(engine: &'static str, tag: &str) -> TestServer {
+        let name = format!("eden-test-server-{}-{tag}", std::process::id());
+        let serve = "use IO::Socket::INET; my $s = IO::Socket::INET->new(LocalPort => 8080, Listen => 16, ReuseAddr => 1) or die; \
+                     while (my $c = $s->accept) { print $c \"HTTP/1.0 200 OK\\r\\n\\r\\nhello\\n\"; close $c }";
+        let output = Command::new(engine)
+            .args(["run", "-d", "--rm", "--name", &name, IMAGE, "perl", "-e", serve])
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        TestServer { engine, name }
+    }
+
+    fn address(&self) -> String {
+        let format = "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}";
+        let output = Command::new(self.engine).args(["inspect", "--format", format, &self.name]).output().unwrap();
+        String::from_utf8_lossy(&output.stdout).trim().to_owned()
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        let _ = Command::new(self.engine).args(["rm", "-f", &self.name]).output();
+    }
+}
+
+/// `network = "allowlist"`: the agent reaches the allowed server and nothing else — not the
+/// other server, not another DNS server — and cannot change the rules (no `CAP_NET_ADMIN`).
+fn the_allowlist_lets_through_only_what_it_allows(engine: &'static str) {
+    if !ready(engine) {
+        return;
+    }
+    let (allowed, denied) = (TestServer::start(engine, "allowed"), TestServer::start(engine, "denied"));
+    let (allowed_ip, denied_ip) = (allowed.address(), denied.address());
+    let env = TestEnv::new();
+    let probe = |label: &str, ip: &str, port: u16| {
+        format!(
+            "if timeout 5 bash -c 'exec 3<>/dev/tcp/{ip}/{port}'; then echo {label}-OPEN; else echo {label}-SHUT; fi; "
+        )
+    };
+    let script = format!(
+        "{}{}{}{}caps=$(grep CapEff /proc/self/status | cut -f2); echo \"netadmin $(( (0x$caps >> 12) & 1 ))\"; \
+         export http_proxy=http://{denied_ip}:8080 https_proxy=http://{denied_ip}:8080; {}echo '<promise>COMPLETE</promise>'",
+        probe("ALLOWED", &allowed_ip, 8080),
+        probe("DENIED", &denied_ip, 8080),
+        probe("DNS-ELSEWHERE", "1.1.1.1", 53),
+        probe("ALLOWED-OTHER-PORT", &allowed_ip, 8081),
+        probe("ALLOWED-AGAIN", &allowed_ip, 8080),
+    );
+    let extra = format!("network = \"allowlist\"\nallow = [\"{allowed_ip}:8080\"]");
+    let run = env.run_manifest(&manifest(engine, &script, &extra), &[]);
+    run.assert_code(0);
+    for line in [
+        "| ALLOWED-OPEN",
+        "| DENIED-SHUT",
+        "| DNS-ELSEWHERE-SHUT",
+        "| ALLOWED-OTHER-PORT-SHUT",
+        "| ALLOWED-AGAIN-OPEN",
+        "| netadmin 0",
+    ] {
+        assert!(run.stderr.contains(line), "{line}: {}", run.stderr);
+    }
+    assert!(containers_of(engine, &std::fs::canonicalize(&env.repo).unwrap()).is_empty(), "container removed");
+}
+
+/// An allowed destination that cannot be reached fails the self-test: exit 6 before the agent
+/// runs, and no container is left.
+fn a_failing_allowlist_self_test_stops_the_run(engine: &'static str) {
+    if !ready(engine) {
+        return;
+    }
+    let env = TestEnv::new();
+    let marker = env.root().join("agent-ran");
+    let script = format!("touch {}; echo '<promise>COMPLETE</promise>'", marker.display());
+    let extra = "network = \"allowlist\"\nallow = [\"192.0.2.55:8080\"]";
+    let run = env.run_manifest(&manifest(engine, &script, extra), &[]);
+    run.assert_code(6);
+    assert!(run.stderr.contains("self-test"), "{}", run.stderr);
+    assert!(!marker.exists(), "the agent never ran");
+    assert!(containers_of(engine, &std::fs::canonicalize(&env.repo).unwrap()).is_empty(), "container removed");
+}
+
 fn limits_are_enforced(engine: &str) {
     if !ready(engine) {
         return;
@@ -296,6 +385,14 @@ macro_rules! engine_tests {
             #[test]
             fn network_none_has_no_network() {
                 super::network_none_has_no_network(stringify!($engine));
+            }
+            #[test]
+            fn the_allowlist_lets_through_only_what_it_allows() {
+                super::the_allowlist_lets_through_only_what_it_allows(stringify!($engine));
+            }
+            #[test]
+            fn a_failing_allowlist_self_test_stops_the_run() {
+                super::a_failing_allowlist_self_test_stops_the_run(stringify!($engine));
             }
             #[test]
             fn limits_are_enforced() {

@@ -298,9 +298,9 @@ fn container_keys_need_a_container_and_an_image() {
     error: [TMP]/plan.toml:7:20: mount source `[TMP]/nope` does not exist
     hint: create it, or fix the path (relative paths resolve against the manifest's folder)
     ");
-    insta::assert_snapshot!(rejected(&format!("{OK}[sandbox]\nkind = \"docker\"\nimage = \"x\"\nnetwork = \"wifi\"\n"), &[]), @r"
+    insta::assert_snapshot!(rejected(&format!("{OK}[sandbox]\nkind = \"docker\"\nimage = \"x\"\nnetwork = \"wifi\"\n"), &[]), @"
     error: [TMP]/plan.toml:7:11: `sandbox.network` has an unknown value `wifi`
-    hint: expected one of: `bridge`, `none`, `host`
+    hint: expected one of: `bridge`, `none`, `host`, `allowlist`
     ");
 }
 
@@ -499,4 +499,28 @@ fn independent_mistakes_are_all_in_the_json_error() {
     assert_eq!(also.len(), 1, "{error}");
     assert!(also[0]["message"].as_str().unwrap().contains("is not a variable name"), "{error}");
     env.assert_pristine();
+}
+
+/// `network = "allowlist"`: only docker and podman can enforce it, it needs `allow`, each entry
+/// must be a host or an IPv4 address or network, and nothing may undo it.
+#[test]
+fn allowlists_that_cannot_be_enforced() {
+    let cases = [
+        ("[sandbox]\nnetwork = \"allowlist\"\nallow = [\"example.com\"]\n", "sandbox.kind"),
+        ("[sandbox]\nkind = \"isolated\"\nnetwork = \"allowlist\"\nallow = [\"example.com\"]\n", "`isolated` cannot enforce"),
+        ("[sandbox]\nkind = \"docker\"\nimage = \"x\"\nnetwork = \"allowlist\"\n", "needs `sandbox.allow`"),
+        ("[sandbox]\nkind = \"docker\"\nimage = \"x\"\nallow = [\"example.com\"]\n", "needs `network = \"allowlist\"`"),
+        ("[sandbox]\nkind = \"docker\"\nimage = \"x\"\nnetwork = \"allowlist\"\nallow = [\"bad host!\"]\n", "neither a host name"),
+        ("[sandbox]\nkind = \"docker\"\nimage = \"x\"\nnetwork = \"allowlist\"\nallow = [\"10.0.0.0/40\"]\n", "prefix length"),
+        ("[sandbox]\nkind = \"docker\"\nimage = \"x\"\nnetwork = \"allowlist\"\nallow = [\"h:99999\"]\n", "not a port"),
+        (
+            "[sandbox]\nkind = \"podman\"\nimage = \"x\"\nnetwork = \"allowlist\"\nallow = [\"h\"]\nrun_args = [\"--cap-add=NET_ADMIN\"]\n",
+            "would undo the allowlist",
+        ),
+    ];
+    for (sandbox, expected) in cases {
+        let text = rejected(&format!("{OK}{sandbox}"), &[]);
+        assert!(text.contains(expected), "{sandbox}\n{text}");
+        assert!(text.contains("plan.toml:"), "names the file and line: {text}");
+    }
 }

@@ -1,0 +1,225 @@
+//! `network = "allowlist"`: the container's outgoing connections are refused by the kernel, in
+//! the container's own network namespace, except to `sandbox.allow` and DNS to its resolver.
+//!
+//! eden installs the rules from the host (`nsenter` into the namespace, `iptables-restore`),
+//! after the container starts and before any hook or agent command runs in it. Nothing inside
+//! can undo them: the container runs without `CAP_NET_ADMIN` (and `CAP_NET_RAW`), and
+//! `run_args` that would give it back are refused at load. Then a self-test from inside the
+//! namespace: a denied address must be refused at once, and the first allowed destination must
+//! connect. If the rules cannot be installed or the self-test fails, the run stops (exit 6)
+//! before the agent starts: never silently open. Names are resolved once, at the start.
+
+use crate::error::Error;
+use crate::manifest::plan::{AllowEntry, Engine};
+use crate::process::{ProcessBuilder, Stdin};
+use std::net::{Ipv4Addr, ToSocketAddrs};
+
+/// The hidden subcommand the self-test runs inside the namespace: `__eden-connect ADDR PORT`.
+pub const CONNECT_SUBCOMMAND: &str = "__eden-connect";
+
+/// An address nobody is allowed to (TEST-NET-1, RFC 5737): it must be refused.
+const DENIED_PROBE: (Ipv4Addr, u16) = (Ipv4Addr::new(192, 0, 2, 1), 9);
+
+/// A destination as the rules see it: an address or network, and a port (any when `None`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Rule {
+    network: String,
+    port: Option<u16>,
+}
+
+/// Install the allowlist in the running container `name` and test it.
+pub fn install(engine: Engine, name: &str, allow: &[AllowEntry]) -> Result<(), Error> {
+    if !nix::unistd::geteuid().is_root() {
+        return Err(Error::sandbox("`network = \"allowlist\"` needs eden to run as root (it enters the container's network namespace to install the rules)")
+            .with_hint("run eden as root, or use `network = \"none\"` or `\"bridge\"`"));
+    }
+    let pid = engine_output(engine, &["inspect", "--format", "{{.State.Pid}}", name])?;
+    let pid = pid.trim().parse::<u32>().ok().filter(|pid| *pid > 0).ok_or_else(|| {
+        Error::sandbox(format!("cannot find the process of container `{name}` to install the allowlist"))
+    })?;
+    let resolvers: Vec<Ipv4Addr> = engine_output(engine, &["exec", name, "cat", "/etc/resolv.conf"])?
+        .lines()
+        .filter_map(|line| line.strip_prefix("nameserver"))
+        .filter_map(|address| address.trim().parse().ok())
+        .collect();
+    let rules = resolve(allow)?;
+    let (v4, v6) = rule_sets(&resolvers, &rules);
+    in_namespace(pid, "iptables-restore", v4)?;
+    in_namespace(pid, "ip6tables-restore", v6)?;
+    self_test(pid, allow, &rules)
+}
+
+/// Every entry as rules: names resolved (on the host, now) to their IPv4 addresses.
+fn resolve(allow: &[AllowEntry]) -> Result<Vec<(String, Vec<Rule>)>, Error> {
+    let mut resolved = Vec::new();
+    for entry in allow {
+        let is_address = entry.host.split('/').next().is_some_and(|a| a.parse::<Ipv4Addr>().is_ok());
+        let networks: Vec<String> = if is_address {
+            vec![entry.host.clone()]
+        } else {
+            let addresses = (entry.host.as_str(), entry.port.unwrap_or(443)).to_socket_addrs().map_err(|err| {
+                Error::sandbox(format!("cannot resolve `{}` for the allowlist: {err}", entry.host))
+                    .with_hint("check the name in `sandbox.allow`, and that DNS works on this machine")
+            })?;
+            let mut ips: Vec<String> =
+                addresses.filter(|a| a.is_ipv4()).map(|a| a.ip().to_string()).collect::<Vec<_>>();
+            ips.sort();
+            ips.dedup();
+            if ips.is_empty() {
+                return Err(Error::sandbox(format!("`{}` has no IPv4 address for the allowlist", entry.host)));
+            }
+            ips
+        };
+        let rules = networks.into_iter().map(|network| Rule { network, port: entry.port }).collect();
+        resolved.push((format!("{}{}", entry.host, entry.port.map(|p| format!(":{p}")).unwrap_or_default()), rules));
+    }
+    Ok(resolved)
+}
+
+/// The `iptables-restore` input for IPv4 and IPv6: everything out refused but loopback,
+/// replies, DNS to the resolvers and the allowed destinations.
+fn rule_sets(resolvers: &[Ipv4Addr], rules: &[(String, Vec<Rule>)]) -> (String, String) {
+    let head = "*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT DROP [0:0]\n\
+                -A OUTPUT -o lo -j ACCEPT\n-A OUTPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT\n";
+    let mut v4 = head.to_owned();
+    for resolver in resolvers {
+        for protocol in ["udp", "tcp"] {
+            v4.push_str(&format!("-A OUTPUT -d {resolver}/32 -p {protocol} --dport 53 -j ACCEPT\n"));
+        }
+    }
+    for (_, rules) in rules {
+        for rule in rules {
+            match rule.port {
+                Some(port) => {
+                    for protocol in ["tcp", "udp"] {
+                        v4.push_str(&format!("-A OUTPUT -d {} -p {protocol} --dport {port} -j ACCEPT\n", rule.network));
+                    }
+                }
+                None => v4.push_str(&format!("-A OUTPUT -d {} -j ACCEPT\n", rule.network)),
+            }
+        }
+    }
+    v4.push_str("-A OUTPUT -p tcp -j REJECT --reject-with tcp-reset\n-A OUTPUT -j REJECT --reject-with icmp-admin-prohibited\nCOMMIT\n");
+    let v6 = format!("{head}-A OUTPUT -j REJECT\nCOMMIT\n");
+    (v4, v6)
+}
+
+fn in_namespace(pid: u32, program: &str, rules: String) -> Result<(), Error> {
+    let command = ProcessBuilder::new("nsenter")
+        .args(["-t", &pid.to_string(), "-n", program])
+        .stdin(Stdin::Bytes(rules.into_bytes()));
+    let output = command.output().map_err(|err| {
+        Error::sandbox(format!("cannot run `{command}` to install the allowlist: {err}"))
+            .with_hint("the allowlist needs `nsenter` (util-linux) and `iptables` on the host")
+    })?;
+    if !output.success() {
+        return Err(Error::sandbox(format!("`{command}` could not install the allowlist: {}", output.stderr.trim()))
+            .with_hint("the allowlist needs `iptables` (nf_tables or legacy) working on the host"));
+    }
+    Ok(())
+}
+
+/// From inside the namespace: a denied address is refused, the first allowed destination
+/// (with its port, or 443) connects.
+fn self_test(pid: u32, allow: &[AllowEntry], rules: &[(String, Vec<Rule>)]) -> Result<(), Error> {
+    let (denied, port) = DENIED_PROBE;
+    match connect_inside(pid, &denied.to_string(), port)? {
+        (1, _) => {}
+        (code, said) => {
+            return Err(Error::sandbox(format!(
+                "the allowlist's self-test failed: a connection to {denied}:{port} was not refused ({})",
+                if code == 0 { "it connected".to_owned() } else { said }
+            ))
+            .with_hint("the rules are not in force; nothing ran in the sandbox"))
+        }
+    }
+    let Some(((shown, rules), entry)) = rules.iter().zip(allow).find(|((_, rules), _)| !rules.is_empty()) else {
+        return Ok(());
+    };
+    let address = rules[0].network.split('/').next().unwrap_or_default();
+    // A network has no one address to try; a host does.
+    if entry.host.contains('/') {
+        return Ok(());
+    }
+    let port = entry.port.unwrap_or(443);
+    match connect_inside(pid, address, port)? {
+        (0, _) => Ok(()),
+        (_, said) => Err(Error::sandbox(format!(
+            "the allowlist's self-test failed: the allowed destination `{shown}` ({address}:{port}) cannot be reached from the sandbox: {said}"
+        ))
+        .with_hint("check that it is up and reachable from containers; the run stopped before the agent started")),
+    }
+}
+
+/// `eden __eden-connect ADDR PORT` in the container's network namespace: its exit code and
+/// what it said.
+fn connect_inside(pid: u32, address: &str, port: u16) -> Result<(i32, String), Error> {
+    let eden =
+        std::env::current_exe().map_err(|err| Error::sandbox(format!("cannot find eden's executable: {err}")))?;
+    let command = ProcessBuilder::new("nsenter").args(["-t", &pid.to_string(), "-n"]).arg(eden).args([
+        CONNECT_SUBCOMMAND,
+        address,
+        &port.to_string(),
+    ]);
+    let output = command.output().map_err(|err| Error::sandbox(format!("cannot run `{command}`: {err}")))?;
+    Ok((output.status.code().unwrap_or(1), output.stderr.trim().to_owned()))
+}
+
+/// `__eden-connect ADDR PORT`: 0 connected, 1 refused or unreachable, 2 no answer in 5 s.
+pub fn run_connect(args: &[std::ffi::OsString]) -> i32 {
+    use std::io::Write;
+    let (Some(address), Some(port)) = (args.first(), args.get(1)) else { return 3 };
+    let target = format!("{}:{}", address.to_string_lossy(), port.to_string_lossy());
+    let Ok(Some(target)) = target.to_socket_addrs().map(|mut a| a.next()) else { return 3 };
+    match std::net::TcpStream::connect_timeout(&target, std::time::Duration::from_secs(5)) {
+        Ok(_) => 0,
+        Err(err) if err.kind() == std::io::ErrorKind::TimedOut => {
+            let _ = writeln!(std::io::stderr(), "no answer in 5 s");
+            2
+        }
+        Err(err) => {
+            let _ = writeln!(std::io::stderr(), "{err}");
+            1
+        }
+    }
+}
+
+fn engine_output(engine: Engine, args: &[&str]) -> Result<String, Error> {
+    let command = ProcessBuilder::new(engine.binary()).args(args);
+    let output = command.output().map_err(|err| Error::sandbox(format!("cannot run `{command}`: {err}")))?;
+    if !output.success() {
+        return Err(Error::sandbox(format!("`{command}` failed: {}", output.stderr.trim())));
+    }
+    Ok(output.stdout)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rules_refuse_all_but_the_allowed() {
+        let rules = vec![
+            ("10.1.2.3:5432".to_owned(), vec![Rule { network: "10.1.2.3".into(), port: Some(5432) }]),
+            ("10.0.0.0/8".to_owned(), vec![Rule { network: "10.0.0.0/8".into(), port: None }]),
+        ];
+        let (v4, v6) = rule_sets(&["10.255.255.53".parse().unwrap()], &rules);
+        insta::assert_snapshot!(v4, @"
+        *filter
+        :INPUT ACCEPT [0:0]
+        :FORWARD ACCEPT [0:0]
+        :OUTPUT DROP [0:0]
+        -A OUTPUT -o lo -j ACCEPT
+        -A OUTPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT
+        -A OUTPUT -d 10.255.255.53/32 -p udp --dport 53 -j ACCEPT
+        -A OUTPUT -d 10.255.255.53/32 -p tcp --dport 53 -j ACCEPT
+        -A OUTPUT -d 10.1.2.3 -p tcp --dport 5432 -j ACCEPT
+        -A OUTPUT -d 10.1.2.3 -p udp --dport 5432 -j ACCEPT
+        -A OUTPUT -d 10.0.0.0/8 -j ACCEPT
+        -A OUTPUT -p tcp -j REJECT --reject-with tcp-reset
+        -A OUTPUT -j REJECT --reject-with icmp-admin-prohibited
+        COMMIT
+        ");
+        assert!(v6.contains(":OUTPUT DROP") && v6.contains("-A OUTPUT -j REJECT"));
+    }
+}
