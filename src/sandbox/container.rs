@@ -63,6 +63,8 @@ pub struct Container {
     exec_env: Vec<(&'static str, PathBuf)>,
     /// Removes the container if eden dies without doing it (SIGKILL).
     guard: Option<crate::process::guard::Guard>,
+    /// Keeps the allowlist following its names' addresses (`network = "allowlist"`).
+    firewall: Option<super::firewall::Refresher>,
     removed: bool,
 }
 
@@ -191,6 +193,7 @@ pub fn start(request: &ContainerRequest<'_>) -> Result<Box<dyn SandboxHandle>, E
         exec_env: plan.agent_state.iter().map(|state| (state.var, state.value.clone())).collect(),
         guard: None,
         removed: false,
+        firewall: None,
     };
     container.guard = crate::process::guard::Guard::start(&engine_command(engine).args(["rm", "-f", &name])).ok();
     if !output.success() {
@@ -238,9 +241,12 @@ pub fn start(request: &ContainerRequest<'_>) -> Result<Box<dyn SandboxHandle>, E
         }
     }
     if plan.network == Network::Allowlist {
-        if let Err(err) = super::firewall::install(engine, &name, &plan.allow) {
-            let _ = container.close();
-            return Err(err);
+        match super::firewall::install(engine, &name, &plan.allow) {
+            Ok(refresher) => container.firewall = refresher,
+            Err(err) => {
+                let _ = container.close();
+                return Err(err);
+            }
         }
     }
     Ok(Box::new(container))
@@ -354,6 +360,7 @@ impl SandboxHandle for Container {
             return Ok(None);
         }
         self.removed = true;
+        self.firewall = None;
         let _ = fs_err::remove_dir_all(&self.pid_dir);
         remove(self.engine, &self.name)?;
         // Removed: the guard has nothing left to do.

@@ -7,12 +7,32 @@
 //! `run_args` that would give it back are refused at load. Then a self-test from inside the
 //! namespace: a denied address must be refused at once, and the first allowed destination must
 //! connect. If the rules cannot be installed or the self-test fails, the run stops (exit 6)
-//! before the agent starts: never silently open. Names are resolved once, at the start.
+//! before the agent starts: never silently open. Names are resolved at the start and again
+//! every minute while the run goes (`Refresher`); the rules follow their addresses, and a name
+//! that stops resolving keeps the addresses it had.
 
 use crate::error::Error;
 use crate::manifest::plan::{AllowEntry, Engine};
 use crate::process::{ProcessBuilder, Stdin};
 use std::net::{Ipv4Addr, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How often the allowed names are resolved again.
+const REFRESH: Duration = Duration::from_secs(60);
+
+/// Re-resolves the allowed names while the run goes; stops when dropped (the container's
+/// removal).
+pub struct Refresher {
+    stop: Arc<AtomicBool>,
+}
+
+impl Drop for Refresher {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+}
 
 /// The hidden subcommand the self-test runs inside the namespace: `__eden-connect ADDR PORT`.
 pub const CONNECT_SUBCOMMAND: &str = "__eden-connect";
@@ -27,8 +47,9 @@ struct Rule {
     port: Option<u16>,
 }
 
-/// Install the allowlist in the running container `name` and test it.
-pub fn install(engine: Engine, name: &str, allow: &[AllowEntry]) -> Result<(), Error> {
+/// Install the allowlist in the running container `name` and test it; the `Refresher` keeps
+/// the names' addresses current (none when every entry is an address).
+pub fn install(engine: Engine, name: &str, allow: &[AllowEntry]) -> Result<Option<Refresher>, Error> {
     if !nix::unistd::geteuid().is_root() {
         return Err(Error::sandbox("`network = \"allowlist\"` needs eden to run as root (it enters the container's network namespace to install the rules)")
             .with_hint("run eden as root, or use `network = \"none\"` or `\"bridge\"`"));
@@ -46,34 +67,86 @@ pub fn install(engine: Engine, name: &str, allow: &[AllowEntry]) -> Result<(), E
     let (v4, v6) = rule_sets(&resolvers, &rules);
     in_namespace(pid, "iptables-restore", v4)?;
     in_namespace(pid, "ip6tables-restore", v6)?;
-    self_test(pid, allow, &rules)
+    self_test(pid, allow, &rules)?;
+    if allow.iter().all(|entry| is_address(&entry.host)) {
+        return Ok(None);
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let (flag, allow) = (stop.clone(), allow.to_vec());
+    let refresh = move || {
+        let mut current = rules;
+        loop {
+            std::thread::sleep(REFRESH);
+            if flag.load(Ordering::SeqCst) {
+                return;
+            }
+            if let Some(next) = next_rules(&current, &allow, &|entry| resolve_entry(entry).ok()) {
+                // The whole table is replaced at once; if that fails the old rules stay.
+                if in_namespace(pid, "iptables-restore", rule_sets(&resolvers, &next).0).is_ok() {
+                    current = next;
+                }
+            }
+        }
+    };
+    std::thread::Builder::new()
+        .name("allowlist".into())
+        .spawn(refresh)
+        .map_err(|err| Error::sandbox(format!("cannot start the allowlist's refresh: {err}")))?;
+    Ok(Some(Refresher { stop }))
+}
+
+fn is_address(host: &str) -> bool {
+    host.split('/').next().is_some_and(|address| address.parse::<Ipv4Addr>().is_ok())
+}
+
+/// The rules with every name resolved again by `resolve` (`None`: it failed, keep the old
+/// addresses); `None` when nothing changed.
+fn next_rules(
+    current: &[(String, Vec<Rule>)],
+    allow: &[AllowEntry],
+    resolve: &dyn Fn(&AllowEntry) -> Option<Vec<Rule>>,
+) -> Option<Vec<(String, Vec<Rule>)>> {
+    let next: Vec<(String, Vec<Rule>)> = current
+        .iter()
+        .zip(allow)
+        .map(|((shown, rules), entry)| {
+            let fresh = match is_address(&entry.host) {
+                true => None,
+                false => resolve(entry).filter(|fresh| !fresh.is_empty()),
+            };
+            (shown.clone(), fresh.unwrap_or_else(|| rules.clone()))
+        })
+        .collect();
+    (next != current).then_some(next)
 }
 
 /// Every entry as rules: names resolved (on the host, now) to their IPv4 addresses.
 fn resolve(allow: &[AllowEntry]) -> Result<Vec<(String, Vec<Rule>)>, Error> {
     let mut resolved = Vec::new();
     for entry in allow {
-        let is_address = entry.host.split('/').next().is_some_and(|a| a.parse::<Ipv4Addr>().is_ok());
-        let networks: Vec<String> = if is_address {
-            vec![entry.host.clone()]
-        } else {
-            let addresses = (entry.host.as_str(), entry.port.unwrap_or(443)).to_socket_addrs().map_err(|err| {
-                Error::sandbox(format!("cannot resolve `{}` for the allowlist: {err}", entry.host))
-                    .with_hint("check the name in `sandbox.allow`, and that DNS works on this machine")
-            })?;
-            let mut ips: Vec<String> =
-                addresses.filter(|a| a.is_ipv4()).map(|a| a.ip().to_string()).collect::<Vec<_>>();
-            ips.sort();
-            ips.dedup();
-            if ips.is_empty() {
-                return Err(Error::sandbox(format!("`{}` has no IPv4 address for the allowlist", entry.host)));
-            }
-            ips
-        };
-        let rules = networks.into_iter().map(|network| Rule { network, port: entry.port }).collect();
-        resolved.push((format!("{}{}", entry.host, entry.port.map(|p| format!(":{p}")).unwrap_or_default()), rules));
+        let shown = format!("{}{}", entry.host, entry.port.map(|p| format!(":{p}")).unwrap_or_default());
+        resolved.push((shown, resolve_entry(entry)?));
     }
     Ok(resolved)
+}
+
+fn resolve_entry(entry: &AllowEntry) -> Result<Vec<Rule>, Error> {
+    let networks: Vec<String> = if is_address(&entry.host) {
+        vec![entry.host.clone()]
+    } else {
+        let addresses = (entry.host.as_str(), entry.port.unwrap_or(443)).to_socket_addrs().map_err(|err| {
+            Error::sandbox(format!("cannot resolve `{}` for the allowlist: {err}", entry.host))
+                .with_hint("check the name in `sandbox.allow`, and that DNS works on this machine")
+        })?;
+        let mut ips: Vec<String> = addresses.filter(|a| a.is_ipv4()).map(|a| a.ip().to_string()).collect();
+        ips.sort();
+        ips.dedup();
+        if ips.is_empty() {
+            return Err(Error::sandbox(format!("`{}` has no IPv4 address for the allowlist", entry.host)));
+        }
+        ips
+    };
+    Ok(networks.into_iter().map(|network| Rule { network, port: entry.port }).collect())
 }
 
 /// The `iptables-restore` input for IPv4 and IPv6: everything out refused but loopback,
@@ -221,5 +294,23 @@ mod tests {
         COMMIT
         ");
         assert!(v6.contains(":OUTPUT DROP") && v6.contains("-A OUTPUT -j REJECT"));
+    }
+
+    #[test]
+    fn the_rules_follow_the_names_addresses() {
+        let allow = [AllowEntry::parse("api.example.com:443").unwrap(), AllowEntry::parse("10.1.2.3").unwrap()];
+        let rule = |network: &str, port| Rule { network: network.into(), port };
+        let current = vec![
+            ("api.example.com:443".to_owned(), vec![rule("1.1.1.1", Some(443))]),
+            ("10.1.2.3".to_owned(), vec![rule("10.1.2.3", None)]),
+        ];
+        let same = |_: &AllowEntry| Some(vec![rule("1.1.1.1", Some(443))]);
+        assert_eq!(next_rules(&current, &allow, &same), None, "nothing changed");
+        let moved = |_: &AllowEntry| Some(vec![rule("2.2.2.2", Some(443))]);
+        let next = next_rules(&current, &allow, &moved).expect("the name moved");
+        assert_eq!(next[0].1, [rule("2.2.2.2", Some(443))]);
+        assert_eq!(next[1].1, [rule("10.1.2.3", None)], "addresses are not looked up");
+        let gone = |_: &AllowEntry| None;
+        assert_eq!(next_rules(&current, &allow, &gone), None, "a failed lookup keeps the old addresses");
     }
 }
