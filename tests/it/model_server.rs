@@ -162,13 +162,17 @@ fn serve(
             continue;
         }
         let has_tools = body["tools"].as_array().is_some_and(|tools| !tools.is_empty());
-        let tool_results = String::from_utf8_lossy(&request.body).matches("\"tool_result\"").count();
-        if has_tools
-            && tool_results == 1
-            && path.ends_with("/messages")
-            && stats.rate_limit_once.swap(false, Ordering::SeqCst)
-        {
-            let error = json!({"type": "error", "error": {"type": "rate_limit_error", "message": "usage limit reached, try again in 1 seconds"}});
+        let text = String::from_utf8_lossy(&request.body);
+        let tool_results = text.matches("\"tool_result\"").count() + text.matches("\"function_call_output\"").count();
+        let agent_turn = path.ends_with("/messages") || path.ends_with("/responses");
+        if has_tools && tool_results == 1 && agent_turn && stats.rate_limit_once.swap(false, Ordering::SeqCst) {
+            let message = "usage limit reached, try again in 1 seconds";
+            let error = match path.ends_with("/messages") {
+                true => json!({"type": "error", "error": {"type": "rate_limit_error", "message": message}}),
+                false => {
+                    json!({"error": {"type": "rate_limit_exceeded", "code": "rate_limit_exceeded", "message": message}})
+                }
+            };
             respond(&mut writer, 429, "application/json", error.to_string().as_bytes())?;
             continue;
         }

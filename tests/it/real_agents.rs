@@ -174,7 +174,7 @@ fn claude_code_401_is_an_agent_failure() {
     assert_401(&CLAUDE, "Failed to authenticate");
 }
 
-fn codex_env(env: &TestEnv, server: &ModelServer) -> Vec<(String, String)> {
+pub(crate) fn codex_env(env: &TestEnv, server: &ModelServer) -> Vec<(String, String)> {
     let home = env.root().join("codex");
     std::fs::create_dir_all(&home).unwrap();
     let config = format!(

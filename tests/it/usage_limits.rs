@@ -92,25 +92,29 @@ fn ctrl_c_ends_the_wait_and_the_run() {
     assert_eq!(record["iterations"][0]["outcome"], "usage_limit");
 }
 
-/// The real Claude Code: the server answers its second turn with a 429 (the CLI's own retries
-/// off), eden waits the second the message names and resumes the same session, which commits.
-#[test]
-fn claude_code_resumes_its_session_after_a_usage_limit() {
-    if crate::real_agents::require("claude").is_none() {
+/// A real agent CLI: the server answers its second turn with a 429 (the CLI's own retries off),
+/// eden waits the second the message names and resumes the same session, which commits.
+fn resumes_its_session_after_a_usage_limit(agent: &crate::real_agents::Agent, extra_env: &[(&str, &str)]) {
+    if crate::real_agents::require(agent.binary).is_none() {
         return;
     }
     let env = TestEnv::new();
     let server = crate::model_server::ModelServer::start(std::fs::canonicalize(&env.repo).unwrap(), false);
     server.stats.rate_limit_once.store(true, std::sync::atomic::Ordering::SeqCst);
-    let path = env.write_manifest(
-        "name = \"real\"\nprompt = \"create hello.txt and commit it\"\n[agent]\nkind = \"claude-code\"\n\
+    let model = agent.model.map(|m| format!("model = \"{m}\"\n")).unwrap_or_default();
+    let path = env.write_manifest(&format!(
+        "name = \"real\"\nprompt = \"create hello.txt and commit it\"\n[agent]\nkind = \"{}\"\n{model}\
          [loop]\nmax_iterations = 1\nidle_timeout = \"90s\"\n",
-    );
+        agent.kind
+    ));
     let mut command = env.eden_command(&["run", path.to_str().unwrap(), "--json"]);
-    for (key, value) in crate::real_agents::claude_env(&env, &server) {
+    for (key, value) in (agent.configure)(&env, &server) {
         command.env(key, value);
     }
-    let run = Run::from(command.env("CLAUDE_CODE_MAX_RETRIES", "0").output().unwrap());
+    for (key, value) in extra_env {
+        command.env(key, value);
+    }
+    let run = Run::from(command.output().unwrap());
     run.assert_code(0);
     let record = run.record();
     let iterations = record["iterations"].as_array().unwrap();
@@ -121,4 +125,16 @@ fn claude_code_resumes_its_session_after_a_usage_limit() {
     assert!(iterations[1]["prompt"].as_str().unwrap().contains("usage limit"), "the continuation prompt");
     assert_eq!(record["merged_into"], "main");
     assert!(env.repo.join("hello.txt").exists());
+}
+
+#[test]
+fn claude_code_resumes_its_session_after_a_usage_limit() {
+    resumes_its_session_after_a_usage_limit(&crate::real_agents::CLAUDE, &[("CLAUDE_CODE_MAX_RETRIES", "0")]);
+}
+
+/// Codex says only "exceeded retry limit, last status: 429": no reset time, so eden waits its
+/// first fallback minute.
+#[test]
+fn codex_resumes_its_session_after_a_usage_limit() {
+    resumes_its_session_after_a_usage_limit(&crate::real_agents::CODEX, &[]);
 }
