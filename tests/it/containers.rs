@@ -156,16 +156,26 @@ fn the_allowlist_lets_through_only_what_it_allows(engine: &'static str) {
             "if timeout 5 bash -c 'exec 3<>/dev/tcp/{ip}/{port}'; then echo {label}-OPEN; else echo {label}-SHUT; fi; "
         )
     };
+    // The host's own `iptables` and `ip` (same Debian as the test image), mounted in, so the
+    // agent can try to open the way itself: flush the rules, open the policy, reroute.
+    let undo = "export LD_LIBRARY_PATH=/host/lib XTABLES_LIBDIR=/host/lib/xtables; \
+                /host/sbin/xtables-nft-multi iptables -F OUTPUT; echo \"flush $?\"; \
+                /host/sbin/xtables-nft-multi iptables -P OUTPUT ACCEPT; echo \"policy $?\"; \
+                /host/bin/ip route replace default dev eth0; echo \"route $?\"; ";
     let script = format!(
-        "{}{}{}{}caps=$(grep CapEff /proc/self/status | cut -f2); echo \"netadmin $(( (0x$caps >> 12) & 1 ))\"; \
-         export http_proxy=http://{denied_ip}:8080 https_proxy=http://{denied_ip}:8080; {}echo '<promise>COMPLETE</promise>'",
+        "{}{}{}{}caps=$(grep CapEff /proc/self/status | cut -f2); echo \"netadmin $(( (0x$caps >> 12) & 1 ))\"; {undo}\
+         export http_proxy=http://{denied_ip}:8080 https_proxy=http://{denied_ip}:8080; {}{}echo '<promise>COMPLETE</promise>'",
         probe("ALLOWED", &allowed_ip, 8080),
         probe("DENIED", &denied_ip, 8080),
         probe("DNS-ELSEWHERE", "1.1.1.1", 53),
         probe("ALLOWED-OTHER-PORT", &allowed_ip, 8081),
         probe("ALLOWED-AGAIN", &allowed_ip, 8080),
+        probe("DENIED-AFTER", &denied_ip, 8080),
     );
-    let extra = format!("network = \"allowlist\"\nallow = [\"{allowed_ip}:8080\"]");
+    let mounts = "mounts = [{ host = \"/usr/sbin\", sandbox = \"/host/sbin\", read_only = true }, \
+                  { host = \"/usr/bin\", sandbox = \"/host/bin\", read_only = true }, \
+                  { host = \"/usr/lib/x86_64-linux-gnu\", sandbox = \"/host/lib\", read_only = true }]";
+    let extra = format!("network = \"allowlist\"\nallow = [\"{allowed_ip}:8080\"]\n{mounts}");
     let run = env.run_manifest(&manifest(engine, &script, &extra), &[]);
     run.assert_code(0);
     for line in [
@@ -174,9 +184,16 @@ fn the_allowlist_lets_through_only_what_it_allows(engine: &'static str) {
         "| DNS-ELSEWHERE-SHUT",
         "| ALLOWED-OTHER-PORT-SHUT",
         "| ALLOWED-AGAIN-OPEN",
+        "| DENIED-AFTER-SHUT",
         "| netadmin 0",
     ] {
         assert!(run.stderr.contains(line), "{line}: {}", run.stderr);
+    }
+    // Each attempt to undo the rules failed (a non-zero status).
+    for attempt in ["flush", "policy", "route"] {
+        let status = run.stderr.lines().find_map(|line| line.split(&format!("| {attempt} ")).nth(1)).unwrap_or("?");
+        let ran = !["0", "?", "126", "127"].contains(&status);
+        assert!(ran, "`{attempt}` must run and fail inside: {status}\n{}", run.stderr);
     }
     assert!(containers_of(engine, &std::fs::canonicalize(&env.repo).unwrap()).is_empty(), "container removed");
 }
