@@ -14,3 +14,13 @@ git -C "$repo" commit -q --allow-empty -m init
 
 now_ns() { date +%s%N; }
 median() { sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+
+# An agent (`$work/agent.sh`) that prints the file $1 as its whole output.
+agent_printing() {
+  cat > "$work/agent.sh" <<AGENT
+#!/usr/bin/env bash
+cat > /dev/null
+cat "$1"
+AGENT
+  chmod +x "$work/agent.sh"
+}

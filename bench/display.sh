@@ -34,12 +34,7 @@ with open(path, "w") as out:
               "session_id": session, "usage": usage}) + "\n")
 PY
 bytes=$(wc -c < "$work/stream.jsonl")
-cat > "$work/agent.sh" <<AGENT
-#!/usr/bin/env bash
-cat > /dev/null
-cat "$work/stream.jsonl"
-AGENT
-chmod +x "$work/agent.sh"
+agent_printing "$work/stream.jsonl"
 cd "$repo"
 sync
 measure() { # $1: extra flag (or empty); prints "elapsed_ns rss_kb lines"

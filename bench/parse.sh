@@ -13,12 +13,7 @@ copies=$(( size_mb * 1000000 / body_bytes ))
 for _ in $(seq "$copies"); do cat "$work/body.jsonl"; done > "$work/stream.jsonl"
 tail -n 1 "$fixture" >> "$work/stream.jsonl"
 bytes=$(wc -c < "$work/stream.jsonl")
-cat > "$work/agent.sh" <<AGENT
-#!/usr/bin/env bash
-cat > /dev/null
-cat "$work/stream.jsonl"
-AGENT
-chmod +x "$work/agent.sh"
+agent_printing "$work/stream.jsonl"
 cd "$repo"
 sync
 runs=() rss=()

@@ -78,13 +78,6 @@ pub(crate) fn finish(
             }
             Ok(result) => {
                 use crate::record::MergeKind;
-                let how = match &result {
-                    MergeResult::Rebased { onto, .. } => format!("replayed onto `{target}` ({})", short(onto)),
-                    MergeResult::Merged { onto, .. } | MergeResult::FastForward { onto, .. } => {
-                        format!("onto {}", short(onto))
-                    }
-                    MergeResult::UpToDate | MergeResult::Conflict { .. } => "already there".to_owned(),
-                };
                 (merge_kind, merge_commit, merge_onto) = match result {
                     MergeResult::FastForward { commit, onto } => {
                         (Some(MergeKind::FastForward), Some(commit), Some(onto))
@@ -96,6 +89,11 @@ pub(crate) fn finish(
                         (Some(MergeKind::Rebase), Some(commit), Some(onto))
                     }
                     MergeResult::UpToDate | MergeResult::Conflict { .. } => (Some(MergeKind::UpToDate), None, None),
+                };
+                let how = match (merge_kind, &merge_onto) {
+                    (Some(MergeKind::Rebase), Some(onto)) => format!("replayed onto `{target}` ({})", short(onto)),
+                    (_, Some(onto)) => format!("onto {}", short(onto)),
+                    _ => "already there".to_owned(),
                 };
                 merged_into = Some(target.clone());
                 merged = true;

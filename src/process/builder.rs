@@ -258,7 +258,6 @@ impl ProcessBuilder {
     /// The std command a supervised spawn runs: under eden's init when contained, and killed
     /// by the kernel if eden dies.
     fn supervised_command(&self) -> std::io::Result<std::process::Command> {
-        use std::os::unix::process::CommandExt;
         let mut std_command = self.command();
         if self.contained && super::contain::current() == Some(super::contain::Containment::PidNamespace) {
             // eden's init runs the command; a program that cannot start must still fail here,
@@ -272,19 +271,31 @@ impl ProcessBuilder {
                 .collect();
             std_command = wrapped.command();
         }
-        let parent = nix::unistd::getpid();
-        // SAFETY: between fork and exec only async-signal-safe calls: prctl(2) and getppid(2).
-        unsafe {
-            std_command.pre_exec(move || {
-                nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL).map_err(std::io::Error::from)?;
-                // eden may have died before the line above: then nobody will ever wait for us.
-                if nix::unistd::getppid() != parent {
-                    return Err(std::io::Error::other("eden exited while starting the process"));
-                }
-                Ok(())
-            });
-        }
+        die_with_parent(&mut std_command, nix::sys::signal::Signal::SIGKILL, false);
         Ok(std_command)
+    }
+}
+
+/// The child gets `signal` when this thread's process goes (`PR_SET_PDEATHSIG`), and with
+/// `unblock` starts with no signal blocked (a coordinator blocks them to `sigwait`).
+fn die_with_parent(command: &mut std::process::Command, signal: nix::sys::signal::Signal, unblock: bool) {
+    use std::os::unix::process::CommandExt;
+    let parent = nix::unistd::getpid();
+    // SAFETY: between fork and exec only async-signal-safe calls: sigprocmask(2), prctl(2) and
+    // getppid(2).
+    unsafe {
+        command.pre_exec(move || {
+            use nix::sys::signal::{sigprocmask, SigSet, SigmaskHow};
+            if unblock {
+                sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None).map_err(std::io::Error::from)?;
+            }
+            nix::sys::prctl::set_pdeathsig(signal).map_err(std::io::Error::from)?;
+            // eden may have died before the line above: then nobody will ever wait for us.
+            if nix::unistd::getppid() != parent {
+                return Err(std::io::Error::other("eden exited while starting the process"));
+            }
+            Ok(())
+        });
     }
 }
 
@@ -305,20 +316,7 @@ impl ProcessBuilder {
         use std::os::unix::process::CommandExt;
         let mut command = self.command();
         command.process_group(0).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-        let parent = nix::unistd::getpid();
-        // SAFETY: between fork and exec only async-signal-safe calls: sigprocmask(2), prctl(2),
-        // getppid(2).
-        unsafe {
-            command.pre_exec(move || {
-                use nix::sys::signal::{sigprocmask, SigSet, SigmaskHow};
-                sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None).map_err(std::io::Error::from)?;
-                nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGTERM).map_err(std::io::Error::from)?;
-                if nix::unistd::getppid() != parent {
-                    return Err(std::io::Error::other("eden exited while starting the run"));
-                }
-                Ok(())
-            });
-        }
+        die_with_parent(&mut command, nix::sys::signal::Signal::SIGTERM, true);
         command.spawn()
     }
 

@@ -80,11 +80,11 @@ pub struct ContainerRequest<'a> {
     pub branch: &'a str,
 }
 
-fn engine_command(engine: Engine) -> ProcessBuilder {
+pub(super) fn engine_command(engine: Engine) -> ProcessBuilder {
     ProcessBuilder::new(engine.binary())
 }
 
-fn run(command: ProcessBuilder) -> Result<Output, Error> {
+pub(super) fn run(command: ProcessBuilder) -> Result<Output, Error> {
     command.output().map_err(|err| Error::sandbox(format!("cannot run `{command}`: {err}")))
 }
 

@@ -99,35 +99,31 @@ fn is_address(host: &str) -> bool {
     host.split('/').next().is_some_and(|address| address.parse::<Ipv4Addr>().is_ok())
 }
 
-/// The rules with every name resolved again by `resolve` (`None`: it failed, keep the old
-/// addresses); `None` when nothing changed.
+/// The rules (one list per `allow` entry) with every name resolved again by `resolve`
+/// (`None`: it failed, keep the old addresses); `None` when nothing changed.
 fn next_rules(
-    current: &[(String, Vec<Rule>)],
+    current: &[Vec<Rule>],
     allow: &[AllowEntry],
     resolve: &dyn Fn(&AllowEntry) -> Option<Vec<Rule>>,
-) -> Option<Vec<(String, Vec<Rule>)>> {
-    let next: Vec<(String, Vec<Rule>)> = current
+) -> Option<Vec<Vec<Rule>>> {
+    let next: Vec<Vec<Rule>> = current
         .iter()
         .zip(allow)
-        .map(|((shown, rules), entry)| {
+        .map(|(rules, entry)| {
             let fresh = match is_address(&entry.host) {
                 true => None,
                 false => resolve(entry).filter(|fresh| !fresh.is_empty()),
             };
-            (shown.clone(), fresh.unwrap_or_else(|| rules.clone()))
+            fresh.unwrap_or_else(|| rules.clone())
         })
         .collect();
     (next != current).then_some(next)
 }
 
-/// Every entry as rules: names resolved (on the host, now) to their IPv4 addresses.
-fn resolve(allow: &[AllowEntry]) -> Result<Vec<(String, Vec<Rule>)>, Error> {
-    let mut resolved = Vec::new();
-    for entry in allow {
-        let shown = format!("{}{}", entry.host, entry.port.map(|p| format!(":{p}")).unwrap_or_default());
-        resolved.push((shown, resolve_entry(entry)?));
-    }
-    Ok(resolved)
+/// Every entry as rules (one list per entry): names resolved (on the host, now) to their IPv4
+/// addresses.
+fn resolve(allow: &[AllowEntry]) -> Result<Vec<Vec<Rule>>, Error> {
+    allow.iter().map(resolve_entry).collect()
 }
 
 fn resolve_entry(entry: &AllowEntry) -> Result<Vec<Rule>, Error> {
@@ -151,7 +147,7 @@ fn resolve_entry(entry: &AllowEntry) -> Result<Vec<Rule>, Error> {
 
 /// The `iptables-restore` input for IPv4 and IPv6: everything out refused but loopback,
 /// replies, DNS to the resolvers and the allowed destinations.
-fn rule_sets(resolvers: &[Ipv4Addr], rules: &[(String, Vec<Rule>)]) -> (String, String) {
+fn rule_sets(resolvers: &[Ipv4Addr], rules: &[Vec<Rule>]) -> (String, String) {
     let head = "*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT DROP [0:0]\n\
                 -A OUTPUT -o lo -j ACCEPT\n-A OUTPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT\n";
     let mut v4 = head.to_owned();
@@ -160,7 +156,7 @@ fn rule_sets(resolvers: &[Ipv4Addr], rules: &[(String, Vec<Rule>)]) -> (String, 
             v4.push_str(&format!("-A OUTPUT -d {resolver}/32 -p {protocol} --dport 53 -j ACCEPT\n"));
         }
     }
-    for (_, rules) in rules {
+    for rules in rules {
         for rule in rules {
             match rule.port {
                 Some(port) => {
@@ -194,7 +190,7 @@ fn in_namespace(pid: u32, program: &str, rules: String) -> Result<(), Error> {
 
 /// From inside the namespace: a denied address is refused, the first allowed destination
 /// (with its port, or 443) connects.
-fn self_test(pid: u32, allow: &[AllowEntry], rules: &[(String, Vec<Rule>)]) -> Result<(), Error> {
+fn self_test(pid: u32, allow: &[AllowEntry], rules: &[Vec<Rule>]) -> Result<(), Error> {
     let (denied, port) = DENIED_PROBE;
     match connect_inside(pid, &denied.to_string(), port)? {
         (1, _) => {}
@@ -206,9 +202,10 @@ fn self_test(pid: u32, allow: &[AllowEntry], rules: &[(String, Vec<Rule>)]) -> R
             .with_hint("the rules are not in force; nothing ran in the sandbox"))
         }
     }
-    let Some(((shown, rules), entry)) = rules.iter().zip(allow).find(|((_, rules), _)| !rules.is_empty()) else {
+    let Some((rules, entry)) = rules.iter().zip(allow).find(|(rules, _)| !rules.is_empty()) else {
         return Ok(());
     };
+    let shown = &entry.host;
     let address = rules[0].network.split('/').next().unwrap_or_default();
     // A network has no one address to try; a host does.
     if entry.host.contains('/') {
@@ -258,8 +255,8 @@ pub fn run_connect(args: &[std::ffi::OsString]) -> i32 {
 }
 
 fn engine_output(engine: Engine, args: &[&str]) -> Result<String, Error> {
-    let command = ProcessBuilder::new(engine.binary()).args(args);
-    let output = command.output().map_err(|err| Error::sandbox(format!("cannot run `{command}`: {err}")))?;
+    let command = super::container::engine_command(engine).args(args);
+    let output = super::container::run(command.clone())?;
     if !output.success() {
         return Err(Error::sandbox(format!("`{command}` failed: {}", output.stderr.trim())));
     }
@@ -273,8 +270,8 @@ mod tests {
     #[test]
     fn the_rules_refuse_all_but_the_allowed() {
         let rules = vec![
-            ("10.1.2.3:5432".to_owned(), vec![Rule { network: "10.1.2.3".into(), port: Some(5432) }]),
-            ("10.0.0.0/8".to_owned(), vec![Rule { network: "10.0.0.0/8".into(), port: None }]),
+            vec![Rule { network: "10.1.2.3".into(), port: Some(5432) }],
+            vec![Rule { network: "10.0.0.0/8".into(), port: None }],
         ];
         let (v4, v6) = rule_sets(&["10.255.255.53".parse().unwrap()], &rules);
         insta::assert_snapshot!(v4, @"
@@ -300,16 +297,13 @@ mod tests {
     fn the_rules_follow_the_names_addresses() {
         let allow = [AllowEntry::parse("api.example.com:443").unwrap(), AllowEntry::parse("10.1.2.3").unwrap()];
         let rule = |network: &str, port| Rule { network: network.into(), port };
-        let current = vec![
-            ("api.example.com:443".to_owned(), vec![rule("1.1.1.1", Some(443))]),
-            ("10.1.2.3".to_owned(), vec![rule("10.1.2.3", None)]),
-        ];
+        let current = vec![vec![rule("1.1.1.1", Some(443))], vec![rule("10.1.2.3", None)]];
         let same = |_: &AllowEntry| Some(vec![rule("1.1.1.1", Some(443))]);
         assert_eq!(next_rules(&current, &allow, &same), None, "nothing changed");
         let moved = |_: &AllowEntry| Some(vec![rule("2.2.2.2", Some(443))]);
         let next = next_rules(&current, &allow, &moved).expect("the name moved");
-        assert_eq!(next[0].1, [rule("2.2.2.2", Some(443))]);
-        assert_eq!(next[1].1, [rule("10.1.2.3", None)], "addresses are not looked up");
+        assert_eq!(next[0], [rule("2.2.2.2", Some(443))]);
+        assert_eq!(next[1], [rule("10.1.2.3", None)], "addresses are not looked up");
         let gone = |_: &AllowEntry| None;
         assert_eq!(next_rules(&current, &allow, &gone), None, "a failed lookup keeps the old addresses");
     }
