@@ -7,7 +7,8 @@ iteration=${prompt##*iteration }
 iteration=${iteration%%[!0-9]*}
 echo "agent: working on iteration $iteration"
 mkdir -p eden-demo
-echo "note $iteration" > "eden-demo/note-$iteration.txt"
+# The run's own branch in the note: a second run in the same repository has something to commit.
+echo "note $iteration from $(git branch --show-current)" > "eden-demo/note-$iteration.txt"
 git add "eden-demo/note-$iteration.txt"
 git commit -q -m "eden demo: note $iteration"
 echo "agent: committed eden-demo/note-$iteration.txt"
