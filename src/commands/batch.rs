@@ -63,11 +63,6 @@ enum Message {
 }
 
 pub fn run(args: RunArgs, printed: &mut bool) -> Result<i32, Error> {
-    if args.json && args.json_events {
-        return Err(Error::usage("`--json` and `--json-events` cannot be used together").with_hint(
-            "`--json` prints an array of run records at the end; `--json-events` prints every event of every run",
-        ));
-    }
     let current_dir = crate::commands::current_dir()?;
     let members = members(&args, &current_dir)?;
     if args.dry_run {

@@ -29,6 +29,13 @@ pub fn execute(args: RunArgs, interactive: Option<InteractiveMode>) -> Result<i3
     let mut printed = false;
     let several = args.manifests.len() > 1 || !args.matrix.is_empty();
     let result = match interactive {
+        _ if args.json && args.json_events => {
+            Err(Error::usage("`--json` and `--json-events` cannot be used together").with_hint(if several {
+                "`--json` prints an array of run records at the end; `--json-events` prints every event of every run"
+            } else {
+                "`--json` prints the run record at the end; `--json-events` prints every event, and the last one carries the record"
+            }))
+        }
         Some(_) if several || args.jobs.is_some() || args.fail_fast => Err(Error::usage(
             "`eden interactive` runs one session: one manifest, no `--matrix`, `--jobs` or `--fail-fast`",
         )
@@ -57,11 +64,6 @@ fn error_json(error: &Error) -> serde_json::Value {
 
 /// The run; `printed` says whether it put its record (or events) on stdout.
 fn run_inner(args: RunArgs, interactive: Option<InteractiveMode>, printed: &mut bool) -> Result<i32, Error> {
-    if args.json && args.json_events {
-        return Err(Error::usage("`--json` and `--json-events` cannot be used together").with_hint(
-            "`--json` prints the run record at the end; `--json-events` prints every event, and the last one carries the record",
-        ));
-    }
     let current_dir = crate::commands::current_dir()?;
     if interactive.is_some() && args.json_events {
         return Err(Error::usage("`--json-events` does not go with `eden interactive`: the agent has stdout")
