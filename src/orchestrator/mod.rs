@@ -424,6 +424,7 @@ fn start_sandbox(
                 worktree: &pre.worktree,
                 network: *network != Network::None,
                 patches: &pre.layout().patches(),
+                repository_lock: &pre.layout().repository_lock(),
                 copied: &plan.copy_to_worktree,
                 agent_state: &agent_state,
             };

@@ -20,6 +20,8 @@ pub struct IsolatedRequest<'a> {
     pub network: bool,
     /// Where uncommitted work is saved as a patch (`.eden/patches`).
     pub patches: &'a Path,
+    /// The repository lock, held while work is fetched back into the shared repository.
+    pub repository_lock: &'a Path,
     /// `copy_to_worktree` entries (relative): git does not carry them into the clone.
     pub copied: &'a [PathBuf],
     /// The agent's configuration and transcript folders: writable inside, as in containers,
@@ -52,6 +54,7 @@ pub struct Isolated {
     tmp: PathBuf,
     worktree: PathBuf,
     patches: PathBuf,
+    repository_lock: PathBuf,
     run_id: String,
     network: bool,
     agent_state: Vec<PathBuf>,
@@ -111,6 +114,7 @@ pub fn start(request: &IsolatedRequest<'_>) -> Result<Box<dyn SandboxHandle>, Er
         tmp,
         worktree: request.worktree.to_path_buf(),
         patches: request.patches.to_owned(),
+        repository_lock: request.repository_lock.to_owned(),
         run_id: request.run_id.to_owned(),
         network: request.network,
         agent_state: request.agent_state.to_vec(),
@@ -225,9 +229,19 @@ impl SandboxHandle for Isolated {
 
     fn sync(&self) -> Result<Option<String>, Error> {
         let worktree = Git::new(&self.worktree);
+        // A fetch reads every worktree's metadata, which other runs add and remove under this
+        // lock: without it, a worktree removed meanwhile fails the fetch.
+        let shared = crate::lock::RepoLock::acquire(
+            &self.repository_lock,
+            &self.run_id,
+            "fetching the agent's commits",
+            &mut |_| {},
+        )
+        .map_err(|err| self.kept_error("cannot bring the agent's commits back", &err))?;
         let fetched = worktree
             .run(["fetch".as_ref(), "--quiet".as_ref(), self.copy.as_os_str(), OsString::from("HEAD").as_os_str()])
             .and_then(|_| worktree.run(["merge", "--ff-only", "--quiet", "FETCH_HEAD"]));
+        drop(shared);
         match fetched {
             Ok(_) => Ok(None),
             Err(err) => Err(self.kept_error("cannot bring the agent's commits back", &err)),
