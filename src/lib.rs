@@ -18,6 +18,7 @@ pub mod process;
 pub mod record;
 pub mod redact;
 pub mod report;
+pub mod safe_fs;
 pub mod sandbox;
 pub mod sessions;
 pub mod ui;

@@ -2,17 +2,24 @@
 //! into the new worktree before the hooks run. At the end, copies the run left unchanged are
 //! removed again, so they do not make the worktree look dirty; a copy the agent changed stays,
 //! and with it the worktree, like any uncommitted work.
+//!
+//! The agent may have replaced a copied folder with a symlink to somewhere else (the checkout's
+//! own folder, say): the removal walks the worktree with `safe_fs`, so a copy reached through a
+//! symlink counts as changed and stays, and nothing outside the worktree is ever removed.
 
 use crate::error::Error;
+use crate::safe_fs;
 use crate::values::format_duration;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// What was copied: files (source, destination) and the folders made for them, in order.
+/// What was copied: files (source, destination relative to the worktree) and the folders made
+/// for them (relative), in order.
 #[derive(Debug, Default)]
 pub struct Copied {
+    pub worktree: PathBuf,
     pub files: Vec<(PathBuf, PathBuf)>,
     pub dirs: Vec<PathBuf>,
 }
@@ -46,8 +53,9 @@ pub async fn copy_into(
         let (checkout, worktree, entries) = (checkout.to_owned(), worktree.to_owned(), entries.to_vec());
         let (cancel, copied) = (cancel.clone(), copied.clone());
         tokio::task::spawn_blocking(move || -> std::io::Result<()> {
+            copied.lock().unwrap_or_else(|e| e.into_inner()).worktree = worktree.clone();
             for entry in &entries {
-                copy_path(&checkout.join(entry), &worktree.join(entry), &cancel, &copied)?;
+                copy_path(&checkout.join(entry), &worktree, entry, &cancel, &copied)?;
             }
             Ok(())
         })
@@ -71,50 +79,62 @@ pub async fn copy_into(
     };
     // Nothing ran after a failed copy, so every copy (a partial one too) is ours to remove.
     let mut copied = copied.lock().unwrap_or_else(|e| e.into_inner());
-    remove(&copied, |_, _| true);
+    remove(&copied, |_, _, _| true);
     *copied = Copied::default();
     Err(error)
 }
 
-fn copy_path(source: &Path, dest: &Path, cancel: &AtomicBool, copied: &Mutex<Copied>) -> std::io::Result<()> {
+/// Copy `source` to `relative` in `worktree` (a folder eden just made: nothing else writes it
+/// yet).
+fn copy_path(
+    source: &Path,
+    worktree: &Path,
+    relative: &Path,
+    cancel: &AtomicBool,
+    copied: &Mutex<Copied>,
+) -> std::io::Result<()> {
     if cancel.load(Ordering::SeqCst) {
         return Err(std::io::Error::other("cancelled"));
     }
     let meta = std::fs::symlink_metadata(source)?;
-    if let Some(parent) = dest.parent() {
-        make_dirs(parent, copied)?;
+    if let Some(parent) = relative.parent().filter(|parent| !parent.as_os_str().is_empty()) {
+        make_dirs(worktree, parent, copied)?;
     }
+    let dest = worktree.join(relative);
+    let record = |copied: &Mutex<Copied>| {
+        copied.lock().unwrap_or_else(|e| e.into_inner()).files.push((source.to_owned(), relative.to_owned()));
+    };
     if meta.file_type().is_symlink() {
         let target = std::fs::read_link(source)?;
-        let _ = std::fs::remove_file(dest);
-        std::os::unix::fs::symlink(target, dest)?;
-        copied.lock().unwrap_or_else(|e| e.into_inner()).files.push((source.to_owned(), dest.to_owned()));
+        let _ = std::fs::remove_file(&dest);
+        std::os::unix::fs::symlink(target, &dest)?;
+        record(copied);
     } else if meta.is_dir() {
-        make_dirs(dest, copied)?;
+        make_dirs(worktree, relative, copied)?;
         let mut children: Vec<_> = std::fs::read_dir(source)?.collect::<Result<_, _>>()?;
         children.sort_by_key(|child| child.file_name());
         for child in children {
-            copy_path(&child.path(), &dest.join(child.file_name()), cancel, copied)?;
+            copy_path(&child.path(), worktree, &relative.join(child.file_name()), cancel, copied)?;
         }
     } else if meta.is_file() {
         // Listed first: a copy cut short is still found and removed.
-        copied.lock().unwrap_or_else(|e| e.into_inner()).files.push((source.to_owned(), dest.to_owned()));
-        std::fs::copy(source, dest)?;
+        record(copied);
+        std::fs::copy(source, &dest)?;
     } else {
         return Err(std::io::Error::other(format!("`{}` is not a file, folder or symlink", source.display())));
     }
     Ok(())
 }
 
-fn make_dirs(dir: &Path, copied: &Mutex<Copied>) -> std::io::Result<()> {
-    if dir.is_dir() {
+fn make_dirs(worktree: &Path, relative: &Path, copied: &Mutex<Copied>) -> std::io::Result<()> {
+    if worktree.join(relative).is_dir() {
         return Ok(());
     }
-    if let Some(parent) = dir.parent() {
-        make_dirs(parent, copied)?;
+    if let Some(parent) = relative.parent().filter(|parent| !parent.as_os_str().is_empty()) {
+        make_dirs(worktree, parent, copied)?;
     }
-    std::fs::create_dir(dir)?;
-    copied.lock().unwrap_or_else(|e| e.into_inner()).dirs.push(dir.to_owned());
+    std::fs::create_dir(worktree.join(relative))?;
+    copied.lock().unwrap_or_else(|e| e.into_inner()).dirs.push(relative.to_owned());
     Ok(())
 }
 
@@ -124,30 +144,35 @@ pub fn remove_unchanged(copied: &Copied) -> usize {
     copied.files.len() - remove(copied, same_content)
 }
 
-/// Remove the copies `removable` accepts, then the folders made for them that are now empty.
-/// Returns how many copies were removed.
-fn remove(copied: &Copied, removable: impl Fn(&Path, &Path) -> bool) -> usize {
+/// Remove the copies `removable` accepts, then the folders made for them that are now empty,
+/// all through the worktree's own handle (no symlink followed). Returns how many copies were
+/// removed.
+fn remove(copied: &Copied, removable: impl Fn(&safe_fs::Dir, &Path, &Path) -> bool) -> usize {
+    if copied.files.is_empty() && copied.dirs.is_empty() {
+        return 0;
+    }
+    let Ok(worktree) = safe_fs::Dir::open(&copied.worktree) else { return 0 };
     let mut removed = 0;
     for (source, dest) in &copied.files {
-        if removable(source, dest) {
-            let _ = std::fs::remove_file(dest);
+        if removable(&worktree, source, dest) && worktree.remove_file(dest).is_ok() {
             removed += 1;
         }
     }
     for dir in copied.dirs.iter().rev() {
-        let _ = std::fs::remove_dir(dir); // only succeeds when empty
+        let _ = worktree.remove_empty_dir(dir); // only when empty and a plain folder
     }
     removed
 }
 
-fn same_content(source: &Path, dest: &Path) -> bool {
-    let (Ok(a), Ok(b)) = (std::fs::symlink_metadata(source), std::fs::symlink_metadata(dest)) else {
-        return false;
-    };
-    match (a.file_type().is_symlink(), b.file_type().is_symlink()) {
-        (true, true) => std::fs::read_link(source).ok() == std::fs::read_link(dest).ok(),
-        (false, false) => {
-            a.len() == b.len() && matches!((std::fs::read(source), std::fs::read(dest)), (Ok(x), Ok(y)) if x == y)
+/// Is the copy at `dest` (reached without following any symlink) still what `source` is?
+fn same_content(worktree: &safe_fs::Dir, source: &Path, dest: &Path) -> bool {
+    let Ok(meta) = std::fs::symlink_metadata(source) else { return false };
+    match worktree.kind(dest) {
+        Some(safe_fs::Kind::Symlink) if meta.file_type().is_symlink() => {
+            std::fs::read_link(source).ok().map(PathBuf::into_os_string) == worktree.read_link(dest).ok()
+        }
+        Some(safe_fs::Kind::File) if meta.is_file() => {
+            matches!((std::fs::read(source), worktree.read(dest, meta.len())), (Ok(x), Ok(y)) if x == y)
         }
         _ => false,
     }
@@ -180,5 +205,23 @@ mod tests {
         assert!(!to.join(".env").exists());
         assert!(!to.join("conf/nested").exists(), "emptied folders go too");
         assert_eq!(std::fs::read_to_string(to.join("conf/b.toml")).unwrap(), "changed", "changed copies stay");
+    }
+
+    /// The agent swapped a copied folder for a symlink to the checkout's own: the originals
+    /// there are identical to their sources (they are the sources), and must not be removed.
+    #[tokio::test]
+    async fn a_folder_swapped_for_a_symlink_is_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let (from, to) = (dir.path().join("from"), dir.path().join("to"));
+        std::fs::create_dir_all(from.join("conf")).unwrap();
+        std::fs::create_dir_all(&to).unwrap();
+        std::fs::write(from.join("conf/a.toml"), "a").unwrap();
+        let copied = Arc::new(Mutex::new(Copied::default()));
+        copy_into(&from, &to, &[PathBuf::from("conf")], Duration::from_secs(10), &copied).await.unwrap();
+        std::fs::remove_dir_all(to.join("conf")).unwrap();
+        std::os::unix::fs::symlink(from.join("conf"), to.join("conf")).unwrap();
+        assert_eq!(remove_unchanged(&copied.lock().unwrap()), 1, "counted as changed");
+        assert_eq!(std::fs::read_to_string(from.join("conf/a.toml")).unwrap(), "a", "the original is untouched");
+        assert!(to.join("conf").is_symlink());
     }
 }
