@@ -1,6 +1,12 @@
-//! `eden clean`: find everything eden left behind — worktrees, `eden/*` branches, containers,
-//! locks nobody holds, isolated copies, container exec folders, and (on request) old logs,
-//! records, sessions and patches — and remove what is safe to remove.
+//! `eden clean`: find everything eden left behind — worktrees, `eden/*` branches, containers and
+//! their workspace volumes, locks nobody holds, isolated copies, agents' private state folders,
+//! scratch folders, and (on request) old logs, records, sessions and patches — and remove what
+//! is safe to remove.
+//!
+//! What a sandbox wrote is never trusted here: no git runs in an isolated copy or a container's
+//! workspace on the host. A killed run's container or copy is asked (inside, as the run did) for
+//! what it still holds, which is saved under `.eden/patches/` as a bundle and a patch before it
+//! is removed; folders are removed without following any symlink (`safe_fs`).
 //!
 //! Safe means: never anything of a run that is still going (its branch lock is held, or its
 //! record says `running` and its eden process is alive), never a worktree with uncommitted
@@ -45,6 +51,12 @@ pub enum Kind {
     GitLock,
     IsolatedCopy,
     ExecDir,
+    /// A container's workspace volume whose container is gone.
+    Volume,
+    /// A run's private agent state folder (`.eden/agent-state/<run>`).
+    AgentState,
+    /// A run's scratch folder (`.eden/tmp/<run>`).
+    Scratch,
     Record,
     Log,
     Session,
@@ -61,6 +73,9 @@ impl Kind {
             Kind::GitLock => "git lock",
             Kind::IsolatedCopy => "isolated copy",
             Kind::ExecDir => "exec folder",
+            Kind::Volume => "volume",
+            Kind::AgentState => "agent state",
+            Kind::Scratch => "scratch folder",
             Kind::Record => "record",
             Kind::Log => "log",
             Kind::Session => "session",
@@ -116,10 +131,26 @@ pub struct Item {
 
 #[derive(Debug, Clone)]
 enum Action {
-    RemoveWorktree { path: PathBuf, force: bool },
+    RemoveWorktree {
+        path: PathBuf,
+        force: bool,
+    },
     PruneWorktrees,
     DeleteBranch(String),
-    RemoveContainer { engine: Engine, name: String },
+    /// Save what the container holds under `.eden/patches`, then remove it and its volume.
+    SalvageContainer {
+        engine: Engine,
+        name: String,
+    },
+    RemoveVolume {
+        engine: Engine,
+        name: String,
+    },
+    /// Save what the copy holds (asked inside bubblewrap), then remove it.
+    SalvageIsolated {
+        run_id: String,
+        owner: Box<crate::sandbox::isolated::Owner>,
+    },
     RemoveFile(PathBuf),
     RemoveDir(PathBuf),
     MarkAbandoned(PathBuf),
@@ -159,7 +190,8 @@ pub fn survey(layout: Option<&Layout>, settings: &Settings) -> Survey {
         locks(layout, &mut live, &mut survey);
         records(layout, &mut live, &mut survey);
         worktrees_and_branches(layout, settings, &live, &mut survey);
-        exec_dirs(layout, &live, &mut survey);
+        legacy_exec_dirs(layout, &live, &mut survey);
+        run_folders(layout, &live, &mut survey);
     }
     containers(layout, settings, &live, &mut survey);
     isolated_copies(layout, settings, &live, &mut survey);
@@ -417,15 +449,44 @@ fn worktrees_and_branches(layout: &Layout, settings: &Settings, live: &Live, sur
     }
 }
 
-/// `<.git>/eden-exec/<run-id>`: pid files of a container's commands; gone with the run.
-fn exec_dirs(layout: &Layout, live: &Live, survey: &mut Survey) {
-    for path in dirs_in(&layout.exec_dirs()) {
+/// `<.git>/eden-exec/<run-id>`: pid files of containers of eden versions that mounted `.git`
+/// into the container. A container could replace the folder with a symlink: only a real folder
+/// is looked into, and what is in it is removed without following anything.
+fn legacy_exec_dirs(layout: &Layout, live: &Live, survey: &mut Survey) {
+    let legacy = layout.legacy_exec_dirs();
+    match std::fs::symlink_metadata(&legacy) {
+        Ok(meta) if meta.is_dir() => {}
+        Ok(_) => {
+            let name = legacy.display().to_string();
+            let reason = "not a folder (a symlink a container made?): removed, nothing it points at";
+            survey.items.push(Item::remove(Kind::ExecDir, name, reason, Action::RemoveFile(legacy)));
+            return;
+        }
+        Err(_) => return,
+    }
+    for path in dirs_in(&legacy) {
         let run_id = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let name = path.display().to_string();
         if live.run_ids.contains(&run_id) {
             survey.items.push(Item::keep(Kind::ExecDir, name, "its run is still going"));
         } else {
             survey.items.push(Item::remove(Kind::ExecDir, name, "its run is over", Action::RemoveDir(path)));
+        }
+    }
+}
+
+/// `.eden/agent-state/<run>` and `.eden/tmp/<run>` of runs that are over (killed before their
+/// end removed them).
+fn run_folders(layout: &Layout, live: &Live, survey: &mut Survey) {
+    for (kind, parent) in [(Kind::AgentState, layout.agent_states()), (Kind::Scratch, layout.scratches())] {
+        for path in dirs_in(&parent) {
+            let run_id = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let name = relative(layout, &path);
+            if live.run_ids.contains(&run_id) {
+                survey.items.push(Item::keep(kind, name, "its run is still going"));
+            } else {
+                survey.items.push(Item::remove(kind, name, "its run is over", Action::RemoveDir(path)));
+            }
         }
     }
 }
@@ -458,15 +519,41 @@ fn containers(layout: Option<&Layout>, settings: &Settings, live: &Live, survey:
                     format!("its run is still going (pid {})", found.pid),
                 ));
             } else {
-                let action = Action::RemoveContainer { engine, name: found.name.clone() };
-                survey.items.push(Item::remove(Kind::Container, name, "its run is over", action));
+                let action = Action::SalvageContainer { engine, name: found.name.clone() };
+                let reason = "its run is over (what it holds is saved under `.eden/patches` first)";
+                survey.items.push(Item::remove(Kind::Container, name, reason, action));
             }
+        }
+        let containers: HashSet<String> =
+            survey.items.iter().filter(|item| item.kind == Kind::Container).map(|item| item.name.clone()).collect();
+        let volumes = match container::list_volumes(engine, repo) {
+            Ok(volumes) => volumes,
+            Err(err) => {
+                survey.warnings.push(err.message);
+                continue;
+            }
+        };
+        for (volume, run_id, _) in volumes {
+            let name = format!("{volume} ({})", engine.binary());
+            if containers.contains(&name) {
+                continue; // goes with its container
+            }
+            if live.run_ids.contains(&run_id) {
+                survey.items.push(Item::keep(Kind::Volume, name, "its run is still going"));
+                continue;
+            }
+            let reason =
+                "the workspace of a run whose container is gone: it may hold work that never came back".to_owned();
+            let action = Action::RemoveVolume { engine, name: volume };
+            survey.items.push(Item::unsafe_to_remove(Kind::Volume, name, reason, settings.force, action));
         }
     }
 }
 
-/// `$TMPDIR/eden-isolated-<run-id>` (the clone) and `…-tmp` (its private temporary folder). The
-/// clone's `.git/eden-owner.json` says whose run it is (see `sandbox::isolated`).
+/// `$TMPDIR/eden-isolated-<run-id>` (the copy), `…-tmp` (its private temporary folder) and
+/// `….json` (whose it is, see `sandbox::isolated::Owner`). A copy of a run that is over is
+/// asked, inside bubblewrap, for what it holds, which is saved under its repository's
+/// `.eden/patches/`; then it goes.
 fn isolated_copies(layout: Option<&Layout>, settings: &Settings, live: &Live, survey: &mut Survey) {
     let temp = std::env::temp_dir();
     for path in dirs_in(&temp) {
@@ -479,8 +566,7 @@ fn isolated_copies(layout: Option<&Layout>, settings: &Settings, live: &Live, su
             Some(run_id) => (run_id, true),
             None => (rest, false),
         };
-        let (copy, _) = layout::isolated_copy(run_id);
-        let owner = crate::sandbox::isolated::Owner::read(&copy);
+        let owner = crate::sandbox::isolated::Owner::read(run_id);
         let ours = match (layout, &owner) {
             (Some(layout), Some(owner)) => {
                 crate::git::dunce_canonical(&owner.repo) == crate::git::dunce_canonical(&layout.root)
@@ -501,42 +587,22 @@ fn isolated_copies(layout: Option<&Layout>, settings: &Settings, live: &Live, su
             survey.items.push(Item::remove(Kind::IsolatedCopy, name, "its run is over", Action::RemoveDir(path)));
             continue;
         }
-        let repo = owner.as_ref().map(|owner| owner.repo.clone()).or_else(|| layout.map(|layout| layout.root.clone()));
-        match unreturned_work(&copy, repo.as_deref()) {
-            None => survey.items.push(Item::remove(
+        match owner {
+            Some(owner) => survey.items.push(Item::remove(
                 Kind::IsolatedCopy,
                 name,
-                "its run is over and its work came back",
-                Action::RemoveDir(path),
+                "its run is over (what it holds is saved under `.eden/patches` first)",
+                Action::SalvageIsolated { run_id: run_id.to_owned(), owner: Box::new(owner) },
             )),
-            Some(what) => survey.items.push(Item::unsafe_to_remove(
+            None => survey.items.push(Item::unsafe_to_remove(
                 Kind::IsolatedCopy,
                 name,
-                what,
+                "a copy whose run eden cannot tell: it may hold work that never came back".to_owned(),
                 settings.force,
                 Action::RemoveDir(path),
             )),
         }
     }
-}
-
-/// What an isolated copy holds that its repository does not: uncommitted changes, or commits
-/// that never came back. `None` when nothing.
-fn unreturned_work(copy: &Path, repo: Option<&Path>) -> Option<String> {
-    let git = Git::new(copy);
-    let Ok(dirty) = git.dirty_paths() else {
-        return Some("git cannot read it".to_owned());
-    };
-    let mut what = Vec::new();
-    let head = git.resolve("HEAD").ok().flatten();
-    let known = |head: &str| repo.is_some_and(|repo| Git::new(repo).resolve(head).ok().flatten().is_some());
-    if head.is_some_and(|head| !known(&head)) {
-        what.push("commits".to_owned());
-    }
-    if !dirty.is_empty() {
-        what.push(format!("{} uncommitted change(s)", dirty.len()));
-    }
-    (!what.is_empty()).then(|| format!("{} that never came back", what.join(" and ")))
 }
 
 /// Logs, records, sessions and patches: kept unless older than `--older-than`.
@@ -612,15 +678,20 @@ fn perform(action: &Action, layout: Option<&Layout>) -> Result<(), String> {
         }
         Action::PruneWorktrees => repo()?.prune_worktrees().map_err(|err| err.message),
         Action::DeleteBranch(branch) => repo()?.delete_branch(branch).map_err(|err| err.message),
-        Action::RemoveContainer { engine, name } => container::remove(*engine, name).map_err(|err| err.message),
+        Action::SalvageContainer { engine, name } => {
+            container::salvage_and_remove(*engine, name).map(drop).map_err(|err| err.message)
+        }
+        Action::RemoveVolume { engine, name } => container::remove_volume(*engine, name).map_err(|err| err.message),
+        Action::SalvageIsolated { run_id, owner } => {
+            crate::sandbox::isolated::salvage_and_remove(run_id, owner);
+            Ok(())
+        }
         Action::RemoveFile(path) => match std::fs::remove_file(path) {
             Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(err.to_string()),
             _ => Ok(()),
         },
-        Action::RemoveDir(path) => match std::fs::remove_dir_all(path) {
-            Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(err.to_string()),
-            _ => Ok(()),
-        },
+        // Never through a symlink: some of these folders were written by an agent.
+        Action::RemoveDir(path) => crate::safe_fs::remove_tree(path).map_err(|err| err.to_string()),
         Action::MarkAbandoned(path) => {
             let text = std::fs::read_to_string(path).map_err(|err| err.to_string())?;
             let mut record: serde_json::Value = serde_json::from_str(&text).map_err(|err| err.to_string())?;

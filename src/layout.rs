@@ -1,6 +1,6 @@
 //! Every path eden creates, in one place: `.eden/` at the repository's root (worktrees, locks,
-//! logs, run records, patches, sessions), the pid files of container commands in the shared
-//! `.git`, the isolated copies in the temporary folder, and the labels that mark its containers.
+//! logs, run records, patches, sessions, the agents' private state, scratch files), the isolated
+//! copies in the temporary folder, and the labels that mark its containers and volumes.
 //! (`.eden/.env` is yours, not eden's: `manifest::dotenv` reads it from `dotenv`.) Runs create these through `Layout`
 //! and `eden clean` walks them through it, so nothing eden makes can be missed by the cleanup.
 
@@ -14,7 +14,8 @@ pub struct Layout {
     pub common_dir: PathBuf,
 }
 
-/// Prefix of an isolated copy's folder in the temporary folder; its private `TMPDIR` adds `-tmp`.
+/// Prefix of an isolated copy's folder in the temporary folder; its private `TMPDIR` adds `-tmp`,
+/// its owner file `.json`.
 pub const ISOLATED_PREFIX: &str = "eden-isolated-";
 
 impl Layout {
@@ -62,7 +63,8 @@ impl Layout {
         self.eden_dir().join("logs")
     }
 
-    /// `.eden/patches/<run-id>.patch`: uncommitted work brought back from isolated copies.
+    /// `.eden/patches/<run-id>.patch`: uncommitted work brought back from a sandbox (and
+    /// `<run-id>.salvaged.{bundle,patch}`: what a killed eden's sandbox still held).
     pub fn patches(&self) -> PathBuf {
         self.eden_dir().join("patches")
     }
@@ -72,14 +74,30 @@ impl Layout {
         self.eden_dir().join("sessions")
     }
 
-    /// `<common dir>/eden-exec/<run-id>/`: pid files of commands running in a run's container.
-    /// In the shared `.git` because that is mounted into the container at the same path.
-    pub fn exec_dirs(&self) -> PathBuf {
+    /// `<common dir>/eden-exec/`: where versions before the sandbox boundary kept the pid files
+    /// of container commands (the shared `.git` was mounted then). Only `eden clean` looks here.
+    pub fn legacy_exec_dirs(&self) -> PathBuf {
         self.common_dir.join("eden-exec")
     }
 
-    pub fn exec_dir(&self, run_id: &str) -> PathBuf {
-        self.exec_dirs().join(run_id)
+    /// `.eden/agent-state/<run-id>/`: the agent's private state folders in a sandbox (its copy of
+    /// the person's login and settings, its transcripts), one per variable that names one.
+    pub fn agent_states(&self) -> PathBuf {
+        self.eden_dir().join("agent-state")
+    }
+
+    pub fn agent_state(&self, run_id: &str) -> PathBuf {
+        self.agent_states().join(run_id)
+    }
+
+    /// `.eden/tmp/<run-id>/`: eden's own scratch files of a run (the `.git` it builds for a
+    /// sandbox, bundles on their way in), removed when the run ends.
+    pub fn scratches(&self) -> PathBuf {
+        self.eden_dir().join("tmp")
+    }
+
+    pub fn scratch(&self, run_id: &str) -> PathBuf {
+        self.scratches().join(run_id)
     }
 }
 
@@ -91,17 +109,36 @@ pub fn dotenv(root: &Path) -> PathBuf {
     root.join(EDEN_DIR).join(".env")
 }
 
-/// Labels on every container eden starts: its run, repository, branch and eden's pid.
+/// Labels on every container eden starts: its run, repository, branch and eden's pid, and
+/// where its workspace is inside and the commit it started from (to salvage its work if eden
+/// dies). Its workspace volume has the same name and the run and repository labels.
 pub const LABEL_RUN: &str = "eden.run";
 pub const LABEL_REPO: &str = "eden.repo";
 pub const LABEL_BRANCH: &str = "eden.branch";
 pub const LABEL_PID: &str = "eden.pid";
+pub const LABEL_WORKSPACE: &str = "eden.workspace";
+pub const LABEL_BASE: &str = "eden.base";
 
 /// The file name of the repository lock inside `.eden/locks/`.
 pub const REPOSITORY_LOCK: &str = "repository.lock";
 
-/// The isolated copy of a run: a clone in the temporary folder, and its private `TMPDIR`.
-pub fn isolated_copy(run_id: &str) -> (PathBuf, PathBuf) {
+/// Where an isolated run lives in the temporary folder.
+pub struct IsolatedPaths {
+    /// The copy the agent works in.
+    pub copy: PathBuf,
+    /// Its private `TMPDIR`.
+    pub tmp: PathBuf,
+    /// Whose run it is (`sandbox::isolated::Owner`), beside the copy where the agent cannot write.
+    pub owner: PathBuf,
+}
+
+/// The isolated copy of a run: its folder in the temporary folder, its private `TMPDIR`, and
+/// its owner file.
+pub fn isolated_copy(run_id: &str) -> IsolatedPaths {
     let temp = std::env::temp_dir();
-    (temp.join(format!("{ISOLATED_PREFIX}{run_id}")), temp.join(format!("{ISOLATED_PREFIX}{run_id}-tmp")))
+    IsolatedPaths {
+        copy: temp.join(format!("{ISOLATED_PREFIX}{run_id}")),
+        tmp: temp.join(format!("{ISOLATED_PREFIX}{run_id}-tmp")),
+        owner: temp.join(format!("{ISOLATED_PREFIX}{run_id}.json")),
+    }
 }

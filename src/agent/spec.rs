@@ -30,12 +30,16 @@ pub enum PromptVia {
 }
 
 /// A folder where an agent keeps its configuration and session transcripts, found through an
-/// environment variable (`var`, default `$HOME/<default>`); `share` is the part eden mounts into
-/// a container ("" = the folder itself).
+/// environment variable (`var`, default `$HOME/<default>`); `share` is the part that is the
+/// agent's ("" = the folder itself). In a sandbox the agent gets a private folder of its own
+/// instead, seeded with copies of `seed` (what it needs to log in and behave as configured).
 pub struct StateDir {
     pub var: &'static str,
     pub default: &'static str,
     pub share: &'static str,
+    pub seed: &'static [&'static str],
+    /// A file of `seed` the agent keeps in `$HOME` instead when `var` is unset ("" = none).
+    pub home_file: &'static str,
 }
 
 pub struct AgentSpec {
@@ -72,8 +76,8 @@ pub enum Reports {
     TokensAndCost,
 }
 
-const fn dir(var: &'static str, default: &'static str, share: &'static str) -> StateDir {
-    StateDir { var, default, share }
+const fn dir(var: &'static str, default: &'static str, share: &'static str, seed: &'static [&'static str]) -> StateDir {
+    StateDir { var, default, share, seed, home_file: "" }
 }
 
 impl StateDir {
@@ -108,7 +112,16 @@ pub static SPECS: [AgentSpec; 8] = [
         binary: Some("claude"),
         npm_package: Some("@anthropic-ai/claude-code"),
         effort: true,
-        state_dirs: &[dir("CLAUDE_CONFIG_DIR", ".claude", "")],
+        state_dirs: &[StateDir {
+            // Its settings file is `~/.claude.json` unless `CLAUDE_CONFIG_DIR` is set.
+            home_file: ".claude.json",
+            ..dir(
+                "CLAUDE_CONFIG_DIR",
+                ".claude",
+                "",
+                &[".credentials.json", ".claude.json", "settings.json", "CLAUDE.md", "agents", "commands"],
+            )
+        }],
         login: "log in once with `claude` (then `/login`), or give it a key: `agent.env = { ANTHROPIC_API_KEY = \"${ANTHROPIC_API_KEY}\" }`",
         parser: Some(|| Box::new(claude::ClaudeParser)),
         command: Some(claude::command),
@@ -121,7 +134,7 @@ pub static SPECS: [AgentSpec; 8] = [
         binary: Some("codex"),
         npm_package: Some("@openai/codex"),
         effort: true,
-        state_dirs: &[dir("CODEX_HOME", ".codex", "")],
+        state_dirs: &[dir("CODEX_HOME", ".codex", "", &["auth.json", "config.toml", "AGENTS.md", "prompts"])],
         login: "log in once with `codex login`, or give it a key: `agent.env = { OPENAI_API_KEY = \"${OPENAI_API_KEY}\" }`",
         parser: Some(|| Box::new(codex::CodexParser)),
         command: Some(codex::command),
@@ -135,7 +148,15 @@ pub static SPECS: [AgentSpec; 8] = [
         npm_package: Some("opencode-ai"),
         prompt_on_argv: true,
         effort: true,
-        state_dirs: &[dir("XDG_DATA_HOME", ".local/share", "opencode"), dir("XDG_CONFIG_HOME", ".config", "opencode")],
+        state_dirs: &[
+            dir("XDG_DATA_HOME", ".local/share", "opencode", &["auth.json"]),
+            dir(
+                "XDG_CONFIG_HOME",
+                ".config",
+                "opencode",
+                &["opencode.json", "opencode.jsonc", "config.json", "AGENTS.md", "agent", "command"],
+            ),
+        ],
         login: "log in once with `opencode auth login`, or give it its provider's key in `agent.env` (e.g. `ANTHROPIC_API_KEY`)",
         parser: Some(|| Box::<opencode::OpencodeParser>::default()),
         command: Some(opencode::command),
@@ -148,7 +169,12 @@ pub static SPECS: [AgentSpec; 8] = [
         binary: Some("pi"),
         npm_package: Some("@mariozechner/pi-coding-agent"),
         prompt_on_argv: true,
-        state_dirs: &[dir("PI_CODING_AGENT_DIR", ".pi/agent", "")],
+        state_dirs: &[dir(
+            "PI_CODING_AGENT_DIR",
+            ".pi/agent",
+            "",
+            &["auth.json", "settings.json", "models.json", "AGENTS.md", "prompts"],
+        )],
         login: "log in once with `pi` (then `/login`), or give it its provider's key in `agent.env` (e.g. `ANTHROPIC_API_KEY`)",
         parser: Some(|| Box::new(pi::PiParser)),
         command: Some(pi::command),
@@ -171,7 +197,7 @@ pub static SPECS: [AgentSpec; 8] = [
         binary: Some("copilot"),
         npm_package: Some("@github/copilot"),
         prompt_on_argv: true,
-        state_dirs: &[dir("COPILOT_HOME", ".copilot", "")],
+        state_dirs: &[dir("COPILOT_HOME", ".copilot", "", &["config.json", "mcp-config.json"])],
         login: "log in once with `copilot` (then `/login`), or give it a token: `agent.env = { COPILOT_GITHUB_TOKEN = \"${GH_TOKEN}\" }`",
         parser: Some(|| Box::new(copilot::CopilotParser)),
         command: Some(copilot::command),

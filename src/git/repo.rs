@@ -6,7 +6,7 @@ use serde::Serialize;
 use std::path::{Path, PathBuf};
 
 /// Variables that would point git somewhere other than the directory we name.
-const GIT_ENV_TO_REMOVE: [&str; 8] = [
+pub const GIT_ENV_TO_REMOVE: [&str; 8] = [
     "GIT_DIR",
     "GIT_WORK_TREE",
     "GIT_INDEX_FILE",

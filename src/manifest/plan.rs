@@ -12,7 +12,7 @@ use super::output_plan::resolve_output;
 pub use super::output_plan::OutputPlan;
 use super::prompt;
 use super::sandbox_plan::resolve_sandbox;
-pub use super::sandbox_plan::{AllowEntry, ContainerPlan, Engine, MountPlan, SandboxPlan};
+pub use super::sandbox_plan::{AgentStateMount, AllowEntry, ContainerPlan, Engine, MountPlan, SandboxPlan};
 use super::schema::*;
 pub use crate::agent::AgentPlan;
 use crate::error::Error;

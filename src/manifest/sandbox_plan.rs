@@ -63,23 +63,41 @@ pub struct ContainerPlan {
     pub agent_state: Vec<AgentStateMount>,
 }
 
-/// A host folder mounted at the same path, and the variable that points the agent at it.
+/// One of the agent's state folders, as the sandbox gets it: a private folder of the run's, which
+/// `var` points the agent at, seeded with copies of what it needs from the person's own.
 #[derive(Debug, Clone, Serialize)]
 pub struct AgentStateMount {
     pub var: &'static str,
-    pub value: PathBuf,
-    pub mount: PathBuf,
+    /// The agent's part of the folder `var` names ("" = all of it).
+    pub share: &'static str,
+    /// The person's own folder (read, never written): where the seed is copied from.
+    pub source: PathBuf,
+    /// What is copied into the private folder, where the person has it.
+    pub seed: Vec<PathBuf>,
 }
 
-/// Where the agent's state folders are on the host (`var` if set, else under `$HOME`).
+/// The agent's state folders on the host (`var` if set, else under `$HOME`) and what a
+/// sandbox's private copies of them are seeded with.
 pub(super) fn agent_state(kind: AgentKind, host_env: &dyn Fn(&str) -> Option<String>) -> Vec<AgentStateMount> {
     kind.spec()
         .state_dirs
         .iter()
         .map(|dir| {
             let value = dir.resolve(host_env);
-            let mount = if dir.share.is_empty() { value.clone() } else { value.join(dir.share) };
-            AgentStateMount { var: dir.var, value, mount }
+            let source = if dir.share.is_empty() { value.clone() } else { value.join(dir.share) };
+            let seed = dir
+                .seed
+                .iter()
+                .map(|name| {
+                    let in_home = *name == dir.home_file && host_env(dir.var).is_none();
+                    match (in_home, host_env("HOME")) {
+                        (true, Some(home)) => PathBuf::from(home).join(name),
+                        _ => source.join(name),
+                    }
+                })
+                .filter(|path| path.exists())
+                .collect();
+            AgentStateMount { var: dir.var, share: dir.share, source, seed }
         })
         .collect()
 }

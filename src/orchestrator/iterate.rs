@@ -348,7 +348,12 @@ impl<'a> StepRun<'a> {
         for (key, value) in plan.env.sandbox.iter().chain(&plan.env.dotenv) {
             command = command.env_default(key, &value.0);
         }
-        let command = crate::git::with_config(command, &crate::git::NO_BACKGROUND_WORK);
+        let mut command = crate::git::with_config(command, &crate::git::NO_BACKGROUND_WORK);
+        // In a sandbox the agent's state is the run's private folder, and its transcripts are
+        // looked for there.
+        for (key, value) in self.shared.sandbox.state_env() {
+            command = command.env(key, value);
+        }
         let agent_env = AgentEnv::of(&command);
         let prepared = self.shared.sandbox.prepare(command)?;
         let agent_cwd = prepared.command.get_cwd().unwrap_or(worktree).to_path_buf();
@@ -448,8 +453,11 @@ impl<'a> StepRun<'a> {
         let lookup = |key: &str| env.get(key);
         let kept = match capture::locate(kind, session_id, cwd, &lookup) {
             Ok(capture::Located::Nothing) => return (None, None),
-            Ok(capture::Located::File { main, subagents }) => capture::keep_file(&main, &subagents, &dir, &stem)
-                .map_err(|err| format!("cannot copy the transcript `{}`: {err}", main.display())),
+            Ok(capture::Located::File { main, subagents }) => {
+                let confined = self.shared.workspace.pre.layout().agent_state(self.shared.run_id);
+                capture::keep_file(&main, &subagents, &dir, &stem, &confined)
+                    .map_err(|err| format!("cannot copy the transcript `{}`: {err}", main.display()))
+            }
             Ok(capture::Located::Export) => self.export(session_id, env).await.and_then(|(text, source)| {
                 capture::keep_export(&text, &dir, &stem, source)
                     .map_err(|err| format!("cannot write the transcript: {err}"))

@@ -105,6 +105,8 @@ pub struct Run<'p> {
     steps: Vec<StepRecord>,
     /// When the run began (its `[budget] max_duration` counts from here).
     started: std::time::Instant,
+    /// Sessions to carry into the sandbox's private state folders.
+    sessions_to_seed: Vec<SessionToSeed>,
 }
 
 impl<'p> Run<'p> {
@@ -121,7 +123,7 @@ impl<'p> Run<'p> {
         if let SandboxPlan::Container(container) = &plan.sandbox {
             sandbox::container::preflight(container.engine, &container.image)?;
         }
-        let resume_notes = check_resumes(plan, &pre, &run_id)?;
+        let (resume_notes, sessions_to_seed) = check_resumes(plan, &pre)?;
         if let Some(interrupted) = interrupted(&abort) {
             return Err(interrupted);
         }
@@ -161,6 +163,7 @@ impl<'p> Run<'p> {
             progress: Progress::default(),
             steps: Vec::new(),
             started: std::time::Instant::now(),
+            sessions_to_seed,
         })
     }
 
@@ -231,7 +234,7 @@ impl<'p> Run<'p> {
     pub async fn boot_sandbox(&mut self) -> Result<(), Error> {
         self.journal.phase(RunPhase::Sandbox);
         let pre = &self.workspace.as_ref().expect("the workspace comes first").pre;
-        self.sandbox = start_sandbox(self.plan, &self.run_id, pre, &mut self.events)?;
+        self.sandbox = start_sandbox(self.plan, &self.run_id, pre, &self.sessions_to_seed, &mut self.events)?;
         self.sandbox_up = true;
         let container = self.sandbox.container();
         let _ = self.journal.update(|record| record.container = container);
@@ -354,6 +357,11 @@ impl<'p> Run<'p> {
                 self.events.report(&Event::Info { message: &note });
             }
         });
+        // Its transcripts were captured after each invocation; the copies of the person's
+        // login in it go now.
+        if let Some(workspace) = &self.workspace {
+            let _ = crate::sandbox::agent_state::remove(&workspace.pre.layout().agent_state(&self.run_id));
+        }
         self.first_error(outcome, closed)
     }
 
@@ -408,50 +416,95 @@ fn hook_context(run_id: &str, plan: &Plan, pre: &Preflight) -> Vec<(&'static str
 }
 
 /// Start the run's sandbox (nothing for `none`), pruning containers earlier runs left behind.
+/// A sandboxed agent gets private state folders (`.eden/agent-state/<run>`), never the
+/// person's own.
 fn start_sandbox(
     plan: &Plan,
     run_id: &str,
     pre: &Preflight,
+    sessions: &[SessionToSeed],
     events: &mut RunEvents,
 ) -> Result<Box<dyn SandboxHandle>, Error> {
-    match &plan.sandbox {
-        SandboxPlan::None => Ok(Box::new(Host)),
-        SandboxPlan::Isolated { network, agent_state } => {
-            let agent_state: Vec<PathBuf> = agent_state.iter().map(|state| state.mount.clone()).collect();
+    let layout = pre.layout();
+    let states = match &plan.sandbox {
+        SandboxPlan::None => return Ok(Box::new(Host)),
+        SandboxPlan::Isolated { agent_state, .. } => agent_state,
+        SandboxPlan::Container(container) => &container.agent_state,
+    };
+    let private = sandbox::agent_state::make(&layout.agent_state(run_id), states)?;
+    let cwd = match &plan.sandbox {
+        SandboxPlan::Isolated { .. } => crate::layout::isolated_copy(run_id).copy,
+        _ => pre.worktree.clone(),
+    };
+    for seed in sessions {
+        let env =
+            |key: &str| private.iter().find(|state| state.var == key).map(|state| state.value.display().to_string());
+        let carried = crate::sessions::transfer::transfer(
+            seed.kind,
+            &seed.session,
+            &seed.main,
+            &seed.subagents,
+            &cwd,
+            &env,
+            true,
+        );
+        if let Err(err) = carried {
+            let _ = sandbox::agent_state::remove(&layout.agent_state(run_id));
+            return Err(err);
+        }
+    }
+    let started = match &plan.sandbox {
+        SandboxPlan::None => unreachable!("returned above"),
+        SandboxPlan::Isolated { network, .. } => {
             let request = IsolatedRequest {
                 run_id,
                 repo_root: &pre.root,
+                common_dir: &pre.common_dir,
                 worktree: &pre.worktree,
+                branch: &pre.branch,
                 network: *network != Network::None,
-                patches: &pre.layout().patches(),
-                repository_lock: &pre.layout().repository_lock(),
-                copied: &plan.copy_to_worktree,
-                agent_state: &agent_state,
+                patches: &layout.patches(),
+                repository_lock: &layout.repository_lock(),
+                scratch: &layout.scratch(run_id),
+                agent_state: &private,
             };
             sandbox::isolated::start(&request)
         }
         SandboxPlan::Container(container) => {
-            for name in sandbox::prune_abandoned(container.engine, &pre.root) {
-                events
-                    .report(&Event::Warning { message: &format!("removed container `{name}` left by an earlier run") });
+            for (name, saved) in sandbox::prune_abandoned(container.engine, &pre.root) {
+                let saved = saved.iter().map(|path| format!(" `{}`", path.display())).collect::<String>();
+                let saved = if saved.is_empty() { String::new() } else { format!("; what it held is saved as{saved}") };
+                events.report(&Event::Warning {
+                    message: &format!("removed container `{name}` left by an earlier run{saved}"),
+                });
             }
             let request = ContainerRequest {
                 plan: container,
                 run_id,
                 repo_root: &pre.root,
                 common_dir: &pre.common_dir,
-                exec_dir: &pre.layout().exec_dir(run_id),
                 worktree: &pre.worktree,
                 branch: &pre.branch,
+                scratch: &layout.scratch(run_id),
+                patches: &layout.patches(),
+                repository_lock: &layout.repository_lock(),
+                agent_state: &private,
             };
-            let handle = sandbox::start_container(&request)?;
-            let name = handle.container().map(|container| container.name).unwrap_or_default();
-            let message =
-                format!("{} container `{name}` started from `{}`", container.engine.binary(), container.image);
-            events.report(&Event::Info { message: &message });
-            Ok(handle)
+            sandbox::start_container(&request).inspect(|handle| {
+                let name = handle.container().map(|container| container.name).unwrap_or_default();
+                let message = format!(
+                    "{} container `{name}` started from `{}`, with a repository of its own",
+                    container.engine.binary(),
+                    container.image
+                );
+                events.report(&Event::Info { message: &message });
+            })
         }
+    };
+    if started.is_err() {
+        let _ = sandbox::agent_state::remove(&layout.agent_state(run_id));
     }
+    started
 }
 
 /// The interruption error if eden has received SIGINT, SIGTERM or SIGHUP.
@@ -459,23 +512,63 @@ pub(crate) fn interrupted(abort: &watch::Receiver<Option<Abort>>) -> Option<Erro
     abort.borrow().map(|request| Error::interrupted(request.signal))
 }
 
+/// A session a sandboxed step resumes: its transcript, copied into the run's private state
+/// folder (where the agent in the sandbox looks) before the sandbox starts.
+struct SessionToSeed {
+    kind: agent::AgentKind,
+    session: String,
+    main: PathBuf,
+    subagents: Vec<PathBuf>,
+}
+
 /// Every step that resumes a session (`agent.resume`): the session must be where its agent will
-/// look for it, in the directory it will run in (the worktree, or the isolated copy). Claude
-/// Code's sessions of another directory are copied over (the notes say so); one found nowhere
-/// stops the run before anything is created.
-fn check_resumes(plan: &Plan, pre: &workspace::Preflight, run_id: &str) -> Result<Vec<String>, Error> {
-    let cwd = match plan.sandbox {
-        SandboxPlan::Isolated { .. } => crate::layout::isolated_copy(run_id).0,
-        _ => pre.worktree.clone(),
-    };
+/// look for it, in the directory it will run in. Without a sandbox that is the person's own
+/// store (Claude Code's sessions of another directory are copied over; the notes say so). In a
+/// sandbox it is the run's private state folder: the transcript (eden's captured copy, else the
+/// person's) is copied there when the sandbox starts. One found nowhere stops the run before
+/// anything is created.
+fn check_resumes(plan: &Plan, pre: &workspace::Preflight) -> Result<(Vec<String>, Vec<SessionToSeed>), Error> {
     let mut notes = Vec::new();
+    let mut seeds = Vec::new();
     for step in &plan.steps {
         let agent::AgentPlan::Adapter(settings) = &step.agent else { continue };
         let Some(session) = &settings.resume else { continue };
         let env = |key: &str| step.agent.env_var(key);
-        if let Some(note) = crate::sessions::transfer::ensure_resumable(settings.kind, session, &cwd, &env)? {
-            notes.push(note);
+        let kind = settings.kind;
+        let private = match &plan.sandbox {
+            SandboxPlan::None => None,
+            SandboxPlan::Isolated { agent_state, .. } => Some(agent_state),
+            SandboxPlan::Container(container) => Some(&container.agent_state),
+        };
+        let Some(private) = private else {
+            if let Some(note) = crate::sessions::transfer::ensure_resumable(kind, session, &pre.worktree, &env)? {
+                notes.push(note);
+            }
+            continue;
+        };
+        if !crate::sessions::transfer::TRANSFERABLE.contains(&kind) || private.is_empty() {
+            return Err(Error::usage(format!(
+                "a `{}` session cannot be resumed in a sandbox: the agent there has a private state folder, and eden can carry only claude-code, codex and pi sessions into it",
+                kind.as_str()
+            ))
+            .with_hint("resume it with `sandbox.kind = \"none\"`, or start a new session (remove `agent.resume`)"));
         }
+        let found = crate::sessions::capture::captured(&pre.layout().sessions(), session).or_else(|| {
+            match crate::sessions::capture::locate(kind, session, &pre.worktree, &env) {
+                Ok(crate::sessions::capture::Located::File { main, subagents }) => Some((main, subagents)),
+                _ => None,
+            }
+        });
+        let Some((main, subagents)) = found else {
+            return Err(Error::usage(format!(
+                "session `{session}` to resume was captured by no earlier run and is not in {}'s own store",
+                kind.as_str()
+            ))
+            .with_hint(
+                "check the id (`eden sessions list --json` shows each run's `sessions`), or remove `agent.resume`",
+            ));
+        };
+        seeds.push(SessionToSeed { kind, session: session.clone(), main, subagents });
     }
-    Ok(notes)
+    Ok((notes, seeds))
 }

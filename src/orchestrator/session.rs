@@ -23,7 +23,10 @@ impl Run<'_> {
         for (key, value) in plan.env.sandbox.iter().chain(&plan.env.dotenv) {
             command = command.env_default(key, &value.0);
         }
-        let command = crate::git::with_config(command, &crate::git::NO_BACKGROUND_WORK);
+        let mut command = crate::git::with_config(command, &crate::git::NO_BACKGROUND_WORK);
+        for (key, value) in self.sandbox.state_env() {
+            command = command.env(key, value);
+        }
         let prepared = self.sandbox.prepare(command)?;
         self.events.report(&Event::Info {
             message: &format!(
@@ -32,6 +35,15 @@ impl Run<'_> {
                 workspace.pre.worktree.display()
             ),
         });
+        if !matches!(plan.sandbox, SandboxPlan::None) {
+            self.events.report(&Event::Info {
+                message: &format!(
+                    "it works in the sandbox's own copy of the worktree: when you quit, its commits come back to `{}` and what it left uncommitted is applied to {}",
+                    workspace.pre.branch,
+                    workspace.pre.worktree.display()
+                ),
+            });
+        }
         let program = prepared.command.to_string();
         let agent_cwd = prepared.command.get_cwd().unwrap_or(&workspace.pre.worktree).to_path_buf();
         let started = std::time::SystemTime::now();
@@ -82,11 +94,18 @@ impl Run<'_> {
         let kind = capture::transcript_kind(step.agent.kind(), cli_parser);
         let mut transcript = None;
         let mut session_id = None;
-        let env = |key: &str| step.agent.env_var(key);
+        let private = self.sandbox.state_env();
+        let env = |key: &str| {
+            private
+                .iter()
+                .find(|(var, _)| *var == key)
+                .map(|(_, value)| value.display().to_string())
+                .or_else(|| step.agent.env_var(key))
+        };
         if let Some((id, path)) = capture::newest_session(kind, cwd, &env, started) {
-            let dir =
-                self.workspace.as_ref().expect("the workspace comes first").pre.layout().sessions().join(&self.run_id);
-            match capture::keep_file(&path, &[], &dir, &capture::stem(&step.name, 1, &id)) {
+            let layout = self.workspace.as_ref().expect("the workspace comes first").pre.layout();
+            let (dir, confined) = (layout.sessions().join(&self.run_id), layout.agent_state(&self.run_id));
+            match capture::keep_file(&path, &[], &dir, &capture::stem(&step.name, 1, &id), &confined) {
                 Ok(kept) => {
                     self.events.report(&Event::SessionId { iteration: 1, session_id: &id });
                     self.events.report(&Event::Transcript { iteration: 1, path: &kept.path, bytes: kept.bytes });

@@ -183,6 +183,55 @@ impl ProcessBuilder {
         })
     }
 
+    /// Run to completion with stdout written to `file` as it comes (bytes, any size: a git
+    /// bundle, a patch), stderr captured. The returned `Output` has an empty `stdout`.
+    pub fn output_to_file(&self, file: std::fs::File) -> std::io::Result<Output> {
+        use std::os::unix::process::CommandExt;
+        let mut command = self.command();
+        command.process_group(0).stdin(Stdio::null()).stdout(file).stderr(Stdio::piped());
+        let output = command.spawn()?.wait_with_output()?;
+        Ok(Output {
+            status: output.status,
+            stdout: String::new(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        })
+    }
+
+    /// Run this command with its stdout piped into `consumer`'s stdin (`tar -c … | docker exec
+    /// -i …`), both to completion, each in a process group of its own. Returns this command's
+    /// result (its stderr) and the consumer's (its stdout and stderr). When the consumer fails,
+    /// this one is killed rather than left writing into a closed pipe.
+    pub fn pipe_into(&self, consumer: &ProcessBuilder) -> std::io::Result<(Output, Output)> {
+        use std::os::unix::process::CommandExt;
+        let mut producer = self.command();
+        producer.process_group(0).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut producer = producer.spawn()?;
+        let pipe = producer.stdout.take().expect("stdout is piped");
+        // Read on the side: a producer that fills its stderr pipe must not stall the stream.
+        let mut errors = producer.stderr.take().expect("stderr is piped");
+        let errors = std::thread::spawn(move || {
+            let mut text = Vec::new();
+            let _ = std::io::Read::read_to_end(&mut errors, &mut text);
+            text
+        });
+        let mut command = consumer.command();
+        command.process_group(0).stdin(Stdio::from(pipe)).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let consumed = match command.spawn() {
+            Ok(child) => child.wait_with_output(),
+            Err(err) => Err(err),
+        };
+        if !consumed.as_ref().is_ok_and(|output| output.status.success()) {
+            let _ = producer.kill();
+        }
+        let produced = producer.wait()?;
+        let consumed = consumed?;
+        let text = |bytes: Vec<u8>| String::from_utf8_lossy(&bytes).into_owned();
+        Ok((
+            Output { status: produced, stdout: String::new(), stderr: text(errors.join().unwrap_or_default()) },
+            Output { status: consumed.status, stdout: text(consumed.stdout), stderr: text(consumed.stderr) },
+        ))
+    }
+
     /// `output`, without blocking the async runtime: for short commands run beside a supervised
     /// one (signalling its processes inside a container).
     pub async fn output_async(&self) -> std::io::Result<Output> {

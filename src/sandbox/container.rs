@@ -1,31 +1,47 @@
 //! docker and podman: one implementation, two binaries. One long-lived container per run
-//! (`--init`, labels `eden.run`, `eden.repo`, `eden.branch`, `eden.pid`), the worktree and the
-//! repository's `.git` mounted at the same absolute paths as on the host (so git's worktree links
-//! resolve in both directions), the host's uid:gid. Every agent command is an `exec` in it.
+//! (`--init`, labels `eden.run`, `eden.repo`, `eden.branch`, `eden.pid`, the host's uid:gid),
+//! every agent command an `exec` in it.
+//!
+//! The container never sees the host's worktree or `.git`. Its workspace is a volume of its own
+//! (named like the container), mounted at the worktree's absolute path (so prompts, transcripts
+//! and `PWD` read the same), holding a repository of its own that `repository::seed` fills
+//! from the host worktree; the host's object stores are mounted read-only as its alternates, so
+//! no history is copied. After every iteration the agent's commits come back as a checked
+//! bundle, at the end its uncommitted work as a checked patch (`repository`). The agent's state
+//! folders are private copies (`agent_state`).
 //!
 //! Environment values never go on a command line: the engine client gets them in its own
 //! environment and is told only the names (`-e NAME`).
 //!
 //! Killing the `exec` client does not stop what it started inside, so each command runs behind
 //! a tiny wrapper that writes its pid (an exec'd process leads its own process group) to a file
-//! in the mounted `.git`; kills then signal that group inside the container. Nothing a command
-//! starts may outlive it, so when the command ends the wrapper kills every process in the
-//! container but the init and the keep-alive (the run's commands run one at a time, so whatever
-//! else is there was left by this one); if the wrapper itself was SIGKILLed, eden runs that
-//! sweep as an exec of its own.
+//! inside the container; kills then signal that group inside the container too. Nothing a
+//! command starts may outlive it, so when the command ends the wrapper kills every process in
+//! the container but the init and the keep-alive (the run's commands run one at a time, so
+//! whatever else is there was left by this one); if the wrapper itself was SIGKILLed, eden runs
+//! that sweep as an exec of its own.
 
+use super::agent_state::PrivateState;
+use super::repository::{self, Channel, CommitsBack, Returned};
 use super::{Prepared, SandboxHandle};
 use crate::error::Error;
-use crate::layout::{LABEL_BRANCH, LABEL_PID, LABEL_REPO, LABEL_RUN};
+use crate::layout::{LABEL_BASE, LABEL_BRANCH, LABEL_PID, LABEL_REPO, LABEL_RUN, LABEL_WORKSPACE};
 use crate::manifest::plan::{ContainerPlan, Engine};
 use crate::manifest::schema::Network;
 use crate::process::{Inside, Output, ProcessBuilder, Stdin};
 use nix::sys::signal::Signal;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 
 /// Where eden's own executable appears inside (the simulated agent runs it).
 const EDEN_INSIDE: &str = "/opt/eden/bin/eden";
+
+/// Where the host's object stores appear inside, read-only: `/opt/eden/objects/<n>`.
+const OBJECTS_INSIDE: &str = "/opt/eden/objects";
+
+/// The pid files of running commands, inside the container (made by the start-up exec).
+const PIDS_INSIDE: &str = "/tmp/.eden-exec";
 
 /// Kills every process in the container except the init (1), the keep-alive (`KEEP`) and the
 /// shell running it, twice over for processes forked during the first pass.
@@ -42,7 +58,14 @@ fn wrapper(keep: &str) -> String {
     )
 }
 
-/// Git inside works on a repository owned by the same uid, but the mount may make it look
+/// Run as root once the container is up: the workspace volume (made by the engine, owned by
+/// root) handed to the run's user, the pid folder made, and the init's one child (the
+/// keep-alive; an exec's parent is outside the container) printed, so sweeps spare it.
+const START_SCRIPT: &str = r#"set -e
+chown "$1" "$2" && mkdir -p "$3" && chown "$1" "$3"
+for stat in /proc/[0-9]*/stat; do read -r pid comm state ppid rest < "$stat"; if [ "$ppid" = 1 ]; then echo "$pid"; fi; done"#;
+
+/// Git inside works on a repository owned by the same uid, but a mount may make it look
 /// foreign; allow it per command, never through anyone's global config.
 const GIT_SAFE_DIRECTORY: [(&str, &str); 1] = [("safe.directory", "*")];
 
@@ -52,19 +75,29 @@ pub struct Container {
     /// The engine's id for it, and the image it runs.
     id: String,
     image: String,
-    /// Host folder (inside the mounted `.git`) for the pid files of running commands.
-    pid_dir: PathBuf,
+    /// The worktree's path: the host worktree, and the workspace volume's place inside.
+    worktree: PathBuf,
+    branch: String,
+    run_id: String,
+    /// eden's scratch folder for the run, the repository lock, and where patches are kept.
+    scratch: PathBuf,
+    repository_lock: PathBuf,
+    patches: PathBuf,
+    /// Commits the host has that the sandbox's branch grew from (the start, each one fetched).
+    known: Mutex<Vec<String>>,
     next_exec: AtomicU64,
     /// The pid (inside) of the process that keeps the container alive; sweeps spare it.
     keep: String,
     /// Programs already found in the image (checked once each, before their first exec).
-    found: std::sync::Mutex<std::collections::HashSet<std::ffi::OsString>>,
-    /// Set for every exec unless the command sets it itself (the agent's state folders).
+    found: Mutex<std::collections::HashSet<std::ffi::OsString>>,
+    /// Set for every exec unless the command sets it itself (the agent's private state folders).
     exec_env: Vec<(&'static str, PathBuf)>,
-    /// Removes the container if eden dies without doing it (SIGKILL).
+    /// Salvages and removes the container if eden dies without doing it (SIGKILL).
     guard: Option<crate::process::guard::Guard>,
     /// Keeps the allowlist following its names' addresses (`network = "allowlist"`).
     firewall: Option<super::firewall::Refresher>,
+    /// The workspace volume, kept when work could not be brought back from it.
+    keep_volume: bool,
     removed: bool,
 }
 
@@ -74,10 +107,14 @@ pub struct ContainerRequest<'a> {
     pub run_id: &'a str,
     pub repo_root: &'a Path,
     pub common_dir: &'a Path,
-    /// Where the pid files of its commands go (`.git/eden-exec/<run-id>`, mounted inside).
-    pub exec_dir: &'a Path,
     pub worktree: &'a Path,
     pub branch: &'a str,
+    /// `.eden/tmp/<run-id>`, `.eden/patches`, the repository lock.
+    pub scratch: &'a Path,
+    pub patches: &'a Path,
+    pub repository_lock: &'a Path,
+    /// The agent's private state folders, mounted writable at their own paths.
+    pub agent_state: &'a [PrivateState],
 }
 
 pub(super) fn engine_command(engine: Engine) -> ProcessBuilder {
@@ -119,8 +156,8 @@ pub fn preflight(engine: Engine, image: &str) -> Result<(), Error> {
     Ok(())
 }
 
-/// Start the run's container (after `preflight`). Anything that fails after the container
-/// exists removes it.
+/// Start the run's container (after `preflight`) and seed its workspace. Anything that fails
+/// after the container exists removes it, and its volume.
 pub fn start(request: &ContainerRequest<'_>) -> Result<Box<dyn SandboxHandle>, Error> {
     let plan = request.plan;
     let engine = plan.engine;
@@ -129,13 +166,36 @@ pub fn start(request: &ContainerRequest<'_>) -> Result<Box<dyn SandboxHandle>, E
     let gid = nix::unistd::getgid().as_raw();
     let eden =
         std::env::current_exe().map_err(|err| Error::sandbox(format!("cannot find eden's executable: {err}")))?;
+    let base = crate::git::Git::new(request.worktree)
+        .resolve("HEAD")?
+        .ok_or_else(|| Error::git(format!("the worktree `{}` has no commit", request.worktree.display())))?;
+    let worktree = request.worktree.to_string_lossy();
+    let labels = [
+        (LABEL_RUN, request.run_id.to_owned()),
+        (LABEL_REPO, request.repo_root.display().to_string()),
+        (LABEL_BRANCH, request.branch.to_owned()),
+        (LABEL_PID, std::process::id().to_string()),
+        (LABEL_WORKSPACE, worktree.clone().into_owned()),
+        (LABEL_BASE, base.clone()),
+    ];
 
-    let mut command = engine_command(engine)
-        .args(["run", "-d", "--init", "--name", &name])
-        .args(["--label", &format!("{LABEL_RUN}={}", request.run_id)])
-        .args(["--label", &format!("{LABEL_REPO}={}", request.repo_root.display())])
-        .args(["--label", &format!("{LABEL_BRANCH}={}", request.branch)])
-        .args(["--label", &format!("{LABEL_PID}={}", std::process::id())])
+    let mut volume = engine_command(engine).args(["volume", "create"]);
+    for (key, value) in &labels[..2] {
+        volume = volume.args(["--label", &format!("{key}={value}")]);
+    }
+    let made = run(volume.arg(&name))?;
+    if !made.success() {
+        return Err(Error::sandbox(format!(
+            "{} cannot create the workspace volume `{name}`: {}",
+            engine.binary(),
+            first_line(&made.stderr)
+        )));
+    }
+    let mut command = engine_command(engine).args(["run", "-d", "--init", "--name", &name]);
+    for (key, value) in &labels {
+        command = command.args(["--label", &format!("{key}={value}")]);
+    }
+    command = command
         .args(["--user", &format!("{uid}:{gid}")])
         .args(["--network", network_name(plan.network)])
         // Nothing inside may change the namespace's rules (the allowlist) or forge packets.
@@ -144,25 +204,24 @@ pub fn start(request: &ContainerRequest<'_>) -> Result<Box<dyn SandboxHandle>, E
         } else {
             &[]
         })
-        .args(["-w", &request.worktree.to_string_lossy()]);
+        .args(["-w", &worktree]);
     if engine == Engine::Podman {
         command = command.arg("--pull=never");
         if uid != 0 {
             command = command.arg("--userns=keep-id");
         }
     }
-    for path in [request.worktree, request.common_dir] {
-        let path = path.to_string_lossy();
-        command = command.args(["-v", &format!("{path}:{path}")]);
+    command = command.args(["-v", &format!("{name}:{worktree}")]);
+    let stores = repository::object_stores(request.common_dir);
+    let mut alternates = Vec::new();
+    for (n, store) in stores.iter().enumerate() {
+        let inside = format!("{OBJECTS_INSIDE}/{n}");
+        command = command.args(["-v", &format!("{}:{inside}:ro", store.display())]);
+        alternates.push(inside);
     }
     command = command.args(["-v", &format!("{}:{EDEN_INSIDE}:ro", eden.display())]);
-    // The agent's configuration and transcripts live on the host, where sessions are captured.
-    for state in &plan.agent_state {
-        fs_err::create_dir_all(&state.mount).map_err(|err| {
-            Error::sandbox(format!("cannot create the agent's folder `{}`: {err}", state.mount.display()))
-                .with_hint("set `sandbox.mount_agent_config = false` to run without it")
-        })?;
-        let path = state.mount.to_string_lossy();
+    for state in request.agent_state {
+        let path = state.folder.to_string_lossy();
         command = command.args(["-v", &format!("{path}:{path}")]);
     }
     for mount in &plan.mounts {
@@ -186,18 +245,26 @@ pub fn start(request: &ContainerRequest<'_>) -> Result<Box<dyn SandboxHandle>, E
         name: name.clone(),
         id: output.stdout.trim().to_owned(),
         image: plan.image.clone(),
-        pid_dir: request.exec_dir.to_owned(),
+        worktree: request.worktree.to_owned(),
+        branch: request.branch.to_owned(),
+        run_id: request.run_id.to_owned(),
+        scratch: request.scratch.to_owned(),
+        repository_lock: request.repository_lock.to_owned(),
+        patches: request.patches.to_owned(),
+        known: Mutex::new(vec![base]),
         next_exec: AtomicU64::new(0),
         keep: String::new(),
         found: Default::default(),
-        exec_env: plan.agent_state.iter().map(|state| (state.var, state.value.clone())).collect(),
+        exec_env: request.agent_state.iter().map(|state| (state.var, state.value.clone())).collect(),
         guard: None,
-        removed: false,
         firewall: None,
+        keep_volume: false,
+        removed: false,
     };
-    container.guard = crate::process::guard::Guard::start(&engine_command(engine).args(["rm", "-f", &name])).ok();
+    let salvage = ProcessBuilder::new(&eden).arg(SALVAGE_SUBCOMMAND).arg(engine.binary()).arg(&name);
+    container.guard = crate::process::guard::Guard::start(&salvage).ok();
     if !output.success() {
-        let _ = container.close();
+        let _ = container.close_quietly();
         return Err(Error::sandbox(format!(
             "the {} container failed to start: {}",
             engine.binary(),
@@ -207,32 +274,37 @@ pub fn start(request: &ContainerRequest<'_>) -> Result<Box<dyn SandboxHandle>, E
     }
     // A limit the engine accepted but cannot enforce is reported as a warning: refuse the run.
     if let Some(warning) = output.stderr.lines().find(|l| l.contains("WARNING") && l.to_lowercase().contains("limit")) {
-        let _ = container.close();
+        let _ = container.close_quietly();
         return Err(Error::sandbox(format!("{} cannot enforce a limit: {}", engine.binary(), warning.trim()))
             .with_hint("remove the limit from `[sandbox]`, or run on a host whose kernel supports it"));
     }
-    if let Err(err) = fs_err::create_dir_all(&container.pid_dir) {
-        let _ = container.close();
-        return Err(Error::sandbox(format!("cannot prepare the container's exec folder: {err}")));
-    }
-    // The image's user must be able to work in the worktree. And the init's only child right
-    // now is the keep-alive (an exec's parent is outside the container): remember it, so sweeps
-    // spare it.
-    let check = "test -w \"$PWD\" || exit 3; for stat in /proc/[0-9]*/stat; do \
-                 read -r pid comm state ppid rest < \"$stat\"; if [ \"$ppid\" = 1 ]; then echo \"$pid\"; fi; done";
-    let check = run(engine_command(engine).args(["exec", &name, "sh", "-c", check]))?;
+    let owner = format!("{uid}:{gid}");
+    let check = run(engine_command(engine).args([
+        "exec",
+        "-u",
+        "0",
+        &name,
+        "sh",
+        "-c",
+        START_SCRIPT,
+        "sh",
+        &owner,
+        &worktree,
+        PIDS_INSIDE,
+    ]))?;
     if !check.success() {
-        let _ = container.close();
+        let _ = container.close_quietly();
         return Err(Error::sandbox(format!(
-            "in image `{}`, uid {uid} cannot write the worktree (or the image has no `sh`)",
-            plan.image
+            "cannot prepare the workspace in container `{name}` (image `{}`): {}",
+            plan.image,
+            first_line(&check.stderr)
         ))
-        .with_hint("the image must have `sh` and let the host's user write bind mounts; build it with that uid/gid"));
+        .with_hint("the image must have `sh`, `chown` and a writable `/tmp`"));
     }
     match check.stdout.split_whitespace().collect::<Vec<_>>()[..] {
         [pid] if pid.parse::<u32>().is_ok() => container.keep = pid.to_owned(),
         _ => {
-            let _ = container.close();
+            let _ = container.close_quietly();
             return Err(Error::sandbox(format!(
                 "cannot tell the keep-alive process of container `{name}` from others: {}",
                 first_line(&check.stdout)
@@ -244,10 +316,20 @@ pub fn start(request: &ContainerRequest<'_>) -> Result<Box<dyn SandboxHandle>, E
         match super::firewall::install(engine, &name, &plan.allow) {
             Ok(refresher) => container.firewall = refresher,
             Err(err) => {
-                let _ = container.close();
+                let _ = container.close_quietly();
                 return Err(err);
             }
         }
+    }
+    let seed = repository::SeedRequest {
+        host_worktree: request.worktree,
+        branch: request.branch,
+        scratch: request.scratch,
+        alternates: &alternates,
+    };
+    if let Err(err) = repository::seed(&container, &seed) {
+        let _ = container.close_quietly();
+        return Err(err);
     }
     Ok(Box::new(container))
 }
@@ -266,6 +348,16 @@ fn first_line(text: &str) -> &str {
     text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim()
 }
 
+impl Channel for Container {
+    fn inside(&self, command: ProcessBuilder) -> ProcessBuilder {
+        self.exec(command, &["-i"])
+    }
+
+    fn workspace(&self) -> &Path {
+        &self.worktree
+    }
+}
+
 impl SandboxHandle for Container {
     fn kind(&self) -> &'static str {
         self.engine.binary()
@@ -280,50 +372,60 @@ impl SandboxHandle for Container {
         })
     }
 
+    fn state_env(&self) -> Vec<(&'static str, PathBuf)> {
+        self.exec_env.clone()
+    }
+
     fn prepare(&self, command: ProcessBuilder) -> Result<Prepared, Error> {
-        let mut command = crate::git::with_config(command, &GIT_SAFE_DIRECTORY);
-        let n = self.next_exec.fetch_add(1, Ordering::SeqCst);
-        let pid_file = self.pid_dir.join(format!("{n}.pid"));
+        let mut command = command;
         let stdin = command.take_stdin();
-        let mut exec = engine_command(self.engine).arg("exec");
-        match stdin {
-            Stdin::Bytes(_) | Stdin::Terminal { tty: false } => exec = exec.arg("-i"),
-            // A terminal inside, sized and resized by the engine's client from ours.
-            Stdin::Terminal { tty: true } => exec = exec.arg("-it"),
-            Stdin::Null => {}
-        }
-        if let Some(cwd) = command.get_cwd() {
-            exec = exec.args(["-w".as_ref(), cwd.as_os_str()]);
-        }
-        // Names only on the command line; the values travel in the client's environment.
-        for (key, value) in &self.exec_env {
-            if !command.get_env().iter().any(|(set, _)| set == key) {
-                exec = exec.args(["-e", key]).env(key, value);
-            }
-        }
-        for (key, value) in command.get_env() {
-            if let Some(value) = value {
-                if key != "PWD" {
-                    exec = exec.arg("-e").arg(key).env(key, value);
-                }
-            }
-        }
         let program = if Some(command.program()) == std::env::current_exe().ok().as_deref().map(Path::as_os_str) {
             EDEN_INSIDE.as_ref()
         } else {
             command.program()
         };
         self.check_program(program)?;
-        exec = exec
-            .arg(&self.name)
-            .args(["sh", "-c", &wrapper(&self.keep)])
+        let n = self.next_exec.fetch_add(1, Ordering::SeqCst);
+        let pid_file = format!("{PIDS_INSIDE}/{n}.pid");
+        let flags: &[&str] = match stdin {
+            Stdin::Bytes(_) | Stdin::Terminal { tty: false } => &["-i"],
+            // A terminal inside, sized and resized by the engine's client from ours.
+            Stdin::Terminal { tty: true } => &["-it"],
+            Stdin::Null => &[],
+        };
+        let wrapped = ProcessBuilder::new("sh")
+            .args(["-c", &wrapper(&self.keep)])
             .arg(&pid_file)
             .arg(program)
-            .args(command.get_args())
-            .stdin(stdin);
+            .args(command.get_args());
+        let mut wrapped = command.get_env().iter().fold(wrapped, |wrapped, (key, value)| match value {
+            Some(value) => wrapped.env(key, value),
+            None => wrapped.env_remove(key),
+        });
+        if let Some(cwd) = command.get_cwd() {
+            wrapped = wrapped.cwd(cwd);
+        }
+        let exec = self.exec(wrapped, flags).stdin(stdin);
         let inside =
             InsideContainer { engine: self.engine, name: self.name.clone(), pid_file, keep: self.keep.clone() };
         Ok(Prepared { command: exec, inside: Some(Box::new(inside)) })
+    }
+
+    fn sync(&self) -> Result<Option<String>, Error> {
+        let known = self.known.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let back = CommitsBack {
+            channel: self,
+            host_worktree: &self.worktree,
+            branch: &self.branch,
+            known: &known,
+            scratch: &self.scratch,
+            repository_lock: &self.repository_lock,
+            run_id: &self.run_id,
+        };
+        if let Returned::MovedTo(tip) = repository::bring_commits(&back)? {
+            self.known.lock().unwrap_or_else(|e| e.into_inner()).insert(0, tip);
+        }
+        Ok(None)
     }
 
     fn check_alive(&self, exit_code: Option<i32>) -> Result<(), Error> {
@@ -335,9 +437,7 @@ impl SandboxHandle for Container {
         };
         let deadline = std::time::Instant::now() + watch_for;
         loop {
-            let state =
-                run(engine_command(self.engine).args(["inspect", "--format", "{{.State.Running}}", &self.name]))?;
-            if !(state.success() && state.stdout.trim() == "true") {
+            if !self.running()? {
                 break;
             }
             if std::time::Instant::now() >= deadline {
@@ -359,17 +459,99 @@ impl SandboxHandle for Container {
         if self.removed {
             return Ok(None);
         }
-        self.removed = true;
-        self.firewall = None;
-        let _ = fs_err::remove_dir_all(&self.pid_dir);
-        remove(self.engine, &self.name)?;
-        // Removed: the guard has nothing left to do.
-        self.guard = None;
-        Ok(None)
+        // Stopped by something else: started again, so what it holds can still come back.
+        let alive = self.running().unwrap_or(false)
+            || (run(engine_command(self.engine).args(["start", &self.name])).is_ok_and(|out| out.success())
+                && self.running().unwrap_or(false));
+        if !alive {
+            // Removed under us: its volume still holds the work, and is kept.
+            self.keep_volume = true;
+            self.close_quietly()?;
+            return Err(Error::sandbox(format!(
+                "the {} container `{}` was gone at the end of the run, so its last work could not come back",
+                self.engine.binary(),
+                self.name
+            ))
+            .with_hint(format!(
+                "the agent's workspace is kept in the volume `{}`; `eden clean --force` removes it",
+                self.name
+            )));
+        }
+        let brought = self.bring_back();
+        if let Err(err) = brought {
+            let base = self.known.lock().unwrap_or_else(|e| e.into_inner()).last().cloned().unwrap_or_default();
+            let saved = repository::salvage(self, &self.branch, &base, &self.patches, &self.run_id);
+            self.close_quietly()?;
+            return Err(repository::salvaged_error(err, &saved));
+        }
+        self.close_quietly()?;
+        brought
     }
 }
 
 impl Container {
+    /// `ENGINE exec [flags] -w CWD -e NAME… NAME PROGRAM ARGS…` for `command`, its environment
+    /// passed by name only (the values travel in the client's own environment).
+    fn exec(&self, command: ProcessBuilder, flags: &[&str]) -> ProcessBuilder {
+        let command = crate::git::with_config(command, &GIT_SAFE_DIRECTORY);
+        let mut exec = engine_command(self.engine).arg("exec").args(flags);
+        if let Some(cwd) = command.get_cwd() {
+            exec = exec.args(["-w".as_ref(), cwd.as_os_str()]);
+        }
+        for (key, value) in &self.exec_env {
+            if !command.get_env().iter().any(|(set, _)| set == key) {
+                exec = exec.args(["-e", key]).env(key, value);
+            }
+        }
+        for (key, value) in command.get_env() {
+            if let Some(value) = value {
+                if key != "PWD" {
+                    exec = exec.arg("-e").arg(key).env(key, value);
+                }
+            }
+        }
+        exec.arg(&self.name).arg(command.program()).args(command.get_args())
+    }
+
+    fn running(&self) -> Result<bool, Error> {
+        let state = run(engine_command(self.engine).args(["inspect", "--format", "{{.State.Running}}", &self.name]))?;
+        Ok(state.success() && state.stdout.trim() == "true")
+    }
+
+    /// The end of the run in the sandbox: its last commits, then what it left uncommitted,
+    /// saved as `.eden/patches/<run>.patch` and applied to the worktree.
+    fn bring_back(&self) -> Result<Option<String>, Error> {
+        self.sync()?;
+        let tip = self.known.lock().unwrap_or_else(|e| e.into_inner())[0].clone();
+        let patch = self.patches.join(format!("{}.patch", self.run_id));
+        let files = repository::save_uncommitted(self, &tip, &self.scratch, &patch)?;
+        if files == 0 {
+            return Ok(None);
+        }
+        repository::apply_patch(&self.worktree, &patch)?;
+        Ok(Some(format!(
+            "the agent left {files} file(s) uncommitted: saved as {} and applied to the worktree",
+            patch.display()
+        )))
+    }
+
+    /// Remove the container (and its volume unless kept), bringing nothing back.
+    fn close_quietly(&mut self) -> Result<(), Error> {
+        if self.removed {
+            return Ok(());
+        }
+        self.removed = true;
+        self.firewall = None;
+        let _ = crate::safe_fs::remove_tree(&self.scratch);
+        remove(self.engine, &self.name)?;
+        if !self.keep_volume {
+            remove_volume(self.engine, &self.name)?;
+        }
+        // Removed: the guard has nothing left to do.
+        self.guard = None;
+        Ok(())
+    }
+
     /// Fail clearly, before running anything, when the image does not have the program.
     fn check_program(&self, program: &std::ffi::OsStr) -> Result<(), Error> {
         let mut found = self.found.lock().unwrap_or_else(|e| e.into_inner());
@@ -402,19 +584,20 @@ impl Drop for Container {
 struct InsideContainer {
     engine: Engine,
     name: String,
-    pid_file: PathBuf,
+    /// Inside the container: what the wrapper wrote is only ever used there.
+    pid_file: String,
     keep: String,
 }
 
 impl Inside for InsideContainer {
-    /// Signal the command's process group (busybox's `kill` has no `--`).
+    /// Signal the command's process group, as its wrapper recorded it (nothing yet if it has
+    /// not started); busybox's `kill` has no `--`.
     fn signal_command(&self, signal: Signal) -> Option<ProcessBuilder> {
-        let pid = std::fs::read_to_string(&self.pid_file).ok()?;
-        let pid = pid.trim();
-        pid.parse::<u32>().ok()?;
         let name = signal.as_str().trim_start_matches("SIG");
-        let script = format!("kill -s {name} -- -{pid} 2>/dev/null || kill -{name} -{pid}");
-        Some(engine_command(self.engine).args(["exec", &self.name, "sh", "-c", &script]))
+        let script = format!(
+            r#"pid=$(cat "$1" 2>/dev/null) || exit 0; case $pid in ''|*[!0-9]*) exit 0;; esac; kill -s {name} -- -$pid 2>/dev/null || kill -{name} -$pid"#
+        );
+        Some(engine_command(self.engine).args(["exec", &self.name, "sh", "-c", &script, "sh", &self.pid_file]))
     }
 
     fn sweep_command(&self) -> ProcessBuilder {
@@ -441,19 +624,26 @@ impl Listed {
     }
 }
 
-/// eden's containers on `engine`: of the repository at `repo`, or of every repository.
-pub fn list(engine: Engine, repo: Option<&Path>) -> Result<Vec<Listed>, Error> {
-    let filter = match repo {
-        Some(root) => format!("label={LABEL_REPO}={}", root.display()),
-        None => format!("label={LABEL_RUN}"),
-    };
-    // The engines' templates differ: docker's `ps` has a `Label` function, podman a `Labels` map.
-    let label = |name: &str| match engine {
+/// The engines' templates differ: docker's `ps` has a `Label` function, podman a `Labels` map.
+fn label_template(engine: Engine, name: &str) -> String {
+    match engine {
         Engine::Docker => format!("{{{{.Label \"{name}\"}}}}"),
         Engine::Podman => format!("{{{{index .Labels \"{name}\"}}}}"),
-    };
+    }
+}
+
+fn filter(repo: Option<&Path>) -> String {
+    match repo {
+        Some(root) => format!("label={LABEL_REPO}={}", root.display()),
+        None => format!("label={LABEL_RUN}"),
+    }
+}
+
+/// eden's containers on `engine`: of the repository at `repo`, or of every repository.
+pub fn list(engine: Engine, repo: Option<&Path>) -> Result<Vec<Listed>, Error> {
+    let label = |name: &str| label_template(engine, name);
     let format = format!("{{{{.Names}}}}\t{}\t{}\t{}", label(LABEL_RUN), label(LABEL_PID), label(LABEL_REPO));
-    let listing = run(engine_command(engine).args(["ps", "-a", "--filter", &filter, "--format", &format]))?;
+    let listing = run(engine_command(engine).args(["ps", "-a", "--filter", &filter(repo), "--format", &format]))?;
     if !listing.success() {
         return Err(Error::sandbox(format!(
             "`{} ps` cannot list containers: {}",
@@ -475,6 +665,29 @@ pub fn list(engine: Engine, repo: Option<&Path>) -> Result<Vec<Listed>, Error> {
         .collect())
 }
 
+/// eden's workspace volumes on `engine` (of `repo`, or every repository): name, run id, repo.
+pub fn list_volumes(engine: Engine, repo: Option<&Path>) -> Result<Vec<(String, String, String)>, Error> {
+    let format =
+        format!("{{{{.Name}}}}\t{{{{index .Labels \"{LABEL_RUN}\"}}}}\t{{{{index .Labels \"{LABEL_REPO}\"}}}}");
+    let listing = run(engine_command(engine).args(["volume", "ls", "--filter", &filter(repo), "--format", &format]))?;
+    if !listing.success() {
+        return Err(Error::sandbox(format!(
+            "`{} volume ls` cannot list volumes: {}",
+            engine.binary(),
+            first_line(&listing.stderr)
+        )));
+    }
+    Ok(listing
+        .stdout
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.split('\t').map(str::to_owned);
+            let name = fields.next().filter(|name| !name.trim().is_empty())?;
+            Some((name, fields.next().unwrap_or_default(), fields.next().unwrap_or_default()))
+        })
+        .collect())
+}
+
 /// Remove a container, running or not. Gone already is fine.
 pub fn remove(engine: Engine, name: &str) -> Result<(), Error> {
     let output = run(engine_command(engine).args(["rm", "-f", name]))?;
@@ -484,13 +697,94 @@ pub fn remove(engine: Engine, name: &str) -> Result<(), Error> {
     Err(Error::sandbox(format!("cannot remove container `{name}`: {}", output.stderr.trim())))
 }
 
+/// Remove a workspace volume. Gone already is fine.
+pub fn remove_volume(engine: Engine, name: &str) -> Result<(), Error> {
+    let output = run(engine_command(engine).args(["volume", "rm", "-f", name]))?;
+    let stderr = output.stderr.to_lowercase();
+    if output.success() || stderr.contains("no such volume") || stderr.contains("no volume with name") {
+        return Ok(());
+    }
+    Err(Error::sandbox(format!("cannot remove volume `{name}`: {}", output.stderr.trim())))
+}
+
+/// The hidden subcommand a container's guard runs if eden dies: `__eden-salvage ENGINE NAME`.
+pub const SALVAGE_SUBCOMMAND: &str = "__eden-salvage";
+
+/// A container known only by its name and labels (its eden is gone), for salvage.
+struct Labelled {
+    engine: Engine,
+    name: String,
+    workspace: PathBuf,
+}
+
+impl Channel for Labelled {
+    fn inside(&self, command: ProcessBuilder) -> ProcessBuilder {
+        let mut exec = engine_command(self.engine).arg("exec");
+        if let Some(cwd) = command.get_cwd() {
+            exec = exec.args(["-w".as_ref(), cwd.as_os_str()]);
+        }
+        for (key, value) in command.get_env() {
+            if let Some(value) = value {
+                exec = exec.arg("-e").arg(key).env(key, value);
+            }
+        }
+        exec.arg(&self.name).arg(command.program()).args(command.get_args())
+    }
+
+    fn workspace(&self) -> &Path {
+        &self.workspace
+    }
+}
+
+/// Saves what a killed run's container still holds, then removes it and its volume: its branch's
+/// commits as `.eden/patches/<run>.salvaged.bundle` and its uncommitted work as
+/// `<run>.salvaged.patch`, in the repository its labels name (`repository::salvage`). Returns
+/// the paths saved.
+pub fn salvage_and_remove(engine: Engine, name: &str) -> Result<Vec<PathBuf>, Error> {
+    let format = [LABEL_RUN, LABEL_REPO, LABEL_BRANCH, LABEL_WORKSPACE, LABEL_BASE]
+        .map(|key| format!("{{{{index .Config.Labels \"{key}\"}}}}"))
+        .join("\t");
+    let format = format!("{{{{.State.Running}}}}\t{format}");
+    let inspected = run(engine_command(engine).args(["inspect", "--format", &format, name]))?;
+    let fields: Vec<String> = inspected.stdout.trim_end().split('\t').map(str::to_owned).collect();
+    let mut saved = Vec::new();
+    if let (true, [running, run_id, repo, branch, workspace, base]) = (inspected.success(), &fields[..]) {
+        if !run_id.is_empty() && !repo.is_empty() && !workspace.is_empty() {
+            if running != "true" {
+                let _ = run(engine_command(engine).args(["start", name]));
+            }
+            let patches = crate::layout::Layout::new(repo, Path::new(repo).join(".git")).patches();
+            let channel = Labelled { engine, name: name.to_owned(), workspace: PathBuf::from(workspace) };
+            saved = repository::salvage(&channel, branch, base, &patches, run_id);
+        }
+    }
+    remove(engine, name)?;
+    remove_volume(engine, name)?;
+    Ok(saved)
+}
+
+/// `eden __eden-salvage ENGINE NAME` (a guard's cleanup): returns the exit code.
+pub fn run_salvage(args: &[std::ffi::OsString]) -> i32 {
+    let engine = match args.first().and_then(|engine| engine.to_str()) {
+        Some("docker") => Engine::Docker,
+        Some("podman") => Engine::Podman,
+        _ => return 2,
+    };
+    let Some(name) = args.get(1).and_then(|name| name.to_str()) else { return 2 };
+    match salvage_and_remove(engine, name) {
+        Ok(_) => 0,
+        Err(_) => 1,
+    }
+}
+
 /// Remove containers of this repository left by eden processes that no longer exist (eden was
-/// killed before it could clean up, and its guard did not either). Returns the names removed.
-pub fn prune_abandoned(engine: Engine, repo_root: &Path) -> Vec<String> {
+/// killed before it could clean up, and its guard did not either), saving what they held first.
+/// Returns the names removed and the files saved.
+pub fn prune_abandoned(engine: Engine, repo_root: &Path) -> Vec<(String, Vec<PathBuf>)> {
     let Ok(listed) = list(engine, Some(repo_root)) else { return Vec::new() };
     listed
         .into_iter()
-        .filter(|container| !container.owner_alive() && remove(engine, &container.name).is_ok())
-        .map(|container| container.name)
+        .filter(|container| !container.owner_alive())
+        .filter_map(|container| salvage_and_remove(engine, &container.name).ok().map(|saved| (container.name, saved)))
         .collect()
 }

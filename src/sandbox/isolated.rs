@@ -1,65 +1,131 @@
-//! `isolated`: the agent works in a private clone of the worktree outside the repository, under
-//! bubblewrap — the whole system read-only, only the clone (and a private `TMPDIR`) writable,
-//! optionally without network. It cannot touch the host repository or other worktrees.
-//! After each iteration its commits are fetched back into the worktree; at the end anything it
-//! left uncommitted is saved as a patch under `.eden/patches/` and applied to the worktree. If
-//! bringing work back fails, the clone is kept and its path reported.
+//! `isolated`: the agent works in a private copy of the worktree outside the repository, under
+//! bubblewrap — the whole system read-only, only the copy (and a private `TMPDIR`, and its
+//! private state folders) writable, optionally without network. It cannot touch the host
+//! repository or other worktrees.
+//!
+//! The copy is a repository of its own, seeded like a container's workspace
+//! (`repository::seed`; the host's object stores, readable anyway, are its alternates). The host
+//! never runs git in it: every git command that reads the copy runs inside bubblewrap too, and
+//! the host only receives a checked bundle after each iteration and a checked patch at the end.
+//! If bringing work back fails, what the copy holds is saved under `.eden/patches/` first.
 
+use super::agent_state::PrivateState;
+use super::repository::{self, Channel, CommitsBack, Returned};
 use super::{Prepared, SandboxHandle};
 use crate::error::Error;
-use crate::git::Git;
 use crate::process::ProcessBuilder;
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 
 pub struct IsolatedRequest<'a> {
     pub run_id: &'a str,
     pub repo_root: &'a Path,
+    pub common_dir: &'a Path,
     pub worktree: &'a Path,
+    pub branch: &'a str,
     pub network: bool,
     /// Where uncommitted work is saved as a patch (`.eden/patches`).
     pub patches: &'a Path,
     /// The repository lock, held while work is fetched back into the shared repository.
     pub repository_lock: &'a Path,
-    /// `copy_to_worktree` entries (relative): git does not carry them into the clone.
-    pub copied: &'a [PathBuf],
-    /// The agent's configuration and transcript folders: writable inside, as in containers,
-    /// so it can log in and keep its sessions.
-    pub agent_state: &'a [PathBuf],
+    /// `.eden/tmp/<run-id>`: eden's scratch folder for the run.
+    pub scratch: &'a Path,
+    /// The agent's private state folders, writable inside.
+    pub agent_state: &'a [PrivateState],
 }
 
-/// Written into the clone's `.git` (`eden-owner.json`): whose copy this is, so `eden clean` can
-/// tell a live run's copy from an abandoned one, and which repository its work belongs to.
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
+/// Written beside the copy (`eden-isolated-<run>.json`, where the agent cannot write): whose
+/// copy this is, so `eden clean` can tell a live run's copy from an abandoned one, and which
+/// repository its work belongs to.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Owner {
     pub run_id: String,
     pub repo: PathBuf,
+    pub branch: String,
+    /// The commit the copy started from.
+    pub base: String,
     pub process: crate::process::ProcessStamp,
 }
 
 impl Owner {
-    fn path(copy: &Path) -> PathBuf {
-        copy.join(".git").join("eden-owner.json")
+    pub fn read(run_id: &str) -> Option<Owner> {
+        serde_json::from_str(&std::fs::read_to_string(crate::layout::isolated_copy(run_id).owner).ok()?).ok()
+    }
+}
+
+/// bubblewrap around a command: the whole system read-only, the copy, its `TMPDIR` and the
+/// private state folders writable, the copy the working directory.
+struct Bubble {
+    copy: PathBuf,
+    tmp: PathBuf,
+    writable: Vec<PathBuf>,
+    network: bool,
+}
+
+impl Bubble {
+    fn wrap(&self, command: ProcessBuilder, network: bool) -> ProcessBuilder {
+        // The agent works in the copy: its directory moves there, everything else stays.
+        let cwd = command.get_cwd().map_or_else(|| self.copy.clone(), Path::to_path_buf);
+        let mut wrapped = ProcessBuilder::new("bwrap")
+            .args(["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"])
+            .arg("--bind")
+            .arg(&self.copy)
+            .arg(&self.copy)
+            .arg("--bind")
+            .arg(&self.tmp)
+            .arg(&self.tmp);
+        for folder in &self.writable {
+            wrapped = wrapped.arg("--bind").arg(folder).arg(folder);
+        }
+        wrapped = wrapped.args(["--unshare-pid", "--die-with-parent"]);
+        if !network {
+            wrapped = wrapped.arg("--unshare-net");
+        }
+        wrapped = wrapped
+            .arg("--chdir")
+            .arg(&cwd)
+            .arg("--")
+            .arg(command.program())
+            .args(command.get_args())
+            .cwd(&cwd)
+            .env("TMPDIR", &self.tmp);
+        for key in crate::git::GIT_ENV_TO_REMOVE {
+            wrapped = wrapped.env_remove(key);
+        }
+        for (key, value) in command.get_env() {
+            wrapped = match value {
+                Some(value) if key != "PWD" => wrapped.env(key, value),
+                Some(_) => wrapped,
+                None => wrapped.env_remove(key),
+            };
+        }
+        wrapped
+    }
+}
+
+impl Channel for Bubble {
+    fn inside(&self, command: ProcessBuilder) -> ProcessBuilder {
+        // eden's own scripts need no network.
+        self.wrap(command, false)
     }
 
-    pub fn read(copy: &Path) -> Option<Owner> {
-        serde_json::from_str(&std::fs::read_to_string(Self::path(copy)).ok()?).ok()
+    fn workspace(&self) -> &Path {
+        &self.copy
     }
 }
 
 pub struct Isolated {
-    copy: PathBuf,
-    /// The agent's writable temporary folder (`TMPDIR`); the host's `/tmp` stays read-only.
-    tmp: PathBuf,
+    bubble: Bubble,
     worktree: PathBuf,
+    owner: PathBuf,
     patches: PathBuf,
+    scratch: PathBuf,
     repository_lock: PathBuf,
     run_id: String,
-    network: bool,
-    agent_state: Vec<PathBuf>,
-    /// Set when work could not be brought back: the copy must survive.
-    keep: AtomicBool,
+    branch: String,
+    /// Commits the host has that the copy's branch grew from (the start, each one fetched).
+    known: Mutex<Vec<String>>,
+    state_env: Vec<(&'static str, PathBuf)>,
     closed: bool,
 }
 
@@ -68,109 +134,86 @@ pub fn start(request: &IsolatedRequest<'_>) -> Result<Box<dyn SandboxHandle>, Er
         return Err(Error::sandbox("sandbox kind `isolated` needs bubblewrap (`bwrap`), which is not installed")
             .with_hint("install it (Debian: `apt-get install bubblewrap`), or use `docker` or `podman`"));
     }
-    let (copy, tmp) = crate::layout::isolated_copy(request.run_id);
-    // A real copy (no hardlinks): the agent may write anything in it, objects included.
-    let clone = Git::new(request.repo_root).run([
-        "clone".as_ref(),
-        "--quiet".as_ref(),
-        "--no-hardlinks".as_ref(),
-        request.worktree.as_os_str(),
-        copy.as_os_str(),
-    ]);
-    if let Err(err) = clone {
-        let _ = fs_err::remove_dir_all(&copy);
-        return Err(Error::sandbox(format!("cannot make the isolated copy: {}", err.message)));
-    }
+    let paths = crate::layout::isolated_copy(request.run_id);
+    let base = crate::git::Git::new(request.worktree)
+        .resolve("HEAD")?
+        .ok_or_else(|| Error::git(format!("the worktree `{}` has no commit", request.worktree.display())))?;
+    let isolated = Isolated {
+        bubble: Bubble {
+            copy: paths.copy.clone(),
+            tmp: paths.tmp.clone(),
+            writable: request.agent_state.iter().map(|state| state.folder.clone()).collect(),
+            network: request.network,
+        },
+        worktree: request.worktree.to_path_buf(),
+        owner: paths.owner.clone(),
+        patches: request.patches.to_owned(),
+        scratch: request.scratch.to_owned(),
+        repository_lock: request.repository_lock.to_owned(),
+        run_id: request.run_id.to_owned(),
+        branch: request.branch.to_owned(),
+        known: Mutex::new(vec![base.clone()]),
+        state_env: request.agent_state.iter().map(|state| (state.var, state.value.clone())).collect(),
+        closed: false,
+    };
     let owner = Owner {
         run_id: request.run_id.to_owned(),
         repo: request.repo_root.to_owned(),
+        branch: request.branch.to_owned(),
+        base,
         process: crate::process::ProcessStamp::current(),
     };
-    let written = serde_json::to_string(&owner)
+    // From here on the handle removes what was made, whatever fails.
+    let made = serde_json::to_string(&owner)
         .map_err(std::io::Error::other)
-        .and_then(|json| fs_err::write(Owner::path(&copy), json));
-    if let Err(err) = written {
-        let _ = fs_err::remove_dir_all(&copy);
-        return Err(Error::sandbox(format!("cannot prepare the isolated copy: {err}")));
+        .and_then(|json| fs_err::write(&paths.owner, json))
+        .and_then(|()| fs_err::create_dir(&paths.copy))
+        .and_then(|()| fs_err::create_dir(&paths.tmp))
+        .map_err(|err| Error::sandbox(format!("cannot make the isolated copy: {err}")));
+    let mut handle = Box::new(isolated);
+    if let Err(err) = made {
+        handle.remove();
+        return Err(err);
     }
-    if let Err(err) = carry_copies(request.worktree, &copy, request.copied) {
-        let _ = fs_err::remove_dir_all(&copy);
-        return Err(Error::sandbox(format!("cannot put the `copy_to_worktree` files into the isolated copy: {err}")));
+    let alternates: Vec<String> =
+        repository::object_stores(request.common_dir).iter().map(|store| store.display().to_string()).collect();
+    let seed = repository::SeedRequest {
+        host_worktree: request.worktree,
+        branch: request.branch,
+        scratch: request.scratch,
+        alternates: &alternates,
+    };
+    if let Err(err) = repository::seed(&handle.bubble, &seed) {
+        handle.remove();
+        return Err(err);
     }
-    if let Err(err) = fs_err::create_dir_all(&tmp) {
-        let _ = fs_err::remove_dir_all(&copy);
-        return Err(Error::sandbox(format!("cannot make the isolated temporary folder: {err}")));
-    }
-    for state in request.agent_state {
-        if let Err(err) = fs_err::create_dir_all(state) {
-            let _ = fs_err::remove_dir_all(&copy);
-            let _ = fs_err::remove_dir_all(&tmp);
-            return Err(Error::sandbox(format!("cannot create the agent's folder `{}`: {err}", state.display()))
-                .with_hint("set `sandbox.mount_agent_config = false` to run without it"));
-        }
-    }
-    Ok(Box::new(Isolated {
-        copy,
-        tmp,
-        worktree: request.worktree.to_path_buf(),
-        patches: request.patches.to_owned(),
-        repository_lock: request.repository_lock.to_owned(),
-        run_id: request.run_id.to_owned(),
-        network: request.network,
-        agent_state: request.agent_state.to_vec(),
-        keep: AtomicBool::new(false),
-        closed: false,
-    }))
-}
-
-/// Copy the `copy_to_worktree` files into the clone too, and keep them out of its git status, so
-/// they are neither committed by the agent nor brought back as its uncommitted work.
-fn carry_copies(worktree: &Path, copy: &Path, entries: &[PathBuf]) -> Result<(), String> {
-    if entries.is_empty() {
-        return Ok(());
-    }
-    let mut exclude = String::from("\n# copy_to_worktree (eden)\n");
-    for entry in entries {
-        let dest = copy.join(entry);
-        if let Some(parent) = dest.parent() {
-            fs_err::create_dir_all(parent).map_err(|err| err.to_string())?;
-        }
-        let output = ProcessBuilder::new("cp")
-            .args(["-a".as_ref(), "--".as_ref(), worktree.join(entry).as_os_str(), dest.as_os_str()])
-            .output()
-            .map_err(|err| err.to_string())?;
-        if !output.success() {
-            return Err(output.stderr.trim().to_owned());
-        }
-        exclude.push_str(&format!("/{}\n", entry.display()));
-    }
-    let info = copy.join(".git").join("info");
-    fs_err::create_dir_all(&info).map_err(|err| err.to_string())?;
-    let path = info.join("exclude");
-    let existing = std::fs::read_to_string(&path).unwrap_or_default();
-    fs_err::write(&path, existing + &exclude).map_err(|err| err.to_string())
+    Ok(handle)
 }
 
 impl Isolated {
-    fn kept_error(&self, what: &str, err: &Error) -> Error {
-        self.keep.store(true, Ordering::SeqCst);
-        Error::sandbox(format!("{what}: {}; the agent's copy is kept at {}", err.message, self.copy.display()))
-            .with_hint(format!(
-                "bring the work over by hand: `git -C {} log`, `git -C {} diff`",
-                self.copy.display(),
-                self.copy.display()
-            ))
-    }
-
-    /// Uncommitted changes in the copy, as a binary patch against its HEAD.
-    fn uncommitted_patch(&self) -> Result<Option<String>, Error> {
-        let copy = Git::new(&self.copy);
-        if copy.dirty_paths()?.is_empty() {
+    /// The end of the run in the copy: its last commits, then what it left uncommitted, saved as
+    /// `.eden/patches/<run>.patch` and applied to the worktree.
+    fn bring_back(&self) -> Result<Option<String>, Error> {
+        self.sync()?;
+        let tip = self.known.lock().unwrap_or_else(|e| e.into_inner())[0].clone();
+        let patch = self.patches.join(format!("{}.patch", self.run_id));
+        let files = repository::save_uncommitted(&self.bubble, &tip, &self.scratch, &patch)?;
+        if files == 0 {
             return Ok(None);
         }
-        copy.run(["add", "-A"])?;
-        let patch = copy.run(["diff", "--cached", "--binary", "HEAD"])?;
-        Ok((!patch.trim().is_empty()).then(|| format!("{patch}\n")))
+        repository::apply_patch(&self.worktree, &patch)?;
+        Ok(Some(format!(
+            "the agent left {files} file(s) uncommitted: saved as {} and applied to the worktree",
+            patch.display()
+        )))
+    }
+
+    fn remove(&mut self) {
+        self.closed = true;
+        let _ = crate::safe_fs::remove_tree(&self.bubble.copy);
+        let _ = crate::safe_fs::remove_tree(&self.bubble.tmp);
+        let _ = crate::safe_fs::remove_tree(&self.scratch);
+        let _ = std::fs::remove_file(&self.owner);
     }
 }
 
@@ -183,116 +226,83 @@ impl SandboxHandle for Isolated {
         None
     }
 
+    fn state_env(&self) -> Vec<(&'static str, PathBuf)> {
+        self.state_env.clone()
+    }
+
     fn prepare(&self, command: ProcessBuilder) -> Result<Prepared, Error> {
-        // The agent works in the copy: its directory moves there, everything else stays.
-        let cwd = match command.get_cwd() {
-            Some(cwd) => match cwd.strip_prefix(&self.worktree) {
-                Ok(inside) if inside.as_os_str().is_empty() => self.copy.clone(),
-                Ok(inside) => self.copy.join(inside),
-                Err(_) => cwd.to_path_buf(),
-            },
-            None => self.copy.clone(),
-        };
-        let mut wrapped = ProcessBuilder::new("bwrap")
-            .args(["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"])
-            .arg("--bind")
-            .arg(&self.copy)
-            .arg(&self.copy)
-            .arg("--bind")
-            .arg(&self.tmp)
-            .arg(&self.tmp);
-        for state in &self.agent_state {
-            wrapped = wrapped.arg("--bind").arg(state).arg(state);
-        }
-        wrapped = wrapped.args(["--unshare-pid", "--die-with-parent"]);
-        if !self.network {
-            wrapped = wrapped.arg("--unshare-net");
-        }
-        wrapped = wrapped
-            .arg("--chdir")
-            .arg(&cwd)
-            .arg("--")
-            .arg(command.program())
-            .args(command.get_args())
-            .cwd(&cwd)
-            .env("TMPDIR", &self.tmp);
-        for (key, value) in command.get_env() {
-            wrapped = match value {
-                Some(value) if key != "PWD" => wrapped.env(key, value),
-                Some(_) => wrapped,
-                None => wrapped.env_remove(key),
-            };
-        }
         let mut command = command;
-        Ok(Prepared { command: wrapped.stdin(command.take_stdin()), inside: None })
+        // The working directory moves from the worktree to the same place in the copy.
+        if let Some(cwd) = command.get_cwd().map(Path::to_path_buf) {
+            if let Ok(inside) = cwd.strip_prefix(&self.worktree) {
+                command = command.cwd(self.bubble.copy.join(inside));
+            }
+        }
+        for (key, value) in &self.state_env {
+            if !command.get_env().iter().any(|(set, _)| set == key) {
+                command = command.env(key, value);
+            }
+        }
+        let stdin = command.take_stdin();
+        Ok(Prepared { command: self.bubble.wrap(command, self.bubble.network).stdin(stdin), inside: None })
     }
 
     fn sync(&self) -> Result<Option<String>, Error> {
-        let worktree = Git::new(&self.worktree);
-        // A fetch reads every worktree's metadata, which other runs add and remove under this
-        // lock: without it, a worktree removed meanwhile fails the fetch.
-        let shared = crate::lock::RepoLock::acquire(
-            &self.repository_lock,
-            &self.run_id,
-            "fetching the agent's commits",
-            &mut |_| {},
-        )
-        .map_err(|err| self.kept_error("cannot bring the agent's commits back", &err))?;
-        let fetched = worktree
-            .run(["fetch".as_ref(), "--quiet".as_ref(), self.copy.as_os_str(), OsString::from("HEAD").as_os_str()])
-            .and_then(|_| worktree.run(["merge", "--ff-only", "--quiet", "FETCH_HEAD"]));
-        drop(shared);
-        match fetched {
-            Ok(_) => Ok(None),
-            Err(err) => Err(self.kept_error("cannot bring the agent's commits back", &err)),
+        let known = self.known.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let back = CommitsBack {
+            channel: &self.bubble,
+            host_worktree: &self.worktree,
+            branch: &self.branch,
+            known: &known,
+            scratch: &self.scratch,
+            repository_lock: &self.repository_lock,
+            run_id: &self.run_id,
+        };
+        if let Returned::MovedTo(tip) = repository::bring_commits(&back)? {
+            self.known.lock().unwrap_or_else(|e| e.into_inner()).insert(0, tip);
         }
+        Ok(None)
     }
 
     fn close(&mut self) -> Result<Option<String>, Error> {
         if self.closed {
             return Ok(None);
         }
-        self.closed = true;
-        let mut note = None;
-        if !self.keep.load(Ordering::SeqCst) {
-            match self.uncommitted_patch() {
-                Ok(None) => {}
-                Ok(Some(patch)) => {
-                    let path = self.patches.join(format!("{}.patch", self.run_id));
-                    let saved = fs_err::create_dir_all(&self.patches).and_then(|()| fs_err::write(&path, &patch));
-                    if let Err(err) = saved {
-                        return Err(self
-                            .kept_error("cannot save the agent's uncommitted work", &Error::sandbox(err.to_string())));
-                    }
-                    let applied = Git::new(&self.worktree).run([
-                        "apply".as_ref(),
-                        "--whitespace=nowarn".as_ref(),
-                        path.as_os_str(),
-                    ]);
-                    if let Err(err) = applied {
-                        return Err(
-                            self.kept_error(&format!("cannot apply `{}` to the worktree", path.display()), &err)
-                        );
-                    }
-                    let files = patch.lines().filter(|l| l.starts_with("diff --git ")).count();
-                    note = Some(format!(
-                        "the agent left {files} file(s) uncommitted: saved as {} and applied to the worktree",
-                        path.display()
-                    ));
-                }
-                Err(err) => return Err(self.kept_error("cannot read the agent's uncommitted work", &err)),
-            }
+        let brought = self.bring_back();
+        if let Err(err) = brought {
+            let base = self.known.lock().unwrap_or_else(|e| e.into_inner()).last().cloned().unwrap_or_default();
+            let saved = repository::salvage(&self.bubble, &self.branch, &base, &self.patches, &self.run_id);
+            self.remove();
+            return Err(repository::salvaged_error(err, &saved));
         }
-        let _ = fs_err::remove_dir_all(&self.tmp);
-        if !self.keep.load(Ordering::SeqCst) {
-            let _ = fs_err::remove_dir_all(&self.copy);
-        }
-        Ok(note)
+        self.remove();
+        brought
     }
 }
 
 impl Drop for Isolated {
     fn drop(&mut self) {
-        let _ = self.close();
+        if !self.closed {
+            let _ = self.close();
+        }
     }
+}
+
+/// What `eden clean` does with a killed run's copy: save its commits and uncommitted work
+/// under the repository's `.eden/patches/` (run inside bubblewrap, as always), then remove it.
+/// Returns the files saved.
+pub fn salvage_and_remove(run_id: &str, owner: &Owner) -> Vec<PathBuf> {
+    let paths = crate::layout::isolated_copy(run_id);
+    let bubble = Bubble { copy: paths.copy.clone(), tmp: paths.tmp.clone(), writable: Vec::new(), network: false };
+    let patches = crate::layout::Layout::new(&owner.repo, owner.repo.join(".git")).patches();
+    let saved = if paths.copy.is_dir() {
+        let _ = fs_err::create_dir_all(&paths.tmp);
+        repository::salvage(&bubble, &owner.branch, &owner.base, &patches, run_id)
+    } else {
+        Vec::new()
+    };
+    let _ = crate::safe_fs::remove_tree(&paths.copy);
+    let _ = crate::safe_fs::remove_tree(&paths.tmp);
+    let _ = std::fs::remove_file(&paths.owner);
+    saved
 }

@@ -1,10 +1,18 @@
-//! Where agent commands run: on the host, or inside one long-lived container per run. The
-//! orchestrator only sees `SandboxHandle`: turn a command into one that runs in the sandbox,
-//! reach the processes it started there when they must be killed, and clean up.
+//! Where agent commands run: on the host, inside one long-lived container per run, or in an
+//! isolated copy under bubblewrap. The orchestrator only sees `SandboxHandle`: turn a command
+//! into one that runs in the sandbox, reach the processes it started there when they must be
+//! killed, bring the agent's work back, and clean up.
+//!
+//! The boundary: nothing a sandboxed agent writes is ever executed, or read as configuration,
+//! by eden or by the person's git or agent CLI on the host. A sandbox has a repository of its
+//! own and private agent state folders; what comes back is data (`repository`: checked git
+//! objects, a checked patch; transcripts read through `safe_fs`).
 
+pub mod agent_state;
 pub mod container;
 pub mod firewall;
 pub mod isolated;
+pub(crate) mod repository;
 
 pub use container::{prune_abandoned, start as start_container};
 
@@ -25,8 +33,13 @@ pub trait SandboxHandle: Send {
     /// The container (engine, name, id, image), if there is one.
     fn container(&self) -> Option<crate::record::ContainerRecord>;
     fn prepare(&self, command: ProcessBuilder) -> Result<Prepared, Error>;
-    /// After each iteration: bring the agent's work into the worktree where it lives elsewhere
-    /// (the isolated copy). Returns a note for the display, if any.
+    /// The variables that point the agent at its private state folders in this sandbox (set on
+    /// the agent's command, so its transcripts are found there).
+    fn state_env(&self) -> Vec<(&'static str, std::path::PathBuf)> {
+        Vec::new()
+    }
+    /// After each iteration: bring the agent's commits into the host worktree (the sandbox has
+    /// a repository of its own). Returns a note for the display, if any.
     fn sync(&self) -> Result<Option<String>, Error> {
         Ok(None)
     }
@@ -35,8 +48,8 @@ pub trait SandboxHandle: Send {
     fn check_alive(&self, _exit_code: Option<i32>) -> Result<(), Error> {
         Ok(())
     }
-    /// Remove the sandbox, bringing back what must come back first. Idempotent. Returns a note
-    /// for the display, if any.
+    /// Remove the sandbox, bringing back what must come back first (its last commits, its
+    /// uncommitted work as a patch). Idempotent. Returns a note for the display, if any.
     fn close(&mut self) -> Result<Option<String>, Error>;
 }
 

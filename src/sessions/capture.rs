@@ -230,6 +230,25 @@ fn newest_first(mut paths: Vec<PathBuf>) -> Vec<PathBuf> {
     paths
 }
 
+/// eden's own copy of a session's transcript, captured by an earlier run into `sessions`
+/// (`.eden/sessions/<run>/<step>-<iteration>-<id>.jsonl`, the newest if several), with its
+/// subagents' transcripts.
+pub fn captured(sessions: &Path, session_id: &str) -> Option<(PathBuf, Vec<PathBuf>)> {
+    if !plain_session_id(session_id) {
+        return None;
+    }
+    let suffix = format!("-{session_id}.jsonl");
+    let modified = |path: &PathBuf| path.metadata().and_then(|m| m.modified()).ok();
+    let main = dirs(sessions)
+        .into_iter()
+        .flat_map(files)
+        .filter(|path| path.file_name().unwrap_or_default().to_string_lossy().ends_with(&suffix))
+        .max_by_key(modified)?;
+    let mut subagents = files(main.with_extension("").join("subagents"));
+    subagents.sort();
+    Some((main, subagents))
+}
+
 /// The file name a captured transcript gets: `<step>-<iteration>-<session-id>`.
 pub fn stem(step: &str, iteration: u32, session_id: &str) -> String {
     let step: String = step.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '-' }).collect();
@@ -237,18 +256,28 @@ pub fn stem(step: &str, iteration: u32, session_id: &str) -> String {
 }
 
 /// Copy a located transcript (and its subagents') into `dir` as `<stem>.jsonl`, secrets
-/// redacted like everything else eden writes.
-pub fn keep_file(main: &Path, subagents: &[PathBuf], dir: &Path, stem: &str) -> std::io::Result<TranscriptRecord> {
+/// redacted like everything else eden writes. A transcript under `confined` (the run's private
+/// state folders, which the agent wrote) is read without following any symlink there.
+pub fn keep_file(
+    main: &Path,
+    subagents: &[PathBuf],
+    dir: &Path,
+    stem: &str,
+    confined: &Path,
+) -> std::io::Result<TranscriptRecord> {
     let path = dir.join(format!("{stem}.jsonl"));
-    let bytes = store(main, &path)?;
+    let bytes = store(main, &path, confined)?;
     let mut kept = Vec::new();
     for sub in subagents {
         let target = dir.join(stem).join("subagents").join(sub.file_name().unwrap_or_default());
-        store(sub, &target)?;
+        store(sub, &target, confined)?;
         kept.push(target);
     }
     Ok(TranscriptRecord { path, source: main.display().to_string(), bytes, subagents: kept })
 }
+
+/// The largest transcript eden copies.
+const TRANSCRIPT_LIMIT: u64 = 1 << 30;
 
 /// Keep `text` (an export) as the transcript `<stem>.json`.
 pub fn keep_export(text: &[u8], dir: &Path, stem: &str, source: String) -> std::io::Result<TranscriptRecord> {
@@ -257,8 +286,11 @@ pub fn keep_export(text: &[u8], dir: &Path, stem: &str, source: String) -> std::
     Ok(TranscriptRecord { path, source, bytes, subagents: Vec::new() })
 }
 
-fn store(from: &Path, to: &Path) -> std::io::Result<u64> {
-    let data = fs_err::read(from)?;
+fn store(from: &Path, to: &Path, confined: &Path) -> std::io::Result<u64> {
+    let data = match from.strip_prefix(confined) {
+        Ok(inside) => crate::safe_fs::Dir::open(confined)?.read(inside, TRANSCRIPT_LIMIT)?,
+        Err(_) => fs_err::read(from)?,
+    };
     write_redacted(to, &data)
 }
 

@@ -247,8 +247,23 @@ fn an_interrupted_clean_is_consistent_and_finishes_when_run_again() {
     env.assert_pristine();
 }
 
+/// What a killed run's sandbox held (a commit and an uncommitted file) is saved under
+/// `.eden/patches/` as a bundle and a patch: nothing is lost, and no git ran on the host in
+/// what the agent wrote. The bundle fetches with object checks on.
+fn assert_salvaged(env: &TestEnv, id: &str, subject: &str, uncommitted: &str) {
+    let patches = env.repo.join(".eden/patches");
+    let patch = std::fs::read_to_string(patches.join(format!("{id}.salvaged.patch"))).expect("the patch is saved");
+    assert!(patch.contains(&format!("b/{uncommitted}")), "{patch}");
+    let bundle = patches.join(format!("{id}.salvaged.bundle"));
+    let heads = env.git(&["bundle", "list-heads", bundle.to_str().unwrap()]);
+    let branch = heads.split_whitespace().nth(1).expect("the bundle names the branch").to_owned();
+    let refspec = format!("{branch}:refs/salvaged");
+    env.git(&["-c", "transfer.fsckObjects=true", "fetch", "-q", bundle.to_str().unwrap(), &refspec]);
+    assert_eq!(env.git(&["log", "-1", "--format=%s", "refs/salvaged"]), subject);
+}
+
 #[test]
-fn an_isolated_copy_with_work_that_never_came_back_is_kept_unless_forced() {
+fn an_isolated_copy_of_a_killed_run_is_salvaged_then_removed() {
     if !crate::isolated::bwrap() {
         return;
     }
@@ -268,20 +283,19 @@ fn an_isolated_copy_with_work_that_never_came_back_is_kept_unless_forced() {
     assert!(copy.join("x.txt").exists() && tmp.join(format!("eden-isolated-{id}-tmp")).exists());
 
     let run = clean(&env, &["--json"]);
-    run.assert_code(1);
+    run.assert_code(0);
     let listed: Vec<String> =
         items(&env, &run, &[(id, "[ID]")]).into_iter().filter(|line| line.starts_with("isolated")).collect();
     let tmp_shown = env.redact(&tmp.display().to_string());
     assert_eq!(
         listed,
         [
-            format!("isolated_copy {tmp_shown}/eden-isolated-[ID] kept: commits and 1 uncommitted change(s) that never came back; `--force` to delete"),
+            format!("isolated_copy {tmp_shown}/eden-isolated-[ID] removed: its run is over (what it holds is saved under `.eden/patches` first)"),
             format!("isolated_copy {tmp_shown}/eden-isolated-[ID]-tmp removed: its run is over"),
         ]
     );
-    assert!(copy.join("x.txt").exists(), "the agent's work is still there");
-    clean(&env, &["--force"]).assert_code(0);
-    assert!(!copy.exists());
+    assert!(!copy.exists() && !tmp.join(format!("eden-isolated-{id}.json")).exists());
+    assert_salvaged(&env, id, "in the copy", "ready");
 }
 
 fn containers_of_killed_runs_are_removed(engine: &str) {
@@ -291,8 +305,9 @@ fn containers_of_killed_runs_are_removed(engine: &str) {
     let env = TestEnv::new();
     let shared = env.root().join("shared");
     std::fs::create_dir_all(&shared).unwrap();
+    let script = "cat >/dev/null; echo c > c.txt && git add c.txt && git -c user.name=box -c user.email=box@example.com commit -qm boxed && echo half > half.txt && touch /shared/ready; sleep 300";
     let manifest = format!(
-        "name = \"box\"\nprompt = \"go\"\n[agent]\nkind = \"cli\"\nbinary = \"sh\"\nargs = [\"-c\", \"cat >/dev/null; touch /shared/ready; sleep 300\"]\n\
+        "name = \"box\"\nprompt = \"go\"\n[agent]\nkind = \"cli\"\nbinary = \"sh\"\nargs = [\"-c\", \"{script}\"]\n\
          [sandbox]\nkind = \"{engine}\"\nimage = \"{}\"\nmounts = [{{ host = \"{}\", sandbox = \"/shared\" }}]\n",
         crate::containers::IMAGE,
         shared.display()
@@ -310,8 +325,14 @@ fn containers_of_killed_runs_are_removed(engine: &str) {
     assert_eq!(names(), [container], "left behind");
     let run = clean(&env, &["--json"]);
     let listed = items(&env, &run, &[]);
-    assert!(listed.contains(&format!("container {container} ({engine}) removed: its run is over")), "{listed:#?}");
+    let expected = format!(
+        "container {container} ({engine}) removed: its run is over (what it holds is saved under `.eden/patches` first)"
+    );
+    assert!(listed.contains(&expected), "{listed:#?}");
     assert!(names().is_empty(), "removed");
+    let volumes = std::process::Command::new(engine).args(["volume", "ls", "-q"]).output().unwrap();
+    assert!(!String::from_utf8_lossy(&volumes.stdout).contains(container), "its volume is gone too");
+    assert_salvaged(&env, record["id"].as_str().unwrap(), "boxed", "half.txt");
 }
 
 #[test]

@@ -331,8 +331,12 @@ fn claude_transcripts_are_captured_from_inside(engine: &str) {
     run.assert_code(0);
     let record = run.json();
     crate::real_agents::assert_transcript(&env, &record, 0);
+    // Written in the run's private state folder, never the person's own.
     let source = record["iterations"][0]["transcript"]["source"].as_str().unwrap();
-    assert!(source.starts_with(&env.root().join("claude").display().to_string()), "{source}");
+    let private = std::fs::canonicalize(&env.repo).unwrap().join(".eden/agent-state");
+    assert!(source.starts_with(&private.display().to_string()), "{source}");
+    assert!(!env.root().join("claude/projects").exists(), "nothing written to the person's folder");
+    assert!(!private.exists() || std::fs::read_dir(&private).unwrap().next().is_none(), "the private folder is gone");
     assert!(containers_of(engine, &std::fs::canonicalize(&env.repo).unwrap()).is_empty(), "container removed");
 }
 
@@ -448,8 +452,8 @@ macro_rules! engine_tests {
                 super::a_sandbox_hook_over_its_timeout_exits_4(stringify!($engine));
             }
             #[test]
-            fn the_agents_state_folder_is_shared_with_the_host() {
-                super::the_agents_state_folder_is_shared_with_the_host(stringify!($engine));
+            fn the_agents_state_folder_is_private() {
+                super::the_agents_state_folder_is_private(stringify!($engine));
             }
             #[test]
             fn a_container_removed_mid_run_is_a_sandbox_error() {
@@ -523,15 +527,27 @@ fn a_sandbox_hook_over_its_timeout_exits_4(engine: &str) {
     env.assert_pristine();
 }
 
-fn the_agents_state_folder_is_shared_with_the_host(engine: &str) {
+/// The agent gets a private state folder: seeded with copies of what it needs from the
+/// person's own (pi's `auth.json` and `settings.json`), writable inside, its transcript captured
+/// from there; the person's folder is byte-identical afterwards and the private one is gone.
+fn the_agents_state_folder_is_private(engine: &str) {
     if !ready(engine) {
         return;
     }
     let env = TestEnv::new();
-    // A stand-in for pi inside the image: it writes a "transcript" where pi keeps its sessions.
+    let own = env.home().join(".pi/agent");
+    std::fs::create_dir_all(own.join("sessions")).unwrap();
+    std::fs::write(own.join("auth.json"), "{\"token\":\"login\"}").unwrap();
+    std::fs::write(own.join("settings.json"), "{}").unwrap();
+    std::fs::write(own.join("notes.md"), "not for the agent").unwrap();
+    // A stand-in for pi inside the image: it reads its login, rewrites its settings (as a
+    // hostile agent would, to plant hooks for the person's next session) and writes a session.
     let bin = env.root().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
-    let script = "#!/bin/sh\nmkdir -p \"$PI_CODING_AGENT_DIR/sessions\" && id -u > \"$PI_CODING_AGENT_DIR/sessions/run.jsonl\"\necho '<promise>COMPLETE</promise>'\n";
+    let script = "#!/bin/sh\nd=\"$PI_CODING_AGENT_DIR\"\necho \"login: $(cat \"$d/auth.json\") notes: $(cat \"$d/notes.md\" 2>&1 | head -c 20)\"\n\
+        echo '{\"hooks\":\"pwned\"}' > \"$d/settings.json\"\nmkdir -p \"$d/sessions/--w--\"\n\
+        echo '{\"type\":\"session\",\"id\":\"s-1\"}' > \"$d/sessions/--w--/t_s-1.jsonl\"\n\
+        echo '{\"type\":\"session\",\"id\":\"s-1\"}'\necho '<promise>COMPLETE</promise>'\n";
     std::fs::write(bin.join("pi"), script).unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(bin.join("pi"), std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -539,13 +555,21 @@ fn the_agents_state_folder_is_shared_with_the_host(engine: &str) {
         "prompt = \"go\"\n[agent]\nkind = \"pi\"\nbinary = \"/opt/fake/pi\"\n[sandbox]\nkind = \"{engine}\"\nimage = \"{IMAGE}\"\nmounts = [{{ host = \"{}\", sandbox = \"/opt/fake\", read_only = true }}]\n[loop]\nmax_iterations = 1\n",
         bin.display()
     );
+    let before = crate::support::tree_digest(&env.home().join(".pi"));
     let run = env.run_manifest(&manifest, &[]);
     run.assert_code(0);
-    let transcript = env.home().join(".pi/agent/sessions/run.jsonl");
-    let uid = nix::unistd::getuid().as_raw();
-    assert_eq!(std::fs::read_to_string(&transcript).unwrap(), format!("{uid}\n"), "written inside, found on the host");
+    assert!(
+        run.stderr.contains("login: {\"token\":\"login\"} notes: cat: "),
+        "seeded with the login only: {}",
+        run.stderr
+    );
+    assert_eq!(crate::support::tree_digest(&env.home().join(".pi")), before, "the person's folder is untouched");
+    let record = run.record();
+    let transcript = record["iterations"][0]["transcript"]["path"].as_str().expect("captured");
+    assert!(std::fs::read_to_string(transcript).unwrap().contains("s-1"));
+    assert!(!env.repo.join(format!(".eden/agent-state/{}", record["id"].as_str().unwrap())).exists());
 
-    // Opted out: the folder is neither mounted nor pointed at.
+    // Opted out: no folder is made or pointed at.
     let env = TestEnv::new();
     // (In a committed file: podman can lose the output of very short execs under load.)
     let script = "#!/bin/sh\necho \"dir=${PI_CODING_AGENT_DIR:-unset}\" > state.txt && git add state.txt && git -c user.name=box -c user.email=box@example.com commit -qm state\necho '<promise>COMPLETE</promise>'\n";

@@ -319,3 +319,30 @@ pub fn skip(reason: &str) {
         let _ = file.write_all(format!("{test}: {reason}\n").as_bytes());
     }
 }
+
+/// Everything under `dir` as it is (symlinks not followed): each entry's relative path, kind,
+/// mode and content (or link target), sorted. Equal digests mean an untouched tree.
+pub fn tree_digest(dir: &Path) -> Vec<String> {
+    use std::os::unix::fs::PermissionsExt;
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let relative = path.strip_prefix(root).unwrap().display().to_string();
+            let Ok(meta) = std::fs::symlink_metadata(&path) else { continue };
+            let mode = meta.permissions().mode();
+            if meta.file_type().is_symlink() {
+                out.push(format!("{relative} link {:?}", std::fs::read_link(&path).ok()));
+            } else if meta.is_dir() {
+                out.push(format!("{relative} dir {mode:o}"));
+                walk(root, &path, out);
+            } else {
+                out.push(format!("{relative} file {mode:o} {:?}", std::fs::read(&path).ok()));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, dir, &mut out);
+    out.sort();
+    out
+}

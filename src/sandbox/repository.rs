@@ -1,0 +1,559 @@
+//! The sandbox's own repository, and the one way work crosses the boundary.
+//!
+//! A sandbox never sees the host's `.git`, and the host never runs git against anything the
+//! sandbox could write. Instead:
+//!
+//! - **In**: eden builds the sandbox repository's `.git` on the host, in a scratch folder of its
+//!   own (HEAD on the run's branch, the host's refs as `packed-refs`, the person's identity, the
+//!   host worktree's index, the host's object stores named as alternates — read-only inside), and
+//!   streams it with the host worktree's files (`tar`, everything but `.git`) into the sandbox's
+//!   empty workspace through the sandbox's own channel (`exec -i`, or bubblewrap). Files the
+//!   host side added (`copy_to_worktree`, what host hooks made) arrive too, and are excluded from
+//!   the sandbox's git, so they neither get committed nor come back as the agent's work.
+//! - **Commits back**, after every iteration: a script inside prints the branch's tip and a
+//!   `git bundle` of what the host lacks; eden fetches that bundle on the host with object
+//!   checking on (`transfer.fsckObjects`: malformed objects and trees with `.git` entries are
+//!   refused) and moves the host worktree to the tip with `git reset --keep`. Only objects and
+//!   one commit id cross; the sandbox's config, hooks and attributes are never read on the host.
+//! - **Uncommitted work**, at the end: a script inside prints `git diff --binary` of everything
+//!   the agent left; eden saves it under `.eden/patches/`, checks every path it names (no `.git`
+//!   component, nothing absolute or above the worktree) and applies it with `git apply`, which
+//!   itself refuses to write through symlinks.
+//!
+//! What runs inside may lie (the agent can replace the image's `git`): everything it prints is
+//! treated as untrusted data and checked on the host.
+
+use crate::error::Error;
+use crate::git::Git;
+use crate::process::ProcessBuilder;
+use std::io::{BufRead, Read};
+use std::path::{Path, PathBuf};
+
+/// Reaches inside the sandbox: the sandbox's side of the transport.
+pub(crate) trait Channel {
+    /// The host command that runs `command` (program, arguments, environment and working
+    /// directory as the sandbox sees them) inside, as the agent's user, its stdin open for
+    /// what `pipe_into` feeds it.
+    fn inside(&self, command: ProcessBuilder) -> ProcessBuilder;
+    /// The workspace as the sandbox sees it (the worktree's path, or the isolated copy).
+    fn workspace(&self) -> &Path;
+}
+
+/// `sh -c SCRIPT sh ARGS...` in the sandbox's workspace, with git settings of its own: no
+/// background maintenance (eden ends what a command leaves running), no prompts, no quoting of
+/// non-ASCII paths.
+fn shell(channel: &dyn Channel, script: &str, args: &[&str]) -> ProcessBuilder {
+    let command = ProcessBuilder::new("sh").args(["-c", script, "sh"]).args(args).cwd(channel.workspace());
+    let command = crate::git::with_config(command, &crate::git::NO_BACKGROUND_WORK);
+    let command = crate::git::with_config(command, &[("core.quotePath", "false")]);
+    channel.inside(command.env("GIT_TERMINAL_PROMPT", "0").env("LC_ALL", "C"))
+}
+
+/// What seeding needs from the host.
+pub(crate) struct SeedRequest<'a> {
+    /// The run's worktree on the host: its files are the sandbox's starting point.
+    pub host_worktree: &'a Path,
+    /// The run's branch, checked out in the sandbox.
+    pub branch: &'a str,
+    /// A folder eden made for this run (`.eden/tmp/<run>`), for the `.git` it builds.
+    pub scratch: &'a Path,
+    /// The host's object stores as the sandbox sees them, first the repository's own.
+    pub alternates: &'a [String],
+}
+
+/// The host's object stores: the repository's `objects`, and every store it borrows from
+/// (`objects/info/alternates`, followed), as absolute paths. Read from the host's own `.git`.
+pub(crate) fn object_stores(common_dir: &Path) -> Vec<PathBuf> {
+    let mut stores = vec![common_dir.join("objects")];
+    let mut next = 0;
+    while next < stores.len() && stores.len() < 16 {
+        let store = stores[next].clone();
+        next += 1;
+        let Ok(text) = std::fs::read_to_string(store.join("info").join("alternates")) else { continue };
+        for line in text.lines().map(str::trim).filter(|line| !line.is_empty() && !line.starts_with('#')) {
+            let path = crate::git::dunce_canonical(&store.join(line));
+            if path.is_dir() && !stores.contains(&path) {
+                stores.push(path);
+            }
+        }
+    }
+    stores
+}
+
+/// Extracts the stream into the workspace, then settles the index against the files.
+const SEED_SCRIPT: &str = r#"set -e
+tar -x -f - -C .
+git update-index -q --refresh >/dev/null 2>&1 || :
+git rev-parse --verify -q HEAD"#;
+
+/// Fill the sandbox's empty workspace: its own repository on the run's branch at the host
+/// worktree's commit, with the host worktree's files. Returns that commit.
+pub(crate) fn seed(channel: &dyn Channel, request: &SeedRequest<'_>) -> Result<String, Error> {
+    let host = Git::new(request.host_worktree);
+    let tip = host
+        .resolve("HEAD")?
+        .ok_or_else(|| Error::git(format!("the worktree `{}` has no commit", request.host_worktree.display())))?;
+    let dot_git = request.scratch.join(".git");
+    let built = build_dot_git(&host, request, &tip, &dot_git);
+    let result = built.and_then(|()| {
+        let archive = ProcessBuilder::new("tar")
+            .args(["-c", "-f", "-", "-C"])
+            .arg(request.scratch)
+            .arg(".git")
+            .args(["--exclude=./.git", "-C"])
+            .arg(request.host_worktree)
+            .arg(".");
+        let extract = shell(channel, SEED_SCRIPT, &[]);
+        let (archived, extracted) = archive.pipe_into(&extract).map_err(|err| {
+            Error::sandbox(format!("cannot copy the worktree into the sandbox: {err}"))
+                .with_hint("is `tar` installed on this machine?")
+        })?;
+        if !extracted.success() {
+            return Err(Error::sandbox(format!(
+                "cannot set up the sandbox's repository: {}",
+                last_line(&extracted.stderr)
+            ))
+            .with_hint("the image needs `sh`, `tar` and `git`, and its user must be able to write the workspace"));
+        }
+        if !archived.success() {
+            return Err(Error::sandbox(format!(
+                "cannot read the worktree to copy it: {}",
+                last_line(&archived.stderr)
+            )));
+        }
+        let seeded = extracted.stdout.trim();
+        if seeded != tip {
+            return Err(Error::sandbox(format!(
+                "the sandbox's repository is at `{seeded}`, not at the worktree's commit `{tip}`"
+            ))
+            .with_hint("the image's `git` may be too old to read the repository (git 2.20 or newer is needed)"));
+        }
+        Ok(tip.clone())
+    });
+    let _ = crate::safe_fs::remove_tree(&dot_git);
+    result
+}
+
+/// The sandbox's `.git`, made by eden in its scratch folder: nothing in it comes from a place
+/// the sandbox could write.
+fn build_dot_git(host: &Git, request: &SeedRequest<'_>, tip: &str, dot_git: &Path) -> Result<(), Error> {
+    let write = |relative: &str, contents: &[u8]| -> Result<(), Error> {
+        let path = dot_git.join(relative);
+        if let Some(parent) = path.parent() {
+            fs_err::create_dir_all(parent).map_err(|err| Error::sandbox(err.to_string()))?;
+        }
+        fs_err::write(&path, contents).map_err(|err| Error::sandbox(err.to_string()))
+    };
+    let _ = crate::safe_fs::remove_tree(dot_git);
+    for folder in ["objects/pack", "refs/heads", "refs/tags", "info"] {
+        fs_err::create_dir_all(dot_git.join(folder)).map_err(|err| Error::sandbox(err.to_string()))?;
+    }
+    write("HEAD", format!("ref: refs/heads/{}\n", request.branch).as_bytes())?;
+    write("config", config(host)?.as_bytes())?;
+    let mut refs: Vec<(String, String)> = host
+        .run(["for-each-ref", "--format=%(refname) %(objectname)", "refs/heads", "refs/tags", "refs/remotes"])?
+        .lines()
+        .filter_map(|line| line.split_once(' '))
+        .map(|(name, id)| (name.to_owned(), id.to_owned()))
+        .filter(|(name, _)| name != &format!("refs/heads/{}", request.branch))
+        .collect();
+    refs.push((format!("refs/heads/{}", request.branch), tip.to_owned()));
+    refs.sort();
+    let packed: String = refs.iter().map(|(name, id)| format!("{id} {name}\n")).collect();
+    write("packed-refs", format!("# pack-refs with: sorted \n{packed}").as_bytes())?;
+    write("objects/info/alternates", format!("{}\n", request.alternates.join("\n")).as_bytes())?;
+    write("info/exclude", exclude(host)?.as_bytes())?;
+    // The host worktree's index, so the sandbox's git knows the files without reading them all
+    // (stat data is compared by size and mtime only: the copies have other inodes).
+    let index = host.run(["rev-parse", "--path-format=absolute", "--git-path", "index"])?;
+    if Path::new(&index).is_file() {
+        fs_err::copy(&index, dot_git.join("index")).map_err(|err| Error::sandbox(err.to_string()))?;
+    }
+    Ok(())
+}
+
+/// The sandbox repository's config: the object format, the person's identity (so the agent's
+/// commits are theirs, as with their own git), stat checks that fit copied files.
+fn config(host: &Git) -> Result<String, Error> {
+    let format = host.run(["rev-parse", "--show-object-format"]).unwrap_or_else(|_| "sha1".to_owned());
+    let mut config = String::from(
+        "[core]\n\tbare = false\n\tlogallrefupdates = true\n\tcheckStat = minimal\n\ttrustctime = false\n",
+    );
+    if format == "sha1" {
+        config.insert_str(0, "[core]\n\trepositoryformatversion = 0\n");
+    } else {
+        config.insert_str(
+            0,
+            &format!("[core]\n\trepositoryformatversion = 1\n[extensions]\n\tobjectformat = {format}\n"),
+        );
+    }
+    let mut user = String::new();
+    for key in ["name", "email"] {
+        if let Ok(value) = host.run(["config", "--get", &format!("user.{key}")]) {
+            if !value.is_empty() && !value.contains(['\n', '"', '\\']) {
+                user.push_str(&format!("\t{key} = \"{value}\"\n"));
+            }
+        }
+    }
+    if !user.is_empty() {
+        config.push_str(&format!("[user]\n{user}"));
+    }
+    Ok(config)
+}
+
+/// The sandbox's `info/exclude`: the host's patterns, and every file the host side added to the
+/// worktree that git does not ignore (copied files, what host hooks made), so the agent's
+/// `git add -A` and the uncommitted work that comes back leave them out.
+fn exclude(host: &Git) -> Result<String, Error> {
+    let exclude = host.run(["rev-parse", "--path-format=absolute", "--git-path", "info/exclude"])?;
+    let mut text = std::fs::read_to_string(exclude).unwrap_or_default();
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    let (status, _) = host.output(["status", "--porcelain", "-z", "--untracked-files=normal"])?;
+    let mut added = String::new();
+    for entry in status.stdout.split('\0') {
+        if let Some(path) = entry.strip_prefix("?? ") {
+            added.push('/');
+            for c in path.chars() {
+                if matches!(c, '*' | '?' | '[' | '\\' | '!' | '#' | ' ') {
+                    added.push('\\');
+                }
+                added.push(c);
+            }
+            added.push('\n');
+        }
+    }
+    if !added.is_empty() {
+        text.push_str("# added on the host before the sandbox started (eden)\n");
+        text.push_str(&added);
+    }
+    Ok(text)
+}
+
+/// Prints `tip <id>` for the branch (or `missing`), then, when the host lacks commits, a bundle
+/// of them: everything reachable from the tip but not from what the host already has.
+const BUNDLE_SCRIPT: &str = r#"branch=$1
+shift
+tip=$(git rev-parse -q --verify "refs/heads/$branch^{commit}") || { echo missing; exit 0; }
+printf 'tip %s\n' "$tip"
+for known in "$@"; do
+  if [ "$tip" = "$known" ] || git merge-base --is-ancestor "$tip" "$known" 2>/dev/null; then exit 0; fi
+done
+exclude=
+for known in "$@"; do
+  if git cat-file -e "$known^{commit}" 2>/dev/null; then exclude="$exclude ^$known"; fi
+done
+exec git bundle create -q - "refs/heads/$branch" $exclude"#;
+
+/// How the host learns what the sandbox committed.
+pub(crate) struct CommitsBack<'a> {
+    pub channel: &'a dyn Channel,
+    pub host_worktree: &'a Path,
+    pub branch: &'a str,
+    /// Commits the host has that the sandbox's branch started from or came back with.
+    pub known: &'a [String],
+    pub scratch: &'a Path,
+    /// The repository lock, held while the fetch reads the repository's worktrees.
+    pub repository_lock: &'a Path,
+    pub run_id: &'a str,
+}
+
+/// What came back.
+pub(crate) enum Returned {
+    /// The branch is where the host has it already.
+    Nothing,
+    /// The host worktree now stands on this commit.
+    MovedTo(String),
+}
+
+/// Bring the sandbox branch's new commits into the host worktree: bundle inside, fetched with
+/// object checks on the host, the worktree moved with `git reset --keep` (which refuses to
+/// overwrite anything it would lose).
+pub(crate) fn bring_commits(back: &CommitsBack<'_>) -> Result<Returned, Error> {
+    fs_err::create_dir_all(back.scratch).map_err(|err| Error::sandbox(err.to_string()))?;
+    let stream = back.scratch.join("incoming");
+    let file = fs_err::File::create(&stream).map_err(|err| Error::sandbox(err.to_string()))?;
+    let mut args = vec![back.branch];
+    args.extend(back.known.iter().map(String::as_str));
+    let output = shell(back.channel, BUNDLE_SCRIPT, &args).output_to_file(file.into_parts().0);
+    let result = output
+        .map_err(|err| Error::sandbox(format!("cannot ask the sandbox for its commits: {err}")))
+        .and_then(|output| {
+            if !output.success() {
+                return Err(Error::sandbox(format!(
+                    "cannot read the sandbox's commits: {}",
+                    last_line(&output.stderr)
+                )));
+            }
+            receive(back, &stream)
+        });
+    let _ = std::fs::remove_file(&stream);
+    result
+}
+
+/// Read what the bundle script printed: the tip line, then (maybe) the bundle.
+fn receive(back: &CommitsBack<'_>, stream: &Path) -> Result<Returned, Error> {
+    let mut reader =
+        std::io::BufReader::new(fs_err::File::open(stream).map_err(|err| Error::sandbox(err.to_string()))?);
+    let mut first = Vec::new();
+    (&mut reader).take(200).read_until(b'\n', &mut first).map_err(|err| Error::sandbox(err.to_string()))?;
+    let first = String::from_utf8_lossy(&first);
+    let first = first.trim_end();
+    if first == "missing" {
+        return Err(Error::sandbox(format!(
+            "the run's branch `{}` is gone from the sandbox's repository",
+            back.branch
+        ))
+        .with_hint("the agent deleted or renamed its branch; its work stays in the sandbox only"));
+    }
+    let Some(tip) = first.strip_prefix("tip ").filter(|id| is_object_id(id)) else {
+        return Err(Error::sandbox(format!("the sandbox answered `{first}` instead of its branch's commit")));
+    };
+    let host = Git::new(back.host_worktree);
+    if host.resolve("HEAD")?.as_deref() == Some(tip) {
+        return Ok(Returned::Nothing);
+    }
+    let bundle = back.scratch.join("incoming.bundle");
+    let copied = fs_err::File::create(&bundle)
+        .and_then(|mut file| std::io::copy(&mut reader, &mut file))
+        .map_err(|err| Error::sandbox(format!("cannot keep the sandbox's commits: {err}")))?;
+    if copied > 0 {
+        // A fetch reads every worktree's metadata, which other runs add and remove under this
+        // lock: without it, a worktree removed meanwhile fails the fetch.
+        let lock = crate::lock::RepoLock::acquire(
+            back.repository_lock,
+            back.run_id,
+            "fetching the agent's commits",
+            &mut |_| {},
+        )?;
+        let fetched = host.run([
+            "-c".as_ref(),
+            "transfer.fsckObjects=true".as_ref(),
+            "fetch".as_ref(),
+            "--quiet".as_ref(),
+            "--no-tags".as_ref(),
+            "--no-recurse-submodules".as_ref(),
+            "--no-write-fetch-head".as_ref(),
+            bundle.as_os_str(),
+            format!("refs/heads/{}", back.branch).as_ref(),
+        ]);
+        drop(lock);
+        fetched.map_err(|err| {
+            Error::sandbox(format!("the sandbox's commits were refused: {}", err.message))
+                .with_hint("eden checks every object that comes back; the branch keeps what it had before")
+        })?;
+    }
+    let _ = std::fs::remove_file(&bundle);
+    // The tip must now be a commit the host has (fetched, or one it had).
+    if host.resolve(tip)?.as_deref() != Some(tip) {
+        return Err(Error::sandbox(format!("the sandbox's branch names `{tip}`, which did not come back")));
+    }
+    host.run(["reset", "--quiet", "--keep", tip]).map_err(|err| {
+        Error::git(format!("cannot move the worktree to the agent's commit {}: {}", short(tip), err.message))
+            .with_hint("a file the host side put in the worktree is in the way of the agent's commit")
+    })?;
+    Ok(Returned::MovedTo(tip.to_owned()))
+}
+
+fn is_object_id(text: &str) -> bool {
+    matches!(text.len(), 40 | 64) && text.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+fn short(commit: &str) -> &str {
+    commit.get(..10).unwrap_or(commit)
+}
+
+/// Prints a binary diff of everything the agent left uncommitted (tracked and untracked, what
+/// its git ignores aside) against the commit the host has, through a scratch index.
+pub(crate) const PATCH_SCRIPT: &str = r#"set -e
+index="$(git rev-parse --git-dir)/eden-patch-index"
+cp "$(git rev-parse --git-path index)" "$index" 2>/dev/null || :
+export GIT_INDEX_FILE="$index"
+git add -A .
+git diff --cached --binary --full-index --no-color --no-ext-diff --no-textconv --no-renames "$1" --
+rm -f "$index""#;
+
+/// The agent's uncommitted work, saved as `patch` on the host (written in `scratch` first, so
+/// no patch file or folder appears when there is nothing). `Ok(0)` when there is none; else how
+/// many files it touches.
+pub(crate) fn save_uncommitted(channel: &dyn Channel, tip: &str, scratch: &Path, patch: &Path) -> Result<usize, Error> {
+    fs_err::create_dir_all(scratch).map_err(|err| Error::sandbox(err.to_string()))?;
+    let incoming = scratch.join("uncommitted.patch");
+    let file = fs_err::File::create(&incoming).map_err(|err| Error::sandbox(err.to_string()))?;
+    let output = shell(channel, PATCH_SCRIPT, &[tip])
+        .output_to_file(file.into_parts().0)
+        .map_err(|err| Error::sandbox(format!("cannot ask the sandbox for its uncommitted work: {err}")))?;
+    if !output.success() {
+        let _ = std::fs::remove_file(&incoming);
+        return Err(Error::sandbox(format!("cannot read the agent's uncommitted work: {}", last_line(&output.stderr))));
+    }
+    let files = check_patch(&incoming);
+    if files.as_ref().is_ok_and(|files| *files == 0) {
+        let _ = std::fs::remove_file(&incoming);
+        return Ok(0);
+    }
+    // Kept whether or not it passes the checks: the person may want to read it.
+    if let Some(parent) = patch.parent() {
+        fs_err::create_dir_all(parent).map_err(|err| Error::sandbox(err.to_string()))?;
+    }
+    fs_err::rename(&incoming, patch).map_err(|err| Error::sandbox(err.to_string()))?;
+    files.map_err(|err| {
+        Error::sandbox(err.message.clone())
+            .with_hint(format!("the patch is kept at {} for you to read; nothing was applied", patch.display()))
+    })
+}
+
+/// Every path a patch names must be a plain relative path with no `.git` component (in any
+/// case): the patch is the agent's words. Returns how many files it touches.
+pub(crate) fn check_patch(patch: &Path) -> Result<usize, Error> {
+    let file = fs_err::File::open(patch).map_err(|err| Error::sandbox(err.to_string()))?;
+    let mut files = 0;
+    let refuse = |path: &str| {
+        Error::sandbox(format!("the agent's uncommitted work names the path `{path}`, which eden does not apply"))
+    };
+    for line in std::io::BufReader::new(file).split(b'\n') {
+        let line = line.map_err(|err| Error::sandbox(err.to_string()))?;
+        let line = String::from_utf8_lossy(&line);
+        let paths: Vec<&str> = if let Some(rest) = line.strip_prefix("diff --git ") {
+            files += 1;
+            match rest.split_once(" b/") {
+                Some((a, b)) => vec![a.strip_prefix("a/").unwrap_or(a), b],
+                None => return Err(refuse(rest)),
+            }
+        } else if let Some(rest) = line.strip_prefix("--- ").or_else(|| line.strip_prefix("+++ ")) {
+            match rest {
+                "/dev/null" => vec![],
+                _ => vec![rest.strip_prefix("a/").or_else(|| rest.strip_prefix("b/")).unwrap_or(rest)],
+            }
+        } else if let Some(rest) =
+            ["rename from ", "rename to ", "copy from ", "copy to "].iter().find_map(|prefix| line.strip_prefix(prefix))
+        {
+            vec![rest]
+        } else {
+            vec![]
+        };
+        for path in paths {
+            if !plain_path(path) {
+                return Err(refuse(path));
+            }
+        }
+    }
+    Ok(files)
+}
+
+/// A path git may write in a worktree: relative, no `.`/`..` components, no `.git` (any case,
+/// and its 8.3 short form), nothing quoted (git quotes unusual names; eden then refuses them
+/// rather than guess).
+fn plain_path(path: &str) -> bool {
+    !path.is_empty()
+        && !path.starts_with('/')
+        && !path.starts_with('"')
+        && path.split('/').all(|part| {
+            let lower = part.trim_end_matches(['.', ' ']).to_ascii_lowercase();
+            !part.is_empty() && part != "." && part != ".." && lower != ".git" && lower != "git~1"
+        })
+}
+
+/// Apply a checked patch to the host worktree with git's own safety (`git apply` refuses paths
+/// beyond a symlink and outside the worktree).
+pub(crate) fn apply_patch(host_worktree: &Path, patch: &Path) -> Result<(), Error> {
+    Git::new(host_worktree)
+        .run(["apply".as_ref(), "--whitespace=nowarn".as_ref(), patch.as_os_str()])
+        .map(drop)
+        .map_err(|err| {
+            Error::sandbox(format!("cannot apply the agent's uncommitted work to the worktree: {}", err.message))
+                .with_hint(format!("the patch is kept at {}; apply it by hand with `git apply`", patch.display()))
+        })
+}
+
+/// Commits since `base` as a bundle, and every uncommitted change as a patch.
+const SALVAGE_BUNDLE_SCRIPT: &str = r#"git bundle create -q - "refs/heads/$1" "^$2""#;
+
+/// Save what a sandbox holds that did not come back, as data for the person: the branch's
+/// commits since `base` as `<patches>/<run>.salvaged.bundle`, everything uncommitted as
+/// `<run>.salvaged.patch`. Nothing is applied. Returns the files saved (none when there was
+/// nothing, or the sandbox could not be asked).
+pub(crate) fn salvage(channel: &dyn Channel, branch: &str, base: &str, patches: &Path, run_id: &str) -> Vec<PathBuf> {
+    let _ = fs_err::create_dir_all(patches);
+    let mut saved = Vec::new();
+    let jobs = [(SALVAGE_BUNDLE_SCRIPT, "bundle", vec![branch, base]), (PATCH_SCRIPT, "patch", vec!["HEAD"])];
+    for (script, extension, args) in jobs {
+        let path = patches.join(format!("{run_id}.salvaged.{extension}"));
+        let Ok(file) = std::fs::File::create(&path) else { continue };
+        let ok = shell(channel, script, &args).output_to_file(file).is_ok_and(|output| output.success());
+        if ok && std::fs::metadata(&path).is_ok_and(|meta| meta.len() > 0) {
+            saved.push(path);
+        } else {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
+    saved
+}
+
+/// The error of work that could not be brought back, with where it was saved instead.
+pub(crate) fn salvaged_error(error: Error, saved: &[PathBuf]) -> Error {
+    let hint = error.hint.clone().unwrap_or_default();
+    let saved = match saved {
+        [] => "nothing else could be saved from the sandbox".to_owned(),
+        files => format!(
+            "what the sandbox held is saved as {} (fetch a bundle with `git -c transfer.fsckObjects=true fetch FILE BRANCH`; read a patch, then `git apply` it)",
+            files.iter().map(|f| format!("`{}`", f.display())).collect::<Vec<_>>().join(" and ")
+        ),
+    };
+    error.with_hint(if hint.is_empty() { saved } else { format!("{hint}; {saved}") })
+}
+
+fn last_line(text: &str) -> &str {
+    text.lines().rev().find(|line| !line.trim().is_empty()).unwrap_or("no output").trim()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_plain_worktree_paths_pass() {
+        for good in ["a.txt", "src/main.rs", "dir/.gitignore", "x/.github/workflows/ci.yml", "a..b"] {
+            assert!(plain_path(good), "{good}");
+        }
+        for bad in [
+            ".git/config",
+            "sub/.GIT/hooks/x",
+            "sub/.git",
+            "../x",
+            "/etc/passwd",
+            "a/./b",
+            "GIT~1/config",
+            ".git. /x",
+            "\"quoted\"",
+            "",
+        ] {
+            assert!(!plain_path(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_patch_naming_git_paths_is_refused() {
+        let temp = tempfile::tempdir().unwrap();
+        let patch = temp.path().join("p.patch");
+        std::fs::write(
+            &patch,
+            "diff --git a/ok.txt b/ok.txt\nnew file mode 100644\n--- /dev/null\n+++ b/ok.txt\n@@ -0,0 +1 @@\n+x\n",
+        )
+        .unwrap();
+        assert_eq!(check_patch(&patch).unwrap(), 1);
+        std::fs::write(&patch, "diff --git a/x b/x\nrename from x\nrename to .git/hooks/post-checkout\n").unwrap();
+        assert!(check_patch(&patch).unwrap_err().message.contains(".git/hooks/post-checkout"));
+        std::fs::write(&patch, "diff --git a/a b/a\n--- a/a\n+++ b/../../escape\n").unwrap();
+        assert!(check_patch(&patch).is_err());
+    }
+
+    #[test]
+    fn ids_are_hex_of_a_hash_length() {
+        assert!(is_object_id(&"a".repeat(40)));
+        assert!(!is_object_id(&"A".repeat(40)));
+        assert!(!is_object_id("abc"));
+        assert!(!is_object_id(&format!("{}; rm -rf /", "a".repeat(40))));
+    }
+}
