@@ -77,7 +77,8 @@ impl Bubble {
         for folder in &self.writable {
             wrapped = wrapped.arg("--bind").arg(folder).arg(folder);
         }
-        wrapped = wrapped.args(["--unshare-pid", "--die-with-parent"]);
+        // A host name of its own too (its own UTS namespace): what runs inside is told apart.
+        wrapped = wrapped.args(["--unshare-pid", "--unshare-uts", "--die-with-parent"]);
         if !network {
             wrapped = wrapped.arg("--unshare-net");
         }

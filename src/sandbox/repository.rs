@@ -187,11 +187,15 @@ fn config(host: &Git) -> Result<String, Error> {
             &format!("[core]\n\trepositoryformatversion = 1\n[extensions]\n\tobjectformat = {format}\n"),
         );
     }
+    // Who the person commits as, however their git knows it (config or `GIT_AUTHOR_*`).
     let mut user = String::new();
-    for key in ["name", "email"] {
-        if let Ok(value) = host.run(["config", "--get", &format!("user.{key}")]) {
-            if !value.is_empty() && !value.contains(['\n', '"', '\\']) {
-                user.push_str(&format!("\t{key} = \"{value}\"\n"));
+    if let Ok(ident) = host.run(["var", "GIT_AUTHOR_IDENT"]) {
+        if let Some((name, rest)) = ident.split_once(" <") {
+            let email = rest.split_once('>').map_or("", |(email, _)| email);
+            for (key, value) in [("name", name.trim()), ("email", email)] {
+                if !value.is_empty() && !value.contains(['\n', '"', '\\']) {
+                    user.push_str(&format!("\t{key} = \"{value}\"\n"));
+                }
             }
         }
     }
@@ -201,19 +205,23 @@ fn config(host: &Git) -> Result<String, Error> {
     Ok(config)
 }
 
-/// The sandbox's `info/exclude`: the host's patterns, and every file the host side added to the
-/// worktree that git does not ignore (copied files, what host hooks made), so the agent's
-/// `git add -A` and the uncommitted work that comes back leave them out.
+/// The sandbox's `info/exclude`: the host's patterns, and every file the host worktree has that
+/// git does not track (copied files, what host hooks made, ignored or not), each as a pattern
+/// that matches whatever takes its place (a symlink where a folder was), so the agent's `git
+/// add -A` and the uncommitted work that comes back leave them out.
 fn exclude(host: &Git) -> Result<String, Error> {
     let exclude = host.run(["rev-parse", "--path-format=absolute", "--git-path", "info/exclude"])?;
     let mut text = std::fs::read_to_string(exclude).unwrap_or_default();
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
     }
-    let (status, _) = host.output(["status", "--porcelain", "-z", "--untracked-files=normal"])?;
+    let (status, _) = host.output(["status", "--porcelain", "-z", "--untracked-files=normal", "--ignored"])?;
     let mut added = String::new();
     for entry in status.stdout.split('\0') {
-        if let Some(path) = entry.strip_prefix("?? ") {
+        if let Some(path) = entry.strip_prefix("?? ").or_else(|| entry.strip_prefix("!! ")) {
+            // No trailing slash: the pattern must also match what the agent may put in a
+            // folder's place (a symlink), so that never comes back either.
+            let path = path.trim_end_matches('/');
             added.push('/');
             for c in path.chars() {
                 if matches!(c, '*' | '?' | '[' | '\\' | '!' | '#' | ' ') {

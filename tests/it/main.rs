@@ -13,6 +13,7 @@ mod containment;
 mod copy;
 mod crash;
 mod env_secrets;
+mod escape;
 mod generated;
 mod hooks;
 mod image;
