@@ -214,6 +214,9 @@ impl Handlers for Capture<'_> {
     }
 
     fn stderr_line(&mut self, line: &[u8]) {
+        if crate::process::sandbox_note(line).is_some() {
+            return;
+        }
         let text = crate::agent::decode(line);
         self.reporter.report(&Event::HookOutput { text: &text, stderr: true });
     }
@@ -275,6 +278,9 @@ impl Handlers for HookOutput<'_> {
     }
 
     fn stderr_line(&mut self, line: &[u8]) {
+        if crate::process::sandbox_note(line).is_some() {
+            return;
+        }
         let text = crate::agent::decode(line);
         self.reporter.report(&Event::HookOutput { text: &text, stderr: true });
     }

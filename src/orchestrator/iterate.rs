@@ -159,7 +159,7 @@ impl<'a> StepRun<'a> {
             if let Err(error) = self.hooks(Phase::OnIterationEnd, iteration, live).await {
                 invoked.result = Err(error);
             }
-            sync_into(&mut invoked.result, self.shared.sandbox, live.events);
+            sync_into(&mut invoked.result, self.shared.sandbox, None, live.events);
         }
         let new_commits = self.collect_commits(iteration, live)?;
         let outcome = invoked.outcome;
@@ -277,7 +277,8 @@ impl<'a> StepRun<'a> {
             attempt += 1;
             live.events.report(&Event::Prompt { iteration, text: &prompt_text });
             let mut invoked = self.invoke(iteration, &prompt_text, resume.as_deref(), live).await?;
-            sync_into(&mut invoked.result, self.shared.sandbox, live.events);
+            let tip = invoked.sandbox_tip.take();
+            sync_into(&mut invoked.result, self.shared.sandbox, tip.as_deref(), live.events);
             if let Some(next) = self.wait_out_usage_limit(iteration, &invoked, &prompt_text, live).await? {
                 (prompt_text, resume) = next;
                 continue;
@@ -378,6 +379,7 @@ impl<'a> StepRun<'a> {
             pending_session_total,
             text,
             exceeded,
+            sandbox_tip,
             ..
         } = handlers;
         if let Some(usage) = &usage {
@@ -429,6 +431,7 @@ impl<'a> StepRun<'a> {
             clock,
             transcript,
             transcript_warning,
+            sandbox_tip,
         })
     }
 
@@ -539,6 +542,8 @@ struct IterationHandlers<'a> {
     /// The caps to check the usage against, and the first one crossed.
     budget: super::budget::Budget,
     exceeded: Option<crate::error::BudgetExceeded>,
+    /// The sandbox branch's tip as the command left it (its wrapper's note), if it said.
+    sandbox_tip: Option<String>,
 }
 
 impl<'a> IterationHandlers<'a> {
@@ -567,6 +572,7 @@ impl<'a> IterationHandlers<'a> {
             text: step.step.output.as_ref().map(|_| String::new()),
             budget,
             exceeded: None,
+            sandbox_tip: None,
         }
     }
 
@@ -670,6 +676,13 @@ impl Handlers for IterationHandlers<'_> {
     }
 
     fn stderr_line(&mut self, line: &[u8]) {
+        if let Some(note) = crate::process::sandbox_note(line) {
+            // The sandbox's branch tip as the command left it: spares asking again.
+            if let Some(tip) = note.strip_prefix(b"tip ") {
+                self.sandbox_tip = Some(String::from_utf8_lossy(tip).trim().to_owned());
+            }
+            return;
+        }
         let text = crate::agent::decode(line);
         self.events.report(&Event::AgentStderr { iteration: self.iteration, text: &text });
     }
@@ -681,6 +694,8 @@ impl Handlers for IterationHandlers<'_> {
 
 /// What one invocation of the agent produced.
 struct Invoked {
+    /// The sandbox branch's tip the command reported at its end.
+    sandbox_tip: Option<String>,
     outcome: IterationOutcome,
     exit_code: Option<i32>,
     /// `Ok(true)` complete, `Ok(false)` go on, `Err` failed.
@@ -796,8 +811,8 @@ fn failure_on_stderr(lines: &[String]) -> Option<AgentFailure> {
 
 /// Bring the agent's work into the worktree where it worked elsewhere (an isolated copy); a
 /// failure to do so fails the iteration.
-fn sync_into(result: &mut Result<bool, Error>, sandbox: &dyn SandboxHandle, events: &mut RunEvents) {
-    match sandbox.sync() {
+fn sync_into(result: &mut Result<bool, Error>, sandbox: &dyn SandboxHandle, tip: Option<&str>, events: &mut RunEvents) {
+    match sandbox.sync(tip) {
         Ok(Some(note)) => events.report(&Event::Info { message: &note }),
         Ok(None) => {}
         Err(error) if result.is_ok() => *result = Err(error),

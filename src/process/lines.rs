@@ -57,6 +57,15 @@ fn strip_cr(line: &[u8]) -> &[u8] {
     line.strip_suffix(b"\r").unwrap_or(line)
 }
 
+/// How a sandbox's command wrapper starts a line it adds to the command's stderr for eden (the
+/// branch's tip when the command ended): never shown, never part of a tail.
+pub const SANDBOX_NOTE: &[u8] = b"\x01eden ";
+
+/// Is `line` a sandbox's note for eden? The text after the prefix, if so.
+pub fn sandbox_note(line: &[u8]) -> Option<&[u8]> {
+    line.strip_prefix(SANDBOX_NOTE)
+}
+
 /// The last `capacity` bytes written, for "the tail of its output" in error messages.
 pub struct Tail {
     bytes: VecDeque<u8>,
@@ -87,7 +96,12 @@ impl Tail {
             lines.remove(0);
         }
         let skip = lines.len().saturating_sub(max_lines);
-        lines[skip..].iter().map(|l| l.trim_end_matches('\r').to_owned()).filter(|l| !l.trim().is_empty()).collect()
+        lines[skip..]
+            .iter()
+            .filter(|l| sandbox_note(l.as_bytes()).is_none())
+            .map(|l| l.trim_end_matches('\r').to_owned())
+            .filter(|l| !l.trim().is_empty())
+            .collect()
     }
 }
 

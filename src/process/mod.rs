@@ -14,7 +14,7 @@ mod supervise;
 
 pub use builder::{Output, ProcessBuilder, Stdin};
 pub use group::GroupGuard;
-pub use lines::{LineSplitter, Tail};
+pub use lines::{sandbox_note, LineSplitter, Tail};
 pub use liveness::ProcessStamp;
 pub use signals::{deliver_to as deliver_signals_to, flag as signal_flag, listen as listen_for_signals};
 pub use supervise::{supervise, Abort, Flow, Handlers, Inside, Outcome, OutputTails, Stopping, Watchdogs};

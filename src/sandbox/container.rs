@@ -51,10 +51,16 @@ const SWEEP: &str = r#"for pass in 1 2; do for p in /proc/[0-9]*; do p=${p#/proc
 /// sweeps what the command left, and exits with the command's status. The trap (a handler, so
 /// the command starts with default dispositions) makes a signal for the group end the command
 /// first; the shell runs the trap, and the sweep, once the command has gone.
-fn wrapper(keep: &str) -> String {
+///
+/// Last, it notes the branch's tip on stderr for eden (`process::SANDBOX_NOTE`), so that after
+/// an iteration that committed nothing eden need not ask the container again.
+fn wrapper(keep: &str, workspace: &Path, branch: &str) -> String {
+    let quote = |text: &str| shlex::try_quote(text).map(|q| q.into_owned()).unwrap_or_else(|_| "/nonexistent".into());
     format!(
-        r#"trap : INT TERM HUP QUIT; echo $$ > "$0"; "$@"; status=$?; {}; exit $status"#,
-        SWEEP.replace("KEEP", keep)
+        r#"trap : INT TERM HUP QUIT; echo $$ > "$0"; "$@"; status=$?; {}; tip=$(git -C {} rev-parse -q --verify {} 2>/dev/null) && printf '\n\001eden tip %s\n' "$tip" >&2; exit $status"#,
+        SWEEP.replace("KEEP", keep),
+        quote(&workspace.to_string_lossy()),
+        quote(&format!("refs/heads/{branch}^{{commit}}")),
     )
 }
 
@@ -394,7 +400,7 @@ impl SandboxHandle for Container {
             Stdin::Null => &[],
         };
         let wrapped = ProcessBuilder::new("sh")
-            .args(["-c", &wrapper(&self.keep)])
+            .args(["-c", &wrapper(&self.keep, &self.worktree, &self.branch)])
             .arg(&pid_file)
             .arg(program)
             .args(command.get_args());
@@ -411,8 +417,11 @@ impl SandboxHandle for Container {
         Ok(Prepared { command: exec, inside: Some(Box::new(inside)) })
     }
 
-    fn sync(&self) -> Result<Option<String>, Error> {
+    fn sync(&self, reported_tip: Option<&str>) -> Result<Option<String>, Error> {
         let known = self.known.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if reported_tip.is_some_and(|tip| known.first().map(String::as_str) == Some(tip)) {
+            return Ok(None);
+        }
         let back = CommitsBack {
             channel: self,
             host_worktree: &self.worktree,
@@ -521,7 +530,7 @@ impl Container {
     /// The end of the run in the sandbox: its last commits, then what it left uncommitted,
     /// saved as `.eden/patches/<run>.patch` and applied to the worktree.
     fn bring_back(&self) -> Result<Option<String>, Error> {
-        self.sync()?;
+        self.sync(None)?;
         let tip = self.known.lock().unwrap_or_else(|e| e.into_inner())[0].clone();
         let patch = self.patches.join(format!("{}.patch", self.run_id));
         let files = repository::save_uncommitted(self, &tip, &self.scratch, &patch)?;

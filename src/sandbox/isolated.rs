@@ -195,7 +195,7 @@ impl Isolated {
     /// The end of the run in the copy: its last commits, then what it left uncommitted, saved as
     /// `.eden/patches/<run>.patch` and applied to the worktree.
     fn bring_back(&self) -> Result<Option<String>, Error> {
-        self.sync()?;
+        self.sync(None)?;
         let tip = self.known.lock().unwrap_or_else(|e| e.into_inner())[0].clone();
         let patch = self.patches.join(format!("{}.patch", self.run_id));
         let files = repository::save_uncommitted(&self.bubble, &tip, &self.scratch, &patch)?;
@@ -248,8 +248,11 @@ impl SandboxHandle for Isolated {
         Ok(Prepared { command: self.bubble.wrap(command, self.bubble.network).stdin(stdin), inside: None })
     }
 
-    fn sync(&self) -> Result<Option<String>, Error> {
+    fn sync(&self, reported_tip: Option<&str>) -> Result<Option<String>, Error> {
         let known = self.known.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if reported_tip.is_some_and(|tip| known.first().map(String::as_str) == Some(tip)) {
+            return Ok(None);
+        }
         let back = CommitsBack {
             channel: &self.bubble,
             host_worktree: &self.worktree,

@@ -39,8 +39,10 @@ pub trait SandboxHandle: Send {
         Vec::new()
     }
     /// After each iteration: bring the agent's commits into the host worktree (the sandbox has
-    /// a repository of its own). Returns a note for the display, if any.
-    fn sync(&self) -> Result<Option<String>, Error> {
+    /// a repository of its own). `reported_tip` is the branch tip the command's wrapper noted
+    /// as it ended, if it did: when the host has it already there is nothing to ask. Returns a
+    /// note for the display, if any.
+    fn sync(&self, _reported_tip: Option<&str>) -> Result<Option<String>, Error> {
         Ok(None)
     }
     /// After a command in the sandbox failed (with `exit_code`): is the sandbox itself still

@@ -81,6 +81,29 @@ fn writes_commits_and_merges(engine: &str) {
     env.assert_pristine();
 }
 
+/// Three iterations: commits in the first and third, none in the second (the wrapper's note of
+/// the tip then spares asking the container). Every commit comes back, in order, and the note
+/// never shows.
+fn commits_come_back_after_every_iteration(engine: &str) {
+    if !ready(engine) {
+        return;
+    }
+    let env = TestEnv::new();
+    let script = "n=$(cat count 2>/dev/null || echo 0); n=$((n+1)); echo $n > count; \
+        if [ $n != 2 ]; then echo $n > file-$n.txt && git add file-$n.txt && git -c user.name=box -c user.email=box@example.com commit -qm commit-$n; fi; \
+        echo done-$n; [ $n = 3 ] && echo '<promise>COMPLETE</promise>'; exit 0";
+    let run = env.run_manifest(&manifest(engine, script, "").replace("max_iterations = 1", "max_iterations = 3"), &[]);
+    run.assert_code(0);
+    let record = run.record();
+    let per_iteration: Vec<usize> =
+        record["iterations"].as_array().unwrap().iter().map(|i| i["commits"].as_array().unwrap().len()).collect();
+    assert_eq!(per_iteration, [1, 0, 1], "{}", run.stderr);
+    assert_eq!(env.log_subjects("main")[..2], ["commit-3", "commit-1"]);
+    assert!(!run.stderr.contains("eden tip"), "{}", run.stderr);
+    // `count` was never committed: it came back as uncommitted work.
+    assert!(run.stderr.contains("the agent left 1 file(s) uncommitted"), "{}", run.stderr);
+}
+
 fn ctrl_c_leaves_no_container(engine: &str) {
     if !ready(engine) {
         return;
@@ -398,6 +421,10 @@ macro_rules! engine_tests {
             #[test]
             fn writes_commits_and_merges() {
                 super::writes_commits_and_merges(stringify!($engine));
+            }
+            #[test]
+            fn commits_come_back_after_every_iteration() {
+                super::commits_come_back_after_every_iteration(stringify!($engine));
             }
             #[test]
             fn ctrl_c_leaves_no_container() {
