@@ -171,6 +171,22 @@ pub fn resolve(
     };
     let copy_to_worktree =
         branch.as_ref().and_then(|branch| keep(&mut errors, resolve_copies(&manifest, branch.strategy, source)));
+    let exposure_checked = match (&sandbox, &branch) {
+        (Some(SandboxPlan::Container(container)), Some(branch))
+            if container.expose_worktree && branch.strategy == Strategy::Head =>
+        {
+            keep(
+                &mut errors,
+                Err(source
+                    .error_at_key(
+                        &at("sandbox").child("expose_worktree"),
+                        "`sandbox.expose_worktree` cannot be used with strategy `head`",
+                    )
+                    .with_hint("exposing your checkout would expose its `.git` and `.eden` too; use `merge-to-head` or `named`, or remove the key")),
+            )
+        }
+        _ => Some(()),
+    };
     let (
         Some(name),
         Some(mut sandbox),
@@ -181,7 +197,19 @@ pub fn resolve(
         Some(log_file),
         Some(steps),
         Some(copy_to_worktree),
-    ) = (name, sandbox, hooks, sandbox_env, branch, redact_checked, log_file, steps, copy_to_worktree)
+        Some(()),
+    ) = (
+        name,
+        sandbox,
+        hooks,
+        sandbox_env,
+        branch,
+        redact_checked,
+        log_file,
+        steps,
+        copy_to_worktree,
+        exposure_checked,
+    )
     else {
         // A part is missing only because it, or a part it depends on, recorded an error.
         return Err(Error::first_of(errors).unwrap_or_else(|| Error::internal("a manifest part failed silently")));
@@ -571,6 +599,7 @@ fn container_keys_need_a_sandbox(manifest: &Manifest, source: &Source) -> Result
         ("mounts", sandbox.mounts.is_some()),
         ("run_args", sandbox.run_args.is_some()),
         ("mount_agent_config", sandbox.mount_agent_config.is_some()),
+        ("expose_worktree", sandbox.expose_worktree.is_some()),
     ] {
         if set && !container {
             return Err(source

@@ -59,9 +59,20 @@ pub struct ContainerPlan {
     pub run_args: Vec<String>,
     /// `network = "allowlist"`: the destinations allowed, as given (names resolved at start).
     pub allow: Vec<AllowEntry>,
-    /// The agent's configuration and transcript folders, shared with the container.
+    /// The agent's configuration and transcript folders: private copies in the container.
     pub agent_state: Vec<AgentStateMount>,
+    /// `expose_worktree = true`: the host worktree bind-mounted instead of a copy of its own.
+    pub expose_worktree: bool,
+    /// What that mode gives away, said plainly (for `--dry-run`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exposure: Option<&'static str>,
 }
+
+/// What `expose_worktree = true` gives away.
+pub const EXPOSURE: &str = "the agent writes the worktree's files on the host directly (symlinks it makes are real \
+there, and git run in the worktree, eden's or yours, reads what it wrote: attributes naming filters you configured \
+act on its files); the repository's .git (hooks, config, worktree metadata) stays out of its reach, and eden refuses \
+to run git in a worktree where the agent made a repository of its own";
 
 /// One of the agent's state folders, as the sandbox gets it: a private folder of the run's, which
 /// `var` points the agent at, seeded with copies of what it needs from the person's own.
@@ -206,6 +217,7 @@ pub(super) fn resolve_sandbox(section: &SandboxSection, source: &Source) -> Resu
                 ("pids_limit", section.pids_limit.is_some()),
                 ("mounts", section.mounts.is_some()),
                 ("run_args", section.run_args.is_some()),
+                ("expose_worktree", section.expose_worktree.is_some()),
             ] {
                 if set {
                     return Err(source
@@ -285,5 +297,7 @@ pub(super) fn resolve_sandbox(section: &SandboxSection, source: &Source) -> Resu
         run_args: section.run_args.clone().unwrap_or_default(),
         allow,
         agent_state: Vec::new(),
+        expose_worktree: section.expose_worktree == Some(true),
+        exposure: (section.expose_worktree == Some(true)).then_some(EXPOSURE),
     }))
 }

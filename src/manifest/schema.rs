@@ -98,8 +98,13 @@ pub struct SandboxSection {
     pub mounts: Option<Vec<Mount>>,
     pub env: Option<BTreeMap<String, String>>,
     pub run_args: Option<Vec<String>>,
-    /// Mount the agent's configuration/transcript folder into the container (default true).
+    /// Give the sandbox the agent's configuration (a private copy of its login and settings,
+    /// and a folder for its transcripts; default true).
     pub mount_agent_config: Option<bool>,
+    /// docker/podman: bind-mount the host worktree into the container instead of giving it a
+    /// copy of its own (default false). Faster on a huge repository; the agent then writes the
+    /// worktree's files on the host directly. The host's `.git` stays out of its reach.
+    pub expose_worktree: Option<bool>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

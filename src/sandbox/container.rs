@@ -43,6 +43,10 @@ const OBJECTS_INSIDE: &str = "/opt/eden/objects";
 /// The pid files of running commands, inside the container (made by the start-up exec).
 const PIDS_INSIDE: &str = "/tmp/.eden-exec";
 
+/// With `expose_worktree`: where the container's own repository is (the workspace volume), and
+/// what the worktree's `.git` says inside (a read-only file over the host's pointer).
+const GIT_DIR_INSIDE: &str = "/opt/eden/git";
+
 /// Kills every process in the container except the init (1), the keep-alive (`KEEP`) and the
 /// shell running it, twice over for processes forked during the first pass.
 const SWEEP: &str = r#"for pass in 1 2; do for p in /proc/[0-9]*; do p=${p#/proc/}; case $p in 1|KEEP|$$) ;; *) kill -9 "$p" 2>/dev/null;; esac; done; done"#;
@@ -57,7 +61,7 @@ const SWEEP: &str = r#"for pass in 1 2; do for p in /proc/[0-9]*; do p=${p#/proc
 fn wrapper(keep: &str, workspace: &Path, branch: &str) -> String {
     let quote = |text: &str| shlex::try_quote(text).map(|q| q.into_owned()).unwrap_or_else(|_| "/nonexistent".into());
     format!(
-        r#"trap : INT TERM HUP QUIT; echo $$ > "$0"; "$@"; status=$?; {}; tip=$(git -C {} rev-parse -q --verify {} 2>/dev/null) && printf '\n\001eden tip %s\n' "$tip" >&2; exit $status"#,
+        r#"trap : INT TERM HUP QUIT; echo $$ > "$0"; "$@"; status=$?; {}; tip=$(git -C {} rev-parse -q --verify {} 2>/dev/null) && printf '\001eden tip %s\n' "$tip" >&2; exit $status"#,
         SWEEP.replace("KEEP", keep),
         quote(&workspace.to_string_lossy()),
         quote(&format!("refs/heads/{branch}^{{commit}}")),
@@ -104,6 +108,9 @@ pub struct Container {
     firewall: Option<super::firewall::Refresher>,
     /// The workspace volume, kept when work could not be brought back from it.
     keep_volume: bool,
+    /// `expose_worktree`: the host worktree is bind-mounted; only the repository is the
+    /// container's own.
+    exposed: bool,
     removed: bool,
 }
 
@@ -217,7 +224,22 @@ pub fn start(request: &ContainerRequest<'_>) -> Result<Box<dyn SandboxHandle>, E
             command = command.arg("--userns=keep-id");
         }
     }
-    command = command.args(["-v", &format!("{name}:{worktree}")]);
+    let workspace_volume = if plan.expose_worktree {
+        // The files are the host's; the repository is the container's own, and the host's
+        // `.git` pointer is covered by a read-only one naming it.
+        let pointer = request.scratch.join("dot-git");
+        fs_err::create_dir_all(request.scratch)
+            .and_then(|()| fs_err::write(&pointer, format!("gitdir: {GIT_DIR_INSIDE}\n")))
+            .map_err(|err| Error::sandbox(format!("cannot prepare the worktree's mount: {err}")))?;
+        command = command
+            .args(["-v", &format!("{worktree}:{worktree}")])
+            .args(["-v", &format!("{}:{worktree}/.git:ro", pointer.display())])
+            .args(["-v", &format!("{name}:{GIT_DIR_INSIDE}")]);
+        GIT_DIR_INSIDE.to_owned()
+    } else {
+        command = command.args(["-v", &format!("{name}:{worktree}")]);
+        worktree.clone().into_owned()
+    };
     let stores = repository::object_stores(request.common_dir);
     let mut alternates = Vec::new();
     for (n, store) in stores.iter().enumerate() {
@@ -265,6 +287,7 @@ pub fn start(request: &ContainerRequest<'_>) -> Result<Box<dyn SandboxHandle>, E
         guard: None,
         firewall: None,
         keep_volume: false,
+        exposed: plan.expose_worktree,
         removed: false,
     };
     let salvage = ProcessBuilder::new(&eden).arg(SALVAGE_SUBCOMMAND).arg(engine.binary()).arg(&name);
@@ -295,7 +318,7 @@ pub fn start(request: &ContainerRequest<'_>) -> Result<Box<dyn SandboxHandle>, E
         START_SCRIPT,
         "sh",
         &owner,
-        &worktree,
+        &workspace_volume,
         PIDS_INSIDE,
     ]))?;
     if !check.success() {
@@ -332,6 +355,7 @@ pub fn start(request: &ContainerRequest<'_>) -> Result<Box<dyn SandboxHandle>, E
         branch: request.branch,
         scratch: request.scratch,
         alternates: &alternates,
+        separate_git_dir: plan.expose_worktree.then_some(GIT_DIR_INSIDE),
     };
     if let Err(err) = repository::seed(&container, &seed) {
         let _ = container.close_quietly();
@@ -430,6 +454,7 @@ impl SandboxHandle for Container {
             scratch: &self.scratch,
             repository_lock: &self.repository_lock,
             run_id: &self.run_id,
+            shared_files: self.exposed,
         };
         if let Returned::MovedTo(tip) = repository::bring_commits(&back)? {
             self.known.lock().unwrap_or_else(|e| e.into_inner()).insert(0, tip);
@@ -531,6 +556,11 @@ impl Container {
     /// saved as `.eden/patches/<run>.patch` and applied to the worktree.
     fn bring_back(&self) -> Result<Option<String>, Error> {
         self.sync(None)?;
+        if self.exposed {
+            // Its uncommitted work is in the worktree already; the last sync checked that no
+            // repository of its own is there.
+            return Ok(None);
+        }
         let tip = self.known.lock().unwrap_or_else(|e| e.into_inner())[0].clone();
         let patch = self.patches.join(format!("{}.patch", self.run_id));
         let files = repository::save_uncommitted(self, &tip, &self.scratch, &patch)?;

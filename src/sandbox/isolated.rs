@@ -183,6 +183,7 @@ pub fn start(request: &IsolatedRequest<'_>) -> Result<Box<dyn SandboxHandle>, Er
         branch: request.branch,
         scratch: request.scratch,
         alternates: &alternates,
+        separate_git_dir: None,
     };
     if let Err(err) = repository::seed(&handle.bubble, &seed) {
         handle.remove();
@@ -261,6 +262,7 @@ impl SandboxHandle for Isolated {
             scratch: &self.scratch,
             repository_lock: &self.repository_lock,
             run_id: &self.run_id,
+            shared_files: false,
         };
         if let Returned::MovedTo(tip) = repository::bring_commits(&back)? {
             self.known.lock().unwrap_or_else(|e| e.into_inner()).insert(0, tip);

@@ -59,6 +59,10 @@ pub(crate) struct SeedRequest<'a> {
     pub scratch: &'a Path,
     /// The host's object stores as the sandbox sees them, first the repository's own.
     pub alternates: &'a [String],
+    /// Where the repository goes when the sandbox shares the host worktree's files
+    /// (`expose_worktree`): its own folder, and only the `.git` is streamed in. `None`: the
+    /// workspace gets the `.git` and a copy of the files.
+    pub separate_git_dir: Option<&'a str>,
 }
 
 /// The host's object stores: the repository's `objects`, and every store it borrows from
@@ -82,7 +86,7 @@ pub(crate) fn object_stores(common_dir: &Path) -> Vec<PathBuf> {
 
 /// Extracts the stream into the workspace, then settles the index against the files.
 const SEED_SCRIPT: &str = r#"set -e
-tar -x -f - -C .
+tar -x -f - -C "$1"
 git update-index -q --refresh >/dev/null 2>&1 || :
 git rev-parse --verify -q HEAD"#;
 
@@ -96,14 +100,20 @@ pub(crate) fn seed(channel: &dyn Channel, request: &SeedRequest<'_>) -> Result<S
     let dot_git = request.scratch.join(".git");
     let built = build_dot_git(&host, request, &tip, &dot_git);
     let result = built.and_then(|()| {
-        let archive = ProcessBuilder::new("tar")
-            .args(["-c", "-f", "-", "-C"])
-            .arg(request.scratch)
-            .arg(".git")
-            .args(["--exclude=./.git", "-C"])
-            .arg(request.host_worktree)
-            .arg(".");
-        let extract = shell(channel, SEED_SCRIPT, &[]);
+        let (archive, into) = match request.separate_git_dir {
+            Some(git_dir) => (ProcessBuilder::new("tar").args(["-c", "-f", "-", "-C"]).arg(&dot_git).arg("."), git_dir),
+            None => (
+                ProcessBuilder::new("tar")
+                    .args(["-c", "-f", "-", "-C"])
+                    .arg(request.scratch)
+                    .arg(".git")
+                    .args(["--exclude=./.git", "-C"])
+                    .arg(request.host_worktree)
+                    .arg("."),
+                ".",
+            ),
+        };
+        let extract = shell(channel, SEED_SCRIPT, &[into]);
         let (archived, extracted) = archive.pipe_into(&extract).map_err(|err| {
             Error::sandbox(format!("cannot copy the worktree into the sandbox: {err}"))
                 .with_hint("is `tar` installed on this machine?")
@@ -265,6 +275,10 @@ pub(crate) struct CommitsBack<'a> {
     /// The repository lock, held while the fetch reads the repository's worktrees.
     pub repository_lock: &'a Path,
     pub run_id: &'a str,
+    /// The sandbox writes the host worktree's files itself (`expose_worktree`): the branch
+    /// and index are moved, the files left as they are; and no git runs there while the
+    /// agent has made a repository of its own in it.
+    pub shared_files: bool,
 }
 
 /// What came back.
@@ -318,6 +332,9 @@ fn receive(back: &CommitsBack<'_>, stream: &Path) -> Result<Returned, Error> {
     let Some(tip) = first.strip_prefix("tip ").filter(|id| is_object_id(id)) else {
         return Err(Error::sandbox(format!("the sandbox answered `{first}` instead of its branch's commit")));
     };
+    if back.shared_files {
+        refuse_nested_repository(back.host_worktree)?;
+    }
     let host = Git::new(back.host_worktree);
     if host.resolve("HEAD")?.as_deref() == Some(tip) {
         return Ok(Returned::Nothing);
@@ -357,11 +374,50 @@ fn receive(back: &CommitsBack<'_>, stream: &Path) -> Result<Returned, Error> {
     if host.resolve(tip)?.as_deref() != Some(tip) {
         return Err(Error::sandbox(format!("the sandbox's branch names `{tip}`, which did not come back")));
     }
-    host.run(["reset", "--quiet", "--keep", tip]).map_err(|err| {
+    let mode = if back.shared_files { "--mixed" } else { "--keep" };
+    host.run(["reset", "--quiet", mode, tip]).map_err(|err| {
         Error::git(format!("cannot move the worktree to the agent's commit {}: {}", short(tip), err.message))
             .with_hint("a file the host side put in the worktree is in the way of the agent's commit")
     })?;
     Ok(Returned::MovedTo(tip.to_owned()))
+}
+
+/// In a worktree the agent wrote directly: a `.git` anywhere below its top (a repository, or a
+/// pointer to one, of the agent's making) would have git on the host read its config (git
+/// looks into submodules and nested repositories). eden runs no git there while one exists.
+pub(crate) fn refuse_nested_repository(worktree: &Path) -> Result<(), Error> {
+    let found = crate::safe_fs::Dir::open(worktree).ok().and_then(|dir| find_dot_git(&dir, Path::new(""), true));
+    match found {
+        None => Ok(()),
+        Some(path) => Err(Error::sandbox(format!(
+            "the agent made a git repository of its own in the worktree, at `{}`: eden runs no git in a worktree holding one",
+            path.display()
+        ))
+        .with_hint(format!(
+            "look at {} without git, and remove `{}` before running git there",
+            worktree.display(),
+            path.display()
+        ))),
+    }
+}
+
+fn find_dot_git(dir: &crate::safe_fs::Dir, at: &Path, top: bool) -> Option<PathBuf> {
+    for (name, kind) in dir.entries().ok()? {
+        let lower = name.to_string_lossy().to_ascii_lowercase();
+        let path = at.join(&name);
+        if lower.trim_end_matches(['.', ' ']) == ".git" || lower == "git~1" {
+            if !top || lower != ".git" {
+                return Some(path);
+            }
+            continue;
+        }
+        if kind == crate::safe_fs::Kind::Dir {
+            if let Some(found) = dir.dir(Path::new(&name)).ok().and_then(|child| find_dot_git(&child, &path, false)) {
+                return Some(found);
+            }
+        }
+    }
+    None
 }
 
 fn is_object_id(text: &str) -> bool {

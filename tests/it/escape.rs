@@ -384,3 +384,73 @@ fn a_copied_folder_swapped_for_a_symlink_is_not_followed() {
     env.run_manifest(&manifest, &[]).assert_code(0);
     assert_eq!(tree_digest(&env.repo.join("conf")), before, "the checkout's originals are untouched");
 }
+
+/// `expose_worktree = true`: the host worktree is bind-mounted (the opt-in for speed), but its
+/// `.git` pointer is covered by a read-only one naming the container's own repository: the
+/// agent's commit comes back and is merged, its uncommitted file is simply there, the pointer
+/// is untouched. An agent that makes a repository of its own in the worktree (a `sub/.git`
+/// whose config would run a program for git on the host) stops the run before any git runs
+/// there.
+fn the_exposed_worktree_keeps_git_out_of_reach(engine: &str) {
+    if !crate::containers::ready(engine) {
+        return;
+    }
+    let env = TestEnv::new();
+    let marks = env.root().join("marks");
+    std::fs::create_dir_all(&marks).unwrap();
+    let payload_path = marks.join("payload.sh");
+    std::fs::write(&payload_path, payload(&marks)).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&payload_path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let sandbox = |script: &str| {
+        format!(
+            "name = \"exposed\"\nprompt = \"go\"\n[agent]\nkind = \"cli\"\nbinary = \"sh\"\nargs = [\"-c\", \"cat >/dev/null; {}\"]\n\
+             [sandbox]\nkind = \"{engine}\"\nimage = \"{}\"\nexpose_worktree = true\nmounts = [{{ host = \"{m}\", sandbox = \"{m}\" }}]\n[loop]\nmax_iterations = 1\n",
+            script.replace('"', "\\\""),
+            crate::containers::IMAGE,
+            m = marks.display()
+        )
+    };
+    let honest = "(echo 'gitdir: /tmp' > .git) 2>/dev/null && echo REWROTE; echo e > exposed.txt && git add exposed.txt && \
+        git -c user.name=box -c user.email=box@example.com commit -qm exposed && echo left > left.txt; echo '<promise>COMPLETE</promise>'";
+    let run = env.run_manifest(&sandbox(honest), &[]);
+    run.assert_code(0);
+    assert!(!run.stderr.contains("REWROTE"), "{}", run.stderr);
+    let record = run.record();
+    assert_eq!(record["merged_into"], "main");
+    assert_eq!(env.log_subjects("main")[0], "exposed");
+    let worktree = PathBuf::from(record["preserved_worktree"].as_str().expect("kept: left.txt"));
+    assert_eq!(std::fs::read_to_string(worktree.join("left.txt")).unwrap(), "left\n");
+    assert!(std::fs::read_to_string(worktree.join(".git")).unwrap().starts_with("gitdir: "));
+    env.git_in(&worktree, &["status"]);
+
+    let nested = format!(
+        "mkdir -p sub && git init -q sub && git -C sub config core.fsmonitor '{} nested-fsmonitor' && \
+         echo x > sub/x && echo y > y.txt && git add y.txt && git -c user.name=box -c user.email=box@example.com commit -qm y; echo '<promise>COMPLETE</promise>'",
+        payload_path.display()
+    );
+    let run = env.run_manifest(&sandbox(&nested), &[]);
+    assert_eq!(run.code, 6, "{}", run.stderr);
+    assert!(run.stderr.contains("made a git repository of its own in the worktree, at `sub/.git`"), "{}", run.stderr);
+    let (host_marks, _) = {
+        let host = uts_namespace();
+        let names: Vec<String> = std::fs::read_dir(&marks)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n != "payload.sh")
+            .collect();
+        names.into_iter().partition::<Vec<_>, _>(|n| n.ends_with(&format!("-{host}")))
+    };
+    assert!(host_marks.is_empty(), "{host_marks:?}");
+}
+
+#[test]
+fn the_exposed_worktree_keeps_git_out_of_reach_docker() {
+    the_exposed_worktree_keeps_git_out_of_reach("docker");
+}
+
+#[test]
+fn the_exposed_worktree_keeps_git_out_of_reach_podman() {
+    the_exposed_worktree_keeps_git_out_of_reach("podman");
+}

@@ -313,6 +313,22 @@ fn isolated_takes_no_container_keys() {
 }
 
 #[test]
+fn expose_worktree_only_where_it_can_hold() {
+    insta::assert_snapshot!(rejected(&format!("{OK}[sandbox]\nkind = \"isolated\"\nexpose_worktree = true\n"), &[]), @r#"
+    error: [TMP]/plan.toml:6:1: `sandbox.expose_worktree` applies to docker and podman, not `isolated`
+    hint: remove it, or use `sandbox.kind = "docker"` or `"podman"`
+    "#);
+    insta::assert_snapshot!(rejected(&format!("{OK}[sandbox]\nexpose_worktree = true\n"), &[]), @r"
+    error: [TMP]/plan.toml:5:1: `sandbox.expose_worktree` has no effect without a container sandbox
+    hint: set `sandbox.kind` to `docker` or `podman`, or remove the key
+    ");
+    insta::assert_snapshot!(rejected(&format!("{OK}[sandbox]\nkind = \"docker\"\nimage = \"x\"\nexpose_worktree = true\n[branch]\nstrategy = \"head\"\n"), &[]), @r"
+    error: [TMP]/plan.toml:7:1: `sandbox.expose_worktree` cannot be used with strategy `head`
+    hint: exposing your checkout would expose its `.git` and `.eden` too; use `merge-to-head` or `named`, or remove the key
+    ");
+}
+
+#[test]
 fn missing_agent_cli_names_its_package() {
     // PATH without the agent CLIs: the error names the npm package that provides each.
     for (kind, binary, package) in [
