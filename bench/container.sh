@@ -34,6 +34,7 @@ kind = "$engine"
 image = "$image"
 [loop]
 max_iterations = 20
+require_completion = false
 PLAN
   "$eden" run "$work/$engine.toml" --quiet --json > "$work/$engine.json"
   python3 - "$work/$engine.json" "${raw[@]}" <<'PY'

@@ -56,15 +56,21 @@ const SWEEP: &str = r#"for pass in 1 2; do for p in /proc/[0-9]*; do p=${p#/proc
 /// the command starts with default dispositions) makes a signal for the group end the command
 /// first; the shell runs the trap, and the sweep, once the command has gone.
 ///
-/// Last, it notes the branch's tip on stderr for eden (`process::SANDBOX_NOTE`), so that after
-/// an iteration that committed nothing eden need not ask the container again.
-fn wrapper(keep: &str, workspace: &Path, branch: &str) -> String {
+/// Last, unless the command has a terminal (whose screen the note would reach), it notes the
+/// branch's tip on stderr for eden (`process::SANDBOX_NOTE`), so that after an iteration that
+/// committed nothing eden need not ask the container again.
+fn wrapper(keep: &str, note_tip: Option<(&Path, &str)>) -> String {
     let quote = |text: &str| shlex::try_quote(text).map(|q| q.into_owned()).unwrap_or_else(|_| "/nonexistent".into());
+    let note = note_tip.map_or_else(String::new, |(workspace, branch)| {
+        format!(
+            r#"tip=$(git -C {} rev-parse -q --verify {} 2>/dev/null) && printf '\001eden tip %s\n' "$tip" >&2; "#,
+            quote(&workspace.to_string_lossy()),
+            quote(&format!("refs/heads/{branch}^{{commit}}")),
+        )
+    });
     format!(
-        r#"trap : INT TERM HUP QUIT; echo $$ > "$0"; "$@"; status=$?; {}; tip=$(git -C {} rev-parse -q --verify {} 2>/dev/null) && printf '\001eden tip %s\n' "$tip" >&2; exit $status"#,
+        r#"trap : INT TERM HUP QUIT; echo $$ > "$0"; "$@"; status=$?; {}; {note}exit $status"#,
         SWEEP.replace("KEEP", keep),
-        quote(&workspace.to_string_lossy()),
-        quote(&format!("refs/heads/{branch}^{{commit}}")),
     )
 }
 
@@ -417,6 +423,8 @@ impl SandboxHandle for Container {
         self.check_program(program)?;
         let n = self.next_exec.fetch_add(1, Ordering::SeqCst);
         let pid_file = format!("{PIDS_INSIDE}/{n}.pid");
+        let note_tip =
+            (!matches!(stdin, Stdin::Terminal { .. })).then_some((self.worktree.as_path(), self.branch.as_str()));
         let flags: &[&str] = match stdin {
             Stdin::Bytes(_) | Stdin::Terminal { tty: false } => &["-i"],
             // A terminal inside, sized and resized by the engine's client from ours.
@@ -424,7 +432,7 @@ impl SandboxHandle for Container {
             Stdin::Null => &[],
         };
         let wrapped = ProcessBuilder::new("sh")
-            .args(["-c", &wrapper(&self.keep, &self.worktree, &self.branch)])
+            .args(["-c", &wrapper(&self.keep, note_tip)])
             .arg(&pid_file)
             .arg(program)
             .args(command.get_args());

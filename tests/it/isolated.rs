@@ -132,3 +132,45 @@ fn claude_transcripts_are_captured_from_the_copy() {
     crate::real_agents::assert_transcript(&env, &record, 0);
     assert_eq!(env.log_subjects("main")[0], "add hello.txt");
 }
+
+/// A session of an isolated run goes on in the next isolated run (`agent.resume`): eden carries
+/// its captured transcript into the new run's private state folder, rewritten for the new copy,
+/// and the real Claude Code resumes it there. One captured nowhere stops the run before
+/// anything is created.
+#[test]
+fn claude_sessions_resume_in_the_next_isolated_run() {
+    let Some(_) = crate::real_agents::require("claude") else { return };
+    if !bwrap() {
+        return;
+    }
+    let env = TestEnv::new();
+    let server = crate::model_server::ModelServer::start(std::fs::canonicalize(&env.repo).unwrap(), false);
+    let manifest = env.write_manifest(
+        "name = \"iso\"\nprompt = \"create hello.txt and commit it\"\n[agent]\nkind = \"claude-code\"\n\
+         [sandbox]\nkind = \"isolated\"\n[loop]\nmax_iterations = 1\nidle_timeout = \"90s\"\n",
+    );
+    let eden = |args: &[&str]| {
+        let mut command = env.eden_command(args);
+        command.envs(crate::real_agents::claude_env(&env, &server));
+        crate::support::Run::from(command.output().unwrap())
+    };
+    let first = eden(&["run", manifest.to_str().unwrap(), "--json"]);
+    first.assert_code(0);
+    let session = first.json()["session_id"].as_str().unwrap().to_owned();
+    let resume = format!("agent.resume=\"{session}\"");
+    let resumed =
+        eden(&["run", manifest.to_str().unwrap(), "--json", "--set", &resume, "--set", "prompt=\"carry on\""]);
+    resumed.assert_code(0);
+    assert_eq!(resumed.json()["iterations"][0]["session_id"], session.as_str(), "{}", resumed.stderr);
+    assert!(!env.root().join("claude/projects").exists(), "the person's own folder was never written");
+
+    let branches = env.branches();
+    let missing = eden(&["run", manifest.to_str().unwrap(), "--set", "agent.resume=\"0000-gone\""]);
+    missing.assert_code(2);
+    assert!(
+        missing.error_text().contains("session `0000-gone` to resume was captured by no earlier run"),
+        "{}",
+        missing.stderr
+    );
+    assert_eq!(env.branches(), branches, "nothing created");
+}
