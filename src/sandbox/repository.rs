@@ -6,7 +6,7 @@
 //! - **In**: eden builds the sandbox repository's `.git` on the host, in a scratch folder of its
 //!   own (HEAD on the run's branch, the host's refs as `packed-refs`, the person's identity, the
 //!   host worktree's index, the host's object stores named as alternates — read-only inside), and
-//!   streams it with the host worktree's files (`tar`, everything but `.git`) into the sandbox's
+//!   streams it with the host worktree's files (`tar`, everything but `.git` and `.eden`) into the sandbox's
 //!   empty workspace through the sandbox's own channel (`exec -i`, or bubblewrap). Files the
 //!   host side added (`copy_to_worktree`, what host hooks made) arrive too, and are excluded from
 //!   the sandbox's git, so they neither get committed nor come back as the agent's work.
@@ -107,7 +107,9 @@ pub(crate) fn seed(channel: &dyn Channel, request: &SeedRequest<'_>) -> Result<S
                     .args(["-c", "-f", "-", "-C"])
                     .arg(request.scratch)
                     .arg(".git")
-                    .args(["--exclude=./.git", "-C"])
+                    // eden's own folder (with `head` the worktree is the checkout, which holds
+                    // it: other runs' worktrees, records, `.env` secrets) never goes in.
+                    .args(["--exclude=./.git", "--exclude=./.eden", "-C"])
                     .arg(request.host_worktree)
                     .arg("."),
                 ".",

@@ -104,6 +104,26 @@ fn commits_come_back_after_every_iteration(engine: &str) {
     assert!(run.stderr.contains("the agent left 1 file(s) uncommitted"), "{}", run.stderr);
 }
 
+/// Strategy `head` works in the checkout, which holds `.eden/` (other runs' worktrees and
+/// records, `.eden/.env`): none of it is copied into the sandbox; the agent's commit lands on
+/// the checkout's branch and its uncommitted file in the checkout.
+fn head_leaves_eden_s_folder_outside(engine: &str) {
+    if !ready(engine) {
+        return;
+    }
+    let env = TestEnv::new();
+    env.write(".eden/.env", "TOKEN=from-dotenv\n");
+    std::fs::write(env.repo.join(".git/info/exclude"), ".eden/\n").unwrap();
+    let script = "if [ -e .eden ]; then echo EDEN-INSIDE; fi; echo h > h.txt && git add h.txt && \
+        git -c user.name=box -c user.email=box@example.com commit -qm head-commit && echo d > d.txt; echo '<promise>COMPLETE</promise>'";
+    let run =
+        env.run_manifest(&manifest(engine, script, "").replace("[loop]", "[branch]\nstrategy = \"head\"\n[loop]"), &[]);
+    run.assert_code(0);
+    assert!(!run.stderr.contains("EDEN-INSIDE"), "{}", run.stderr);
+    assert_eq!(env.log_subjects("main")[0], "head-commit");
+    assert_eq!(std::fs::read_to_string(env.repo.join("d.txt")).unwrap(), "d\n");
+}
+
 fn ctrl_c_leaves_no_container(engine: &str) {
     if !ready(engine) {
         return;
@@ -425,6 +445,10 @@ macro_rules! engine_tests {
             #[test]
             fn commits_come_back_after_every_iteration() {
                 super::commits_come_back_after_every_iteration(stringify!($engine));
+            }
+            #[test]
+            fn head_leaves_eden_s_folder_outside() {
+                super::head_leaves_eden_s_folder_outside(stringify!($engine));
             }
             #[test]
             fn ctrl_c_leaves_no_container() {
