@@ -6,10 +6,10 @@
 //! - **In**: eden builds the sandbox repository's `.git` on the host, in a scratch folder of its
 //!   own (HEAD on the run's branch, the host's refs as `packed-refs`, the person's identity, the
 //!   host worktree's index, the host's object stores named as alternates — read-only inside), and
-//!   streams it with the host worktree's files (`tar`, everything but `.git` and `.eden`) into the sandbox's
-//!   empty workspace through the sandbox's own channel (`exec -i`, or bubblewrap). Files the
-//!   host side added (`copy_to_worktree`, what host hooks made) arrive too, and are excluded from
-//!   the sandbox's git, so they neither get committed nor come back as the agent's work.
+//!   streams it with the host worktree's files (`tar`, all but `.git` and `.eden`) into the
+//!   sandbox's empty workspace through the sandbox's own channel (`exec -i`, or bubblewrap).
+//!   Files the host side added (`copy_to_worktree`, what host hooks made) arrive too, and are
+//!   excluded from the sandbox's git, so they are neither committed nor come back as its work.
 //! - **Commits back**, after every iteration: a script inside prints the branch's tip and a
 //!   `git bundle` of what the host lacks; eden fetches that bundle on the host with object
 //!   checking on (`transfer.fsckObjects`: malformed objects and trees with `.git` entries are
