@@ -31,8 +31,15 @@ pub fn command(settings: &AdapterSettings, invocation: &Invocation<'_>) -> Proce
     command.stdin(Stdin::Bytes(invocation.prompt.as_bytes().to_vec()))
 }
 
+/// Reads the stream, and keeps a running total of usage as it goes: every assistant line
+/// carries its message's usage (input and cache tokens exact from the message's start, output
+/// growing; the same message id repeats across its content blocks), so the total of the latest
+/// usage per message is what the invocation has spent so far — reported at once, so budget caps
+/// act mid-iteration, and replaced by the `result` line's totals (with the cost) at the end.
 #[derive(Default)]
-pub struct ClaudeParser;
+pub struct ClaudeParser {
+    messages: Vec<(String, Usage)>,
+}
 
 impl Parser for ClaudeParser {
     fn parse_line(&mut self, line: &[u8], emit: &mut dyn FnMut(StreamEvent<'_>)) {
@@ -42,9 +49,29 @@ impl Parser for ClaudeParser {
         // Validate UTF-8 once for the whole line; `from_str` then skips per-string checks.
         let Ok(text) = std::str::from_utf8(line) else { return emit(passthrough(line)) };
         match serde_json::from_str::<Line<'_>>(text) {
-            Ok(parsed) => parsed.emit(emit),
+            Ok(mut parsed) => {
+                if let Some(usage) = parsed.message_usage() {
+                    self.running_total(usage, emit);
+                }
+                parsed.emit(emit)
+            }
             Err(_) => emit(passthrough(line)),
         }
+    }
+}
+
+impl ClaudeParser {
+    /// One message's latest usage in, the total of all messages so far out.
+    fn running_total(&mut self, (id, usage): (String, Usage), emit: &mut dyn FnMut(StreamEvent<'_>)) {
+        match self.messages.iter_mut().find(|(known, _)| *known == id) {
+            Some((_, latest)) => *latest = usage,
+            None => self.messages.push((id, usage)),
+        }
+        let mut total = Usage::default();
+        for (_, usage) in &self.messages {
+            total.add(usage);
+        }
+        emit(StreamEvent::Usage { usage: total, mode: UsageMode::Total });
     }
 }
 
@@ -83,6 +110,10 @@ struct Message<'a> {
     /// A list of blocks, or (in user lines) a plain string, which carries nothing for us.
     #[serde(default, borrow)]
     content: Blocks<'a>,
+    #[serde(default, borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(default)]
+    usage: Option<LineUsage>,
 }
 
 #[derive(Default)]
@@ -140,7 +171,29 @@ struct LineUsage {
     cache_creation_input_tokens: Option<u64>,
 }
 
+impl LineUsage {
+    fn usage(&self, cost_usd: Option<f64>) -> Usage {
+        Usage {
+            input_tokens: self.input_tokens.unwrap_or(0),
+            output_tokens: self.output_tokens.unwrap_or(0),
+            cache_read_tokens: self.cache_read_input_tokens.unwrap_or(0),
+            cache_write_tokens: self.cache_creation_input_tokens.unwrap_or(0),
+            cost_usd,
+        }
+    }
+}
+
 impl<'a> Line<'a> {
+    /// An assistant line's message id and usage (that message's so far).
+    fn message_usage(&mut self) -> Option<(String, Usage)> {
+        if self.kind != "assistant" {
+            return None;
+        }
+        let message = self.message.as_mut()?;
+        let usage = message.usage.take()?;
+        Some((message.id.as_deref()?.to_owned(), usage.usage(None)))
+    }
+
     fn blocks(&mut self) -> Vec<Block<'a>> {
         self.message.take().map(|message| message.content.0).unwrap_or_default()
     }
@@ -185,16 +238,7 @@ impl<'a> Line<'a> {
                     emit(StreamEvent::SessionId(id.to_string()));
                 }
                 if let Some(usage) = &self.usage {
-                    emit(StreamEvent::Usage {
-                        usage: Usage {
-                            input_tokens: usage.input_tokens.unwrap_or(0),
-                            output_tokens: usage.output_tokens.unwrap_or(0),
-                            cache_read_tokens: usage.cache_read_input_tokens.unwrap_or(0),
-                            cache_write_tokens: usage.cache_creation_input_tokens.unwrap_or(0),
-                            cost_usd: self.total_cost_usd,
-                        },
-                        mode: UsageMode::Total,
-                    });
+                    emit(StreamEvent::Usage { usage: usage.usage(self.total_cost_usd), mode: UsageMode::Total });
                 }
                 let text = self.result.as_deref().unwrap_or("");
                 if self.is_error.unwrap_or(false) {
@@ -210,7 +254,12 @@ impl<'a> Line<'a> {
     }
 }
 
-/// Cursor's stream copies Claude's shapes (plus its own `tool_call` lines).
+/// Cursor's stream copies Claude's shapes (plus its own `tool_call` lines), without usage on
+/// its assistant lines.
 pub fn parse_claude_line(line: &[u8], emit: &mut dyn FnMut(StreamEvent<'_>)) {
-    ClaudeParser.parse_line(line, emit);
+    let parsed = std::str::from_utf8(line).ok().and_then(|text| serde_json::from_str::<Line<'_>>(text).ok());
+    match parsed {
+        Some(parsed) if line.trim_ascii_start().starts_with(b"{") => parsed.emit(emit),
+        _ => emit(passthrough(line)),
+    }
 }

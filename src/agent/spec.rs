@@ -123,7 +123,7 @@ pub static SPECS: [AgentSpec; 8] = [
             )
         }],
         login: "log in once with `claude` (then `/login`), or give it a key: `agent.env = { ANTHROPIC_API_KEY = \"${ANTHROPIC_API_KEY}\" }`",
-        parser: Some(|| Box::new(claude::ClaudeParser)),
+        parser: Some(|| Box::<claude::ClaudeParser>::default()),
         command: Some(claude::command),
         reports: Reports::TokensAndCost,
         ..ADAPTER

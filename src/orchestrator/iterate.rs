@@ -605,7 +605,16 @@ impl<'a> IterationHandlers<'a> {
                     self.session_id = Some(id);
                 }
             }
-            StreamEvent::FinalResult(_) => {}
+            // The agent's final answer as it reports it separately (Claude's `result`): the
+            // signal counts there too when its text never showed it.
+            StreamEvent::FinalResult(text) => {
+                if self.signal.is_none() {
+                    if let Some(found) = self.scanner.scan(&text, false) {
+                        self.events.report(&Event::CompletionSignal { iteration, signal: found });
+                        self.signal = Some(found.to_owned());
+                    }
+                }
+            }
             StreamEvent::Error { message, kind } => {
                 self.events.report(&Event::AgentError { iteration, message: &message, kind });
                 self.failure = Some(AgentFailure { message, kind });

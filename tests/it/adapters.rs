@@ -146,3 +146,22 @@ echo "{\"type\":\"turn.completed\",\"usage\":{\"input_tokens\":$((n * 30)),\"cac
     assert_eq!(record["usage"]["input_tokens"], 40);
     assert_eq!(record["usage"]["output_tokens"], 14);
 }
+
+/// A completion signal that appears only in Claude's final `result` line (not in any text
+/// block) still completes the run.
+#[test]
+fn a_signal_only_in_claude_s_result_line_completes() {
+    let env = TestEnv::new();
+    let agent = env.script(
+        "claude-like",
+        "cat >/dev/null\necho '{\"type\":\"assistant\",\"message\":{\"id\":\"m\",\"content\":[{\"type\":\"text\",\"text\":\"working\"}]}}'\n\
+         echo '{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"all done <promise>COMPLETE</promise>\",\"session_id\":\"s\"}'",
+    );
+    let manifest = format!(
+        "name = \"r\"\nprompt = \"x\"\n[agent]\nkind = \"cli\"\nbinary = \"{}\"\nparser = \"claude-code\"\n[loop]\nmax_iterations = 1\n",
+        agent.display()
+    );
+    let run = env.run_manifest(&manifest, &[]);
+    run.assert_code(0);
+    assert_eq!(run.record()["completion_signal"], "<promise>COMPLETE</promise>");
+}

@@ -121,3 +121,64 @@ fn dry_run_shows_the_caps_in_force() {
     assert_eq!(plan["plan"]["budget"]["max_tokens"], 5000);
     assert_eq!(plan["plan"]["budget"]["max_duration"], "2h");
 }
+
+/// Claude Code reports its usage on every assistant message, long before its final `result`:
+/// a message whose usage crosses the cap stops the agent at once, while it would go on working
+/// (here for a minute, then leave `after` behind).
+#[test]
+fn a_claude_message_s_usage_stops_the_agent_mid_iteration() {
+    let env = TestEnv::new();
+    let after = env.root().join("after");
+    let message = |id: &str, input: u64, output: u64| {
+        format!(
+            r#"{{"type":"assistant","message":{{"id":"{id}","role":"assistant","content":[{{"type":"text","text":"working"}}],"usage":{{"input_tokens":{input},"output_tokens":{output},"cache_read_input_tokens":0,"cache_creation_input_tokens":0}}}},"parent_tool_use_id":null,"session_id":"s-1"}}"#
+        )
+    };
+    // The same message repeats across its blocks: counted once, at its latest.
+    let agent = env.script(
+        "spend.sh",
+        &format!(
+            "cat >/dev/null\necho '{}'\necho '{}'\necho '{}'\nsleep 60\ntouch {}\n",
+            message("m1", 300, 1),
+            message("m1", 300, 400),
+            message("m2", 700, 1),
+            after.display()
+        ),
+    );
+    let run = env.run_manifest(&manifest(&agent, "[budget]\nmax_tokens = 1000\n"), &[]);
+    run.assert_code(8);
+    let record = run.record();
+    assert_eq!(record["error"]["budget"]["used"], "1,401 tokens", "{}", run.stderr);
+    assert!(!after.exists(), "stopped mid-iteration, not after the agent's own end");
+}
+
+/// The same with the real Claude Code against the scripted server: its first message reports
+/// 5,000 input tokens and asks for a 30-second shell call; the cap of 1,000 stops it before the
+/// call ends (`late.txt` is never written).
+#[test]
+fn the_real_claude_code_is_stopped_mid_iteration() {
+    let Some(_) = crate::real_agents::require("claude") else { return };
+    let env = TestEnv::new();
+    let server = crate::model_server::ModelServer::start(std::fs::canonicalize(&env.repo).unwrap(), false);
+    server.stats.costly_slow_turn.store(true, std::sync::atomic::Ordering::SeqCst);
+    let manifest = env.write_manifest(
+        "name = \"costly\"\nprompt = \"work\"\n[agent]\nkind = \"claude-code\"\n[loop]\nmax_iterations = 1\nidle_timeout = \"120s\"\n\
+         [budget]\nmax_tokens = 1000\n",
+    );
+    let mut command = env.eden_command(&["run", manifest.to_str().unwrap(), "--json"]);
+    command.envs(crate::real_agents::claude_env(&env, &server));
+    let run = Run::from(command.output().unwrap());
+    run.assert_code(8);
+    let record = run.json();
+    assert_eq!(record["error"]["budget"]["cap"], "max_tokens", "{}", run.stderr);
+    // Stopped in the slow call: the agent never got to its next turns (the commit).
+    let branch = record["preserved_branch"].as_str().map(str::to_owned);
+    let worktree = std::path::PathBuf::from(record["worktree"].as_str().unwrap());
+    assert!(!worktree.join("late.txt").exists(), "stopped before the slow call ended");
+    if let Some(branch) = branch {
+        assert!(!env.git(&["log", "--format=%s", &branch]).contains("add hello.txt"), "{}", run.stderr);
+    }
+    assert!(record["iterations"][0]["commits"].as_array().unwrap().is_empty(), "{}", run.stderr);
+    let used = record["iterations"][0]["usage"]["input_tokens"].as_u64().unwrap();
+    assert!(used >= crate::model_server::COSTLY_INPUT_TOKENS, "{used}");
+}

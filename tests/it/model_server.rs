@@ -25,7 +25,12 @@ pub struct Stats {
     /// Answer the next agent turn that carries one tool result (the write done, the commit
     /// next) with a 429 usage limit, once.
     pub rate_limit_once: AtomicBool,
+    /// Answer the first Anthropic agent turn with a message that reports `COSTLY_INPUT_TOKENS`
+    /// input tokens at its start and asks for a slow shell call (30 s, then `late.txt`).
+    pub costly_slow_turn: AtomicBool,
 }
+
+pub const COSTLY_INPUT_TOKENS: u64 = 5000;
 
 pub struct ModelServer {
     pub port: u16,
@@ -182,7 +187,8 @@ fn serve(
             respond(&mut writer, 200, "application/json", br#"{"input_tokens":12}"#)?;
             continue;
         } else if path.ends_with("/messages") {
-            anthropic(&body, &workdir, stream_wanted, answers.as_ref())
+            let costly = stats.costly_slow_turn.load(Ordering::SeqCst) && tool_results == 0 && has_tools;
+            anthropic(&body, &workdir, stream_wanted, answers.as_ref(), costly)
         } else if path.ends_with("/responses") {
             responses(&body, &workdir)
         } else if path.ends_with("/chat/completions") {
@@ -323,7 +329,7 @@ fn step(body: &Value, has_tools: bool, tool_results: usize, workdir: &str, answe
 const COMMIT: &str = "git add -A && git commit -q -m 'add hello.txt'";
 
 /// Anthropic Messages, for Claude (`Write`/`Bash`) and pi (`write`/`bash`).
-fn anthropic(body: &Value, workdir: &str, stream: bool, answers: Option<&Answers>) -> Reply {
+fn anthropic(body: &Value, workdir: &str, stream: bool, answers: Option<&Answers>, costly: bool) -> Reply {
     let tool_results = body["messages"]
         .as_array()
         .into_iter()
@@ -350,6 +356,14 @@ fn anthropic(body: &Value, workdir: &str, stream: bool, answers: Option<&Answers
         Step::Chore => ("Mock title".to_owned(), None),
         Step::Answer(reply) => (reply, None),
     };
+    let (text, tool) = match costly {
+        true => (
+            "This will take a while.".to_owned(),
+            Some(("Bash", json!({"command": format!("sleep 30; touch {workdir}/late.txt"), "timeout": 120000}))),
+        ),
+        false => (text, tool),
+    };
+    let input_tokens = if costly { COSTLY_INPUT_TOKENS } else { INPUT_TOKENS };
     let id = format!("msg_mock_{tool_results}");
     let usage = json!({"input_tokens": INPUT_TOKENS, "output_tokens": OUTPUT_TOKENS, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0});
     let stop = if tool.is_some() { "tool_use" } else { "end_turn" };
@@ -365,7 +379,7 @@ fn anthropic(body: &Value, workdir: &str, stream: bool, answers: Option<&Answers
         );
     }
     let mut events = vec![
-        (Some("message_start"), json!({"type": "message_start", "message": {"id": id, "type": "message", "role": "assistant", "model": "mock-model", "content": [], "stop_reason": null, "usage": {"input_tokens": INPUT_TOKENS, "output_tokens": 1}}}).to_string()),
+        (Some("message_start"), json!({"type": "message_start", "message": {"id": id, "type": "message", "role": "assistant", "model": "mock-model", "content": [], "stop_reason": null, "usage": {"input_tokens": input_tokens, "output_tokens": 1}}}).to_string()),
         (Some("content_block_start"), json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}).to_string()),
         (Some("content_block_delta"), json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}).to_string()),
         (Some("content_block_stop"), json!({"type": "content_block_stop", "index": 0}).to_string()),
