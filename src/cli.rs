@@ -515,7 +515,7 @@ fn engines() -> Vec<&'static str> {
 /// say the same.
 pub const EXIT_CODES: [(&str, &str, &str); 11] = [
     ("0", "success", "the completion signal was seen (or the structured output was valid) and the work was merged or kept as the strategy says"),
-    ("1", "no completion signal", "the run ended without its completion signal while `require_completion` is set (the default); the branch is kept unmerged"),
+    ("1", "not finished", "the run ended without its completion signal while `require_completion` is set (the default; the branch is kept unmerged), or it finished but the agent left work uncommitted (its commits are merged, the rest is in the kept worktree; `branch.commit_leftovers = true` commits it)"),
     ("2", "usage or manifest error", "a bad flag or manifest, or a feature not supported yet; nothing was created"),
     ("3", "agent failed", "the agent exited non-zero without the completion signal, or could not authenticate"),
     ("4", "timeout", "the agent was idle too long, or an iteration step or hook ran out of time"),

@@ -14,6 +14,9 @@ use std::sync::Arc;
 pub enum ErrorKind {
     /// The run ended without its completion signal and `require_completion` is set.
     Incomplete,
+    /// The run finished, but the agent left work uncommitted: it is in the kept worktree, not
+    /// on the branch.
+    Uncommitted,
     /// Bad command line or manifest, or a feature that is not built yet.
     Usage,
     /// The agent process failed (non-zero exit without the completion signal, or a reported error).
@@ -53,7 +56,7 @@ pub struct BudgetExceeded {
 impl ErrorKind {
     pub fn exit_code(&self) -> i32 {
         match self {
-            ErrorKind::Incomplete => 1,
+            ErrorKind::Incomplete | ErrorKind::Uncommitted => 1,
             ErrorKind::Usage => 2,
             ErrorKind::Agent => 3,
             ErrorKind::Exited { code } => *code,
@@ -71,6 +74,7 @@ impl ErrorKind {
     pub fn as_str(&self) -> &'static str {
         match self {
             ErrorKind::Incomplete => "incomplete",
+            ErrorKind::Uncommitted => "uncommitted_work",
             ErrorKind::Usage => "usage",
             ErrorKind::Agent | ErrorKind::Exited { .. } => "agent_failed",
             ErrorKind::Timeout => "timeout",

@@ -84,6 +84,8 @@ pub enum ExitReason {
     /// An interactive session the person ended (the agent exited 0).
     SessionEnded,
     Incomplete,
+    /// Finished, with work the agent left uncommitted (kept in the worktree).
+    UncommittedWork,
     Usage,
     AgentFailed,
     Timeout,
@@ -100,6 +102,7 @@ impl ExitReason {
     pub fn of(kind: &ErrorKind) -> ExitReason {
         match kind {
             ErrorKind::Incomplete => ExitReason::Incomplete,
+            ErrorKind::Uncommitted => ExitReason::UncommittedWork,
             ErrorKind::Usage => ExitReason::Usage,
             ErrorKind::Agent | ErrorKind::Exited { .. } => ExitReason::AgentFailed,
             ErrorKind::Timeout => ExitReason::Timeout,
@@ -119,6 +122,7 @@ impl ExitReason {
             ExitReason::MaxIterations => "max_iterations",
             ExitReason::SessionEnded => "session_ended",
             ExitReason::Incomplete => "incomplete",
+            ExitReason::UncommittedWork => "uncommitted_work",
             ExitReason::Usage => "usage",
             ExitReason::AgentFailed => "agent_failed",
             ExitReason::Timeout => "timeout",

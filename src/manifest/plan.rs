@@ -105,6 +105,7 @@ pub struct BranchPlan {
     pub allow_dirty: bool,
     pub reuse_worktree: bool,
     pub rebase: bool,
+    pub commit_leftovers: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -810,6 +811,7 @@ fn resolve_branch(section: &BranchSection, source: &Source) -> Result<BranchPlan
         allow_dirty: section.allow_dirty.unwrap_or(false),
         reuse_worktree: section.reuse_worktree.unwrap_or(false),
         rebase: section.rebase.unwrap_or(false),
+        commit_leftovers: section.commit_leftovers.unwrap_or(false),
     })
 }
 

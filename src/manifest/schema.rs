@@ -153,6 +153,9 @@ pub struct BranchSection {
     /// `merge-to-head` only: when the target moved since the run began, replay the run's
     /// commits onto its tip (if that is conflict-free) instead of a merge commit.
     pub rebase: Option<bool>,
+    /// Commit what the agent left uncommitted when the run ends well (default false: the run
+    /// then exits 1 with the work kept in the worktree).
+    pub commit_leftovers: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]

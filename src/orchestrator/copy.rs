@@ -164,6 +164,27 @@ fn remove(copied: &Copied, removable: impl Fn(&safe_fs::Dir, &Path, &Path) -> bo
     removed
 }
 
+/// `branch.commit_leftovers`: commit everything uncommitted in `worktree` except the copied
+/// entries (a changed `.env` must never land in git). Returns the commit and how many files it
+/// holds, or `None` when there was nothing.
+pub fn commit_leftovers(worktree: &crate::git::Git, copies: &[PathBuf]) -> Result<Option<(String, usize)>, Error> {
+    let mut add: Vec<std::ffi::OsString> = vec!["add".into(), "-A".into(), "--".into(), ".".into()];
+    for copy in copies {
+        let mut exclude = std::ffi::OsString::from(":(exclude,top,literal)");
+        exclude.push(copy);
+        add.push(exclude);
+    }
+    worktree.run(&add)?;
+    let staged = worktree.run(["diff", "--cached", "--name-only"])?;
+    let files = staged.lines().filter(|line| !line.is_empty()).count();
+    if files == 0 {
+        return Ok(None);
+    }
+    worktree.run(["commit", "--quiet", "-m", "Work the agent left uncommitted (eden: branch.commit_leftovers)"])?;
+    let sha = worktree.resolve("HEAD")?.unwrap_or_default();
+    Ok(Some((sha, files)))
+}
+
 /// Is the copy at `dest` (reached without following any symlink) still what `source` is?
 fn same_content(worktree: &safe_fs::Dir, source: &Path, dest: &Path) -> bool {
     let Ok(meta) = std::fs::symlink_metadata(source) else { return false };

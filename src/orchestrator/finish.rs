@@ -30,6 +30,9 @@ pub(crate) struct MergeSettings<'a> {
     pub rebase: bool,
     /// The invocation of several runs, whose merges are numbered.
     pub batch: Option<&'a str>,
+    /// A worktree left dirty by a run that otherwise ended well fails it (exit 1): the agent's
+    /// own work, not landed (false for interactive sessions and checkouts dirty from the start).
+    pub leftovers_fail: bool,
 }
 
 pub(crate) fn finish(
@@ -145,6 +148,10 @@ pub(crate) fn finish(
         reporter.report(&Event::Warning {
             message: &format!("the worktree has uncommitted changes and is kept: {}", path.display()),
         });
+        if error.is_none() && settings.leftovers_fail {
+            let count = workspace.worktree.dirty_paths().map_or(0, |paths| paths.len());
+            error = Some(leftovers_error(path, count, merged_into.as_deref()));
+        }
     }
 
     match pre.strategy {
@@ -201,6 +208,25 @@ fn queue_position(layout: &crate::layout::Layout, batch: &str, target: &str) -> 
     let mut file = std::fs::OpenOptions::new().create(true).append(true).open(&path).ok()?;
     writeln!(file, "{target}").ok()?;
     Some(position)
+}
+
+/// A run that ended well but left work uncommitted: never a silent success.
+fn leftovers_error(worktree: &std::path::Path, count: usize, merged_into: Option<&str>) -> Error {
+    let landed = match merged_into {
+        Some(target) => format!("its commits are merged into `{target}`, but "),
+        None => String::new(),
+    };
+    Error::new(
+        crate::error::ErrorKind::Uncommitted,
+        format!(
+            "the agent finished, but {landed}it left {count} uncommitted change(s) in {}, which are on no branch",
+            worktree.display()
+        ),
+    )
+    .with_hint(format!(
+        "look at them (`git -C {wt} status`), commit what you want (`git -C {wt} add -A && git -C {wt} commit`); or set `branch.commit_leftovers = true` to have eden commit what the agent leaves",
+        wt = worktree.display()
+    ))
 }
 
 fn conflict_error(branch: &str, target: &str, files: &[String]) -> Error {

@@ -279,6 +279,7 @@ impl<'p> Run<'p> {
         let outcome = self.close_hooks(outcome).await;
         let outcome = self.close_sandbox(outcome);
         self.remove_unchanged_copies();
+        let outcome = self.commit_leftovers(outcome);
         let completion_signal = outcome.as_ref().ok().and_then(|end| end.completion_signal.clone());
         let output = outcome.as_ref().ok().and_then(|end| end.output.clone());
         let progress = std::mem::take(&mut self.progress);
@@ -292,8 +293,9 @@ impl<'p> Run<'p> {
             record.completion_signal = completion_signal;
             record.output = output;
         });
+        let settings = self.merge_settings();
         let workspace = self.workspace.take().expect("checked above");
-        let finished = finish::finish(workspace, outcome, progress.commits, self.merge_settings(), &mut self.events);
+        let finished = finish::finish(workspace, outcome, progress.commits, settings, &mut self.events);
         let finish::Finished {
             lock,
             commits,
@@ -324,7 +326,19 @@ impl<'p> Run<'p> {
     }
 
     fn merge_settings(&self) -> finish::MergeSettings<'p> {
-        finish::MergeSettings { rebase: self.plan.branch.rebase, batch: self.options.batch.as_deref() }
+        use workspace::WorktreeAction;
+        let action = self.workspace.as_ref().map(|workspace| &workspace.pre.action);
+        let ours = match action {
+            Some(WorktreeAction::CreateWithNewBranch | WorktreeAction::CreateForExistingBranch) => true,
+            // The checkout was clean when the run began, unless it was allowed not to be.
+            Some(WorktreeAction::UseCheckout) => !self.plan.branch.allow_dirty,
+            _ => false,
+        };
+        finish::MergeSettings {
+            rebase: self.plan.branch.rebase,
+            batch: self.options.batch.as_deref(),
+            leftovers_fail: ours && self.options.interactive.is_none(),
+        }
     }
 
     /// `on_close` runs whatever happened, after Ctrl-C too: only a further signal cuts it
@@ -375,6 +389,25 @@ impl<'p> Run<'p> {
                 Err(first)
             }
         }
+    }
+
+    /// `branch.commit_leftovers`: what the agent left uncommitted in a run that ended well is
+    /// committed (the copied files aside), so the work lands with the rest.
+    fn commit_leftovers(&mut self, outcome: Result<LoopEnd, Error>) -> Result<LoopEnd, Error> {
+        if !self.plan.branch.commit_leftovers || outcome.is_err() || self.options.interactive.is_some() {
+            return outcome;
+        }
+        let Some(workspace) = &self.workspace else { return outcome };
+        let committed = copy::commit_leftovers(&workspace.worktree, &self.plan.copy_to_worktree);
+        let committed = committed.map(|commit| {
+            if let Some((sha, files)) = commit {
+                let message = format!("committed {files} file(s) the agent left uncommitted as {}", &sha[..10]);
+                self.events.report(&Event::Info { message: &message });
+                // The loop's list of commits misses this one: the finish asks git.
+                self.progress.commits = None;
+            }
+        });
+        self.first_error(outcome, committed)
     }
 
     /// Copies nobody changed go, so they do not keep an otherwise clean worktree alive.

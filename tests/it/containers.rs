@@ -93,7 +93,7 @@ fn commits_come_back_after_every_iteration(engine: &str) {
         if [ $n != 2 ]; then echo $n > file-$n.txt && git add file-$n.txt && git -c user.name=box -c user.email=box@example.com commit -qm commit-$n; fi; \
         echo done-$n; [ $n = 3 ] && echo '<promise>COMPLETE</promise>'; exit 0";
     let run = env.run_manifest(&manifest(engine, script, "").replace("max_iterations = 1", "max_iterations = 3"), &[]);
-    run.assert_code(0);
+    run.assert_code(1);
     let record = run.record();
     let per_iteration: Vec<usize> =
         record["iterations"].as_array().unwrap().iter().map(|i| i["commits"].as_array().unwrap().len()).collect();
@@ -122,6 +122,19 @@ fn head_leaves_eden_s_folder_outside(engine: &str) {
     assert!(!run.stderr.contains("EDEN-INSIDE"), "{}", run.stderr);
     assert_eq!(env.log_subjects("main")[0], "head-commit");
     assert_eq!(std::fs::read_to_string(env.repo.join("d.txt")).unwrap(), "d\n");
+}
+
+/// The image has no git identity: the agent's plain `git commit` works all the same, as the
+/// person (the sandbox's repository carries the identity their git uses).
+fn the_agent_commits_as_the_person(engine: &str) {
+    if !ready(engine) {
+        return;
+    }
+    let env = TestEnv::new();
+    let script = "echo x > x.txt && git add x.txt && git commit -qm plain && echo '<promise>COMPLETE</promise>'";
+    let run = env.run_manifest(&manifest(engine, script, ""), &[]);
+    run.assert_code(0);
+    assert_eq!(env.git(&["log", "-1", "--format=%an <%ae>", "main"]), "Test <test@example.com>");
 }
 
 fn ctrl_c_leaves_no_container(engine: &str) {
@@ -449,6 +462,10 @@ macro_rules! engine_tests {
             #[test]
             fn head_leaves_eden_s_folder_outside() {
                 super::head_leaves_eden_s_folder_outside(stringify!($engine));
+            }
+            #[test]
+            fn the_agent_commits_as_the_person() {
+                super::the_agent_commits_as_the_person(stringify!($engine));
             }
             #[test]
             fn ctrl_c_leaves_no_container() {

@@ -46,7 +46,7 @@ fn a_copy_the_agent_changed_keeps_the_worktree() {
     with_local_files(&env);
     let agent = env.script("agent.sh", "cat >/dev/null\necho DB=changed > .env\necho '<promise>COMPLETE</promise>'");
     let run = env.run_manifest(&cli_manifest(&agent, COPIES), &[]);
-    run.assert_code(0);
+    run.assert_code(1);
     let worktree = run.record()["preserved_worktree"].as_str().unwrap().to_owned();
     assert_eq!(std::fs::read_to_string(format!("{worktree}/.env")).unwrap(), "DB=changed\n");
     // The unchanged ones were removed; only the changed copy is left.

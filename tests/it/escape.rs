@@ -212,8 +212,10 @@ fn nothing_escapes(sandbox: &str) {
 
     let plan = env.write_manifest(&manifest(&world, sandbox));
     let run = eden(&world, &["run", plan.to_str().unwrap(), "--json"]);
-    run.assert_code(0);
+    // Its note is uncommitted work: merged what it committed, and said so with exit 1.
+    run.assert_code(1);
     let record = run.json();
+    assert_eq!(record["exit_reason"], "uncommitted_work", "{}", run.stderr);
     assert!(!run.stderr.contains("tried: wrote") && !run.stderr.contains("tried: deleted"), "{}", run.stderr);
     // The honest commit was merged (a merge commit: trunk had moved), and the note came back.
     assert_eq!(record["merged_into"], "trunk", "{}", run.stderr);
@@ -381,7 +383,8 @@ fn a_copied_folder_swapped_for_a_symlink_is_not_followed() {
     );
     let manifest = crate::support::cli_manifest(&agent, "copy_to_worktree = [\"conf\"]\n[loop]\nmax_iterations = 1");
     let before = tree_digest(&env.repo.join("conf"));
-    env.run_manifest(&manifest, &[]).assert_code(0);
+    // The symlink in the worktree is the agent's uncommitted work: exit 1, the worktree kept.
+    env.run_manifest(&manifest, &[]).assert_code(1);
     assert_eq!(tree_digest(&env.repo.join("conf")), before, "the checkout's originals are untouched");
 }
 
@@ -414,7 +417,7 @@ fn the_exposed_worktree_keeps_git_out_of_reach(engine: &str) {
     let honest = "(echo 'gitdir: /tmp' > .git) 2>/dev/null && echo REWROTE; echo e > exposed.txt && git add exposed.txt && \
         git -c user.name=box -c user.email=box@example.com commit -qm exposed && echo left > left.txt; echo '<promise>COMPLETE</promise>'";
     let run = env.run_manifest(&sandbox(honest), &[]);
-    run.assert_code(0);
+    run.assert_code(1);
     assert!(!run.stderr.contains("REWROTE"), "{}", run.stderr);
     let record = run.record();
     assert_eq!(record["merged_into"], "main");

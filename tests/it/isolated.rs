@@ -60,8 +60,9 @@ fn uncommitted_work_comes_back_as_a_patch() {
         "cat >/dev/null\necho draft > draft.txt\necho changed >> README.md\necho '<promise>COMPLETE</promise>'",
     );
     let run = env.run_manifest(&cli_manifest(&agent, &isolated("")), &[]);
-    run.assert_code(0);
+    run.assert_code(1);
     let record = run.record();
+    assert_eq!(record["exit_reason"], "uncommitted_work");
     let id = record["id"].as_str().unwrap();
     let patch = env.repo.join(format!(".eden/patches/{id}.patch"));
     let text = std::fs::read_to_string(&patch).expect("the patch is saved");

@@ -143,12 +143,49 @@ fn a_dirty_worktree_is_kept_and_its_path_reported() {
     let env = TestEnv::new();
     let agent = env.script("agent.sh", "cat >/dev/null\necho draft > notes.txt\necho '<promise>COMPLETE</promise>'");
     let run = env.run_manifest(&cli_manifest(&agent, ""), &[]);
-    run.assert_code(0);
+    // Never a silent success: the work is on no branch.
+    run.assert_code(1);
     let record = run.record();
+    assert_eq!(record["exit_reason"], "uncommitted_work");
     let worktree = record["preserved_worktree"].as_str().expect("worktree kept");
+    let error = env.redact(&run.error_text());
+    assert!(error.contains("the agent finished, but it left 1 uncommitted change(s) in"), "{error}");
+    assert!(error.contains("hint: look at them (`git -C"), "{error}");
+    assert!(error.contains("`branch.commit_leftovers = true`"), "{error}");
     assert_eq!(std::fs::read_to_string(format!("{worktree}/notes.txt")).unwrap(), "draft\n");
     assert!(run.stderr.contains(worktree), "the kept path is printed");
     assert_eq!(record["preserved_branch"], record["branch"]);
+}
+
+/// `branch.commit_leftovers = true`: what the agent left uncommitted is committed (a changed
+/// copied file aside) and lands with the rest; the run succeeds.
+#[test]
+fn leftovers_are_committed_when_asked() {
+    let env = TestEnv::new();
+    env.write(".env", "SECRET=1\n");
+    std::fs::write(env.repo.join(".git/info/exclude"), "").unwrap();
+    let agent = env.script(
+        "agent.sh",
+        "cat >/dev/null\necho draft > notes.txt\necho changed >> .env\necho '<promise>COMPLETE</promise>'",
+    );
+    let manifest = cli_manifest(&agent, "copy_to_worktree = [\".env\"]\n[branch]\ncommit_leftovers = true");
+    let run = env.run_manifest(&manifest, &[]);
+    run.assert_code(1);
+    // The changed copy stays (it is never committed), so the worktree is still kept and said so.
+    assert_eq!(run.record()["exit_reason"], "uncommitted_work");
+    assert_eq!(env.git(&["show", "main:notes.txt"]), "draft");
+    assert!(env.git(&["ls-tree", "--name-only", "main"]).lines().all(|name| name != ".env"), ".env never lands");
+    assert!(run.stderr.contains("committed 1 file(s) the agent left uncommitted"), "{}", run.stderr);
+
+    let env = TestEnv::new();
+    let agent = env.script("agent.sh", "cat >/dev/null\necho draft > notes.txt\necho '<promise>COMPLETE</promise>'");
+    let run = env.run_manifest(&cli_manifest(&agent, "[branch]\ncommit_leftovers = true"), &[]);
+    run.assert_code(0);
+    let record = run.record();
+    assert_eq!(record["merged_into"], "main");
+    assert_eq!(record["commits"].as_array().unwrap().len(), 1, "the commit eden made is the run's");
+    assert_eq!(env.git(&["show", "main:notes.txt"]), "draft");
+    env.assert_pristine();
 }
 
 #[test]
@@ -222,7 +259,7 @@ fn named_strategy_reuses_an_eden_worktree_only_when_asked() {
     // The first run leaves a dirty worktree behind.
     let agent = env.script("agent.sh", "cat >/dev/null\necho wip > wip.txt\necho '<promise>COMPLETE</promise>'");
     let named = "[branch]\nstrategy = \"named\"\nname = \"eden/wip\"";
-    env.run_manifest(&cli_manifest(&agent, named), &[]).assert_code(0);
+    env.run_manifest(&cli_manifest(&agent, named), &[]).assert_code(1);
     assert_eq!(env.worktree_count(), 2);
 
     let finisher = env.script(
@@ -246,11 +283,11 @@ fn a_worktree_whose_folder_is_gone_does_not_block_the_branch() {
     let agent = env.script("agent.sh", "cat >/dev/null\necho wip > wip.txt\necho '<promise>COMPLETE</promise>'");
     let named = "[branch]\nstrategy = \"named\"\nname = \"eden/gone\"";
     let run = env.run_manifest(&cli_manifest(&agent, named), &[]);
-    run.assert_code(0);
+    run.assert_code(1);
     let worktree = run.record()["preserved_worktree"].as_str().unwrap().to_owned();
     std::fs::remove_dir_all(&worktree).unwrap();
     let run = env.run_manifest(&cli_manifest(&agent, named), &[]);
-    run.assert_code(0);
+    run.assert_code(1);
     assert_eq!(run.record()["preserved_worktree"], worktree.as_str(), "made again at the same place");
 }
 
