@@ -195,6 +195,10 @@ pub struct RunRecord {
     /// the invocation's merges into the same target, from 1.
     #[serde(default)]
     pub merge_queue_position: Option<u32>,
+    /// How many commits entered the target with the merge: the run's, and any the target
+    /// lacked besides (its tip rewound during the run, say).
+    #[serde(default)]
+    pub merged_commits: Option<u32>,
     pub preserved_branch: Option<String>,
     pub preserved_worktree: Option<PathBuf>,
     pub started_at: String,

@@ -144,10 +144,13 @@ fn try_merge(git: &Git, branch: &str, target: &str, rebase: bool) -> Result<Atte
     if output.success() {
         return Ok(Attempt::Done(result));
     }
-    // `--ff-only` fails before changing anything. Why?
     if checkout.branch_commit(target)?.as_deref() != Some(target_commit.as_str()) {
         return Ok(Attempt::Again(format!("`{target}` moved while eden merged")));
     }
+    // The ref did not move, but git updates the index and the files before the ref (a ref
+    // another process holds locked fails only at the end): put them back where they were, the
+    // person's own changes kept, so the checkout matches the branch that did not move.
+    put_back(&checkout, commit, &target_commit)?;
     let reason = format!("{}{}", output.stdout, output.stderr);
     if reason.contains("index.lock") {
         return Ok(Attempt::Again(format!(
@@ -161,6 +164,32 @@ fn try_merge(git: &Git, branch: &str, target: &str, rebase: bool) -> Result<Atte
         reason.trim()
     ))
     .with_hint(format!("once the checkout is ready, merge by hand there: `git merge {branch}`")))
+}
+
+/// After a fast-forward that moved the index and files but not the ref: back from `advanced`
+/// to `kept` (a two-tree `read-tree -m -u`, which keeps unrelated local changes), then checked:
+/// every path the merge changes must be as `kept` has it, in the index and in the files.
+fn put_back(checkout: &Git, advanced: &str, kept: &str) -> Result<(), Error> {
+    let restored = checkout.run(["read-tree", "-m", "-u", advanced, kept]);
+    let changed = checkout.run(["diff", "--name-only", "-z", kept, advanced])?;
+    let paths: Vec<&str> = changed.split('\0').filter(|path| !path.is_empty()).collect();
+    let mut check = vec!["diff-index", "--quiet", kept, "--"];
+    check.extend(&paths);
+    let index_back = checkout.check(&check)?;
+    let mut cached = vec!["diff-index", "--quiet", "--cached", kept, "--"];
+    cached.extend(&paths);
+    if restored.is_ok() && index_back && checkout.check(&cached)? {
+        return Ok(());
+    }
+    Err(Error::git(format!(
+        "a failed fast-forward left the checkout `{}` holding part of the merge, and eden could not put it back",
+        checkout.dir.display()
+    ))
+    .with_hint(format!(
+        "its branch did not move; `git -C {} status` shows what differs — `git -C {} read-tree -m -u {advanced} {kept}` puts the merge's files back",
+        checkout.dir.display(),
+        checkout.dir.display()
+    )))
 }
 
 /// The commits of `base..tip` replayed one by one onto `onto`, as new commits with the same

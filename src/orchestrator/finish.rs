@@ -19,6 +19,7 @@ pub(crate) struct Finished {
     pub merge_commit: Option<String>,
     pub merge_onto: Option<String>,
     pub merge_queue_position: Option<u32>,
+    pub merged_commits: Option<u32>,
     pub preserved_branch: Option<String>,
     pub preserved_worktree: Option<PathBuf>,
     pub error: Option<Error>,
@@ -49,6 +50,7 @@ pub(crate) fn finish(
     let mut merge_kind = None;
     let mut merge_onto = None;
     let mut merge_queue_position = None;
+    let mut merged_commits = None;
     let mut preserved_branch = None;
     let mut preserved_worktree = None;
 
@@ -98,6 +100,17 @@ pub(crate) fn finish(
                     (_, Some(onto)) => format!("onto {}", short(onto)),
                     _ => "already there".to_owned(),
                 };
+                // What entered the target: the run's commits, and any it lacked besides.
+                let landed = match (&merge_kind, &merge_onto) {
+                    (Some(MergeKind::Rebase), _) => Some(commits.len() as u32),
+                    (_, Some(onto)) => workspace
+                        .repo
+                        .run(["rev-list", "--count", &format!("{onto}..refs/heads/{}", pre.branch)])
+                        .ok()
+                        .and_then(|count| count.trim().parse().ok()),
+                    _ => Some(0),
+                };
+                merged_commits = landed;
                 merged_into = Some(target.clone());
                 merged = true;
                 merge_queue_position = settings.batch.and_then(|batch| queue_position(&pre.layout(), batch, &target));
@@ -106,7 +119,7 @@ pub(crate) fn finish(
                 reporter.report(&Event::Info {
                     message: &format!(
                         "merged {} commit(s) from `{}` into `{target}` ({how}{position})",
-                        commits.len(),
+                        landed.map_or(commits.len(), |n| n as usize),
                         pre.branch
                     ),
                 });
@@ -188,6 +201,7 @@ pub(crate) fn finish(
         merge_commit,
         merge_onto,
         merge_queue_position,
+        merged_commits,
         preserved_branch,
         preserved_worktree,
         error,

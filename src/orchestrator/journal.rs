@@ -62,6 +62,7 @@ impl Journal {
             merge_commit: None,
             merge_onto: None,
             merge_queue_position: None,
+            merged_commits: None,
             preserved_branch: None,
             preserved_worktree: None,
             started_at: now_rfc3339(),

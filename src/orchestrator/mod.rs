@@ -304,6 +304,7 @@ impl<'p> Run<'p> {
             merge_commit,
             merge_onto,
             merge_queue_position,
+            merged_commits,
             preserved_branch,
             preserved_worktree,
             error,
@@ -317,6 +318,7 @@ impl<'p> Run<'p> {
             record.merge_commit = merge_commit;
             record.merge_onto = merge_onto;
             record.merge_queue_position = merge_queue_position;
+            record.merged_commits = merged_commits;
             record.preserved_branch = preserved_branch;
             record.preserved_worktree = preserved_worktree;
         });

@@ -131,7 +131,10 @@ pub(crate) fn summary_lines(record: &RunRecord) -> Vec<String> {
     let commits = record.commits.len();
     match (&record.merged_into, commits) {
         (_, 0) => lines.push("no commits".to_owned()),
-        (Some(target), n) => lines.push(format!("{n} commit(s) merged into `{target}`")),
+        (Some(target), n) => {
+            let landed = record.merged_commits.map_or(n, |landed| landed as usize);
+            lines.push(format!("{landed} commit(s) merged into `{target}`"))
+        }
         (None, n) => lines.push(format!("{n} commit(s) on `{}`", record.branch)),
     }
     if let Some(usage) = &record.usage {

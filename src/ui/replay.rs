@@ -169,7 +169,8 @@ fn footer(record: &RunRecord) -> String {
     }
     match (&record.merged_into, &record.preserved_branch) {
         (Some(base), _) => {
-            let _ = writeln!(out, "{} commit(s) merged into `{base}`", record.commits.len());
+            let landed = record.merged_commits.map_or(record.commits.len(), |n| n as usize);
+            let _ = writeln!(out, "{landed} commit(s) merged into `{base}`");
         }
         (None, Some(branch)) => {
             let _ = writeln!(out, "{} commit(s) kept on branch `{branch}`", record.commits.len());

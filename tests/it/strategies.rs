@@ -482,3 +482,48 @@ fn a_dirty_base_checkout_is_refused_before_the_agent_starts() {
     env.run_manifest(&cli_manifest(&agent, ""), &[]).assert_code(0);
     assert!(started.exists());
 }
+
+/// The base's ref is locked by another git when eden fast-forwards it in the checkout: git
+/// moves the index and files before failing on the ref. eden puts them back, so "left
+/// untouched" is true: the checkout's index and files are as they were, the branch is kept.
+#[test]
+fn a_locked_base_ref_leaves_the_checkout_as_it_was() {
+    let env = TestEnv::new();
+    let agent = committing_agent(&env, 1);
+    env.write("local.txt", "mine\n");
+    let lock = env.repo.join(".git/refs/heads/main.lock");
+    let hook = format!("[hooks.host]\non_iteration_end = [\"touch {}\"]", lock.display());
+    let run = env.run_manifest(&cli_manifest(&agent, &hook), &[]);
+    run.assert_code(7);
+    assert!(run.error_text().contains("`main` was left untouched"), "{}", run.stderr);
+    std::fs::remove_file(&lock).unwrap();
+    assert_eq!(env.git(&["status", "--porcelain"]), "?? local.txt", "index and files as they were");
+    assert!(!env.repo.join("file-1.txt").exists());
+    assert_eq!(env.log_subjects("main"), ["initial commit"]);
+    let branch = run.record()["preserved_branch"].as_str().expect("kept").to_owned();
+    assert_eq!(env.log_subjects(&branch)[0], "agent commit 1");
+}
+
+/// The base was rewound while the run went: its tip commit is no longer on it, the run's branch
+/// still has it, so the merge brings three commits, not the run's two. The summary and the
+/// record count what landed.
+#[test]
+fn the_summary_counts_what_landed() {
+    let env = TestEnv::new();
+    env.write("extra.txt", "extra\n");
+    env.git(&["add", "extra.txt"]);
+    env.git(&["commit", "-qm", "extra"]);
+    let agent = env.script(
+        "agent.sh",
+        "cat >/dev/null\nfor n in 1 2; do echo $n > f$n.txt && git add f$n.txt && git commit -qm c$n; done\necho '<promise>COMPLETE</promise>'",
+    );
+    let hook = "[hooks.host]\non_iteration_end = [\"git -C \\\"$EDEN_REPO\\\" reset -q --hard HEAD~1\"]";
+    let run = env.run_manifest(&cli_manifest(&agent, hook), &[]);
+    run.assert_code(0);
+    let record = run.record();
+    assert_eq!(record["commits"].as_array().unwrap().len(), 2, "the run's own");
+    assert_eq!(record["merged_commits"], 3);
+    assert!(run.stderr.contains("merged 3 commit(s) from"), "{}", run.stderr);
+    assert!(run.stderr.contains("3 commit(s) merged into `main`"), "{}", run.stderr);
+    assert_eq!(env.log_subjects("main")[..3], ["c2", "c1", "extra"]);
+}
