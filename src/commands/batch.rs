@@ -390,9 +390,10 @@ impl Batch<'_> {
                 }
                 self.display.event_line(index, &line);
                 if self.args.json_events {
+                    // A key of its own: events have a `name` of their own (a tool's).
                     let name = serde_json::Value::String(self.members[index].name.clone());
                     let line = match line.strip_prefix('{') {
-                        Some(rest) => format!("{{\"name\":{name},{rest}"),
+                        Some(rest) => format!("{{\"run_name\":{name},{rest}"),
                         None => line,
                     };
                     crate::ui::print_data(&line);

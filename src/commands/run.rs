@@ -26,8 +26,10 @@ pub struct InteractiveMode {
 /// A run, or with `interactive` a session in the agent's own UI.
 pub fn execute(args: RunArgs, interactive: Option<InteractiveMode>) -> Result<i32, Error> {
     let json = args.json || args.json_events;
+    let args_json = args.json && !args.json_events;
     let mut printed = false;
     let several = args.manifests.len() > 1 || !args.matrix.is_empty();
+    let manifests: Vec<String> = args.manifests.iter().map(|path| path.display().to_string()).collect();
     let result = match interactive {
         _ if args.json && args.json_events => {
             Err(Error::usage("`--json` and `--json-events` cannot be used together").with_hint(if several {
@@ -45,8 +47,22 @@ pub fn execute(args: RunArgs, interactive: Option<InteractiveMode>) -> Result<i3
     };
     // Scripts that read stdout get JSON whatever happened: an error before the run began is
     // printed as one (once it began, its record, with the error in it, is what is printed).
+    // Several runs keep their one shape, an array: an entry per manifest, none started.
     if let (Err(error), true, false) = (&result, json, printed) {
-        print_data(&serde_json::json!({ "error": error_json(error) }).to_string());
+        let entry = |name: Option<String>| {
+            serde_json::json!({
+                "name": name,
+                "status": "not_started",
+                "exit_code": error.kind.exit_code(),
+                "error": error_json(error),
+            })
+        };
+        let value = match (several, args_json) {
+            (true, true) if manifests.is_empty() => serde_json::json!([entry(None)]),
+            (true, true) => serde_json::Value::Array(manifests.iter().map(|path| entry(Some(path.clone()))).collect()),
+            _ => serde_json::json!({ "error": error_json(error) }),
+        };
+        print_data(&value.to_string());
     }
     result
 }

@@ -214,19 +214,41 @@ fn json_events_carry_each_runs_id_and_name() {
     let env = TestEnv::new();
     let agent = committing_agent(&env);
     let manifests = [manifest(&env, &agent, "one", "1.txt", "1", ""), manifest(&env, &agent, "two", "2.txt", "2", "")];
-    let run = Run::from(eden_many(&env, &manifests, &["--json-events", "--quiet"]).output().unwrap());
+    // A third run whose agent makes a tool call: its event's `name` is the tool's.
+    let tooling = env.script(
+        "tooling.sh",
+        "cat >/dev/null\necho '{\"type\":\"assistant\",\"message\":{\"id\":\"m\",\"content\":[{\"type\":\"tool_use\",\"name\":\"Bash\",\"input\":{\"command\":\"ls\"}}]}}'\n\
+         echo '{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"<promise>COMPLETE</promise>\"}'",
+    );
+    let third = env.root().join("three.toml");
+    std::fs::write(
+        &third,
+        format!(
+            "name = \"three\"\nprompt = \"x\"\n[agent]\nkind = \"cli\"\nbinary = \"{}\"\nparser = \"claude-code\"\n",
+            tooling.display()
+        ),
+    )
+    .unwrap();
+    let all = [manifests[0].clone(), manifests[1].clone(), third];
+    let run = Run::from(eden_many(&env, &all, &["--json-events", "--quiet"]).output().unwrap());
     run.assert_code(0);
     let mut finished = Vec::new();
+    let mut tools = Vec::new();
     for line in run.stdout.lines() {
+        assert_eq!(line.matches("\"run_name\":").count(), 1, "one run name per line: {line}");
         let event: serde_json::Value = serde_json::from_str(line).unwrap();
-        assert!(event["run_id"].is_string() && event["name"].is_string(), "{line}");
+        assert!(event["run_id"].is_string() && event["run_name"].is_string(), "{line}");
+        if event["event"] == "tool_call" {
+            tools.push((event["run_name"].as_str().unwrap().to_owned(), event["name"].as_str().unwrap().to_owned()));
+        }
         if event["event"] == "run_finished" {
-            assert_eq!(event["record"]["name"], event["name"]);
-            finished.push(event["name"].as_str().unwrap().to_owned());
+            assert_eq!(event["record"]["name"], event["run_name"]);
+            finished.push(event["run_name"].as_str().unwrap().to_owned());
         }
     }
     finished.sort();
-    assert_eq!(finished, ["one", "two"]);
+    assert_eq!(finished, ["one", "three", "two"]);
+    assert_eq!(tools, [("three".to_owned(), "Bash".to_owned())]);
 }
 
 /// A manifest whose agent touches `ready/<name>` and then sleeps (marked) until stopped.
@@ -376,4 +398,25 @@ fn every_runs_secret_is_redacted_in_every_runs_display() {
     assert!(run.stderr.contains("beta") && run.stderr.contains("I know ***"), "{}", run.stderr);
     assert!(!run.stderr.contains(secret), "{}", run.stderr);
     assert!(!run.stdout.contains(secret), "{}", run.stdout);
+}
+
+/// `--json` with several manifests is an array whatever happens: one of them bad stops all
+/// before anything starts, and each gets an entry saying so (not a lone error object).
+#[test]
+fn json_is_an_array_even_when_a_manifest_is_bad() {
+    let env = TestEnv::new();
+    let agent = committing_agent(&env);
+    let good = manifest(&env, &agent, "good", "g.txt", "g", "");
+    let bad = env.write("bad.toml", "name = \"bad\"\nprompt = \"x\"\n[agent]\nkind = \"simulated\"\nmodle = \"m\"\n");
+    let run = Run::from(eden_many(&env, &[good.clone(), bad.clone()], &["--json"]).output().unwrap());
+    run.assert_code(2);
+    let entries: Vec<serde_json::Value> = serde_json::from_str(&run.stdout).expect("an array");
+    assert_eq!(entries.len(), 2);
+    for (entry, path) in entries.iter().zip([&good, &bad]) {
+        assert_eq!(entry["name"], path.display().to_string());
+        assert_eq!(entry["status"], "not_started");
+        assert_eq!(entry["exit_code"], 2);
+        assert!(entry["error"]["message"].as_str().unwrap().contains("modle"), "{entry}");
+    }
+    assert_eq!(env.branches(), ["main"], "nothing started");
 }
