@@ -141,6 +141,21 @@ pub enum Event<'a> {
         exit_code: Option<i32>,
         duration_ms: u64,
     },
+    /// The run's branch landed on its target: how, and what it brought (`message` says the
+    /// same for people).
+    Merged {
+        target: &'a str,
+        branch: &'a str,
+        /// The commits that entered the target (the run's, and any the target lacked besides).
+        commits: u32,
+        kind: crate::record::MergeKind,
+        /// The commit the target points at now, and the one it pointed at before.
+        merge_commit: Option<&'a str>,
+        onto: Option<&'a str>,
+        /// With several runs at once: this merge's place among the invocation's.
+        queue_position: Option<u32>,
+        message: &'a str,
+    },
     RunFinished {
         record: &'a RunRecord,
     },

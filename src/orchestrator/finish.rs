@@ -116,12 +116,18 @@ pub(crate) fn finish(
                 merge_queue_position = settings.batch.and_then(|batch| queue_position(&pre.layout(), batch, &target));
                 let position =
                     merge_queue_position.map(|n| format!(", merge {n} of this invocation")).unwrap_or_default();
-                reporter.report(&Event::Info {
-                    message: &format!(
-                        "merged {} commit(s) from `{}` into `{target}` ({how}{position})",
-                        landed.map_or(commits.len(), |n| n as usize),
-                        pre.branch
-                    ),
+                let count = landed.unwrap_or(commits.len() as u32);
+                let message =
+                    format!("merged {count} commit(s) from `{}` into `{target}` ({how}{position})", pre.branch);
+                reporter.report(&Event::Merged {
+                    target: &target,
+                    branch: &pre.branch,
+                    commits: count,
+                    kind: merge_kind.unwrap_or(MergeKind::UpToDate),
+                    merge_commit: merge_commit.as_deref(),
+                    onto: merge_onto.as_deref(),
+                    queue_position: merge_queue_position,
+                    message: &message,
                 });
             }
             Err(err) => error = Some(err),

@@ -50,7 +50,9 @@ impl Reporter for LiveReporter {
                 say(bar, format!("  worktree {}", style(worktree.display()).dim()));
                 bar.set_prefix("starting");
             }
-            Event::Info { message } => say(bar, format!("{} {message}", style("·").dim())),
+            Event::Info { message } | Event::Merged { message, .. } => {
+                say(bar, format!("{} {message}", style("·").dim()))
+            }
             Event::Warning { message } => say(bar, format!("{} {message}", style("warning:").yellow().bold())),
             Event::IterationStarted { iteration, max_iterations } => {
                 self.iteration = format!("iteration {iteration}/{max_iterations}");

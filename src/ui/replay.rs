@@ -93,7 +93,7 @@ pub fn from_log(log: &str, record: &RunRecord, full: bool) -> String {
             "warning" => {
                 let _ = writeln!(out, "warning: {}", s("message"));
             }
-            "notice" | "info" => {
+            "notice" | "info" | "merged" => {
                 let _ = writeln!(out, "{}", s("message"));
             }
             "step_finished" => {

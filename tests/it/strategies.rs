@@ -527,3 +527,28 @@ fn the_summary_counts_what_landed() {
     assert!(run.stderr.contains("3 commit(s) merged into `main`"), "{}", run.stderr);
     assert_eq!(env.log_subjects("main")[..3], ["c2", "c1", "extra"]);
 }
+
+/// A merge is an event of its own in `--json-events` (and the log): target, branch, how many
+/// commits landed, the kind, the commits before and after.
+#[test]
+fn a_merge_is_a_typed_event() {
+    let env = TestEnv::new();
+    let agent = committing_agent(&env, 1);
+    let path = env.write_manifest(&cli_manifest(&agent, ""));
+    let run = env.eden(&["run", path.to_str().unwrap(), "--json-events"]);
+    run.assert_code(0);
+    let merged: Vec<serde_json::Value> = run
+        .stdout
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .filter(|event| event["event"] == "merged")
+        .collect();
+    assert_eq!(merged.len(), 1, "{}", run.stdout);
+    let event = &merged[0];
+    assert_eq!(event["target"], "main");
+    assert_eq!(event["commits"], 1);
+    assert_eq!(event["kind"], "fast_forward");
+    assert_eq!(event["merge_commit"].as_str().unwrap(), env.git(&["rev-parse", "main"]));
+    assert_eq!(event["onto"].as_str().unwrap(), env.git(&["rev-parse", "main~1"]));
+    assert!(event["message"].as_str().unwrap().starts_with("merged 1 commit(s) from `eden/"));
+}
