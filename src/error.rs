@@ -44,8 +44,11 @@ pub enum ErrorKind {
 /// Which `[budget]` cap a run crossed, and by how much.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct BudgetExceeded {
-    /// `run` (`[budget]`), or the step's name (its own `budget`).
+    /// `run` (`[budget]`) or `step` (a step's own `budget`).
     pub scope: String,
+    /// The step whose `budget` it was (with `scope = "step"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<String>,
     /// `max_tokens`, `max_cost_usd` or `max_duration`.
     pub cap: String,
     /// The cap and what was spent when eden stopped the agent, as text (`2,000 tokens`).

@@ -16,8 +16,8 @@ pub(crate) struct Budget {
 
 #[derive(Debug, Clone)]
 struct Scope {
-    /// `run`, or the step's name.
-    name: String,
+    /// The step whose own `budget` this is; `None` for the run's `[budget]`.
+    step: Option<String>,
     caps: BudgetPlan,
     /// Spent before this invocation.
     before: Usage,
@@ -29,10 +29,10 @@ impl Budget {
     pub fn new(run: (&BudgetPlan, Usage, Instant), step: (&str, &BudgetPlan, Usage, Instant)) -> Budget {
         let mut scopes = Vec::new();
         if !run.0.is_empty() {
-            scopes.push(Scope { name: "run".into(), caps: run.0.clone(), before: run.1, started: run.2 });
+            scopes.push(Scope { step: None, caps: run.0.clone(), before: run.1, started: run.2 });
         }
         if !step.1.is_empty() {
-            scopes.push(Scope { name: step.0.to_owned(), caps: step.1.clone(), before: step.2, started: step.3 });
+            scopes.push(Scope { step: Some(step.0.to_owned()), caps: step.1.clone(), before: step.2, started: step.3 });
         }
         Budget { scopes }
     }
@@ -94,15 +94,16 @@ impl Scope {
     }
 
     fn exceeded(&self, cap: &str, limit: String, used: String) -> BudgetExceeded {
-        BudgetExceeded { scope: self.name.clone(), cap: cap.to_owned(), limit, used }
+        let scope = if self.step.is_some() { "step" } else { "run" };
+        BudgetExceeded { scope: scope.to_owned(), step: self.step.clone(), cap: cap.to_owned(), limit, used }
     }
 }
 
 /// The run's error for a crossed cap: work is kept as on any failure.
 pub(crate) fn error(exceeded: BudgetExceeded, iteration: u32) -> Error {
-    let scope = match exceeded.scope.as_str() {
-        "run" => "the run's `[budget]`".to_owned(),
-        step => format!("step `{step}`'s `budget`"),
+    let scope = match &exceeded.step {
+        None => "the run's `[budget]`".to_owned(),
+        Some(step) => format!("step `{step}`'s `budget`"),
     };
     let message = format!(
         "{scope} `{}` of {} was reached in iteration {iteration} ({} spent); the agent was stopped",
@@ -131,7 +132,10 @@ mod tests {
         let over = budget.crossed(&usage(101, None)).unwrap();
         assert_eq!((over.scope.as_str(), over.cap.as_str(), over.used.as_str()), ("run", "max_tokens", "1,001 tokens"));
         let over = budget.crossed(&usage(1, Some(0.3))).unwrap();
-        assert_eq!((over.scope.as_str(), over.cap.as_str()), ("review", "max_cost_usd"));
+        assert_eq!(
+            (over.scope.as_str(), over.step.as_deref(), over.cap.as_str()),
+            ("step", Some("review"), "max_cost_usd")
+        );
         assert_eq!(budget.reached(), None);
         let spent = Budget::new((&run, usage(1000, None), now), ("s", &BudgetPlan::default(), Usage::default(), now));
         assert_eq!(spent.reached().unwrap().cap, "max_tokens", "at the cap, no new iteration starts");
@@ -150,7 +154,7 @@ mod tests {
         };
         let budget = Budget::new((&run, Usage::default(), start), ("s", &step, Usage::default(), start));
         assert_eq!(budget.deadline(), Some(start + std::time::Duration::from_secs(5)));
-        assert_eq!(budget.timed_out().unwrap().scope, "s");
+        assert_eq!(budget.timed_out().unwrap().step.as_deref(), Some("s"));
         assert!(Budget::new(
             (&BudgetPlan::default(), Usage::default(), start),
             ("s", &BudgetPlan::default(), Usage::default(), start)

@@ -69,7 +69,8 @@ fn a_steps_cost_cap_counts_the_step_alone() {
     let run = env.run_manifest(&manifest, &[]);
     run.assert_code(8);
     let budget = &run.record()["error"]["budget"];
-    assert_eq!((budget["scope"].as_str(), budget["cap"].as_str()), (Some("costly"), Some("max_cost_usd")), "{budget}");
+    assert_eq!((budget["scope"].as_str(), budget["step"].as_str()), (Some("step"), Some("costly")), "{budget}");
+    assert_eq!(budget["cap"], "max_cost_usd");
     assert_eq!(budget["used"], "$0.0200");
 }
 
@@ -181,4 +182,21 @@ fn the_real_claude_code_is_stopped_mid_iteration() {
     assert!(record["iterations"][0]["commits"].as_array().unwrap().is_empty(), "{}", run.stderr);
     let used = record["iterations"][0]["usage"]["input_tokens"].as_u64().unwrap();
     assert!(used >= crate::model_server::COSTLY_INPUT_TOKENS, "{used}");
+}
+
+/// A step named `run` that crosses its own cap is that step's, not the run's `[budget]`.
+#[test]
+fn a_step_named_run_is_still_a_step() {
+    let env = TestEnv::new();
+    let agent = spending_agent(&env, (10, 0.004), (20, 0.02));
+    let manifest = format!(
+        "name = \"spend\"\n[loop]\nrequire_completion = false\n[[step]]\nname = \"run\"\nprompt = \"x\"\nbudget = {{ max_cost_usd = 0.01 }}\n\
+         [step.agent]\nkind = \"cli\"\nbinary = \"{}\"\nparser = \"claude-code\"\n",
+        agent.display()
+    );
+    let run = env.run_manifest(&manifest, &[]);
+    run.assert_code(8);
+    let budget = &run.record()["error"]["budget"];
+    assert_eq!((budget["scope"].as_str(), budget["step"].as_str()), (Some("step"), Some("run")), "{budget}");
+    assert!(run.error_text().contains("step `run`'s `budget`"), "{}", run.stderr);
 }
