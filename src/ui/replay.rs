@@ -9,6 +9,8 @@ use std::fmt::Write as _;
 /// Lines of a prompt or a hook's output shown when not `full`.
 const PROMPT_LINES: usize = 12;
 const SUMMARY_CHARS: usize = 160;
+/// The longest line of a prompt, text or output shown when not `full`.
+const LINE_CHARS: usize = 2000;
 
 pub fn from_log(log: &str, record: &RunRecord, full: bool) -> String {
     let mut out = header(record);
@@ -34,14 +36,14 @@ pub fn from_log(log: &str, record: &RunRecord, full: bool) -> String {
             }
             "prompt" => {
                 out.push_str("prompt:\n");
-                out.push_str(&indented(&s("text"), if full { usize::MAX } else { PROMPT_LINES }));
+                out.push_str(&indented(&s("text"), if full { usize::MAX } else { PROMPT_LINES }, full));
             }
             "agent_text" => {
                 if !text_open {
                     out.push_str("agent:\n");
                     text_open = true;
                 }
-                out.push_str(&indented(&s("text"), usize::MAX));
+                out.push_str(&indented(&s("text"), usize::MAX, full));
             }
             "tool_call" => {
                 let sub = if event["subagent"] == true { " (subagent)" } else { "" };
@@ -81,7 +83,7 @@ pub fn from_log(log: &str, record: &RunRecord, full: bool) -> String {
                 let _ = writeln!(out, "hook {} ({}): {}", s("phase"), s("side"), s("command"));
             }
             "hook_output" => {
-                out.push_str(&indented(&s("text"), if full { usize::MAX } else { PROMPT_LINES }));
+                out.push_str(&indented(&s("text"), if full { usize::MAX } else { PROMPT_LINES }, full));
             }
             "hook_finished" => {
                 let took = crate::values::format_duration(std::time::Duration::from_millis(n("duration_ms")));
@@ -113,7 +115,7 @@ pub fn from_record(record: &RunRecord, full: bool) -> String {
     for iteration in &record.iterations {
         let _ = writeln!(out, "\n── {} iteration {}", iteration.step, iteration.iteration);
         out.push_str("prompt:\n");
-        out.push_str(&indented(&iteration.prompt, if full { usize::MAX } else { PROMPT_LINES }));
+        out.push_str(&indented(&iteration.prompt, if full { usize::MAX } else { PROMPT_LINES }, full));
         for call in &iteration.tool_calls {
             let mark = if call.ok == Some(false) { "✗" } else { "▸" };
             let _ = writeln!(out, "  {mark} {} {}", call.name, cut(&call.summary, full));
@@ -204,11 +206,21 @@ fn usage(usage: &Value) -> String {
 }
 
 /// Each line indented by four spaces, at most `max_lines` of them.
-fn indented(text: &str, max_lines: usize) -> String {
+/// `text` indented, at most `max_lines` lines, each cut at `LINE_CHARS` characters unless `full`.
+fn indented(text: &str, max_lines: usize, full: bool) -> String {
     let lines: Vec<&str> = text.trim_end_matches('\n').lines().collect();
     let mut out = String::new();
     for line in lines.iter().take(max_lines) {
-        let _ = writeln!(out, "    {}", super::terminal::neutralize(line));
+        let line = super::terminal::neutralize(line);
+        match line.char_indices().nth(LINE_CHARS).filter(|_| !full) {
+            Some((cut_at, _)) => {
+                let more = line[cut_at..].chars().count();
+                let _ = writeln!(out, "    {}… ({more} more character(s))", &line[..cut_at]);
+            }
+            None => {
+                let _ = writeln!(out, "    {line}");
+            }
+        }
     }
     if lines.len() > max_lines {
         let _ = writeln!(out, "    … {} more line(s) (`--full` shows all)", lines.len() - max_lines);

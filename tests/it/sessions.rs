@@ -394,3 +394,23 @@ fn show_pages_on_a_terminal() {
     let piped = env.eden(&["sessions", "show", "last"]);
     assert!(piped.stdout.starts_with("run ") && !piped.stdout.contains("paged:"), "{}", piped.stdout);
 }
+
+/// A 2 MB one-line prompt is cut in `sessions show` (it says how much more there is), and shown
+/// whole with `--full`.
+#[test]
+fn show_cuts_a_huge_prompt_line() {
+    let env = TestEnv::new();
+    let prompt = "x".repeat(2 * 1024 * 1024);
+    env.write("huge.md", &prompt);
+    let manifest = env.write_manifest(&format!(
+        "name = \"huge\"\nprompt_file = \"{}\"\n[agent]\nkind = \"simulated\"\nlines = [\"<promise>COMPLETE</promise>\"]\n",
+        env.repo.join("huge.md").display()
+    ));
+    env.eden(&["run", manifest.to_str().unwrap()]).assert_code(0);
+    let shown = env.eden(&["sessions", "show", "last"]);
+    shown.assert_code(0);
+    assert!(shown.stdout.len() < 20_000, "{} bytes shown", shown.stdout.len());
+    assert!(shown.stdout.contains("more character(s))"), "{}", &shown.stdout[..500.min(shown.stdout.len())]);
+    let full = env.eden(&["sessions", "show", "last", "--full"]);
+    assert!(full.stdout.len() > 2 * 1024 * 1024);
+}
