@@ -332,6 +332,9 @@ pub struct IterationRecord {
     /// Why the transcript could not be captured (where it was looked for).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transcript_warning: Option<String>,
+    /// The model the agent said it used (Claude's stream names it), when it said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 /// A captured transcript: the copy under `.eden/sessions/<run-id>/`, where it came from.

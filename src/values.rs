@@ -69,6 +69,18 @@ fn seconds(secs: f64) -> Result<StdDuration, String> {
 }
 
 /// `12,345`: a count as people read it.
+/// An amount of US dollars as people read it: cents from a dollar up, four decimals below (a
+/// short run costs fractions of a cent, which `$0.00` would hide), `$0` for nothing.
+pub fn dollars(amount: f64) -> String {
+    if amount == 0.0 {
+        "$0".to_owned()
+    } else if amount.abs() >= 1.0 {
+        format!("${amount:.2}")
+    } else {
+        format!("${amount:.4}")
+    }
+}
+
 pub fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();

@@ -103,6 +103,8 @@ struct Line<'a> {
     total_cost_usd: Option<f64>,
     #[serde(default)]
     usage: Option<LineUsage>,
+    #[serde(default, borrow)]
+    model: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
@@ -114,6 +116,8 @@ struct Message<'a> {
     id: Option<Cow<'a, str>>,
     #[serde(default)]
     usage: Option<LineUsage>,
+    #[serde(default, borrow)]
+    model: Option<Cow<'a, str>>,
 }
 
 #[derive(Default)]
@@ -205,10 +209,16 @@ impl<'a> Line<'a> {
                 if let Some(id) = self.session_id {
                     emit(StreamEvent::SessionId(id.into_owned()));
                 }
+                if let Some(model) = self.model.filter(|model| !model.is_empty()) {
+                    emit(StreamEvent::Model(model.into_owned()));
+                }
             }
             // A synthetic error message precedes an error `result`; the result carries it.
             "assistant" if self.error.is_some() => {}
             "assistant" => {
+                if let Some(model) = self.message.as_mut().and_then(|message| message.model.take()) {
+                    emit(StreamEvent::Model(model.into_owned()));
+                }
                 for block in self.blocks() {
                     match block.kind.as_ref() {
                         "text" => {

@@ -32,6 +32,7 @@ fn summarize(parser: &str, fixture: &str) -> String {
             StreamEvent::FinalResult(text) => writeln!(out, "result: {text}").unwrap(),
             StreamEvent::Error { message, kind } => writeln!(out, "error ({kind:?}): {message}").unwrap(),
             StreamEvent::Notice(message) => writeln!(out, "notice: {message}").unwrap(),
+            StreamEvent::Model(_) => {}
         });
     }
     if let Some(u) = usage {

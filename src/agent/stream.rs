@@ -38,6 +38,8 @@ pub enum StreamEvent<'a> {
     },
     /// A non-fatal notice from the agent (retries and the like).
     Notice(String),
+    /// The model the agent says it uses (Claude's `system/init` and assistant messages).
+    Model(String),
 }
 
 /// Token counts (and cost when the agent reports it).

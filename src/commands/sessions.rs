@@ -114,7 +114,7 @@ fn list_table(summaries: &[RunSummary]) -> String {
                     tokens(run.output_tokens),
                     tokens(run.cache_read_tokens + run.cache_write_tokens)
                 ),
-                run.cost_usd.map_or_else(|| "-".into(), |c| format!("${c:.2}")),
+                run.cost_usd.map_or_else(|| "-".into(), crate::values::dollars),
                 run.started_at.get(..16).unwrap_or(&run.started_at).replace('T', " "),
                 format_duration(Duration::from_secs(run.duration_ms / 1000)),
             ]
@@ -310,7 +310,7 @@ fn by_header(by: By) -> &'static str {
 }
 
 fn cost_row(total: &cost::Total) -> Vec<String> {
-    let mut cost = format!("${:.2}", total.cost_usd);
+    let mut cost = crate::values::dollars(total.cost_usd);
     if total.unpriced_iterations > 0 {
         let _ = write!(cost, " + unpriced ({})", total.unpriced_iterations);
     }

@@ -380,6 +380,7 @@ impl<'a> StepRun<'a> {
             text,
             exceeded,
             sandbox_tip,
+            model,
             ..
         } = handlers;
         if let Some(usage) = &usage {
@@ -432,6 +433,7 @@ impl<'a> StepRun<'a> {
             transcript,
             transcript_warning,
             sandbox_tip,
+            model,
         })
     }
 
@@ -544,6 +546,8 @@ struct IterationHandlers<'a> {
     exceeded: Option<crate::error::BudgetExceeded>,
     /// The sandbox branch's tip as the command left it (its wrapper's note), if it said.
     sandbox_tip: Option<String>,
+    /// The model the agent said it used, the latest.
+    model: Option<String>,
 }
 
 impl<'a> IterationHandlers<'a> {
@@ -573,6 +577,7 @@ impl<'a> IterationHandlers<'a> {
             budget,
             exceeded: None,
             sandbox_tip: None,
+            model: None,
         }
     }
 
@@ -620,6 +625,7 @@ impl<'a> IterationHandlers<'a> {
                 self.failure = Some(AgentFailure { message, kind });
             }
             StreamEvent::Notice(message) => self.events.report(&Event::Notice { iteration, message: &message }),
+            StreamEvent::Model(model) => self.model = Some(model),
         }
     }
 
@@ -705,6 +711,8 @@ impl Handlers for IterationHandlers<'_> {
 struct Invoked {
     /// The sandbox branch's tip the command reported at its end.
     sandbox_tip: Option<String>,
+    /// The model the agent said it used.
+    model: Option<String>,
     outcome: IterationOutcome,
     exit_code: Option<i32>,
     /// `Ok(true)` complete, `Ok(false)` go on, `Err` failed.
@@ -782,6 +790,7 @@ fn push_record(
         agent_error: invoked.failure.clone(),
         transcript: invoked.transcript.clone(),
         transcript_warning: invoked.transcript_warning.clone(),
+        model: invoked.model.clone(),
     });
 }
 

@@ -136,6 +136,7 @@ impl Run<'_> {
             agent_error: None,
             transcript,
             transcript_warning: None,
+            model: None,
         });
     }
 

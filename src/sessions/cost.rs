@@ -126,7 +126,11 @@ pub fn totals(runs: &[&Light], by: By, prices: &Prices) -> Vec<Total> {
     for run in runs {
         for iteration in &run.iterations {
             let step = run.step_of(iteration);
-            let model = step.and_then(|s| s.model.clone()).unwrap_or_else(|| "unknown".into());
+            let model = iteration
+                .model
+                .clone()
+                .or_else(|| step.and_then(|s| s.model.clone()))
+                .unwrap_or_else(|| "unknown".into());
             let key = match by {
                 By::Run => run.id.clone(),
                 By::Agent => step.map_or_else(|| "unknown".into(), |s| s.agent.as_str().to_owned()),

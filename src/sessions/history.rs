@@ -87,6 +87,9 @@ pub struct LightIteration {
     pub session_id: Option<String>,
     #[serde(default)]
     pub transcript: Option<TranscriptRecord>,
+    /// The model the agent said it used (over the step's configured one).
+    #[serde(default)]
+    pub model: Option<String>,
 }
 
 impl Light {

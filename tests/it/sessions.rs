@@ -414,3 +414,27 @@ fn show_cuts_a_huge_prompt_line() {
     let full = env.eden(&["sessions", "show", "last", "--full"]);
     assert!(full.stdout.len() > 2 * 1024 * 1024);
 }
+
+/// The real Claude Code names its model in its stream (the scripted server's `mock-model`): the
+/// cost by model says so, not `unknown`, although the manifest names none; and a run costing a
+/// fraction of a cent shows it (`$0.0…`), not `$0.00`.
+#[test]
+fn cost_by_model_uses_the_model_the_agent_named() {
+    let Some(_) = crate::real_agents::require("claude") else { return };
+    let env = TestEnv::new();
+    let server = crate::model_server::ModelServer::start(std::fs::canonicalize(&env.repo).unwrap(), false);
+    let manifest = env.write_manifest(
+        "name = \"priced\"\nprompt = \"create hello.txt and commit it\"\n[agent]\nkind = \"claude-code\"\n[loop]\nmax_iterations = 1\nidle_timeout = \"90s\"\n",
+    );
+    let mut command = env.eden_command(&["run", manifest.to_str().unwrap(), "--json"]);
+    command.envs(crate::real_agents::claude_env(&env, &server));
+    let run = Run::from(command.output().unwrap());
+    run.assert_code(0);
+    assert_eq!(run.json()["iterations"][0]["model"], "mock-model");
+    let by_model = env.eden(&["sessions", "cost", "--by", "model"]);
+    by_model.assert_code(0);
+    assert!(by_model.stdout.contains("mock-model"), "{}", by_model.stdout);
+    assert!(!by_model.stdout.contains("unknown"), "{}", by_model.stdout);
+    let list = env.eden(&["sessions", "list"]);
+    assert!(list.stdout.contains("$0.0") && !list.stdout.contains("$0.00 "), "{}", list.stdout);
+}
