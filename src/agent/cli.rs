@@ -23,8 +23,11 @@ impl Agent for CliAgent {
     fn command(&self, invocation: &Invocation<'_>) -> Result<ProcessBuilder, Error> {
         let model = self.plan.model.as_deref().unwrap_or_default();
         let via_arg = self.plan.prompt_via == PromptVia::Arg;
+        // The template itself was checked at load; grown by `` !`cmd` `` output or arguments,
+        // it is a failure to start the agent (the run is under way: exit 2 would claim
+        // nothing was made).
         if via_arg && invocation.prompt.len() > MAX_ARGV_PROMPT {
-            return Err(Error::usage(format!(
+            return Err(Error::agent(format!(
                 "the rendered prompt is {} KiB, over the {} KiB eden passes on the command line",
                 invocation.prompt.len() / 1024,
                 MAX_ARGV_PROMPT / 1024

@@ -178,8 +178,11 @@ impl Agent for Adapter {
     fn command(&self, invocation: &Invocation<'_>) -> Result<ProcessBuilder, Error> {
         let settings = &self.settings;
         let spec = settings.kind.spec();
+        // The template itself was checked at load; what grew past the limit while rendering
+        // (`` !`cmd` `` output) fails the start of the agent, not the input (exit 2 would
+        // claim nothing was made).
         if spec.prompt_on_argv && invocation.prompt.len() > MAX_ARGV_PROMPT {
-            return Err(Error::usage(format!(
+            return Err(Error::agent(format!(
                 "the prompt is {} KiB; `{}` takes its prompt on the command line, where eden allows at most {} KiB",
                 invocation.prompt.len() / 1024,
                 spec.name,

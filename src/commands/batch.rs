@@ -173,7 +173,13 @@ fn members(args: &RunArgs, current_dir: &std::path::Path) -> Result<Vec<Member>,
                 crate::ui::print_note(&format!("warning: {source}: {note}"));
             }
             let plan = &loaded.plan;
-            let checked = crate::orchestrator::workspace::preflight(plan, &loaded.repo, "RUN_ID").and_then(|pre| {
+            let checked = crate::orchestrator::workspace::preflight(
+                plan,
+                &loaded.repo,
+                "RUN_ID",
+                crate::orchestrator::workspace::Use::Run,
+            )
+            .and_then(|pre| {
                 if let crate::manifest::plan::SandboxPlan::Container(container) = &plan.sandbox {
                     crate::sandbox::container::preflight(container.engine, &container.image)?;
                 }

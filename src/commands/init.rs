@@ -117,7 +117,7 @@ fn manifest(agent: &str, sandbox: &str, tag: &str) -> String {
         r#"# eden manifest: `eden run eden.toml`. Reference: the README's "Manifest reference".
 name = "task"
 prompt = """
-Describe the task here.
+{placeholder}
 When everything is done and committed, print <promise>COMPLETE</promise>.
 """
 
@@ -134,6 +134,7 @@ strategy = "merge-to-head"        # merge back into the current branch when done
 max_iterations = 10
 completion_signal = "<promise>COMPLETE</promise>"
 idle_timeout = "10m"
-"#
+"#,
+        placeholder = crate::manifest::PLACEHOLDER_TASK
     )
 }

@@ -98,7 +98,8 @@ fn run_inner(args: RunArgs, interactive: Option<InteractiveMode>, printed: &mut 
 
     let containment = crate::process::contain::install()?;
     if args.dry_run {
-        let preview = workspace::preflight(&plan, &repo, "RUN_ID")?;
+        let usage = if interactive.is_some() { workspace::Use::Session } else { workspace::Use::Run };
+        let preview = workspace::preflight(&plan, &repo, "RUN_ID", usage)?;
         let json = serde_json::json!({
             "plan": plan,
             "containment": containment,

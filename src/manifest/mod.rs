@@ -15,3 +15,7 @@ pub mod schema;
 
 pub use load::{load, LoadRequest};
 pub use plan::Plan;
+
+/// The task line `eden init` writes into a new manifest's prompt. A run whose prompt still
+/// holds it is refused: it would send a real (paid) agent a placeholder.
+pub const PLACEHOLDER_TASK: &str = "Describe the task here.";

@@ -497,6 +497,36 @@ fn resolve_step(
                 .with_hint("set `prompt_via = \"stdin\"` if the agent reads its prompt from standard input"));
         }
     }
+    if !matches!(agent, AgentPlan::Simulated { .. }) && prompt.template.contains(super::PLACEHOLDER_TASK) {
+        let key = if prompt.file.is_some() { "prompt_file" } else { "prompt" };
+        let path =
+            if section.is_some_and(|s| s.prompt.is_some() || s.prompt_file.is_some()) { own(key) } else { at(key) };
+        return Err(source
+            .error_at(
+                &path,
+                format!("the prompt still says `{}`: it is `eden init`'s placeholder", super::PLACEHOLDER_TASK),
+            )
+            .with_hint("write the task in the prompt (or pass `--prompt \"...\"`) before running a real agent on it"));
+    }
+    if let AgentPlan::Adapter(settings) = &agent {
+        let spec = settings.kind.spec();
+        if spec.prompt_on_argv && prompt.template.len() > MAX_ARGV_PROMPT {
+            let key = if prompt.file.is_some() { "prompt_file" } else { "prompt" };
+            let path =
+                if section.is_some_and(|s| s.prompt.is_some() || s.prompt_file.is_some()) { own(key) } else { at(key) };
+            return Err(source
+                .error_at(
+                    &path,
+                    format!(
+                        "the prompt is {} KiB; `{}` takes its prompt on the command line, where eden allows at most {} KiB",
+                        prompt.template.len() / 1024,
+                        spec.name,
+                        MAX_ARGV_PROMPT / 1024
+                    ),
+                )
+                .with_hint("shorten the prompt, or use an agent that reads it from stdin (claude-code, codex)"));
+        }
+    }
     let budget = match section.and_then(|s| s.budget.as_ref()) {
         Some(budget) => resolve_budget(budget, &own("budget"), &[&agent], source)?,
         None => BudgetPlan::default(),

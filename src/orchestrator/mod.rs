@@ -118,7 +118,8 @@ impl<'p> Run<'p> {
             listen_for_signals().map_err(|err| Error::internal("cannot install signal handlers").with_source(err))?;
         let agents = plan.steps.iter().map(|step| agent::from_plan(&step.agent)).collect::<Result<Vec<_>, _>>()?;
         let run_id = crate::record::new_run_id();
-        let pre = workspace::preflight(plan, &options.repo, &run_id)?;
+        let usage = if options.interactive.is_some() { workspace::Use::Session } else { workspace::Use::Run };
+        let pre = workspace::preflight(plan, &options.repo, &run_id, usage)?;
         // The engine and image are checked before anything is created.
         if let SandboxPlan::Container(container) = &plan.sandbox {
             sandbox::container::preflight(container.engine, &container.image)?;

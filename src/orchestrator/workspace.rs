@@ -59,15 +59,25 @@ impl Workspace {
     }
 }
 
+/// How the checkout is going to be used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Use {
+    /// An agent left alone: with `head`, its `git add -A` could sweep up anything uncommitted.
+    Run,
+    /// `eden interactive`: the person drives, so untracked files (a manifest just written by
+    /// `eden init`) do not stand in the way of `head`; changes to tracked files still do.
+    Session,
+}
+
 /// `found` is the repository as `Git::discover` found it where eden was started (or why there
 /// is none: reported here, after the manifest's own errors).
-pub fn preflight(plan: &Plan, found: &Result<Discovered, Error>, run_id: &str) -> Result<Preflight, Error> {
+pub fn preflight(plan: &Plan, found: &Result<Discovered, Error>, run_id: &str, usage: Use) -> Result<Preflight, Error> {
     let found = found.clone()?;
     super::copy::check_sources(&found.checkout, &plan.copy_to_worktree)?;
     let checkout = Git::new(&found.checkout);
     let current = checkout.current_branch()?;
     match plan.branch.strategy {
-        Strategy::Head => head(plan, found, current),
+        Strategy::Head => head(plan, found, current, usage),
         Strategy::MergeToHead => merge_to_head(plan, found, current, run_id),
         Strategy::Named => named(plan, found, current),
     }
@@ -75,7 +85,7 @@ pub fn preflight(plan: &Plan, found: &Result<Discovered, Error>, run_id: &str) -
 
 /// `head`: the agent works in the checkout, on its branch; refused if it has uncommitted
 /// changes unless `allow_dirty`.
-fn head(plan: &Plan, found: Discovered, current: Option<String>) -> Result<Preflight, Error> {
+fn head(plan: &Plan, found: Discovered, current: Option<String>, usage: Use) -> Result<Preflight, Error> {
     let checkout = Git::new(&found.checkout);
     let branch = current.ok_or_else(|| {
         Error::git("HEAD is detached; strategy `head` commits onto the checked-out branch").with_hint(
@@ -84,7 +94,10 @@ fn head(plan: &Plan, found: Discovered, current: Option<String>) -> Result<Prefl
     })?;
     let base_commit = checkout.resolve("HEAD")?.ok_or_else(|| no_commits(&found.checkout))?;
     if !plan.branch.allow_dirty {
-        let dirty = checkout.dirty_paths()?;
+        let dirty = match usage {
+            Use::Run => checkout.dirty_paths()?,
+            Use::Session => checkout.tracked_changes()?,
+        };
         if !dirty.is_empty() {
             let shown: Vec<&str> = dirty.iter().take(5).map(String::as_str).collect();
             let more = if dirty.len() > 5 { format!("\n  … and {} more", dirty.len() - 5) } else { String::new() };

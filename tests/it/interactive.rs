@@ -332,3 +332,38 @@ fn several_runs_on_a_terminal_get_a_live_line_each() {
         assert!(screen.contains(line), "{line:?} missing:\n{screen}");
     }
 }
+
+/// Straight after `eden init`: a run on the placeholder prompt is refused (exit 2, nothing
+/// made), and `eden interactive` in the checkout (strategy `head`) is not refused for the
+/// files `init` just wrote — untracked files do not stand in a person's way.
+#[test]
+fn right_after_init() {
+    let env = TestEnv::new();
+    env.eden(&["init", "--agent", "claude-code"]).assert_code(0);
+    let run = env.eden(&["run", "eden.toml"]);
+    run.assert_code(2);
+    assert!(run.error_text().contains("it is `eden init`'s placeholder"), "{}", run.stderr);
+    assert!(!env.repo.join(".eden").exists(), "nothing made");
+
+    let mut command = env.eden_command(&[
+        "interactive",
+        "eden.toml",
+        "--agent",
+        "cli",
+        "--binary",
+        "bash",
+        "--no-tty",
+        "--set",
+        "prompt=\"\"",
+    ]);
+    command.stdin(std::process::Stdio::piped());
+    let mut child = command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(b"echo in-the-checkout\nexit 0\n").unwrap();
+    }
+    let session = crate::support::Run::from(child.wait_with_output().unwrap());
+    session.assert_code(0);
+    assert!(session.stdout.contains("in-the-checkout"), "{}", session.stderr);
+}

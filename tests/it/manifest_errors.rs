@@ -540,3 +540,21 @@ fn allowlists_that_cannot_be_enforced() {
         assert!(text.contains("plan.toml:"), "names the file and line: {text}");
     }
 }
+
+/// A prompt too long for an agent that takes it on the command line is refused at load: exit 2,
+/// nothing created (no record, no worktree, no branch).
+#[test]
+fn a_prompt_too_long_for_the_command_line_changes_nothing() {
+    let env = TestEnv::new();
+    std::fs::write(env.root().join("long.md"), "x".repeat(130 * 1024)).unwrap();
+    let manifest = "name = \"long\"\nprompt_file = \"long.md\"\n[agent]\nkind = \"pi\"\nbinary = \"/bin/true\"\n";
+    let path = env.write_manifest(manifest);
+    let run = env.eden(&["run", path.to_str().unwrap()]);
+    run.assert_code(2);
+    insta::assert_snapshot!(env.redact(&run.error_text()), @r"
+    error: [TMP]/plan.toml:2:15: the prompt is 130 KiB; `pi` takes its prompt on the command line, where eden allows at most 120 KiB
+    hint: shorten the prompt, or use an agent that reads it from stdin (claude-code, codex)
+    ");
+    assert!(!env.repo.join(".eden").exists(), "nothing created");
+    assert_eq!(env.branches(), ["main"]);
+}

@@ -178,8 +178,9 @@ fn one_bad_manifest_starts_nothing() {
     let twin = env.write("twin.toml", &std::fs::read_to_string(&good).unwrap());
     let run = Run::from(eden_many(&env, &[good, twin], &["--json"]).output().unwrap());
     run.assert_code(2);
-    let error = run.json();
-    let message = error["error"]["message"].as_str().unwrap();
+    // An array, as always with several manifests: each entry carries the error.
+    let entries = run.json();
+    let message = entries[0]["error"]["message"].as_str().unwrap();
     assert!(message.contains("good.toml") && message.contains("twin.toml"), "{message}");
     assert_eq!(records_on_disk(&env), 0);
     env.assert_pristine();
