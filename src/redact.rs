@@ -78,7 +78,8 @@ mod tests {
     }
 }
 
-/// An environment value: never printed, logged or serialized (`***` wherever it would show).
+/// An environment value: never printed or logged (`***` in `Debug`); serialized with its
+/// secrets redacted.
 #[derive(Clone)]
 pub struct Secret(pub String);
 
@@ -88,8 +89,10 @@ impl std::fmt::Debug for Secret {
     }
 }
 
+/// Serialized (`--dry-run`'s plan) with every registered secret replaced: a key shows as
+/// `***`, a base URL or a `1` as itself.
 impl serde::Serialize for Secret {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str("***")
+        serializer.serialize_str(&apply(&self.0))
     }
 }

@@ -111,6 +111,7 @@ fn run_inner(args: RunArgs, interactive: Option<InteractiveMode>, printed: &mut 
                 "base_commit": preview.base_commit,
                 "worktree": preview.worktree,
             },
+            "agent_commands": agent_commands(&plan, &preview.worktree)?,
         });
         print_data(&serde_json::to_string_pretty(&json).expect("plans serialize"));
         return Ok(0);
@@ -336,4 +337,33 @@ fn overrides(args: &RunArgs, current_dir: &std::path::Path) -> Result<Vec<Overri
         }
     }
     Ok(list)
+}
+
+/// What each step's agent will be started as, for `--dry-run`: program, arguments (the prompt
+/// shown as `<prompt>`: it is rendered per iteration) and the environment eden sets, every
+/// secret value shown as `***` and nothing else hidden.
+fn agent_commands(plan: &crate::manifest::plan::Plan, worktree: &std::path::Path) -> Result<serde_json::Value, Error> {
+    let mut commands = Vec::new();
+    for step in &plan.steps {
+        let agent = crate::agent::from_plan(&step.agent)?;
+        let invocation = crate::agent::Invocation { prompt: "<prompt>", worktree, resume: None };
+        let mut command = agent.command(&invocation)?;
+        let on_stdin = matches!(command.take_stdin(), crate::process::Stdin::Bytes(_));
+        let env: serde_json::Map<String, serde_json::Value> = command
+            .get_env()
+            .iter()
+            .filter_map(|(key, value)| {
+                let value = value.as_ref()?.to_string_lossy();
+                Some((key.to_string_lossy().into_owned(), crate::redact::apply(&value).into_owned().into()))
+            })
+            .collect();
+        commands.push(serde_json::json!({
+            "step": step.name,
+            "program": command.program().to_string_lossy(),
+            "args": command.get_args().iter().map(|arg| crate::redact::apply(&arg.to_string_lossy()).into_owned()).collect::<Vec<_>>(),
+            "prompt_on_stdin": on_stdin,
+            "env": env,
+        }));
+    }
+    Ok(serde_json::Value::Array(commands))
 }

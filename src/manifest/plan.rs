@@ -706,7 +706,9 @@ fn secrets(manifest: &Manifest, dotenv: &DotEnv, host_env: &dyn Fn(&str) -> Opti
         }
     }
     values.extend(manifest.redact.iter().filter_map(|name| host_env(name)).map(Secret));
-    values.extend(dotenv.values.keys().filter(|key| secret_name(key)).filter_map(|key| host_env(key)).map(Secret));
+    // `.eden/.env` holds the secrets of runs: every value in it is one, whatever its name.
+    values.extend(dotenv.values.values().cloned().map(Secret));
+    values.extend(dotenv.values.keys().filter_map(|key| host_env(key)).map(Secret));
     values
 }
 

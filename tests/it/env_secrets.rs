@@ -116,3 +116,34 @@ fn a_bad_env_file_is_an_error_naming_its_line() {
     assert!(!run.stderr.contains("sk-live"), "nothing of the line is echoed");
     assert!(!env.repo.join(".eden/worktrees").exists());
 }
+
+/// `--dry-run` shows what eden will run: the agent's program, arguments and environment, and
+/// the plan's values, hiding only what is secret (a key, a token, anything in `.eden/.env`),
+/// not a base URL or a `1`.
+#[test]
+fn dry_run_hides_only_secrets() {
+    let env = TestEnv::new();
+    std::fs::create_dir_all(env.repo.join(".eden")).unwrap();
+    std::fs::write(env.repo.join(".eden/.env"), "DB_URL=postgres://user:hunter2-pass@db\n").unwrap();
+    let manifest = "name = \"dry\"\nprompt = \"work\"\n[agent]\nkind = \"claude-code\"\nbinary = \"/bin/true\"\n\
+        env = { ANTHROPIC_BASE_URL = \"http://127.0.0.1:9999\", DISABLE_TELEMETRY = \"1\", ANTHROPIC_API_KEY = \"${ANTHROPIC_API_KEY}\" }\n";
+    let path = env.write_manifest(manifest);
+    let mut command = env.eden_command(&["run", path.to_str().unwrap(), "--dry-run"]);
+    command.env("ANTHROPIC_API_KEY", "sk-ant-test-secret-value");
+    let run = crate::support::Run::from(command.output().unwrap());
+    run.assert_code(0);
+    assert!(!run.stdout.contains("sk-ant-test-secret-value") && !run.stdout.contains("hunter2"), "{}", run.stdout);
+    let out: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let planned = &out["plan"]["steps"][0]["agent"]["env"];
+    assert_eq!(planned["ANTHROPIC_BASE_URL"], "http://127.0.0.1:9999");
+    assert_eq!(planned["DISABLE_TELEMETRY"], "1");
+    assert_eq!(planned["ANTHROPIC_API_KEY"], "***");
+    let command = &out["agent_commands"][0];
+    assert!(command["program"].as_str().unwrap().ends_with("/true"), "{command}");
+    let args: Vec<&str> = command["args"].as_array().unwrap().iter().filter_map(|a| a.as_str()).collect();
+    assert!(args.starts_with(&["-p", "--output-format", "stream-json"]), "{args:?}");
+    assert_eq!(command["prompt_on_stdin"], true);
+    assert_eq!(command["env"]["ANTHROPIC_API_KEY"], "***");
+    assert_eq!(command["env"]["ANTHROPIC_BASE_URL"], "http://127.0.0.1:9999");
+    assert_eq!(out["plan"]["env"]["dotenv"]["DB_URL"], "***");
+}
