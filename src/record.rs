@@ -422,6 +422,9 @@ pub struct ToolCallRecord {
     /// `None` until (unless) the agent reports the result.
     pub ok: Option<bool>,
     pub subagent: bool,
+    /// Why it failed, as the agent reported it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -59,6 +59,8 @@ pub enum Event<'a> {
     ToolFailed {
         iteration: u32,
         name: Option<&'a str>,
+        /// Why, as the agent reported it (the output's first lines).
+        reason: Option<&'a str>,
     },
     /// The iteration's usage so far.
     Usage {

@@ -161,6 +161,9 @@ struct Block<'a> {
     input: Option<&'a RawValue>,
     #[serde(default)]
     is_error: Option<bool>,
+    /// A tool result's output: a string or a list of blocks.
+    #[serde(default, borrow)]
+    content: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize, Default)]
@@ -239,7 +242,12 @@ impl<'a> Line<'a> {
             "user" => {
                 for block in self.blocks() {
                     if block.kind == "tool_result" {
-                        emit(StreamEvent::ToolResult { name: None, ok: !block.is_error.unwrap_or(false) });
+                        let failed = block.is_error.unwrap_or(false);
+                        let reason = failed.then(|| {
+                            let content = block.content.and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok());
+                            failure_reason(&result_text(content.as_ref().unwrap_or(&Value::Null)))
+                        });
+                        emit(StreamEvent::ToolResult { name: None, ok: !failed, reason });
                     }
                 }
             }

@@ -46,10 +46,15 @@ impl Parser for CodexParser {
                         summary: one_line(&unwrap_shell(str_at(item, "/command").unwrap_or("")), 120),
                         subagent: false,
                     }),
-                    ("command_execution", true) => emit(StreamEvent::ToolResult {
-                        name: Some("Bash".into()),
-                        ok: item.get("exit_code").and_then(Value::as_i64) == Some(0),
-                    }),
+                    ("command_execution", true) => {
+                        let code = item.get("exit_code").and_then(Value::as_i64);
+                        let reason = (code != Some(0)).then(|| {
+                            let output = str_at(item, "/aggregated_output").unwrap_or("");
+                            let exit = code.map_or_else(|| "did not finish".to_owned(), |c| format!("exit {c}"));
+                            failure_reason(&format!("{exit}: {}", output.trim()))
+                        });
+                        emit(StreamEvent::ToolResult { name: Some("Bash".into()), ok: code == Some(0), reason })
+                    }
                     ("file_change", false) => {
                         let paths: Vec<&str> = item
                             .get("changes")
@@ -63,6 +68,7 @@ impl Parser for CodexParser {
                     ("file_change", true) => emit(StreamEvent::ToolResult {
                         name: Some("Edit".into()),
                         ok: str_at(item, "/status") == Some("completed"),
+                        reason: None,
                     }),
                     ("mcp_tool_call", false) => emit(StreamEvent::ToolCall {
                         name: str_at(item, "/tool").unwrap_or("mcp").to_owned(),

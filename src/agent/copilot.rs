@@ -42,6 +42,7 @@ impl Parser for CopilotParser {
             "tool.execution_complete" => emit(StreamEvent::ToolResult {
                 name: None,
                 ok: data.get("success").and_then(Value::as_bool).unwrap_or(false),
+                reason: None,
             }),
             "session.error" => {
                 let message = str_at(data, "/message").unwrap_or("the session failed");

@@ -43,7 +43,7 @@ impl Parser for CursorParser {
             Some("completed") => {
                 let failed = at(call, "/result/error").is_some()
                     || at(call, "/result/success").and_then(Value::as_bool) == Some(false);
-                emit(StreamEvent::ToolResult { name: Some(name), ok: !failed });
+                emit(StreamEvent::ToolResult { name: Some(name), ok: !failed, reason: None });
             }
             _ => {}
         }

@@ -174,7 +174,7 @@ fn cursor_tool_calls() {
     insta::assert_snapshot!(events.join("\n"), @r#"
     SessionId("cur-1")
     ToolCall { name: "shell", summary: "git commit -m x", subagent: false }
-    ToolResult { name: Some("shell"), ok: true }
+    ToolResult { name: Some("shell"), ok: true, reason: None }
     SessionId("cur-1")
     FinalResult("done")
     "#);

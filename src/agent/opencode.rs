@@ -48,7 +48,9 @@ impl Parser for OpencodeParser {
                     subagent: false,
                 });
                 if matches!(status, "completed" | "error") {
-                    emit(StreamEvent::ToolResult { name: Some(name), ok: status == "completed" });
+                    let reason =
+                        (status == "error").then(|| str_at(part, "/state/error").map(failure_reason)).flatten();
+                    emit(StreamEvent::ToolResult { name: Some(name), ok: status == "completed", reason });
                 }
             }
             "step_finish" => {

@@ -69,10 +69,15 @@ impl Parser for PiParser {
                 summary: tool_summary(value.get("args").unwrap_or(&Value::Null)),
                 subagent: false,
             }),
-            "tool_execution_end" => emit(StreamEvent::ToolResult {
-                name: str_at(&value, "/toolName").map(str::to_owned),
-                ok: !value.get("isError").and_then(Value::as_bool).unwrap_or(false),
-            }),
+            "tool_execution_end" => {
+                let failed = value.get("isError").and_then(Value::as_bool).unwrap_or(false);
+                let reason = failed.then(|| failure_reason(&result_text(value.get("result").unwrap_or(&Value::Null))));
+                emit(StreamEvent::ToolResult {
+                    name: str_at(&value, "/toolName").map(str::to_owned),
+                    ok: !failed,
+                    reason,
+                })
+            }
             _ => {}
         }
     }

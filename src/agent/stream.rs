@@ -23,6 +23,8 @@ pub enum StreamEvent<'a> {
     ToolResult {
         name: Option<String>,
         ok: bool,
+        /// Why it failed, as the agent reported it (its output's first lines), when it says.
+        reason: Option<String>,
     },
     Usage {
         usage: Usage,
@@ -184,6 +186,25 @@ pub fn tool_summary(input: &Value) -> String {
         .or_else(|| input.as_str())
         .unwrap_or("");
     one_line(pick, 120)
+}
+
+/// Why a tool call failed, from what it printed: its first non-empty lines, on one line, cut at
+/// 300 characters.
+pub fn failure_reason(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().map(str::trim).filter(|line| !line.is_empty()).take(3).collect();
+    one_line(&lines.join(" · "), 300)
+}
+
+/// A tool result's text: a string, or the `text` of a list of blocks (`[{"type":"text",...}]`).
+pub fn result_text(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        Value::Array(blocks) => {
+            blocks.iter().filter_map(|block| block.get("text")?.as_str()).collect::<Vec<_>>().join("\n")
+        }
+        Value::Object(_) => value.get("content").map(result_text).unwrap_or_default(),
+        _ => String::new(),
+    }
 }
 
 /// First line, trimmed, cut to `max` characters with an ellipsis.

@@ -223,7 +223,10 @@ pub fn resolve(
     if let (Some(agent_state), false) = (agent_state, manifest.sandbox.mount_agent_config == Some(false)) {
         for step in &steps {
             if let AgentPlan::Adapter(settings) = &step.agent {
-                for state in super::sandbox_plan::agent_state(settings.kind, host_env) {
+                // Where the person's agent keeps its state: `agent.env` says first (a
+                // `CLAUDE_CONFIG_DIR` there), then eden's own environment.
+                let env = |key: &str| settings.env.get(key).map(|value| value.0.clone()).or_else(|| host_env(key));
+                for state in super::sandbox_plan::agent_state(settings.kind, &env) {
                     if !agent_state.iter().any(|known| known.var == state.var) {
                         agent_state.push(state);
                     }

@@ -587,20 +587,29 @@ impl<'a> IterationHandlers<'a> {
             StreamEvent::Text { text, continues, subagent } => self.text(iteration, &text, continues, subagent),
             StreamEvent::ToolCall { name, summary, subagent } => {
                 self.events.report(&Event::ToolCall { iteration, name: &name, summary: &summary, subagent });
-                self.tool_calls.push(ToolCallRecord { name, summary, ok: None, subagent });
+                self.tool_calls.push(ToolCallRecord { name, summary, ok: None, subagent, error: None });
             }
-            StreamEvent::ToolResult { name, ok } => {
+            StreamEvent::ToolResult { name, ok, reason } => {
                 let pending = self.tool_calls[self.first_pending..]
                     .iter()
                     .position(|call| call.ok.is_none() && name.as_deref().is_none_or(|name| name == call.name));
+                // A result that does not name its tool is the call it answers.
+                let mut called = name;
                 if let Some(offset) = pending {
-                    self.tool_calls[self.first_pending + offset].ok = Some(ok);
+                    let call = &mut self.tool_calls[self.first_pending + offset];
+                    call.ok = Some(ok);
+                    call.error = reason.clone();
+                    called.get_or_insert_with(|| call.name.clone());
                     while self.tool_calls.get(self.first_pending).is_some_and(|call| call.ok.is_some()) {
                         self.first_pending += 1;
                     }
                 }
                 if !ok {
-                    self.events.report(&Event::ToolFailed { iteration, name: name.as_deref() });
+                    self.events.report(&Event::ToolFailed {
+                        iteration,
+                        name: called.as_deref(),
+                        reason: reason.as_deref(),
+                    });
                 }
             }
             StreamEvent::Usage { usage, mode } => self.usage(iteration, usage, mode),

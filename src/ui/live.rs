@@ -81,8 +81,9 @@ impl Reporter for LiveReporter {
                 say(bar, if *subagent { style(line).dim().to_string() } else { line });
                 hint_line(bar, format!("{name} {summary}"));
             }
-            Event::ToolFailed { name, .. } => {
-                say(bar, format!("  {} {} failed", style("✗").red(), name.unwrap_or("tool call")));
+            Event::ToolFailed { name, reason, .. } => {
+                let why = reason.map(|reason| format!(": {reason}")).unwrap_or_default();
+                say(bar, format!("  {} {} failed{why}", style("✗").red(), name.unwrap_or("tool call")));
             }
             Event::Usage { usage, .. } => {
                 bar.set_prefix(format!("{} · {} tokens", self.iteration, super::thousands(usage.total_tokens())));

@@ -118,7 +118,10 @@ impl PlainReporter {
                 let who = if *subagent { "subagent tool" } else { "tool" };
                 self.line(&format!("{who} {name} {summary}"));
             }
-            Event::ToolFailed { name, .. } => self.line(&format!("tool {} failed", name.unwrap_or("call"))),
+            Event::ToolFailed { name, reason, .. } => {
+                let why = reason.map(|reason| format!(": {reason}")).unwrap_or_default();
+                self.line(&format!("tool {} failed{why}", name.unwrap_or("call")))
+            }
             Event::Usage { .. } => {}
             Event::SessionId { session_id, .. } => self.line(&format!("session {session_id}")),
             Event::Transcript { path, bytes, .. } => {

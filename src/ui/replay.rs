@@ -50,7 +50,8 @@ pub fn from_log(log: &str, record: &RunRecord, full: bool) -> String {
                 let _ = writeln!(out, "  ▸ {} {}{sub}", s("name"), cut(&s("summary"), full));
             }
             "tool_failed" => {
-                let _ = writeln!(out, "  ✗ {} failed", event["name"].as_str().unwrap_or("tool call"));
+                let why = event["reason"].as_str().map(|reason| format!(": {}", cut(reason, full))).unwrap_or_default();
+                let _ = writeln!(out, "  ✗ {} failed{why}", event["name"].as_str().unwrap_or("tool call"));
             }
             "agent_stderr" => {
                 let _ = writeln!(out, "  stderr: {}", cut(&s("text"), full));

@@ -165,3 +165,31 @@ fn a_signal_only_in_claude_s_result_line_completes() {
     run.assert_code(0);
     assert_eq!(run.record()["completion_signal"], "<promise>COMPLETE</promise>");
 }
+
+/// A failed tool call names the tool and why, live, in the record and in `sessions show`.
+#[test]
+fn a_failed_tool_call_says_which_and_why() {
+    let env = TestEnv::new();
+    let agent = env.script(
+        "claude-like",
+        "cat >/dev/null\n\
+         echo '{\"type\":\"assistant\",\"message\":{\"id\":\"m\",\"content\":[{\"type\":\"tool_use\",\"id\":\"t1\",\"name\":\"Bash\",\"input\":{\"command\":\"touch /nope/x\"}}]}}'\n\
+         echo '{\"type\":\"user\",\"message\":{\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"t1\",\"is_error\":true,\"content\":\"Exit code 1\\ntouch: cannot touch /nope/x: No such file or directory\"}]}}'\n\
+         echo '{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"<promise>COMPLETE</promise>\"}'",
+    );
+    let manifest = format!(
+        "name = \"t\"\nprompt = \"x\"\n[agent]\nkind = \"cli\"\nbinary = \"{}\"\nparser = \"claude-code\"\n[loop]\nmax_iterations = 1\n",
+        agent.display()
+    );
+    let run = env.run_manifest(&manifest, &[]);
+    run.assert_code(0);
+    let reason = "Exit code 1 · touch: cannot touch /nope/x: No such file or directory";
+    assert!(run.stderr.contains(&format!("tool Bash failed: {reason}")), "{}", run.stderr);
+    let call = &run.record()["iterations"][0]["tool_calls"][0];
+    assert_eq!(
+        (call["name"].as_str(), call["ok"].as_bool(), call["error"].as_str()),
+        (Some("Bash"), Some(false), Some(reason))
+    );
+    let shown = env.eden(&["sessions", "show", "last", "--full"]);
+    assert!(shown.stdout.contains(&format!("✗ Bash failed: {reason}")), "{}", shown.stdout);
+}

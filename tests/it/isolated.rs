@@ -175,3 +175,37 @@ fn claude_sessions_resume_in_the_next_isolated_run() {
     );
     assert_eq!(env.branches(), branches, "nothing created");
 }
+
+/// `CLAUDE_CONFIG_DIR` given in `[agent] env` (not eden's environment): in the isolated copy the
+/// real Claude Code still gets a writable private state folder seeded from that one, works,
+/// and its transcript is captured; the named folder is never written.
+#[test]
+fn claude_with_its_config_dir_in_agent_env_works_in_the_copy() {
+    let Some(_) = crate::real_agents::require("claude") else { return };
+    if !bwrap() {
+        return;
+    }
+    let env = TestEnv::new();
+    let server = crate::model_server::ModelServer::start(std::fs::canonicalize(&env.repo).unwrap(), false);
+    let own = env.root().join("my-claude");
+    std::fs::create_dir_all(&own).unwrap();
+    std::fs::write(own.join("settings.json"), "{}\n").unwrap();
+    let manifest = format!(
+        "name = \"iso\"\nprompt = \"create hello.txt and commit it\"\n[agent]\nkind = \"claude-code\"\n\
+         env = {{ CLAUDE_CONFIG_DIR = \"{}\" }}\n[sandbox]\nkind = \"isolated\"\n[loop]\nmax_iterations = 1\nidle_timeout = \"90s\"\n",
+        own.display()
+    );
+    let path = env.write_manifest(&manifest);
+    let mut command = env.eden_command(&["run", path.to_str().unwrap(), "--json"]);
+    let vars: Vec<(String, String)> = crate::real_agents::claude_env(&env, &server)
+        .into_iter()
+        .filter(|(key, _)| key != "CLAUDE_CONFIG_DIR")
+        .collect();
+    command.envs(vars);
+    let run = crate::support::Run::from(command.output().unwrap());
+    run.assert_code(0);
+    let record = run.json();
+    crate::real_agents::assert_transcript(&env, &record, 0);
+    assert_eq!(env.log_subjects("main")[0], "add hello.txt");
+    assert_eq!(crate::support::tree_digest(&own).len(), 1, "only the person's settings.json is there");
+}
