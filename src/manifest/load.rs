@@ -122,6 +122,12 @@ impl Source {
         Error::usage(format!("{}: {message}", self.origin(path, true)))
     }
 
+    /// Where the key at `path` stands in the file (a byte offset), if it is there.
+    fn offset(&self, path: &KeyPath) -> Option<usize> {
+        let document = self.document.as_ref()?;
+        Some(locate(document.as_table(), &path.0, true)?.start)
+    }
+
     /// `plan.toml:3:9`, or `` `--set agent.model=x` `` when a flag set the value.
     pub fn origin(&self, path: &KeyPath, at_key: bool) -> String {
         if let Some(flag) = self.overrides.iter().rev().find(|o| path.starts_with(&o.path)) {
@@ -191,9 +197,66 @@ pub fn load(request: LoadRequest<'_>) -> Result<(Manifest, Source), Error> {
         }
     }
 
-    let manifest = serde_path_to_error::deserialize::<_, Manifest>(toml::Value::Table(table))
-        .map_err(|err| describe_serde_error(&source, err))?;
+    let manifest = deserialize(table, &source)?;
     Ok((manifest, source))
+}
+
+/// The manifest from its table, every independent mistake found in one pass: serde stops at the
+/// first, so the key it named is set aside and the rest read again, up to `MAX_ERRORS`.
+fn deserialize(table: toml::Table, source: &Source) -> Result<Manifest, Error> {
+    let mut value = toml::Value::Table(table);
+    let mut found = Vec::new();
+    loop {
+        match serde_path_to_error::deserialize::<_, Manifest>(value.clone()) {
+            Ok(manifest) if found.is_empty() => return Ok(manifest),
+            Ok(_) => break,
+            Err(err) => {
+                let described = describe_serde_error(source, err);
+                let removed = error_path(&described).is_some_and(|path| remove(&mut value, &path));
+                found.push(described);
+                if !removed || found.len() >= crate::error::MAX_ERRORS {
+                    break;
+                }
+            }
+        }
+    }
+    // In the order they stand in the file (serde reads tables in key order).
+    found.sort_by_key(|described| source.offset(&described.path).unwrap_or(usize::MAX));
+    Err(Error::first_of(found.into_iter().map(|described| described.error).collect()).expect("at least one error"))
+}
+
+/// A described error, and the key it is about (to set aside before reading again).
+struct Described {
+    error: Error,
+    path: KeyPath,
+}
+
+fn error_path(described: &Described) -> Option<KeyPath> {
+    (!described.path.0.is_empty()).then(|| described.path.clone())
+}
+
+/// Remove the item at `path` from a TOML value; false when there is none.
+fn remove(value: &mut toml::Value, path: &KeyPath) -> bool {
+    let Some((last, parents)) = path.0.split_last() else { return false };
+    let mut current = value;
+    for segment in parents {
+        current = match (segment, current) {
+            (Segment::Key(key), toml::Value::Table(table)) => match table.get_mut(key) {
+                Some(next) => next,
+                None => return false,
+            },
+            (Segment::Index(index), toml::Value::Array(items)) => match items.get_mut(*index) {
+                Some(next) => next,
+                None => return false,
+            },
+            _ => return false,
+        };
+    }
+    match (last, current) {
+        (Segment::Key(key), toml::Value::Table(table)) => table.remove(key).is_some(),
+        // An item of a list cannot go without shifting the others: not set aside.
+        _ => false,
+    }
 }
 
 /// Keys that belong to one agent kind: a flag that changes the kind drops the manifest's.
@@ -290,7 +353,7 @@ fn apply_override(table: &mut toml::Table, item: &Override) -> Result<Option<Str
 }
 
 /// Turn a serde error into a located message with a hint.
-fn describe_serde_error(source: &Source, err: serde_path_to_error::Error<toml::de::Error>) -> Error {
+fn describe_serde_error(source: &Source, err: serde_path_to_error::Error<toml::de::Error>) -> Described {
     let mut path = KeyPath(
         err.path()
             .iter()
@@ -317,19 +380,25 @@ fn describe_serde_error(source: &Source, err: serde_path_to_error::Error<toml::d
         let table = KeyPath(path.0[..path.0.len() - 1].to_vec()).to_string();
         let within = if table.is_empty() { "at the top level".to_owned() } else { format!("in `[{table}]`") };
         let error = source.error_at_key(&path, format!("unknown key `{unknown}` {within}"));
-        return with_suggestion(error, &unknown, &expected, "known keys");
+        return Described { error: with_suggestion(error, &unknown, &expected, "known keys"), path };
     }
     if let Some((unknown, expected)) = parse_unknown(&message, "unknown variant `") {
         let error = source.error_at(&path, format!("`{path}` has an unknown value `{unknown}`"));
-        return with_suggestion(error, &unknown, &expected, "expected one of");
+        return Described { error: with_suggestion(error, &unknown, &expected, "expected one of"), path };
     }
     let error = source.error_at(&path, format!("`{path}`: {message}"));
-    if message.starts_with("invalid type") && source.origin(&path, false).starts_with('`') {
-        return error.with_hint(
+    let error = if message.starts_with("invalid type") && source.origin(&path, false).starts_with('`') {
+        error.with_hint(
             "a `--set` value that reads as TOML is taken as TOML; quote it to pass a string: `--set 'KEY=\"VALUE\"'`",
-        );
-    }
-    error
+        )
+    } else if message.starts_with("invalid duration") {
+        error.with_hint("write a duration like `90s`, `10m`, `1h30m` or `2d` (each unit once, largest first), or a number of seconds")
+    } else if message.starts_with("invalid size") {
+        error.with_hint("write a number and a unit with no space: `512m`, `4g`; or a number of bytes")
+    } else {
+        error
+    };
+    Described { error, path }
 }
 
 /// Split serde's "unknown field `x`, expected one of `a`, `b`" into `x` and `[a, b]`.

@@ -58,7 +58,10 @@ fn wrong_type() {
 
 #[test]
 fn bad_duration() {
-    insta::assert_snapshot!(rejected(&format!("{OK}[loop]\nidle_timeout = \"10x\"\n"), &[]), @r#"error: [TMP]/plan.toml:5:16: `loop.idle_timeout`: invalid duration `10x`, expected a duration like "90s", "10m" or "1h30m", or a number of seconds"#);
+    insta::assert_snapshot!(rejected(&format!("{OK}[loop]\nidle_timeout = \"10x\"\n"), &[]), @r#"
+    error: [TMP]/plan.toml:5:16: `loop.idle_timeout`: invalid duration `10x`, expected a duration like "90s", "10m" or "1h30m", or a number of seconds
+    hint: write a duration like `90s`, `10m`, `1h30m` or `2d` (each unit once, largest first), or a number of seconds
+    "#);
 }
 
 #[test]
@@ -267,7 +270,10 @@ fn bad_hooks() {
     hint: give a shell command to run
     ");
     insta::assert_snapshot!(rejected(&format!("{OK}[hooks.host]\non_close = [{{ cmd = \"x\", timeout = \"0s\" }}]\n"), &[]), @r"error: [TMP]/plan.toml:5:36: `hooks.host.on_close[0].timeout`: duration `0s` is zero, expected a positive duration");
-    insta::assert_snapshot!(rejected(&format!("{OK}[hooks.host]\non_close = [{{ cmd = \"x\", timeout = \"5 parsecs\" }}]\n"), &[]), @r#"error: [TMP]/plan.toml:5:36: `hooks.host.on_close[0].timeout`: invalid duration `5 parsecs`, expected a duration like "90s", "10m" or "1h30m", or a number of seconds"#);
+    insta::assert_snapshot!(rejected(&format!("{OK}[hooks.host]\non_close = [{{ cmd = \"x\", timeout = \"5 parsecs\" }}]\n"), &[]), @r#"
+    error: [TMP]/plan.toml:5:36: `hooks.host.on_close[0].timeout`: invalid duration `5 parsecs`, expected a duration like "90s", "10m" or "1h30m", or a number of seconds
+    hint: write a duration like `90s`, `10m`, `1h30m` or `2d` (each unit once, largest first), or a number of seconds
+    "#);
     insta::assert_snapshot!(rejected(&format!("{OK}[hooks.host]\non_close = [{{ cmd = \"x\", cdw = \"sub\" }}]\n"), &[]), @r"
     error: [TMP]/plan.toml:5:26: unknown key `cdw` in `[hooks.host.on_close[0]]`
     hint: did you mean `cwd`? known keys: `cmd`, `cwd`, `env`, `timeout`
@@ -293,7 +299,10 @@ fn container_keys_need_a_container_and_an_image() {
     error: [TMP]/plan.toml:4:1: sandbox kind `docker` needs `sandbox.image`
     hint: set `sandbox.image` (or `--set sandbox.image=...`) to a local image; `eden image build` makes one named `eden:<repository folder>`
     ");
-    insta::assert_snapshot!(rejected(&format!("{OK}[sandbox]\nkind = \"podman\"\nimage = \"x\"\nmemory = \"lots\"\n"), &[]), @r#"error: [TMP]/plan.toml:7:10: `sandbox.memory`: invalid size `lots`, expected bytes or a size like "512m" or "4g""#);
+    insta::assert_snapshot!(rejected(&format!("{OK}[sandbox]\nkind = \"podman\"\nimage = \"x\"\nmemory = \"lots\"\n"), &[]), @r#"
+    error: [TMP]/plan.toml:7:10: `sandbox.memory`: invalid size `lots`, expected bytes or a size like "512m" or "4g"
+    hint: write a number and a unit with no space: `512m`, `4g`; or a number of bytes
+    "#);
     insta::assert_snapshot!(rejected(&format!("{OK}[sandbox]\nkind = \"docker\"\nimage = \"x\"\nmounts = [{{ host = \"nope\", sandbox = \"/n\" }}]\n"), &[]), @r"
     error: [TMP]/plan.toml:7:20: mount source `[TMP]/nope` does not exist
     hint: create it, or fix the path (relative paths resolve against the manifest's folder)
@@ -483,7 +492,10 @@ fn messages_that_point_the_right_way() {
 
 #[test]
 fn durations_with_a_unit_twice() {
-    insta::assert_snapshot!(rejected(&format!("{OK}[loop]\nidle_timeout = \"1h1h1h\"\n"), &[]), @r#"error: [TMP]/plan.toml:5:16: `loop.idle_timeout`: invalid duration `1h1h1h`: each unit may come once, largest first (like "1h30m")"#);
+    insta::assert_snapshot!(rejected(&format!("{OK}[loop]\nidle_timeout = \"1h1h1h\"\n"), &[]), @r#"
+    error: [TMP]/plan.toml:5:16: `loop.idle_timeout`: invalid duration `1h1h1h`: each unit may come once, largest first (like "1h30m")
+    hint: write a duration like `90s`, `10m`, `1h30m` or `2d` (each unit once, largest first), or a number of seconds
+    "#);
 }
 
 #[test]
@@ -557,4 +569,26 @@ fn a_prompt_too_long_for_the_command_line_changes_nothing() {
     ");
     assert!(!env.repo.join(".eden").exists(), "nothing created");
     assert_eq!(env.branches(), ["main"]);
+}
+
+/// Typos in several tables are reported together, in file order, each with its hint; a bad
+/// duration has a hint too.
+#[test]
+fn typos_in_several_tables_come_together() {
+    let text = rejected("prompt = \"x\"\n[agent]\nkind = \"simulated\"\nmodle = \"m\"\n[loop]\nmax_iteratons = 3\nidle_timout = \"5m\"\n", &[]);
+    let errors: Vec<&str> = text.lines().filter(|line| line.starts_with("error:")).collect();
+    assert_eq!(
+        errors,
+        [
+            "error: [TMP]/plan.toml:4:1: unknown key `modle` in `[agent]`",
+            "error: [TMP]/plan.toml:6:1: unknown key `max_iteratons` in `[loop]`",
+            "error: [TMP]/plan.toml:7:1: unknown key `idle_timout` in `[loop]`",
+        ],
+        "{text}"
+    );
+    assert_eq!(text.matches("hint: did you mean").count(), 3, "{text}");
+    insta::assert_snapshot!(rejected(&format!("{OK}[loop]\nidle_timeout = \"5 minutes\"\n"), &[]), @r#"
+    error: [TMP]/plan.toml:5:16: `loop.idle_timeout`: invalid duration `5 minutes`, expected a duration like "90s", "10m" or "1h30m", or a number of seconds
+    hint: write a duration like `90s`, `10m`, `1h30m` or `2d` (each unit once, largest first), or a number of seconds
+    "#);
 }
