@@ -634,6 +634,7 @@ fn container_keys_need_a_sandbox(manifest: &Manifest, source: &Source) -> Result
         ("run_args", sandbox.run_args.is_some()),
         ("mount_agent_config", sandbox.mount_agent_config.is_some()),
         ("expose_worktree", sandbox.expose_worktree.is_some()),
+        ("expose_host", sandbox.expose_host.is_some()),
     ] {
         if set && !container {
             return Err(source

@@ -66,6 +66,56 @@ pub struct ContainerPlan {
     /// What that mode gives away, said plainly (for `--dry-run`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exposure: Option<&'static str>,
+    /// `expose_host = true`: `run_args` and `mounts` that hand the container the host (or this
+    /// repository) are accepted.
+    pub expose_host: bool,
+    /// `run_args` and `mounts` that hand the container the host, accepted with
+    /// `expose_host = true` (listed for `--dry-run`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub host_exposures: Vec<String>,
+}
+
+/// A `run_args` entry that hands the container the host: the flag and what it gives away.
+fn run_arg_exposure(arg: &str, next: Option<&str>) -> Option<String> {
+    let (flag, value, shown) = match arg.split_once('=') {
+        Some((flag, value)) => (flag, Some(value), arg.to_owned()),
+        None if arg == "--privileged" => (arg, None, arg.to_owned()),
+        None => (arg, next, next.map_or_else(|| arg.to_owned(), |next| format!("{arg} {next}"))),
+    };
+    let host_namespace = |value: Option<&str>| value == Some("host");
+    let what = match flag {
+        "--privileged" => "every device and capability of the host",
+        "--pid" if host_namespace(value) => "the host's processes",
+        "--ipc" if host_namespace(value) => "the host's shared memory",
+        "--uts" if host_namespace(value) => "the host's name",
+        "--userns" if host_namespace(value) => "the host's users",
+        "--network" | "--net" if host_namespace(value) => "the host's network",
+        "--cgroupns" if host_namespace(value) => "the host's cgroups",
+        "--cap-add" => "capabilities beyond a container's",
+        "--device" => "a host device",
+        "--security-opt" => "a weaker confinement",
+        "-v" | "--volume" | "--mount" => "a mount eden cannot check (use `mounts`)",
+        _ => return None,
+    };
+    Some(format!("`{shown}` in `run_args`: {what}"))
+}
+
+/// A mount that hands the container the host: `/`, the home folder or a folder holding it, the
+/// container engine's socket (or the folder holding it).
+fn mount_exposure(host: &std::path::Path, home: Option<&std::path::Path>) -> Option<String> {
+    let shown = host.display();
+    if host == std::path::Path::new("/") {
+        return Some(format!("mount `{shown}`: the whole host"));
+    }
+    if home.is_some_and(|home| home.starts_with(host)) {
+        return Some(format!("mount `{shown}`: your home folder"));
+    }
+    let name = host.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let sockets = ["docker.sock", "podman.sock"];
+    if sockets.contains(&name.as_str()) || sockets.iter().any(|socket| host.join(socket).exists()) {
+        return Some(format!("mount `{shown}`: the container engine, which can start anything on the host"));
+    }
+    None
 }
 
 /// What `expose_worktree = true` gives away.
@@ -218,6 +268,7 @@ pub(super) fn resolve_sandbox(section: &SandboxSection, source: &Source) -> Resu
                 ("mounts", section.mounts.is_some()),
                 ("run_args", section.run_args.is_some()),
                 ("expose_worktree", section.expose_worktree.is_some()),
+                ("expose_host", section.expose_host.is_some()),
             ] {
                 if set {
                     return Err(source
@@ -286,6 +337,33 @@ pub(super) fn resolve_sandbox(section: &SandboxSection, source: &Source) -> Resu
         }
         mounts.push(MountPlan { host, sandbox: mount.sandbox, read_only: mount.read_only });
     }
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let mut host_exposures = Vec::new();
+    let run_args = section.run_args.clone().unwrap_or_default();
+    for (index, arg) in run_args.iter().enumerate() {
+        if let Some(exposure) = run_arg_exposure(arg, run_args.get(index + 1).map(String::as_str)) {
+            host_exposures.push((path.child("run_args").index(index), exposure));
+        }
+    }
+    for (index, mount) in mounts.iter().enumerate() {
+        if let Some(exposure) = mount_exposure(&mount.host, home.as_deref()) {
+            host_exposures.push((path.child("mounts").index(index).child("host"), exposure));
+        }
+    }
+    if let Some((at, exposure)) = host_exposures.first() {
+        if network == Network::Allowlist {
+            return Err(source
+                .error_at(at, format!("{exposure}: it would undo `network = \"allowlist\"`"))
+                .with_hint("remove it: the allowlist holds only in a container that does not have the host"));
+        }
+        if section.expose_host != Some(true) {
+            return Err(source
+                .error_at(at, format!("{exposure}; an agent with it can reach past the sandbox"))
+                .with_hint(
+                    "remove it, or set `sandbox.expose_host = true` if you mean to hand the agent your machine",
+                ));
+        }
+    }
     Ok(SandboxPlan::Container(ContainerPlan {
         engine,
         image,
@@ -299,5 +377,7 @@ pub(super) fn resolve_sandbox(section: &SandboxSection, source: &Source) -> Resu
         agent_state: Vec::new(),
         expose_worktree: section.expose_worktree == Some(true),
         exposure: (section.expose_worktree == Some(true)).then_some(EXPOSURE),
+        expose_host: section.expose_host == Some(true),
+        host_exposures: host_exposures.into_iter().map(|(_, exposure)| exposure).collect(),
     }))
 }

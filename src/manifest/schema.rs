@@ -105,6 +105,10 @@ pub struct SandboxSection {
     /// copy of its own (default false). Faster on a huge repository; the agent then writes the
     /// worktree's files on the host directly. The host's `.git` stays out of its reach.
     pub expose_worktree: Option<bool>,
+    /// docker/podman: accept `run_args` and `mounts` that hand the container the host
+    /// (`--privileged`, host namespaces, added capabilities, devices, the engine's socket, `/`,
+    /// the home folder; default false: refused).
+    pub expose_host: Option<bool>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

@@ -74,6 +74,7 @@ pub enum Use {
 pub fn preflight(plan: &Plan, found: &Result<Discovered, Error>, run_id: &str, usage: Use) -> Result<Preflight, Error> {
     let found = found.clone()?;
     super::copy::check_sources(&found.checkout, &plan.copy_to_worktree)?;
+    refuse_mounts_of_the_repository(plan, &found)?;
     let checkout = Git::new(&found.checkout);
     let current = checkout.current_branch()?;
     match plan.branch.strategy {
@@ -81,6 +82,29 @@ pub fn preflight(plan: &Plan, found: &Result<Discovered, Error>, run_id: &str, u
         Strategy::MergeToHead => merge_to_head(plan, found, current, run_id),
         Strategy::Named => named(plan, found, current),
     }
+}
+
+/// A container's `mounts` must not hand it this repository (its `.git`, the checkout, other
+/// worktrees): that is what the sandbox keeps from it. Only `expose_host` accepts one.
+fn refuse_mounts_of_the_repository(plan: &Plan, found: &Discovered) -> Result<(), Error> {
+    let crate::manifest::plan::SandboxPlan::Container(container) = &plan.sandbox else { return Ok(()) };
+    if container.expose_host {
+        return Ok(());
+    }
+    let canonical = |path: &Path| crate::git::dunce_canonical(path);
+    let repository = [canonical(&found.root), canonical(&found.common_dir), canonical(&found.checkout)];
+    for mount in &container.mounts {
+        let host = canonical(&mount.host);
+        // The repository's folders or a folder holding them, or anything inside `.git`.
+        if repository.iter().any(|part| part.starts_with(&host)) || host.starts_with(&repository[1]) {
+            return Err(Error::usage(format!(
+                "`sandbox.mounts` gives the container `{}`, which holds this repository: its `.git` is what the sandbox keeps from the agent",
+                mount.host.display()
+            ))
+            .with_hint("mount something outside the repository; the sandbox gets the worktree's files itself"));
+        }
+    }
+    Ok(())
 }
 
 /// `head`: the agent works in the checkout, on its branch; refused if it has uncommitted

@@ -592,3 +592,48 @@ fn typos_in_several_tables_come_together() {
     hint: write a duration like `90s`, `10m`, `1h30m` or `2d` (each unit once, largest first), or a number of seconds
     "#);
 }
+
+/// `run_args` and `mounts` that hand the container the host are refused at load, each naming
+/// what it gives away, unless `sandbox.expose_host = true` (then `--dry-run` lists them); with
+/// an allowlist never. A mount holding the repository is refused before anything starts.
+#[test]
+fn handing_the_container_the_host_needs_saying_so() {
+    let container = "[sandbox]\nkind = \"docker\"\nimage = \"x\"\n";
+    for (extra, says) in [
+        ("run_args = [\"--privileged\"]", "`--privileged` in `run_args`: every device and capability of the host"),
+        ("run_args = [\"--pid\", \"host\"]", "`--pid host` in `run_args`: the host's processes"),
+        ("run_args = [\"--network=host\"]", "`--network=host` in `run_args`: the host's network"),
+        ("run_args = [\"--cap-add=ALL\"]", "`--cap-add=ALL` in `run_args`: capabilities beyond a container's"),
+        ("mounts = [{ host = \"/\", sandbox = \"/host\" }]", "mount `/`: the whole host"),
+        ("mounts = [{ host = \"/var/run/docker.sock\", sandbox = \"/s\" }]", "the container engine"),
+    ] {
+        let text = rejected(&format!("{OK}{container}{extra}\n"), &[]);
+        assert!(text.contains(says) && text.contains("an agent with it can reach past the sandbox"), "{extra}: {text}");
+        assert!(text.contains("hint: remove it, or set `sandbox.expose_host = true`"), "{text}");
+    }
+    let home = rejected(&format!("{OK}{container}mounts = [{{ host = \"~/\", sandbox = \"/h\" }}]\n"), &[]);
+    assert!(home.contains("your home folder"), "{home}");
+
+    let env = TestEnv::new();
+    let accepted = format!("{OK}{container}run_args = [\"--privileged\"]\nexpose_host = true\n");
+    let path = env.write_manifest(&accepted);
+    let run = env.eden(&["run", path.to_str().unwrap(), "--dry-run"]);
+    run.assert_code(0);
+    let plan: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(
+        plan["plan"]["sandbox"]["host_exposures"][0],
+        "`--privileged` in `run_args`: every device and capability of the host"
+    );
+
+    let allowlist = format!(
+        "{OK}{container}network = \"allowlist\"\nallow = [\"example.com\"]\nmounts = [{{ host = \"/\", sandbox = \"/host\" }}]\nexpose_host = true\n"
+    );
+    assert!(rejected(&allowlist, &[]).contains("it would undo `network = \"allowlist\"`"));
+
+    let repo = std::fs::canonicalize(&env.repo).unwrap();
+    let holding = format!("{OK}{container}mounts = [{{ host = \"{}\", sandbox = \"/r\" }}]\n", repo.display());
+    let path = env.write_manifest(&holding);
+    let run = env.eden(&["run", path.to_str().unwrap(), "--dry-run"]);
+    run.assert_code(2);
+    assert!(run.error_text().contains("which holds this repository"), "{}", run.stderr);
+}
