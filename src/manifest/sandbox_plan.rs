@@ -190,6 +190,13 @@ impl AllowEntry {
             if ip.is_ipv6() {
                 return Err("IPv6 addresses are not supported yet (the sandbox gets no IPv6)".into());
             }
+            if ip.is_loopback() || ip.is_unspecified() {
+                return Err(format!(
+                    "`{address}` is the sandbox's own loopback, always open inside it and never the host's; \
+                     to reach a service on the host, allow the host's address on the engine's network (docker's \
+                     bridge gateway, usually 172.17.0.1) and have the service listen there"
+                ));
+            }
             if let Some(prefix) = prefix {
                 prefix
                     .parse::<u8>()

@@ -40,6 +40,67 @@ pub const CONNECT_SUBCOMMAND: &str = "__eden-connect";
 /// An address nobody is allowed to (TEST-NET-1, RFC 5737): it must be refused.
 const DENIED_PROBE: (Ipv4Addr, u16) = (Ipv4Addr::new(192, 0, 2, 1), 9);
 
+/// eden's own listener on the host, at the sandbox's gateway (the host's end of the engine's
+/// network), which the sandbox reached before the rules were installed.
+struct Target {
+    listener: std::net::TcpListener,
+    address: Ipv4Addr,
+    port: u16,
+}
+
+impl Target {
+    /// Listen at the namespace's gateway and check the sandbox reaches it; `None` when there is
+    /// no such gateway on this host (a remote or host network), it is allowed anyway, or it
+    /// cannot be reached (then the fixed probe is all there is).
+    fn open(pid: u32, rules: &[Vec<Rule>]) -> Option<Target> {
+        let route = std::fs::read_to_string(format!("/proc/{pid}/net/route")).ok()?;
+        let address = default_gateway(&route)?;
+        let listener = std::net::TcpListener::bind((address, 0)).ok()?;
+        listener.set_nonblocking(true).ok()?;
+        let port = listener.local_addr().ok()?.port();
+        let allowed = rules
+            .iter()
+            .flatten()
+            .any(|rule| rule.port.is_none_or(|allowed| allowed == port) && covers(&rule.network, address));
+        let target = Target { listener, address, port };
+        if allowed || !matches!(connect_inside(pid, &address.to_string(), port), Ok((0, _))) || !target.reached() {
+            return None;
+        }
+        Some(target)
+    }
+
+    /// Did a connection arrive since the last look?
+    fn reached(&self) -> bool {
+        let mut any = false;
+        while self.listener.accept().is_ok() {
+            any = true;
+        }
+        any
+    }
+}
+
+/// The default route's gateway in `/proc/net/route` (hexadecimal, host byte order).
+fn default_gateway(route: &str) -> Option<Ipv4Addr> {
+    route.lines().skip(1).find_map(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let (destination, gateway) = (fields.get(1)?, fields.get(2)?);
+        if *destination != "00000000" {
+            return None;
+        }
+        // The kernel prints the address as the u32 it holds in memory, network byte order.
+        let raw = u32::from_str_radix(gateway, 16).ok()?;
+        Some(Ipv4Addr::from(raw.to_le_bytes())).filter(|ip| !ip.is_unspecified())
+    })
+}
+
+/// Does `network` (an address, or `address/prefix`) hold `address`?
+fn covers(network: &str, address: Ipv4Addr) -> bool {
+    let (base, prefix) = network.split_once('/').unwrap_or((network, "32"));
+    let (Ok(base), Ok(prefix)) = (base.parse::<Ipv4Addr>(), prefix.parse::<u32>()) else { return false };
+    let mask = if prefix == 0 { 0 } else { u32::MAX << (32 - prefix.min(32)) };
+    u32::from(base) & mask == u32::from(address) & mask
+}
+
 /// A destination as the rules see it: an address or network, and a port (any when `None`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Rule {
@@ -64,10 +125,13 @@ pub fn install(engine: Engine, name: &str, allow: &[AllowEntry]) -> Result<Optio
         .filter_map(|address| address.trim().parse().ok())
         .collect();
     let rules = resolve(allow)?;
+    // A target eden controls, reachable from the sandbox before the rules: after them it must
+    // be refused. (Only an address nobody answers proves nothing: its own network may refuse.)
+    let target = Target::open(pid, &rules);
     let (v4, v6) = rule_sets(&resolvers, &rules);
     in_namespace(pid, "iptables-restore", v4)?;
     in_namespace(pid, "ip6tables-restore", v6)?;
-    self_test(pid, allow, &rules)?;
+    self_test(pid, allow, &rules, target.as_ref())?;
     if allow.iter().all(|entry| is_address(&entry.host)) {
         return Ok(None);
     }
@@ -190,14 +254,14 @@ fn in_namespace(pid: u32, program: &str, rules: String) -> Result<(), Error> {
 
 /// From inside the namespace: a denied address is refused, the first allowed destination
 /// (with its port, or 443) connects.
-fn self_test(pid: u32, allow: &[AllowEntry], rules: &[Vec<Rule>]) -> Result<(), Error> {
-    let (denied, port) = DENIED_PROBE;
+fn self_test(pid: u32, allow: &[AllowEntry], rules: &[Vec<Rule>], target: Option<&Target>) -> Result<(), Error> {
+    let (denied, port) = target.map_or(DENIED_PROBE, |target| (target.address, target.port));
     match connect_inside(pid, &denied.to_string(), port)? {
-        (1, _) => {}
+        (1, _) if target.is_none_or(|target| !target.reached()) => {}
         (code, said) => {
             return Err(Error::sandbox(format!(
                 "the allowlist's self-test failed: a connection to {denied}:{port} was not refused ({})",
-                if code == 0 { "it connected".to_owned() } else { said }
+                if code <= 1 { "it reached eden's own listener".to_owned() } else { said }
             ))
             .with_hint("the rules are not in force; nothing ran in the sandbox"))
         }
@@ -266,6 +330,16 @@ fn engine_output(engine: Engine, args: &[&str]) -> Result<String, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gateways_and_networks() {
+        let route = "Iface\tDestination\tGateway\neth0\t00000000\t010011AC\t0003\ndocker0\t000011AC\t00000000\t0001\n";
+        assert_eq!(default_gateway(route), Some(Ipv4Addr::new(172, 17, 0, 1)));
+        assert!(covers("172.17.0.0/16", Ipv4Addr::new(172, 17, 0, 1)));
+        assert!(covers("172.17.0.1", Ipv4Addr::new(172, 17, 0, 1)));
+        assert!(!covers("172.17.0.2", Ipv4Addr::new(172, 17, 0, 1)));
+        assert!(covers("0.0.0.0/0", Ipv4Addr::new(8, 8, 8, 8)));
+    }
 
     #[test]
     fn the_rules_refuse_all_but_the_allowed() {

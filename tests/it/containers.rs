@@ -271,6 +271,42 @@ fn a_failing_allowlist_self_test_stops_the_run(engine: &'static str) {
     assert!(containers_of(engine, &std::fs::canonicalize(&env.repo).unwrap()).is_empty(), "container removed");
 }
 
+/// The self-test proves refusal against eden's own listener on the host (the sandbox's
+/// gateway), which the sandbox reaches before the rules: a firewall that installs nothing (an
+/// `iptables-restore` that only says yes) fails it, although an address nobody answers would
+/// have been "refused" by the network anyway.
+fn a_firewall_that_does_nothing_fails_the_self_test(engine: &'static str) {
+    if !ready(engine) {
+        return;
+    }
+    let env = TestEnv::new();
+    let fake = env.root().join("fake-iptables");
+    std::fs::create_dir_all(&fake).unwrap();
+    for tool in ["iptables-restore", "ip6tables-restore"] {
+        std::fs::write(
+            fake.join(tool),
+            "#!/bin/sh
+cat >/dev/null
+exit 0
+",
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(fake.join(tool), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let marker = env.root().join("agent-ran");
+    let script = format!("touch {}; echo '<promise>COMPLETE</promise>'", marker.display());
+    let extra = "network = \"allowlist\"\nallow = [\"192.0.2.55:8080\"]";
+    let path = env.write_manifest(&manifest(engine, &script, extra));
+    let mut command = env.eden_command(&["run", path.to_str().unwrap()]);
+    let path_var = format!("{}:{}", fake.display(), std::env::var("PATH").unwrap_or_default());
+    command.env("PATH", path_var);
+    let run = Run::from(command.output().unwrap());
+    run.assert_code(6);
+    assert!(run.stderr.contains("was not refused (it reached eden's own listener)"), "{}", run.stderr);
+    assert!(!marker.exists(), "the agent never ran");
+}
+
 fn limits_are_enforced(engine: &str) {
     if !ready(engine) {
         return;
@@ -482,6 +518,10 @@ macro_rules! engine_tests {
             #[test]
             fn a_failing_allowlist_self_test_stops_the_run() {
                 super::a_failing_allowlist_self_test_stops_the_run(stringify!($engine));
+            }
+            #[test]
+            fn a_firewall_that_does_nothing_fails_the_self_test() {
+                super::a_firewall_that_does_nothing_fails_the_self_test(stringify!($engine));
             }
             #[test]
             fn limits_are_enforced() {

@@ -541,6 +541,7 @@ fn allowlists_that_cannot_be_enforced() {
         ("[sandbox]\nkind = \"docker\"\nimage = \"x\"\nnetwork = \"allowlist\"\nallow = [\"bad host!\"]\n", "neither a host name"),
         ("[sandbox]\nkind = \"docker\"\nimage = \"x\"\nnetwork = \"allowlist\"\nallow = [\"10.0.0.0/40\"]\n", "prefix length"),
         ("[sandbox]\nkind = \"docker\"\nimage = \"x\"\nnetwork = \"allowlist\"\nallow = [\"h:99999\"]\n", "not a port"),
+        ("[sandbox]\nkind = \"docker\"\nimage = \"x\"\nnetwork = \"allowlist\"\nallow = [\"127.0.0.1:9\"]\n", "the sandbox's own loopback"),
         (
             "[sandbox]\nkind = \"podman\"\nimage = \"x\"\nnetwork = \"allowlist\"\nallow = [\"h\"]\nrun_args = [\"--cap-add=NET_ADMIN\"]\n",
             "would undo the allowlist",
