@@ -381,6 +381,7 @@ impl<'a> StepRun<'a> {
             exceeded,
             sandbox_tip,
             model,
+            retrying,
             ..
         } = handlers;
         if let Some(usage) = &usage {
@@ -405,10 +406,25 @@ impl<'a> StepRun<'a> {
             live.progress.session_totals.insert(id, total);
         }
         let login = self.step.agent.kind().spec().login;
+        let stopped_idle = match outcome {
+            Outcome::IdleTimeout(after) => Some(after),
+            _ => None,
+        };
         let (outcome, exit_code, mut result) = match exceeded {
             Some(exceeded) => (IterationOutcome::BudgetExceeded, None, Err(super::budget::error(exceeded, iteration))),
             None => judge(outcome, signal.is_some(), iteration, &tail.describe(15), failure.as_ref(), login),
         };
+        // Stopped while it only retried: say so, it was not silent.
+        if let (Some(after), Some(notice), Err(error)) = (stopped_idle, &retrying, &mut result) {
+            error.message = format!(
+                "the agent made no progress for {} in iteration {iteration} and was stopped: it only retried (last: {notice})",
+                format_duration(after)
+            );
+            error.hint = Some(
+                "the provider could not be reached or kept failing; check the network and the credentials, or raise `loop.idle_timeout`"
+                    .to_owned(),
+            );
+        }
         if result.as_ref().is_err_and(|error| error.kind == ErrorKind::Agent) {
             if let Err(gone) = self.shared.sandbox.check_alive(exit_code) {
                 result = Err(gone);
@@ -548,6 +564,10 @@ struct IterationHandlers<'a> {
     sandbox_tip: Option<String>,
     /// The model the agent said it used, the latest.
     model: Option<String>,
+    /// The line being read made progress (text, a tool call, usage…), not only a notice.
+    progressed: bool,
+    /// The last notice (a retry) since the last progress: the agent is only waiting.
+    retrying: Option<String>,
 }
 
 impl<'a> IterationHandlers<'a> {
@@ -578,11 +598,21 @@ impl<'a> IterationHandlers<'a> {
             exceeded: None,
             sandbox_tip: None,
             model: None,
+            progressed: false,
+            retrying: None,
         }
     }
 
     fn handle(&mut self, event: StreamEvent<'_>) {
         let iteration = self.iteration;
+        if matches!(event, StreamEvent::Notice(_)) {
+            if let StreamEvent::Notice(message) = &event {
+                self.retrying = Some(message.clone());
+            }
+        } else {
+            self.progressed = true;
+            self.retrying = None;
+        }
         match event {
             StreamEvent::Text { text, continues, subagent } => self.text(iteration, &text, continues, subagent),
             StreamEvent::ToolCall { name, summary, subagent } => {
@@ -684,6 +714,7 @@ impl<'a> IterationHandlers<'a> {
 
 impl Handlers for IterationHandlers<'_> {
     fn stdout_line(&mut self, line: &[u8], continues: bool) -> Flow {
+        self.progressed = false;
         let mut parser = std::mem::replace(&mut self.parser, Box::new(crate::agent::LinesParser));
         if continues {
             parser.parse_piece(line, &mut |event| self.handle(event));
@@ -695,6 +726,8 @@ impl Handlers for IterationHandlers<'_> {
         match (&self.exceeded, &self.signal) {
             (Some(_), _) => Flow::Stop,
             (None, Some(_)) => Flow::FinishWithin(self.completion_timeout),
+            // Only a notice (a provider retry): the idle watchdog keeps counting.
+            (None, None) if !self.progressed && self.retrying.is_some() => Flow::Waiting,
             (None, None) => Flow::Continue,
         }
     }

@@ -49,6 +49,9 @@ pub struct Stopping {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Flow {
     Continue,
+    /// Output that is no progress (a provider retry notice): it does not reset the idle
+    /// watchdog, so an agent that only retries is stopped like a silent one.
+    Waiting,
     /// The command's work is done (an agent printed its completion signal): it has this long
     /// to exit on its own before it is stopped (`Outcome::Overstayed`).
     FinishWithin(Duration),
@@ -204,9 +207,18 @@ pub async fn supervise(
                 Ok(n) => {
                     let chunk = &out_buffer[..n];
                     tails.stdout.push(chunk);
-                    last_output = Instant::now();
-                    next_warning = last_output + watchdogs.idle_warning_interval;
-                    out_lines.feed(chunk, |line, continues| flow(&mut finish_deadline, &mut stop_requested, handlers.stdout_line(line, continues)));
+                    // Progress unless every line the chunk completed was only waiting.
+                    let (mut lines, mut waiting) = (0, 0);
+                    out_lines.feed(chunk, |line, continues| {
+                        let said = handlers.stdout_line(line, continues);
+                        lines += 1;
+                        waiting += usize::from(said == Flow::Waiting);
+                        flow(&mut finish_deadline, &mut stop_requested, said)
+                    });
+                    if lines == 0 || waiting < lines {
+                        last_output = Instant::now();
+                        next_warning = last_output + watchdogs.idle_warning_interval;
+                    }
                 }
             },
             read = stderr.read(&mut err_buffer), if stderr_open => match read {

@@ -196,3 +196,28 @@ fn kill_grace_and_output_drain_are_settings() {
     assert!(started.elapsed() >= Duration::from_secs(3), "the drain was waited out: {:?}", started.elapsed());
     assert!(marker.gone_within(Duration::from_secs(2)).is_empty());
 }
+
+/// An agent that only retries (Codex's "Reconnecting…" notices, every half second) makes no
+/// progress: the idle watchdog stops it like a silent one, and says it only retried.
+#[test]
+fn retry_chatter_is_not_progress() {
+    let env = TestEnv::new();
+    let agent = env.script(
+        "codex-like",
+        "cat >/dev/null\nn=0\nwhile true; do n=$((n+1)); echo \"{\\\"type\\\":\\\"error\\\",\\\"message\\\":\\\"Reconnecting... $n/5 (stream disconnected)\\\"}\"; sleep 0.5; done",
+    );
+    let manifest = format!(
+        "name = \"chatter\"\nprompt = \"x\"\n[agent]\nkind = \"cli\"\nbinary = \"{}\"\nparser = \"codex\"\n\
+         [loop]\nmax_iterations = 1\nidle_timeout = \"3s\"\n[timeouts]\niteration_step = \"30s\"\n",
+        agent.display()
+    );
+    let run = env.run_manifest(&manifest, &[]);
+    run.assert_code(4);
+    assert_eq!(run.record()["iterations"][0]["outcome"], "idle_timeout", "{}", run.stderr);
+    let error = run.error_text();
+    assert!(
+        error
+            .contains("made no progress for 3s in iteration 1 and was stopped: it only retried (last: Reconnecting..."),
+        "{error}"
+    );
+}
