@@ -523,7 +523,7 @@ pub const EXIT_CODES: [(&str, &str, &str); 11] = [
     ("6", "sandbox error", "engine, image or bubblewrap missing, engine not running, container failed, or work not brought back from an isolated copy"),
     ("7", "git error or merge conflict", "merge conflict, dirty checkout, branch locked or checked out elsewhere"),
     ("8", "budget exceeded", "a `[budget]` cap (tokens, cost, duration) was crossed and the agent stopped; the work is kept on the branch"),
-    ("70", "internal error", "eden itself or the machine under it failed (an I/O error where none was expected); not your input"),
+    ("70", "internal error", "eden itself or the machine under it failed (an I/O error where none was expected, a full disk); not your input"),
     ("129/130/143", "interrupted", "stopped by SIGHUP, SIGINT or SIGTERM (128 + the signal); the run's state is kept"),
 ];
 

@@ -263,8 +263,13 @@ pub fn save_json(path: &Path, value: &impl Serialize) -> std::io::Result<()> {
     }
     let json = serde_json::to_string_pretty(value).map_err(std::io::Error::other)?;
     let temporary = path.with_extension(format!("json.{}.tmp", std::process::id()));
-    fs_err::write(&temporary, crate::redact::apply(&json).as_bytes())?;
-    fs_err::rename(&temporary, path)
+    // Whole or not at all: a write cut short (a full disk) leaves the previous version.
+    let written = fs_err::write(&temporary, crate::redact::apply(&json).as_bytes())
+        .and_then(|()| fs_err::rename(&temporary, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    written
 }
 
 /// How one invocation of the agent ended.

@@ -132,7 +132,7 @@ fn try_merge(git: &Git, branch: &str, target: &str, rebase: bool) -> Result<Atte
         if git.branch_commit(target)?.as_deref() != Some(target_commit.as_str()) {
             return Ok(Attempt::Again(format!("`{target}` moved while eden merged")));
         }
-        return Err(Error::git(format!("`{command}` failed: {}", output.stderr.trim())));
+        return Err(super::git_failure(&command, &output.stderr));
     };
 
     refuse_if_busy(&checkout, target)?;
@@ -233,7 +233,7 @@ fn replay(git: &Git, base: &str, tip: &str, onto: &str) -> Result<Option<Vec<sup
             .stdin(crate::process::Stdin::Bytes(message.as_bytes().to_vec()));
         let output = command.output().map_err(|err| Error::git(format!("cannot run `{command}`")).with_source(err))?;
         if !output.success() {
-            return Err(Error::git(format!("`{command}` failed: {}", output.stderr.trim())));
+            return Err(super::git_failure(&command.to_string(), &output.stderr));
         }
         parent = output.stdout.trim().to_owned();
         replayed.push(super::Commit { sha: parent.clone(), subject: subject.to_owned() });

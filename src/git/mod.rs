@@ -10,5 +10,8 @@ mod repo;
 mod worktree;
 
 pub use merge::{merge_into, MergeResult};
-pub use repo::{dunce_canonical, with_config, Commit, Discovered, Git, GIT_ENV_TO_REMOVE, NO_BACKGROUND_WORK};
+pub use repo::{
+    dunce_canonical, git_failure, with_config, Commit, Discovered, Git, DISK_FULL_HINT, GIT_ENV_TO_REMOVE,
+    NO_BACKGROUND_WORK,
+};
 pub use worktree::{leftover_locks, slug, Removal, WorktreeEntry, WorktreeList};

@@ -110,7 +110,7 @@ impl Git {
     {
         let (output, command) = self.output(args)?;
         if !output.success() {
-            return Err(Error::git(format!("`{command}` failed: {}", output.stderr.trim())));
+            return Err(git_failure(&command, &output.stderr));
         }
         Ok(output.stdout.trim_end_matches('\n').to_owned())
     }
@@ -217,6 +217,20 @@ impl Git {
             })
     }
 }
+
+/// A git command that failed: a git error, unless the disk is full — then it is the machine's
+/// failure (exit 70), said as such.
+pub fn git_failure(command: &str, stderr: &str) -> Error {
+    let stderr = stderr.trim();
+    if ["No space left on device", "Out of diskspace", "out of disk space"].iter().any(|said| stderr.contains(said)) {
+        return Error::internal(format!("the disk is full: `{command}` failed: {stderr}")).with_hint(DISK_FULL_HINT);
+    }
+    Error::git(format!("`{command}` failed: {stderr}"))
+}
+
+/// What to do when a write failed for want of space.
+pub const DISK_FULL_HINT: &str =
+    "free some space on the disk that holds the repository (`eden clean --older-than 7d` removes old logs, sessions and patches), then run again: what was done so far is kept";
 
 /// Canonicalize, falling back to the path as given (so messages still show something useful).
 pub fn dunce_canonical(path: &Path) -> PathBuf {

@@ -128,7 +128,7 @@ impl Git {
         if output.stderr.contains("modified or untracked files") {
             return Ok(Removal::KeptDirty);
         }
-        Err(Error::git(format!("`{command}` failed: {}", output.stderr.trim())))
+        Err(super::git_failure(&command, &output.stderr))
     }
 
     /// Delete a branch whose commits are safe elsewhere (merged, or none of its own).

@@ -430,9 +430,23 @@ impl<'p> Run<'p> {
     /// The record gets the end, is written, and is shown.
     fn end(mut self, error: Option<Error>, change: impl FnOnce(&mut RunRecord)) -> RunResult {
         let (mut record, written) = self.journal.finish(error.as_ref(), change);
+        let mut error = error;
         if let Err(err) = written {
-            self.events.report(&Event::Warning { message: &format!("cannot write the run record: {err}") });
+            let message = format!("cannot write the run record `{}`: {err}", record.record_path.display());
             record.record_path = PathBuf::new();
+            // A run that went well but left no record of it did not go well: the machine
+            // failed under it (a full disk, most often), and that is what it says.
+            if error.is_none() {
+                let mut failure = Error::internal(message);
+                if err.raw_os_error() == Some(28) {
+                    failure = failure.with_hint(crate::git::DISK_FULL_HINT);
+                }
+                record.exit_code = Some(failure.kind.exit_code());
+                record.exit_reason = Some(crate::record::ExitReason::of(&failure.kind));
+                error = Some(failure);
+            } else {
+                self.events.report(&Event::Warning { message: &message });
+            }
         }
         self.events.report(&Event::RunFinished { record: &record });
         RunResult { record: Some(record), error }

@@ -1,5 +1,9 @@
 //! Every event as one JSON line with a timestamp: the `[logging] file`, and `--json-events` on
 //! stdout (flushed per event, so a consumer sees them as they happen).
+//!
+//! The file holds whole lines only: what is written is buffered as complete lines, and when a
+//! write fails part-way (a full disk) the file is cut back to its last complete line, so every
+//! line in it reads as JSON.
 
 use super::{Event, Reporter};
 use serde::Serialize;
@@ -12,7 +16,14 @@ pub struct JsonLinesReporter<W: Write> {
     flush_every_event: bool,
 }
 
-pub type LogFileReporter = JsonLinesReporter<fs_err::File>;
+/// The `[logging] file`: whole lines, or none.
+pub struct LogFileReporter {
+    file: fs_err::File,
+    /// Complete lines not written yet.
+    pending: Vec<u8>,
+    /// The file's length after its last complete line.
+    written: u64,
+}
 
 #[derive(Serialize)]
 struct Line<'a> {
@@ -33,7 +44,44 @@ impl LogFileReporter {
             fs_err::create_dir_all(parent)?;
         }
         let file = fs_err::OpenOptions::new().create(true).append(true).open(path)?;
-        Ok(JsonLinesReporter { writer: BufWriter::new(file), flush_every_event: false })
+        let written = file.metadata()?.len();
+        Ok(LogFileReporter { file, pending: Vec::with_capacity(64 * 1024), written })
+    }
+
+    /// Write what is pending; on a failure, cut the file back to its last complete line (the
+    /// lines that did not fit are lost, the file stays readable).
+    fn flush(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        match self.file.write_all(&self.pending) {
+            Ok(()) => self.written += self.pending.len() as u64,
+            Err(_) => {
+                let _ = self.file.file().set_len(self.written);
+            }
+        }
+        self.pending.clear();
+    }
+}
+
+impl Reporter for LogFileReporter {
+    fn report(&mut self, run_id: &str, event: &Event<'_>) {
+        let ts = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
+        let Ok(line) = serde_json::to_string(&Line { ts, run_id, event }) else {
+            return;
+        };
+        self.pending.extend_from_slice(crate::redact::apply(&line).as_bytes());
+        self.pending.push(b'\n');
+        let chatty = matches!(event, Event::AgentText { .. } | Event::AgentStderr { .. } | Event::HookOutput { .. });
+        if !chatty || self.pending.len() >= 64 * 1024 {
+            self.flush();
+        }
+    }
+}
+
+impl Drop for LogFileReporter {
+    fn drop(&mut self) {
+        self.flush();
     }
 }
 

@@ -29,6 +29,7 @@ mod real_agents;
 mod sessions;
 mod signals;
 mod steps;
+mod storage;
 mod strategies;
 mod structured;
 mod usage_limits;
