@@ -352,6 +352,12 @@ pub struct ImageBuildArgs {
     /// Base image (default: the Dockerfile's, `node:22-bookworm-slim`)
     #[arg(long, value_name = "IMAGE", value_hint = ValueHint::Other)]
     pub base: Option<String>,
+
+    /// A build argument for the Dockerfile (a proxy, a CA certificate's path): KEY=VALUE, or KEY
+    /// to take its value from eden's environment; repeatable. Values go to the engine in its
+    /// environment, never on its command line
+    #[arg(long = "build-arg", value_name = "KEY[=VALUE]")]
+    pub build_args: Vec<String>,
 }
 
 #[derive(Debug, Args)]

@@ -60,33 +60,81 @@ pub fn build(args: ImageBuildArgs) -> Result<i32, Error> {
         return Err(Error::usage(format!("`{}` does not exist", args.file.display()))
             .with_hint("write it with `eden init --sandbox docker` (or pass `--file`)"));
     }
-    let context = args.file.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+    let mut passed: Vec<(String, String)> = Vec::new();
+    for given in &args.build_args {
+        let (key, value) = match given.split_once('=') {
+            Some((key, value)) => (key.to_owned(), value.to_owned()),
+            None => (given.clone(), std::env::var(given).map_err(|_| {
+                Error::usage(format!("`--build-arg {given}`: `{given}` is not set in eden's environment"))
+                    .with_hint(format!("export it, or give the value: `--build-arg {given}=VALUE`"))
+            })?),
+        };
+        let valid = !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid || ["UID", "GID", "AGENT_PACKAGE", "BASE"].contains(&key.as_str()) {
+            return Err(Error::usage(format!("`--build-arg {given}`: `{key}` cannot be passed"))
+                .with_hint("names are letters, digits and `_`; UID, GID, AGENT_PACKAGE and BASE are eden's (`--base`, `--agent`)"));
+        }
+        passed.push((key, value));
+    }
+    let dockerfile = std::fs::canonicalize(&args.file)
+        .map_err(|err| Error::usage(format!("cannot read `{}`", args.file.display())).with_source(err))?;
+    // The Dockerfile copies nothing: the build context is an empty folder, not the repository
+    // (which, with `target/` or `node_modules/`, can be gigabytes sent for nothing).
+    let context = std::env::temp_dir().join(format!("eden-image-context-{}", std::process::id()));
+    fs_err::create_dir_all(&context).map_err(|err| Error::internal("cannot make the build context").with_source(err))?;
     let uid = nix::unistd::getuid().as_raw();
     let gid = nix::unistd::getgid().as_raw();
     let mut command = ProcessBuilder::new(engine.binary())
         .arg("build")
         .arg("-f")
-        .arg(&args.file)
+        .arg(&dockerfile)
+        // Intermediate containers go even when a step fails.
+        .arg("--force-rm")
         .args(["--build-arg", &format!("UID={uid}"), "--build-arg", &format!("GID={gid}")])
         .args(["--build-arg", &format!("AGENT_PACKAGE={package}"), "-t", &tag]);
     if let Some(base) = &args.base {
         command = command.args(["--build-arg", &format!("BASE={base}")]);
     }
+    for (key, value) in &passed {
+        // The name on the command line, the value in the engine client's environment.
+        command = command.args(["--build-arg", key]).env(key, value);
+    }
     if engine == Engine::Docker {
         // The classic builder works without buildx, which Debian's docker.io may lack.
         command = command.env("DOCKER_BUILDKIT", "0");
     }
-    let command = command.arg(context);
+    let command = command.arg(&context);
+    let dangling_before = dangling_images(engine);
     crate::ui::print_note(&format!("building `{tag}` with {}: {command}", engine.binary()));
-    let status = command.status_to_stderr().map_err(|err| Error::sandbox(format!("cannot run `{command}`: {err}")))?;
+    let status = command.status_to_stderr();
+    let _ = fs_err::remove_dir_all(&context);
+    let status = status.map_err(|err| Error::sandbox(format!("cannot run `{command}`: {err}")))?;
     if !status.success() {
-        return Err(Error::sandbox(format!("building `{tag}` failed"))
-            .with_hint("see the build output above; with `--base` you can start from a local image"));
+        // The layers of the steps that did run, left untagged by the failed build: removed.
+        let left: Vec<String> =
+            dangling_images(engine).into_iter().filter(|image| !dangling_before.contains(image)).collect();
+        if !left.is_empty() {
+            let _ = ProcessBuilder::new(engine.binary()).args(["rmi", "-f"]).args(&left).output();
+        }
+        let hint = match &args.base {
+            Some(_) => "see the build output above",
+            None => "see the build output above; `--base IMAGE` starts from a local image, `--build-arg` passes a proxy or certificate",
+        };
+        return Err(Error::sandbox(format!("building `{tag}` failed")).with_hint(hint));
     }
     crate::ui::print_note(&format!(
         "built `{tag}` (uid {uid}, gid {gid}); use it with `image = \"{tag}\"` in [sandbox]"
     ));
     Ok(0)
+}
+
+/// The engine's untagged images (their ids).
+fn dangling_images(engine: Engine) -> Vec<String> {
+    ProcessBuilder::new(engine.binary())
+        .args(["images", "-q", "--no-trunc", "--filter", "dangling=true"])
+        .output()
+        .map(|output| output.stdout.lines().map(str::to_owned).filter(|id| !id.is_empty()).collect())
+        .unwrap_or_default()
 }
 
 pub fn remove(args: ImageRemoveArgs) -> Result<i32, Error> {

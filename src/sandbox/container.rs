@@ -170,7 +170,9 @@ pub fn preflight(engine: Engine, image: &str) -> Result<(), Error> {
     let inspect = run(engine_command(engine).args(["image", "inspect", "--format", "{{.Id}}", image]))?;
     if !inspect.success() {
         return Err(Error::sandbox(format!("image `{image}` is not available to {binary}"))
-            .with_hint(format!("build it first (`{binary} build -t {image} .`); eden never pulls images")));
+            .with_hint(format!(
+                "build it first: `eden image build --engine {binary} --tag {image}` (from `Dockerfile.eden`, which `eden init --sandbox {binary}` writes); eden never pulls images"
+            )));
     }
     Ok(())
 }

@@ -390,7 +390,7 @@ fn missing_image_is_a_clear_error(engine: &str) {
         run.error_text(),
         format!(
             "error: image `localhost/eden-no-such-image:1` is not available to {engine}\n\
-             hint: build it first (`{engine} build -t localhost/eden-no-such-image:1 .`); eden never pulls images"
+             hint: build it first: `eden image build --engine {engine} --tag localhost/eden-no-such-image:1` (from `Dockerfile.eden`, which `eden init --sandbox {engine}` writes); eden never pulls images"
         )
     );
     env.assert_pristine();

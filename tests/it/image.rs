@@ -105,3 +105,62 @@ fn the_starter_manifest_runs() {
     env.eden(&["run", "eden.toml"]).assert_code(0);
     env.eden(&["run", "eden.toml", "--strategy", "head"]).assert_code(0);
 }
+
+/// The build's context is an empty folder (not the repository, whatever it holds), a build
+/// argument's value reaches the Dockerfile without appearing on the engine's command line, and
+/// a failed build leaves no container and no untagged layers behind, with a hint that fits.
+fn builds_from_an_empty_context_and_fail_cleanly(engine: &str) {
+    if !ready(engine) {
+        return;
+    }
+    let env = TestEnv::new();
+    // A big file in the repository: it must not be sent to the engine.
+    std::fs::write(env.repo.join("big.bin"), vec![0u8; 64 * 1024 * 1024]).unwrap();
+    let dockerfile = env.repo.join("Dockerfile.eden");
+    std::fs::write(
+        &dockerfile,
+        "ARG BASE\nFROM ${BASE}\nARG GREETING\nRUN echo \"$GREETING\" > /greeting && ls / > /root-listing\n",
+    )
+    .unwrap();
+    let tag = format!("localhost/eden-context-{engine}:{}", std::process::id());
+    let mut command = env.eden_command(&[
+        "image", "build", "--engine", engine, "--agent", "none", "--base", IMAGE, "--tag", &tag, "--build-arg",
+        "GREETING",
+    ]);
+    command.env("GREETING", "hello-from-the-environment");
+    let build = crate::support::Run::from(command.output().unwrap());
+    build.assert_code(0);
+    assert!(!build.stderr.contains("hello-from-the-environment"), "the value stays off the command line: {}", build.stderr);
+    let greeting = std::process::Command::new(engine).args(["run", "--rm", &tag, "cat", "/greeting"]).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&greeting.stdout).trim(), "hello-from-the-environment");
+    let context = build.stderr.lines().find(|line| line.contains("Sending build context")).unwrap_or("");
+    assert!(!context.contains("MB"), "the repository was sent as the context: {context}");
+    std::process::Command::new(engine).args(["rmi", "-f", &tag]).output().unwrap();
+
+    // A failing step: nothing of it left behind (found by a marker only this build's steps
+    // carry: other tests build and run in parallel), and the hint does not repeat `--base`.
+    let marker = format!("eden-failed-build-{}-{engine}", std::process::id());
+    std::fs::write(&dockerfile, format!("ARG BASE\nFROM ${{BASE}}\nRUN echo {marker} > /layer\nRUN test {marker} = no\n")).unwrap();
+    let failed = env.eden(&["image", "build", "--engine", engine, "--agent", "none", "--base", IMAGE, "--tag", &tag]);
+    failed.assert_code(6);
+    assert!(failed.error_text().ends_with("hint: see the build output above"), "{}", failed.error_text());
+    let listed = |args: &[&str]| {
+        let out = std::process::Command::new(engine).args(args).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let containers = listed(&["ps", "-a", "--no-trunc", "--format", "{{.Command}}"]);
+    assert!(!containers.contains(&marker), "a container of the failed build is left: {containers}");
+    for image in listed(&["images", "-q", "--filter", "dangling=true"]).lines().filter(|id| !id.is_empty()) {
+        assert!(!listed(&["image", "inspect", image]).contains(&marker), "a layer of the failed build is left: {image}");
+    }
+}
+
+#[test]
+fn docker_builds_from_an_empty_context_and_fails_cleanly() {
+    builds_from_an_empty_context_and_fail_cleanly("docker");
+}
+
+#[test]
+fn podman_builds_from_an_empty_context_and_fails_cleanly() {
+    builds_from_an_empty_context_and_fail_cleanly("podman");
+}
