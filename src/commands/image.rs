@@ -64,15 +64,19 @@ pub fn build(args: ImageBuildArgs) -> Result<i32, Error> {
     for given in &args.build_args {
         let (key, value) = match given.split_once('=') {
             Some((key, value)) => (key.to_owned(), value.to_owned()),
-            None => (given.clone(), std::env::var(given).map_err(|_| {
-                Error::usage(format!("`--build-arg {given}`: `{given}` is not set in eden's environment"))
-                    .with_hint(format!("export it, or give the value: `--build-arg {given}=VALUE`"))
-            })?),
+            None => (
+                given.clone(),
+                std::env::var(given).map_err(|_| {
+                    Error::usage(format!("`--build-arg {given}`: `{given}` is not set in eden's environment"))
+                        .with_hint(format!("export it, or give the value: `--build-arg {given}=VALUE`"))
+                })?,
+            ),
         };
         let valid = !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
         if !valid || ["UID", "GID", "AGENT_PACKAGE", "BASE"].contains(&key.as_str()) {
-            return Err(Error::usage(format!("`--build-arg {given}`: `{key}` cannot be passed"))
-                .with_hint("names are letters, digits and `_`; UID, GID, AGENT_PACKAGE and BASE are eden's (`--base`, `--agent`)"));
+            return Err(Error::usage(format!("`--build-arg {given}`: `{key}` cannot be passed")).with_hint(
+                "names are letters, digits and `_`; UID, GID, AGENT_PACKAGE and BASE are eden's (`--base`, `--agent`)",
+            ));
         }
         passed.push((key, value));
     }
@@ -81,7 +85,8 @@ pub fn build(args: ImageBuildArgs) -> Result<i32, Error> {
     // The Dockerfile copies nothing: the build context is an empty folder, not the repository
     // (which, with `target/` or `node_modules/`, can be gigabytes sent for nothing).
     let context = std::env::temp_dir().join(format!("eden-image-context-{}", std::process::id()));
-    fs_err::create_dir_all(&context).map_err(|err| Error::internal("cannot make the build context").with_source(err))?;
+    fs_err::create_dir_all(&context)
+        .map_err(|err| Error::internal("cannot make the build context").with_source(err))?;
     let uid = nix::unistd::getuid().as_raw();
     let gid = nix::unistd::getgid().as_raw();
     let mut command = ProcessBuilder::new(engine.binary())

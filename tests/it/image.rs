@@ -124,13 +124,27 @@ fn builds_from_an_empty_context_and_fail_cleanly(engine: &str) {
     .unwrap();
     let tag = format!("localhost/eden-context-{engine}:{}", std::process::id());
     let mut command = env.eden_command(&[
-        "image", "build", "--engine", engine, "--agent", "none", "--base", IMAGE, "--tag", &tag, "--build-arg",
+        "image",
+        "build",
+        "--engine",
+        engine,
+        "--agent",
+        "none",
+        "--base",
+        IMAGE,
+        "--tag",
+        &tag,
+        "--build-arg",
         "GREETING",
     ]);
     command.env("GREETING", "hello-from-the-environment");
     let build = crate::support::Run::from(command.output().unwrap());
     build.assert_code(0);
-    assert!(!build.stderr.contains("hello-from-the-environment"), "the value stays off the command line: {}", build.stderr);
+    assert!(
+        !build.stderr.contains("hello-from-the-environment"),
+        "the value stays off the command line: {}",
+        build.stderr
+    );
     let greeting = std::process::Command::new(engine).args(["run", "--rm", &tag, "cat", "/greeting"]).output().unwrap();
     assert_eq!(String::from_utf8_lossy(&greeting.stdout).trim(), "hello-from-the-environment");
     let context = build.stderr.lines().find(|line| line.contains("Sending build context")).unwrap_or("");
@@ -140,7 +154,11 @@ fn builds_from_an_empty_context_and_fail_cleanly(engine: &str) {
     // A failing step: nothing of it left behind (found by a marker only this build's steps
     // carry: other tests build and run in parallel), and the hint does not repeat `--base`.
     let marker = format!("eden-failed-build-{}-{engine}", std::process::id());
-    std::fs::write(&dockerfile, format!("ARG BASE\nFROM ${{BASE}}\nRUN echo {marker} > /layer\nRUN test {marker} = no\n")).unwrap();
+    std::fs::write(
+        &dockerfile,
+        format!("ARG BASE\nFROM ${{BASE}}\nRUN echo {marker} > /layer\nRUN test {marker} = no\n"),
+    )
+    .unwrap();
     let failed = env.eden(&["image", "build", "--engine", engine, "--agent", "none", "--base", IMAGE, "--tag", &tag]);
     failed.assert_code(6);
     assert!(failed.error_text().ends_with("hint: see the build output above"), "{}", failed.error_text());
@@ -151,7 +169,10 @@ fn builds_from_an_empty_context_and_fail_cleanly(engine: &str) {
     let containers = listed(&["ps", "-a", "--no-trunc", "--format", "{{.Command}}"]);
     assert!(!containers.contains(&marker), "a container of the failed build is left: {containers}");
     for image in listed(&["images", "-q", "--filter", "dangling=true"]).lines().filter(|id| !id.is_empty()) {
-        assert!(!listed(&["image", "inspect", image]).contains(&marker), "a layer of the failed build is left: {image}");
+        assert!(
+            !listed(&["image", "inspect", image]).contains(&marker),
+            "a layer of the failed build is left: {image}"
+        );
     }
 }
 
