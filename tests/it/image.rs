@@ -185,3 +185,49 @@ fn docker_builds_from_an_empty_context_and_fails_cleanly() {
 fn podman_builds_from_an_empty_context_and_fails_cleanly() {
     builds_from_an_empty_context_and_fail_cleanly("podman");
 }
+
+/// The first hour, as the README tells it: `eden init --sandbox docker --agent claude-code`, the
+/// prompt written, `eden image build`, `eden run eden.toml` — with the real Claude Code (its
+/// native executable mounted, where the image would have it from npm) against the scripted
+/// model server. The agent's commit is merged; nothing is left behind.
+fn the_first_hour(engine: &str) {
+    let Some(claude) = crate::real_agents::require("claude") else { return };
+    if !ready(engine) {
+        return;
+    }
+    let env = TestEnv::new();
+    env.eden(&["init", "--sandbox", engine, "--agent", "claude-code"]).assert_code(0);
+    let manifest = std::fs::read_to_string(env.repo.join("eden.toml")).unwrap();
+    let manifest = manifest.replace(eden::manifest::PLACEHOLDER_TASK, "Create hello.txt and commit it.");
+    std::fs::write(env.repo.join("eden.toml"), manifest).unwrap();
+    let tag = format!("localhost/eden-first-hour-{engine}:{}", std::process::id());
+    let build = env.eden(&["image", "build", "--engine", engine, "--agent", "none", "--base", IMAGE, "--tag", &tag]);
+    build.assert_code(0);
+    let server = crate::model_server::ModelServer::start(std::fs::canonicalize(&env.repo).unwrap(), false);
+    let claude = std::fs::canonicalize(claude).unwrap();
+    let mounts =
+        format!("sandbox.mounts=[{{ host = \"{}\", sandbox = \"/opt/claude\", read_only = true }}]", claude.display());
+    let image = format!("sandbox.image=\"{tag}\"");
+    let mut command = env.eden_command(&[
+        "run", "eden.toml", "--json", "--set", &image, "--set", "sandbox.network=\"host\"", "--set",
+        "agent.binary=\"/opt/claude\"", "--set", &mounts, "--set",
+        "agent.env={ ANTHROPIC_BASE_URL = \"${ANTHROPIC_BASE_URL}\", ANTHROPIC_API_KEY = \"${ANTHROPIC_API_KEY}\", DISABLE_TELEMETRY = \"1\", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = \"1\" }",
+    ]);
+    command.envs(crate::real_agents::claude_env(&env, &server));
+    let run = crate::support::Run::from(command.output().unwrap());
+    std::process::Command::new(engine).args(["rmi", "-f", &tag]).output().unwrap();
+    run.assert_code(0);
+    assert_eq!(run.json()["merged_into"], "main");
+    assert_eq!(env.log_subjects("main")[0], "add hello.txt");
+    assert!(crate::containers::containers_of(engine, &std::fs::canonicalize(&env.repo).unwrap()).is_empty());
+}
+
+#[test]
+fn docker_the_first_hour() {
+    the_first_hour("docker");
+}
+
+#[test]
+fn podman_the_first_hour() {
+    the_first_hour("podman");
+}
