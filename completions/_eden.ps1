@@ -116,6 +116,7 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'The Dockerfile, as `eden init` writes it')
             [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'Agent whose CLI to install from npm (`none`: install nothing)')
             [CompletionResult]::new('--base', '--base', [CompletionResultType]::ParameterName, 'Base image (default: the Dockerfile''s, `node:22-bookworm-slim`)')
+            [CompletionResult]::new('--build-arg', '--build-arg', [CompletionResultType]::ParameterName, 'A build argument for the Dockerfile (a proxy, a CA certificate''s path): KEY=VALUE, or KEY to take its value from eden''s environment; repeatable. Values go to the engine in its environment, never on its command line')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break

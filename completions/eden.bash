@@ -463,7 +463,7 @@ _eden() {
             return 0
             ;;
         eden__subcmd__image__subcmd__build)
-            opts="-h --engine --tag --file --agent --base --help"
+            opts="-h --engine --tag --file --agent --base --build-arg --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -504,6 +504,10 @@ _eden() {
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o nospace
                     fi
+                    return 0
+                    ;;
+                --build-arg)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)

@@ -108,6 +108,7 @@ set edit:completion:arg-completer[eden] = {|@words|
             cand --file 'The Dockerfile, as `eden init` writes it'
             cand --agent 'Agent whose CLI to install from npm (`none`: install nothing)'
             cand --base 'Base image (default: the Dockerfile''s, `node:22-bookworm-slim`)'
+            cand --build-arg 'A build argument for the Dockerfile (a proxy, a CA certificate''s path): KEY=VALUE, or KEY to take its value from eden''s environment; repeatable. Values go to the engine in its environment, never on its command line'
             cand -h 'Print help'
             cand --help 'Print help'
         }
