@@ -5,15 +5,9 @@ use crate::error::Error;
 use clap::CommandFactory;
 
 pub fn completions(args: CompletionsArgs) -> Result<i32, Error> {
-    use std::io::Write;
-    let script = script(args.shell);
-    let mut stdout = std::io::stdout().lock();
-    match stdout.write_all(&script).and_then(|()| stdout.flush()) {
-        Ok(()) => Ok(0),
-        // `eden completions bash | head` is not a failure worth a message.
-        Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => Ok(0),
-        Err(err) => Err(Error::internal("cannot write the completion script").with_source(err)),
-    }
+    crate::ui::print_raw(&script(args.shell))
+        .map(|()| 0)
+        .map_err(|err| Error::internal("cannot write the completion script").with_source(err))
 }
 
 /// The completion script for `shell`, as `completions/` holds it.

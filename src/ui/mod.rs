@@ -75,6 +75,17 @@ pub fn print_data(text: &str) {
     let _ = writeln!(stdout, "{}", crate::redact::apply(text)).and_then(|()| stdout.flush());
 }
 
+/// Bytes as they are on stdout (a completion script): data, written whole; a reader that went
+/// away (`| head`) is not an error.
+pub fn print_raw(bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
+        Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        written => written,
+    }
+}
+
 /// A line for people from a one-shot command (`init`, `image`): stderr, never stdout.
 pub fn print_note(message: &str) {
     eprintln!("{}", for_terminal(message));

@@ -330,8 +330,8 @@ fn limits_are_enforced(engine: &str) {
     std::fs::create_dir_all(&shared).unwrap();
     let limits = format!("memory = \"64m\"\nmounts = [{{ host = \"{}\", sandbox = \"/shared\" }}]", shared.display());
     let script = "head -c 300000000 /dev/zero | tail > /dev/null; echo \"tail exit $?\" > /shared/result";
-    env.run_manifest(&manifest(engine, script, &limits), &[]);
-    let result = std::fs::read_to_string(shared.join("result")).unwrap();
+    let run = env.run_manifest(&manifest(engine, script, &limits), &[]);
+    let result = std::fs::read_to_string(shared.join("result")).unwrap_or_else(|_| panic!("no result: {}", run.stderr));
     assert_eq!(result, "tail exit 137\n", "the memory hog is OOM-killed");
     assert!(containers_of(engine, &std::fs::canonicalize(&env.repo).unwrap()).is_empty());
 }

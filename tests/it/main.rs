@@ -31,5 +31,6 @@ mod signals;
 mod steps;
 mod storage;
 mod strategies;
+mod structure;
 mod structured;
 mod usage_limits;
