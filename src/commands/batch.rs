@@ -149,7 +149,7 @@ fn members(args: &RunArgs, current_dir: &std::path::Path) -> Result<Vec<Member>,
                 false => format!("{shown} with {}", combination.join(", ")),
             };
             let loaded =
-                super::run::load(args, file.as_deref(), combination, false, current_dir).and_then(|mut loaded| {
+                super::settings::load(args, file.as_deref(), combination, false, current_dir).and_then(|mut loaded| {
                     if !combination.is_empty() {
                         // The value goes into the name (and so the branch): runs stay apart.
                         let values: Vec<&str> =
@@ -158,7 +158,7 @@ fn members(args: &RunArgs, current_dir: &std::path::Path) -> Result<Vec<Member>,
                             format!("{}-{}", loaded.plan.name, crate::manifest::plan::name_from(&values.join("-")));
                         let mut sets = combination.clone();
                         sets.push(format!("name={}", toml::Value::String(name)));
-                        loaded = super::run::load(args, file.as_deref(), &sets, false, current_dir)?;
+                        loaded = super::settings::load(args, file.as_deref(), &sets, false, current_dir)?;
                     }
                     Ok(loaded)
                 });

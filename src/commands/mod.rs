@@ -7,6 +7,7 @@ pub mod image;
 pub mod init;
 pub mod run;
 pub mod sessions;
+pub mod settings;
 
 /// The directory eden was started in.
 pub(crate) fn current_dir() -> Result<std::path::PathBuf, crate::error::Error> {

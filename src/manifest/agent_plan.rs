@@ -2,8 +2,8 @@
 //! container to find), its arguments and environment (`${VAR}` expanded from eden's own).
 
 use super::load::{KeyPath, Source};
-use super::plan::DEFAULT_SIGNAL;
 use super::schema::*;
+use super::DEFAULT_SIGNAL;
 use crate::agent::{AdapterSettings, AgentPlan, CliPlan};
 use crate::error::Error;
 use std::path::{Path, PathBuf};
@@ -67,7 +67,7 @@ pub(super) fn resolve_agent(
         only_for("resume", agent.resume.is_some(), &kinds_where(|spec| spec.resume))?;
     }
     let env =
-        || super::hooks_plan::resolve_env(&agent.env.clone().unwrap_or_default(), &path.child("env"), source, host_env);
+        || super::env_plan::resolve_env(&agent.env.clone().unwrap_or_default(), &path.child("env"), source, host_env);
 
     match kind {
         AgentKind::Simulated => {
@@ -178,48 +178,4 @@ fn find_binary(binary: &str, base_dir: &Path) -> Result<PathBuf, String> {
         return Ok(path);
     }
     which::which(binary).map_err(|_| format!("agent binary `{binary}` was not found on PATH"))
-}
-
-/// The names a value refers to with `${VAR}`.
-pub fn env_references(value: &str) -> Vec<&str> {
-    let mut names = Vec::new();
-    let mut rest = value;
-    while let Some(start) = rest.find("${") {
-        let Some(end) = rest[start..].find('}') else {
-            break;
-        };
-        names.push(&rest[start + 2..start + end]);
-        rest = &rest[start + end + 1..];
-    }
-    names
-}
-
-/// Expand `${VAR}` references from the host environment; the name of a missing one is the error.
-pub fn expand_env(value: &str, host_env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
-    let mut out = String::with_capacity(value.len());
-    let mut rest = value;
-    while let Some(start) = rest.find("${") {
-        let Some(end) = rest[start..].find('}') else {
-            break;
-        };
-        let name = &rest[start + 2..start + end];
-        out.push_str(&rest[..start]);
-        out.push_str(&host_env(name).ok_or_else(|| name.to_owned())?);
-        rest = &rest[start + end + 1..];
-    }
-    out.push_str(rest);
-    Ok(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn env_expansion() {
-        let env = |name: &str| (name == "HOME_X").then(|| "/h".to_owned());
-        assert_eq!(expand_env("a ${HOME_X}/b", &env).unwrap(), "a /h/b");
-        assert_eq!(expand_env("${NOPE}", &env).unwrap_err(), "NOPE");
-        assert_eq!(expand_env("plain $X", &env).unwrap(), "plain $X");
-    }
 }

@@ -1,7 +1,7 @@
 //! `[hooks.host]` and `[hooks.sandbox]` resolved: every hook as a command with its working
 //! directory, environment (with `${VAR}` expanded) and timeout.
 
-use super::agent_plan::expand_env;
+use super::env_plan::resolve_env;
 use super::load::{KeyPath, Source};
 use super::schema::{Hook, HookPhases, HooksSection};
 use crate::error::Error;
@@ -148,29 +148,4 @@ fn resolve_hook(
     }
     let env = resolve_env(&env, &path.child("env"), source, host_env)?;
     Ok(HookPlan { cmd: cmd.clone(), cwd, env, timeout: timeout.unwrap_or(default_timeout) })
-}
-
-/// An `env` table resolved: names checked, `${VAR}` references expanded from the host.
-pub(crate) fn resolve_env(
-    env: &BTreeMap<String, String>,
-    path: &KeyPath,
-    source: &Source,
-    host_env: &dyn Fn(&str) -> Option<String>,
-) -> Result<BTreeMap<String, Secret>, Error> {
-    let mut resolved = BTreeMap::new();
-    for (key, value) in env {
-        let key_path = path.child(key);
-        if key.is_empty() || key.contains('=') || key.contains('\0') {
-            return Err(source
-                .error_at_key(&key_path, format!("invalid environment variable name `{key}`"))
-                .with_hint("names may not be empty or contain `=`"));
-        }
-        let value = expand_env(value, host_env).map_err(|missing| {
-            source.error_at(&key_path, format!("`{key_path}` refers to `${{{missing}}}`, which is not set")).with_hint(
-                format!("export `{missing}` before running eden, add it to `.eden/.env`, or remove the reference"),
-            )
-        })?;
-        resolved.insert(key.clone(), Secret(value));
-    }
-    Ok(resolved)
 }

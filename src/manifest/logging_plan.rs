@@ -6,38 +6,10 @@
 //! every part of the path must be a name the filesystem accepts.
 
 use super::load::{KeyPath, Source};
+use super::schema::LogFileSetting;
 use crate::error::Error;
-use serde::de::{self, Deserializer, Visitor};
-use serde::{Deserialize, Serialize};
-use std::fmt;
+use serde::Serialize;
 use std::path::{Component, Path};
-
-/// `[logging] file` as written: a file name template, or `false`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(untagged)]
-pub enum LogFileSetting {
-    Template(String),
-    Enabled(bool),
-}
-
-impl<'de> Deserialize<'de> for LogFileSetting {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Expect;
-        impl Visitor<'_> for Expect {
-            type Value = LogFileSetting;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a file name, or `false` for no log")
-            }
-            fn visit_str<E: de::Error>(self, value: &str) -> Result<LogFileSetting, E> {
-                Ok(LogFileSetting::Template(value.to_owned()))
-            }
-            fn visit_bool<E: de::Error>(self, value: bool) -> Result<LogFileSetting, E> {
-                Ok(LogFileSetting::Enabled(value))
-            }
-        }
-        deserializer.deserialize_any(Expect)
-    }
-}
 
 /// Where a run's log goes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -4,6 +4,7 @@
 
 mod agent_plan;
 pub mod dotenv;
+mod env_plan;
 pub mod hooks_plan;
 pub mod load;
 pub mod logging_plan;
@@ -19,3 +20,6 @@ pub use plan::Plan;
 /// The task line `eden init` writes into a new manifest's prompt. A run whose prompt still
 /// holds it is refused: it would send a real (paid) agent a placeholder.
 pub const PLACEHOLDER_TASK: &str = "Describe the task here.";
+
+/// What an agent prints when the task is done, unless `[loop] completion_signal` says otherwise.
+pub const DEFAULT_SIGNAL: &str = "<promise>COMPLETE</promise>";

@@ -3,10 +3,10 @@
 //! touches git or starts a process, so a bad manifest is refused before any side effect.
 
 use super::agent_plan::resolve_agent;
-use super::agent_plan::{env_references, expand_env};
 pub use super::dotenv::DotEnv;
+use super::env_plan::{env_references, expand_env, resolve_env};
 pub use super::hooks_plan::HooksPlan;
-use super::hooks_plan::{hooks_of, resolve_env, resolve_hooks, Phase};
+use super::hooks_plan::{hooks_of, resolve_hooks, Phase};
 use super::load::{KeyPath, Source};
 use super::output_plan::resolve_output;
 pub use super::output_plan::OutputPlan;
@@ -22,8 +22,8 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use super::DEFAULT_SIGNAL;
 use crate::agent::MAX_ARGV_PROMPT;
-pub const DEFAULT_SIGNAL: &str = "<promise>COMPLETE</promise>";
 
 /// Everything a run needs, resolved. Serialized by `--dry-run`.
 #[derive(Debug, Clone, Serialize)]

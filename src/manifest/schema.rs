@@ -249,7 +249,7 @@ pub struct OutputSection {
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct LoggingSection {
-    pub file: Option<super::logging_plan::LogFileSetting>,
+    pub file: Option<LogFileSetting>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
@@ -326,5 +326,32 @@ mod tests {
         for (strategy, name) in strategies.iter().zip(Strategy::NAMES) {
             assert_eq!(strategy.as_str(), name);
         }
+    }
+}
+
+/// `[logging] file` as written: a file name template, or `false`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum LogFileSetting {
+    Template(String),
+    Enabled(bool),
+}
+
+impl<'de> Deserialize<'de> for LogFileSetting {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Expect;
+        impl serde::de::Visitor<'_> for Expect {
+            type Value = LogFileSetting;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a file name, or `false` for no log")
+            }
+            fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<LogFileSetting, E> {
+                Ok(LogFileSetting::Template(value.to_owned()))
+            }
+            fn visit_bool<E: serde::de::Error>(self, value: bool) -> Result<LogFileSetting, E> {
+                Ok(LogFileSetting::Enabled(value))
+            }
+        }
+        deserializer.deserialize_any(Expect)
     }
 }

@@ -22,13 +22,14 @@
 //! that sweep as an exec of its own.
 
 use super::agent_state::PrivateState;
+use super::engine;
 use super::repository::{self, Channel, CommitsBack, Returned};
 use super::{Prepared, SandboxHandle};
 use crate::error::Error;
 use crate::layout::{LABEL_BASE, LABEL_BRANCH, LABEL_PID, LABEL_REPO, LABEL_RUN, LABEL_WORKSPACE};
 use crate::manifest::plan::{ContainerPlan, Engine};
 use crate::manifest::schema::Network;
-use crate::process::{Inside, Output, ProcessBuilder, Stdin};
+use crate::process::{Inside, ProcessBuilder, Stdin};
 use nix::sys::signal::Signal;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -136,14 +137,6 @@ pub struct ContainerRequest<'a> {
     pub agent_state: &'a [PrivateState],
 }
 
-pub(super) fn engine_command(engine: Engine) -> ProcessBuilder {
-    ProcessBuilder::new(engine.binary())
-}
-
-pub(super) fn run(command: ProcessBuilder) -> Result<Output, Error> {
-    command.output().map_err(|err| Error::sandbox(format!("cannot run `{command}`: {err}")))
-}
-
 /// Checks that need no container: the engine is installed, reachable, and has the image.
 pub fn preflight(engine: Engine, image: &str) -> Result<(), Error> {
     let binary = engine.binary();
@@ -156,7 +149,7 @@ pub fn preflight(engine: Engine, image: &str) -> Result<(), Error> {
             Engine::Podman => "install podman (Debian: `apt-get install podman`), or use `sandbox.kind = \"docker\"`",
         }));
     }
-    let info = run(engine_command(engine).args(["version", "--format", "{{.Server.Version}}"]))?;
+    let info = engine::run(engine::command(engine).args(["version", "--format", "{{.Server.Version}}"]))?;
     if !info.success() {
         return Err(Error::sandbox(format!(
             "`{binary} version` cannot reach the engine: {}",
@@ -167,7 +160,7 @@ pub fn preflight(engine: Engine, image: &str) -> Result<(), Error> {
             Engine::Podman => "check `podman info` for the engine's own error",
         }));
     }
-    let inspect = run(engine_command(engine).args(["image", "inspect", "--format", "{{.Id}}", image]))?;
+    let inspect = engine::run(engine::command(engine).args(["image", "inspect", "--format", "{{.Id}}", image]))?;
     if !inspect.success() {
         return Err(Error::sandbox(format!("image `{image}` is not available to {binary}"))
             .with_hint(format!(
@@ -200,11 +193,11 @@ pub fn start(request: &ContainerRequest<'_>) -> Result<Box<dyn SandboxHandle>, E
         (LABEL_BASE, base.clone()),
     ];
 
-    let mut volume = engine_command(engine).args(["volume", "create"]);
+    let mut volume = engine::command(engine).args(["volume", "create"]);
     for (key, value) in &labels[..2] {
         volume = volume.args(["--label", &format!("{key}={value}")]);
     }
-    let made = run(volume.arg(&name))?;
+    let made = engine::run(volume.arg(&name))?;
     if !made.success() {
         return Err(Error::sandbox(format!(
             "{} cannot create the workspace volume `{name}`: {}",
@@ -212,7 +205,7 @@ pub fn start(request: &ContainerRequest<'_>) -> Result<Box<dyn SandboxHandle>, E
             first_line(&made.stderr)
         )));
     }
-    let mut command = engine_command(engine).args(["run", "-d", "--init", "--name", &name]);
+    let mut command = engine::command(engine).args(["run", "-d", "--init", "--name", &name]);
     for (key, value) in &labels {
         command = command.args(["--label", &format!("{key}={value}")]);
     }
@@ -275,7 +268,7 @@ pub fn start(request: &ContainerRequest<'_>) -> Result<Box<dyn SandboxHandle>, E
     }
     command = command.args(&plan.run_args).arg(&plan.image).args(["tail", "-f", "/dev/null"]);
 
-    let output = run(command.clone())?;
+    let output = engine::run(command.clone())?;
     let mut container = Container {
         engine,
         name: name.clone(),
@@ -316,7 +309,7 @@ pub fn start(request: &ContainerRequest<'_>) -> Result<Box<dyn SandboxHandle>, E
             .with_hint("remove the limit from `[sandbox]`, or run on a host whose kernel supports it"));
     }
     let owner = format!("{uid}:{gid}");
-    let check = run(engine_command(engine).args([
+    let check = engine::run(engine::command(engine).args([
         "exec",
         "-u",
         "0",
@@ -505,7 +498,7 @@ impl SandboxHandle for Container {
         }
         // Stopped by something else: started again, so what it holds can still come back.
         let alive = self.running().unwrap_or(false)
-            || (run(engine_command(self.engine).args(["start", &self.name])).is_ok_and(|out| out.success())
+            || (engine::run(engine::command(self.engine).args(["start", &self.name])).is_ok_and(|out| out.success())
                 && self.running().unwrap_or(false));
         if !alive {
             // Removed under us: its volume still holds the work, and is kept.
@@ -538,7 +531,7 @@ impl Container {
     /// passed by name only (the values travel in the client's own environment).
     fn exec(&self, command: ProcessBuilder, flags: &[&str]) -> ProcessBuilder {
         let command = crate::git::with_config(command, &GIT_SAFE_DIRECTORY);
-        let mut exec = engine_command(self.engine).arg("exec").args(flags);
+        let mut exec = engine::command(self.engine).arg("exec").args(flags);
         if let Some(cwd) = command.get_cwd() {
             exec = exec.args(["-w".as_ref(), cwd.as_os_str()]);
         }
@@ -558,7 +551,8 @@ impl Container {
     }
 
     fn running(&self) -> Result<bool, Error> {
-        let state = run(engine_command(self.engine).args(["inspect", "--format", "{{.State.Running}}", &self.name]))?;
+        let state =
+            engine::run(engine::command(self.engine).args(["inspect", "--format", "{{.State.Running}}", &self.name]))?;
         Ok(state.success() && state.stdout.trim() == "true")
     }
 
@@ -607,10 +601,10 @@ impl Container {
         if found.contains(program) {
             return Ok(());
         }
-        let probe = engine_command(self.engine)
+        let probe = engine::command(self.engine)
             .args(["exec", &self.name, "sh", "-c", "command -v \"$1\" >/dev/null", "sh"])
             .arg(program);
-        if !run(probe)?.success() {
+        if !engine::run(probe)?.success() {
             return Err(Error::sandbox(format!(
                 "`{}` was not found in container `{}`: the image has no such program on its PATH",
                 program.to_string_lossy(),
@@ -646,12 +640,12 @@ impl Inside for InsideContainer {
         let script = format!(
             r#"pid=$(cat "$1" 2>/dev/null) || exit 0; case $pid in ''|*[!0-9]*) exit 0;; esac; kill -s {name} -- -$pid 2>/dev/null || kill -{name} -$pid"#
         );
-        Some(engine_command(self.engine).args(["exec", &self.name, "sh", "-c", &script, "sh", &self.pid_file]))
+        Some(engine::command(self.engine).args(["exec", &self.name, "sh", "-c", &script, "sh", &self.pid_file]))
     }
 
     fn sweep_command(&self) -> ProcessBuilder {
         let script = SWEEP.replace("KEEP", &self.keep);
-        engine_command(self.engine).args(["exec", &self.name, "sh", "-c", &script])
+        engine::command(self.engine).args(["exec", &self.name, "sh", "-c", &script])
     }
 }
 
@@ -692,7 +686,8 @@ fn filter(repo: Option<&Path>) -> String {
 pub fn list(engine: Engine, repo: Option<&Path>) -> Result<Vec<Listed>, Error> {
     let label = |name: &str| label_template(engine, name);
     let format = format!("{{{{.Names}}}}\t{}\t{}\t{}", label(LABEL_RUN), label(LABEL_PID), label(LABEL_REPO));
-    let listing = run(engine_command(engine).args(["ps", "-a", "--filter", &filter(repo), "--format", &format]))?;
+    let listing =
+        engine::run(engine::command(engine).args(["ps", "-a", "--filter", &filter(repo), "--format", &format]))?;
     if !listing.success() {
         return Err(Error::sandbox(format!(
             "`{} ps` cannot list containers: {}",
@@ -718,7 +713,8 @@ pub fn list(engine: Engine, repo: Option<&Path>) -> Result<Vec<Listed>, Error> {
 pub fn list_volumes(engine: Engine, repo: Option<&Path>) -> Result<Vec<(String, String, String)>, Error> {
     let format =
         format!("{{{{.Name}}}}\t{{{{index .Labels \"{LABEL_RUN}\"}}}}\t{{{{index .Labels \"{LABEL_REPO}\"}}}}");
-    let listing = run(engine_command(engine).args(["volume", "ls", "--filter", &filter(repo), "--format", &format]))?;
+    let listing =
+        engine::run(engine::command(engine).args(["volume", "ls", "--filter", &filter(repo), "--format", &format]))?;
     if !listing.success() {
         return Err(Error::sandbox(format!(
             "`{} volume ls` cannot list volumes: {}",
@@ -739,7 +735,7 @@ pub fn list_volumes(engine: Engine, repo: Option<&Path>) -> Result<Vec<(String, 
 
 /// Remove a container, running or not. Gone already is fine.
 pub fn remove(engine: Engine, name: &str) -> Result<(), Error> {
-    let output = run(engine_command(engine).args(["rm", "-f", name]))?;
+    let output = engine::run(engine::command(engine).args(["rm", "-f", name]))?;
     if output.success() || output.stderr.to_lowercase().contains("no such container") {
         return Ok(());
     }
@@ -748,7 +744,7 @@ pub fn remove(engine: Engine, name: &str) -> Result<(), Error> {
 
 /// Remove a workspace volume. Gone already is fine.
 pub fn remove_volume(engine: Engine, name: &str) -> Result<(), Error> {
-    let output = run(engine_command(engine).args(["volume", "rm", "-f", name]))?;
+    let output = engine::run(engine::command(engine).args(["volume", "rm", "-f", name]))?;
     let stderr = output.stderr.to_lowercase();
     if output.success() || stderr.contains("no such volume") || stderr.contains("no volume with name") {
         return Ok(());
@@ -768,7 +764,7 @@ struct Labelled {
 
 impl Channel for Labelled {
     fn inside(&self, command: ProcessBuilder) -> ProcessBuilder {
-        let mut exec = engine_command(self.engine).arg("exec");
+        let mut exec = engine::command(self.engine).arg("exec");
         if let Some(cwd) = command.get_cwd() {
             exec = exec.args(["-w".as_ref(), cwd.as_os_str()]);
         }
@@ -794,13 +790,13 @@ pub fn salvage_and_remove(engine: Engine, name: &str) -> Result<Vec<PathBuf>, Er
         .map(|key| format!("{{{{index .Config.Labels \"{key}\"}}}}"))
         .join("\t");
     let format = format!("{{{{.State.Running}}}}\t{format}");
-    let inspected = run(engine_command(engine).args(["inspect", "--format", &format, name]))?;
+    let inspected = engine::run(engine::command(engine).args(["inspect", "--format", &format, name]))?;
     let fields: Vec<String> = inspected.stdout.trim_end().split('\t').map(str::to_owned).collect();
     let mut saved = Vec::new();
     if let (true, [running, run_id, repo, branch, workspace, base]) = (inspected.success(), &fields[..]) {
         if !run_id.is_empty() && !repo.is_empty() && !workspace.is_empty() {
             if running != "true" {
-                let _ = run(engine_command(engine).args(["start", name]));
+                let _ = engine::run(engine::command(engine).args(["start", name]));
             }
             let patches = crate::layout::Layout::new(repo, Path::new(repo).join(".git")).patches();
             let channel = Labelled { engine, name: name.to_owned(), workspace: PathBuf::from(workspace) };

@@ -10,6 +10,7 @@
 
 pub mod agent_state;
 pub mod container;
+mod engine;
 pub mod firewall;
 pub mod isolated;
 pub(crate) mod repository;
