@@ -10,12 +10,17 @@
 //! `Agent`, `SandboxHandle`, the `Reporter`s handed in, the git runner and the supervisor.
 
 mod budget;
+mod context;
 mod copy;
 mod finish;
+mod invoke;
 mod iterate;
 mod journal;
+mod judge;
 mod session;
 mod steps;
+mod stream;
+mod transcript;
 mod usage_limit;
 pub mod workspace;
 

@@ -1,0 +1,62 @@
+//! What the steps of a run work with: what they share (`Shared`), what they report to and are
+//! stopped by (`Live`), and what the run has done so far (`Progress`).
+
+use super::journal::Journal;
+use super::workspace::Workspace;
+use crate::agent::Usage;
+use crate::git::Commit;
+use crate::hooks::HookRunner;
+use crate::manifest::plan::Plan;
+use crate::process::{Abort, Stopping};
+use crate::record::{HookRecord, IterationRecord};
+use crate::report::RunEvents;
+use crate::sandbox::SandboxHandle;
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// What every step of a run shares.
+pub(crate) struct Shared<'a> {
+    pub plan: &'a Plan,
+    pub stopping: Stopping,
+    pub workspace: &'a Workspace,
+    pub sandbox: &'a dyn SandboxHandle,
+    pub hooks: &'a HookRunner<'a>,
+    pub run_id: &'a str,
+    /// The run record, written after every iteration.
+    pub journal: &'a Journal,
+    /// When the run began: its `[budget] max_duration` counts from here.
+    pub started: std::time::Instant,
+}
+
+/// What the loop works with as it goes: events out, the abort channel in, and its progress.
+pub(crate) struct Live<'r> {
+    pub events: &'r mut RunEvents,
+    pub abort: &'r mut watch::Receiver<Option<Abort>>,
+    pub progress: &'r mut Progress,
+}
+
+/// What the run has done so far, across steps: the records not yet handed to the journal, and
+/// what the next iteration must know (commits already reported, session running totals).
+#[derive(Default)]
+pub(crate) struct Progress {
+    /// Iterations and hooks not yet handed to the run record (`Journal`), oldest first.
+    pub iterations: Vec<IterationRecord>,
+    pub hooks: Vec<HookRecord>,
+    /// Every commit of the run so far, oldest first (`None` until an iteration collected them).
+    pub commits: Option<Vec<Commit>>,
+    pub(super) seen_commits: HashSet<String>,
+    pub(super) session_totals: HashMap<String, Usage>,
+    /// What the run, and the current step, spent in the invocations that ended.
+    pub(super) spent: Usage,
+    pub(super) step_spent: Usage,
+    /// The usage limits waited out so far: how many, and how long in all.
+    pub(super) limit_waits: u32,
+    pub(super) limit_waited: Duration,
+}
+
+/// How a step ended when it did not fail.
+pub(crate) struct StepEnd {
+    pub completion_signal: Option<String>,
+    pub output: Option<serde_json::Value>,
+}

@@ -1,0 +1,200 @@
+//! One invocation of the agent: its command line built (the step's agent, the run's
+//! environment, the sandbox's private state), started in the sandbox under the supervisor with
+//! the watchdogs and the budget's deadline, its stream read, its end judged, its transcript
+//! captured.
+
+use super::budget::Budget;
+use super::context::{Live, Progress, Shared};
+use super::judge::{failure_on_stderr, verdict, Heard};
+use super::stream::{IterationHandlers, Said};
+use super::transcript::{capture, AgentEnv};
+use crate::agent::{Agent, Invocation, Usage};
+use crate::error::{Error, ErrorKind};
+use crate::manifest::plan::StepPlan;
+use crate::process::{supervise, Outcome, Watchdogs};
+use crate::record::AgentFailure;
+use crate::record::{now_rfc3339, IterationOutcome, IterationRecord, ToolCallRecord, TranscriptRecord};
+use crate::report::Event;
+use crate::sandbox::Prepared;
+
+/// What to ask: the step's agent, the prompt, the session to resume, the caps in force.
+pub(super) struct Ask<'a> {
+    pub step: &'a StepPlan,
+    pub agent: &'a dyn Agent,
+    pub iteration: u32,
+    pub prompt: &'a str,
+    pub resume: Option<&'a str>,
+    pub budget: Budget,
+}
+
+/// What one invocation of the agent produced.
+pub(super) struct Invoked {
+    /// The sandbox branch's tip the command reported at its end.
+    pub sandbox_tip: Option<String>,
+    /// The model the agent said it used.
+    pub model: Option<String>,
+    pub outcome: IterationOutcome,
+    pub exit_code: Option<i32>,
+    /// `Ok(true)` complete, `Ok(false)` go on, `Err` failed.
+    pub result: Result<bool, Error>,
+    pub signal: Option<String>,
+    pub usage: Option<Usage>,
+    pub session_id: Option<String>,
+    pub tool_calls: Vec<ToolCallRecord>,
+    pub failure: Option<AgentFailure>,
+    /// The agent's own text (no subagents), for structured output.
+    pub text: String,
+    pub started_at: String,
+    pub clock: std::time::Instant,
+    pub transcript: Option<TranscriptRecord>,
+    pub transcript_warning: Option<String>,
+}
+
+/// Start the agent once and supervise it to the end.
+pub(super) async fn invoke(shared: &Shared<'_>, ask: &Ask<'_>, live: &mut Live<'_>) -> Result<Invoked, Error> {
+    let (prepared, agent_env) = agent_command(shared, ask)?;
+    let agent_cwd = prepared.command.get_cwd().unwrap_or(&shared.workspace.pre.worktree).to_path_buf();
+    let program = prepared.command.to_string();
+    let started_at = now_rfc3339();
+    let clock = std::time::Instant::now();
+    let watchdogs = watchdogs(shared, ask);
+    let mut handlers = IterationHandlers::new(
+        ask.iteration,
+        (ask.step, ask.agent),
+        live.events,
+        &live.progress.session_totals,
+        ask.budget.clone(),
+    );
+    let (outcome, tail) =
+        supervise(prepared.command, &watchdogs, &mut handlers, live.abort, prepared.inside.as_deref()).await.map_err(
+            |err| {
+                Error::agent(format!("cannot start the agent `{program}`: {err}"))
+                    .with_hint("check `agent.binary` and that it is executable")
+            },
+        )?;
+    let mut said = handlers.said();
+    account(live.progress, &mut said);
+    // Some agents say they cannot log in only on stderr (pi, Copilot) and exit 1.
+    if let (None, Outcome::Exited { code }, None) = (&said.failure, outcome, &said.signal) {
+        if code != 0 {
+            said.failure = failure_on_stderr(&tail.stderr.lines(20));
+        }
+    }
+    // Stopped with no cap crossed: the budget's deadline. Interrupted stays interrupted.
+    let exceeded = match outcome {
+        Outcome::Aborted(_) => None,
+        Outcome::Stopped => said.exceeded.take().or_else(|| ask.budget.timed_out()),
+        _ => said.exceeded.take(),
+    };
+    let heard = Heard {
+        outcome,
+        signal_seen: said.signal.is_some(),
+        exceeded,
+        failure: said.failure.as_ref(),
+        retrying: said.retrying.as_deref(),
+        tail: &tail.describe(15),
+    };
+    let (outcome, exit_code, mut result) = verdict(heard, ask.iteration, ask.step.agent.kind().spec().login);
+    // A container that went away is the sandbox's failure, not the agent's.
+    if result.as_ref().is_err_and(|error| error.kind == ErrorKind::Agent) {
+        if let Err(gone) = shared.sandbox.check_alive(exit_code) {
+            result = Err(gone);
+        }
+    }
+    let (transcript, transcript_warning) = match &said.session_id {
+        Some(id) => capture(shared, ask.step, ask.iteration, id, &agent_cwd, &agent_env, live.events).await,
+        None => (None, None),
+    };
+    Ok(Invoked {
+        outcome,
+        exit_code,
+        result,
+        signal: said.signal,
+        usage: said.usage,
+        session_id: said.session_id,
+        tool_calls: said.tool_calls,
+        failure: said.failure,
+        text: said.text.unwrap_or_default(),
+        started_at,
+        clock,
+        transcript,
+        transcript_warning,
+        sandbox_tip: said.sandbox_tip,
+        model: said.model,
+    })
+}
+
+/// The agent's command line, with the run's environment under the agent's own `env` and the
+/// sandbox's private state folders, prepared to run in the sandbox.
+fn agent_command(shared: &Shared<'_>, ask: &Ask<'_>) -> Result<(Prepared, AgentEnv), Error> {
+    let worktree = &shared.workspace.pre.worktree;
+    let invocation = Invocation { prompt: ask.prompt, worktree, resume: ask.resume };
+    let mut command = ask.agent.command(&invocation)?;
+    // Under the agent's own `env`: `[sandbox] env`, then `.eden/.env`.
+    for (key, value) in shared.plan.env.sandbox.iter().chain(&shared.plan.env.dotenv) {
+        command = command.env_default(key, &value.0);
+    }
+    let mut command = crate::git::with_config(command, &crate::git::NO_BACKGROUND_WORK);
+    // In a sandbox the agent's state is the run's private folder, and its transcripts are
+    // looked for there.
+    for (key, value) in shared.sandbox.state_env() {
+        command = command.env(key, value);
+    }
+    let agent_env = AgentEnv::of(&command);
+    Ok((shared.sandbox.prepare(command)?, agent_env))
+}
+
+fn watchdogs(shared: &Shared<'_>, ask: &Ask<'_>) -> Watchdogs {
+    let loop_ = &ask.step.loop_;
+    Watchdogs {
+        idle_timeout: loop_.idle_timeout.0,
+        idle_warning_interval: loop_.idle_warning_interval.0,
+        step_timeout: shared.plan.timeouts.iteration_step.0,
+        stopping: shared.stopping,
+        deadline: ask.budget.deadline().map(tokio::time::Instant::from_std),
+    }
+}
+
+/// What the invocation spent, added to the run's and the step's; the session's running total
+/// remembered for the next invocation in it.
+fn account(progress: &mut Progress, said: &mut Said) {
+    if let Some(usage) = &said.usage {
+        progress.spent.add(usage);
+        progress.step_spent.add(usage);
+    }
+    if let Some((id, total)) = said.pending_session_total.take() {
+        progress.session_totals.insert(id, total);
+    }
+}
+
+/// The invocation in the run's progress as an iteration record, and its end reported.
+pub(super) fn push_record(
+    live: &mut Live<'_>,
+    step: &StepPlan,
+    iteration: u32,
+    invoked: &Invoked,
+    prompt_text: &str,
+    commits: Vec<String>,
+    outcome: IterationOutcome,
+) {
+    let duration_ms = invoked.clock.elapsed().as_millis() as u64;
+    live.events.report(&Event::IterationFinished { iteration, outcome, exit_code: invoked.exit_code, duration_ms });
+    live.progress.iterations.push(IterationRecord {
+        step: step.name.clone(),
+        iteration,
+        started_at: invoked.started_at.clone(),
+        duration_ms,
+        outcome,
+        exit_code: invoked.exit_code,
+        completion_signal: invoked.signal.clone(),
+        commits,
+        prompt: crate::record::kept_prompt(prompt_text),
+        session_id: invoked.session_id.clone(),
+        usage: invoked.usage,
+        tool_calls: invoked.tool_calls.clone(),
+        agent_error: invoked.failure.clone(),
+        transcript: invoked.transcript.clone(),
+        transcript_warning: invoked.transcript_warning.clone(),
+        model: invoked.model.clone(),
+    });
+}
