@@ -199,6 +199,21 @@ impl RepoLock {
     }
 }
 
+impl RepoLock {
+    /// Wait, reading only, while another eden process holds the lock (a shared git operation
+    /// under way, a merge into a checkout most often), at most `patience`. Returns whether it
+    /// was held at all: a caller that saw a transient state looks again only then.
+    pub fn wait_while_held(path: &Path, patience: Duration) -> bool {
+        let start = Instant::now();
+        let mut held = false;
+        while BranchLock::is_held(path) && start.elapsed() < patience {
+            held = true;
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        held
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,6 +7,7 @@ use super::LoopEnd;
 use crate::error::Error;
 use crate::git::{merge_into, Commit, MergeResult, Removal};
 use crate::manifest::schema::Strategy;
+use crate::record::MergeKind;
 use crate::report::{Event, RunEvents};
 use std::path::PathBuf;
 
@@ -14,15 +15,23 @@ pub(crate) struct Finished {
     /// Still held: the run is not over until its record says how it ended.
     pub lock: crate::lock::BranchLock,
     pub commits: Vec<Commit>,
-    pub merged_into: Option<String>,
-    pub merge_kind: Option<crate::record::MergeKind>,
-    pub merge_commit: Option<String>,
-    pub merge_onto: Option<String>,
-    pub merge_queue_position: Option<u32>,
-    pub merged_commits: Option<u32>,
+    pub merged: Option<Merged>,
     pub preserved_branch: Option<String>,
     pub preserved_worktree: Option<PathBuf>,
     pub error: Option<Error>,
+}
+
+/// A merge into the run's target that happened.
+pub(crate) struct Merged {
+    pub into: String,
+    pub kind: MergeKind,
+    /// The target's new tip and the tip it moved from (`None` when it was already there).
+    pub commit: Option<String>,
+    pub onto: Option<String>,
+    /// Its place among the merges of an invocation of several runs.
+    pub queue_position: Option<u32>,
+    /// How many commits entered the target.
+    pub commits: Option<u32>,
 }
 
 /// How the merge is done and numbered.
@@ -36,6 +45,38 @@ pub(crate) struct MergeSettings<'a> {
     pub leftovers_fail: bool,
 }
 
+/// What the run's work lands as: the decision, before anything is done.
+#[derive(Debug, PartialEq, Eq)]
+enum Landing {
+    /// `head`: the commits are on the checked-out branch already.
+    InPlace,
+    /// `named`, or a `merge-to-head` run that failed with commits: they stay on the branch.
+    Branch,
+    /// A `merge-to-head` run that ended well with commits: merged into its target.
+    Merge { target: String },
+    /// A `merge-to-head` run with no commits: nothing to land, nothing to keep.
+    Nothing,
+}
+
+fn decide(strategy: Strategy, failed: bool, has_commits: bool, target: Option<&str>) -> Landing {
+    match (strategy, target) {
+        (Strategy::Head, _) => Landing::InPlace,
+        (Strategy::Named, _) => Landing::Branch,
+        (Strategy::MergeToHead, _) if !has_commits => Landing::Nothing,
+        (Strategy::MergeToHead, Some(target)) if !failed => Landing::Merge { target: target.to_owned() },
+        (Strategy::MergeToHead, _) => Landing::Branch,
+    }
+}
+
+/// What became of the worktree.
+enum WorktreeEnd {
+    /// The person's checkout, or a reused worktree: never removed.
+    Untouched,
+    Removed,
+    /// Kept: it holds uncommitted changes (or could not be removed).
+    Kept(PathBuf),
+}
+
 pub(crate) fn finish(
     workspace: Workspace,
     outcome: Result<LoopEnd, Error>,
@@ -45,15 +86,6 @@ pub(crate) fn finish(
 ) -> Finished {
     let pre = &workspace.pre;
     let mut error = outcome.err();
-    let mut merged_into = None;
-    let mut merge_commit = None;
-    let mut merge_kind = None;
-    let mut merge_onto = None;
-    let mut merge_queue_position = None;
-    let mut merged_commits = None;
-    let mut preserved_branch = None;
-    let mut preserved_worktree = None;
-
     // The loop collected the commits after each iteration; ask git only if it could not.
     let mut commits = match known_commits {
         Some(commits) => commits,
@@ -62,7 +94,6 @@ pub(crate) fn finish(
             Vec::new()
         }),
     };
-
     // Merging, removing the worktree and deleting the branch change what every run of this
     // repository shares: one eden process at a time.
     let shared = match workspace
@@ -74,144 +105,149 @@ pub(crate) fn finish(
             None
         }
     };
-    let mut merged = commits.is_empty();
-    if pre.strategy == Strategy::MergeToHead && error.is_none() && !commits.is_empty() {
-        let target = pre.base_branch.clone().expect("merge-to-head has a target");
-        match merge_into(&workspace.repo, &pre.branch, &target, settings.rebase) {
-            Ok(MergeResult::Conflict { files }) => {
-                error = Some(conflict_error(&pre.branch, &target, &files));
+    let landing = decide(pre.strategy, error.is_some(), !commits.is_empty(), pre.base_branch.as_deref());
+    let merged = match &landing {
+        Landing::Merge { target } => match merge(&workspace, target, &settings, &mut commits, reporter) {
+            Ok(merged) => Some(merged),
+            Err(err) => {
+                error = Some(err);
+                None
             }
-            Ok(result) => {
-                use crate::record::MergeKind;
-                (merge_kind, merge_commit, merge_onto) = match result {
-                    MergeResult::FastForward { commit, onto } => {
-                        (Some(MergeKind::FastForward), Some(commit), Some(onto))
-                    }
-                    MergeResult::Merged { commit, onto } => (Some(MergeKind::MergeCommit), Some(commit), Some(onto)),
-                    MergeResult::Rebased { commit, onto, commits: replayed } => {
-                        // What the target now holds are the replayed commits.
-                        commits = replayed;
-                        (Some(MergeKind::Rebase), Some(commit), Some(onto))
-                    }
-                    MergeResult::UpToDate | MergeResult::Conflict { .. } => (Some(MergeKind::UpToDate), None, None),
-                };
-                let how = match (merge_kind, &merge_onto) {
-                    (Some(MergeKind::Rebase), Some(onto)) => format!("replayed onto `{target}` ({})", short(onto)),
-                    (_, Some(onto)) => format!("onto {}", short(onto)),
-                    _ => "already there".to_owned(),
-                };
-                // What entered the target: the run's commits, and any it lacked besides.
-                let landed = match (&merge_kind, &merge_onto) {
-                    (Some(MergeKind::Rebase), _) => Some(commits.len() as u32),
-                    (_, Some(onto)) => workspace
-                        .repo
-                        .run(["rev-list", "--count", &format!("{onto}..refs/heads/{}", pre.branch)])
-                        .ok()
-                        .and_then(|count| count.trim().parse().ok()),
-                    _ => Some(0),
-                };
-                merged_commits = landed;
-                merged_into = Some(target.clone());
-                merged = true;
-                merge_queue_position = settings.batch.and_then(|batch| queue_position(&pre.layout(), batch, &target));
-                let position =
-                    merge_queue_position.map(|n| format!(", merge {n} of this invocation")).unwrap_or_default();
-                let count = landed.unwrap_or(commits.len() as u32);
-                let message =
-                    format!("merged {count} commit(s) from `{}` into `{target}` ({how}{position})", pre.branch);
-                reporter.report(&Event::Merged {
-                    target: &target,
-                    branch: &pre.branch,
-                    commits: count,
-                    kind: merge_kind.unwrap_or(MergeKind::UpToDate),
-                    merge_commit: merge_commit.as_deref(),
-                    onto: merge_onto.as_deref(),
-                    queue_position: merge_queue_position,
-                    message: &message,
-                });
-            }
-            Err(err) => error = Some(err),
-        }
+        },
+        _ => None,
+    };
+    let worktree = close_worktree(&workspace, shared.is_some(), reporter);
+    let worktree_removed = matches!(worktree, WorktreeEnd::Removed);
+    let preserved_worktree = match worktree {
+        WorktreeEnd::Kept(path) => Some(path),
+        _ => None,
+    };
+    if let (Some(path), None, true) = (&preserved_worktree, &error, settings.leftovers_fail) {
+        let count = workspace.worktree.dirty_paths().map_or(0, |paths| paths.len());
+        error = Some(leftovers_error(path, count, merged.as_ref().map(|merged| merged.into.as_str())));
     }
+    let landed = merged.is_some() || landing == Landing::Nothing;
+    let preserved_branch = settle_branch(&workspace, &landing, landed && worktree_removed, reporter);
+    if let (Some(error), Some(branch)) = (&mut error, &preserved_branch) {
+        explain_unmerged(error, pre.strategy, branch, commits.len());
+    }
+    drop(shared);
+    Finished { lock: workspace.lock, commits, merged, preserved_branch, preserved_worktree, error }
+}
 
-    // git refuses to remove a worktree with modified or untracked files: that is our test for
-    // "has uncommitted work", so nothing can be lost here.
-    let worktree_removed = match pre.action {
-        WorktreeAction::UseCheckout => false,
-        WorktreeAction::Reuse => {
-            if workspace.worktree.dirty_paths().map_or(true, |paths| !paths.is_empty()) {
-                preserved_worktree = Some(pre.worktree.clone());
-            }
-            false
+/// Merge the run's branch into `target`, and say so. What the target now holds of a rebase
+/// are the replayed commits: they replace `commits`.
+fn merge(
+    workspace: &Workspace,
+    target: &str,
+    settings: &MergeSettings<'_>,
+    commits: &mut Vec<Commit>,
+    reporter: &mut RunEvents,
+) -> Result<Merged, Error> {
+    let branch = &workspace.pre.branch;
+    let (kind, commit, onto) = match merge_into(&workspace.repo, branch, target, settings.rebase)? {
+        MergeResult::Conflict { files } => return Err(conflict_error(branch, target, &files)),
+        MergeResult::FastForward { commit, onto } => (MergeKind::FastForward, Some(commit), Some(onto)),
+        MergeResult::Merged { commit, onto } => (MergeKind::MergeCommit, Some(commit), Some(onto)),
+        MergeResult::Rebased { commit, onto, commits: replayed } => {
+            *commits = replayed;
+            (MergeKind::Rebase, Some(commit), Some(onto))
         }
-        WorktreeAction::CreateWithNewBranch | WorktreeAction::CreateForExistingBranch if shared.is_none() => {
-            preserved_worktree = Some(pre.worktree.clone());
-            false
-        }
+        MergeResult::UpToDate => (MergeKind::UpToDate, None, None),
+    };
+    // What entered the target: the run's commits, and any it lacked besides.
+    let landed = match (kind, &onto) {
+        (MergeKind::Rebase, _) => Some(commits.len() as u32),
+        (_, Some(onto)) => workspace
+            .repo
+            .run(["rev-list", "--count", &format!("{onto}..refs/heads/{branch}")])
+            .ok()
+            .and_then(|count| count.trim().parse().ok()),
+        _ => Some(0),
+    };
+    let queue_position = settings.batch.and_then(|batch| queue_position(&workspace.pre.layout(), batch, target));
+    let merged = Merged { into: target.to_owned(), kind, commit, onto, queue_position, commits: landed };
+    report_merge(&merged, branch, commits.len() as u32, reporter);
+    Ok(merged)
+}
+
+fn report_merge(merged: &Merged, branch: &str, run_commits: u32, reporter: &mut RunEvents) {
+    let target = &merged.into;
+    let how = match (merged.kind, &merged.onto) {
+        (MergeKind::Rebase, Some(onto)) => format!("replayed onto `{target}` ({})", short(onto)),
+        (_, Some(onto)) => format!("onto {}", short(onto)),
+        _ => "already there".to_owned(),
+    };
+    let position = merged.queue_position.map(|n| format!(", merge {n} of this invocation")).unwrap_or_default();
+    let count = merged.commits.unwrap_or(run_commits);
+    let message = format!("merged {count} commit(s) from `{branch}` into `{target}` ({how}{position})");
+    reporter.report(&Event::Merged {
+        target,
+        branch,
+        commits: count,
+        kind: merged.kind,
+        merge_commit: merged.commit.as_deref(),
+        onto: merged.onto.as_deref(),
+        queue_position: merged.queue_position,
+        message: &message,
+    });
+}
+
+/// Remove the worktree eden made, unless it holds uncommitted work: git refuses to remove a
+/// worktree with modified or untracked files, and that is the test, so nothing can be lost.
+/// Without the repository lock nothing shared is touched: it is kept.
+fn close_worktree(workspace: &Workspace, locked: bool, reporter: &mut RunEvents) -> WorktreeEnd {
+    let pre = &workspace.pre;
+    let kept = WorktreeEnd::Kept(pre.worktree.clone());
+    let end = match pre.action {
+        WorktreeAction::UseCheckout => WorktreeEnd::Untouched,
+        WorktreeAction::Reuse if workspace.worktree.dirty_paths().map_or(true, |paths| !paths.is_empty()) => kept,
+        WorktreeAction::Reuse => WorktreeEnd::Untouched,
+        WorktreeAction::CreateWithNewBranch | WorktreeAction::CreateForExistingBranch if !locked => kept,
         WorktreeAction::CreateWithNewBranch | WorktreeAction::CreateForExistingBranch => {
             match workspace.repo.remove_worktree(&pre.worktree) {
-                Ok(Removal::Removed) => true,
-                Ok(Removal::KeptDirty) => {
-                    preserved_worktree = Some(pre.worktree.clone());
-                    false
-                }
+                Ok(Removal::Removed) => WorktreeEnd::Removed,
+                Ok(Removal::KeptDirty) => kept,
                 Err(err) => {
                     reporter.report(&Event::Warning { message: &format!("could not remove the worktree: {err}") });
-                    preserved_worktree = Some(pre.worktree.clone());
-                    false
+                    kept
                 }
             }
         }
     };
-    if let Some(path) = &preserved_worktree {
+    if let WorktreeEnd::Kept(path) = &end {
         reporter.report(&Event::Warning {
             message: &format!("the worktree has uncommitted changes and is kept: {}", path.display()),
         });
-        if error.is_none() && settings.leftovers_fail {
-            let count = workspace.worktree.dirty_paths().map_or(0, |paths| paths.len());
-            error = Some(leftovers_error(path, count, merged_into.as_deref()));
-        }
     }
+    end
+}
 
-    match pre.strategy {
-        Strategy::Head => {}
-        Strategy::Named => preserved_branch = Some(pre.branch.clone()),
-        Strategy::MergeToHead => {
-            if merged && worktree_removed {
-                if let Err(err) = workspace.repo.delete_branch(&pre.branch) {
-                    reporter.report(&Event::Warning { message: &format!("could not delete the branch: {err}") });
-                    preserved_branch = Some(pre.branch.clone());
-                }
-            } else {
-                preserved_branch = Some(pre.branch.clone());
+/// The run's branch: kept with `named`, and with `merge-to-head` unless its work landed (or
+/// there was none) and its worktree is gone, when it is deleted. `head` has no branch of its own.
+fn settle_branch(workspace: &Workspace, landing: &Landing, may_go: bool, reporter: &mut RunEvents) -> Option<String> {
+    let branch = &workspace.pre.branch;
+    match landing {
+        Landing::InPlace => None,
+        Landing::Merge { .. } | Landing::Nothing if may_go => match workspace.repo.delete_branch(branch) {
+            Ok(()) => None,
+            Err(err) => {
+                reporter.report(&Event::Warning { message: &format!("could not delete the branch: {err}") });
+                Some(branch.clone())
             }
-        }
+        },
+        _ => Some(branch.clone()),
     }
+}
 
-    // An unfinished run is not merged: say how to land its work anyway.
-    if let (Some(error), Strategy::MergeToHead, Some(branch)) = (&mut error, pre.strategy, &preserved_branch) {
-        if error.kind == crate::error::ErrorKind::Incomplete && !commits.is_empty() {
-            error
-                .message
-                .push_str(&format!("; nothing was merged, and `{branch}` keeps its {} commit(s)", commits.len()));
-            let hint = error.hint.take().unwrap_or_default();
-            error.hint = Some(format!("to merge the work as it is: `git merge {branch}`; or {hint}"));
-        }
+/// An unfinished `merge-to-head` run is not merged: say how to land its work anyway.
+fn explain_unmerged(error: &mut Error, strategy: Strategy, branch: &str, commits: usize) {
+    if strategy != Strategy::MergeToHead || error.kind != crate::error::ErrorKind::Incomplete || commits == 0 {
+        return;
     }
-    drop(shared);
-    Finished {
-        lock: workspace.lock,
-        commits,
-        merged_into,
-        merge_kind,
-        merge_commit,
-        merge_onto,
-        merge_queue_position,
-        merged_commits,
-        preserved_branch,
-        preserved_worktree,
-        error,
-    }
+    error.message.push_str(&format!("; nothing was merged, and `{branch}` keeps its {commits} commit(s)"));
+    let hint = error.hint.take().unwrap_or_default();
+    error.hint = Some(format!("to merge the work as it is: `git merge {branch}`; or {hint}"));
 }
 
 fn short(commit: &str) -> &str {
@@ -257,4 +293,35 @@ fn conflict_error(branch: &str, target: &str, files: &[String]) -> Error {
     .with_hint(format!(
         "to finish by hand: `git switch {target} && git merge {branch}`, resolve the conflicts, `git commit`, then `git branch -d {branch}`"
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_the_work_lands_as() {
+        let main = Some("main");
+        assert_eq!(decide(Strategy::Head, false, true, main), Landing::InPlace);
+        assert_eq!(decide(Strategy::Named, false, true, main), Landing::Branch);
+        assert_eq!(decide(Strategy::MergeToHead, false, true, main), Landing::Merge { target: "main".into() });
+        // A failed run is not merged; its commits stay on its branch.
+        assert_eq!(decide(Strategy::MergeToHead, true, true, main), Landing::Branch);
+        // Nothing to land, failed or not: the branch need not stay.
+        assert_eq!(decide(Strategy::MergeToHead, true, false, main), Landing::Nothing);
+        assert_eq!(decide(Strategy::MergeToHead, false, false, main), Landing::Nothing);
+        // No target to merge into (a detached start): kept, never guessed.
+        assert_eq!(decide(Strategy::MergeToHead, false, true, None), Landing::Branch);
+    }
+
+    #[test]
+    fn an_unfinished_run_says_how_to_land_its_work() {
+        let mut error = Error::new(crate::error::ErrorKind::Incomplete, "no completion signal").with_hint("raise it");
+        explain_unmerged(&mut error, Strategy::MergeToHead, "eden/x", 2);
+        assert!(error.message.ends_with("nothing was merged, and `eden/x` keeps its 2 commit(s)"), "{}", error.message);
+        assert_eq!(error.hint.as_deref(), Some("to merge the work as it is: `git merge eden/x`; or raise it"));
+        let mut other = Error::agent("exited 1");
+        explain_unmerged(&mut other, Strategy::MergeToHead, "eden/x", 2);
+        assert_eq!(other.message, "exited 1");
+    }
 }

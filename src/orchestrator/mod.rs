@@ -1,13 +1,13 @@
-//! A run, as a sequence of phases over one `Run` context:
+//! A run, as a sequence of phases over one `Run` context, each returning what the next needs:
 //!
-//! prepare (checks, no side effects) → workspace (record, lock, worktree, copies, host hooks)
-//! → sandbox (boot, sandbox hooks) → steps (the iteration loops) → teardown (`on_close`, the
-//! sandbox's removal, merge or keep, the final record).
+//! prepare (checks, no side effects; the `Preflight`) → workspace (record, lock, worktree; the
+//! `Workspace`) → start (sessions carried, copies, host hooks; the sandbox booted and its hooks;
+//! the steps, or an interactive session) → teardown (`on_close`, the sandbox's removal, merge
+//! or keep, the final record).
 //!
-//! `run` drives them all; other commands drive a subset (an interactive session is prepare,
-//! workspace, sandbox, then its own thing, then teardown). Teardown always runs once prepare
-//! succeeded, whatever the phases before it returned. The outside world is reached only through
-//! `Agent`, `SandboxHandle`, the `Reporter`s handed in, the git runner and the supervisor.
+//! Teardown always runs once the workspace exists, whatever the phases after it returned. The
+//! outside world is reached only through `Agent`, `SandboxHandle`, the `Reporter`s handed in,
+//! the git runner and the supervisor.
 
 mod budget;
 mod context;
@@ -29,7 +29,7 @@ use crate::error::{Error, ErrorKind};
 use crate::git::Discovered;
 use crate::hooks::{self, HookRunner, PhaseRun};
 use crate::manifest::hooks_plan::Phase;
-use crate::manifest::plan::{Plan, SandboxPlan};
+use crate::manifest::plan::{ContainerPlan, Plan, SandboxPlan};
 use crate::manifest::schema::Network;
 use crate::process::{listen_for_signals, Abort, Stopping};
 use crate::record::{RunKind, RunPhase, RunRecord, StepRecord};
@@ -81,15 +81,21 @@ pub struct LoopEnd {
 
 /// Run a plan from start to end.
 pub async fn run(plan: &Plan, options: &RunOptions, reporters: Vec<Box<dyn Reporter>>) -> RunResult {
-    let mut run = match Run::prepare(plan, options, reporters) {
-        Ok(run) => run,
+    let (mut run, pre) = match Run::prepare(plan, options, reporters) {
+        Ok(prepared) => prepared,
         Err(error) => return RunResult { record: None, error: Some(error) },
     };
-    let outcome = run.start().await;
-    run.teardown(outcome).await
+    let workspace = match run.open_workspace(pre) {
+        Ok(workspace) => workspace,
+        Err(error) => return run.refused(error),
+    };
+    let mut sandbox = None;
+    let outcome = run.start(&workspace, &mut sandbox).await;
+    run.teardown(workspace, sandbox, outcome).await
 }
 
-/// One run's context, carried through its phases.
+/// One run's context, carried through its phases. What a phase makes (the preflight, the
+/// workspace, the sandbox) it returns to the next; only what every phase adds to lives here.
 pub struct Run<'p> {
     plan: &'p Plan,
     options: &'p RunOptions,
@@ -99,25 +105,24 @@ pub struct Run<'p> {
     abort: watch::Receiver<Option<Abort>>,
     journal: Journal,
     log: Option<PathBuf>,
-    /// The preflight, until the workspace phase turns it into the workspace.
-    pre: Option<Preflight>,
-    workspace: Option<Workspace>,
     hooks: HookRunner<'p>,
-    sandbox: Box<dyn SandboxHandle>,
-    sandbox_up: bool,
     copied: Arc<Mutex<copy::Copied>>,
     progress: Progress,
     steps: Vec<StepRecord>,
     /// When the run began (its `[budget] max_duration` counts from here).
     started: std::time::Instant,
-    /// Sessions to carry into the sandbox's private state folders.
-    sessions_to_seed: Vec<SessionToSeed>,
+    /// Sessions to resume that must first be carried where their agent looks.
+    sessions: Vec<SessionToCarry>,
 }
 
 impl<'p> Run<'p> {
     /// Check everything that can be checked without a side effect: agents, repository,
-    /// branch, worktree path, engine and image. Nothing is created.
-    pub fn prepare(plan: &'p Plan, options: &'p RunOptions, reporters: Vec<Box<dyn Reporter>>) -> Result<Self, Error> {
+    /// branch, worktree path, engine and image, sessions to resume. Nothing is created.
+    pub fn prepare(
+        plan: &'p Plan,
+        options: &'p RunOptions,
+        reporters: Vec<Box<dyn Reporter>>,
+    ) -> Result<(Self, Preflight), Error> {
         // From here on Ctrl-C is ours to handle: nothing below may be cut off half-way.
         let abort =
             listen_for_signals().map_err(|err| Error::internal("cannot install signal handlers").with_source(err))?;
@@ -129,7 +134,7 @@ impl<'p> Run<'p> {
         if let SandboxPlan::Container(container) = &plan.sandbox {
             sandbox::container::preflight(container.engine, &container.image)?;
         }
-        let (resume_notes, sessions_to_seed) = check_resumes(plan, &pre)?;
+        let sessions = sessions_to_carry(plan, &pre)?;
         if let Some(interrupted) = interrupted(&abort) {
             return Err(interrupted);
         }
@@ -147,11 +152,8 @@ impl<'p> Run<'p> {
             prompt_timeout: plan.timeouts.hook_step.0,
             stopping: options.stopping,
         };
-        let mut events = RunEvents::new(&run_id, reporters);
-        for note in &resume_notes {
-            events.report(&Event::Info { message: note });
-        }
-        Ok(Run {
+        let events = RunEvents::new(&run_id, reporters);
+        let run = Run {
             events,
             plan,
             options,
@@ -160,37 +162,21 @@ impl<'p> Run<'p> {
             abort,
             journal,
             log,
-            pre: Some(pre),
-            workspace: None,
             hooks,
-            sandbox: Box::new(Host),
-            sandbox_up: false,
             copied: Arc::default(),
             progress: Progress::default(),
             steps: Vec::new(),
             started: std::time::Instant::now(),
-            sessions_to_seed,
-        })
+            sessions,
+        };
+        Ok((run, pre))
     }
 
-    /// Workspace, sandbox and steps, stopping at the first that fails.
-    async fn start(&mut self) -> Result<LoopEnd, Error> {
-        self.workspace().await?;
-        self.boot_sandbox().await?;
-        match self.options.interactive.clone() {
-            Some(interactive) => self.session(&interactive).await,
-            None => self.run_steps().await,
-        }
-    }
-
-    /// The run begins: its log and record, then the branch lock and the worktree, the copied
-    /// files and the host's `on_worktree_ready` hooks.
-    pub async fn workspace(&mut self) -> Result<(), Error> {
+    /// The run begins: its log and record, then the branch lock and the worktree.
+    pub fn open_workspace(&mut self, pre: Preflight) -> Result<Workspace, Error> {
         // `.eden/` is ignored before anything is made in it: a run killed a moment later must
         // not leave the checkout showing it as untracked.
-        if let Some(pre) = &self.pre {
-            crate::git::Git::exclude_folder(&pre.common_dir, crate::layout::EDEN_DIR)?;
-        }
+        crate::git::Git::exclude_folder(&pre.common_dir, crate::layout::EDEN_DIR)?;
         if let Some(path) = &self.log {
             let log = (self.options.open_log)(path).map_err(|err| {
                 Error::usage(format!("cannot open the log file `{}`", path.display()))
@@ -202,13 +188,12 @@ impl<'p> Run<'p> {
         if let Err(err) = self.journal.update(|_| {}) {
             self.events.report(&Event::Warning { message: &format!("cannot write the run record: {err}") });
         }
-        let pre = self.pre.take().expect("the workspace phase runs once");
         let mut notes = Vec::new();
         let created = workspace::create(pre, &self.run_id, &mut notes);
         for note in &notes {
             self.events.report(&Event::Warning { message: note });
         }
-        let workspace = self.workspace.insert(created?);
+        let workspace = created?;
         self.journal.phase(RunPhase::Workspace);
         let pre = &workspace.pre;
         self.events.report(&Event::RunStarted {
@@ -221,6 +206,63 @@ impl<'p> Run<'p> {
             worktree: &pre.worktree,
             max_iterations: self.plan.steps[0].loop_.max_iterations,
         });
+        Ok(workspace)
+    }
+
+    /// A run refused before it had a workspace: its record (if it got one) says why.
+    pub fn refused(self, error: Error) -> RunResult {
+        if !self.journal.started() {
+            // Refused before it began (its log file cannot be opened): nothing was created.
+            return RunResult { record: None, error: Some(error) };
+        }
+        self.end(Some(error), |_| {})
+    }
+
+    /// The workspace made ready, the sandbox started and made ready, then the steps (or the
+    /// session), stopping at the first that fails. The sandbox, once started, is handed back
+    /// through `sandbox` whatever happens after, for the teardown.
+    pub async fn start(
+        &mut self,
+        workspace: &Workspace,
+        sandbox: &mut Option<Box<dyn SandboxHandle>>,
+    ) -> Result<LoopEnd, Error> {
+        self.workspace_ready(workspace).await?;
+        self.journal.phase(RunPhase::Sandbox);
+        let started = self.start_sandbox(&workspace.pre)?;
+        let sandbox = &**sandbox.insert(started);
+        let container = sandbox.container();
+        let _ = self.journal.update(|record| record.container = container);
+        let ready = PhaseRun { phase: Phase::OnSandboxReady, iteration: None, sandbox: Some(sandbox), extra_env: &[] };
+        self.hooks.run_phase(&ready, &mut self.events, &mut self.abort, &mut self.progress.hooks).await?;
+        match self.options.interactive.clone() {
+            Some(interactive) => self.session(workspace, sandbox, &interactive).await,
+            None => self.run_steps(workspace, sandbox).await,
+        }
+    }
+
+    /// Sessions to resume carried where the agent on the host looks, the copied files, the
+    /// host's `on_worktree_ready` hooks.
+    async fn workspace_ready(&mut self, workspace: &Workspace) -> Result<(), Error> {
+        let pre = &workspace.pre;
+        for carry in self.sessions.iter().filter(|carry| carry.to_host) {
+            let env = |key: &str| self.plan.steps[carry.step].agent.env_var(key);
+            let moved = crate::sessions::transfer::transfer(
+                carry.kind,
+                &carry.session,
+                &carry.main,
+                &carry.subagents,
+                &pre.worktree,
+                &env,
+                false,
+            )?;
+            let message = format!(
+                "session `{}` was in `{}`; copied to `{}` (Claude Code resumes sessions of its working directory only)",
+                carry.session,
+                carry.main.display(),
+                moved.path.display()
+            );
+            self.events.report(&Event::Info { message: &message });
+        }
         if !self.plan.copy_to_worktree.is_empty() {
             let timeout = self.plan.timeouts.copy_to_worktree.0;
             let count =
@@ -236,31 +278,14 @@ impl<'p> Run<'p> {
         }
     }
 
-    /// Boot the sandbox (nothing for `none`) and run the `on_sandbox_ready` hooks.
-    pub async fn boot_sandbox(&mut self) -> Result<(), Error> {
-        self.journal.phase(RunPhase::Sandbox);
-        let pre = &self.workspace.as_ref().expect("the workspace comes first").pre;
-        self.sandbox = start_sandbox(self.plan, &self.run_id, pre, &self.sessions_to_seed, &mut self.events)?;
-        self.sandbox_up = true;
-        let container = self.sandbox.container();
-        let _ = self.journal.update(|record| record.container = container);
-        let ready = PhaseRun {
-            phase: Phase::OnSandboxReady,
-            iteration: None,
-            sandbox: Some(self.sandbox.as_ref()),
-            extra_env: &[],
-        };
-        self.hooks.run_phase(&ready, &mut self.events, &mut self.abort, &mut self.progress.hooks).await
-    }
-
     /// The steps, each with its iteration loop.
-    async fn run_steps(&mut self) -> Result<LoopEnd, Error> {
+    async fn run_steps(&mut self, workspace: &Workspace, sandbox: &dyn SandboxHandle) -> Result<LoopEnd, Error> {
         self.journal.phase(RunPhase::Iterating);
         let shared = iterate::Shared {
             plan: self.plan,
             stopping: self.options.stopping,
-            workspace: self.workspace.as_ref().expect("the workspace comes first"),
-            sandbox: self.sandbox.as_ref(),
+            workspace,
+            sandbox,
             hooks: &self.hooks,
             run_id: &self.run_id,
             journal: &self.journal,
@@ -272,20 +297,44 @@ impl<'p> Run<'p> {
 
     /// The end, whatever happened before: `on_close` hooks, the sandbox removed (an isolated
     /// copy's work brought back), then merge or keep, the lock released, the record finished.
-    pub async fn teardown(mut self, outcome: Result<LoopEnd, Error>) -> RunResult {
-        if !self.journal.started() {
-            // Refused before it began (its log file cannot be opened): nothing was created.
-            return RunResult { record: None, error: outcome.err() };
-        }
-        if self.workspace.is_none() {
-            // Nothing was created but the record (and perhaps the log).
-            return self.end(outcome.err(), |_| {});
-        }
+    pub async fn teardown(
+        mut self,
+        workspace: Workspace,
+        sandbox: Option<Box<dyn SandboxHandle>>,
+        outcome: Result<LoopEnd, Error>,
+    ) -> RunResult {
         self.journal.phase(RunPhase::Closing);
-        let outcome = self.close_hooks(outcome).await;
-        let outcome = self.close_sandbox(outcome);
-        self.remove_unchanged_copies();
-        let outcome = self.commit_leftovers(outcome);
+        let outcome = self.close_hooks(sandbox.as_deref(), outcome).await;
+        let outcome = self.close_sandbox(&workspace, sandbox, outcome);
+        self.remove_unchanged_copies(&workspace);
+        let outcome = self.commit_leftovers(&workspace, outcome);
+        let known_commits = self.record_progress(&outcome);
+        let settings = self.merge_settings(&workspace);
+        let finished = finish::finish(workspace, outcome, known_commits, settings, &mut self.events);
+        let finish::Finished { lock, commits, merged, preserved_branch, preserved_worktree, error } = finished;
+        // A signal that arrived during the finish still counts.
+        let error = error.or_else(|| interrupted(&self.abort));
+        let result = self.end(error, |record| {
+            record.commits = commits;
+            if let Some(merged) = merged {
+                record.merged_into = Some(merged.into);
+                record.merge_kind = Some(merged.kind);
+                record.merge_commit = merged.commit;
+                record.merge_onto = merged.onto;
+                record.merge_queue_position = merged.queue_position;
+                record.merged_commits = merged.commits;
+            }
+            record.preserved_branch = preserved_branch;
+            record.preserved_worktree = preserved_worktree;
+        });
+        // Held until the record says how the run ended.
+        drop(lock);
+        result
+    }
+
+    /// The iterations, hooks and steps not yet in the record go there, with how the steps
+    /// ended. Returns the run's commits as the loop collected them (`None`: ask git).
+    fn record_progress(&mut self, outcome: &Result<LoopEnd, Error>) -> Option<Vec<crate::git::Commit>> {
         let completion_signal = outcome.as_ref().ok().and_then(|end| end.completion_signal.clone());
         let output = outcome.as_ref().ok().and_then(|end| end.output.clone());
         let progress = std::mem::take(&mut self.progress);
@@ -299,48 +348,16 @@ impl<'p> Run<'p> {
             record.completion_signal = completion_signal;
             record.output = output;
         });
-        let settings = self.merge_settings();
-        let workspace = self.workspace.take().expect("checked above");
-        let finished = finish::finish(workspace, outcome, progress.commits, settings, &mut self.events);
-        let finish::Finished {
-            lock,
-            commits,
-            merged_into,
-            merge_kind,
-            merge_commit,
-            merge_onto,
-            merge_queue_position,
-            merged_commits,
-            preserved_branch,
-            preserved_worktree,
-            error,
-        } = finished;
-        // A signal that arrived during the finish still counts.
-        let error = error.or_else(|| interrupted(&self.abort));
-        let result = self.end(error, |record| {
-            record.commits = commits;
-            record.merged_into = merged_into;
-            record.merge_kind = merge_kind;
-            record.merge_commit = merge_commit;
-            record.merge_onto = merge_onto;
-            record.merge_queue_position = merge_queue_position;
-            record.merged_commits = merged_commits;
-            record.preserved_branch = preserved_branch;
-            record.preserved_worktree = preserved_worktree;
-        });
-        // Held until the record says how the run ended.
-        drop(lock);
-        result
+        progress.commits
     }
 
-    fn merge_settings(&self) -> finish::MergeSettings<'p> {
+    fn merge_settings(&self, workspace: &Workspace) -> finish::MergeSettings<'p> {
         use workspace::WorktreeAction;
-        let action = self.workspace.as_ref().map(|workspace| &workspace.pre.action);
-        let ours = match action {
-            Some(WorktreeAction::CreateWithNewBranch | WorktreeAction::CreateForExistingBranch) => true,
+        let ours = match workspace.pre.action {
+            WorktreeAction::CreateWithNewBranch | WorktreeAction::CreateForExistingBranch => true,
             // The checkout was clean when the run began, unless it was allowed not to be.
-            Some(WorktreeAction::UseCheckout) => !self.plan.branch.allow_dirty,
-            _ => false,
+            WorktreeAction::UseCheckout => !self.plan.branch.allow_dirty,
+            WorktreeAction::Reuse => false,
         };
         finish::MergeSettings {
             rebase: self.plan.branch.rebase,
@@ -350,8 +367,13 @@ impl<'p> Run<'p> {
     }
 
     /// `on_close` runs whatever happened, after Ctrl-C too: only a further signal cuts it
-    /// short. Its failure is the run's unless the run had already failed.
-    async fn close_hooks(&mut self, outcome: Result<LoopEnd, Error>) -> Result<LoopEnd, Error> {
+    /// short. Its failure is the run's unless the run had already failed. Its sandbox-side
+    /// hooks run only if the sandbox started.
+    async fn close_hooks(
+        &mut self,
+        sandbox: Option<&dyn SandboxHandle>,
+        outcome: Result<LoopEnd, Error>,
+    ) -> Result<LoopEnd, Error> {
         if !self.hooks.has(Phase::OnClose) {
             return outcome;
         }
@@ -360,12 +382,7 @@ impl<'p> Run<'p> {
             Err(error) => error.kind.as_str().to_owned(),
         };
         let extra_env = [("EDEN_STATUS", status)];
-        let close = PhaseRun {
-            phase: Phase::OnClose,
-            iteration: None,
-            sandbox: self.sandbox_up.then_some(self.sandbox.as_ref()),
-            extra_env: &extra_env,
-        };
+        let close = PhaseRun { phase: Phase::OnClose, iteration: None, sandbox, extra_env: &extra_env };
         let mut later = hooks::later_signals(&self.abort);
         let closed = self.hooks.run_phase(&close, &mut self.events, &mut later, &mut self.progress.hooks).await;
         self.first_error(outcome, closed)
@@ -373,17 +390,23 @@ impl<'p> Run<'p> {
 
     /// The sandbox goes first, whatever happened: nothing may be left running, and an isolated
     /// copy's uncommitted work must be in the worktree before the finish looks at it.
-    fn close_sandbox(&mut self, outcome: Result<LoopEnd, Error>) -> Result<LoopEnd, Error> {
-        let closed = self.sandbox.close().map(|note| {
-            if let Some(note) = note {
-                self.events.report(&Event::Info { message: &note });
-            }
-        });
+    fn close_sandbox(
+        &mut self,
+        workspace: &Workspace,
+        sandbox: Option<Box<dyn SandboxHandle>>,
+        outcome: Result<LoopEnd, Error>,
+    ) -> Result<LoopEnd, Error> {
+        let closed = match sandbox {
+            Some(mut sandbox) => sandbox.close().map(|note| {
+                if let Some(note) = note {
+                    self.events.report(&Event::Info { message: &note });
+                }
+            }),
+            None => Ok(()),
+        };
         // Its transcripts were captured after each invocation; the copies of the person's
         // login in it go now.
-        if let Some(workspace) = &self.workspace {
-            let _ = crate::sandbox::agent_state::remove(&workspace.pre.layout().agent_state(&self.run_id));
-        }
+        let _ = crate::sandbox::agent_state::remove(&workspace.pre.layout().agent_state(&self.run_id));
         self.first_error(outcome, closed)
     }
 
@@ -401,11 +424,10 @@ impl<'p> Run<'p> {
 
     /// `branch.commit_leftovers`: what the agent left uncommitted in a run that ended well is
     /// committed (the copied files aside), so the work lands with the rest.
-    fn commit_leftovers(&mut self, outcome: Result<LoopEnd, Error>) -> Result<LoopEnd, Error> {
+    fn commit_leftovers(&mut self, workspace: &Workspace, outcome: Result<LoopEnd, Error>) -> Result<LoopEnd, Error> {
         if !self.plan.branch.commit_leftovers || outcome.is_err() || self.options.interactive.is_some() {
             return outcome;
         }
-        let Some(workspace) = &self.workspace else { return outcome };
         let committed = copy::commit_leftovers(&workspace.worktree, &self.plan.copy_to_worktree);
         let committed = committed.map(|commit| {
             if let Some((sha, files)) = commit {
@@ -419,8 +441,8 @@ impl<'p> Run<'p> {
     }
 
     /// Copies nobody changed go, so they do not keep an otherwise clean worktree alive.
-    fn remove_unchanged_copies(&mut self) {
-        if !self.workspace.as_ref().is_some_and(Workspace::owns_worktree) {
+    fn remove_unchanged_copies(&mut self, workspace: &Workspace) {
+        if !workspace.owns_worktree() {
             return;
         }
         let copied = self.copied.lock().unwrap_or_else(|e| e.into_inner());
@@ -470,96 +492,109 @@ fn hook_context(run_id: &str, plan: &Plan, pre: &Preflight) -> Vec<(&'static str
     ]
 }
 
-/// Start the run's sandbox (nothing for `none`), pruning containers earlier runs left behind.
-/// A sandboxed agent gets private state folders (`.eden/agent-state/<run>`), never the
-/// person's own.
-fn start_sandbox(
-    plan: &Plan,
-    run_id: &str,
-    pre: &Preflight,
-    sessions: &[SessionToSeed],
-    events: &mut RunEvents,
-) -> Result<Box<dyn SandboxHandle>, Error> {
-    let layout = pre.layout();
-    let states = match &plan.sandbox {
-        SandboxPlan::None => return Ok(Box::new(Host)),
-        SandboxPlan::Isolated { agent_state, .. } => agent_state,
-        SandboxPlan::Container(container) => &container.agent_state,
-    };
-    let private = sandbox::agent_state::make(&layout.agent_state(run_id), states)?;
-    let cwd = match &plan.sandbox {
-        SandboxPlan::Isolated { .. } => crate::layout::isolated_copy(run_id).copy,
-        _ => pre.worktree.clone(),
-    };
-    for seed in sessions {
+impl Run<'_> {
+    /// Start the run's sandbox (nothing for `none`). A sandboxed agent gets private state
+    /// folders (`.eden/agent-state/<run>`), never the person's own, with the sessions it
+    /// resumes carried into them; they go again if the sandbox does not start.
+    fn start_sandbox(&mut self, pre: &Preflight) -> Result<Box<dyn SandboxHandle>, Error> {
+        let states = match &self.plan.sandbox {
+            SandboxPlan::None => return Ok(Box::new(Host)),
+            SandboxPlan::Isolated { agent_state, .. } => agent_state,
+            SandboxPlan::Container(container) => &container.agent_state,
+        };
+        let state_dir = pre.layout().agent_state(&self.run_id);
+        let private = sandbox::agent_state::make(&state_dir, states)?;
+        let started = self.carry_sessions_into(pre, &private).and_then(|()| match &self.plan.sandbox {
+            SandboxPlan::Container(container) => self.start_container(container, pre, &private),
+            _ => self.start_isolated(pre, &private),
+        });
+        if started.is_err() {
+            let _ = sandbox::agent_state::remove(&state_dir);
+        }
+        started
+    }
+
+    /// The sessions a sandboxed step resumes, copied into its private state folders, where
+    /// the agent in the sandbox looks (and with its working directory there).
+    fn carry_sessions_into(
+        &self,
+        pre: &Preflight,
+        private: &[sandbox::agent_state::PrivateState],
+    ) -> Result<(), Error> {
+        let cwd = match &self.plan.sandbox {
+            SandboxPlan::Isolated { .. } => crate::layout::isolated_copy(&self.run_id).copy,
+            _ => pre.worktree.clone(),
+        };
         let env =
             |key: &str| private.iter().find(|state| state.var == key).map(|state| state.value.display().to_string());
-        let carried = crate::sessions::transfer::transfer(
-            seed.kind,
-            &seed.session,
-            &seed.main,
-            &seed.subagents,
-            &cwd,
-            &env,
-            true,
+        for carry in self.sessions.iter().filter(|carry| !carry.to_host) {
+            let (kind, session) = (carry.kind, &carry.session);
+            crate::sessions::transfer::transfer(kind, session, &carry.main, &carry.subagents, &cwd, &env, true)?;
+        }
+        Ok(())
+    }
+
+    fn start_isolated(
+        &self,
+        pre: &Preflight,
+        private: &[sandbox::agent_state::PrivateState],
+    ) -> Result<Box<dyn SandboxHandle>, Error> {
+        let SandboxPlan::Isolated { network, .. } = &self.plan.sandbox else {
+            return Err(Error::internal("an isolated copy was asked for without `sandbox.kind = \"isolated\"`"));
+        };
+        let layout = pre.layout();
+        let request = IsolatedRequest {
+            run_id: &self.run_id,
+            repo_root: &pre.root,
+            common_dir: &pre.common_dir,
+            worktree: &pre.worktree,
+            branch: &pre.branch,
+            network: *network != Network::None,
+            patches: &layout.patches(),
+            repository_lock: &layout.repository_lock(),
+            scratch: &layout.scratch(&self.run_id),
+            agent_state: private,
+        };
+        sandbox::isolated::start(&request)
+    }
+
+    /// A container of the run's own, after the containers earlier runs left behind are
+    /// salvaged and removed.
+    fn start_container(
+        &mut self,
+        container: &ContainerPlan,
+        pre: &Preflight,
+        private: &[sandbox::agent_state::PrivateState],
+    ) -> Result<Box<dyn SandboxHandle>, Error> {
+        for (name, saved) in sandbox::prune_abandoned(container.engine, &pre.root) {
+            let saved = saved.iter().map(|path| format!(" `{}`", path.display())).collect::<String>();
+            let saved = if saved.is_empty() { String::new() } else { format!("; what it held is saved as{saved}") };
+            let message = format!("removed container `{name}` left by an earlier run{saved}");
+            self.events.report(&Event::Warning { message: &message });
+        }
+        let layout = pre.layout();
+        let request = ContainerRequest {
+            plan: container,
+            run_id: &self.run_id,
+            repo_root: &pre.root,
+            common_dir: &pre.common_dir,
+            worktree: &pre.worktree,
+            branch: &pre.branch,
+            scratch: &layout.scratch(&self.run_id),
+            patches: &layout.patches(),
+            repository_lock: &layout.repository_lock(),
+            agent_state: private,
+        };
+        let handle = sandbox::start_container(&request)?;
+        let name = handle.container().map(|container| container.name).unwrap_or_default();
+        let message = format!(
+            "{} container `{name}` started from `{}`, with a repository of its own",
+            container.engine.binary(),
+            container.image
         );
-        if let Err(err) = carried {
-            let _ = sandbox::agent_state::remove(&layout.agent_state(run_id));
-            return Err(err);
-        }
+        self.events.report(&Event::Info { message: &message });
+        Ok(handle)
     }
-    let started = match &plan.sandbox {
-        SandboxPlan::None => unreachable!("returned above"),
-        SandboxPlan::Isolated { network, .. } => {
-            let request = IsolatedRequest {
-                run_id,
-                repo_root: &pre.root,
-                common_dir: &pre.common_dir,
-                worktree: &pre.worktree,
-                branch: &pre.branch,
-                network: *network != Network::None,
-                patches: &layout.patches(),
-                repository_lock: &layout.repository_lock(),
-                scratch: &layout.scratch(run_id),
-                agent_state: &private,
-            };
-            sandbox::isolated::start(&request)
-        }
-        SandboxPlan::Container(container) => {
-            for (name, saved) in sandbox::prune_abandoned(container.engine, &pre.root) {
-                let saved = saved.iter().map(|path| format!(" `{}`", path.display())).collect::<String>();
-                let saved = if saved.is_empty() { String::new() } else { format!("; what it held is saved as{saved}") };
-                events.report(&Event::Warning {
-                    message: &format!("removed container `{name}` left by an earlier run{saved}"),
-                });
-            }
-            let request = ContainerRequest {
-                plan: container,
-                run_id,
-                repo_root: &pre.root,
-                common_dir: &pre.common_dir,
-                worktree: &pre.worktree,
-                branch: &pre.branch,
-                scratch: &layout.scratch(run_id),
-                patches: &layout.patches(),
-                repository_lock: &layout.repository_lock(),
-                agent_state: &private,
-            };
-            sandbox::start_container(&request).inspect(|handle| {
-                let name = handle.container().map(|container| container.name).unwrap_or_default();
-                let message = format!(
-                    "{} container `{name}` started from `{}`, with a repository of its own",
-                    container.engine.binary(),
-                    container.image
-                );
-                events.report(&Event::Info { message: &message });
-            })
-        }
-    };
-    if started.is_err() {
-        let _ = sandbox::agent_state::remove(&layout.agent_state(run_id));
-    }
-    started
 }
 
 /// The interruption error if eden has received SIGINT, SIGTERM or SIGHUP.
@@ -567,28 +602,30 @@ pub(crate) fn interrupted(abort: &watch::Receiver<Option<Abort>>) -> Option<Erro
     abort.borrow().map(|request| Error::interrupted(request.signal))
 }
 
-/// A session a sandboxed step resumes: its transcript, copied into the run's private state
-/// folder (where the agent in the sandbox looks) before the sandbox starts.
-struct SessionToSeed {
+/// A session a step resumes (`agent.resume`) that is not yet where its agent will look for it:
+/// in the person's own store under another directory (Claude Code resumes sessions of its
+/// working directory only), or, in a sandbox, anywhere but the run's private state folder.
+struct SessionToCarry {
+    /// The step that resumes it (whose agent's environment says where its store is).
+    step: usize,
     kind: agent::AgentKind,
     session: String,
     main: PathBuf,
     subagents: Vec<PathBuf>,
+    /// Into the person's own store, for an agent on the host (else into the sandbox's).
+    to_host: bool,
 }
 
-/// Every step that resumes a session (`agent.resume`): the session must be where its agent will
-/// look for it, in the directory it will run in. Without a sandbox that is the person's own
-/// store (Claude Code's sessions of another directory are copied over; the notes say so). In a
-/// sandbox it is the run's private state folder: the transcript (eden's captured copy, else the
-/// person's) is copied there when the sandbox starts. One found nowhere stops the run before
-/// anything is created.
-fn check_resumes(plan: &Plan, pre: &workspace::Preflight) -> Result<(Vec<String>, Vec<SessionToSeed>), Error> {
-    let mut notes = Vec::new();
-    let mut seeds = Vec::new();
-    for step in &plan.steps {
-        let agent::AgentPlan::Adapter(settings) = &step.agent else { continue };
+/// Every step that resumes a session: the session must be found, and carried (when the
+/// workspace or the sandbox is made) where its agent will look for it. Without a sandbox that
+/// is the person's own store; in a sandbox the run's private state folder, with eden's captured
+/// copy or else the person's. One found nowhere stops the run before anything is created.
+fn sessions_to_carry(plan: &Plan, pre: &workspace::Preflight) -> Result<Vec<SessionToCarry>, Error> {
+    let mut carry = Vec::new();
+    for (step, plan_step) in plan.steps.iter().enumerate() {
+        let agent::AgentPlan::Adapter(settings) = &plan_step.agent else { continue };
         let Some(session) = &settings.resume else { continue };
-        let env = |key: &str| step.agent.env_var(key);
+        let env = |key: &str| plan_step.agent.env_var(key);
         let kind = settings.kind;
         let private = match &plan.sandbox {
             SandboxPlan::None => None,
@@ -596,8 +633,9 @@ fn check_resumes(plan: &Plan, pre: &workspace::Preflight) -> Result<(Vec<String>
             SandboxPlan::Container(container) => Some(&container.agent_state),
         };
         let Some(private) = private else {
-            if let Some(note) = crate::sessions::transfer::ensure_resumable(kind, session, &pre.worktree, &env)? {
-                notes.push(note);
+            let found = crate::sessions::transfer::find_resumable(kind, session, &pre.worktree, &env)?;
+            if let Some((main, subagents)) = found {
+                carry.push(SessionToCarry { step, kind, session: session.clone(), main, subagents, to_host: true });
             }
             continue;
         };
@@ -623,7 +661,7 @@ fn check_resumes(plan: &Plan, pre: &workspace::Preflight) -> Result<(Vec<String>
                 "check the id (`eden sessions list --json` shows each run's `sessions`), or remove `agent.resume`",
             ));
         };
-        seeds.push(SessionToSeed { kind, session: session.clone(), main, subagents });
+        carry.push(SessionToCarry { step, kind, session: session.clone(), main, subagents, to_host: false });
     }
-    Ok((notes, seeds))
+    Ok(carry)
 }

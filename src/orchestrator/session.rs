@@ -2,16 +2,21 @@
 //! eden's terminal until the person quits it, then the session recorded as the run's one
 //! iteration (its id and transcript found in the agent's store).
 
-use super::{agent, Error, ErrorKind, Event, Interactive, LoopEnd, Path, Run, RunPhase, SandboxPlan};
+use super::{agent, Error, ErrorKind, Event, Interactive, LoopEnd, Path, Run, RunPhase, SandboxPlan, Workspace};
+use crate::sandbox::SandboxHandle;
 
 impl Run<'_> {
     /// `eden interactive`: the agent's own UI on eden's terminal until the person quits it.
-    pub(super) async fn session(&mut self, interactive: &Interactive) -> Result<LoopEnd, Error> {
+    pub(super) async fn session(
+        &mut self,
+        workspace: &Workspace,
+        sandbox: &dyn SandboxHandle,
+        interactive: &Interactive,
+    ) -> Result<LoopEnd, Error> {
         self.journal.phase(RunPhase::Iterating);
         let plan = self.plan;
         let step = &plan.steps[0];
-        let prompt = self.first_prompt(step).await?;
-        let workspace = self.workspace.as_ref().expect("the workspace comes first");
+        let prompt = self.first_prompt(step, workspace, sandbox).await?;
         let start = agent::interactive::InteractiveStart {
             prompt: prompt.as_deref(),
             worktree: &workspace.pre.worktree,
@@ -24,10 +29,10 @@ impl Run<'_> {
             command = command.env_default(key, &value.0);
         }
         let mut command = crate::git::with_config(command, &crate::git::NO_BACKGROUND_WORK);
-        for (key, value) in self.sandbox.state_env() {
+        for (key, value) in sandbox.state_env() {
             command = command.env(key, value);
         }
-        let prepared = self.sandbox.prepare(command)?;
+        let prepared = sandbox.prepare(command)?;
         self.events.report(&Event::Info {
             message: &format!(
                 "{} is yours in {} (quit it to end the session)",
@@ -60,7 +65,8 @@ impl Run<'_> {
             Error::agent(format!("cannot start the agent `{program}`: {err}"))
                 .with_hint("check `agent.binary` and that it is executable")
         })?;
-        self.record_session(step, &agent_cwd, started, started_at, ended.code, prompt.as_deref());
+        let ran = Ran { cwd: &agent_cwd, started, started_at, code: ended.code, prompt: prompt.as_deref() };
+        self.record_session(step, workspace, sandbox, ran);
         if let Some(signal) = ended.aborted {
             return Err(Error::interrupted(signal));
         }
@@ -69,7 +75,7 @@ impl Run<'_> {
             return Ok(LoopEnd { completion_signal: None, output: None });
         }
         // A container that went away mid-session is the sandbox's failure, not the agent's.
-        self.sandbox.check_alive(Some(ended.code))?;
+        sandbox.check_alive(Some(ended.code))?;
         Err(Error::new(ErrorKind::Exited { code: ended.code }, format!("the agent exited with {}", ended.code))
             .with_hint("a session that ends with an error is not merged: its commits stay on its branch"))
     }
@@ -79,12 +85,11 @@ impl Run<'_> {
     fn record_session(
         &mut self,
         step: &crate::manifest::plan::StepPlan,
-        cwd: &Path,
-        started: std::time::SystemTime,
-        started_at: String,
-        code: i32,
-        prompt: Option<&str>,
+        workspace: &Workspace,
+        sandbox: &dyn SandboxHandle,
+        ran: Ran<'_>,
     ) {
+        let Ran { cwd, started, started_at, code, prompt } = ran;
         use crate::record::{IterationOutcome, IterationRecord};
         use crate::sessions::capture;
         let cli_parser = match &step.agent {
@@ -94,7 +99,7 @@ impl Run<'_> {
         let kind = capture::transcript_kind(step.agent.kind(), cli_parser);
         let mut transcript = None;
         let mut session_id = None;
-        let private = self.sandbox.state_env();
+        let private = sandbox.state_env();
         let env = |key: &str| {
             private
                 .iter()
@@ -103,7 +108,7 @@ impl Run<'_> {
                 .or_else(|| step.agent.env_var(key))
         };
         if let Some((id, path)) = capture::newest_session(kind, cwd, &env, started) {
-            let layout = self.workspace.as_ref().expect("the workspace comes first").pre.layout();
+            let layout = workspace.pre.layout();
             let (dir, confined) = (layout.sessions().join(&self.run_id), layout.agent_state(&self.run_id));
             match capture::keep_file(&path, &[], &dir, &capture::stem(&step.name, 1, &id), &confined) {
                 Ok(kept) => {
@@ -141,11 +146,16 @@ impl Run<'_> {
     }
 
     /// The first message of an interactive session: the step's prompt rendered, if it has one.
-    async fn first_prompt(&mut self, step: &crate::manifest::plan::StepPlan) -> Result<Option<String>, Error> {
+    async fn first_prompt(
+        &mut self,
+        step: &crate::manifest::plan::StepPlan,
+        workspace: &Workspace,
+        sandbox: &dyn SandboxHandle,
+    ) -> Result<Option<String>, Error> {
         if step.prompt.template.trim().is_empty() {
             return Ok(None);
         }
-        let pre = &self.workspace.as_ref().expect("the workspace comes first").pre;
+        let pre = &workspace.pre;
         let mut values = step.prompt.args.clone();
         values.insert("BRANCH".into(), pre.branch.clone());
         values.insert("BASE_BRANCH".into(), pre.base_branch.clone().unwrap_or_default());
@@ -161,14 +171,21 @@ impl Run<'_> {
                 }
                 crate::manifest::prompt::Piece::Command(cmd) => {
                     let cmd = crate::manifest::prompt::render(cmd, &values);
-                    let output = self
-                        .hooks
-                        .prompt_command(&cmd, 1, self.sandbox.as_ref(), &mut self.events, &mut self.abort)
-                        .await?;
+                    let output = self.hooks.prompt_command(&cmd, 1, sandbox, &mut self.events, &mut self.abort).await?;
                     rendered.push_str(&output);
                 }
             }
         }
         Ok(Some(rendered))
     }
+}
+
+/// How the session went, for its record.
+struct Ran<'a> {
+    /// Where the agent ran (in a sandbox, its copy of the worktree).
+    cwd: &'a Path,
+    started: std::time::SystemTime,
+    started_at: String,
+    code: i32,
+    prompt: Option<&'a str>,
 }

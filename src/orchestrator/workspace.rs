@@ -9,6 +9,7 @@ use crate::lock::{BranchLock, RepoLock, Taken};
 use crate::manifest::plan::Plan;
 use crate::manifest::schema::Strategy;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 pub struct Preflight {
     pub strategy: Strategy,
@@ -169,7 +170,7 @@ fn merge_to_head(plan: &Plan, found: Discovered, current: Option<String>, run_id
     // changes, say so now, not after the agent has run.
     if !plan.branch.allow_dirty {
         if let Some(checkout) = WorktreeList::read(&repo)?.find_branch(&base) {
-            refuse_dirty(Path::new(checkout), &base)?;
+            refuse_dirty(Path::new(checkout), &base, &found_layout(&found).repository_lock())?;
         }
     }
     let branch = format!("eden/{}-{run_id}", plan.name);
@@ -186,9 +187,17 @@ fn merge_to_head(plan: &Plan, found: Discovered, current: Option<String>, run_id
     })
 }
 
-/// Refuse a checkout of `base` with uncommitted changes to tracked files.
-fn refuse_dirty(checkout: &Path, base: &str) -> Result<(), Error> {
-    let changes = Git::new(checkout).tracked_changes()?;
+/// Refuse a checkout of `base` with uncommitted changes to tracked files. Another run's merge
+/// into that checkout shows as changes while it lasts: they are looked at again once no eden
+/// process holds the repository lock.
+fn refuse_dirty(checkout: &Path, base: &str, repository_lock: &Path) -> Result<(), Error> {
+    let git = Git::new(checkout);
+    let mut changes = git.tracked_changes()?;
+    let mut looks = 0;
+    while !changes.is_empty() && looks < 20 && RepoLock::wait_while_held(repository_lock, Duration::from_secs(60)) {
+        changes = git.tracked_changes()?;
+        looks += 1;
+    }
     if changes.is_empty() {
         return Ok(());
     }

@@ -150,35 +150,31 @@ fn write(path: &Path, text: &str) -> Result<(), Error> {
     written.map_err(|err| Error::usage(format!("cannot write `{}`", path.display())).with_source(err))
 }
 
-/// Before a run resumes `session_id`: is it where the agent will look? Claude Code looks only in
-/// the project folder of its working directory: a session found elsewhere (an earlier worktree)
-/// is transferred there, and the returned note says so. A session found nowhere is an error
-/// naming where the agent would look (exit 2).
-pub fn ensure_resumable(
+/// Where a session to resume without a sandbox is, when it is not where the agent will look
+/// for it in `cwd`: Claude Code resumes sessions of its working directory only, so one kept
+/// under another directory must be copied (`transfer`) first. `None`: it is in place, or the
+/// agent finds sessions by id wherever they are. A session found nowhere is the error.
+pub fn find_resumable(
     kind: AgentKind,
     session_id: &str,
     cwd: &Path,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Option<String>, Error> {
+) -> Result<Option<(PathBuf, Vec<PathBuf>)>, Error> {
     let Some(expected) = expected_path(kind, session_id, cwd, env) else { return Ok(None) };
-    let missing = |tried: String| {
-        Error::usage(format!("session `{session_id}` to resume is not where {} looks for it: {tried}", kind.as_str()))
-            .with_hint(
-                "check the id (`eden sessions list --json` shows each run's `sessions`), or remove `agent.resume`",
-            )
-    };
     match capture::locate(kind, session_id, cwd, env) {
         Ok(Located::File { main, subagents }) if kind == AgentKind::ClaudeCode && main != expected => {
-            let moved = transfer(kind, session_id, &main, &subagents, cwd, env, false)?;
-            Ok(Some(format!(
-                "session `{session_id}` was in `{}`; copied to `{}` (Claude Code resumes sessions of its working directory only)",
-                main.display(),
-                moved.path.display()
-            )))
+            Ok(Some((main, subagents)))
         }
         Ok(_) => Ok(None),
         Err(not_found) => {
-            Err(missing(if kind == AgentKind::ClaudeCode { expected.display().to_string() } else { not_found.tried }))
+            let tried = if kind == AgentKind::ClaudeCode { expected.display().to_string() } else { not_found.tried };
+            Err(Error::usage(format!(
+                "session `{session_id}` to resume is not where {} looks for it: {tried}",
+                kind.as_str()
+            ))
+            .with_hint(
+                "check the id (`eden sessions list --json` shows each run's `sessions`), or remove `agent.resume`",
+            ))
         }
     }
 }
@@ -207,16 +203,19 @@ mod tests {
         let state_path = state.display().to_string();
         let env = move |key: &str| (key == "CLAUDE_CONFIG_DIR").then(|| state_path.clone());
         let cwd = Path::new("/new/wt");
-        let note = ensure_resumable(AgentKind::ClaudeCode, "s-1", cwd, &env).unwrap().unwrap();
-        assert!(note.contains("copied to"), "{note}");
+        let (main, subagents) = find_resumable(AgentKind::ClaudeCode, "s-1", cwd, &env).unwrap().unwrap();
+        assert_eq!(main, old.join("s-1.jsonl"));
+        // Finding it copies nothing: that is the run's, once it has a workspace.
+        assert!(!state.join("projects/-new-wt").exists());
+        transfer(AgentKind::ClaudeCode, "s-1", &main, &subagents, cwd, &env, false).unwrap();
         let copied = std::fs::read_to_string(state.join("projects/-new-wt/s-1.jsonl")).unwrap();
         assert_eq!(copied, "{\"cwd\":\"/new/wt\",\"file\":\"/new/wt/a.rs\"}\n");
         // Now where Claude looks: nothing more to do.
-        assert!(ensure_resumable(AgentKind::ClaudeCode, "s-1", cwd, &env).unwrap().is_none());
-        let missing = ensure_resumable(AgentKind::ClaudeCode, "s-2", cwd, &env).unwrap_err();
+        assert!(find_resumable(AgentKind::ClaudeCode, "s-1", cwd, &env).unwrap().is_none());
+        let missing = find_resumable(AgentKind::ClaudeCode, "s-2", cwd, &env).unwrap_err();
         assert!(missing.message.contains("projects/-new-wt/s-2.jsonl"), "{}", missing.message);
-        assert!(ensure_resumable(AgentKind::Codex, "s-3", cwd, &env).is_err());
-        assert!(ensure_resumable(AgentKind::Opencode, "s-4", cwd, &env).unwrap().is_none());
+        assert!(find_resumable(AgentKind::Codex, "s-3", cwd, &env).is_err());
+        assert!(find_resumable(AgentKind::Opencode, "s-4", cwd, &env).unwrap().is_none());
     }
 
     #[test]
