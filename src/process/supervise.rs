@@ -114,15 +114,6 @@ impl OutputTails {
     }
 }
 
-#[derive(Clone, Copy)]
-enum KillReason {
-    Overstayed,
-    Idle,
-    Step,
-    Aborted(i32),
-    Stopped,
-}
-
 /// Reaches the command's processes inside a sandbox, where the host process group does not:
 /// the commands that do it (engine execs), which the supervisor runs without waiting on them.
 pub trait Inside: Send + Sync {
@@ -133,6 +124,233 @@ pub trait Inside: Send + Sync {
     fn sweep_command(&self) -> ProcessBuilder;
 }
 
+/// Why the supervisor is ending the command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum KillReason {
+    Overstayed,
+    Idle,
+    Step,
+    Aborted(i32),
+    Stopped,
+}
+
+/// The moments the supervisor waits for, besides output and the exit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Timer {
+    /// No stdout for `idle_timeout`.
+    Idle,
+    /// Time to say the command has been silent (`idle_warning_interval`).
+    IdleWarning,
+    /// `step_timeout` of wall time.
+    Step,
+    /// Told to finish (`Flow::FinishWithin`), it has not.
+    Overstay,
+    /// The caller's deadline (a budget's `max_duration`).
+    Deadline,
+    /// The grace after the polite signal is over.
+    Sigkill,
+    /// It exited, and what it left behind still holds the pipes open.
+    Drain,
+}
+
+/// What the supervisor must do when a moment comes or an event arrives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Act {
+    Nothing,
+    /// Signal the command's process group (and its processes inside a sandbox).
+    Signal(Signal),
+    /// Tell the handlers it has been silent this long.
+    Warn(Duration),
+    /// SIGKILL what is left and stop reading.
+    GiveUp,
+}
+
+/// Everything the supervisor knows about one command, and the decisions that follow from it.
+/// No process and no I/O: `supervise` feeds it what happens and carries out what it answers,
+/// and the unit tests below drive it with instants of their own.
+#[derive(Debug)]
+struct Supervision {
+    watchdogs: Watchdogs,
+    step_deadline: Instant,
+    last_output: Instant,
+    next_warning: Instant,
+    /// Set the first time a handler says the work is done.
+    finish_deadline: Option<Instant>,
+    /// A handler asked to stop the command (`Flow::Stop`), not acted on yet.
+    stop_requested: bool,
+    exit_code: Option<i32>,
+    drain_deadline: Option<Instant>,
+    /// Why it is being ended (the first reason), and when SIGKILL follows.
+    kill: Option<(KillReason, Instant)>,
+    sigkill_sent: bool,
+    stdout_open: bool,
+    stderr_open: bool,
+}
+
+impl Supervision {
+    fn new(watchdogs: &Watchdogs, start: Instant) -> Supervision {
+        Supervision {
+            watchdogs: watchdogs.clone(),
+            step_deadline: start + watchdogs.step_timeout,
+            last_output: start,
+            next_warning: start + watchdogs.idle_warning_interval,
+            finish_deadline: None,
+            stop_requested: false,
+            exit_code: None,
+            drain_deadline: None,
+            kill: None,
+            sigkill_sent: false,
+            stdout_open: true,
+            stderr_open: true,
+        }
+    }
+
+    /// Still running and not being ended: the watchdogs are on.
+    fn watching(&self) -> bool {
+        self.exit_code.is_none() && self.kill.is_none()
+    }
+
+    /// It exited and both pipes are read to their end.
+    fn done(&self) -> bool {
+        self.exit_code.is_some() && !self.stdout_open && !self.stderr_open
+    }
+
+    /// Start ending the command with `signal`; the first reason is the one that counts (a step
+    /// timeout while an abort is under way is still an abort).
+    fn begin_kill(&mut self, reason: KillReason, signal: Signal, now: Instant) -> Act {
+        let reason = self.kill.map_or(reason, |(first, _)| first);
+        self.kill = Some((reason, now + self.watchdogs.stopping.kill_grace));
+        Act::Signal(signal)
+    }
+
+    /// What a handler answered for one line of stdout.
+    fn flow(&mut self, flow: Flow, now: Instant) {
+        match (self.finish_deadline, flow) {
+            (None, Flow::FinishWithin(within)) => self.finish_deadline = Some(now + within),
+            (_, Flow::Stop) => self.stop_requested = true,
+            _ => {}
+        }
+    }
+
+    /// A stop a handler asked for, carried out between reads.
+    fn take_stop(&mut self, now: Instant) -> Act {
+        match std::mem::take(&mut self.stop_requested) {
+            true if self.watching() => self.begin_kill(KillReason::Stopped, Signal::SIGTERM, now),
+            _ => Act::Nothing,
+        }
+    }
+
+    /// A chunk of stdout that completed `lines` lines, `waiting` of which only waited (a
+    /// provider's retry notice): progress, unless every line was only waiting.
+    fn stdout_read(&mut self, lines: usize, waiting: usize, now: Instant) {
+        if lines == 0 || waiting < lines {
+            self.last_output = now;
+            self.next_warning = now + self.watchdogs.idle_warning_interval;
+        }
+    }
+
+    fn exited(&mut self, code: i32, now: Instant) {
+        self.exit_code = Some(code);
+        self.drain_deadline = Some(now + self.watchdogs.stopping.drain);
+    }
+
+    /// eden got a signal: pass it on; a second one (or one before the command started) is
+    /// SIGKILL at once.
+    fn aborted(&mut self, request: Abort, now: Instant) -> Act {
+        let reason = KillReason::Aborted(request.signal);
+        if request.count >= 2 {
+            self.sigkill_sent = true;
+            return self.begin_kill(reason, Signal::SIGKILL, now);
+        }
+        self.begin_kill(reason, Signal::try_from(request.signal).unwrap_or(Signal::SIGTERM), now)
+    }
+
+    /// The next moment to wait for, if any.
+    fn next_timer(&self) -> Option<(Instant, Timer)> {
+        let idle_at = self.last_output + self.watchdogs.idle_timeout;
+        let watching = self.watching();
+        let candidates = [
+            (watching.then_some(idle_at), Timer::Idle),
+            // A warning in the last second before the idle kill says nothing the kill won't.
+            (
+                (watching && self.next_warning + Duration::from_secs(1) < idle_at).then_some(self.next_warning),
+                Timer::IdleWarning,
+            ),
+            (watching.then_some(self.step_deadline), Timer::Step),
+            (self.finish_deadline.filter(|_| watching), Timer::Overstay),
+            (self.watchdogs.deadline.filter(|_| watching), Timer::Deadline),
+            (self.kill.filter(|_| !self.sigkill_sent).map(|(_, at)| at), Timer::Sigkill),
+            (self.drain_deadline, Timer::Drain),
+        ];
+        candidates.into_iter().filter_map(|(at, timer)| Some((at?, timer))).min_by_key(|(at, _)| *at)
+    }
+
+    /// The moment `timer` came.
+    fn fire(&mut self, timer: Timer, now: Instant) -> Act {
+        match timer {
+            Timer::Idle => self.begin_kill(KillReason::Idle, Signal::SIGTERM, now),
+            Timer::IdleWarning => {
+                self.next_warning += self.watchdogs.idle_warning_interval;
+                Act::Warn(now.saturating_duration_since(self.last_output))
+            }
+            Timer::Step => self.begin_kill(KillReason::Step, Signal::SIGTERM, now),
+            Timer::Overstay => self.begin_kill(KillReason::Overstayed, Signal::SIGTERM, now),
+            Timer::Deadline => self.begin_kill(KillReason::Stopped, Signal::SIGTERM, now),
+            Timer::Sigkill => {
+                self.sigkill_sent = true;
+                Act::Signal(Signal::SIGKILL)
+            }
+            Timer::Drain => Act::GiveUp,
+        }
+    }
+
+    fn outcome(&self) -> Outcome {
+        match self.kill {
+            Some((KillReason::Aborted(signal), _)) => Outcome::Aborted(signal),
+            Some((KillReason::Idle, _)) => Outcome::IdleTimeout(self.watchdogs.idle_timeout),
+            Some((KillReason::Step, _)) => Outcome::StepTimeout(self.watchdogs.step_timeout),
+            Some((KillReason::Overstayed, _)) => Outcome::Overstayed,
+            Some((KillReason::Stopped, _)) => Outcome::Stopped,
+            None => Outcome::Exited { code: self.exit_code.unwrap_or(1) },
+        }
+    }
+}
+
+/// The command's output pipes, with what reads them into lines.
+struct Pipes {
+    stdout: tokio::process::ChildStdout,
+    stderr: tokio::process::ChildStderr,
+    out_buffer: Vec<u8>,
+    err_buffer: Vec<u8>,
+    out_lines: LineSplitter,
+    err_lines: LineSplitter,
+    tails: OutputTails,
+}
+
+/// Start `command` in its own process group, its stdin written beside the loop.
+fn spawn(command: &mut ProcessBuilder) -> std::io::Result<(tokio::process::Child, Pipes)> {
+    let mut child = command.spawn_group()?;
+    if let (Stdin::Bytes(bytes), Some(mut stdin)) = (command.take_stdin(), child.stdin.take()) {
+        // A child that never reads its stdin must not block us: write from a task, ignore EPIPE.
+        tokio::spawn(async move {
+            let _ = stdin.write_all(&bytes).await;
+        });
+    }
+    let stdout = child.stdout.take().ok_or_else(|| std::io::Error::other("stdout is not piped"))?;
+    enlarge_pipe(&stdout);
+    let stderr = child.stderr.take().ok_or_else(|| std::io::Error::other("stderr is not piped"))?;
+    let pipes = Pipes {
+        stdout,
+        stderr,
+        out_buffer: vec![0u8; READ_BUFFER],
+        err_buffer: vec![0u8; 8 * 1024],
+        out_lines: LineSplitter::default(),
+        err_lines: LineSplitter::default(),
+        tails: OutputTails { stdout: Tail::new(16 * 1024), stderr: Tail::new(8 * 1024) },
+    };
+    Ok((child, pipes))
+}
+
 pub async fn supervise(
     mut command: ProcessBuilder,
     watchdogs: &Watchdogs,
@@ -140,37 +358,14 @@ pub async fn supervise(
     abort: &mut watch::Receiver<Option<Abort>>,
     inside: Option<&dyn Inside>,
 ) -> std::io::Result<(Outcome, OutputTails)> {
-    let mut child = command.spawn_group()?;
+    let (mut child, mut pipes) = spawn(&mut command)?;
     let guard = GroupGuard::new(child.id().unwrap_or(0));
-    if let (Stdin::Bytes(bytes), Some(mut stdin)) = (command.take_stdin(), child.stdin.take()) {
-        // A child that never reads its stdin must not block us: write from a task, ignore EPIPE.
-        tokio::spawn(async move {
-            let _ = stdin.write_all(&bytes).await;
-        });
-    }
-    let mut stdout = child.stdout.take().expect("stdout is piped");
-    enlarge_pipe(&stdout);
-    let mut stderr = child.stderr.take().expect("stderr is piped");
-
-    let mut tails = OutputTails { stdout: Tail::new(16 * 1024), stderr: Tail::new(8 * 1024) };
-    let mut out_buffer = vec![0u8; READ_BUFFER];
-    let mut err_buffer = vec![0u8; 8 * 1024];
-    let mut out_lines = LineSplitter::default();
-    let mut err_lines = LineSplitter::default();
-    let (mut stdout_open, mut stderr_open) = (true, true);
-
-    let start = Instant::now();
-    let step_deadline = start + watchdogs.step_timeout;
-    let mut last_output = start;
-    let mut next_warning = start + watchdogs.idle_warning_interval;
-    let mut finish_deadline: Option<Instant> = None;
-    let mut exit_code: Option<i32> = None;
-    let mut drain_deadline: Option<Instant> = None;
-    let mut kill: Option<(KillReason, Instant)> = None;
-    let mut sigkill_sent = false;
-    let mut abort_open = true;
-
-    let signal_all = |signal: Signal| {
+    let act = |act: Act| {
+        let signal = match act {
+            Act::Signal(signal) => signal,
+            Act::GiveUp => Signal::SIGKILL,
+            Act::Nothing | Act::Warn(_) => return,
+        };
         // The engine exec that reaches inside runs beside the loop: it may take a while.
         if let Some(command) = inside.and_then(|inside| inside.signal_command(signal)) {
             tokio::spawn(async move {
@@ -179,138 +374,209 @@ pub async fn supervise(
         }
         guard.signal(signal);
     };
-    let begin_kill = |reason: KillReason, signal: Signal, kill: &mut Option<(KillReason, Instant)>| {
-        signal_all(signal);
-        // Keep the first reason: a step timeout while an abort is under way is still an abort.
-        let reason = kill.map_or(reason, |(first, _)| first);
-        *kill = Some((reason, Instant::now() + watchdogs.stopping.kill_grace));
-    };
+    let mut state = Supervision::new(watchdogs, Instant::now());
     if let Some(request) = *abort.borrow_and_update() {
-        begin_kill(KillReason::Aborted(request.signal), Signal::SIGKILL, &mut kill);
+        // eden was told to stop before the command started: it gets no grace.
+        act(state.begin_kill(KillReason::Aborted(request.signal), Signal::SIGKILL, Instant::now()));
     }
-
-    let mut stop_requested = false;
-    loop {
-        if exit_code.is_some() && !stdout_open && !stderr_open {
-            break;
-        }
-        if std::mem::take(&mut stop_requested) && exit_code.is_none() && kill.is_none() {
-            begin_kill(KillReason::Stopped, Signal::SIGTERM, &mut kill);
-        }
-        let watching = exit_code.is_none() && kill.is_none();
+    let mut abort_open = true;
+    while !state.done() {
+        act(state.take_stop(Instant::now()));
+        let next = state.next_timer();
         tokio::select! {
-            read = stdout.read(&mut out_buffer), if stdout_open => match read {
+            read = pipes.stdout.read(&mut pipes.out_buffer), if state.stdout_open => {
+                read_stdout(read, &mut pipes, &mut state, handlers);
+            },
+            read = pipes.stderr.read(&mut pipes.err_buffer), if state.stderr_open => match read {
                 Ok(0) | Err(_) => {
-                    stdout_open = false;
-                    out_lines.finish(|line, continues| flow(&mut finish_deadline, &mut stop_requested, handlers.stdout_line(line, continues)));
+                    state.stderr_open = false;
+                    pipes.err_lines.finish(|line, _| handlers.stderr_line(line));
                 }
                 Ok(n) => {
-                    let chunk = &out_buffer[..n];
-                    tails.stdout.push(chunk);
-                    // Progress unless every line the chunk completed was only waiting.
-                    let (mut lines, mut waiting) = (0, 0);
-                    out_lines.feed(chunk, |line, continues| {
-                        let said = handlers.stdout_line(line, continues);
-                        lines += 1;
-                        waiting += usize::from(said == Flow::Waiting);
-                        flow(&mut finish_deadline, &mut stop_requested, said)
-                    });
-                    if lines == 0 || waiting < lines {
-                        last_output = Instant::now();
-                        next_warning = last_output + watchdogs.idle_warning_interval;
-                    }
+                    pipes.tails.stderr.push(&pipes.err_buffer[..n]);
+                    pipes.err_lines.feed(&pipes.err_buffer[..n], |line, _| handlers.stderr_line(line));
                 }
             },
-            read = stderr.read(&mut err_buffer), if stderr_open => match read {
-                Ok(0) | Err(_) => {
-                    stderr_open = false;
-                    err_lines.finish(|line, _| handlers.stderr_line(line));
-                }
-                Ok(n) => {
-                    tails.stderr.push(&err_buffer[..n]);
-                    err_lines.feed(&err_buffer[..n], |line, _| handlers.stderr_line(line));
-                }
+            status = child.wait(), if state.exit_code.is_none() => {
+                state.exited(status.map_or(1, status_code), Instant::now());
             },
-            status = child.wait(), if exit_code.is_none() => {
-                exit_code = Some(match status {
-                    Ok(status) => status_code(status),
-                    Err(_) => 1,
-                });
-                drain_deadline = Some(Instant::now() + watchdogs.stopping.drain);
-            },
-            () = sleep_until(last_output + watchdogs.idle_timeout), if watching => {
-                begin_kill(KillReason::Idle, Signal::SIGTERM, &mut kill);
-            },
-            // A warning in the last second before the idle kill says nothing the kill won't.
-            () = sleep_until(next_warning), if watching
-                && next_warning + Duration::from_secs(1) < last_output + watchdogs.idle_timeout => {
-                handlers.idle_warning(last_output.elapsed());
-                next_warning += watchdogs.idle_warning_interval;
-            },
-            () = sleep_until(step_deadline), if watching => {
-                begin_kill(KillReason::Step, Signal::SIGTERM, &mut kill);
-            },
-            () = sleep_until(finish_deadline.unwrap_or(step_deadline)), if watching && finish_deadline.is_some() => {
-                begin_kill(KillReason::Overstayed, Signal::SIGTERM, &mut kill);
-            },
-            () = sleep_until(watchdogs.deadline.unwrap_or(step_deadline)), if watching && watchdogs.deadline.is_some() => {
-                begin_kill(KillReason::Stopped, Signal::SIGTERM, &mut kill);
-            },
-            changed = abort.changed(), if exit_code.is_none() && abort_open => {
+            changed = abort.changed(), if state.exit_code.is_none() && abort_open => {
                 match (changed, *abort.borrow_and_update()) {
-                    (Ok(()), Some(request)) if request.count >= 2 => {
-                        begin_kill(KillReason::Aborted(request.signal), Signal::SIGKILL, &mut kill);
-                        sigkill_sent = true;
-                    }
-                    (Ok(()), Some(request)) => {
-                        let signal = Signal::try_from(request.signal).unwrap_or(Signal::SIGTERM);
-                        begin_kill(KillReason::Aborted(request.signal), signal, &mut kill);
-                    }
+                    (Ok(()), Some(request)) => act(state.aborted(request, Instant::now())),
                     (Ok(()), None) => {}
                     // The sender is gone: nobody can abort any more; stop polling it.
                     (Err(_), _) => abort_open = false,
                 }
             },
-            () = sleep_until(kill.map_or(step_deadline, |(_, at)| at)), if kill.is_some() && !sigkill_sent => {
-                signal_all(Signal::SIGKILL);
-                sigkill_sent = true;
-            },
-            () = sleep_until(drain_deadline.unwrap_or(step_deadline)), if drain_deadline.is_some() => {
-                // Something in the group still holds our pipes: end it and stop reading.
-                signal_all(Signal::SIGKILL);
-                break;
+            () = sleep_until(next.map_or_else(Instant::now, |(at, _)| at)), if next.is_some() => {
+                let timer = next.map_or(Timer::Drain, |(_, timer)| timer);
+                match state.fire(timer, Instant::now()) {
+                    Act::Warn(silent_for) => handlers.idle_warning(silent_for),
+                    // Something in the group still holds our pipes: end it and stop reading.
+                    Act::GiveUp => {
+                        act(Act::GiveUp);
+                        break;
+                    }
+                    other => act(other),
+                }
             },
         }
     }
     drop(guard);
-    if let (Some(inside), true) = (inside, sigkill_sent) {
+    if let (Some(inside), true) = (inside, state.sigkill_sent) {
         let _ = inside.sweep_command().output_async().await;
     }
     // Whatever the command left behind (re-parented to eden, where the subreaper is the
     // containment) goes with it.
     super::contain::reap_orphans();
-
-    let outcome = match kill {
-        Some((KillReason::Aborted(signal), _)) => Outcome::Aborted(signal),
-        Some((KillReason::Idle, _)) => Outcome::IdleTimeout(watchdogs.idle_timeout),
-        Some((KillReason::Step, _)) => Outcome::StepTimeout(watchdogs.step_timeout),
-        Some((KillReason::Overstayed, _)) => Outcome::Overstayed,
-        Some((KillReason::Stopped, _)) => Outcome::Stopped,
-        None => Outcome::Exited { code: exit_code.unwrap_or(1) },
-    };
-    Ok((outcome, tails))
+    Ok((state.outcome(), pipes.tails))
 }
 
-/// Arm the finish deadline the first time a handler asks for one; note a request to stop.
-fn flow(deadline: &mut Option<Instant>, stop: &mut bool, flow: Flow) {
-    match (*deadline, flow) {
-        (None, Flow::FinishWithin(within)) => *deadline = Some(Instant::now() + within),
-        (_, Flow::Stop) => *stop = true,
-        _ => {}
-    }
+/// A read of stdout: its lines to the handlers, what they answer to the state.
+fn read_stdout(read: std::io::Result<usize>, pipes: &mut Pipes, state: &mut Supervision, handlers: &mut dyn Handlers) {
+    let n = match read {
+        Ok(0) | Err(_) => {
+            state.stdout_open = false;
+            pipes.out_lines.finish(|line, continues| state.flow(handlers.stdout_line(line, continues), Instant::now()));
+            return;
+        }
+        Ok(n) => n,
+    };
+    let chunk = &pipes.out_buffer[..n];
+    pipes.tails.stdout.push(chunk);
+    let (mut lines, mut waiting) = (0, 0);
+    let now = Instant::now();
+    pipes.out_lines.feed(chunk, |line, continues| {
+        let said = handlers.stdout_line(line, continues);
+        lines += 1;
+        waiting += usize::from(said == Flow::Waiting);
+        state.flow(said, now);
+    });
+    state.stdout_read(lines, waiting, now);
 }
 
 fn status_code(status: std::process::ExitStatus) -> i32 {
     use std::os::unix::process::ExitStatusExt;
     status.code().or_else(|| status.signal().map(|n| 128 + n)).unwrap_or(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECOND: Duration = Duration::from_secs(1);
+
+    fn watchdogs() -> Watchdogs {
+        Watchdogs {
+            idle_timeout: 60 * SECOND,
+            idle_warning_interval: 20 * SECOND,
+            step_timeout: 600 * SECOND,
+            stopping: Stopping { kill_grace: 5 * SECOND, drain: 2 * SECOND },
+            deadline: None,
+        }
+    }
+
+    /// Let time pass to the next timer and fire it, as the loop does.
+    fn tick(state: &mut Supervision) -> (Instant, Timer, Act) {
+        let (at, timer) = state.next_timer().expect("a timer");
+        (at, timer, state.fire(timer, at))
+    }
+
+    #[test]
+    fn silence_warns_then_stops_politely_then_kills() {
+        let start = Instant::now();
+        let mut state = Supervision::new(&watchdogs(), start);
+        assert_eq!(tick(&mut state), (start + 20 * SECOND, Timer::IdleWarning, Act::Warn(20 * SECOND)));
+        assert_eq!(tick(&mut state), (start + 40 * SECOND, Timer::IdleWarning, Act::Warn(40 * SECOND)));
+        // No warning in the last second before the kill: the kill says it.
+        assert_eq!(tick(&mut state), (start + 60 * SECOND, Timer::Idle, Act::Signal(Signal::SIGTERM)));
+        assert!(!state.watching());
+        assert_eq!(tick(&mut state), (start + 65 * SECOND, Timer::Sigkill, Act::Signal(Signal::SIGKILL)));
+        state.exited(137, start + 66 * SECOND);
+        assert_eq!(state.next_timer(), Some((start + 68 * SECOND, Timer::Drain)));
+        assert_eq!(state.outcome(), Outcome::IdleTimeout(60 * SECOND));
+    }
+
+    #[test]
+    fn output_resets_the_idle_clock_unless_it_only_waits() {
+        let start = Instant::now();
+        let mut state = Supervision::new(&watchdogs(), start);
+        state.stdout_read(3, 0, start + 30 * SECOND);
+        assert_eq!(state.next_timer(), Some((start + 50 * SECOND, Timer::IdleWarning)));
+        // Two retry notices and nothing else: still idle since 30 s.
+        state.stdout_read(2, 2, start + 45 * SECOND);
+        assert_eq!(state.next_timer(), Some((start + 50 * SECOND, Timer::IdleWarning)));
+        // A piece of a long line completes no line: bytes are progress.
+        state.stdout_read(0, 0, start + 46 * SECOND);
+        assert_eq!(state.next_timer(), Some((start + 66 * SECOND, Timer::IdleWarning)));
+    }
+
+    #[test]
+    fn the_completion_signal_gives_it_time_to_exit_then_it_overstayed() {
+        let start = Instant::now();
+        let mut state = Supervision::new(&watchdogs(), start);
+        state.flow(Flow::FinishWithin(3 * SECOND), start + SECOND);
+        // A second signal does not move the deadline.
+        state.flow(Flow::FinishWithin(30 * SECOND), start + 2 * SECOND);
+        assert_eq!(tick(&mut state), (start + 4 * SECOND, Timer::Overstay, Act::Signal(Signal::SIGTERM)));
+        assert_eq!(state.outcome(), Outcome::Overstayed);
+    }
+
+    #[test]
+    fn an_exit_with_the_pipes_read_is_done_and_its_code_the_outcome() {
+        let start = Instant::now();
+        let mut state = Supervision::new(&watchdogs(), start);
+        state.exited(3, start + SECOND);
+        assert!(!state.done(), "the pipes are still open");
+        assert_eq!(state.next_timer(), Some((start + 3 * SECOND, Timer::Drain)), "only the drain is watched");
+        state.stdout_open = false;
+        state.stderr_open = false;
+        assert!(state.done());
+        assert_eq!(state.outcome(), Outcome::Exited { code: 3 });
+        assert_eq!(tick(&mut state).2, Act::GiveUp);
+    }
+
+    #[test]
+    fn a_stop_is_carried_out_once_and_only_while_it_runs() {
+        let start = Instant::now();
+        let mut state = Supervision::new(&watchdogs(), start);
+        state.flow(Flow::Stop, start + SECOND);
+        assert_eq!(state.take_stop(start + SECOND), Act::Signal(Signal::SIGTERM));
+        assert_eq!(state.take_stop(start + SECOND), Act::Nothing);
+        assert_eq!(state.outcome(), Outcome::Stopped);
+        let mut exited = Supervision::new(&watchdogs(), start);
+        exited.exited(0, start);
+        exited.flow(Flow::Stop, start);
+        assert_eq!(exited.take_stop(start), Act::Nothing);
+    }
+
+    #[test]
+    fn the_first_reason_counts_and_a_second_signal_kills_at_once() {
+        let start = Instant::now();
+        let mut state = Supervision::new(&watchdogs(), start);
+        let first = Abort { signal: 2, count: 1 };
+        assert_eq!(state.aborted(first, start + SECOND), Act::Signal(Signal::SIGINT));
+        assert_eq!(state.next_timer(), Some((start + 6 * SECOND, Timer::Sigkill)));
+        let second = Abort { signal: 15, count: 2 };
+        assert_eq!(state.aborted(second, start + 2 * SECOND), Act::Signal(Signal::SIGKILL));
+        assert_eq!(state.next_timer(), None, "killed: nothing more to wait for but the exit");
+        assert_eq!(state.outcome(), Outcome::Aborted(2));
+    }
+
+    #[test]
+    fn the_deadline_and_the_step_timeout() {
+        let start = Instant::now();
+        let mut budgeted = watchdogs();
+        budgeted.deadline = Some(start + 10 * SECOND);
+        let mut state = Supervision::new(&budgeted, start);
+        state.stdout_read(1, 0, start + 9 * SECOND);
+        assert_eq!(tick(&mut state), (start + 10 * SECOND, Timer::Deadline, Act::Signal(Signal::SIGTERM)));
+        assert_eq!(state.outcome(), Outcome::Stopped);
+        let mut short = watchdogs();
+        short.step_timeout = 30 * SECOND;
+        let mut state = Supervision::new(&short, start);
+        state.stdout_read(1, 0, start + 25 * SECOND);
+        assert_eq!(tick(&mut state), (start + 30 * SECOND, Timer::Step, Act::Signal(Signal::SIGTERM)));
+        assert_eq!(state.outcome(), Outcome::StepTimeout(30 * SECOND));
+    }
 }
