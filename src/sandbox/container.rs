@@ -29,7 +29,7 @@ use crate::error::Error;
 use crate::layout::{LABEL_BASE, LABEL_BRANCH, LABEL_PID, LABEL_REPO, LABEL_RUN, LABEL_WORKSPACE};
 use crate::manifest::plan::{ContainerPlan, Engine};
 use crate::manifest::schema::Network;
-use crate::process::{Inside, ProcessBuilder, Stdin};
+use crate::process::{Inside, Output, ProcessBuilder, Stdin};
 use nix::sys::signal::Signal;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -176,99 +176,19 @@ pub fn start(request: &ContainerRequest<'_>) -> Result<Box<dyn SandboxHandle>, E
     let plan = request.plan;
     let engine = plan.engine;
     let name = format!("eden-{}", request.run_id);
-    let uid = nix::unistd::getuid().as_raw();
-    let gid = nix::unistd::getgid().as_raw();
     let eden =
         std::env::current_exe().map_err(|err| Error::sandbox(format!("cannot find eden's executable: {err}")))?;
     let base = crate::git::Git::new(request.worktree)
         .resolve("HEAD")?
         .ok_or_else(|| Error::git(format!("the worktree `{}` has no commit", request.worktree.display())))?;
-    let worktree = request.worktree.to_string_lossy();
-    let labels = [
-        (LABEL_RUN, request.run_id.to_owned()),
-        (LABEL_REPO, request.repo_root.display().to_string()),
-        (LABEL_BRANCH, request.branch.to_owned()),
-        (LABEL_PID, std::process::id().to_string()),
-        (LABEL_WORKSPACE, worktree.clone().into_owned()),
-        (LABEL_BASE, base.clone()),
-    ];
-
-    let mut volume = engine::command(engine).args(["volume", "create"]);
-    for (key, value) in &labels[..2] {
-        volume = volume.args(["--label", &format!("{key}={value}")]);
-    }
-    let made = engine::run(volume.arg(&name))?;
-    if !made.success() {
-        return Err(Error::sandbox(format!(
-            "{} cannot create the workspace volume `{name}`: {}",
-            engine.binary(),
-            first_line(&made.stderr)
-        )));
-    }
-    let mut command = engine::command(engine).args(["run", "-d", "--init", "--name", &name]);
-    for (key, value) in &labels {
-        command = command.args(["--label", &format!("{key}={value}")]);
-    }
-    command = command
-        .args(["--user", &format!("{uid}:{gid}")])
-        .args(["--network", network_name(plan.network)])
-        // Nothing inside may change the namespace's rules (the allowlist) or forge packets.
-        .args(if plan.network == Network::Allowlist {
-            &["--cap-drop", "NET_ADMIN", "--cap-drop", "NET_RAW"][..]
-        } else {
-            &[]
-        })
-        .args(["-w", &worktree]);
-    if engine == Engine::Podman {
-        command = command.arg("--pull=never");
-        if uid != 0 {
-            command = command.arg("--userns=keep-id");
-        }
-    }
-    let workspace_volume = if plan.expose_worktree {
-        // The files are the host's; the repository is the container's own, and the host's
-        // `.git` pointer is covered by a read-only one naming it.
-        let pointer = request.scratch.join("dot-git");
-        fs_err::create_dir_all(request.scratch)
-            .and_then(|()| fs_err::write(&pointer, format!("gitdir: {GIT_DIR_INSIDE}\n")))
-            .map_err(|err| Error::sandbox(format!("cannot prepare the worktree's mount: {err}")))?;
-        command = command
-            .args(["-v", &format!("{worktree}:{worktree}")])
-            .args(["-v", &format!("{}:{worktree}/.git:ro", pointer.display())])
-            .args(["-v", &format!("{name}:{GIT_DIR_INSIDE}")]);
-        GIT_DIR_INSIDE.to_owned()
-    } else {
-        command = command.args(["-v", &format!("{name}:{worktree}")]);
-        worktree.clone().into_owned()
-    };
-    let stores = repository::object_stores(request.common_dir);
-    let mut alternates = Vec::new();
-    for (n, store) in stores.iter().enumerate() {
-        let inside = format!("{OBJECTS_INSIDE}/{n}");
-        command = command.args(["-v", &format!("{}:{inside}:ro", store.display())]);
-        alternates.push(inside);
-    }
-    command = command.args(["-v", &format!("{}:{EDEN_INSIDE}:ro", eden.display())]);
-    for state in request.agent_state {
-        let path = state.folder.to_string_lossy();
-        command = command.args(["-v", &format!("{path}:{path}")]);
-    }
-    for mount in &plan.mounts {
-        let mode = if mount.read_only { ":ro" } else { "" };
-        command = command.args(["-v", &format!("{}:{}{mode}", mount.host.display(), mount.sandbox)]);
-    }
-    if let Some(cpus) = plan.cpus {
-        command = command.args(["--cpus", &cpus.to_string()]);
-    }
-    if let Some(memory) = plan.memory {
-        command = command.args(["--memory", &memory.to_string()]);
-    }
-    if let Some(pids) = plan.pids_limit {
-        command = command.args(["--pids-limit", &pids.to_string()]);
-    }
-    command = command.args(&plan.run_args).arg(&plan.image).args(["tail", "-f", "/dev/null"]);
-
-    let output = engine::run(command.clone())?;
+    let labels = labels(request, &base);
+    create_volume(engine, &name, &labels[..2])?;
+    let run = run_command(request, &name, &eden, &labels).inspect_err(|_| {
+        let _ = remove_volume(engine, &name);
+    })?;
+    let output = engine::run(run.command.clone()).inspect_err(|_| {
+        let _ = remove_volume(engine, &name);
+    })?;
     let mut container = Container {
         engine,
         name: name.clone(),
@@ -293,76 +213,195 @@ pub fn start(request: &ContainerRequest<'_>) -> Result<Box<dyn SandboxHandle>, E
     };
     let salvage = ProcessBuilder::new(&eden).arg(SALVAGE_SUBCOMMAND).arg(engine.binary()).arg(&name);
     container.guard = crate::process::guard::Guard::start(&salvage).ok();
-    if !output.success() {
-        let _ = container.close_quietly();
-        return Err(Error::sandbox(format!(
-            "the {} container failed to start: {}",
-            engine.binary(),
-            output.stderr.trim()
-        ))
-        .with_hint(format!("the command was `{command}`")));
-    }
-    // A limit the engine accepted but cannot enforce is reported as a warning: refuse the run.
-    if let Some(warning) = output.stderr.lines().find(|l| l.contains("WARNING") && l.to_lowercase().contains("limit")) {
-        let _ = container.close_quietly();
-        return Err(Error::sandbox(format!("{} cannot enforce a limit: {}", engine.binary(), warning.trim()))
-            .with_hint("remove the limit from `[sandbox]`, or run on a host whose kernel supports it"));
-    }
-    let owner = format!("{uid}:{gid}");
-    let check = engine::run(engine::command(engine).args([
-        "exec",
-        "-u",
-        "0",
-        &name,
-        "sh",
-        "-c",
-        START_SCRIPT,
-        "sh",
-        &owner,
-        &workspace_volume,
-        PIDS_INSIDE,
-    ]))?;
-    if !check.success() {
-        let _ = container.close_quietly();
-        return Err(Error::sandbox(format!(
-            "cannot prepare the workspace in container `{name}` (image `{}`): {}",
-            plan.image,
-            first_line(&check.stderr)
-        ))
-        .with_hint("the image must have `sh`, `chown` and a writable `/tmp`"));
-    }
-    match check.stdout.split_whitespace().collect::<Vec<_>>()[..] {
-        [pid] if pid.parse::<u32>().is_ok() => container.keep = pid.to_owned(),
-        _ => {
+    match container.set_up(request, &run, &output) {
+        Ok(()) => Ok(Box::new(container)),
+        Err(err) => {
             let _ = container.close_quietly();
+            Err(err)
+        }
+    }
+}
+
+/// The labels that say whose a container (and its volume: the first two) is, for `eden clean`,
+/// the salvage and the next run's prune.
+fn labels(request: &ContainerRequest<'_>, base: &str) -> [(&'static str, String); 6] {
+    [
+        (LABEL_RUN, request.run_id.to_owned()),
+        (LABEL_REPO, request.repo_root.display().to_string()),
+        (LABEL_BRANCH, request.branch.to_owned()),
+        (LABEL_PID, std::process::id().to_string()),
+        (LABEL_WORKSPACE, request.worktree.display().to_string()),
+        (LABEL_BASE, base.to_owned()),
+    ]
+}
+
+fn create_volume(engine: Engine, name: &str, labels: &[(&str, String)]) -> Result<(), Error> {
+    let mut volume = engine::command(engine).args(["volume", "create"]);
+    for (key, value) in labels {
+        volume = volume.args(["--label", &format!("{key}={value}")]);
+    }
+    let made = engine::run(volume.arg(name))?;
+    if !made.success() {
+        return Err(Error::sandbox(format!(
+            "{} cannot create the workspace volume `{name}`: {}",
+            engine.binary(),
+            first_line(&made.stderr)
+        )));
+    }
+    Ok(())
+}
+
+/// `docker run` for the run's container, and what it mounts where.
+struct RunCommand {
+    command: ProcessBuilder,
+    /// Where the workspace volume is inside (the worktree's path, or with `expose_worktree`
+    /// the container's own repository).
+    workspace_volume: String,
+    /// The host's object stores inside, read-only: the seeded repository's alternates.
+    alternates: Vec<String>,
+}
+
+fn run_command(
+    request: &ContainerRequest<'_>,
+    name: &str,
+    eden: &Path,
+    labels: &[(&str, String)],
+) -> Result<RunCommand, Error> {
+    let plan = request.plan;
+    let (uid, gid) = (nix::unistd::getuid().as_raw(), nix::unistd::getgid().as_raw());
+    let worktree = request.worktree.to_string_lossy();
+    let mut command = engine::command(plan.engine).args(["run", "-d", "--init", "--name", name]);
+    for (key, value) in labels {
+        command = command.args(["--label", &format!("{key}={value}")]);
+    }
+    command = command
+        .args(["--user", &format!("{uid}:{gid}")])
+        .args(["--network", network_name(plan.network)])
+        // Nothing inside may change the namespace's rules (the allowlist) or forge packets.
+        .args(if plan.network == Network::Allowlist {
+            &["--cap-drop", "NET_ADMIN", "--cap-drop", "NET_RAW"][..]
+        } else {
+            &[]
+        })
+        .args(["-w", &worktree]);
+    if plan.engine == Engine::Podman {
+        command = command.arg("--pull=never");
+        if uid != 0 {
+            command = command.arg("--userns=keep-id");
+        }
+    }
+    let (mut command, workspace_volume) = mount_workspace(command, request, name)?;
+    let stores = repository::object_stores(request.common_dir);
+    let mut alternates = Vec::new();
+    for (n, store) in stores.iter().enumerate() {
+        let inside = format!("{OBJECTS_INSIDE}/{n}");
+        command = command.args(["-v", &format!("{}:{inside}:ro", store.display())]);
+        alternates.push(inside);
+    }
+    command = command.args(["-v", &format!("{}:{EDEN_INSIDE}:ro", eden.display())]);
+    for state in request.agent_state {
+        let path = state.folder.to_string_lossy();
+        command = command.args(["-v", &format!("{path}:{path}")]);
+    }
+    for mount in &plan.mounts {
+        let mode = if mount.read_only { ":ro" } else { "" };
+        command = command.args(["-v", &format!("{}:{}{mode}", mount.host.display(), mount.sandbox)]);
+    }
+    let command = limits(command, plan).args(&plan.run_args).arg(&plan.image).args(["tail", "-f", "/dev/null"]);
+    Ok(RunCommand { command, workspace_volume, alternates })
+}
+
+/// The workspace volume at the worktree's path; with `expose_worktree` the host's files there
+/// instead, and the volume holding only the container's own repository, the host's `.git`
+/// pointer covered by a read-only one naming it.
+fn mount_workspace(
+    command: ProcessBuilder,
+    request: &ContainerRequest<'_>,
+    name: &str,
+) -> Result<(ProcessBuilder, String), Error> {
+    let worktree = request.worktree.to_string_lossy();
+    if !request.plan.expose_worktree {
+        return Ok((command.args(["-v", &format!("{name}:{worktree}")]), worktree.into_owned()));
+    }
+    let pointer = request.scratch.join("dot-git");
+    fs_err::create_dir_all(request.scratch)
+        .and_then(|()| fs_err::write(&pointer, format!("gitdir: {GIT_DIR_INSIDE}\n")))
+        .map_err(|err| Error::sandbox(format!("cannot prepare the worktree's mount: {err}")))?;
+    let command = command
+        .args(["-v", &format!("{worktree}:{worktree}")])
+        .args(["-v", &format!("{}:{worktree}/.git:ro", pointer.display())])
+        .args(["-v", &format!("{name}:{GIT_DIR_INSIDE}")]);
+    Ok((command, GIT_DIR_INSIDE.to_owned()))
+}
+
+fn limits(mut command: ProcessBuilder, plan: &ContainerPlan) -> ProcessBuilder {
+    if let Some(cpus) = plan.cpus {
+        command = command.args(["--cpus", &cpus.to_string()]);
+    }
+    if let Some(memory) = plan.memory {
+        command = command.args(["--memory", &memory.to_string()]);
+    }
+    if let Some(pids) = plan.pids_limit {
+        command = command.args(["--pids-limit", &pids.to_string()]);
+    }
+    command
+}
+
+impl Container {
+    /// After `docker run`: the container started and enforces its limits, its workspace is
+    /// the run's user's, its keep-alive is known, its allowlist installed, its repository
+    /// seeded. An error leaves the removal to the caller.
+    fn set_up(&mut self, request: &ContainerRequest<'_>, run: &RunCommand, output: &Output) -> Result<(), Error> {
+        let (plan, binary) = (request.plan, self.engine.binary());
+        if !output.success() {
+            return Err(Error::sandbox(format!("the {binary} container failed to start: {}", output.stderr.trim()))
+                .with_hint(format!("the command was `{}`", run.command)));
+        }
+        // A limit the engine accepted but cannot enforce is reported as a warning: refuse the run.
+        if let Some(warning) =
+            output.stderr.lines().find(|l| l.contains("WARNING") && l.to_lowercase().contains("limit"))
+        {
+            return Err(Error::sandbox(format!("{binary} cannot enforce a limit: {}", warning.trim()))
+                .with_hint("remove the limit from `[sandbox]`, or run on a host whose kernel supports it"));
+        }
+        self.keep = self.prepare_workspace(&run.workspace_volume)?;
+        if plan.network == Network::Allowlist {
+            self.firewall = super::firewall::install(self.engine, &self.name, &plan.allow)?;
+        }
+        let seed = repository::SeedRequest {
+            host_worktree: request.worktree,
+            branch: request.branch,
+            scratch: request.scratch,
+            alternates: &run.alternates,
+            separate_git_dir: plan.expose_worktree.then_some(GIT_DIR_INSIDE),
+        };
+        repository::seed(self, &seed).map(|_| ())
+    }
+
+    /// The workspace volume (made by the engine, owned by root) handed to the run's user, the
+    /// pid folder made; returns the keep-alive's pid, which sweeps spare.
+    fn prepare_workspace(&self, workspace_volume: &str) -> Result<String, Error> {
+        let owner = format!("{}:{}", nix::unistd::getuid().as_raw(), nix::unistd::getgid().as_raw());
+        let name = &self.name;
+        let script = ["sh", "-c", START_SCRIPT, "sh", &owner, workspace_volume, PIDS_INSIDE];
+        let check = engine::run(engine::command(self.engine).args(["exec", "-u", "0", name]).args(script))?;
+        if !check.success() {
             return Err(Error::sandbox(format!(
+                "cannot prepare the workspace in container `{name}` (image `{}`): {}",
+                self.image,
+                first_line(&check.stderr)
+            ))
+            .with_hint("the image must have `sh`, `chown` and a writable `/tmp`"));
+        }
+        match check.stdout.split_whitespace().collect::<Vec<_>>()[..] {
+            [pid] if pid.parse::<u32>().is_ok() => Ok(pid.to_owned()),
+            _ => Err(Error::sandbox(format!(
                 "cannot tell the keep-alive process of container `{name}` from others: {}",
                 first_line(&check.stdout)
             ))
-            .with_hint("eden runs the container with `--init`; an image whose entrypoint starts processes of its own is not supported"));
+            .with_hint("eden runs the container with `--init`; an image whose entrypoint starts processes of its own is not supported")),
         }
     }
-    if plan.network == Network::Allowlist {
-        match super::firewall::install(engine, &name, &plan.allow) {
-            Ok(refresher) => container.firewall = refresher,
-            Err(err) => {
-                let _ = container.close_quietly();
-                return Err(err);
-            }
-        }
-    }
-    let seed = repository::SeedRequest {
-        host_worktree: request.worktree,
-        branch: request.branch,
-        scratch: request.scratch,
-        alternates: &alternates,
-        separate_git_dir: plan.expose_worktree.then_some(GIT_DIR_INSIDE),
-    };
-    if let Err(err) = repository::seed(&container, &seed) {
-        let _ = container.close_quietly();
-        return Err(err);
-    }
-    Ok(Box::new(container))
 }
 
 fn network_name(network: Network) -> &'static str {
