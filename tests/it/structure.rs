@@ -35,12 +35,35 @@ fn sources() -> Vec<(String, String)> {
 }
 
 /// The text without comments, string and char literals (blanked to spaces, lines kept), and
-/// without the `#[cfg(test)]` module at its end: only code that ships.
+/// without its `#[cfg(test)]` modules (blanked the same, wherever they are): only code that
+/// ships.
 fn code(text: &str) -> String {
-    let text = match text.find("#[cfg(test)]\nmod tests") {
-        Some(at) => &text[..at],
-        None => text,
-    };
+    without_test_modules(blank_literals(text))
+}
+
+fn without_test_modules(mut code: String) -> String {
+    while let Some(at) = code.find("#[cfg(test)]") {
+        let Some(open) = code[at..].find('{').map(|offset| at + offset) else { break };
+        let mut depth = 0;
+        let mut end = code.len();
+        for (offset, c) in code[open..].char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' if depth == 1 => {
+                    end = open + offset + 1;
+                    break;
+                }
+                '}' => depth -= 1,
+                _ => {}
+            }
+        }
+        let blank: String = code[at..end].chars().map(|c| if c == '\n' { '\n' } else { ' ' }).collect();
+        code.replace_range(at..end, &blank);
+    }
+    code
+}
+
+fn blank_literals(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = String::with_capacity(text.len());
     let mut i = 0;
@@ -362,6 +385,10 @@ fn no_import_circle_between_the_files_of_a_folder() {
 fn the_scanner_sees_what_it_must() {
     let text = "fn a() {\n    let s = \"}\";\n    // }\n    let c = '}';\n}\n";
     assert_eq!(code(text).matches('}').count(), 1);
+    // A test module is not shipped code; what follows it is.
+    let tested = "fn a() {}\n#[cfg(test)]\nmod tests {\n    fn t() { println!(); }\n}\nfn b() { println!(); }\n";
+    assert_eq!(code(tested).matches("println!").count(), 1);
+    assert_eq!(code(tested).lines().count(), tested.lines().count());
     let long = format!("fn long() {{\n{}}}\n", "    x();\n".repeat(MAX_LINES));
     assert_eq!(long_functions(&long), [("long".to_owned(), 1, MAX_LINES + 2)]);
     let graph: BTreeMap<String, BTreeSet<String>> =
