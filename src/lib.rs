@@ -6,6 +6,7 @@ pub mod agent;
 pub mod clean;
 pub mod cli;
 pub mod commands;
+pub mod coordinator;
 pub mod error;
 pub mod git;
 pub mod hooks;

@@ -1,7 +1,7 @@
 //! `eden run`: flags and manifest into a `Plan`, then the orchestrator; the record on stdout
 //! with `--json`.
 
-use super::settings::load;
+use super::settings::{load, RunSettings};
 use crate::cli::RunArgs;
 use crate::error::Error;
 use crate::manifest::plan;
@@ -29,6 +29,7 @@ pub fn execute(args: RunArgs, interactive: Option<InteractiveMode>) -> Result<i3
     let mut printed = false;
     let several = args.manifests.len() > 1 || !args.matrix.is_empty();
     let manifests: Vec<String> = args.manifests.iter().map(|path| path.display().to_string()).collect();
+    let settings = RunSettings::from_args(&args);
     let result = match interactive {
         _ if args.json && args.json_events => {
             Err(Error::usage("`--json` and `--json-events` cannot be used together").with_hint(if several {
@@ -41,8 +42,8 @@ pub fn execute(args: RunArgs, interactive: Option<InteractiveMode>) -> Result<i3
             "`eden interactive` runs one session: one manifest, no `--matrix`, `--jobs` or `--fail-fast`",
         )
         .with_hint("run several at once with `eden run A.toml B.toml`")),
-        None if several => super::batch::run(args, &mut printed),
-        _ => run_inner(args, interactive, &mut printed),
+        None if several => super::batch::run(&args, &settings, &mut printed),
+        _ => run_inner(args, &settings, interactive, &mut printed),
     };
     // Scripts that read stdout get JSON whatever happened: an error before the run began is
     // printed as one (once it began, its record, with the error in it, is what is printed).
@@ -78,13 +79,19 @@ fn error_json(error: &Error) -> serde_json::Value {
 }
 
 /// The run; `printed` says whether it put its record (or events) on stdout.
-fn run_inner(args: RunArgs, interactive: Option<InteractiveMode>, printed: &mut bool) -> Result<i32, Error> {
+fn run_inner(
+    args: RunArgs,
+    settings: &RunSettings,
+    interactive: Option<InteractiveMode>,
+    printed: &mut bool,
+) -> Result<i32, Error> {
     let current_dir = crate::commands::current_dir()?;
     if interactive.is_some() && args.json_events {
         return Err(Error::usage("`--json-events` does not go with `eden interactive`: the agent has stdout")
             .with_hint("use `--json` for the record at the end, or the run's log (`.eden/logs/`)"));
     }
-    let loaded = load(&args, args.manifests.first().map(PathBuf::as_path), &[], interactive.is_some(), &current_dir)?;
+    let loaded =
+        load(settings, args.manifests.first().map(PathBuf::as_path), &[], interactive.is_some(), &current_dir)?;
     for note in &loaded.notes {
         crate::ui::print_note(&format!("warning: {note}"));
     }
@@ -121,7 +128,7 @@ fn run_inner(args: RunArgs, interactive: Option<InteractiveMode>, printed: &mut 
         .build()
         .map_err(|err| Error::internal("cannot start the async runtime").with_source(err))?;
     let stopping = Stopping { kill_grace: plan.timeouts.kill_grace.0, drain: plan.timeouts.output_drain.0 };
-    let batch = std::env::var(super::batch::BATCH_ENV)
+    let batch = std::env::var(crate::coordinator::BATCH_ENV)
         .ok()
         .filter(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'));
     let options =

@@ -1,13 +1,122 @@
 //! The run's settings, made once from `eden run`'s flags (and `eden interactive`'s, and each
-//! run of several): the flags in one table turned into manifest overrides, the manifest loaded
-//! with them, and resolved into a `Plan`. Nothing here starts a run; `run` and `batch` both
-//! build on it.
+//! run of several): the flags that stand for manifest keys in one table (`KEY_FLAGS`), turned
+//! into manifest overrides for this process's plan, or back into a command line for a run of
+//! several; the manifest loaded with them and resolved into a `Plan`. Nothing here starts a
+//! run; `run` and `batch` both build on it.
 
 use crate::cli::RunArgs;
 use crate::error::Error;
 use crate::manifest::load::{LoadRequest, Override};
 use crate::manifest::plan::DotEnv;
 use crate::manifest::{self, plan};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+/// A flag of `eden run` that stands for a manifest key.
+pub(crate) struct KeyFlag {
+    pub key: &'static str,
+    pub flag: &'static str,
+    /// Its value on the command line, as given.
+    value: fn(&RunArgs) -> Option<String>,
+    /// The key takes a number.
+    integer: bool,
+}
+
+/// Every flag that stands for a manifest key, in the order they apply (`--set` comes after
+/// them all: the last word wins).
+static KEY_FLAGS: [KeyFlag; 11] = [
+    KeyFlag { key: "agent.kind", flag: "--agent", value: |args| args.agent.clone(), integer: false },
+    KeyFlag { key: "agent.binary", flag: "--binary", value: |args| args.binary.clone(), integer: false },
+    KeyFlag { key: "agent.model", flag: "--model", value: |args| args.model.clone(), integer: false },
+    KeyFlag { key: "prompt", flag: "--prompt", value: |args| args.prompt.clone(), integer: false },
+    KeyFlag { key: "prompt_file", flag: "--prompt-file", value: |args| args.prompt_file.clone(), integer: false },
+    KeyFlag { key: "name", flag: "--name", value: |args| args.name.clone(), integer: false },
+    KeyFlag { key: "sandbox.kind", flag: "--sandbox", value: |args| args.sandbox.clone(), integer: false },
+    KeyFlag { key: "branch.strategy", flag: "--strategy", value: |args| args.strategy.clone(), integer: false },
+    KeyFlag { key: "branch.name", flag: "--branch", value: |args| args.branch.clone(), integer: false },
+    KeyFlag { key: "branch.base", flag: "--base", value: |args| args.base.clone(), integer: false },
+    KeyFlag {
+        key: "loop.max_iterations",
+        flag: "--max-iterations",
+        value: |args| args.max_iterations.map(|n| n.to_string()),
+        integer: true,
+    },
+];
+
+/// What `eden run`'s command line says about the plan of each run, read once.
+pub(crate) struct RunSettings {
+    /// The flags given that stand for manifest keys, with their values as given.
+    key_flags: Vec<(&'static KeyFlag, String)>,
+    /// `--arg KEY=VALUE`, as given.
+    prompt_args: Vec<String>,
+    /// `--set KEY=VALUE`, as given.
+    sets: Vec<String>,
+    /// `--repo`.
+    pub repo: Option<PathBuf>,
+}
+
+impl RunSettings {
+    pub fn from_args(args: &RunArgs) -> RunSettings {
+        let key_flags = KEY_FLAGS.iter().filter_map(|flag| Some((flag, (flag.value)(args)?))).collect();
+        RunSettings {
+            key_flags,
+            prompt_args: args.prompt_args.clone(),
+            sets: args.set.clone(),
+            repo: args.repo.clone(),
+        }
+    }
+
+    /// The same settings as an `eden run` command line (for a run of several, which `sets`
+    /// add to): values as given, so relative paths resolve the same from the same directory.
+    pub fn command_line(&self, sets: &[String]) -> Vec<OsString> {
+        let mut line: Vec<OsString> = Vec::new();
+        for (flag, value) in &self.key_flags {
+            line.extend([flag.flag.into(), value.into()]);
+        }
+        if let Some(repo) = &self.repo {
+            line.extend(["--repo".into(), repo.into()]);
+        }
+        for pair in &self.prompt_args {
+            line.extend(["--arg".into(), pair.into()]);
+        }
+        for set in self.sets.iter().chain(sets) {
+            line.extend(["--set".into(), set.into()]);
+        }
+        line
+    }
+
+    /// The settings as manifest overrides: the key flags, `--arg`s, then `--set`s in the order
+    /// given. A relative path in a path key is relative to `current_dir`.
+    fn overrides(&self, current_dir: &Path) -> Result<Vec<Override>, Error> {
+        let mut list = Vec::new();
+        for (flag, value) in &self.key_flags {
+            let value = match flag.integer {
+                true => value.parse().map(toml::Value::Integer).map_err(|_| {
+                    Error::usage(format!("`{} {value}` is not a number", flag.flag)).with_hint("give a whole number")
+                })?,
+                false => toml::Value::String(value.clone()),
+            };
+            list.push(Override::flag(flag.key, flag.flag, value));
+        }
+        for pair in &self.prompt_args {
+            let Some((key, value)) = pair.split_once('=') else {
+                return Err(
+                    Error::usage(format!("`--arg {pair}` has no value")).with_hint("write it as `--arg KEY=VALUE`")
+                );
+            };
+            let mut item = Override::flag("prompt_args", &format!("--arg {pair}"), toml::Value::String(value.into()));
+            item.path = item.path.child(key.trim());
+            list.push(item);
+        }
+        for set in &self.sets {
+            list.push(Override::parse_set(set)?);
+        }
+        for item in &mut list {
+            resolve_path(item, current_dir);
+        }
+        Ok(list)
+    }
+}
 
 /// A manifest (or the flags alone) resolved into a plan, with where it will run.
 pub(crate) struct Loaded {
@@ -23,13 +132,13 @@ pub(crate) struct Loaded {
 /// Load `file` (or the flags alone) with the run's flags and `extra` `KEY=VALUE`s (a `--matrix`
 /// combination) on top, and resolve it into a plan. No side effects.
 pub(crate) fn load(
-    args: &RunArgs,
-    file: Option<&std::path::Path>,
+    settings: &RunSettings,
+    file: Option<&Path>,
     extra: &[String],
     interactive: bool,
-    current_dir: &std::path::Path,
+    current_dir: &Path,
 ) -> Result<Loaded, Error> {
-    let mut overrides = overrides(args, current_dir)?;
+    let mut overrides = settings.overrides(current_dir)?;
     // Only the runs of several (`--matrix` values, and the names made from them) have these.
     for set in extra {
         let mut item = Override::parse_set(set)?;
@@ -49,7 +158,7 @@ pub(crate) fn load(
         // flag says otherwise.
         manifest.branch.strategy.get_or_insert(crate::manifest::schema::Strategy::Head);
     }
-    let repo_dir = match &args.repo {
+    let repo_dir = match &settings.repo {
         Some(dir) => current_dir.join(dir),
         None => current_dir.to_path_buf(),
     };
@@ -60,7 +169,7 @@ pub(crate) fn load(
         Err(_) => DotEnv::default(),
     };
     let plan = plan::resolve(manifest, &source, &|name| std::env::var(name).ok(), &dotenv)?;
-    check_args_are_used(&args.prompt_args, &plan)?;
+    check_args_are_used(&settings.prompt_args, &plan)?;
     Ok(Loaded { plan, repo, notes: source.notes, given })
 }
 
@@ -99,53 +208,93 @@ fn check_args_are_used(pairs: &[String], plan: &plan::Plan) -> Result<(), Error>
 /// where eden was started (as with every command-line tool), not to the manifest's folder.
 const PATH_KEYS: [&str; 3] = ["binary", "prompt_file", "schema"];
 
-/// Flags first (in a fixed order), then `--set` in the order given: the last word wins.
-fn overrides(args: &RunArgs, current_dir: &std::path::Path) -> Result<Vec<Override>, Error> {
-    let string = |value: &str| toml::Value::String(value.to_owned());
-    let mut list = Vec::new();
-    let flags: [(&str, &str, &Option<String>); 9] = [
-        ("agent.kind", "--agent", &args.agent),
-        ("agent.binary", "--binary", &args.binary),
-        ("agent.model", "--model", &args.model),
-        ("prompt", "--prompt", &args.prompt),
-        ("prompt_file", "--prompt-file", &args.prompt_file),
-        ("name", "--name", &args.name),
-        ("sandbox.kind", "--sandbox", &args.sandbox),
-        ("branch.strategy", "--strategy", &args.strategy),
-        ("branch.name", "--branch", &args.branch),
-    ];
-    for (key, flag, value) in flags {
-        if let Some(value) = value {
-            list.push(Override::flag(key, flag, string(value)));
+fn resolve_path(item: &mut Override, current_dir: &Path) {
+    let is_path = item.path.to_string().rsplit('.').next().is_some_and(|key| PATH_KEYS.contains(&key));
+    if let (true, toml::Value::String(value)) = (is_path, &item.value) {
+        // A bare name (`--binary claude`) is looked up on PATH, not taken as a file here.
+        let names_a_file = value.contains('/') || !item.path.to_string().ends_with("binary");
+        if names_a_file && Path::new(value).is_relative() {
+            let path = crate::values::normalize_path(&current_dir.join(value));
+            item.value = toml::Value::String(path.display().to_string());
         }
     }
-    if let Some(base) = &args.base {
-        list.push(Override::flag("branch.base", "--base", string(base)));
-    }
-    if let Some(max) = args.max_iterations {
-        list.push(Override::flag("loop.max_iterations", "--max-iterations", toml::Value::Integer(max.into())));
-    }
-    for pair in &args.prompt_args {
-        let Some((key, value)) = pair.split_once('=') else {
-            return Err(Error::usage(format!("`--arg {pair}` has no value")).with_hint("write it as `--arg KEY=VALUE`"));
-        };
-        let mut item = Override::flag("prompt_args", &format!("--arg {pair}"), string(value));
-        item.path = item.path.child(key.trim());
-        list.push(item);
-    }
-    for set in &args.set {
-        list.push(Override::parse_set(set)?);
-    }
-    for item in &mut list {
-        let is_path = item.path.to_string().rsplit('.').next().is_some_and(|key| PATH_KEYS.contains(&key));
-        if let (true, toml::Value::String(value)) = (is_path, &item.value) {
-            // A bare name (`--binary claude`) is looked up on PATH, not taken as a file here.
-            let names_a_file = value.contains('/') || !item.path.to_string().ends_with("binary");
-            if names_a_file && std::path::Path::new(value).is_relative() {
-                let path = crate::values::normalize_path(&current_dir.join(value));
-                item.value = toml::Value::String(path.display().to_string());
-            }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn parse(line: &[&str]) -> RunSettings {
+        let cli = crate::cli::Cli::try_parse_from(["eden", "run"].iter().chain(line)).unwrap();
+        match cli.command {
+            crate::cli::Command::Run(args) => RunSettings::from_args(&args),
+            _ => unreachable!(),
         }
     }
-    Ok(list)
+
+    #[test]
+    fn the_command_line_of_a_run_of_several_says_what_the_flags_said() {
+        let line = [
+            "--agent",
+            "codex",
+            "--max-iterations",
+            "3",
+            "--base",
+            "dev",
+            "--repo",
+            "r",
+            "--arg",
+            "K=v",
+            "--set",
+            "name=x",
+        ];
+        let settings = parse(&line);
+        let again: Vec<String> = settings
+            .command_line(&["agent.model=m".into()])
+            .iter()
+            .map(|part| part.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            again,
+            [
+                "--agent",
+                "codex",
+                "--base",
+                "dev",
+                "--max-iterations",
+                "3",
+                "--repo",
+                "r",
+                "--arg",
+                "K=v",
+                "--set",
+                "name=x",
+                "--set",
+                "agent.model=m"
+            ]
+        );
+        // Read back, it is the same settings.
+        let reread = RunSettings::from_args(&match crate::cli::Cli::try_parse_from(
+            ["eden".to_owned(), "run".to_owned()].into_iter().chain(again.iter().cloned()),
+        )
+        .unwrap()
+        .command
+        {
+            crate::cli::Command::Run(args) => *args,
+            _ => unreachable!(),
+        });
+        let keys = |s: &RunSettings| s.key_flags.iter().map(|(f, v)| (f.key, v.clone())).collect::<Vec<_>>();
+        assert_eq!(keys(&reread), keys(&settings));
+    }
+
+    #[test]
+    fn the_flags_become_overrides_in_order_with_paths_from_the_current_directory() {
+        let settings = parse(&["--binary", "./bin/agent", "--max-iterations", "2", "--set", "loop.max_iterations=5"]);
+        let overrides = settings.overrides(Path::new("/work")).unwrap();
+        let shown: Vec<String> = overrides.iter().map(|o| format!("{}={}", o.path, o.value)).collect();
+        assert_eq!(shown, ["agent.binary=\"/work/bin/agent\"", "loop.max_iterations=2", "loop.max_iterations=5"]);
+        let bare = parse(&["--binary", "claude"]).overrides(Path::new("/work")).unwrap();
+        assert_eq!(bare[0].value, toml::Value::String("claude".into()), "a name is looked up on PATH");
+    }
 }

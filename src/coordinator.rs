@@ -1,0 +1,358 @@
+//! Several runs at once, each a whole `eden run` process of its own (`--json-events` on a
+//! pipe), at most `jobs` at a time. A process per run is the design, not a shortcut: one run's
+//! blocking git call, stuck engine client or crash cannot stall or take down another, each
+//! keeps its own signal handling, secrets and parent-death guarantee, and the repository lock
+//! that already makes separate eden processes safe is what orders their merges (the merge
+//! queue). This is a process manager, not a command: it is handed the runs' command lines and
+//! a display, forwards signals, stops the rest on `fail_fast`, shows the runs, and returns how
+//! each ended; `commands::batch` decides what runs and prints the result.
+
+use crate::error::Error;
+use crate::process::ProcessBuilder;
+use crate::record::RunRecord;
+use crate::ui::batch::{BatchDisplay, Row};
+use std::collections::BTreeMap;
+use std::io::BufRead;
+use std::process::Child;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// The variable that tells a run which invocation it belongs to: runs of one invocation number
+/// their merges into each target (`merge_queue_position` in the record).
+pub const BATCH_ENV: &str = "EDEN_BATCH";
+
+/// One run of the invocation.
+pub struct Member {
+    pub name: String,
+    pub agent: String,
+    /// Its `eden run` command line (the coordinator adds `--json-events`, and `--quiet` when
+    /// the display shows only its own lines).
+    pub command: ProcessBuilder,
+    /// Where its merge queue's count is kept.
+    pub layout: crate::layout::Layout,
+}
+
+/// How the runs are coordinated.
+pub struct Options {
+    pub jobs: usize,
+    /// Stop the others (as Ctrl-C would) when one fails, and start no more.
+    pub fail_fast: bool,
+    /// Every run's events to stdout, each with its `run_name`.
+    pub json_events: bool,
+}
+
+/// What the coordination came to: how each run ended, and the signal that stopped it all.
+pub struct Coordinated {
+    pub display: BatchDisplay,
+    pub ended: Vec<Ended>,
+    pub interrupted: Option<i32>,
+}
+
+/// How a run ended, as this process saw it.
+#[derive(Default)]
+pub struct Ended {
+    pub started: bool,
+    /// Stopped by `--fail-fast` (not counted in the exit code).
+    pub stopped: bool,
+    pub code: Option<i32>,
+    pub record: Option<RunRecord>,
+    /// The error a run printed as JSON when it could not start.
+    pub error: Option<serde_json::Value>,
+}
+
+enum Message {
+    Stdout(usize, String),
+    Stderr(usize, String),
+    Closed(usize),
+    Signal(i32),
+}
+
+/// Start the runs, `jobs` at a time, until all have ended (or a signal or `fail_fast` says to
+/// start no more).
+pub fn run(members: &[Member], options: &Options, display: BatchDisplay) -> Result<Coordinated, Error> {
+    let (sender, receiver) = mpsc::channel();
+    let signals = sender.clone();
+    crate::process::deliver_signals_to(move |signal| {
+        let _ = signals.send(Message::Signal(signal));
+    })
+    .map_err(|err| Error::internal("cannot install signal handlers").with_source(err))?;
+    let batch = Batch {
+        options,
+        members,
+        display,
+        sender,
+        children: BTreeMap::new(),
+        ended: members.iter().map(|_| Ended::default()).collect(),
+        open_streams: vec![0; members.len()],
+        batch_id: crate::record::new_run_id(),
+        interrupted: None,
+        failed_fast: false,
+    };
+    let batch_id = batch.batch_id.clone();
+    let coordinated = batch.drive(options.jobs, &receiver)?;
+    for member in members {
+        let _ = std::fs::remove_file(member.layout.batch_merges(&batch_id));
+    }
+    Ok(coordinated)
+}
+
+/// The order in which exit codes outrank each other when several runs fail (documented in the
+/// README): interrupted > internal > usage > sandbox > git > hook > timeout > budget > agent >
+/// incomplete > success.
+pub fn severity(code: i32) -> u8 {
+    match code {
+        0 => 0,
+        1 => 1,
+        8 => 3,
+        4 => 4,
+        5 => 5,
+        7 => 6,
+        6 => 7,
+        2 => 8,
+        70 => 9,
+        code if code > 128 => 10,
+        // An agent's failure, or an agent's own exit code.
+        _ => 2,
+    }
+}
+
+/// The runs while they go.
+struct Batch<'a> {
+    options: &'a Options,
+    members: &'a [Member],
+    display: BatchDisplay,
+    sender: mpsc::Sender<Message>,
+    children: BTreeMap<usize, (Child, Option<Instant>)>,
+    ended: Vec<Ended>,
+    /// stdout and stderr still open, per member.
+    open_streams: Vec<u8>,
+    batch_id: String,
+    interrupted: Option<i32>,
+    failed_fast: bool,
+}
+
+/// After a run's process exits, how long its pipes may stay open (a leftover holding them).
+const STREAM_GRACE: Duration = Duration::from_secs(2);
+
+impl Batch<'_> {
+    /// Start runs up to `jobs` at a time until all have ended (or a signal or `--fail-fast`
+    /// says to start no more).
+    fn drive(mut self, jobs: usize, receiver: &mpsc::Receiver<Message>) -> Result<Coordinated, Error> {
+        let mut next = 0;
+        loop {
+            while self.children.len() < jobs && next < self.members.len() && !self.stopping() {
+                self.start(next)?;
+                next += 1;
+            }
+            if self.children.is_empty() {
+                break;
+            }
+            match receiver.recv_timeout(Duration::from_millis(100)) {
+                Ok(message) => self.receive(message),
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => unreachable!("this process holds a sender"),
+            }
+            self.reap();
+            self.display.tick();
+        }
+        Ok(Coordinated { display: self.display, ended: self.ended, interrupted: self.interrupted })
+    }
+
+    fn stopping(&self) -> bool {
+        self.interrupted.is_some() || self.failed_fast
+    }
+
+    fn start(&mut self, index: usize) -> Result<(), Error> {
+        let member = &self.members[index];
+        let mut extra = vec!["--json-events"];
+        if self.display.children_quiet() {
+            extra.push("--quiet");
+        }
+        let command = member.command.clone().args(extra).env(BATCH_ENV, &self.batch_id);
+        let mut child = command.spawn_member().map_err(|err| Error::internal("cannot start eden").with_source(err))?;
+        let stdout = child.stdout.take().expect("piped");
+        let stderr = child.stderr.take().expect("piped");
+        read_lines(stdout, index, self.sender.clone(), Message::Stdout);
+        read_lines(stderr, index, self.sender.clone(), Message::Stderr);
+        self.open_streams[index] = 2;
+        self.ended[index].started = true;
+        self.display.started(index);
+        self.children.insert(index, (child, None));
+        Ok(())
+    }
+
+    fn receive(&mut self, message: Message) {
+        match message {
+            Message::Stdout(index, line) => {
+                if line.contains("\"event\":\"run_finished\"") || line.starts_with("{\"error\"") {
+                    self.keep_result(index, &line);
+                }
+                self.display.event_line(index, &line);
+                if self.options.json_events {
+                    // A key of its own: events have a `name` of their own (a tool's).
+                    let name = serde_json::Value::String(self.members[index].name.clone());
+                    let line = match line.strip_prefix('{') {
+                        Some(rest) => format!("{{\"run_name\":{name},{rest}"),
+                        None => line,
+                    };
+                    crate::ui::print_data(&line);
+                }
+            }
+            Message::Stderr(index, line) => self.display.stderr_line(index, &line),
+            Message::Closed(index) => self.open_streams[index] = self.open_streams[index].saturating_sub(1),
+            Message::Signal(signal) => {
+                self.interrupted.get_or_insert(signal);
+                self.display.note(&format!("stopping {} run(s)…", self.children.len()));
+                for (child, _) in self.children.values() {
+                    send(child, signal);
+                }
+            }
+        }
+    }
+
+    fn keep_result(&mut self, index: usize, line: &str) {
+        let Ok(value) = serde_json::from_str::<serde_json::Value>(line) else { return };
+        if let Some(error) = value.get("error") {
+            self.ended[index].error = Some(error.clone());
+        } else if let Some(record) = value.get("record") {
+            self.ended[index].record = serde_json::from_value(record.clone()).ok();
+        }
+    }
+
+    /// Collect the runs whose process exited and whose output is read.
+    fn reap(&mut self) {
+        let mut done = Vec::new();
+        for (index, (child, exited)) in &mut self.children {
+            if exited.is_none() {
+                if let Ok(Some(status)) = child.try_wait() {
+                    *exited = Some(Instant::now());
+                    self.ended[*index].code = Some(exit_code(status));
+                }
+            }
+            if exited.is_some_and(|at| self.open_streams[*index] == 0 || at.elapsed() > STREAM_GRACE) {
+                done.push(*index);
+            }
+        }
+        for index in done {
+            self.children.remove(&index);
+            let ended = &self.ended[index];
+            self.display.finished(index, &row(&self.members[index], ended));
+            let failed = ended.code != Some(0) && !ended.stopped;
+            if failed && self.options.fail_fast && !self.stopping() {
+                self.failed_fast = true;
+                self.display
+                    .note(&format!("`{}` failed: stopping the other runs (`--fail-fast`)", self.members[index].name));
+                for (other, (child, _)) in &self.children {
+                    self.ended[*other].stopped = true;
+                    send(child, nix::sys::signal::Signal::SIGINT as i32);
+                }
+            }
+        }
+    }
+}
+
+fn send(child: &Child, signal: i32) {
+    use nix::sys::signal::{kill, Signal};
+    if let (Ok(signal), Ok(pid)) = (Signal::try_from(signal), i32::try_from(child.id())) {
+        let _ = kill(nix::unistd::Pid::from_raw(pid), signal);
+    }
+}
+
+fn exit_code(status: std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
+}
+
+/// Each line of a run's stdout or stderr, to the coordinator, from a thread of its own.
+fn read_lines(
+    stream: impl std::io::Read + Send + 'static,
+    index: usize,
+    sender: mpsc::Sender<Message>,
+    wrap: fn(usize, String) -> Message,
+) {
+    std::thread::spawn(move || {
+        let mut reader = std::io::BufReader::new(stream);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match reader.read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    let text = String::from_utf8_lossy(&line);
+                    if sender.send(wrap(index, text.trim_end_matches(['\n', '\r']).to_owned())).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+        let _ = sender.send(Message::Closed(index));
+    });
+}
+
+/// A run's line in the summary table.
+pub fn row(member: &Member, ended: &Ended) -> Row {
+    let record = ended.record.as_ref();
+    let status = match (ended.started, ended.stopped, record, ended.code) {
+        (false, _, _, _) => "not started".to_owned(),
+        (_, true, _, _) => "stopped".to_owned(),
+        (_, _, Some(record), _) => record.exit_reason.map_or("ended", |reason| reason.as_str()).to_owned(),
+        (_, _, None, Some(0)) => "ok".to_owned(),
+        (_, _, None, _) => ended.error.as_ref().and_then(|error| error["kind"].as_str()).unwrap_or("failed").to_owned(),
+    };
+    let landed = record.map(|record| match (&record.merged_into, &record.preserved_branch) {
+        (Some(target), _) => format!("merged into {target}"),
+        (None, Some(branch)) => format!("kept {branch}"),
+        (None, None) if record.commits.is_empty() => "no commits".to_owned(),
+        (None, None) => format!("on {}", record.branch),
+    });
+    Row {
+        name: member.name.clone(),
+        agent: member.agent.clone(),
+        status,
+        code: ended.code,
+        iterations: record.map(|record| record.iterations.len()),
+        commits: record.map(|record| record.commits.len()),
+        landed: landed.unwrap_or_default(),
+        duration_ms: record.map(|record| record.duration_ms),
+        tokens: record.and_then(|record| record.usage.as_ref()).map(|usage| usage.total_tokens()),
+        cost: record.and_then(|record| record.usage.as_ref()).and_then(|usage| usage.cost_usd),
+    }
+}
+
+/// A run in the `--json` array: its record, or what stopped it before it had one.
+pub fn json_entry(member: &Member, ended: &Ended) -> serde_json::Value {
+    if let Some(record) = &ended.record {
+        return serde_json::to_value(record).expect("records serialize");
+    }
+    let status = if !ended.started {
+        "not_started"
+    } else if ended.stopped {
+        "stopped"
+    } else {
+        "failed"
+    };
+    serde_json::json!({
+        "name": member.name,
+        "status": status,
+        "exit_code": ended.code,
+        "error": ended.error,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_most_severe_exit_code_wins() {
+        let worst = |codes: &[i32]| codes.iter().copied().max_by_key(|code| severity(*code)).unwrap();
+        assert_eq!(worst(&[0, 1, 3]), 3);
+        assert_eq!(worst(&[7, 6, 5]), 6);
+        assert_eq!(worst(&[4, 5, 3, 1]), 5);
+        assert_eq!(worst(&[6, 130]), 130);
+        assert_eq!(worst(&[0, 0]), 0);
+        assert_eq!(worst(&[1, 7]), 7);
+        assert_eq!(worst(&[3, 8, 1]), 8);
+        assert_eq!(worst(&[8, 4]), 4);
+    }
+}
