@@ -26,17 +26,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run an agent as a manifest (or flags) describes: worktree, iterations, merge back
-    #[command(long_about = "Run an agent as a manifest (or flags) describes: worktree, iterations, merge back.\n\n\
-Flags override the manifest's keys (`--set KEY=VALUE` any of them). The run makes a branch and a \
-worktree under `.eden/worktrees/`, boots the sandbox, runs the hooks and the agent until it prints \
-its completion signal (or `max_iterations`), then merges or keeps the branch as the strategy says. \
-Progress goes to stderr; `--json` and `--json-events` put machine-readable output on stdout. The \
-run record is written to `.eden/runs/<run-id>.json` and every event to `.eden/logs/<run-id>.jsonl`.\n\n\
-Several manifests (or `--matrix`) make several runs, each an `eden run` of its own (own worktree, branch, \
-sandbox, hooks, record), `--jobs` at a time; a failure stops no other unless `--fail-fast`. Their merges \
-into one target queue behind each other. At the end a table; `--json` prints an array of records; the \
-exit code is the most severe: interrupted > internal (70) > usage (2) > sandbox (6) > git (7) > hook (5) > \
-timeout (4) > budget (8) > agent (3) > incomplete (1).")]
+    #[command(long_about = run_long_about())]
     Run(Box<RunArgs>),
     /// The agent's own terminal UI, in a fresh worktree and sandbox, hooks and all
     #[command(
@@ -517,25 +507,24 @@ fn engines() -> Vec<&'static str> {
     vec!["docker", "podman"]
 }
 
-/// What each exit code means (code, in brief, in full): `--help`, the man pages and the README
-/// say the same.
-pub const EXIT_CODES: [(&str, &str, &str); 11] = [
-    ("0", "success", "the completion signal was seen (or the structured output was valid) and the work was merged or kept as the strategy says"),
-    ("1", "not finished", "the run ended without its completion signal while `require_completion` is set (the default; the branch is kept unmerged), or it finished but the agent left work uncommitted (its commits are merged, the rest is in the kept worktree; `branch.commit_leftovers = true` commits it)"),
-    ("2", "usage or manifest error", "a bad flag or manifest, or a feature not supported yet; nothing was created"),
-    ("3", "agent failed", "the agent exited non-zero without the completion signal, or could not authenticate"),
-    ("4", "timeout", "the agent was idle too long, or an iteration step or hook ran out of time"),
-    ("5", "hook failed", "a lifecycle hook exited non-zero"),
-    ("6", "sandbox error", "engine, image or bubblewrap missing, engine not running, container failed, or work not brought back from an isolated copy"),
-    ("7", "git error or merge conflict", "merge conflict, dirty checkout, branch locked or checked out elsewhere"),
-    ("8", "budget exceeded", "a `[budget]` cap (tokens, cost, duration) was crossed and the agent stopped; the work is kept on the branch"),
-    ("70", "internal error", "eden itself or the machine under it failed (an I/O error where none was expected, a full disk); not your input"),
-    ("129/130/143", "interrupted", "stopped by SIGHUP, SIGINT or SIGTERM (128 + the signal); the run's state is kept"),
-];
-
 fn exit_codes_line() -> String {
-    let codes: Vec<String> = EXIT_CODES.iter().map(|(code, brief, _)| format!("{code} {brief}")).collect();
-    format!("Exit codes: {}", codes.join(" · "))
+    crate::exit::Exit::help_line()
+}
+
+fn run_long_about() -> String {
+    format!(
+        "Run an agent as a manifest (or flags) describes: worktree, iterations, merge back.\n\n\
+Flags override the manifest's keys (`--set KEY=VALUE` any of them). The run makes a branch and a \
+worktree under `.eden/worktrees/`, boots the sandbox, runs the hooks and the agent until it prints \
+its completion signal (or `max_iterations`), then merges or keeps the branch as the strategy says. \
+Progress goes to stderr; `--json` and `--json-events` put machine-readable output on stdout. The \
+run record is written to `.eden/runs/<run-id>.json` and every event to `.eden/logs/<run-id>.jsonl`.\n\n\
+Several manifests (or `--matrix`) make several runs, each an `eden run` of its own (own worktree, branch, \
+sandbox, hooks, record), `--jobs` at a time; a failure stops no other unless `--fail-fast`. Their merges \
+into one target queue behind each other. At the end a table; `--json` prints an array of records; the \
+exit code is the most severe: {}.",
+        crate::exit::Exit::severity_line()
+    )
 }
 
 /// The environment variables eden reads, for the man pages.

@@ -96,26 +96,6 @@ pub fn run(members: &[Member], options: &Options, display: BatchDisplay) -> Resu
     Ok(coordinated)
 }
 
-/// The order in which exit codes outrank each other when several runs fail (documented in the
-/// README): interrupted > internal > usage > sandbox > git > hook > timeout > budget > agent >
-/// incomplete > success.
-pub fn severity(code: i32) -> u8 {
-    match code {
-        0 => 0,
-        1 => 1,
-        8 => 3,
-        4 => 4,
-        5 => 5,
-        7 => 6,
-        6 => 7,
-        2 => 8,
-        70 => 9,
-        code if code > 128 => 10,
-        // An agent's failure, or an agent's own exit code.
-        _ => 2,
-    }
-}
-
 /// The runs while they go.
 struct Batch<'a> {
     options: &'a Options,
@@ -337,22 +317,4 @@ pub fn json_entry(member: &Member, ended: &Ended) -> serde_json::Value {
         "exit_code": ended.code,
         "error": ended.error,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_most_severe_exit_code_wins() {
-        let worst = |codes: &[i32]| codes.iter().copied().max_by_key(|code| severity(*code)).unwrap();
-        assert_eq!(worst(&[0, 1, 3]), 3);
-        assert_eq!(worst(&[7, 6, 5]), 6);
-        assert_eq!(worst(&[4, 5, 3, 1]), 5);
-        assert_eq!(worst(&[6, 130]), 130);
-        assert_eq!(worst(&[0, 0]), 0);
-        assert_eq!(worst(&[1, 7]), 7);
-        assert_eq!(worst(&[3, 8, 1]), 8);
-        assert_eq!(worst(&[8, 4]), 4);
-    }
 }

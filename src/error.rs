@@ -6,6 +6,7 @@
 //! Exit 2 means "your input was wrong" and nothing else: a failure of eden itself or of the
 //! machine under it (an I/O error where none was expected) is `Internal`, exit 70.
 
+use crate::exit::Exit;
 use std::fmt;
 use std::sync::Arc;
 
@@ -57,19 +58,27 @@ pub struct BudgetExceeded {
 }
 
 impl ErrorKind {
+    /// Which of eden's exit codes this error ends with.
+    pub fn exit(&self) -> Exit {
+        match self {
+            ErrorKind::Incomplete | ErrorKind::Uncommitted => Exit::NotFinished,
+            ErrorKind::Usage => Exit::Usage,
+            ErrorKind::Agent | ErrorKind::Exited { .. } => Exit::AgentFailed,
+            ErrorKind::Timeout => Exit::Timeout,
+            ErrorKind::Hook => Exit::HookFailed,
+            ErrorKind::Sandbox => Exit::Sandbox,
+            ErrorKind::Git | ErrorKind::MergeConflict { .. } => Exit::Git,
+            ErrorKind::Interrupted { signal } => Exit::Interrupted(*signal),
+            ErrorKind::Internal => Exit::Internal,
+            ErrorKind::Budget { .. } => Exit::Budget,
+        }
+    }
+
+    /// The process's exit code: eden's own, or the code an interactive agent ended with.
     pub fn exit_code(&self) -> i32 {
         match self {
-            ErrorKind::Incomplete | ErrorKind::Uncommitted => 1,
-            ErrorKind::Usage => 2,
-            ErrorKind::Agent => 3,
             ErrorKind::Exited { code } => *code,
-            ErrorKind::Timeout => 4,
-            ErrorKind::Hook => 5,
-            ErrorKind::Sandbox => 6,
-            ErrorKind::Git | ErrorKind::MergeConflict { .. } => 7,
-            ErrorKind::Interrupted { signal } => 128 + signal,
-            ErrorKind::Internal => 70,
-            ErrorKind::Budget { .. } => 8,
+            other => other.exit().code(),
         }
     }
 

@@ -8,6 +8,7 @@ pub mod cli;
 pub mod commands;
 pub mod coordinator;
 pub mod error;
+pub mod exit;
 pub mod git;
 pub mod hooks;
 pub mod layout;
@@ -52,7 +53,7 @@ pub fn main_with_args(args: Vec<std::ffi::OsString>) -> i32 {
         Ok(cli) => cli,
         Err(err) => {
             let _ = err.print();
-            return if err.use_stderr() { 2 } else { 0 };
+            return if err.use_stderr() { exit::Exit::Usage.code() } else { exit::Exit::Success.code() };
         }
     };
     let result = match cli.command {

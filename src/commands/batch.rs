@@ -11,6 +11,7 @@ use super::settings::RunSettings;
 use crate::cli::RunArgs;
 use crate::coordinator::{self, Ended, Member};
 use crate::error::Error;
+use crate::exit::Exit;
 use crate::process::ProcessBuilder;
 use crate::ui::batch::{BatchDisplay, Row};
 use std::collections::BTreeMap;
@@ -39,10 +40,10 @@ pub(crate) fn run(args: &RunArgs, settings: &RunSettings, printed: &mut bool) ->
     }
     *printed = args.json || args.json_events;
     if let Some(signal) = coordinated.interrupted {
-        return Ok(128 + signal);
+        return Ok(Exit::Interrupted(signal).code());
     }
     let codes = ended.iter().filter(|ended| ended.started && !ended.stopped).filter_map(|ended: &Ended| ended.code);
-    Ok(codes.max_by_key(|code| coordinator::severity(*code)).unwrap_or(0))
+    Ok(codes.max_by_key(|code| Exit::from_code(*code).severity()).unwrap_or(Exit::Success.code()))
 }
 
 /// The runs the arguments name, loaded and checked; any problem is an error before anything

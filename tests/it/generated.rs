@@ -5,6 +5,7 @@ use crate::support::EDEN;
 use clap::{CommandFactory, ValueEnum};
 use clap_complete::Shell;
 use clap_mangen::roff::{bold, roman, Roff};
+use eden::exit::Exit;
 use std::path::{Path, PathBuf};
 
 const REFRESH: &str = "EDEN_REFRESH_GENERATED=1 cargo test --test it generated";
@@ -60,7 +61,7 @@ fn man_page(command: &clap::Command, man: &clap_mangen::Man) -> Vec<u8> {
         table(
             &mut roff,
             "EXIT STATUS",
-            &eden::cli::EXIT_CODES.map(|(code, brief, full)| (code, format!("{brief}: {full}"))),
+            &Exit::ALL.map(|exit| (exit.shown(), format!("{}: {}", exit.brief(), exit.meaning()))),
         );
         table(&mut roff, "ENVIRONMENT", &eden::cli::ENVIRONMENT.map(|(name, text)| (name, text.to_owned())));
     }
@@ -110,6 +111,31 @@ fn generated_files_are_fresh() {
         "stale generated files: {}\nrefresh them with `{REFRESH}` and commit the result",
         stale.join(", ")
     );
+}
+
+/// The README's parts that come from the code: (name, contents) of each region between
+/// `<!-- name… -->` and `<!-- /name -->`.
+fn readme_regions() -> Vec<(&'static str, String)> {
+    vec![("exit-codes", format!("\n{}", Exit::markdown_table())), ("exit-severity", Exit::severity_line())]
+}
+
+#[test]
+fn the_readme_says_what_the_code_does() {
+    let path = source_dir().join("README.md");
+    let readme = std::fs::read_to_string(&path).unwrap();
+    let mut fresh = readme.clone();
+    for (name, contents) in readme_regions() {
+        let open =
+            fresh.find(&format!("<!-- {name}")).unwrap_or_else(|| panic!("README.md has no `<!-- {name}` region"));
+        let start = open + fresh[open..].find("-->").unwrap() + 3;
+        let end = fresh.find(&format!("<!-- /{name} -->")).unwrap_or_else(|| panic!("`{name}` is not closed"));
+        fresh.replace_range(start..end, &contents);
+    }
+    if fresh != readme && std::env::var_os("EDEN_REFRESH_GENERATED").is_some() {
+        std::fs::write(&path, &fresh).unwrap();
+        return;
+    }
+    assert!(fresh == readme, "README.md's generated regions are stale; refresh them with `{REFRESH}`");
 }
 
 #[test]

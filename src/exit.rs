@@ -1,0 +1,232 @@
+//! Every exit code eden documents: its number, what it means, and which outranks which when
+//! several runs end differently. `--help`, the man pages, the README's table, the several-runs
+//! code and the JSON's `exit_code` all come from here (`tests/it/generated.rs` holds the docs
+//! to it).
+
+/// An exit code of eden's, by meaning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    Success,
+    NotFinished,
+    Usage,
+    AgentFailed,
+    Timeout,
+    HookFailed,
+    Sandbox,
+    Git,
+    Budget,
+    Internal,
+    /// Stopped by this signal: the code is 128 + its number.
+    Interrupted(i32),
+}
+
+const SIGINT: i32 = 2;
+
+impl Exit {
+    /// Every exit code, in the order the docs list them.
+    pub const ALL: [Exit; 11] = [
+        Exit::Success,
+        Exit::NotFinished,
+        Exit::Usage,
+        Exit::AgentFailed,
+        Exit::Timeout,
+        Exit::HookFailed,
+        Exit::Sandbox,
+        Exit::Git,
+        Exit::Budget,
+        Exit::Internal,
+        Exit::Interrupted(SIGINT),
+    ];
+
+    /// Most severe first: with several runs, eden exits with the first of these that any run
+    /// ended with.
+    pub const SEVERITY: [Exit; 11] = [
+        Exit::Interrupted(SIGINT),
+        Exit::Internal,
+        Exit::Usage,
+        Exit::Sandbox,
+        Exit::Git,
+        Exit::HookFailed,
+        Exit::Timeout,
+        Exit::Budget,
+        Exit::AgentFailed,
+        Exit::NotFinished,
+        Exit::Success,
+    ];
+
+    pub const fn code(self) -> i32 {
+        match self {
+            Exit::Success => 0,
+            Exit::NotFinished => 1,
+            Exit::Usage => 2,
+            Exit::AgentFailed => 3,
+            Exit::Timeout => 4,
+            Exit::HookFailed => 5,
+            Exit::Sandbox => 6,
+            Exit::Git => 7,
+            Exit::Budget => 8,
+            Exit::Internal => 70,
+            Exit::Interrupted(signal) => 128 + signal,
+        }
+    }
+
+    /// What a process's exit code means, read back (a run of several, a record). A code eden
+    /// does not give itself is an agent's own (`eden interactive` passes it on): a failed agent.
+    pub fn from_code(code: i32) -> Exit {
+        match code {
+            code if code > 128 => Exit::Interrupted(code - 128),
+            code => Exit::ALL.into_iter().find(|exit| exit.code() == code).unwrap_or(Exit::AgentFailed),
+        }
+    }
+
+    /// Higher outranks lower (see `SEVERITY`).
+    pub fn severity(self) -> usize {
+        let same = |exit: &Exit| match (exit, self) {
+            (Exit::Interrupted(_), Exit::Interrupted(_)) => true,
+            (exit, this) => *exit == this,
+        };
+        Exit::SEVERITY.len() - Exit::SEVERITY.iter().position(same).expect("every exit has a severity")
+    }
+
+    /// The code as the docs show it: an interruption's three.
+    pub fn shown(self) -> &'static str {
+        match self {
+            Exit::Success => "0",
+            Exit::NotFinished => "1",
+            Exit::Usage => "2",
+            Exit::AgentFailed => "3",
+            Exit::Timeout => "4",
+            Exit::HookFailed => "5",
+            Exit::Sandbox => "6",
+            Exit::Git => "7",
+            Exit::Budget => "8",
+            Exit::Internal => "70",
+            Exit::Interrupted(_) => "130/143/129",
+        }
+    }
+
+    /// In a word or three (`--help`'s line, the severity order).
+    pub fn brief(self) -> &'static str {
+        match self {
+            Exit::Success => "success",
+            Exit::NotFinished => "not finished",
+            Exit::Usage => "usage or manifest error",
+            Exit::AgentFailed => "agent failed",
+            Exit::Timeout => "timeout",
+            Exit::HookFailed => "hook failed",
+            Exit::Sandbox => "sandbox error",
+            Exit::Git => "git error or merge conflict",
+            Exit::Budget => "budget exceeded",
+            Exit::Internal => "internal error",
+            Exit::Interrupted(_) => "interrupted",
+        }
+    }
+
+    /// In full (the man pages and the README).
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Exit::Success => {
+                "the completion signal was seen (or the structured output was valid), and the work merged or kept \
+                 as the strategy says; also `max_iterations` used up when `require_completion = false`"
+            }
+            Exit::NotFinished => {
+                "the run ended without its completion signal while `require_completion` is set (the default; the \
+                 branch is kept unmerged, `exit_reason: \"incomplete\"`), or it finished but the agent left work \
+                 uncommitted (`exit_reason: \"uncommitted_work\"`: its commits are merged as usual, the rest is in \
+                 the kept worktree, whose path the error gives; `branch.commit_leftovers = true` commits it instead)"
+            }
+            Exit::Usage => "a bad flag or manifest, or a feature not supported yet; nothing was created",
+            Exit::AgentFailed => {
+                "non-zero exit without the completion signal, an error it reported, or it could not authenticate \
+                 (`agent_failure = \"authentication\"`, with a hint saying how to log in)"
+            }
+            Exit::Timeout => "the agent was idle too long, or an iteration step or hook ran out of time",
+            Exit::HookFailed => "a lifecycle hook exited non-zero",
+            Exit::Sandbox => {
+                "engine or bubblewrap missing, engine not running, image missing, container failed or gone, agent \
+                 missing from the image, work could not be brought back from the sandbox"
+            }
+            Exit::Git => {
+                "merge conflict, dirty checkout for `head` (or for the base of `merge-to-head`, found before the \
+                 agent starts), branch locked or checked out elsewhere"
+            }
+            Exit::Budget => {
+                "a `[budget]` cap (or a step's `budget`) was crossed and the agent was stopped at once; the work is \
+                 kept on its branch, nothing merged; the record's `error.budget` says which cap (`scope`, `cap`, \
+                 `limit`, `used`)"
+            }
+            Exit::Internal => {
+                "eden itself or the machine under it failed (an I/O error where none was expected; a full disk, \
+                 said as such with a hint, whichever write found it — git's or eden's own) — not your input. \
+                 Records and logs are written whole or not at all: a failed write leaves the record's last \
+                 complete version and the log's last complete line"
+            }
+            Exit::Interrupted(_) => {
+                "stopped by SIGINT, SIGTERM or SIGHUP (the terminal went away): 128 + the signal; the run's state \
+                 is kept"
+            }
+        }
+    }
+
+    /// `Exit codes: 0 success · 1 not finished · …`, for `--help`.
+    pub fn help_line() -> String {
+        let codes: Vec<String> = Exit::ALL.iter().map(|exit| format!("{} {}", exit.shown(), exit.brief())).collect();
+        format!("Exit codes: {}", codes.join(" · "))
+    }
+
+    /// `interrupted (130/143/129) > internal (70) > … > not finished (1)`: the severity order as
+    /// the docs say it.
+    pub fn severity_line() -> String {
+        let order: Vec<String> = Exit::SEVERITY
+            .iter()
+            .filter(|exit| **exit != Exit::Success)
+            .map(|exit| format!("{} ({})", exit.brief(), exit.shown()))
+            .collect();
+        order.join(" > ")
+    }
+
+    /// The README's table of exit codes.
+    pub fn markdown_table() -> String {
+        let mut table = String::from("| code | meaning |\n|---|---|\n");
+        for exit in Exit::ALL {
+            table.push_str(&format!("| {} | {}: {} |\n", exit.shown(), exit.brief(), exit.meaning()));
+        }
+        table
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_read_back_as_what_they_mean() {
+        for exit in Exit::ALL {
+            assert_eq!(Exit::from_code(exit.code()), exit);
+        }
+        assert_eq!(Exit::from_code(143), Exit::Interrupted(15));
+        assert_eq!(Exit::from_code(42), Exit::AgentFailed, "an agent's own code");
+    }
+
+    #[test]
+    fn the_most_severe_exit_code_wins() {
+        let worst = |codes: &[i32]| codes.iter().copied().max_by_key(|code| Exit::from_code(*code).severity()).unwrap();
+        assert_eq!(worst(&[0, 1, 3]), 3);
+        assert_eq!(worst(&[7, 6, 5]), 6);
+        assert_eq!(worst(&[4, 5, 3, 1]), 5);
+        assert_eq!(worst(&[6, 130]), 130);
+        assert_eq!(worst(&[0, 0]), 0);
+        assert_eq!(worst(&[1, 7]), 7);
+        assert_eq!(worst(&[3, 8, 1]), 8);
+        assert_eq!(worst(&[8, 4]), 4);
+        assert_eq!(worst(&[42, 1]), 42, "an agent's own code ranks as a failed agent");
+    }
+
+    #[test]
+    fn every_code_is_listed_once_in_each_order() {
+        for exit in Exit::ALL {
+            assert_eq!(Exit::SEVERITY.iter().filter(|other| **other == exit).count(), 1, "{exit:?}");
+        }
+        assert!(Exit::severity_line().starts_with("interrupted (130/143/129) > internal error (70) > "));
+    }
+}
