@@ -10,6 +10,7 @@
 use crate::error::Error;
 use crate::process::ProcessBuilder;
 use crate::record::RunRecord;
+use crate::report::{ErrorReport, Event, Failed, Logged};
 use crate::ui::batch::{BatchDisplay, Row};
 use std::collections::BTreeMap;
 use std::io::BufRead;
@@ -57,7 +58,7 @@ pub struct Ended {
     pub code: Option<i32>,
     pub record: Option<RunRecord>,
     /// The error a run printed as JSON when it could not start.
-    pub error: Option<serde_json::Value>,
+    pub error: Option<ErrorReport>,
 }
 
 enum Message {
@@ -191,11 +192,12 @@ impl Batch<'_> {
     }
 
     fn keep_result(&mut self, index: usize, line: &str) {
-        let Ok(value) = serde_json::from_str::<serde_json::Value>(line) else { return };
-        if let Some(error) = value.get("error") {
-            self.ended[index].error = Some(error.clone());
-        } else if let Some(record) = value.get("record") {
-            self.ended[index].record = serde_json::from_value(record.clone()).ok();
+        if let Some(Logged { event, .. }) = Logged::parse(line) {
+            if let Event::RunFinished { record } = event.into_owned() {
+                self.ended[index].record = Some(record.into_owned());
+            }
+        } else if let Ok(failed) = serde_json::from_str::<Failed>(line) {
+            self.ended[index].error = Some(failed.error);
         }
     }
 
@@ -277,7 +279,7 @@ pub fn row(member: &Member, ended: &Ended) -> Row {
         (_, true, _, _) => "stopped".to_owned(),
         (_, _, Some(record), _) => record.exit_reason.map_or("ended", |reason| reason.as_str()).to_owned(),
         (_, _, None, Some(0)) => "ok".to_owned(),
-        (_, _, None, _) => ended.error.as_ref().and_then(|error| error["kind"].as_str()).unwrap_or("failed").to_owned(),
+        (_, _, None, _) => ended.error.as_ref().map_or("failed", |error| error.kind.as_str()).to_owned(),
     };
     let landed = record.map(|record| match (&record.merged_into, &record.preserved_branch) {
         (Some(target), _) => format!("merged into {target}"),

@@ -111,7 +111,7 @@ impl HookRunner<'_> {
         };
 
         let where_ = describe(side, phase, iteration);
-        reporter.report(&Event::HookStarted { phase, side, command: &hook.cmd, iteration });
+        reporter.report(&Event::HookStarted { phase, side, command: hook.cmd.as_str().into(), iteration });
         let watchdogs = watchdogs(hook.timeout.0, self.stopping);
         let mut handlers = HookOutput { reporter: &mut *reporter };
         let clock = Instant::now();
@@ -133,7 +133,7 @@ impl HookRunner<'_> {
         reporter.report(&Event::HookFinished {
             phase,
             side,
-            command: &hook.cmd,
+            command: hook.cmd.as_str().into(),
             outcome: label,
             exit_code,
             duration_ms,
@@ -218,7 +218,7 @@ impl Handlers for Capture<'_> {
             return;
         }
         let text = crate::agent::decode(line);
-        self.reporter.report(&Event::HookOutput { text: &text, stderr: true });
+        self.reporter.report(&Event::HookOutput { text: text.clone(), stderr: true });
     }
 
     fn idle_warning(&mut self, _silent_for: Duration) {}
@@ -273,7 +273,7 @@ struct HookOutput<'a> {
 impl Handlers for HookOutput<'_> {
     fn stdout_line(&mut self, line: &[u8], _continues: bool) -> Flow {
         let text = crate::agent::decode(line);
-        self.reporter.report(&Event::HookOutput { text: &text, stderr: false });
+        self.reporter.report(&Event::HookOutput { text: text.clone(), stderr: false });
         Flow::Continue
     }
 
@@ -282,7 +282,7 @@ impl Handlers for HookOutput<'_> {
             return;
         }
         let text = crate::agent::decode(line);
-        self.reporter.report(&Event::HookOutput { text: &text, stderr: true });
+        self.reporter.report(&Event::HookOutput { text: text.clone(), stderr: true });
     }
 
     fn idle_warning(&mut self, _silent_for: Duration) {}

@@ -7,28 +7,35 @@
 use crate::agent::{AgentKind, FailureKind, Usage};
 use crate::manifest::hooks_plan::{Phase as HookPhase, Side};
 use crate::record::{HookOutcome, IterationOutcome, RunRecord, StepStatus};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::path::Path;
 
-#[derive(Debug, Serialize)]
+/// Written as a JSON object with its kind under `event` (`--json-events`, the log file) and
+/// read back from there (`eden sessions show`, the several-runs coordinator). Strings are
+/// borrowed while a run reports and owned when read back.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
+// A run's one `RunFinished` carries its record; events are reported one at a time, so the
+// size of the largest variant costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
 pub enum Event<'a> {
     RunStarted {
         /// `run` or `interactive`.
         kind: crate::record::RunKind,
-        name: &'a str,
+        name: Cow<'a, str>,
         agent: AgentKind,
-        strategy: &'a str,
-        branch: &'a str,
-        base: Option<&'a str>,
-        worktree: &'a Path,
+        strategy: Cow<'a, str>,
+        branch: Cow<'a, str>,
+        base: Option<Cow<'a, str>>,
+        worktree: Cow<'a, Path>,
         max_iterations: u32,
     },
     Info {
-        message: &'a str,
+        message: Cow<'a, str>,
     },
     Warning {
-        message: &'a str,
+        message: Cow<'a, str>,
     },
     IterationStarted {
         iteration: u32,
@@ -36,15 +43,15 @@ pub enum Event<'a> {
     },
     Prompt {
         iteration: u32,
-        text: &'a str,
+        text: Cow<'a, str>,
     },
     AgentText {
         iteration: u32,
-        text: &'a str,
+        text: Cow<'a, str>,
     },
     AgentStderr {
         iteration: u32,
-        text: &'a str,
+        text: Cow<'a, str>,
     },
     IdleWarning {
         iteration: u32,
@@ -52,56 +59,56 @@ pub enum Event<'a> {
     },
     ToolCall {
         iteration: u32,
-        name: &'a str,
-        summary: &'a str,
+        name: Cow<'a, str>,
+        summary: Cow<'a, str>,
         subagent: bool,
     },
     ToolFailed {
         iteration: u32,
-        name: Option<&'a str>,
+        name: Option<Cow<'a, str>>,
         /// Why, as the agent reported it (the output's first lines).
-        reason: Option<&'a str>,
+        reason: Option<Cow<'a, str>>,
     },
     /// The iteration's usage so far.
     Usage {
         iteration: u32,
-        usage: &'a Usage,
+        usage: Usage,
     },
     SessionId {
         iteration: u32,
-        session_id: &'a str,
+        session_id: Cow<'a, str>,
     },
     /// The agent's transcript of the iteration's session was copied to `path`.
     Transcript {
         iteration: u32,
-        path: &'a std::path::Path,
+        path: Cow<'a, Path>,
         bytes: u64,
     },
     AgentError {
         iteration: u32,
-        message: &'a str,
+        message: Cow<'a, str>,
         kind: FailureKind,
     },
     Notice {
         iteration: u32,
-        message: &'a str,
+        message: Cow<'a, str>,
     },
     CompletionSignal {
         iteration: u32,
-        signal: &'a str,
+        signal: Cow<'a, str>,
     },
     Commit {
         iteration: u32,
-        sha: &'a str,
-        subject: &'a str,
+        sha: Cow<'a, str>,
+        subject: Cow<'a, str>,
     },
     /// The agent hit the provider's usage limit: eden waits `wait_secs` (until `until`), then
     /// goes on in the same session.
     UsageLimit {
         iteration: u32,
-        message: &'a str,
+        message: Cow<'a, str>,
         wait_secs: u64,
-        until: &'a str,
+        until: Cow<'a, str>,
     },
     IterationFinished {
         iteration: u32,
@@ -112,33 +119,33 @@ pub enum Event<'a> {
     /// The structured output, once it is valid.
     Output {
         iteration: u32,
-        value: &'a serde_json::Value,
+        value: Cow<'a, serde_json::Value>,
     },
     StepStarted {
-        step: &'a str,
+        step: Cow<'a, str>,
         index: usize,
         total: usize,
         agent: AgentKind,
     },
     StepFinished {
-        step: &'a str,
+        step: Cow<'a, str>,
         status: StepStatus,
-        reason: Option<&'a str>,
+        reason: Option<Cow<'a, str>>,
     },
     HookStarted {
         phase: HookPhase,
         side: Side,
-        command: &'a str,
+        command: Cow<'a, str>,
         iteration: Option<u32>,
     },
     HookOutput {
-        text: &'a str,
+        text: Cow<'a, str>,
         stderr: bool,
     },
     HookFinished {
         phase: HookPhase,
         side: Side,
-        command: &'a str,
+        command: Cow<'a, str>,
         outcome: HookOutcome,
         exit_code: Option<i32>,
         duration_ms: u64,
@@ -146,21 +153,80 @@ pub enum Event<'a> {
     /// The run's branch landed on its target: how, and what it brought (`message` says the
     /// same for people).
     Merged {
-        target: &'a str,
-        branch: &'a str,
+        target: Cow<'a, str>,
+        branch: Cow<'a, str>,
         /// The commits that entered the target (the run's, and any the target lacked besides).
         commits: u32,
         kind: crate::record::MergeKind,
         /// The commit the target points at now, and the one it pointed at before.
-        merge_commit: Option<&'a str>,
-        onto: Option<&'a str>,
+        merge_commit: Option<Cow<'a, str>>,
+        onto: Option<Cow<'a, str>>,
         /// With several runs at once: this merge's place among the invocation's.
         queue_position: Option<u32>,
-        message: &'a str,
+        message: Cow<'a, str>,
     },
     RunFinished {
-        record: &'a RunRecord,
+        record: Cow<'a, RunRecord>,
     },
+}
+
+/// An event as one line of `--json-events` or a log file: when, which run, then the event's
+/// own keys. Written by `ui::log_file`; read back with `Logged::parse`.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Logged<'a> {
+    pub ts: Cow<'a, str>,
+    pub run_id: Cow<'a, str>,
+    #[serde(flatten)]
+    pub event: Cow<'a, Event<'a>>,
+}
+
+impl Logged<'static> {
+    /// One line read back; `None` for a line that is not an event (or an event of a kind this
+    /// version of eden does not know).
+    pub fn parse(line: &str) -> Option<Logged<'static>> {
+        serde_json::from_str(line).ok()
+    }
+}
+
+/// An error as data, for scripts: what `--json` prints (as `{"error": …}`) when a run fails
+/// before it has a record, and what the several-runs coordinator reads back.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ErrorReport {
+    pub kind: crate::record::ExitReason,
+    pub message: String,
+    pub hint: Option<String>,
+    pub exit_code: i32,
+    /// Further errors found in the same pass.
+    #[serde(default)]
+    pub also: Vec<AlsoReport>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AlsoReport {
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+impl ErrorReport {
+    pub fn of(error: &crate::error::Error) -> ErrorReport {
+        ErrorReport {
+            kind: crate::record::ExitReason::of(&error.kind),
+            message: error.message.clone(),
+            hint: error.hint.clone(),
+            exit_code: error.kind.exit_code(),
+            also: error
+                .also
+                .iter()
+                .map(|more| AlsoReport { message: more.message.clone(), hint: more.hint.clone() })
+                .collect(),
+        }
+    }
+}
+
+/// What a run prints on stdout when it fails before it has a record: `{"error": …}`.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Failed {
+    pub error: ErrorReport,
 }
 
 /// Receives every event of a run. Implemented at the edge (`ui`).
@@ -188,5 +254,99 @@ impl RunEvents {
         for reporter in &mut self.reporters {
             reporter.report(&self.run_id, event);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::MergeKind;
+
+    /// Every kind of event (but the record's own, which `tests/it` reads back whole), as a run
+    /// would report it.
+    fn events() -> Vec<Event<'static>> {
+        let usage = Usage {
+            input_tokens: 3,
+            output_tokens: 4,
+            cache_read_tokens: 5,
+            cache_write_tokens: 6,
+            cost_usd: Some(0.5),
+        };
+        vec![
+            Event::RunStarted {
+                kind: crate::record::RunKind::Run,
+                name: "fix".into(),
+                agent: AgentKind::ClaudeCode,
+                strategy: "merge-to-head".into(),
+                branch: "eden/fix".into(),
+                base: Some("main".into()),
+                worktree: Path::new("/tmp/w").into(),
+                max_iterations: 3,
+            },
+            Event::Info { message: "a \"quoted\"\nline".into() },
+            Event::Warning { message: "careful".into() },
+            Event::IterationStarted { iteration: 1, max_iterations: 3 },
+            Event::Prompt { iteration: 1, text: "do it".into() },
+            Event::AgentText { iteration: 1, text: "done ✓".into() },
+            Event::AgentStderr { iteration: 1, text: "oops".into() },
+            Event::IdleWarning { iteration: 1, silent_secs: 30 },
+            Event::ToolCall { iteration: 1, name: "Bash".into(), summary: "ls".into(), subagent: true },
+            Event::ToolFailed { iteration: 1, name: None, reason: Some("exit 1".into()) },
+            Event::Usage { iteration: 1, usage },
+            Event::SessionId { iteration: 1, session_id: "s-1".into() },
+            Event::Transcript { iteration: 1, path: Path::new("/tmp/t.jsonl").into(), bytes: 10 },
+            Event::AgentError { iteration: 1, message: "401".into(), kind: FailureKind::Authentication },
+            Event::Notice { iteration: 1, message: "retrying".into() },
+            Event::CompletionSignal { iteration: 1, signal: "<promise>COMPLETE</promise>".into() },
+            Event::Commit { iteration: 1, sha: "abc".into(), subject: "fix".into() },
+            Event::UsageLimit { iteration: 1, message: "limit".into(), wait_secs: 60, until: "later".into() },
+            Event::IterationFinished {
+                iteration: 1,
+                outcome: IterationOutcome::Completed,
+                exit_code: Some(0),
+                duration_ms: 12,
+            },
+            Event::Output { iteration: 1, value: Cow::Owned(serde_json::json!({"ok": true})) },
+            Event::StepStarted { step: "one".into(), index: 0, total: 2, agent: AgentKind::Codex },
+            Event::StepFinished { step: "one".into(), status: StepStatus::Ok, reason: None },
+            Event::HookStarted { phase: HookPhase::OnClose, side: Side::Host, command: "true".into(), iteration: None },
+            Event::HookOutput { text: "out".into(), stderr: false },
+            Event::HookFinished {
+                phase: HookPhase::OnClose,
+                side: Side::Sandbox,
+                command: "true".into(),
+                outcome: HookOutcome::Ok,
+                exit_code: Some(0),
+                duration_ms: 1,
+            },
+            Event::Merged {
+                target: "main".into(),
+                branch: "eden/fix".into(),
+                commits: 1,
+                kind: MergeKind::FastForward,
+                merge_commit: Some("def".into()),
+                onto: None,
+                queue_position: Some(2),
+                message: "merged".into(),
+            },
+        ]
+    }
+
+    #[test]
+    fn every_event_reads_back_as_written() {
+        for event in events() {
+            let logged = Logged { ts: "now".into(), run_id: "r1".into(), event: Cow::Borrowed(&event) };
+            let line = serde_json::to_string(&logged).unwrap();
+            let back = Logged::parse(&line).unwrap_or_else(|| panic!("does not read back: {line}"));
+            assert_eq!((back.ts.as_ref(), back.run_id.as_ref()), ("now", "r1"));
+            assert_eq!(serde_json::to_string(&back).unwrap(), line);
+        }
+    }
+
+    #[test]
+    fn a_line_that_is_not_an_event_is_none() {
+        assert!(Logged::parse(r#"{"error":{"kind":"usage"}}"#).is_none());
+        assert!(Logged::parse(r#"{"ts":"now","run_id":"r","event":"from_the_future"}"#).is_none());
+        assert!(Logged::parse("not json").is_none());
     }
 }

@@ -121,6 +121,15 @@ const AUTHENTICATION: [&str; 8] = [
 ];
 
 impl FailureKind {
+    /// As in records and JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureKind::Authentication => "authentication",
+            FailureKind::RateLimit => "rate_limit",
+            FailureKind::Other => "other",
+        }
+    }
+
     /// Classify from an HTTP status and/or the message text.
     pub fn classify(status: Option<u64>, message: &str) -> FailureKind {
         // Status codes count only as whole tokens: `127.0.0.1:41429` is a port, not a 429.

@@ -60,7 +60,8 @@ pub fn execute(args: RunArgs, interactive: Option<InteractiveMode>) -> Result<i3
         let value = match (several, args_json) {
             (true, true) if manifests.is_empty() => serde_json::json!([entry(None)]),
             (true, true) => serde_json::Value::Array(manifests.iter().map(|path| entry(Some(path.clone()))).collect()),
-            _ => serde_json::json!({ "error": error_json(error) }),
+            _ => serde_json::to_value(crate::report::Failed { error: crate::report::ErrorReport::of(error) })
+                .expect("errors serialize"),
         };
         print_data(&value.to_string());
     }
@@ -69,13 +70,7 @@ pub fn execute(args: RunArgs, interactive: Option<InteractiveMode>) -> Result<i3
 
 /// An error as data: kind, message, hint, exit code.
 fn error_json(error: &Error) -> serde_json::Value {
-    serde_json::json!({
-        "kind": crate::record::ExitReason::of(&error.kind),
-        "message": error.message,
-        "hint": error.hint,
-        "exit_code": error.kind.exit_code(),
-        "also": error.also.iter().map(|more| serde_json::json!({ "message": more.message, "hint": more.hint })).collect::<Vec<_>>(),
-    })
+    serde_json::to_value(crate::report::ErrorReport::of(error)).expect("errors serialize")
 }
 
 /// The run; `printed` says whether it put its record (or events) on stdout.

@@ -96,9 +96,9 @@ pub(crate) fn finish(
     };
     // Merging, removing the worktree and deleting the branch change what every run of this
     // repository shares: one eden process at a time.
-    let shared = match workspace
-        .repository_lock("merging and cleaning up", &mut |message| reporter.report(&Event::Info { message }))
-    {
+    let shared = match workspace.repository_lock("merging and cleaning up", &mut |message| {
+        reporter.report(&Event::Info { message: message.into() })
+    }) {
         Ok(lock) => Some(lock),
         Err(err) => {
             error.get_or_insert(err);
@@ -182,14 +182,14 @@ fn report_merge(merged: &Merged, branch: &str, run_commits: u32, reporter: &mut 
     let count = merged.commits.unwrap_or(run_commits);
     let message = format!("merged {count} commit(s) from `{branch}` into `{target}` ({how}{position})");
     reporter.report(&Event::Merged {
-        target,
-        branch,
+        target: target.as_str().into(),
+        branch: branch.into(),
         commits: count,
         kind: merged.kind,
-        merge_commit: merged.commit.as_deref(),
-        onto: merged.onto.as_deref(),
+        merge_commit: merged.commit.as_deref().map(Into::into),
+        onto: merged.onto.as_deref().map(Into::into),
         queue_position: merged.queue_position,
-        message: &message,
+        message: message.as_str().into(),
     });
 }
 
@@ -209,7 +209,8 @@ fn close_worktree(workspace: &Workspace, locked: bool, reporter: &mut RunEvents)
                 Ok(Removal::Removed) => WorktreeEnd::Removed,
                 Ok(Removal::KeptDirty) => kept,
                 Err(err) => {
-                    reporter.report(&Event::Warning { message: &format!("could not remove the worktree: {err}") });
+                    reporter
+                        .report(&Event::Warning { message: format!("could not remove the worktree: {err}").into() });
                     kept
                 }
             }
@@ -217,7 +218,7 @@ fn close_worktree(workspace: &Workspace, locked: bool, reporter: &mut RunEvents)
     };
     if let WorktreeEnd::Kept(path) = &end {
         reporter.report(&Event::Warning {
-            message: &format!("the worktree has uncommitted changes and is kept: {}", path.display()),
+            message: format!("the worktree has uncommitted changes and is kept: {}", path.display()).into(),
         });
     }
     end
@@ -232,7 +233,7 @@ fn settle_branch(workspace: &Workspace, landing: &Landing, may_go: bool, reporte
         Landing::Merge { .. } | Landing::Nothing if may_go => match workspace.repo.delete_branch(branch) {
             Ok(()) => None,
             Err(err) => {
-                reporter.report(&Event::Warning { message: &format!("could not delete the branch: {err}") });
+                reporter.report(&Event::Warning { message: format!("could not delete the branch: {err}").into() });
                 Some(branch.clone())
             }
         },

@@ -148,9 +148,9 @@ impl<'a> StepRun<'a> {
         let until = humantime::format_rfc3339_seconds(now + wait).to_string();
         live.events.report(&Event::UsageLimit {
             iteration,
-            message: &failure.message,
+            message: failure.message.as_str().into(),
             wait_secs: wait.as_secs(),
-            until: &until,
+            until: until.as_str().into(),
         });
         push_record(live, self.step, iteration, invoked, prompt_text, Vec::new(), IterationOutcome::UsageLimit);
         let until_reset = tokio::time::Instant::now() + wait;
@@ -221,7 +221,7 @@ impl<'a> StepRun<'a> {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            live.events.report(&Event::Prompt { iteration, text: &prompt_text });
+            live.events.report(&Event::Prompt { iteration, text: prompt_text.as_str().into() });
             let ask = Ask {
                 step: self.step,
                 agent: self.agent,
@@ -242,7 +242,7 @@ impl<'a> StepRun<'a> {
             };
             let errors = match checker.check(&invoked.text) {
                 Ok(value) => {
-                    live.events.report(&Event::Output { iteration, value: &value });
+                    live.events.report(&Event::Output { iteration, value: std::borrow::Cow::Borrowed(&value) });
                     return Ok((invoked, prompt_text, Some(value)));
                 }
                 Err(errors) => errors,
@@ -265,7 +265,7 @@ impl<'a> StepRun<'a> {
                 "the structured output is not usable ({}); asking again in the same session (retry {attempt}/{retries})",
                 errors.join("; ")
             );
-            live.events.report(&Event::Warning { message: &message });
+            live.events.report(&Event::Warning { message: message.as_str().into() });
             push_record(
                 live,
                 self.step,
@@ -287,7 +287,11 @@ impl<'a> StepRun<'a> {
         let mut new_commits = Vec::new();
         for commit in &all {
             if live.progress.seen_commits.insert(commit.sha.clone()) {
-                live.events.report(&Event::Commit { iteration, sha: &commit.sha, subject: &commit.subject });
+                live.events.report(&Event::Commit {
+                    iteration,
+                    sha: commit.sha.as_str().into(),
+                    subject: commit.subject.as_str().into(),
+                });
                 new_commits.push(commit.sha.clone());
             }
         }
@@ -300,7 +304,7 @@ impl<'a> StepRun<'a> {
 /// failure to do so fails the iteration.
 fn sync_into(result: &mut Result<bool, Error>, sandbox: &dyn SandboxHandle, tip: Option<&str>, events: &mut RunEvents) {
     match sandbox.sync(tip) {
-        Ok(Some(note)) => events.report(&Event::Info { message: &note }),
+        Ok(Some(note)) => events.report(&Event::Info { message: note.as_str().into() }),
         Ok(None) => {}
         Err(error) if result.is_ok() => *result = Err(error),
         Err(_) => {}

@@ -186,24 +186,24 @@ impl<'p> Run<'p> {
             self.events.add(log);
         }
         if let Err(err) = self.journal.update(|_| {}) {
-            self.events.report(&Event::Warning { message: &format!("cannot write the run record: {err}") });
+            self.events.report(&Event::Warning { message: format!("cannot write the run record: {err}").into() });
         }
         let mut notes = Vec::new();
         let created = workspace::create(pre, &self.run_id, &mut notes);
         for note in &notes {
-            self.events.report(&Event::Warning { message: note });
+            self.events.report(&Event::Warning { message: note.as_str().into() });
         }
         let workspace = created?;
         self.journal.phase(RunPhase::Workspace);
         let pre = &workspace.pre;
         self.events.report(&Event::RunStarted {
             kind: if self.options.interactive.is_some() { RunKind::Interactive } else { RunKind::Run },
-            name: &self.plan.name,
+            name: self.plan.name.as_str().into(),
             agent: self.plan.steps[0].agent.kind(),
-            strategy: pre.strategy.as_str(),
-            branch: &pre.branch,
-            base: pre.base_branch.as_deref(),
-            worktree: &pre.worktree,
+            strategy: pre.strategy.as_str().into(),
+            branch: pre.branch.as_str().into(),
+            base: pre.base_branch.as_deref().map(Into::into),
+            worktree: pre.worktree.as_path().into(),
             max_iterations: self.plan.steps[0].loop_.max_iterations,
         });
         Ok(workspace)
@@ -261,14 +261,14 @@ impl<'p> Run<'p> {
                 carry.main.display(),
                 moved.path.display()
             );
-            self.events.report(&Event::Info { message: &message });
+            self.events.report(&Event::Info { message: message.as_str().into() });
         }
         if !self.plan.copy_to_worktree.is_empty() {
             let timeout = self.plan.timeouts.copy_to_worktree.0;
             let count =
                 copy::copy_into(&pre.checkout, &pre.worktree, &self.plan.copy_to_worktree, timeout, &self.copied)
                     .await?;
-            self.events.report(&Event::Info { message: &format!("copied {count} file(s) into the worktree") });
+            self.events.report(&Event::Info { message: format!("copied {count} file(s) into the worktree").into() });
         }
         let host_only = PhaseRun { phase: Phase::OnWorktreeReady, iteration: None, sandbox: None, extra_env: &[] };
         self.hooks.run_phase(&host_only, &mut self.events, &mut self.abort, &mut self.progress.hooks).await?;
@@ -399,7 +399,7 @@ impl<'p> Run<'p> {
         let closed = match sandbox {
             Some(mut sandbox) => sandbox.close().map(|note| {
                 if let Some(note) = note {
-                    self.events.report(&Event::Info { message: &note });
+                    self.events.report(&Event::Info { message: note.as_str().into() });
                 }
             }),
             None => Ok(()),
@@ -416,7 +416,7 @@ impl<'p> Run<'p> {
             (outcome, Ok(())) => outcome,
             (Ok(_), Err(error)) => Err(error),
             (Err(first), Err(error)) => {
-                self.events.report(&Event::Warning { message: &error.message });
+                self.events.report(&Event::Warning { message: error.message.as_str().into() });
                 Err(first)
             }
         }
@@ -432,7 +432,7 @@ impl<'p> Run<'p> {
         let committed = committed.map(|commit| {
             if let Some((sha, files)) = commit {
                 let message = format!("committed {files} file(s) the agent left uncommitted as {}", &sha[..10]);
-                self.events.report(&Event::Info { message: &message });
+                self.events.report(&Event::Info { message: message.as_str().into() });
                 // The loop's list of commits misses this one: the finish asks git.
                 self.progress.commits = None;
             }
@@ -450,7 +450,7 @@ impl<'p> Run<'p> {
         if changed > 0 {
             let message =
                 format!("{changed} file(s) copied by `copy_to_worktree` were changed during the run and stay");
-            self.events.report(&Event::Warning { message: &message });
+            self.events.report(&Event::Warning { message: message.as_str().into() });
         }
     }
 
@@ -472,10 +472,10 @@ impl<'p> Run<'p> {
                 record.exit_reason = Some(crate::record::ExitReason::of(&failure.kind));
                 error = Some(failure);
             } else {
-                self.events.report(&Event::Warning { message: &message });
+                self.events.report(&Event::Warning { message: message.as_str().into() });
             }
         }
-        self.events.report(&Event::RunFinished { record: &record });
+        self.events.report(&Event::RunFinished { record: std::borrow::Cow::Borrowed(&record) });
         RunResult { record: Some(record), error }
     }
 }
@@ -570,7 +570,7 @@ impl Run<'_> {
             let saved = saved.iter().map(|path| format!(" `{}`", path.display())).collect::<String>();
             let saved = if saved.is_empty() { String::new() } else { format!("; what it held is saved as{saved}") };
             let message = format!("removed container `{name}` left by an earlier run{saved}");
-            self.events.report(&Event::Warning { message: &message });
+            self.events.report(&Event::Warning { message: message.as_str().into() });
         }
         let layout = pre.layout();
         let request = ContainerRequest {
@@ -592,7 +592,7 @@ impl Run<'_> {
             container.engine.binary(),
             container.image
         );
-        self.events.report(&Event::Info { message: &message });
+        self.events.report(&Event::Info { message: message.as_str().into() });
         Ok(handle)
     }
 }

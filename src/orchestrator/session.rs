@@ -34,19 +34,20 @@ impl Run<'_> {
         }
         let prepared = sandbox.prepare(command)?;
         self.events.report(&Event::Info {
-            message: &format!(
+            message: format!(
                 "{} is yours in {} (quit it to end the session)",
                 step.agent.kind().as_str(),
                 workspace.pre.worktree.display()
-            ),
+            )
+            .into(),
         });
         if !matches!(plan.sandbox, SandboxPlan::None) {
             self.events.report(&Event::Info {
-                message: &format!(
+                message: format!(
                     "it works in the sandbox's own copy of the worktree: when you quit, its commits come back to `{}` and what it left uncommitted is applied to {}",
                     workspace.pre.branch,
                     workspace.pre.worktree.display()
-                ),
+                ).into(),
             });
         }
         let program = prepared.command.to_string();
@@ -70,7 +71,7 @@ impl Run<'_> {
         if let Some(signal) = ended.aborted {
             return Err(Error::interrupted(signal));
         }
-        self.events.report(&Event::Info { message: &format!("the session ended (exit {})", ended.code) });
+        self.events.report(&Event::Info { message: format!("the session ended (exit {})", ended.code).into() });
         if ended.code == 0 {
             return Ok(LoopEnd { completion_signal: None, output: None });
         }
@@ -112,13 +113,17 @@ impl Run<'_> {
             let (dir, confined) = (layout.sessions().join(&self.run_id), layout.agent_state(&self.run_id));
             match capture::keep_file(&path, &[], &dir, &capture::stem(&step.name, 1, &id), &confined) {
                 Ok(kept) => {
-                    self.events.report(&Event::SessionId { iteration: 1, session_id: &id });
-                    self.events.report(&Event::Transcript { iteration: 1, path: &kept.path, bytes: kept.bytes });
+                    self.events.report(&Event::SessionId { iteration: 1, session_id: id.as_str().into() });
+                    self.events.report(&Event::Transcript {
+                        iteration: 1,
+                        path: kept.path.as_path().into(),
+                        bytes: kept.bytes,
+                    });
                     transcript = Some(kept);
                 }
                 Err(err) => {
                     let message = format!("cannot copy the transcript `{}`: {err}", path.display());
-                    self.events.report(&Event::Warning { message: &message });
+                    self.events.report(&Event::Warning { message: message.as_str().into() });
                 }
             }
             session_id = Some(id);

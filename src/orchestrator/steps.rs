@@ -27,9 +27,9 @@ pub(crate) async fn run(
         if let Some(reason) = skip_reason(step, failed.is_some(), live) {
             record.reason = Some(reason.to_owned());
             live.events.report(&Event::StepFinished {
-                step: &step.name,
+                step: step.name.as_str().into(),
                 status: StepStatus::Skipped,
-                reason: Some(reason),
+                reason: Some(reason.into()),
             });
             records.push(record);
             continue;
@@ -39,7 +39,12 @@ pub(crate) async fn run(
         }
         if many {
             let agent_kind = step.agent.kind();
-            live.events.report(&Event::StepStarted { step: &step.name, index, total: steps.len(), agent: agent_kind });
+            live.events.report(&Event::StepStarted {
+                step: step.name.as_str().into(),
+                index,
+                total: steps.len(),
+                agent: agent_kind,
+            });
         }
         let result = match StepRun::new(shared, step, agent.as_ref(), previous.as_deref()) {
             Ok(step_run) => step_run.run(live).await,
@@ -47,7 +52,11 @@ pub(crate) async fn run(
         };
         record.status = if result.is_ok() { StepStatus::Ok } else { StepStatus::Failed };
         if many {
-            live.events.report(&Event::StepFinished { step: &step.name, status: record.status, reason: None });
+            live.events.report(&Event::StepFinished {
+                step: step.name.as_str().into(),
+                status: record.status,
+                reason: None,
+            });
         }
         match result {
             Ok(step_end) => {
@@ -68,7 +77,7 @@ pub(crate) async fn run(
                 }
                 if step.continue_on_failure {
                     let message = format!("step `{}` failed and the chain goes on: {}", step.name, error.message);
-                    live.events.report(&Event::Warning { message: &message });
+                    live.events.report(&Event::Warning { message: message.as_str().into() });
                 } else if failed.is_none() {
                     failed = Some(error);
                 }

@@ -97,7 +97,12 @@ impl<'a> IterationHandlers<'a> {
         match event {
             StreamEvent::Text { text, continues, subagent } => self.text(iteration, &text, continues, subagent),
             StreamEvent::ToolCall { name, summary, subagent } => {
-                self.events.report(&Event::ToolCall { iteration, name: &name, summary: &summary, subagent });
+                self.events.report(&Event::ToolCall {
+                    iteration,
+                    name: name.as_str().into(),
+                    summary: summary.as_str().into(),
+                    subagent,
+                });
                 self.said.tool_calls.push(ToolCallRecord { name, summary, ok: None, subagent, error: None });
             }
             StreamEvent::ToolResult { name, ok, reason } => {
@@ -118,15 +123,15 @@ impl<'a> IterationHandlers<'a> {
                 if !ok {
                     self.events.report(&Event::ToolFailed {
                         iteration,
-                        name: called.as_deref(),
-                        reason: reason.as_deref(),
+                        name: called.as_deref().map(Into::into),
+                        reason: reason.as_deref().map(Into::into),
                     });
                 }
             }
             StreamEvent::Usage { usage, mode } => self.usage(iteration, usage, mode),
             StreamEvent::SessionId(id) => {
                 if self.said.session_id.as_deref() != Some(id.as_str()) {
-                    self.events.report(&Event::SessionId { iteration, session_id: &id });
+                    self.events.report(&Event::SessionId { iteration, session_id: id.as_str().into() });
                     self.said.session_id = Some(id);
                 }
             }
@@ -135,22 +140,24 @@ impl<'a> IterationHandlers<'a> {
             StreamEvent::FinalResult(text) => {
                 if self.said.signal.is_none() {
                     if let Some(found) = self.scanner.scan(&text, false) {
-                        self.events.report(&Event::CompletionSignal { iteration, signal: found });
+                        self.events.report(&Event::CompletionSignal { iteration, signal: found.into() });
                         self.said.signal = Some(found.to_owned());
                     }
                 }
             }
             StreamEvent::Error { message, kind } => {
-                self.events.report(&Event::AgentError { iteration, message: &message, kind });
+                self.events.report(&Event::AgentError { iteration, message: message.as_str().into(), kind });
                 self.said.failure = Some(AgentFailure { message, kind });
             }
-            StreamEvent::Notice(message) => self.events.report(&Event::Notice { iteration, message: &message }),
+            StreamEvent::Notice(message) => {
+                self.events.report(&Event::Notice { iteration, message: message.as_str().into() })
+            }
             StreamEvent::Model(model) => self.said.model = Some(model),
         }
     }
 
     fn text(&mut self, iteration: u32, text: &str, continues: bool, subagent: bool) {
-        self.events.report(&Event::AgentText { iteration, text });
+        self.events.report(&Event::AgentText { iteration, text: text.into() });
         if let (Some(all), false) = (&mut self.said.text, subagent) {
             all.push_str(text);
             if !continues {
@@ -160,7 +167,7 @@ impl<'a> IterationHandlers<'a> {
         // Subagents' text is theirs, not the agent's answer: it cannot complete the run.
         if self.said.signal.is_none() && !subagent {
             if let Some(found) = self.scanner.scan(text, continues) {
-                self.events.report(&Event::CompletionSignal { iteration, signal: found });
+                self.events.report(&Event::CompletionSignal { iteration, signal: found.into() });
                 self.said.signal = Some(found.to_owned());
             }
         }
@@ -179,7 +186,7 @@ impl<'a> IterationHandlers<'a> {
                 }
             }
         }
-        self.events.report(&Event::Usage { iteration, usage: current });
+        self.events.report(&Event::Usage { iteration, usage: *current });
         if self.said.exceeded.is_none() {
             self.said.exceeded = self.budget.crossed(current);
             if let Some(exceeded) = &self.said.exceeded {
@@ -187,7 +194,7 @@ impl<'a> IterationHandlers<'a> {
                     "budget: `{}` of {} crossed ({} spent); stopping the agent",
                     exceeded.cap, exceeded.limit, exceeded.used
                 );
-                self.events.report(&Event::Warning { message: &message });
+                self.events.report(&Event::Warning { message: message.as_str().into() });
             }
         }
     }
@@ -222,7 +229,7 @@ impl Handlers for IterationHandlers<'_> {
             return;
         }
         let text = crate::agent::decode(line);
-        self.events.report(&Event::AgentStderr { iteration: self.iteration, text: &text });
+        self.events.report(&Event::AgentStderr { iteration: self.iteration, text: text.clone() });
     }
 
     fn idle_warning(&mut self, silent_for: Duration) {

@@ -47,11 +47,11 @@ pub(super) async fn capture(
     };
     match kept {
         Ok(record) => {
-            events.report(&Event::Transcript { iteration, path: &record.path, bytes: record.bytes });
+            events.report(&Event::Transcript { iteration, path: record.path.as_path().into(), bytes: record.bytes });
             (Some(record), None)
         }
         Err(message) => {
-            events.report(&Event::Warning { message: &message });
+            events.report(&Event::Warning { message: message.as_str().into() });
             (None, Some(message))
         }
     }

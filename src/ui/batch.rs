@@ -3,6 +3,7 @@
 //! run ends; elsewhere each run's own plain lines, prefixed with its name; then one table.
 
 use super::for_terminal;
+use crate::report::{Event, Logged};
 use console::style;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use std::io::Write;
@@ -102,34 +103,25 @@ impl BatchDisplay {
         if !matches!(kind, "iteration_started" | "tool_call" | "usage" | "warning" | "agent_error") {
             return;
         }
-        let Ok(event) = serde_json::from_str::<serde_json::Value>(line) else { return };
+        let Some(logged) = Logged::parse(line) else { return };
         let run = &mut live.runs[index];
-        match kind {
-            "iteration_started" => {
+        match logged.event.as_ref() {
+            Event::IterationStarted { iteration, max_iterations } => {
                 run.tokens_before += run.tokens_now;
                 run.tokens_now = 0;
-                run.iteration = format!("iteration {}/{}", event["iteration"], event["max_iterations"]);
+                run.iteration = format!("iteration {iteration}/{max_iterations}");
                 run.tool.clear();
             }
-            "tool_call" => {
-                let summary = event["summary"].as_str().unwrap_or("");
-                run.tool = format!("{} {summary}", event["name"].as_str().unwrap_or("tool"));
-            }
-            "usage" => {
-                let usage = &event["usage"];
-                let count = |key: &str| usage[key].as_u64().unwrap_or(0);
-                run.tokens_now = count("input_tokens")
-                    + count("output_tokens")
-                    + count("cache_read_tokens")
-                    + count("cache_write_tokens");
-            }
-            _ => {
-                let what = if kind == "warning" { "warning:" } else { "agent error:" };
-                let message = event["message"].as_str().unwrap_or("");
+            Event::ToolCall { name, summary, .. } => run.tool = format!("{name} {summary}"),
+            Event::Usage { usage, .. } => run.tokens_now = usage.total_tokens(),
+            Event::Warning { message } | Event::AgentError { message, .. } => {
+                let what =
+                    if matches!(logged.event.as_ref(), Event::Warning { .. }) { "warning:" } else { "agent error:" };
                 let line = format!("{} {} {message}", style(&self.names[index]).bold(), style(what).yellow().bold());
                 live.multi.suspend(|| eprintln!("{}", for_terminal(&line)));
                 return;
             }
+            _ => return,
         }
         let mut message = run.iteration.clone();
         let tokens = run.tokens_before + run.tokens_now;

@@ -82,8 +82,8 @@ impl Reporter for LiveReporter {
                 hint_line(bar, format!("{name} {summary}"));
             }
             Event::ToolFailed { name, reason, .. } => {
-                let why = reason.map(|reason| format!(": {reason}")).unwrap_or_default();
-                say(bar, format!("  {} {} failed{why}", style("✗").red(), name.unwrap_or("tool call")));
+                let why = reason.as_ref().map(|reason| format!(": {reason}")).unwrap_or_default();
+                say(bar, format!("  {} {} failed{why}", style("✗").red(), name.as_deref().unwrap_or("tool call")));
             }
             Event::Usage { usage, .. } => {
                 bar.set_prefix(format!("{} · {} tokens", self.iteration, super::thousands(usage.total_tokens())));
@@ -129,7 +129,7 @@ impl Reporter for LiveReporter {
                     StepStatus::Skipped => style("–").dim(),
                     StepStatus::Failed => style("✗").red(),
                 };
-                let reason = reason.map(|r| format!(": {r}")).unwrap_or_default();
+                let reason = reason.as_ref().map(|r| format!(": {r}")).unwrap_or_default();
                 say(bar, format!("{mark} step {step} {}{reason}", status.as_str()));
             }
             Event::HookStarted { phase, side, command, .. } => {
@@ -138,7 +138,7 @@ impl Reporter for LiveReporter {
                 hint_line(bar, format!("hook {command}"));
             }
             Event::HookOutput { text, stderr } => {
-                let text = if *stderr { style(*text).dim().to_string() } else { text.to_string() };
+                let text = if *stderr { style(text).dim().to_string() } else { text.to_string() };
                 say(bar, format!("  {text}"));
             }
             Event::HookFinished { outcome, duration_ms, .. } if *outcome != HookOutcome::Ok => {

@@ -6,7 +6,8 @@
 //! line in it reads as JSON.
 
 use super::{Event, Reporter};
-use serde::Serialize;
+use crate::report::Logged;
+use std::borrow::Cow;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
@@ -23,14 +24,6 @@ pub struct LogFileReporter {
     pending: Vec<u8>,
     /// The file's length after its last complete line.
     written: u64,
-}
-
-#[derive(Serialize)]
-struct Line<'a> {
-    ts: String,
-    run_id: &'a str,
-    #[serde(flatten)]
-    event: &'a Event<'a>,
 }
 
 impl LogFileReporter {
@@ -66,8 +59,7 @@ impl LogFileReporter {
 
 impl Reporter for LogFileReporter {
     fn report(&mut self, run_id: &str, event: &Event<'_>) {
-        let ts = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
-        let Ok(line) = serde_json::to_string(&Line { ts, run_id, event }) else {
+        let Ok(line) = serde_json::to_string(&logged(run_id, event)) else {
             return;
         };
         self.pending.extend_from_slice(crate::redact::apply(&line).as_bytes());
@@ -93,8 +85,7 @@ impl JsonLinesReporter<std::io::Stdout> {
 
 impl<W: Write> Reporter for JsonLinesReporter<W> {
     fn report(&mut self, run_id: &str, event: &Event<'_>) {
-        let ts = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
-        let Ok(line) = serde_json::to_string(&Line { ts, run_id, event }) else {
+        let Ok(line) = serde_json::to_string(&logged(run_id, event)) else {
             return;
         };
         let _ = self.writer.write_all(crate::redact::apply(&line).as_bytes());
@@ -111,4 +102,10 @@ impl<W: Write> Drop for JsonLinesReporter<W> {
     fn drop(&mut self) {
         let _ = self.writer.flush();
     }
+}
+
+/// The line for `event`, stamped now.
+fn logged<'a>(run_id: &'a str, event: &'a Event<'a>) -> Logged<'a> {
+    let ts = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
+    Logged { ts: ts.into(), run_id: run_id.into(), event: Cow::Borrowed(event) }
 }

@@ -119,8 +119,8 @@ impl PlainReporter {
                 self.line(&format!("{who} {name} {summary}"));
             }
             Event::ToolFailed { name, reason, .. } => {
-                let why = reason.map(|reason| format!(": {reason}")).unwrap_or_default();
-                self.line(&format!("tool {} failed{why}", name.unwrap_or("call")))
+                let why = reason.as_ref().map(|reason| format!(": {reason}")).unwrap_or_default();
+                self.line(&format!("tool {} failed{why}", name.as_deref().unwrap_or("call")))
             }
             Event::Usage { .. } => {}
             Event::SessionId { session_id, .. } => self.line(&format!("session {session_id}")),

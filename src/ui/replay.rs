@@ -2,8 +2,9 @@
 //! from its record when it has no log. Long prompts, texts and tool summaries are cut unless
 //! `full`.
 
+use crate::agent::Usage;
 use crate::record::{RunRecord, RunStatus};
-use serde_json::Value;
+use crate::report::{Event, Logged};
 use std::fmt::Write as _;
 
 /// Lines of a prompt or a hook's output shown when not `full`.
@@ -16,97 +17,76 @@ pub fn from_log(log: &str, record: &RunRecord, full: bool) -> String {
     let mut out = header(record);
     let mut text_open = false;
     for line in log.lines() {
-        let Ok(event) = serde_json::from_str::<Value>(line) else { continue };
-        if event["run_id"].as_str().is_some_and(|id| id != record.id) {
+        let Some(logged) = Logged::parse(line) else { continue };
+        if logged.run_id != record.id {
             continue;
         }
-        let kind = event["event"].as_str().unwrap_or("");
-        if kind != "agent_text" && text_open {
+        let event = logged.event.as_ref();
+        if !matches!(event, Event::AgentText { .. }) && text_open {
             out.push('\n');
             text_open = false;
         }
-        let s = |key: &str| event[key].as_str().unwrap_or("").to_owned();
-        let n = |key: &str| event[key].as_u64().unwrap_or(0);
-        match kind {
-            "step_started" => {
-                let _ = writeln!(out, "\n═══ step {} ({}/{}, {})", s("step"), n("index") + 1, n("total"), s("agent"));
+        if let Event::AgentText { text, .. } = event {
+            if !text_open {
+                out.push_str("agent:\n");
+                text_open = true;
             }
-            "iteration_started" => {
-                let _ = writeln!(out, "\n── iteration {}/{}", n("iteration"), n("max_iterations"));
-            }
-            "prompt" => {
-                out.push_str("prompt:\n");
-                out.push_str(&indented(&s("text"), if full { usize::MAX } else { PROMPT_LINES }, full));
-            }
-            "agent_text" => {
-                if !text_open {
-                    out.push_str("agent:\n");
-                    text_open = true;
-                }
-                out.push_str(&indented(&s("text"), usize::MAX, full));
-            }
-            "tool_call" => {
-                let sub = if event["subagent"] == true { " (subagent)" } else { "" };
-                let _ = writeln!(out, "  ▸ {} {}{sub}", s("name"), cut(&s("summary"), full));
-            }
-            "tool_failed" => {
-                let why = event["reason"].as_str().map(|reason| format!(": {}", cut(reason, full))).unwrap_or_default();
-                let _ = writeln!(out, "  ✗ {} failed{why}", event["name"].as_str().unwrap_or("tool call"));
-            }
-            "agent_stderr" => {
-                let _ = writeln!(out, "  stderr: {}", cut(&s("text"), full));
-            }
-            "usage" => {
-                let _ = writeln!(out, "  tokens: {}", usage(&event["usage"]));
-            }
-            "agent_error" => {
-                let _ = writeln!(out, "  error ({}): {}", s("kind"), s("message"));
-            }
-            "commit" => {
-                let sha = s("sha");
-                let _ = writeln!(out, "  commit {} {}", sha.get(..10).unwrap_or(&sha), s("subject"));
-            }
-            "completion_signal" => {
-                let _ = writeln!(out, "  completion signal {}", s("signal"));
-            }
-            "transcript" => {
-                let _ = writeln!(out, "  transcript {}", s("path"));
-            }
-            "session_id" => {
-                let _ = writeln!(out, "  session {}", s("session_id"));
-            }
-            "iteration_finished" => {
-                let took = crate::values::format_duration(std::time::Duration::from_millis(n("duration_ms")));
-                let code = event["exit_code"].as_i64().map(|c| format!(", exit {c}")).unwrap_or_default();
-                let _ = writeln!(out, "── iteration {} {}{code} ({took})", n("iteration"), s("outcome"));
-            }
-            "hook_started" => {
-                let _ = writeln!(out, "hook {} ({}): {}", s("phase"), s("side"), s("command"));
-            }
-            "hook_output" => {
-                out.push_str(&indented(&s("text"), if full { usize::MAX } else { PROMPT_LINES }, full));
-            }
-            "hook_finished" => {
-                let took = crate::values::format_duration(std::time::Duration::from_millis(n("duration_ms")));
-                let _ = writeln!(out, "  → {} ({took})", s("outcome"));
-            }
-            "output" => {
-                let _ = writeln!(out, "output: {}", event["value"]);
-            }
-            "warning" => {
-                let _ = writeln!(out, "warning: {}", s("message"));
-            }
-            "notice" | "info" | "merged" => {
-                let _ = writeln!(out, "{}", s("message"));
-            }
-            "step_finished" => {
-                let _ = writeln!(out, "═══ step {}: {}", s("step"), s("status"));
-            }
-            _ => {}
+            out.push_str(&indented(text, usize::MAX, full));
+        } else {
+            out.push_str(&told(event, full));
         }
     }
     out.push_str(&footer(record));
     out
+}
+
+/// An event (other than the agent's text) as `eden sessions show` tells it; empty for the
+/// events it leaves out.
+fn told(event: &Event<'_>, full: bool) -> String {
+    let took = |ms: u64| crate::values::format_duration(std::time::Duration::from_millis(ms));
+    let prompt_lines = if full { usize::MAX } else { PROMPT_LINES };
+    match event {
+        Event::StepStarted { step, index, total, agent } => {
+            format!("\n═══ step {step} ({}/{total}, {})\n", index + 1, agent.as_str())
+        }
+        Event::IterationStarted { iteration, max_iterations } => {
+            format!("\n── iteration {iteration}/{max_iterations}\n")
+        }
+        Event::Prompt { text, .. } => format!("prompt:\n{}", indented(text, prompt_lines, full)),
+        Event::ToolCall { name, summary, subagent, .. } => {
+            let sub = if *subagent { " (subagent)" } else { "" };
+            format!("  ▸ {name} {}{sub}\n", cut(summary, full))
+        }
+        Event::ToolFailed { name, reason, .. } => {
+            let why = reason.as_ref().map(|reason| format!(": {}", cut(reason, full))).unwrap_or_default();
+            format!("  ✗ {} failed{why}\n", name.as_deref().unwrap_or("tool call"))
+        }
+        Event::AgentStderr { text, .. } => format!("  stderr: {}\n", cut(text, full)),
+        Event::Usage { usage, .. } => format!("  tokens: {}\n", self::usage(usage)),
+        Event::AgentError { message, kind, .. } => format!("  error ({}): {message}\n", kind.as_str()),
+        Event::Commit { sha, subject, .. } => format!("  commit {} {subject}\n", sha.get(..10).unwrap_or(sha)),
+        Event::CompletionSignal { signal, .. } => format!("  completion signal {signal}\n"),
+        Event::Transcript { path, .. } => format!("  transcript {}\n", path.display()),
+        Event::SessionId { session_id, .. } => format!("  session {session_id}\n"),
+        Event::IterationFinished { iteration, outcome, exit_code, duration_ms } => {
+            let code = exit_code.map(|c| format!(", exit {c}")).unwrap_or_default();
+            format!("── iteration {iteration} {}{code} ({})\n", outcome.as_str(), took(*duration_ms))
+        }
+        Event::HookStarted { phase, side, command, .. } => {
+            format!("hook {} ({}): {command}\n", phase.as_str(), side.as_str())
+        }
+        Event::HookOutput { text, .. } => indented(text, prompt_lines, full),
+        Event::HookFinished { outcome, duration_ms, .. } => {
+            format!("  → {} ({})\n", outcome.as_str(), took(*duration_ms))
+        }
+        Event::Output { value, .. } => format!("output: {value}\n"),
+        Event::Warning { message } => format!("warning: {message}\n"),
+        Event::Notice { message, .. } | Event::Info { message } | Event::Merged { message, .. } => {
+            format!("{message}\n")
+        }
+        Event::StepFinished { step, status, .. } => format!("═══ step {step}: {}\n", status.as_str()),
+        _ => String::new(),
+    }
 }
 
 /// Without a log: what the record keeps (prompts cut at 4 KiB, tool calls, usage, outcomes).
@@ -122,7 +102,7 @@ pub fn from_record(record: &RunRecord, full: bool) -> String {
             let _ = writeln!(out, "  {mark} {} {}", call.name, cut(&call.summary, full));
         }
         if let Some(usage) = &iteration.usage {
-            let _ = writeln!(out, "  tokens: {}", self::usage(&serde_json::to_value(usage).unwrap_or_default()));
+            let _ = writeln!(out, "  tokens: {}", self::usage(usage));
         }
         if let Some(error) = &iteration.agent_error {
             let _ = writeln!(out, "  error: {}", error.message);
@@ -186,21 +166,17 @@ fn footer(record: &RunRecord) -> String {
         let _ = writeln!(out, "worktree kept: {}", worktree.display());
     }
     if let Some(usage) = &record.usage {
-        let _ = writeln!(out, "tokens: {}", self::usage(&serde_json::to_value(usage).unwrap_or_default()));
+        let _ = writeln!(out, "tokens: {}", self::usage(usage));
     }
     out
 }
 
-fn usage(usage: &Value) -> String {
-    let n = |key: &str| usage[key].as_u64().unwrap_or(0);
+fn usage(usage: &Usage) -> String {
     let mut text = format!(
         "{} in · {} out · {} cache read · {} cache write",
-        n("input_tokens"),
-        n("output_tokens"),
-        n("cache_read_tokens"),
-        n("cache_write_tokens")
+        usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens
     );
-    if let Some(cost) = usage["cost_usd"].as_f64() {
+    if let Some(cost) = usage.cost_usd {
         let _ = write!(text, " · ${cost:.4}");
     }
     text
