@@ -45,16 +45,42 @@ pub enum ErrorKind {
 /// Which `[budget]` cap a run crossed, and by how much.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct BudgetExceeded {
-    /// `run` (`[budget]`) or `step` (a step's own `budget`).
-    pub scope: String,
+    pub scope: BudgetScope,
     /// The step whose `budget` it was (with `scope = "step"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<String>,
-    /// `max_tokens`, `max_cost_usd` or `max_duration`.
-    pub cap: String,
+    pub cap: BudgetCap,
     /// The cap and what was spent when eden stopped the agent, as text (`2,000 tokens`).
     pub limit: String,
     pub used: String,
+}
+
+/// Whose cap: the run's (`[budget]`) or a step's own (`budget`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BudgetScope {
+    Run,
+    Step,
+}
+
+/// Which cap, named as the manifest key that sets it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BudgetCap {
+    MaxTokens,
+    MaxCostUsd,
+    MaxDuration,
+}
+
+impl BudgetCap {
+    /// The manifest key.
+    pub fn key(self) -> &'static str {
+        match self {
+            BudgetCap::MaxTokens => "max_tokens",
+            BudgetCap::MaxCostUsd => "max_cost_usd",
+            BudgetCap::MaxDuration => "max_duration",
+        }
+    }
 }
 
 impl ErrorKind {

@@ -157,9 +157,10 @@ pub struct RunRecord {
     pub overrides: Vec<String>,
     pub repo: PathBuf,
     /// `none`, `docker`, `podman` or `isolated`.
-    pub sandbox: String,
+    pub sandbox: crate::manifest::schema::SandboxKind,
     pub container: Option<ContainerRecord>,
-    pub strategy: String,
+    /// `head`, `merge-to-head` or `named`.
+    pub strategy: crate::manifest::schema::Strategy,
     pub branch: String,
     pub base_branch: Option<String>,
     pub base_commit: String,

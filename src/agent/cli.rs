@@ -1,7 +1,7 @@
 //! `kind = "cli"`: any executable. Arguments are templates (`{model}`, `{prompt}`); the prompt
 //! goes on stdin unless `prompt_via = "arg"`.
 
-use super::{parser_named, Agent, CliPlan, Invocation, Parser, PromptVia, MAX_ARGV_PROMPT};
+use super::{Agent, CliPlan, Invocation, Parser, PromptVia, MAX_ARGV_PROMPT};
 use crate::error::Error;
 use crate::process::{ProcessBuilder, Stdin};
 
@@ -53,6 +53,6 @@ impl Agent for CliAgent {
     }
 
     fn parser(&self) -> Box<dyn Parser> {
-        parser_named(&self.plan.parser).expect("validated when the manifest loaded")
+        self.plan.parser.parser()
     }
 }

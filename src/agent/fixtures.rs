@@ -1,7 +1,11 @@
 //! Every parser over every recorded stream in `tests/fixtures/agent-streams/` (real output of
 //! the CLIs against a scripted model server), summarized and snapshotted.
 
-use super::parser_named;
+use super::ParserKind;
+
+fn parser_named(name: &str) -> Option<Box<dyn super::Parser>> {
+    ParserKind::named(name).map(ParserKind::parser)
+}
 use super::stream::{StreamEvent, Usage, UsageMode};
 use std::fmt::Write;
 
@@ -136,7 +140,7 @@ fn not_being_logged_in_is_an_authentication_failure() {
 
 #[test]
 fn lines_that_are_not_json_pass_through_as_text() {
-    for parser in super::parser_names() {
+    for parser in ParserKind::names() {
         let mut parser = parser_named(parser).unwrap();
         let mut texts = Vec::new();
         for line in [&b"plain words"[..], b"{not json", b"[1,2]", b"\xff"] {

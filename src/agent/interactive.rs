@@ -172,7 +172,7 @@ mod tests {
             binary: "bash".into(),
             args: vec!["-i".into(), "-c".into(), "{prompt}".into()],
             prompt_via: crate::agent::PromptVia::Arg,
-            parser: "lines".into(),
+            parser: crate::agent::ParserKind::Lines,
             model: None,
             env: Default::default(),
         });

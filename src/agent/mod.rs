@@ -18,7 +18,7 @@ pub mod stream;
 pub use cli::CliAgent;
 pub use scanner::CompletionScanner;
 pub use simulated::{run_simulated_agent, SimulatedAgent, SIMULATED_ENV, SIMULATED_SUBCOMMAND};
-pub use spec::{parser_named, parser_names, AgentKind, AgentSpec, PromptVia, Reports, StateDir};
+pub use spec::{AgentKind, AgentSpec, ParserKind, PromptVia, Reports, StateDir};
 pub use stream::{FailureKind, StreamEvent, Usage, UsageMode};
 
 use crate::error::Error;
@@ -99,13 +99,20 @@ impl AgentPlan {
         }
     }
 
+    /// Whose transcripts it writes: an adapter's own; a `cli` agent's whose output an
+    /// adapter's parser reads, that adapter's (it is likely that CLI, run another way).
+    pub fn transcripts_as(&self) -> AgentKind {
+        match self {
+            AgentPlan::Cli(CliPlan { parser: ParserKind::Of(adapter), .. }) => *adapter,
+            other => other.kind(),
+        }
+    }
+
     /// What its output says about usage: a `cli` agent's, as its parser reads it.
     pub fn reports(&self) -> Reports {
         match self {
             AgentPlan::Simulated { .. } => Reports::Nothing,
-            AgentPlan::Cli(cli) => {
-                AgentKind::from_name(&cli.parser).map_or(Reports::Nothing, |kind| kind.spec().reports)
-            }
+            AgentPlan::Cli(cli) => cli.parser.reports(),
             AgentPlan::Adapter(settings) => settings.kind.spec().reports,
         }
     }
@@ -149,7 +156,7 @@ pub struct CliPlan {
     /// Argument templates (`{model}`, `{prompt}` filled per iteration), `extra_args` appended.
     pub args: Vec<String>,
     pub prompt_via: PromptVia,
-    pub parser: String,
+    pub parser: ParserKind,
     pub model: Option<String>,
     pub env: BTreeMap<String, Secret>,
 }
@@ -232,6 +239,24 @@ mod tests {
             });
         }
         assert_eq!(texts, ["plain", "café", "bad \u{fffd} byte"]);
+    }
+
+    #[test]
+    fn a_cli_agent_with_an_adapters_parser_writes_that_adapters_transcripts() {
+        let cli = |parser| {
+            AgentPlan::Cli(CliPlan {
+                binary: "wrapper".into(),
+                args: vec![],
+                prompt_via: PromptVia::Stdin,
+                parser,
+                model: None,
+                env: BTreeMap::new(),
+            })
+        };
+        assert_eq!(cli(ParserKind::Of(AgentKind::ClaudeCode)).transcripts_as(), AgentKind::ClaudeCode);
+        assert_eq!(cli(ParserKind::Lines).transcripts_as(), AgentKind::Cli);
+        let simulated = AgentPlan::Simulated { lines: vec![], line_delay: None, exit_code: 0 };
+        assert_eq!(simulated.transcripts_as(), AgentKind::Simulated);
     }
 }
 

@@ -245,23 +245,73 @@ impl AgentKind {
     }
 }
 
-/// The names `agent.parser` accepts for `cli` agents: `lines`, and each adapter's.
-pub fn parser_names() -> impl Iterator<Item = &'static str> {
-    std::iter::once("lines").chain(SPECS.iter().filter(|spec| spec.parser.is_some()).map(|spec| spec.name))
+/// What reads a `cli` agent's output (`agent.parser`): plain lines, or an adapter's parser
+/// (named like the adapter; `claude-stream-json` is accepted for `claude-code`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParserKind {
+    Lines,
+    Of(AgentKind),
 }
 
-/// A parser by name (`claude-stream-json` is accepted for `claude-code`).
-pub fn parser_named(name: &str) -> Option<Box<dyn Parser>> {
-    match name {
-        "lines" => Some(Box::new(LinesParser)),
-        "claude-stream-json" => parser_named("claude-code"),
-        _ => SPECS.iter().find(|spec| spec.name == name).and_then(|spec| spec.parser).map(|make| make()),
+impl ParserKind {
+    pub fn named(name: &str) -> Option<ParserKind> {
+        match name {
+            "lines" => Some(ParserKind::Lines),
+            "claude-stream-json" => Some(ParserKind::Of(AgentKind::ClaudeCode)),
+            _ => SPECS
+                .iter()
+                .find(|spec| spec.name == name && spec.parser.is_some())
+                .map(|spec| ParserKind::Of(spec.kind)),
+        }
+    }
+
+    /// Every name `agent.parser` accepts (but the alias).
+    pub fn names() -> impl Iterator<Item = &'static str> {
+        std::iter::once("lines").chain(SPECS.iter().filter(|spec| spec.parser.is_some()).map(|spec| spec.name))
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ParserKind::Lines => "lines",
+            ParserKind::Of(kind) => kind.as_str(),
+        }
+    }
+
+    pub fn parser(self) -> Box<dyn Parser> {
+        match self {
+            ParserKind::Lines => Box::new(LinesParser),
+            ParserKind::Of(kind) => (kind.spec().parser.expect("a parser kind names an adapter with a parser"))(),
+        }
+    }
+
+    /// What the output says, as this parser reads it.
+    pub fn reports(self) -> Reports {
+        match self {
+            ParserKind::Lines => Reports::Nothing,
+            ParserKind::Of(kind) => kind.spec().reports,
+        }
+    }
+}
+
+impl serde::Serialize for ParserKind {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parsers_are_named_like_their_adapters() {
+        for name in ParserKind::names() {
+            assert_eq!(ParserKind::named(name).map(ParserKind::as_str), Some(name));
+        }
+        assert_eq!(ParserKind::named("claude-stream-json"), Some(ParserKind::Of(AgentKind::ClaudeCode)));
+        assert_eq!(ParserKind::named("simulated"), None, "no parser of its own");
+        assert_eq!(ParserKind::named("json"), None);
+    }
 
     #[test]
     fn names_round_trip_through_serde() {

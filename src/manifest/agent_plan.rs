@@ -4,7 +4,7 @@
 use super::load::{KeyPath, Source};
 use super::schema::*;
 use super::DEFAULT_SIGNAL;
-use crate::agent::{AdapterSettings, AgentPlan, CliPlan};
+use crate::agent::{AdapterSettings, AgentPlan, CliPlan, ParserKind};
 use crate::error::Error;
 use std::path::{Path, PathBuf};
 
@@ -97,12 +97,12 @@ pub(super) fn resolve_agent(
                     .error_at(&path.child("binary"), why)
                     .with_hint("a name is looked up on PATH; a path with `/` is relative to the manifest's folder (to the current directory when given as a flag)")
             })?;
-            let parser = agent.parser.clone().unwrap_or_else(|| "lines".to_owned());
-            if crate::agent::parser_named(&parser).is_none() {
+            let name = agent.parser.as_deref().unwrap_or("lines");
+            let Some(parser) = ParserKind::named(name) else {
                 return Err(source
-                    .error_at(&path.child("parser"), format!("unknown parser `{parser}`"))
-                    .with_hint(format!("parsers: {}", crate::agent::parser_names().collect::<Vec<_>>().join(", "))));
-            }
+                    .error_at(&path.child("parser"), format!("unknown parser `{name}`"))
+                    .with_hint(format!("parsers: {}", ParserKind::names().collect::<Vec<_>>().join(", "))));
+            };
             let args = agent.args.clone().unwrap_or_default();
             if agent.model.is_none() && args.iter().any(|a| a.contains("{model}")) {
                 return Err(source

@@ -563,7 +563,7 @@ fn resolve_budget(
         let Some(agent) = agents.iter().find(|agent| set && agent.reports() < needed) else { continue };
         let kind = agent.kind();
         let why = match agent {
-            AgentPlan::Cli(cli) => format!("a `cli` agent with parser `{}` reports no {what}", cli.parser),
+            AgentPlan::Cli(cli) => format!("a `cli` agent with parser `{}` reports no {what}", cli.parser.as_str()),
             _ => format!("`{}` reports no {what}", kind.as_str()),
         };
         return Err(source.error_at_key(&path.child(key), format!("`{key}` cannot be checked: {why}")).with_hint(

@@ -22,11 +22,12 @@ pub enum SandboxPlan {
 
 impl SandboxPlan {
     /// `none`, `docker`, `podman`, `isolated`: as the record and the display name it.
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> SandboxKind {
         match self {
-            SandboxPlan::None => "none",
-            SandboxPlan::Container(container) => container.engine.binary(),
-            SandboxPlan::Isolated { .. } => "isolated",
+            SandboxPlan::None => SandboxKind::None,
+            SandboxPlan::Container(ContainerPlan { engine: Engine::Docker, .. }) => SandboxKind::Docker,
+            SandboxPlan::Container(ContainerPlan { engine: Engine::Podman, .. }) => SandboxKind::Podman,
+            SandboxPlan::Isolated { .. } => SandboxKind::Isolated,
         }
     }
 }

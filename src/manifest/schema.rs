@@ -130,6 +130,15 @@ pub enum Strategy {
 
 impl SandboxKind {
     pub const NAMES: [&str; 4] = ["none", "docker", "podman", "isolated"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SandboxKind::None => "none",
+            SandboxKind::Docker => "docker",
+            SandboxKind::Podman => "podman",
+            SandboxKind::Isolated => "isolated",
+        }
+    }
 }
 
 impl Strategy {

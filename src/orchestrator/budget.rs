@@ -4,7 +4,7 @@
 //! before an iteration starts.
 
 use crate::agent::Usage;
-use crate::error::{BudgetExceeded, Error, ErrorKind};
+use crate::error::{BudgetCap, BudgetExceeded, BudgetScope, Error, ErrorKind};
 use crate::manifest::plan::BudgetPlan;
 use std::time::Instant;
 
@@ -69,13 +69,13 @@ impl Scope {
         if let Some(cap) = self.caps.max_tokens {
             if past(total.total_tokens() as f64, cap as f64) {
                 let tokens = |n: u64| format!("{} tokens", crate::values::thousands(n));
-                return Some(self.exceeded("max_tokens", tokens(cap), tokens(total.total_tokens())));
+                return Some(self.exceeded(BudgetCap::MaxTokens, tokens(cap), tokens(total.total_tokens())));
             }
         }
         if let Some(cap) = self.caps.max_cost_usd {
             let spent = total.cost_usd.unwrap_or(0.0);
             if past(spent, cap) {
-                return Some(self.exceeded("max_cost_usd", format!("${cap:.4}"), format!("${spent:.4}")));
+                return Some(self.exceeded(BudgetCap::MaxCostUsd, format!("${cap:.4}"), format!("${spent:.4}")));
             }
         }
         None
@@ -86,16 +86,16 @@ impl Scope {
         let elapsed = self.started.elapsed();
         (elapsed >= cap.0).then(|| {
             self.exceeded(
-                "max_duration",
+                BudgetCap::MaxDuration,
                 crate::values::format_duration(cap.0),
                 crate::values::format_duration(elapsed),
             )
         })
     }
 
-    fn exceeded(&self, cap: &str, limit: String, used: String) -> BudgetExceeded {
-        let scope = if self.step.is_some() { "step" } else { "run" };
-        BudgetExceeded { scope: scope.to_owned(), step: self.step.clone(), cap: cap.to_owned(), limit, used }
+    fn exceeded(&self, cap: BudgetCap, limit: String, used: String) -> BudgetExceeded {
+        let scope = if self.step.is_some() { BudgetScope::Step } else { BudgetScope::Run };
+        BudgetExceeded { scope, step: self.step.clone(), cap, limit, used }
     }
 }
 
@@ -107,7 +107,9 @@ pub(crate) fn error(exceeded: BudgetExceeded, iteration: u32) -> Error {
     };
     let message = format!(
         "{scope} `{}` of {} was reached in iteration {iteration} ({} spent); the agent was stopped",
-        exceeded.cap, exceeded.limit, exceeded.used
+        exceeded.cap.key(),
+        exceeded.limit,
+        exceeded.used
     );
     Error::new(ErrorKind::Budget { exceeded: Box::new(exceeded) }, message).with_hint(
         "the work so far is kept on the branch; raise the cap in `[budget]` (or the step's `budget`) to let it go on",
@@ -130,15 +132,18 @@ mod tests {
         let budget = Budget::new((&run, usage(900, None), now), ("review", &step, usage(0, Some(0.25)), now));
         assert_eq!(budget.crossed(&usage(100, None)), None, "exactly at the cap is not over it");
         let over = budget.crossed(&usage(101, None)).unwrap();
-        assert_eq!((over.scope.as_str(), over.cap.as_str(), over.used.as_str()), ("run", "max_tokens", "1,001 tokens"));
+        assert_eq!(
+            (over.scope, over.cap, over.used.as_str()),
+            (BudgetScope::Run, BudgetCap::MaxTokens, "1,001 tokens")
+        );
         let over = budget.crossed(&usage(1, Some(0.3))).unwrap();
         assert_eq!(
-            (over.scope.as_str(), over.step.as_deref(), over.cap.as_str()),
-            ("step", Some("review"), "max_cost_usd")
+            (over.scope, over.step.as_deref(), over.cap),
+            (BudgetScope::Step, Some("review"), BudgetCap::MaxCostUsd)
         );
         assert_eq!(budget.reached(), None);
         let spent = Budget::new((&run, usage(1000, None), now), ("s", &BudgetPlan::default(), Usage::default(), now));
-        assert_eq!(spent.reached().unwrap().cap, "max_tokens", "at the cap, no new iteration starts");
+        assert_eq!(spent.reached().unwrap().cap, BudgetCap::MaxTokens, "at the cap, no new iteration starts");
     }
 
     #[test]

@@ -181,9 +181,9 @@ mod tests {
     #[test]
     fn a_crossed_cap_wins_over_the_signal() {
         let exceeded = BudgetExceeded {
-            scope: "run".into(),
+            scope: crate::error::BudgetScope::Run,
             step: None,
-            cap: "max_tokens".into(),
+            cap: crate::error::BudgetCap::MaxTokens,
             limit: "10 tokens".into(),
             used: "12 tokens".into(),
         };

@@ -93,11 +93,7 @@ impl Run<'_> {
         let Ran { cwd, started, started_at, code, prompt } = ran;
         use crate::record::{IterationOutcome, IterationRecord};
         use crate::sessions::capture;
-        let cli_parser = match &step.agent {
-            agent::AgentPlan::Cli(cli) => Some(cli.parser.as_str()),
-            _ => None,
-        };
-        let kind = capture::transcript_kind(step.agent.kind(), cli_parser);
+        let kind = step.agent.transcripts_as();
         let mut transcript = None;
         let mut session_id = None;
         let private = sandbox.state_env();

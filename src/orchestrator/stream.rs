@@ -192,7 +192,9 @@ impl<'a> IterationHandlers<'a> {
             if let Some(exceeded) = &self.said.exceeded {
                 let message = format!(
                     "budget: `{}` of {} crossed ({} spent); stopping the agent",
-                    exceeded.cap, exceeded.limit, exceeded.used
+                    exceeded.cap.key(),
+                    exceeded.limit,
+                    exceeded.used
                 );
                 self.events.report(&Event::Warning { message: message.as_str().into() });
             }

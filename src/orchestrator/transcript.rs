@@ -24,11 +24,7 @@ pub(super) async fn capture(
     events: &mut RunEvents,
 ) -> (Option<TranscriptRecord>, Option<String>) {
     let agent = &step.agent;
-    let cli_parser = match agent {
-        crate::agent::AgentPlan::Cli(cli) => Some(cli.parser.as_str()),
-        _ => None,
-    };
-    let kind = capture::transcript_kind(agent.kind(), cli_parser);
+    let kind = agent.transcripts_as();
     let dir = shared.workspace.pre.layout().sessions().join(shared.run_id);
     let stem = capture::stem(&step.name, iteration, session_id);
     let lookup = |key: &str| env.get(key);

@@ -35,18 +35,6 @@ pub struct NotFound {
     pub tried: String,
 }
 
-/// The agent kind whose transcripts a step's agent writes: an adapter's own, or for a `cli`
-/// agent the adapter whose parser it uses (a wrapper script around that CLI).
-pub fn transcript_kind(kind: AgentKind, cli_parser: Option<&str>) -> AgentKind {
-    match (kind, cli_parser) {
-        (AgentKind::Cli, Some(parser)) => match parser {
-            "claude-stream-json" => AgentKind::ClaudeCode,
-            other => AgentKind::from_name(other).unwrap_or(AgentKind::Cli),
-        },
-        _ => kind,
-    }
-}
-
 /// Session ids become file names: only plain ones are used in paths.
 pub fn plain_session_id(id: &str) -> bool {
     !id.is_empty()
@@ -379,13 +367,5 @@ mod tests {
         assert_eq!(locate(AgentKind::Opencode, id, &cwd, &env).unwrap(), Located::Export);
         assert_eq!(locate(AgentKind::Cursor, id, &cwd, &env).unwrap(), Located::Nothing);
         assert!(locate(AgentKind::ClaudeCode, "../../etc/passwd", &cwd, &env).is_err());
-    }
-
-    #[test]
-    fn a_cli_agent_with_an_adapters_parser_is_that_agent() {
-        assert_eq!(transcript_kind(AgentKind::Cli, Some("claude-code")), AgentKind::ClaudeCode);
-        assert_eq!(transcript_kind(AgentKind::Cli, Some("claude-stream-json")), AgentKind::ClaudeCode);
-        assert_eq!(transcript_kind(AgentKind::Cli, Some("lines")), AgentKind::Cli);
-        assert_eq!(transcript_kind(AgentKind::Pi, None), AgentKind::Pi);
     }
 }

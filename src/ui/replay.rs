@@ -127,8 +127,8 @@ fn header(record: &RunRecord) -> String {
         out,
         "started {} · sandbox {} · strategy {} · branch {}{}",
         record.started_at,
-        record.sandbox,
-        record.strategy,
+        record.sandbox.as_str(),
+        record.strategy.as_str(),
         record.branch,
         record.base_branch.as_ref().map(|b| format!(" (from {b})")).unwrap_or_default()
     );
