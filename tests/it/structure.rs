@@ -1,7 +1,7 @@
 //! The rules ARCHITECTURE.md states, checked (in the manner of rust-analyzer's `tidy`): where
-//! processes start, which modules print, how long functions in the core may be, which modules
-//! may use which (the table in ARCHITECTURE.md, read from the file), and no import circle
-//! between the files of one folder. A rule that breaks fails here, naming the place.
+//! processes start, which modules print, where a particular agent CLI is named, how long
+//! functions in the core may be, which modules may use which (the table in ARCHITECTURE.md,
+//! read from the file), and no import circle between the files of one folder. A rule that breaks fails here, naming the place.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -161,6 +161,33 @@ fn only_ui_and_main_print() {
         }
     }
     assert!(found.is_empty(), "only `ui` writes to stdout and stderr: {found:#?}");
+}
+
+/// Where facts about a particular agent CLI live: its row in `agent/spec.rs`, its own file in
+/// `agent/` (command line, output parser, interactive command line), and where its transcripts
+/// are found and carried (`sessions/capture.rs`, `sessions/transfer.rs`).
+const KIND_FACTS: [&str; 3] = ["agent/", "sessions/capture.rs", "sessions/transfer.rs"];
+
+#[test]
+fn agent_kinds_are_named_only_where_their_facts_live() {
+    let adapters = ["ClaudeCode", "Codex", "Opencode", "Pi", "Cursor", "Copilot"];
+    let mut found = Vec::new();
+    for (file, text) in sources() {
+        if KIND_FACTS.iter().any(|place| file.starts_with(place)) {
+            continue;
+        }
+        for (n, line) in code(&text).lines().enumerate() {
+            let named = line.match_indices("AgentKind::").any(|(at, call)| {
+                let rest = &line[at + call.len()..];
+                let variant: String = rest.chars().take_while(char::is_ascii_alphanumeric).collect();
+                adapters.contains(&variant.as_str())
+            });
+            if named {
+                found.push(format!("src/{file}:{}: {}", n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(found.is_empty(), "a particular agent is named outside {KIND_FACTS:?} (ask its spec instead): {found:#?}");
 }
 
 /// Functions of more than `MAX_LINES` lines in the core, by name and length.
