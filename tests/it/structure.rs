@@ -1,7 +1,8 @@
 //! The rules ARCHITECTURE.md states, checked (in the manner of rust-analyzer's `tidy`): where
 //! processes start, which modules print, where a particular agent CLI is named, how long
 //! functions in the core may be, which modules may use which (the table in ARCHITECTURE.md,
-//! read from the file), and no import circle between the files of one folder. A rule that breaks fails here, naming the place.
+//! read from the file), no import circle between the files of one folder, and no file that
+//! no module declares. A rule that breaks fails here, naming the place.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -406,6 +407,48 @@ fn no_import_circle_between_the_files_of_a_folder() {
         }
     }
     assert!(found.is_empty(), "import circles: {found:#?}");
+}
+
+/// As jj's check for forgotten tests: a file in `tests/it/` that `main.rs` does not declare
+/// never compiles and never runs, and nobody notices. The same for a file under `src/` that no
+/// module declares.
+#[test]
+fn no_file_is_forgotten() {
+    let it = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it");
+    let main = std::fs::read_to_string(it.join("main.rs")).unwrap();
+    let mut forgotten = Vec::new();
+    for entry in std::fs::read_dir(&it).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(stem) = name.strip_suffix(".rs").filter(|stem| *stem != "main") else { continue };
+        if !main.lines().any(|line| line.trim() == format!("mod {stem};")) {
+            forgotten.push(format!("tests/it/{name}"));
+        }
+    }
+    let files = sources();
+    for (file, _) in &files {
+        let path = Path::new(file);
+        let stem = path.file_stem().unwrap().to_string_lossy();
+        if ["lib", "main", "mod"].contains(&stem.as_ref()) {
+            continue;
+        }
+        // Declared by `mod.rs` of its folder, by `<folder>.rs` beside it, or by `lib.rs`.
+        let folder = path.parent().unwrap().to_string_lossy().into_owned();
+        let parents = if folder.is_empty() {
+            vec!["lib.rs".to_owned()]
+        } else {
+            vec![format!("{folder}/mod.rs"), format!("{folder}.rs")]
+        };
+        let declared = files.iter().filter(|(other, _)| parents.contains(other)).any(|(_, text)| {
+            text.lines().any(|line| {
+                let line = line.trim();
+                line.ends_with(&format!("mod {stem};")) && (line.starts_with("mod ") || line.starts_with("pub"))
+            })
+        });
+        if !declared {
+            forgotten.push(format!("src/{file}"));
+        }
+    }
+    assert!(forgotten.is_empty(), "files no module declares (they never compile): {forgotten:#?}");
 }
 
 #[test]
