@@ -20,10 +20,11 @@ use crate::error::Error;
 use crate::git::{slug, Git, WorktreeList};
 use crate::layout::{self, Layout};
 use crate::lock::{BranchLock, RepoLock};
-use crate::manifest::plan::Engine;
+use crate::manifest::plan::{Engine, EngineHost};
 use crate::process::ProcessStamp;
 use crate::record::RunStatus;
 use crate::sandbox::container;
+use crate::sandbox::engine::Target;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -139,11 +140,11 @@ enum Action {
     DeleteBranch(String),
     /// Save what the container holds under `.eden/patches`, then remove it and its volume.
     SalvageContainer {
-        engine: Engine,
+        target: Target,
         name: String,
     },
     RemoveVolume {
-        engine: Engine,
+        target: Target,
         name: String,
     },
     /// Save what the copy holds (asked inside bubblewrap), then remove it.
@@ -172,6 +173,14 @@ struct RecordHead {
     status: Option<RunStatus>,
     process: Option<ProcessStamp>,
     branch: Option<String>,
+    container: Option<ContainerHead>,
+}
+
+/// Which engine a record's container went on.
+#[derive(Deserialize)]
+struct ContainerHead {
+    engine: String,
+    host: Option<String>,
 }
 
 /// Which runs are going right now.
@@ -180,6 +189,8 @@ struct Live {
     run_ids: HashSet<String>,
     /// Slugs of branches whose lock is held (a worktree's folder name is its branch's slug).
     slugs: HashSet<String>,
+    /// The engines records name beyond the clients' defaults (`sandbox.host`, remote engines).
+    engines: Vec<Target>,
 }
 
 /// Look at everything; change nothing.
@@ -292,6 +303,11 @@ fn records(layout: &Layout, live: &mut Live, survey: &mut Survey) {
             continue;
         }
         let Some(head) = read_record(&path) else { continue };
+        if let Some(target) = head.container.as_ref().and_then(ContainerHead::target) {
+            if !live.engines.contains(&target) {
+                live.engines.push(target);
+            }
+        }
         let Some(process) = head.process else { continue };
         match head.status.map(|status| status.observed(&process)) {
             Some(RunStatus::Running) => {
@@ -306,6 +322,14 @@ fn records(layout: &Layout, live: &mut Live, survey: &mut Survey) {
             }
             _ => {}
         }
+    }
+}
+
+impl ContainerHead {
+    /// The engine to look at, when the record names one the defaults may not reach.
+    fn target(&self) -> Option<Target> {
+        let host = EngineHost::parse(self.host.as_deref()?).ok()?;
+        Target::from_args(&[self.engine.clone().into(), host.as_str().into()])
     }
 }
 
@@ -499,11 +523,12 @@ fn containers(layout: Option<&Layout>, settings: &Settings, live: &Live, survey:
         (false, Some(layout)) => Some(layout.root.as_path()),
         (false, None) => return,
     };
-    for engine in [Engine::Docker, Engine::Podman] {
-        if which::which(engine.binary()).is_err() {
+    let defaults = [Engine::Docker, Engine::Podman].map(|engine| Target::new(engine, None));
+    for target in defaults.iter().chain(&live.engines) {
+        if which::which(target.binary()).is_err() {
             continue;
         }
-        let listed = match container::list(engine, repo) {
+        let listed = match container::list(target, repo) {
             Ok(listed) => listed,
             Err(err) => {
                 survey.warnings.push(err.message);
@@ -511,7 +536,7 @@ fn containers(layout: Option<&Layout>, settings: &Settings, live: &Live, survey:
             }
         };
         for found in listed {
-            let name = format!("{} ({})", found.name, engine.binary());
+            let name = format!("{} ({})", found.name, target.describe());
             if live.run_ids.contains(&found.run_id) || found.owner_alive() {
                 survey.items.push(Item::keep(
                     Kind::Container,
@@ -519,14 +544,14 @@ fn containers(layout: Option<&Layout>, settings: &Settings, live: &Live, survey:
                     format!("its run is still going (pid {})", found.pid),
                 ));
             } else {
-                let action = Action::SalvageContainer { engine, name: found.name.clone() };
+                let action = Action::SalvageContainer { target: target.clone(), name: found.name.clone() };
                 let reason = "its run is over (what it holds is saved under `.eden/patches` first)";
                 survey.items.push(Item::remove(Kind::Container, name, reason, action));
             }
         }
         let containers: HashSet<String> =
             survey.items.iter().filter(|item| item.kind == Kind::Container).map(|item| item.name.clone()).collect();
-        let volumes = match container::list_volumes(engine, repo) {
+        let volumes = match container::list_volumes(target, repo) {
             Ok(volumes) => volumes,
             Err(err) => {
                 survey.warnings.push(err.message);
@@ -534,7 +559,7 @@ fn containers(layout: Option<&Layout>, settings: &Settings, live: &Live, survey:
             }
         };
         for (volume, run_id, _) in volumes {
-            let name = format!("{volume} ({})", engine.binary());
+            let name = format!("{volume} ({})", target.describe());
             if containers.contains(&name) {
                 continue; // goes with its container
             }
@@ -544,7 +569,7 @@ fn containers(layout: Option<&Layout>, settings: &Settings, live: &Live, survey:
             }
             let reason =
                 "the workspace of a run whose container is gone: it may hold work that never came back".to_owned();
-            let action = Action::RemoveVolume { engine, name: volume };
+            let action = Action::RemoveVolume { target: target.clone(), name: volume };
             survey.items.push(Item::unsafe_to_remove(Kind::Volume, name, reason, settings.force, action));
         }
     }
@@ -678,10 +703,10 @@ fn perform(action: &Action, layout: Option<&Layout>) -> Result<(), String> {
         }
         Action::PruneWorktrees => repo()?.prune_worktrees().map_err(|err| err.message),
         Action::DeleteBranch(branch) => repo()?.delete_branch(branch).map_err(|err| err.message),
-        Action::SalvageContainer { engine, name } => {
-            container::salvage_and_remove(*engine, name).map(drop).map_err(|err| err.message)
+        Action::SalvageContainer { target, name } => {
+            container::salvage_and_remove(target, name).map(drop).map_err(|err| err.message)
         }
-        Action::RemoveVolume { engine, name } => container::remove_volume(*engine, name).map_err(|err| err.message),
+        Action::RemoveVolume { target, name } => container::remove_volume(target, name).map_err(|err| err.message),
         Action::SalvageIsolated { run_id, owner } => {
             crate::sandbox::isolated::salvage_and_remove(run_id, owner);
             Ok(())

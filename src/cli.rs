@@ -421,6 +421,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "KIND", value_parser = OneOf(sandbox_kinds))]
     pub sandbox: Option<String>,
 
+    /// The container engine to run on: `tcp://HOST:2376`, `ssh://USER@HOST`, `unix:///SOCKET`, or a
+    /// docker context / podman connection name (`sandbox.host`)
+    #[arg(long, value_name = "ENGINE", value_hint = ValueHint::Other)]
+    pub host: Option<String>,
+
     /// Branch strategy
     #[arg(long, value_name = "STRATEGY", value_parser = OneOf(strategies))]
     pub strategy: Option<String>,

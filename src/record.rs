@@ -235,6 +235,10 @@ pub enum MergeKind {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ContainerRecord {
     pub engine: String,
+    /// The engine's address (`sandbox.host`, or a remote default's as the client resolved it);
+    /// absent for an engine on this machine reached by the client's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
     pub name: String,
     pub id: String,
     pub image: String,

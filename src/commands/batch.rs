@@ -104,7 +104,13 @@ fn members(
             )
             .and_then(|pre| {
                 if let crate::manifest::plan::SandboxPlan::Container(container) = &plan.sandbox {
-                    crate::sandbox::container::preflight(container.engine, &container.image)?;
+                    // Any of its hosts may get the run: each is checked.
+                    if container.hosts.is_empty() {
+                        crate::sandbox::container::preflight(container)?;
+                    }
+                    for host in &container.hosts {
+                        crate::sandbox::container::preflight_on(container, Some(host))?;
+                    }
                 }
                 Ok(pre)
             });

@@ -467,6 +467,7 @@ fn resume(args: SessionsResumeArgs) -> Result<i32, Error> {
             name: None,
             max_iterations: None,
             sandbox: None,
+            host: None,
             strategy: None,
             branch: None,
             base: None,

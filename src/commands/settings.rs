@@ -24,7 +24,7 @@ pub(crate) struct KeyFlag {
 
 /// Every flag that stands for a manifest key, in the order they apply (`--set` comes after
 /// them all: the last word wins).
-static KEY_FLAGS: [KeyFlag; 11] = [
+static KEY_FLAGS: [KeyFlag; 12] = [
     KeyFlag { key: "agent.kind", flag: "--agent", value: |args| args.agent.clone(), integer: false },
     KeyFlag { key: "agent.binary", flag: "--binary", value: |args| args.binary.clone(), integer: false },
     KeyFlag { key: "agent.model", flag: "--model", value: |args| args.model.clone(), integer: false },
@@ -32,6 +32,7 @@ static KEY_FLAGS: [KeyFlag; 11] = [
     KeyFlag { key: "prompt_file", flag: "--prompt-file", value: |args| args.prompt_file.clone(), integer: false },
     KeyFlag { key: "name", flag: "--name", value: |args| args.name.clone(), integer: false },
     KeyFlag { key: "sandbox.kind", flag: "--sandbox", value: |args| args.sandbox.clone(), integer: false },
+    KeyFlag { key: "sandbox.host", flag: "--host", value: |args| args.host.clone(), integer: false },
     KeyFlag { key: "branch.strategy", flag: "--strategy", value: |args| args.strategy.clone(), integer: false },
     KeyFlag { key: "branch.name", flag: "--branch", value: |args| args.branch.clone(), integer: false },
     KeyFlag { key: "branch.base", flag: "--base", value: |args| args.base.clone(), integer: false },

@@ -12,7 +12,7 @@ use super::output_plan::resolve_output;
 pub use super::output_plan::OutputPlan;
 use super::prompt;
 use super::sandbox_plan::resolve_sandbox;
-pub use super::sandbox_plan::{AgentStateMount, AllowEntry, ContainerPlan, Engine, MountPlan, SandboxPlan};
+pub use super::sandbox_plan::{AgentStateMount, AllowEntry, ContainerPlan, Engine, EngineHost, MountPlan, SandboxPlan};
 use super::schema::*;
 pub use crate::agent::AgentPlan;
 use crate::error::Error;
@@ -635,6 +635,7 @@ fn container_keys_need_a_sandbox(manifest: &Manifest, source: &Source) -> Result
         ("mount_agent_config", sandbox.mount_agent_config.is_some()),
         ("expose_worktree", sandbox.expose_worktree.is_some()),
         ("expose_host", sandbox.expose_host.is_some()),
+        ("host", sandbox.host.is_some()),
     ] {
         if set && !container {
             return Err(source

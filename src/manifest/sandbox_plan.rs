@@ -11,7 +11,7 @@ use std::path::PathBuf;
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum SandboxPlan {
     None,
-    Container(ContainerPlan),
+    Container(Box<ContainerPlan>),
     /// A private clone outside the repository, run under bubblewrap.
     Isolated {
         network: Network,
@@ -25,8 +25,10 @@ impl SandboxPlan {
     pub fn kind(&self) -> SandboxKind {
         match self {
             SandboxPlan::None => SandboxKind::None,
-            SandboxPlan::Container(ContainerPlan { engine: Engine::Docker, .. }) => SandboxKind::Docker,
-            SandboxPlan::Container(ContainerPlan { engine: Engine::Podman, .. }) => SandboxKind::Podman,
+            SandboxPlan::Container(container) => match container.engine {
+                Engine::Docker => SandboxKind::Docker,
+                Engine::Podman => SandboxKind::Podman,
+            },
             SandboxPlan::Isolated { .. } => SandboxKind::Isolated,
         }
     }
@@ -48,9 +50,54 @@ impl Engine {
     }
 }
 
+/// Which engine a container sandbox runs on (`sandbox.host`, `--host`): an address the
+/// engine's client takes, or the name of a docker context or podman connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EngineHost {
+    /// `unix:///path`, `tcp://host:port`, `ssh://user@host[:port][/socket]`.
+    Url(String),
+    Named(String),
+}
+
+impl EngineHost {
+    pub fn parse(text: &str) -> Result<EngineHost, String> {
+        let text = text.trim();
+        if let Some((scheme, rest)) = text.split_once("://") {
+            if !["unix", "tcp", "ssh"].contains(&scheme) {
+                return Err(format!("`{text}` is not an engine address eden knows (`{scheme}://`)"));
+            }
+            if rest.is_empty() {
+                return Err(format!("`{text}` names no host"));
+            }
+            return Ok(EngineHost::Url(text.to_owned()));
+        }
+        let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-');
+        if text.is_empty() || text.starts_with(['-', '.']) || !text.chars().all(plain) {
+            return Err(format!("`{text}` is neither an engine address nor a context or connection name"));
+        }
+        Ok(EngineHost::Named(text.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        match self {
+            EngineHost::Url(text) | EngineHost::Named(text) => text,
+        }
+    }
+}
+
+impl Serialize for EngineHost {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct ContainerPlan {
     pub engine: Engine,
+    /// `sandbox.host`: the engines to run on, in order (empty: the client's own default). One
+    /// run uses the first; several runs of one invocation are spread over them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<EngineHost>,
     pub image: String,
     pub network: Network,
     pub cpus: Option<f64>,
@@ -277,6 +324,7 @@ pub(super) fn resolve_sandbox(section: &SandboxSection, source: &Source) -> Resu
                 ("run_args", section.run_args.is_some()),
                 ("expose_worktree", section.expose_worktree.is_some()),
                 ("expose_host", section.expose_host.is_some()),
+                ("host", section.host.is_some()),
             ] {
                 if set {
                     return Err(source
@@ -372,8 +420,10 @@ pub(super) fn resolve_sandbox(section: &SandboxSection, source: &Source) -> Resu
                 ));
         }
     }
-    Ok(SandboxPlan::Container(ContainerPlan {
+    let hosts = resolve_hosts(section, source, &path)?;
+    Ok(SandboxPlan::Container(Box::new(ContainerPlan {
         engine,
+        hosts,
         image,
         network,
         cpus: section.cpus,
@@ -387,5 +437,36 @@ pub(super) fn resolve_sandbox(section: &SandboxSection, source: &Source) -> Resu
         exposure: (section.expose_worktree == Some(true)).then_some(EXPOSURE),
         expose_host: section.expose_host == Some(true),
         host_exposures: host_exposures.into_iter().map(|(_, exposure)| exposure).collect(),
-    }))
+    })))
+}
+
+/// `sandbox.host`, checked: each an address or a name, none twice.
+fn resolve_hosts(section: &SandboxSection, source: &Source, path: &KeyPath) -> Result<Vec<EngineHost>, Error> {
+    let given = match &section.host {
+        None => return Ok(Vec::new()),
+        Some(HostSetting::One(host)) => vec![host.clone()],
+        Some(HostSetting::Many(hosts)) => hosts.clone(),
+    };
+    let at = path.child("host");
+    if given.is_empty() {
+        return Err(source
+            .error_at(&at, "`sandbox.host` is an empty list")
+            .with_hint("name at least one engine, or leave `sandbox.host` out for the client's default"));
+    }
+    let mut hosts = Vec::new();
+    for (index, text) in given.iter().enumerate() {
+        let here = if matches!(section.host, Some(HostSetting::Many(_))) { at.index(index) } else { at.clone() };
+        let host = EngineHost::parse(text).map_err(|why| {
+            source.error_at(&here, why).with_hint(
+                "give `unix:///path/docker.sock`, `tcp://HOST:2376`, `ssh://USER@HOST`, or a docker context or podman connection name",
+            )
+        })?;
+        if hosts.contains(&host) {
+            return Err(source
+                .error_at(&here, format!("`{text}` is in `sandbox.host` twice"))
+                .with_hint("list each engine once"));
+        }
+        hosts.push(host);
+    }
+    Ok(hosts)
 }

@@ -109,6 +109,19 @@ pub struct SandboxSection {
     /// (`--privileged`, host namespaces, added capabilities, devices, the engine's socket, `/`,
     /// the home folder; default false: refused).
     pub expose_host: Option<bool>,
+    /// docker/podman: the engine to run on: an address its client takes (`unix://`, `tcp://`,
+    /// `ssh://`) or a docker context / podman connection name; a list spreads several runs of
+    /// one invocation over those engines. Unset: the client's own default (`DOCKER_HOST`,
+    /// `DOCKER_CONTEXT`, the current context, `CONTAINER_HOST`).
+    pub host: Option<HostSetting>,
+}
+
+/// `sandbox.host`: one engine, or several.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum HostSetting {
+    One(String),
+    Many(Vec<String>),
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

@@ -129,10 +129,10 @@ impl<'p> Run<'p> {
         let agents = plan.steps.iter().map(|step| agent::from_plan(&step.agent)).collect::<Result<Vec<_>, _>>()?;
         let run_id = crate::record::new_run_id();
         let usage = if options.interactive.is_some() { workspace::Use::Session } else { workspace::Use::Run };
-        let pre = workspace::preflight(plan, &options.repo, &run_id, usage)?;
+        let mut pre = workspace::preflight(plan, &options.repo, &run_id, usage)?;
         // The engine and image are checked before anything is created.
         if let SandboxPlan::Container(container) = &plan.sandbox {
-            sandbox::container::preflight(container.engine, &container.image)?;
+            pre.engine = Some(sandbox::container::preflight(container)?);
         }
         let sessions = sessions_to_carry(plan, &pre)?;
         if let Some(interrupted) = interrupted(&abort) {
@@ -566,7 +566,8 @@ impl Run<'_> {
         pre: &Preflight,
         private: &[sandbox::agent_state::PrivateState],
     ) -> Result<Box<dyn SandboxHandle>, Error> {
-        for (name, saved) in sandbox::prune_abandoned(container.engine, &pre.root) {
+        let engaged = pre.engine.as_ref().ok_or_else(|| Error::internal("the container's engine was not checked"))?;
+        for (name, saved) in sandbox::prune_abandoned(&engaged.target, &pre.root) {
             let saved = saved.iter().map(|path| format!(" `{}`", path.display())).collect::<String>();
             let saved = if saved.is_empty() { String::new() } else { format!("; what it held is saved as{saved}") };
             let message = format!("removed container `{name}` left by an earlier run{saved}");
@@ -575,6 +576,7 @@ impl Run<'_> {
         let layout = pre.layout();
         let request = ContainerRequest {
             plan: container,
+            engaged,
             run_id: &self.run_id,
             repo_root: &pre.root,
             common_dir: &pre.common_dir,
@@ -587,8 +589,9 @@ impl Run<'_> {
         };
         let handle = sandbox::start_container(&request)?;
         let name = handle.container().map(|container| container.name).unwrap_or_default();
+        let on = engaged.target.host.as_ref().map(|host| format!(" on {}", host.as_str())).unwrap_or_default();
         let message = format!(
-            "{} container `{name}` started from `{}`, with a repository of its own",
+            "{} container `{name}` started{on} from `{}`, with a repository of its own",
             container.engine.binary(),
             container.image
         );

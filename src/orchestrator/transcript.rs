@@ -28,6 +28,11 @@ pub(super) async fn capture(
     let dir = shared.workspace.pre.layout().sessions().join(shared.run_id);
     let stem = capture::stem(&step.name, iteration, session_id);
     let lookup = |key: &str| env.get(key);
+    if let Err(err) = shared.sandbox.bring_state_back() {
+        let message = format!("cannot copy the agent's state back from the sandbox: {}", err.message);
+        events.report(&Event::Warning { message: message.as_str().into() });
+        return (None, Some(message));
+    }
     let kept = match capture::locate(kind, session_id, cwd, &lookup) {
         Ok(capture::Located::Nothing) => return (None, None),
         Ok(capture::Located::File { main, subagents }) => {

@@ -24,6 +24,8 @@ pub struct Preflight {
     pub base_commit: String,
     pub worktree: PathBuf,
     pub action: WorktreeAction,
+    /// A container sandbox's engine, checked (set by `Run::prepare`).
+    pub engine: Option<crate::sandbox::container::Engaged>,
 }
 
 pub enum WorktreeAction {
@@ -146,6 +148,7 @@ fn head(plan: &Plan, found: Discovered, current: Option<String>, usage: Use) -> 
         base_commit,
         worktree: found.checkout,
         action: WorktreeAction::UseCheckout,
+        engine: None,
     })
 }
 
@@ -184,6 +187,7 @@ fn merge_to_head(plan: &Plan, found: Discovered, current: Option<String>, run_id
         base_branch: Some(base),
         base_commit,
         action: WorktreeAction::CreateWithNewBranch,
+        engine: None,
     })
 }
 
@@ -246,6 +250,7 @@ fn named(plan: &Plan, found: Discovered, current: Option<String>) -> Result<Pref
         base_commit,
         worktree: eden_path,
         action,
+        engine: None,
     })
 }
 

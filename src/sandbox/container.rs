@@ -22,12 +22,12 @@
 //! that sweep as an exec of its own.
 
 use super::agent_state::PrivateState;
-use super::engine;
+use super::engine::{self, Reach, Target};
 use super::repository::{self, Channel, CommitsBack, Returned};
 use super::{Prepared, SandboxHandle};
 use crate::error::Error;
 use crate::layout::{LABEL_BASE, LABEL_BRANCH, LABEL_PID, LABEL_REPO, LABEL_RUN, LABEL_WORKSPACE};
-use crate::manifest::plan::{ContainerPlan, Engine};
+use crate::manifest::plan::{ContainerPlan, Engine, EngineHost};
 use crate::manifest::schema::Network;
 use crate::process::{Inside, Output, ProcessBuilder, Stdin};
 use nix::sys::signal::Signal;
@@ -40,6 +40,9 @@ const EDEN_INSIDE: &str = "/opt/eden/bin/eden";
 
 /// Where the host's object stores appear inside, read-only: `/opt/eden/objects/<n>`.
 const OBJECTS_INSIDE: &str = "/opt/eden/objects";
+
+/// The most of an agent's state a remote container may send back (its transcripts).
+const STATE_LIMIT: u64 = 4 << 30;
 
 /// The pid files of running commands, inside the container (made by the start-up exec).
 const PIDS_INSIDE: &str = "/tmp/.eden-exec";
@@ -87,7 +90,11 @@ for stat in /proc/[0-9]*/stat; do read -r pid comm state ppid rest < "$stat"; if
 const GIT_SAFE_DIRECTORY: [(&str, &str); 1] = [("safe.directory", "*")];
 
 pub struct Container {
-    engine: Engine,
+    target: Target,
+    /// The engine does not see this machine's files: everything crosses its channel.
+    remote: bool,
+    /// What the record says of the engine's address.
+    recorded_host: Option<String>,
     name: String,
     /// The engine's id for it, and the image it runs.
     id: String,
@@ -109,6 +116,10 @@ pub struct Container {
     found: Mutex<std::collections::HashSet<std::ffi::OsString>>,
     /// Set for every exec unless the command sets it itself (the agent's private state folders).
     exec_env: Vec<(&'static str, PathBuf)>,
+    /// The agent's private state folders (a remote engine gets copies, which come back).
+    states: Vec<PrivateState>,
+    /// eden's executable is inside (a remote engine gets a copy, the first time it is needed).
+    eden_inside: std::sync::atomic::AtomicBool,
     /// Salvages and removes the container if eden dies without doing it (SIGKILL).
     guard: Option<crate::process::guard::Guard>,
     /// Keeps the allowlist following its names' addresses (`network = "allowlist"`).
@@ -124,6 +135,8 @@ pub struct Container {
 /// What the container needs to know about the run.
 pub struct ContainerRequest<'a> {
     pub plan: &'a ContainerPlan,
+    /// The engine, as `preflight` found it.
+    pub engaged: &'a Engaged,
     pub run_id: &'a str,
     pub repo_root: &'a Path,
     pub common_dir: &'a Path,
@@ -137,44 +150,122 @@ pub struct ContainerRequest<'a> {
     pub agent_state: &'a [PrivateState],
 }
 
-/// Checks that need no container: the engine is installed, reachable, and has the image.
-pub fn preflight(engine: Engine, image: &str) -> Result<(), Error> {
-    let binary = engine.binary();
+/// The engine a run's container goes on, checked: which one, and whether it sees this machine's
+/// files.
+#[derive(Debug, Clone)]
+pub struct Engaged {
+    pub target: Target,
+    pub reach: Reach,
+}
+
+impl Engaged {
+    pub fn remote(&self) -> bool {
+        matches!(self.reach, Reach::Remote { .. })
+    }
+
+    /// What the record keeps to reach the engine again (`eden clean`, the guard): the host as
+    /// given, or a remote engine's address as the client resolved it; nothing for a local
+    /// default.
+    pub fn host_to_record(&self) -> Option<String> {
+        match (&self.target.host, &self.reach) {
+            (Some(host), _) => Some(host.as_str().to_owned()),
+            (None, Reach::Remote { endpoint }) => Some(endpoint.clone()),
+            (None, Reach::Local) => None,
+        }
+    }
+}
+
+/// Checks that need no container: the engine is installed and reachable, has the image, and
+/// can give the run what the plan asks for. The first of `plan.hosts` is the run's engine.
+pub fn preflight(plan: &ContainerPlan) -> Result<Engaged, Error> {
+    preflight_on(plan, plan.hosts.first())
+}
+
+/// `preflight` for one of the plan's hosts (`None`: the client's default).
+pub fn preflight_on(plan: &ContainerPlan, host: Option<&EngineHost>) -> Result<Engaged, Error> {
+    let target = Target::new(plan.engine, host.cloned());
+    let binary = target.binary();
     if which::which(binary).is_err() {
         return Err(Error::sandbox(format!("`{binary}` is not installed (sandbox kind `{binary}`)"))
-            .with_hint(match engine {
+            .with_hint(match plan.engine {
             Engine::Docker => {
                 "install Docker (Debian: `apt-get install docker.io`) and start it, or use `sandbox.kind = \"podman\"`"
             }
             Engine::Podman => "install podman (Debian: `apt-get install podman`), or use `sandbox.kind = \"docker\"`",
         }));
     }
-    let info = engine::run(engine::command(engine).args(["version", "--format", "{{.Server.Version}}"]))?;
+    let reach = target.reach()?;
+    let remote = matches!(reach, Reach::Remote { .. });
+    if remote {
+        refuse_on_remote(plan, &target)?;
+    }
+    let info = engine::run(target.command().args(["version", "--format", "{{.Server.Version}}"]))?;
     if !info.success() {
         return Err(Error::sandbox(format!(
-            "`{binary} version` cannot reach the engine: {}",
+            "`{binary} version` cannot reach the engine ({}): {}",
+            target.describe(),
             first_line(&info.stderr)
         ))
-        .with_hint(match engine {
-            Engine::Docker => "is the Docker daemon running? start it (`sudo systemctl start docker`, or `dockerd &`)",
-            Engine::Podman => "check `podman info` for the engine's own error",
+        .with_hint(match (plan.engine, remote) {
+            (_, true) => "check the address, that the engine listens there, and for TLS `DOCKER_TLS_VERIFY` and `DOCKER_CERT_PATH` (ssh: that `ssh HOST` works without a prompt)",
+            (Engine::Docker, false) => "is the Docker daemon running? start it (`sudo systemctl start docker`, or `dockerd &`)",
+            (Engine::Podman, false) => "check `podman info` for the engine's own error",
         }));
     }
-    let inspect = engine::run(engine::command(engine).args(["image", "inspect", "--format", "{{.Id}}", image]))?;
+    let inspect = engine::run(target.command().args(["image", "inspect", "--format", "{{.Id}}", &plan.image]))?;
     if !inspect.success() {
-        return Err(Error::sandbox(format!("image `{image}` is not available to {binary}"))
-            .with_hint(format!(
-                "build it first: `eden image build --engine {binary} --tag {image}` (from `Dockerfile.eden`, which `eden init --sandbox {binary}` writes); eden never pulls images"
-            )));
+        let image = &plan.image;
+        let hint = match &target.host {
+            Some(_) if remote => format!(
+                "build it there: `eden image build --engine {binary}{} --tag {image}`, or copy yours there: `eden image push --engine {binary}{} {image}`; eden never pulls images",
+                target.host_flag(),
+                target.host_flag()
+            ),
+            _ => format!(
+                "build it first: `eden image build --engine {binary}{} --tag {image}` (from `Dockerfile.eden`, which `eden init --sandbox {binary}` writes); eden never pulls images",
+                target.host_flag()
+            ),
+        };
+        return Err(
+            Error::sandbox(format!("image `{image}` is not available to {}", target.describe())).with_hint(hint)
+        );
     }
-    Ok(())
+    Ok(Engaged { target, reach })
+}
+
+/// What needs the engine to see this machine's files, refused before anything starts.
+fn refuse_on_remote(plan: &ContainerPlan, target: &Target) -> Result<(), Error> {
+    let engine = target.describe();
+    let refused = if plan.expose_worktree {
+        Some((
+            "`sandbox.expose_worktree`",
+            "it bind-mounts the worktree, which a remote engine cannot see",
+            "remove it: the container gets a copy of its own",
+        ))
+    } else if !plan.mounts.is_empty() {
+        Some((
+            "`sandbox.mounts`",
+            "their sources are folders on this machine, which a remote engine cannot see",
+            "remove them, or run on a local engine",
+        ))
+    } else if plan.network == Network::Allowlist {
+        Some(("`network = \"allowlist\"`", "eden installs its rules from this machine into the container's network namespace, which a remote engine does not allow", "use `network = \"none\"` or `\"bridge\"` there, or run on a local engine"))
+    } else {
+        None
+    };
+    match refused {
+        None => Ok(()),
+        Some((what, why, hint)) => {
+            Err(Error::usage(format!("{what} does not work on a remote engine ({engine}): {why}")).with_hint(hint))
+        }
+    }
 }
 
 /// Start the run's container (after `preflight`) and seed its workspace. Anything that fails
 /// after the container exists removes it, and its volume.
 pub fn start(request: &ContainerRequest<'_>) -> Result<Box<dyn SandboxHandle>, Error> {
     let plan = request.plan;
-    let engine = plan.engine;
+    let target = &request.engaged.target;
     let name = format!("eden-{}", request.run_id);
     let eden =
         std::env::current_exe().map_err(|err| Error::sandbox(format!("cannot find eden's executable: {err}")))?;
@@ -182,15 +273,17 @@ pub fn start(request: &ContainerRequest<'_>) -> Result<Box<dyn SandboxHandle>, E
         .resolve("HEAD")?
         .ok_or_else(|| Error::git(format!("the worktree `{}` has no commit", request.worktree.display())))?;
     let labels = labels(request, &base);
-    create_volume(engine, &name, &labels[..2])?;
+    create_volume(target, &name, &labels[..2])?;
     let run = run_command(request, &name, &eden, &labels).inspect_err(|_| {
-        let _ = remove_volume(engine, &name);
+        let _ = remove_volume(target, &name);
     })?;
     let output = engine::run(run.command.clone()).inspect_err(|_| {
-        let _ = remove_volume(engine, &name);
+        let _ = remove_volume(target, &name);
     })?;
     let mut container = Container {
-        engine,
+        target: target.clone(),
+        remote: request.engaged.remote(),
+        recorded_host: request.engaged.host_to_record(),
         name: name.clone(),
         id: output.stdout.trim().to_owned(),
         image: plan.image.clone(),
@@ -205,13 +298,15 @@ pub fn start(request: &ContainerRequest<'_>) -> Result<Box<dyn SandboxHandle>, E
         keep: String::new(),
         found: Default::default(),
         exec_env: request.agent_state.iter().map(|state| (state.var, state.value.clone())).collect(),
+        states: request.agent_state.to_vec(),
+        eden_inside: std::sync::atomic::AtomicBool::new(!request.engaged.remote()),
         guard: None,
         firewall: None,
         keep_volume: false,
         exposed: plan.expose_worktree,
         removed: false,
     };
-    let salvage = ProcessBuilder::new(&eden).arg(SALVAGE_SUBCOMMAND).arg(engine.binary()).arg(&name);
+    let salvage = ProcessBuilder::new(&eden).arg(SALVAGE_SUBCOMMAND).args(target.to_args()).arg(&name);
     container.guard = crate::process::guard::Guard::start(&salvage).ok();
     match container.set_up(request, &run, &output) {
         Ok(()) => Ok(Box::new(container)),
@@ -235,8 +330,8 @@ fn labels(request: &ContainerRequest<'_>, base: &str) -> [(&'static str, String)
     ]
 }
 
-fn create_volume(engine: Engine, name: &str, labels: &[(&str, String)]) -> Result<(), Error> {
-    let mut volume = engine::command(engine).args(["volume", "create"]);
+fn create_volume(target: &Target, name: &str, labels: &[(&str, String)]) -> Result<(), Error> {
+    let mut volume = target.command().args(["volume", "create"]);
     for (key, value) in labels {
         volume = volume.args(["--label", &format!("{key}={value}")]);
     }
@@ -244,7 +339,7 @@ fn create_volume(engine: Engine, name: &str, labels: &[(&str, String)]) -> Resul
     if !made.success() {
         return Err(Error::sandbox(format!(
             "{} cannot create the workspace volume `{name}`: {}",
-            engine.binary(),
+            target.describe(),
             first_line(&made.stderr)
         )));
     }
@@ -270,7 +365,8 @@ fn run_command(
     let plan = request.plan;
     let (uid, gid) = (nix::unistd::getuid().as_raw(), nix::unistd::getgid().as_raw());
     let worktree = request.worktree.to_string_lossy();
-    let mut command = engine::command(plan.engine).args(["run", "-d", "--init", "--name", name]);
+    let remote = request.engaged.remote();
+    let mut command = request.engaged.target.command().args(["run", "-d", "--init", "--name", name]);
     for (key, value) in labels {
         command = command.args(["--label", &format!("{key}={value}")]);
     }
@@ -291,17 +387,20 @@ fn run_command(
         }
     }
     let (mut command, workspace_volume) = mount_workspace(command, request, name)?;
-    let stores = repository::object_stores(request.common_dir);
     let mut alternates = Vec::new();
-    for (n, store) in stores.iter().enumerate() {
-        let inside = format!("{OBJECTS_INSIDE}/{n}");
-        command = command.args(["-v", &format!("{}:{inside}:ro", store.display())]);
-        alternates.push(inside);
-    }
-    command = command.args(["-v", &format!("{}:{EDEN_INSIDE}:ro", eden.display())]);
-    for state in request.agent_state {
-        let path = state.folder.to_string_lossy();
-        command = command.args(["-v", &format!("{path}:{path}")]);
+    // A remote engine sees none of this machine's files: what these mounts give, the channel
+    // carries instead (`Container::set_up`).
+    if !remote {
+        for (n, store) in repository::object_stores(request.common_dir).iter().enumerate() {
+            let inside = format!("{OBJECTS_INSIDE}/{n}");
+            command = command.args(["-v", &format!("{}:{inside}:ro", store.display())]);
+            alternates.push(inside);
+        }
+        command = command.args(["-v", &format!("{}:{EDEN_INSIDE}:ro", eden.display())]);
+        for state in request.agent_state {
+            let path = state.folder.to_string_lossy();
+            command = command.args(["-v", &format!("{path}:{path}")]);
+        }
     }
     for mount in &plan.mounts {
         let mode = if mount.read_only { ":ro" } else { "" };
@@ -352,7 +451,7 @@ impl Container {
     /// the run's user's, its keep-alive is known, its allowlist installed, its repository
     /// seeded. An error leaves the removal to the caller.
     fn set_up(&mut self, request: &ContainerRequest<'_>, run: &RunCommand, output: &Output) -> Result<(), Error> {
-        let (plan, binary) = (request.plan, self.engine.binary());
+        let (plan, binary) = (request.plan, self.target.binary());
         if !output.success() {
             return Err(Error::sandbox(format!("the {binary} container failed to start: {}", output.stderr.trim()))
                 .with_hint(format!("the command was `{}`", run.command)));
@@ -365,8 +464,11 @@ impl Container {
                 .with_hint("remove the limit from `[sandbox]`, or run on a host whose kernel supports it"));
         }
         self.keep = self.prepare_workspace(&run.workspace_volume)?;
+        if self.remote {
+            self.push_state()?;
+        }
         if plan.network == Network::Allowlist {
-            self.firewall = super::firewall::install(self.engine, &self.name, &plan.allow)?;
+            self.firewall = super::firewall::install(self.target.engine, &self.name, &plan.allow)?;
         }
         let seed = repository::SeedRequest {
             host_worktree: request.worktree,
@@ -384,7 +486,7 @@ impl Container {
         let owner = format!("{}:{}", nix::unistd::getuid().as_raw(), nix::unistd::getgid().as_raw());
         let name = &self.name;
         let script = ["sh", "-c", START_SCRIPT, "sh", &owner, workspace_volume, PIDS_INSIDE];
-        let check = engine::run(engine::command(self.engine).args(["exec", "-u", "0", name]).args(script))?;
+        let check = engine::run(self.target.command().args(["exec", "-u", "0", name]).args(script))?;
         if !check.success() {
             return Err(Error::sandbox(format!(
                 "cannot prepare the workspace in container `{name}` (image `{}`): {}",
@@ -430,12 +532,13 @@ impl Channel for Container {
 
 impl SandboxHandle for Container {
     fn kind(&self) -> &'static str {
-        self.engine.binary()
+        self.target.binary()
     }
 
     fn container(&self) -> Option<crate::record::ContainerRecord> {
         Some(crate::record::ContainerRecord {
-            engine: self.engine.binary().to_owned(),
+            engine: self.target.binary().to_owned(),
+            host: self.recorded_host.clone(),
             name: self.name.clone(),
             id: self.id.clone(),
             image: self.image.clone(),
@@ -450,6 +553,7 @@ impl SandboxHandle for Container {
         let mut command = command;
         let stdin = command.take_stdin();
         let program = if Some(command.program()) == std::env::current_exe().ok().as_deref().map(Path::as_os_str) {
+            self.copy_eden_in()?;
             EDEN_INSIDE.as_ref()
         } else {
             command.program()
@@ -479,7 +583,7 @@ impl SandboxHandle for Container {
         }
         let exec = self.exec(wrapped, flags).stdin(stdin);
         let inside =
-            InsideContainer { engine: self.engine, name: self.name.clone(), pid_file, keep: self.keep.clone() };
+            InsideContainer { target: self.target.clone(), name: self.name.clone(), pid_file, keep: self.keep.clone() };
         Ok(Prepared { command: exec, inside: Some(Box::new(inside)) })
     }
 
@@ -504,6 +608,13 @@ impl SandboxHandle for Container {
         Ok(None)
     }
 
+    fn bring_state_back(&self) -> Result<(), Error> {
+        if self.remote {
+            self.pull_state()?;
+        }
+        Ok(())
+    }
+
     fn check_alive(&self, exit_code: Option<i32>) -> Result<(), Error> {
         // A container being removed kills the command first (137) and disappears a moment
         // later: after a kill (or an engine error, 125-127), watch it for a while.
@@ -523,7 +634,7 @@ impl SandboxHandle for Container {
         }
         Err(Error::sandbox(format!(
             "the {} container `{}` stopped or was removed, so the command in it failed",
-            self.engine.binary(),
+            self.target.binary(),
             self.name
         ))
         .with_hint(
@@ -537,7 +648,7 @@ impl SandboxHandle for Container {
         }
         // Stopped by something else: started again, so what it holds can still come back.
         let alive = self.running().unwrap_or(false)
-            || (engine::run(engine::command(self.engine).args(["start", &self.name])).is_ok_and(|out| out.success())
+            || (engine::run(self.target.command().args(["start", &self.name])).is_ok_and(|out| out.success())
                 && self.running().unwrap_or(false));
         if !alive {
             // Removed under us: its volume still holds the work, and is kept.
@@ -545,7 +656,7 @@ impl SandboxHandle for Container {
             self.close_quietly()?;
             return Err(Error::sandbox(format!(
                 "the {} container `{}` was gone at the end of the run, so its last work could not come back",
-                self.engine.binary(),
+                self.target.binary(),
                 self.name
             ))
             .with_hint(format!(
@@ -570,7 +681,7 @@ impl Container {
     /// passed by name only (the values travel in the client's own environment).
     fn exec(&self, command: ProcessBuilder, flags: &[&str]) -> ProcessBuilder {
         let command = crate::git::with_config(command, &GIT_SAFE_DIRECTORY);
-        let mut exec = engine::command(self.engine).arg("exec").args(flags);
+        let mut exec = self.target.command().arg("exec").args(flags);
         if let Some(cwd) = command.get_cwd() {
             exec = exec.args(["-w".as_ref(), cwd.as_os_str()]);
         }
@@ -590,8 +701,7 @@ impl Container {
     }
 
     fn running(&self) -> Result<bool, Error> {
-        let state =
-            engine::run(engine::command(self.engine).args(["inspect", "--format", "{{.State.Running}}", &self.name]))?;
+        let state = engine::run(self.target.command().args(["inspect", "--format", "{{.State.Running}}", &self.name]))?;
         Ok(state.success() && state.stdout.trim() == "true")
     }
 
@@ -625,12 +735,92 @@ impl Container {
         self.removed = true;
         self.firewall = None;
         let _ = crate::safe_fs::remove_tree(&self.scratch);
-        remove(self.engine, &self.name)?;
+        remove(&self.target, &self.name)?;
         if !self.keep_volume {
-            remove_volume(self.engine, &self.name)?;
+            remove_volume(&self.target, &self.name)?;
         }
         // Removed: the guard has nothing left to do.
         self.guard = None;
+        Ok(())
+    }
+
+    /// A remote engine: the agent's private state folders streamed in (as root, then handed to
+    /// the run's user), at the paths the agent is pointed at.
+    fn push_state(&self) -> Result<(), Error> {
+        let owner = format!("{}:{}", nix::unistd::getuid().as_raw(), nix::unistd::getgid().as_raw());
+        let script = r#"mkdir -p "$1" && tar -x -f - -C "$1" && chown -R "$3" "$2""#;
+        for state in &self.states {
+            let archive = ProcessBuilder::new("tar").args(["-c", "-f", "-", "-C"]).arg(&state.folder).arg(".");
+            let extract =
+                ProcessBuilder::new("sh").args(["-c", script, "sh"]).arg(&state.folder).arg(&state.value).arg(&owner);
+            let extract = self.exec(extract, &["-i", "-u", "0"]);
+            let (archived, extracted) = archive
+                .pipe_into(&extract)
+                .map_err(|err| Error::sandbox(format!("cannot copy the agent's state into the container: {err}")))?;
+            if !archived.success() || !extracted.success() {
+                return Err(Error::sandbox(format!(
+                    "cannot copy the agent's state folder `{}` into the container: {}",
+                    state.folder.display(),
+                    first_line(if archived.success() { &extracted.stderr } else { &archived.stderr })
+                ))
+                .with_hint("the image needs `sh`, `tar`, `mkdir` and `chown`"));
+            }
+        }
+        Ok(())
+    }
+
+    /// A remote engine: what the agent wrote in its state folders (its transcripts), streamed
+    /// back into the private folders on this machine, which only eden writes. The stream is
+    /// read as hostile (`unpack`): regular files and folders only, names confined, size capped.
+    fn pull_state(&self) -> Result<(), Error> {
+        for state in &self.states {
+            let archive =
+                self.exec(ProcessBuilder::new("tar").args(["-c", "-f", "-", "-C"]).arg(&state.folder).arg("."), &[]);
+            fs_err::create_dir_all(&self.scratch).map_err(|err| Error::sandbox(err.to_string()))?;
+            let spool = self.scratch.join("state.tar");
+            let file = fs_err::File::create(&spool).map_err(|err| Error::sandbox(err.to_string()))?;
+            let output = archive
+                .output_to_file(file.into_parts().0)
+                .map_err(|err| Error::sandbox(format!("cannot run `{archive}`: {err}")))?;
+            if !output.success() {
+                let _ = std::fs::remove_file(&spool);
+                return Err(Error::sandbox(format!(
+                    "cannot read the agent's state folder `{}` in the container: {}",
+                    state.folder.display(),
+                    first_line(&output.stderr)
+                )));
+            }
+            let read = std::fs::File::open(&spool)
+                .and_then(|file| super::unpack::unpack(std::io::BufReader::new(file), &state.folder, STATE_LIMIT));
+            let _ = std::fs::remove_file(&spool);
+            read.map_err(|err| {
+                Error::sandbox(format!("the agent's state from the container was not taken back: {err}"))
+            })?;
+        }
+        Ok(())
+    }
+
+    /// A remote engine: eden's executable copied in, once, before the first command that runs
+    /// it (the simulated agent).
+    fn copy_eden_in(&self) -> Result<(), Error> {
+        if self.eden_inside.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        let eden =
+            std::env::current_exe().map_err(|err| Error::sandbox(format!("cannot find eden's executable: {err}")))?;
+        let script = format!("mkdir -p {dir} && cat > {EDEN_INSIDE} && chmod 755 {EDEN_INSIDE}", dir = "/opt/eden/bin");
+        let copy = self.exec(ProcessBuilder::new("sh").args(["-c", &script]), &["-i", "-u", "0"]);
+        let (read, copied) = ProcessBuilder::new("cat")
+            .arg(&eden)
+            .pipe_into(&copy)
+            .map_err(|err| Error::sandbox(format!("cannot copy eden into the container: {err}")))?;
+        if !read.success() || !copied.success() {
+            return Err(Error::sandbox(format!(
+                "cannot copy eden into the container: {}",
+                first_line(if read.success() { &copied.stderr } else { &read.stderr })
+            )));
+        }
+        self.eden_inside.store(true, Ordering::SeqCst);
         Ok(())
     }
 
@@ -640,7 +830,9 @@ impl Container {
         if found.contains(program) {
             return Ok(());
         }
-        let probe = engine::command(self.engine)
+        let probe = self
+            .target
+            .command()
             .args(["exec", &self.name, "sh", "-c", "command -v \"$1\" >/dev/null", "sh"])
             .arg(program);
         if !engine::run(probe)?.success() {
@@ -664,7 +856,7 @@ impl Drop for Container {
 
 /// One command's processes in the container.
 struct InsideContainer {
-    engine: Engine,
+    target: Target,
     name: String,
     /// Inside the container: what the wrapper wrote is only ever used there.
     pid_file: String,
@@ -679,19 +871,19 @@ impl Inside for InsideContainer {
         let script = format!(
             r#"pid=$(cat "$1" 2>/dev/null) || exit 0; case $pid in ''|*[!0-9]*) exit 0;; esac; kill -s {name} -- -$pid 2>/dev/null || kill -{name} -$pid"#
         );
-        Some(engine::command(self.engine).args(["exec", &self.name, "sh", "-c", &script, "sh", &self.pid_file]))
+        Some(self.target.command().args(["exec", &self.name, "sh", "-c", &script, "sh", &self.pid_file]))
     }
 
     fn sweep_command(&self) -> ProcessBuilder {
         let script = SWEEP.replace("KEEP", &self.keep);
-        engine::command(self.engine).args(["exec", &self.name, "sh", "-c", &script])
+        self.target.command().args(["exec", &self.name, "sh", "-c", &script])
     }
 }
 
 /// An eden container, as `ps` lists it.
 #[derive(Debug, Clone)]
 pub struct Listed {
-    pub engine: Engine,
+    pub target: Target,
     pub name: String,
     /// Labels `eden.run`, `eden.repo` and `eden.pid` (0 when missing).
     pub run_id: String,
@@ -722,15 +914,15 @@ fn filter(repo: Option<&Path>) -> String {
 }
 
 /// eden's containers on `engine`: of the repository at `repo`, or of every repository.
-pub fn list(engine: Engine, repo: Option<&Path>) -> Result<Vec<Listed>, Error> {
-    let label = |name: &str| label_template(engine, name);
+pub fn list(target: &Target, repo: Option<&Path>) -> Result<Vec<Listed>, Error> {
+    let label = |name: &str| label_template(target.engine, name);
     let format = format!("{{{{.Names}}}}\t{}\t{}\t{}", label(LABEL_RUN), label(LABEL_PID), label(LABEL_REPO));
-    let listing =
-        engine::run(engine::command(engine).args(["ps", "-a", "--filter", &filter(repo), "--format", &format]))?;
+    let listing = engine::run(target.command().args(["ps", "-a", "--filter", &filter(repo), "--format", &format]))?;
     if !listing.success() {
         return Err(Error::sandbox(format!(
-            "`{} ps` cannot list containers: {}",
-            engine.binary(),
+            "`{} ps` cannot list containers ({}): {}",
+            target.binary(),
+            target.describe(),
             first_line(&listing.stderr)
         )));
     }
@@ -743,21 +935,21 @@ pub fn list(engine: Engine, repo: Option<&Path>) -> Result<Vec<Listed>, Error> {
             let run_id = fields.next().unwrap_or_default().to_owned();
             let pid = fields.next().and_then(|pid| pid.trim().parse().ok()).unwrap_or(0);
             let repo = fields.next().unwrap_or_default().to_owned();
-            (!name.is_empty()).then_some(Listed { engine, name, run_id, repo, pid })
+            (!name.is_empty()).then_some(Listed { target: target.clone(), name, run_id, repo, pid })
         })
         .collect())
 }
 
 /// eden's workspace volumes on `engine` (of `repo`, or every repository): name, run id, repo.
-pub fn list_volumes(engine: Engine, repo: Option<&Path>) -> Result<Vec<(String, String, String)>, Error> {
+pub fn list_volumes(target: &Target, repo: Option<&Path>) -> Result<Vec<(String, String, String)>, Error> {
     let format =
         format!("{{{{.Name}}}}\t{{{{index .Labels \"{LABEL_RUN}\"}}}}\t{{{{index .Labels \"{LABEL_REPO}\"}}}}");
-    let listing =
-        engine::run(engine::command(engine).args(["volume", "ls", "--filter", &filter(repo), "--format", &format]))?;
+    let listing = engine::run(target.command().args(["volume", "ls", "--filter", &filter(repo), "--format", &format]))?;
     if !listing.success() {
         return Err(Error::sandbox(format!(
-            "`{} volume ls` cannot list volumes: {}",
-            engine.binary(),
+            "`{} volume ls` cannot list volumes ({}): {}",
+            target.binary(),
+            target.describe(),
             first_line(&listing.stderr)
         )));
     }
@@ -773,8 +965,8 @@ pub fn list_volumes(engine: Engine, repo: Option<&Path>) -> Result<Vec<(String, 
 }
 
 /// Remove a container, running or not. Gone already is fine.
-pub fn remove(engine: Engine, name: &str) -> Result<(), Error> {
-    let output = engine::run(engine::command(engine).args(["rm", "-f", name]))?;
+pub fn remove(target: &Target, name: &str) -> Result<(), Error> {
+    let output = engine::run(target.command().args(["rm", "-f", name]))?;
     if output.success() || output.stderr.to_lowercase().contains("no such container") {
         return Ok(());
     }
@@ -782,8 +974,8 @@ pub fn remove(engine: Engine, name: &str) -> Result<(), Error> {
 }
 
 /// Remove a workspace volume. Gone already is fine.
-pub fn remove_volume(engine: Engine, name: &str) -> Result<(), Error> {
-    let output = engine::run(engine::command(engine).args(["volume", "rm", "-f", name]))?;
+pub fn remove_volume(target: &Target, name: &str) -> Result<(), Error> {
+    let output = engine::run(target.command().args(["volume", "rm", "-f", name]))?;
     let stderr = output.stderr.to_lowercase();
     if output.success() || stderr.contains("no such volume") || stderr.contains("no volume with name") {
         return Ok(());
@@ -791,19 +983,19 @@ pub fn remove_volume(engine: Engine, name: &str) -> Result<(), Error> {
     Err(Error::sandbox(format!("cannot remove volume `{name}`: {}", output.stderr.trim())))
 }
 
-/// The hidden subcommand a container's guard runs if eden dies: `__eden-salvage ENGINE NAME`.
+/// The hidden subcommand a container's guard runs if eden dies: `__eden-salvage ENGINE [HOST] NAME`.
 pub const SALVAGE_SUBCOMMAND: &str = "__eden-salvage";
 
 /// A container known only by its name and labels (its eden is gone), for salvage.
 struct Labelled {
-    engine: Engine,
+    target: Target,
     name: String,
     workspace: PathBuf,
 }
 
 impl Channel for Labelled {
     fn inside(&self, command: ProcessBuilder) -> ProcessBuilder {
-        let mut exec = engine::command(self.engine).arg("exec");
+        let mut exec = self.target.command().arg("exec");
         if let Some(cwd) = command.get_cwd() {
             exec = exec.args(["-w".as_ref(), cwd.as_os_str()]);
         }
@@ -824,38 +1016,35 @@ impl Channel for Labelled {
 /// commits as `.eden/patches/<run>.salvaged.bundle` and its uncommitted work as
 /// `<run>.salvaged.patch`, in the repository its labels name (`repository::salvage`). Returns
 /// the paths saved.
-pub fn salvage_and_remove(engine: Engine, name: &str) -> Result<Vec<PathBuf>, Error> {
+pub fn salvage_and_remove(target: &Target, name: &str) -> Result<Vec<PathBuf>, Error> {
     let format = [LABEL_RUN, LABEL_REPO, LABEL_BRANCH, LABEL_WORKSPACE, LABEL_BASE]
         .map(|key| format!("{{{{index .Config.Labels \"{key}\"}}}}"))
         .join("\t");
     let format = format!("{{{{.State.Running}}}}\t{format}");
-    let inspected = engine::run(engine::command(engine).args(["inspect", "--format", &format, name]))?;
+    let inspected = engine::run(target.command().args(["inspect", "--format", &format, name]))?;
     let fields: Vec<String> = inspected.stdout.trim_end().split('\t').map(str::to_owned).collect();
     let mut saved = Vec::new();
     if let (true, [running, run_id, repo, branch, workspace, base]) = (inspected.success(), &fields[..]) {
         if !run_id.is_empty() && !repo.is_empty() && !workspace.is_empty() {
             if running != "true" {
-                let _ = engine::run(engine::command(engine).args(["start", name]));
+                let _ = engine::run(target.command().args(["start", name]));
             }
             let patches = crate::layout::Layout::new(repo, Path::new(repo).join(".git")).patches();
-            let channel = Labelled { engine, name: name.to_owned(), workspace: PathBuf::from(workspace) };
+            let channel =
+                Labelled { target: target.clone(), name: name.to_owned(), workspace: PathBuf::from(workspace) };
             saved = repository::salvage(&channel, branch, base, &patches, run_id);
         }
     }
-    remove(engine, name)?;
-    remove_volume(engine, name)?;
+    remove(target, name)?;
+    remove_volume(target, name)?;
     Ok(saved)
 }
 
-/// `eden __eden-salvage ENGINE NAME` (a guard's cleanup): returns the exit code.
+/// `eden __eden-salvage ENGINE [HOST] NAME` (a guard's cleanup): returns the exit code.
 pub fn run_salvage(args: &[std::ffi::OsString]) -> i32 {
-    let engine = match args.first().and_then(|engine| engine.to_str()) {
-        Some("docker") => Engine::Docker,
-        Some("podman") => Engine::Podman,
-        _ => return 2,
-    };
-    let Some(name) = args.get(1).and_then(|name| name.to_str()) else { return 2 };
-    match salvage_and_remove(engine, name) {
+    let Some((name, target)) = args.split_last() else { return 2 };
+    let (Some(name), Some(target)) = (name.to_str(), Target::from_args(target)) else { return 2 };
+    match salvage_and_remove(&target, name) {
         Ok(_) => 0,
         Err(_) => 1,
     }
@@ -864,11 +1053,11 @@ pub fn run_salvage(args: &[std::ffi::OsString]) -> i32 {
 /// Remove containers of this repository left by eden processes that no longer exist (eden was
 /// killed before it could clean up, and its guard did not either), saving what they held first.
 /// Returns the names removed and the files saved.
-pub fn prune_abandoned(engine: Engine, repo_root: &Path) -> Vec<(String, Vec<PathBuf>)> {
-    let Ok(listed) = list(engine, Some(repo_root)) else { return Vec::new() };
+pub fn prune_abandoned(target: &Target, repo_root: &Path) -> Vec<(String, Vec<PathBuf>)> {
+    let Ok(listed) = list(target, Some(repo_root)) else { return Vec::new() };
     listed
         .into_iter()
         .filter(|container| !container.owner_alive())
-        .filter_map(|container| salvage_and_remove(engine, &container.name).ok().map(|saved| (container.name, saved)))
+        .filter_map(|container| salvage_and_remove(target, &container.name).ok().map(|saved| (container.name, saved)))
         .collect()
 }

@@ -1,16 +1,191 @@
-//! The container engine's client: one command line (`docker …`, `podman …`) and running it to
-//! completion. Every call eden makes to an engine starts here.
+//! The container engine's client: which engine (docker or podman, the client's default or a
+//! `sandbox.host`), one command line for it, and running it to completion. Every call eden makes
+//! to an engine starts here.
+//!
+//! The client's own conventions hold: with no `sandbox.host`, `docker` follows `DOCKER_HOST`,
+//! `DOCKER_CONTEXT`, the current context and `DOCKER_TLS_VERIFY`/`DOCKER_CERT_PATH`, and
+//! `podman` runs locally unless `CONTAINER_HOST` (or `CONTAINER_CONNECTION`) names a service.
+//! A `sandbox.host` is passed as the client's own flag (`--host`/`--context`,
+//! `--url`/`--connection`).
 
 use crate::error::Error;
-use crate::manifest::plan::Engine;
+use crate::manifest::plan::{Engine, EngineHost};
 use crate::process::{Output, ProcessBuilder};
 
-/// `docker` or `podman`, ready for its arguments.
-pub(super) fn command(engine: Engine) -> ProcessBuilder {
-    ProcessBuilder::new(engine.binary())
+/// An engine eden reaches: docker or podman, through its client's default or a given host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    pub engine: Engine,
+    pub host: Option<EngineHost>,
+}
+
+/// Where an engine runs, as far as files go: on this machine (it sees this machine's paths, so
+/// the repository's objects can be mounted), or elsewhere (everything crosses its channel).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reach {
+    Local,
+    /// With the engine's address, as the client resolved it.
+    Remote {
+        endpoint: String,
+    },
+}
+
+impl Target {
+    pub fn new(engine: Engine, host: Option<EngineHost>) -> Target {
+        Target { engine, host }
+    }
+
+    pub fn binary(&self) -> &'static str {
+        self.engine.binary()
+    }
+
+    /// `docker` or `podman`, ready for its arguments, pointed at this engine.
+    pub fn command(&self) -> ProcessBuilder {
+        let command = ProcessBuilder::new(self.binary());
+        match (self.engine, &self.host) {
+            (Engine::Podman, None) if podman_remote_by_environment() => command.arg("--remote"),
+            (_, None) => command,
+            // The flag wins over the environment; the other way of choosing is cleared so the
+            // client does not refuse the pair.
+            (Engine::Docker, Some(EngineHost::Url(url))) => command.env_remove("DOCKER_CONTEXT").args(["--host", url]),
+            (Engine::Docker, Some(EngineHost::Named(name))) => {
+                command.env_remove("DOCKER_HOST").args(["--context", name])
+            }
+            (Engine::Podman, Some(EngineHost::Url(url))) => {
+                command.env_remove("CONTAINER_CONNECTION").args(["--remote", "--url", url])
+            }
+            (Engine::Podman, Some(EngineHost::Named(name))) => {
+                command.env_remove("CONTAINER_HOST").args(["--remote", "--connection", name])
+            }
+        }
+    }
+
+    /// `docker`, or `docker at tcp://build1:2376`: the engine in a message.
+    pub fn describe(&self) -> String {
+        match &self.host {
+            None => self.binary().to_owned(),
+            Some(host) => format!("{} at {}", self.binary(), host.as_str()),
+        }
+    }
+
+    /// `--host ENGINE` for a message's hint, or nothing for the default engine.
+    pub fn host_flag(&self) -> String {
+        self.host.as_ref().map(|host| format!(" --host {}", host.as_str())).unwrap_or_default()
+    }
+
+    /// The target as a helper process's arguments: `ENGINE [HOST]`.
+    pub fn to_args(&self) -> Vec<String> {
+        let mut args = vec![self.binary().to_owned()];
+        args.extend(self.host.as_ref().map(|host| host.as_str().to_owned()));
+        args
+    }
+
+    pub fn from_args(args: &[std::ffi::OsString]) -> Option<Target> {
+        let engine = match args.first()?.to_str()? {
+            "docker" => Engine::Docker,
+            "podman" => Engine::Podman,
+            _ => return None,
+        };
+        let host = match args.get(1) {
+            Some(host) => Some(EngineHost::parse(host.to_str()?).ok()?),
+            None => None,
+        };
+        Some(Target { engine, host })
+    }
+
+    /// Is this engine on this machine? Asks the client how it would reach the engine (a docker
+    /// context's address), never the engine itself. A unix socket is taken as an engine that
+    /// sees this machine's files; any other address as one that does not.
+    pub fn reach(&self) -> Result<Reach, Error> {
+        let endpoint = match (&self.host, self.engine) {
+            (Some(EngineHost::Url(url)), _) => url.clone(),
+            (Some(EngineHost::Named(name)), Engine::Docker) => docker_context_host(Some(name))?,
+            (Some(EngineHost::Named(name)), Engine::Podman) => podman_connection_uri(name)?,
+            (None, Engine::Docker) => match std::env::var("DOCKER_HOST").ok().filter(|host| !host.is_empty()) {
+                Some(host) => host,
+                None => docker_context_host(None)?,
+            },
+            (None, Engine::Podman) => match std::env::var("CONTAINER_HOST").ok().filter(|host| !host.is_empty()) {
+                Some(host) => host,
+                None => match std::env::var("CONTAINER_CONNECTION").ok().filter(|name| !name.is_empty()) {
+                    Some(name) => podman_connection_uri(&name)?,
+                    None => return Ok(Reach::Local),
+                },
+            },
+        };
+        Ok(if endpoint.starts_with("unix://") || endpoint.is_empty() {
+            Reach::Local
+        } else {
+            Reach::Remote { endpoint }
+        })
+    }
+}
+
+fn podman_remote_by_environment() -> bool {
+    ["CONTAINER_HOST", "CONTAINER_CONNECTION"].iter().any(|var| std::env::var_os(var).is_some_and(|v| !v.is_empty()))
+}
+
+/// The address of a docker context (the current one when `None`).
+fn docker_context_host(name: Option<&str>) -> Result<String, Error> {
+    let mut inspect =
+        ProcessBuilder::new("docker").args(["context", "inspect", "--format", "{{.Endpoints.docker.Host}}"]);
+    if let Some(name) = name {
+        inspect = inspect.env_remove("DOCKER_HOST").arg(name);
+    }
+    let output = run(inspect)?;
+    if !output.success() {
+        let what =
+            name.map_or_else(|| "the current docker context".to_owned(), |name| format!("docker context `{name}`"));
+        return Err(Error::sandbox(format!("cannot read {what}: {}", output.stderr.trim()))
+            .with_hint("`docker context ls` lists the contexts; give `sandbox.host` an address instead"));
+    }
+    Ok(output.stdout.trim().to_owned())
+}
+
+/// The address of a podman connection (`podman system connection list`).
+fn podman_connection_uri(name: &str) -> Result<String, Error> {
+    let output =
+        run(ProcessBuilder::new("podman").args(["system", "connection", "list", "--format", "{{.Name}}\t{{.URI}}"]))?;
+    let uri = output
+        .stdout
+        .lines()
+        .filter_map(|line| line.split_once('\t'))
+        .find(|(listed, _)| listed.trim() == name)
+        .map(|(_, uri)| uri.trim().to_owned());
+    uri.ok_or_else(|| {
+        Error::sandbox(format!("podman has no connection named `{name}`"))
+            .with_hint("`podman system connection list` lists them; give `sandbox.host` an address instead")
+    })
 }
 
 /// Run an engine command to completion; not starting at all is a sandbox error.
-pub(super) fn run(command: ProcessBuilder) -> Result<Output, Error> {
+pub fn run(command: ProcessBuilder) -> Result<Output, Error> {
     command.output().map_err(|err| Error::sandbox(format!("cannot run `{command}`: {err}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_host_is_the_clients_own_flag() {
+        let url = |engine, url: &str| Target::new(engine, Some(EngineHost::Url(url.into()))).command().to_string();
+        assert_eq!(url(Engine::Docker, "tcp://b1:2376"), "docker --host tcp://b1:2376");
+        assert_eq!(
+            url(Engine::Podman, "ssh://root@b1:22/run/podman.sock"),
+            "podman --remote --url ssh://root@b1:22/run/podman.sock"
+        );
+        let named = Target::new(Engine::Docker, Some(EngineHost::Named("build1".into())));
+        assert_eq!(named.command().to_string(), "docker --context build1");
+        assert_eq!(named.describe(), "docker at build1");
+        assert_eq!(Target::from_args(&named.to_args().iter().map(Into::into).collect::<Vec<_>>()), Some(named));
+    }
+
+    #[test]
+    fn an_address_says_where_the_engine_is() {
+        let reach = |url: &str| Target::new(Engine::Docker, Some(EngineHost::Url(url.into()))).reach().unwrap();
+        assert_eq!(reach("unix:///var/run/docker.sock"), Reach::Local);
+        assert_eq!(reach("tcp://10.0.0.2:2376"), Reach::Remote { endpoint: "tcp://10.0.0.2:2376".into() });
+        assert!(matches!(reach("ssh://root@build1"), Reach::Remote { .. }));
+    }
 }

@@ -319,7 +319,7 @@ pub fn run_connect(args: &[std::ffi::OsString]) -> i32 {
 }
 
 fn engine_output(engine: Engine, args: &[&str]) -> Result<String, Error> {
-    let command = super::engine::command(engine).args(args);
+    let command = super::engine::Target::new(engine, None).command().args(args);
     let output = super::engine::run(command.clone())?;
     if !output.success() {
         return Err(Error::sandbox(format!("`{command}` failed: {}", output.stderr.trim())));

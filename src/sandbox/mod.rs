@@ -10,10 +10,11 @@
 
 pub mod agent_state;
 pub mod container;
-mod engine;
+pub mod engine;
 pub mod firewall;
 pub mod isolated;
 pub(crate) mod repository;
+mod unpack;
 
 pub use container::{prune_abandoned, start as start_container};
 
@@ -45,6 +46,11 @@ pub trait SandboxHandle: Send {
     /// note for the display, if any.
     fn sync(&self, _reported_tip: Option<&str>) -> Result<Option<String>, Error> {
         Ok(None)
+    }
+    /// Before a transcript is looked for: what the agent wrote in its state folders, where the
+    /// host reads it (a remote engine's, copied back; elsewhere the folders are shared).
+    fn bring_state_back(&self) -> Result<(), Error> {
+        Ok(())
     }
     /// After a command in the sandbox failed (with `exit_code`): is the sandbox itself still
     /// there? An error here (exit 6) replaces the command's own failure, which was only a symptom.

@@ -57,7 +57,8 @@ pub(crate) struct SeedRequest<'a> {
     pub branch: &'a str,
     /// A folder eden made for this run (`.eden/tmp/<run>`), for the `.git` it builds.
     pub scratch: &'a Path,
-    /// The host's object stores as the sandbox sees them, first the repository's own.
+    /// The host's object stores as the sandbox sees them, first the repository's own; empty
+    /// when it sees none (a remote engine): the history is packed and streamed in instead.
     pub alternates: &'a [String],
     /// Where the repository goes when the sandbox shares the host worktree's files
     /// (`expose_worktree`): its own folder, and only the `.git` is streamed in. `None`: the
@@ -173,13 +174,35 @@ fn build_dot_git(host: &Git, request: &SeedRequest<'_>, tip: &str, dot_git: &Pat
     refs.sort();
     let packed: String = refs.iter().map(|(name, id)| format!("{id} {name}\n")).collect();
     write("packed-refs", format!("# pack-refs with: sorted \n{packed}").as_bytes())?;
-    write("objects/info/alternates", format!("{}\n", request.alternates.join("\n")).as_bytes())?;
+    if request.alternates.is_empty() {
+        pack_history(host, &refs, dot_git)?;
+    } else {
+        write("objects/info/alternates", format!("{}\n", request.alternates.join("\n")).as_bytes())?;
+    }
     write("info/exclude", exclude(host)?.as_bytes())?;
     // The host worktree's index, so the sandbox's git knows the files without reading them all
     // (stat data is compared by size and mtime only: the copies have other inodes).
     let index = host.run(["rev-parse", "--path-format=absolute", "--git-path", "index"])?;
     if Path::new(&index).is_file() {
         fs_err::copy(&index, dot_git.join("index")).map_err(|err| Error::sandbox(err.to_string()))?;
+    }
+    Ok(())
+}
+
+/// For a sandbox that cannot borrow the host's object stores: every object the refs reach, as
+/// one pack in the `.git` being built (it travels with the rest of the stream).
+fn pack_history(host: &Git, refs: &[(String, String)], dot_git: &Path) -> Result<(), Error> {
+    let tips: String = refs.iter().map(|(_, id)| format!("{id}\n")).collect();
+    let pack = host
+        .command(["pack-objects", "--revs", "--quiet"])
+        .arg(dot_git.join("objects/pack/pack"))
+        .stdin(crate::process::Stdin::Bytes(tips.into_bytes()));
+    let output = pack.output().map_err(|err| Error::sandbox(format!("cannot run `{pack}`: {err}")))?;
+    if !output.success() {
+        return Err(Error::sandbox(format!(
+            "cannot pack the repository's history for the sandbox: {}",
+            last_line(&output.stderr)
+        )));
     }
     Ok(())
 }

@@ -1,0 +1,286 @@
+//! Reading back a tar stream a sandbox made (a remote engine's agent state, after every
+//! iteration) into a folder only eden writes. The stream is hostile input: only regular files
+//! and folders are taken, each name must be plain relative components (no `..`, nothing
+//! absolute), nothing already there that is not a file or folder is written through, and the
+//! whole is capped in size. Links, devices and anything else are skipped, never made.
+
+use std::io::Read;
+use std::path::{Component, Path, PathBuf};
+
+const BLOCK: usize = 512;
+
+/// What one unpack did.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Unpacked {
+    pub files: usize,
+    pub bytes: u64,
+    /// Entries left out (links, devices, names that leave the folder).
+    pub skipped: usize,
+}
+
+/// Unpack `stream` into `into` (a folder eden made and only eden writes), at most `limit` bytes
+/// of file contents.
+pub fn unpack(mut stream: impl Read, into: &Path, limit: u64) -> std::io::Result<Unpacked> {
+    let mut done = Unpacked::default();
+    let mut long_name: Option<Vec<u8>> = None;
+    let mut header = [0u8; BLOCK];
+    loop {
+        if !read_block(&mut stream, &mut header)? || header.iter().all(|b| *b == 0) {
+            return Ok(done);
+        }
+        if !checksum_ok(&header) {
+            return Err(invalid("a tar header's checksum is wrong"));
+        }
+        let size = octal(&header[124..136]).ok_or_else(|| invalid("a tar header's size is not a number"))?;
+        let kind = header[156];
+        let name = match long_name.take() {
+            Some(name) => name,
+            None => header_name(&header),
+        };
+        match kind {
+            // GNU long name, or a pax header whose `path` names the next entry.
+            b'L' => long_name = Some(trim_nul(&read_data(&mut stream, size, 64 * 1024)?).to_vec()),
+            b'x' => long_name = pax_path(&read_data(&mut stream, size, 64 * 1024)?),
+            b'0' | 0 | b'5' => {
+                let relative = match confined(&name) {
+                    // The folder itself.
+                    Some(relative) if relative.as_os_str().is_empty() && kind == b'5' => continue,
+                    Some(relative) if !relative.as_os_str().is_empty() => relative,
+                    _ => {
+                        skip(&mut stream, size)?;
+                        done.skipped += 1;
+                        continue;
+                    }
+                };
+                let path = into.join(&relative);
+                if kind == b'5' {
+                    make_dirs(into, &relative)?;
+                    continue;
+                }
+                if done.bytes + size > limit {
+                    return Err(invalid("the sandbox's files are larger than eden takes back"));
+                }
+                if let Some(parent) = relative.parent() {
+                    make_dirs(into, parent)?;
+                }
+                if std::fs::symlink_metadata(&path).is_ok_and(|meta| !meta.is_file()) {
+                    skip(&mut stream, size)?;
+                    done.skipped += 1;
+                    continue;
+                }
+                let mut file = std::fs::File::create(&path)?;
+                let copied = std::io::copy(&mut (&mut stream).take(size), &mut file)?;
+                if copied != size {
+                    return Err(invalid("the tar stream ended inside a file"));
+                }
+                skip_padding(&mut stream, size)?;
+                done.files += 1;
+                done.bytes += size;
+            }
+            _ => {
+                skip(&mut stream, size)?;
+                done.skipped += 1;
+            }
+        }
+    }
+}
+
+/// `name`, as plain components below the folder (empty: the folder itself); `None` for
+/// anything else.
+fn confined(name: &[u8]) -> Option<PathBuf> {
+    let text = std::str::from_utf8(name).ok()?;
+    let mut path = PathBuf::new();
+    for component in Path::new(text).components() {
+        match component {
+            Component::Normal(part) => path.push(part),
+            Component::CurDir => {}
+            _ => return None,
+        }
+    }
+    Some(path)
+}
+
+/// Folders below `into`, made one by one; a component that exists as anything but a folder (a
+/// link) is an error, never followed.
+fn make_dirs(into: &Path, relative: &Path) -> std::io::Result<()> {
+    let mut path = into.to_path_buf();
+    for part in relative.components() {
+        path.push(part);
+        match std::fs::symlink_metadata(&path) {
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) => return Err(invalid("a folder in the sandbox's files is a file or link here")),
+            Err(_) => std::fs::create_dir(&path)?,
+        }
+    }
+    Ok(())
+}
+
+fn header_name(header: &[u8; BLOCK]) -> Vec<u8> {
+    let name = trim_nul(&header[0..100]);
+    let ustar = &header[257..262] == b"ustar";
+    let prefix = if ustar { trim_nul(&header[345..500]) } else { &[] };
+    if prefix.is_empty() {
+        name.to_vec()
+    } else {
+        [prefix, b"/", name].concat()
+    }
+}
+
+fn pax_path(records: &[u8]) -> Option<Vec<u8>> {
+    // Records are `LEN path=VALUE\n`.
+    let mut rest = records;
+    while !rest.is_empty() {
+        let space = rest.iter().position(|b| *b == b' ')?;
+        let len: usize = std::str::from_utf8(&rest[..space]).ok()?.parse().ok()?;
+        let record = rest.get(space + 1..len)?;
+        if let Some(value) = record.strip_prefix(b"path=") {
+            return Some(value.strip_suffix(b"\n").unwrap_or(value).to_vec());
+        }
+        rest = &rest[len..];
+    }
+    None
+}
+
+fn trim_nul(field: &[u8]) -> &[u8] {
+    let end = field.iter().position(|b| *b == 0).unwrap_or(field.len());
+    &field[..end]
+}
+
+fn octal(field: &[u8]) -> Option<u64> {
+    let text = std::str::from_utf8(trim_nul(field)).ok()?.trim();
+    if text.is_empty() {
+        return Some(0);
+    }
+    u64::from_str_radix(text, 8).ok()
+}
+
+fn checksum_ok(header: &[u8; BLOCK]) -> bool {
+    let Some(stored) = octal(&header[148..156]) else { return false };
+    let sum: u64 =
+        header.iter().enumerate().map(|(i, b)| if (148..156).contains(&i) { 32 } else { u64::from(*b) }).sum();
+    sum == stored
+}
+
+fn read_block(stream: &mut impl Read, block: &mut [u8; BLOCK]) -> std::io::Result<bool> {
+    let mut filled = 0;
+    while filled < BLOCK {
+        match stream.read(&mut block[filled..])? {
+            0 if filled == 0 => return Ok(false),
+            0 => return Err(invalid("the tar stream ended inside a header")),
+            n => filled += n,
+        }
+    }
+    Ok(true)
+}
+
+fn read_data(stream: &mut impl Read, size: u64, limit: u64) -> std::io::Result<Vec<u8>> {
+    if size > limit {
+        return Err(invalid("a tar header entry is too large"));
+    }
+    let mut data = vec![0; size as usize];
+    stream.read_exact(&mut data)?;
+    skip_padding(stream, size)?;
+    Ok(data)
+}
+
+fn skip(stream: &mut impl Read, size: u64) -> std::io::Result<()> {
+    let padded = size.div_ceil(BLOCK as u64) * BLOCK as u64;
+    let skipped = std::io::copy(&mut stream.take(padded), &mut std::io::sink())?;
+    if skipped != padded {
+        return Err(invalid("the tar stream ended inside an entry"));
+    }
+    Ok(())
+}
+
+fn skip_padding(stream: &mut impl Read, size: u64) -> std::io::Result<()> {
+    let padding = (BLOCK as u64 - size % BLOCK as u64) % BLOCK as u64;
+    let skipped = std::io::copy(&mut stream.take(padding), &mut std::io::sink())?;
+    if skipped != padding {
+        return Err(invalid("the tar stream ended inside an entry"));
+    }
+    Ok(())
+}
+
+fn invalid(what: &str) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidData, what.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tar stream made by the real `tar` from `dir`.
+    fn tar_of(dir: &Path, args: &[&str]) -> Vec<u8> {
+        let output = std::process::Command::new("tar")
+            .args(args)
+            .arg("-c")
+            .arg("-f")
+            .arg("-")
+            .arg("-C")
+            .arg(dir)
+            .arg(".")
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        output.stdout
+    }
+
+    #[test]
+    fn files_and_folders_come_back_links_do_not() {
+        let temp = tempfile::tempdir().unwrap();
+        let from = temp.path().join("from");
+        let long = "d".repeat(120);
+        std::fs::create_dir_all(from.join("projects").join(&long)).unwrap();
+        std::fs::write(from.join("projects").join(&long).join("s-1.jsonl"), "{}\n").unwrap();
+        std::fs::write(from.join("empty"), "").unwrap();
+        std::os::unix::fs::symlink("/etc", from.join("escape")).unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", from.join("passwd")).unwrap();
+        // GNU's long names and pax's `path` records (ustar cannot hold the long name at all).
+        for format in ["--format=gnu", "--format=pax"] {
+            let into = temp.path().join(format!("into{format}"));
+            std::fs::create_dir(&into).unwrap();
+            let done = unpack(&tar_of(&from, &[format])[..], &into, 1 << 20).unwrap();
+            assert_eq!((done.files, done.skipped), (2, 2), "{format:?}");
+            assert_eq!(std::fs::read_to_string(into.join("projects").join(&long).join("s-1.jsonl")).unwrap(), "{}\n");
+            assert!(!into.join("escape").exists() && !into.join("passwd").exists());
+        }
+    }
+
+    #[test]
+    fn names_that_leave_the_folder_are_skipped() {
+        assert_eq!(confined(b"./a/b"), Some(PathBuf::from("a/b")));
+        assert_eq!(confined(b"../etc/passwd"), None);
+        assert_eq!(confined(b"/etc/passwd"), None);
+        assert_eq!(confined(b"a/../../b"), None);
+        assert_eq!(confined(b"."), Some(PathBuf::new()), "the folder itself");
+    }
+
+    #[test]
+    fn a_link_already_there_is_not_written_through() {
+        let temp = tempfile::tempdir().unwrap();
+        let from = temp.path().join("from");
+        std::fs::create_dir_all(from.join("sub")).unwrap();
+        std::fs::write(from.join("sub/file"), "x").unwrap();
+        let into = temp.path().join("into");
+        std::fs::create_dir(&into).unwrap();
+        let outside = temp.path().join("outside");
+        std::fs::create_dir(&outside).unwrap();
+        std::os::unix::fs::symlink(&outside, into.join("sub")).unwrap();
+        assert!(unpack(&tar_of(&from, &[])[..], &into, 1 << 20).is_err());
+        assert!(!outside.join("file").exists());
+    }
+
+    #[test]
+    fn too_much_is_refused() {
+        let temp = tempfile::tempdir().unwrap();
+        let from = temp.path().join("from");
+        std::fs::create_dir(&from).unwrap();
+        std::fs::write(from.join("big"), vec![b'x'; 4096]).unwrap();
+        let into = temp.path().join("into");
+        std::fs::create_dir(&into).unwrap();
+        assert!(unpack(&tar_of(&from, &[])[..], &into, 1000).is_err());
+        let mut garbage = tar_of(&from, &[]);
+        garbage[150] ^= 1;
+        assert!(unpack(&garbage[..], &into, 1 << 20).is_err(), "a bad checksum");
+    }
+}
