@@ -26,6 +26,8 @@ mod model_server;
 mod parallel;
 mod prompts;
 mod real_agents;
+mod remote;
+mod remote_engines;
 mod sessions;
 mod signals;
 mod steps;

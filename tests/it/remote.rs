@@ -1,0 +1,156 @@
+//! Runs on remote docker and podman engines (`sandbox.host`, `--host`, the clients' own
+//! conventions), against the real engines of `remote_engines`, which see none of this
+//! machine's files.
+
+use crate::containers::IMAGE;
+use crate::remote_engines::{engines, RemoteEngines, RemoteHost};
+use crate::support::{Run, TestEnv};
+
+/// An agent (`sh -c SCRIPT` in the image) that commits a file and leaves another uncommitted.
+fn manifest(engine: &str, script: &str, extra_sandbox: &str) -> String {
+    let script = script.replace('\\', "\\\\").replace('"', "\\\"");
+    format!(
+        "name = \"far\"\nprompt = \"go\"\n[agent]\nkind = \"cli\"\nbinary = \"sh\"\nargs = [\"-c\", \"cat >/dev/null; {script}\"]\n\
+         [sandbox]\nkind = \"{engine}\"\nimage = \"{IMAGE}\"\n{extra_sandbox}\n[loop]\nmax_iterations = 1\nidle_timeout = \"60s\"\n"
+    )
+}
+
+const COMMIT_AND_LEAVE: &str = "cat README.md > copy.txt && git add copy.txt && git -c user.name=far -c user.email=far@example.com commit -qm 'made far away' && echo left > loose.txt && echo '<promise>COMPLETE</promise>'";
+
+fn run_on(env: &TestEnv, engines: &RemoteEngines, manifest: &str, args: &[&str], vars: &[(String, String)]) -> Run {
+    let path = env.write_manifest(manifest);
+    let mut all = vec!["run", path.to_str().unwrap(), "--json"];
+    all.extend_from_slice(args);
+    let mut command = env.eden_command(&all);
+    command.envs(engines.tls_env()).envs(vars.iter().cloned());
+    Run::from(command.output().unwrap())
+}
+
+fn assert_far_work_landed(env: &TestEnv, run: &Run, host: &RemoteHost, engines: &RemoteEngines) {
+    // The commit came back as checked objects and merged; the file it made holds what the
+    // worktree held (so the repository really was seeded over the channel).
+    assert_eq!(env.log_subjects("main")[0], "made far away", "{}", run.stderr);
+    assert_eq!(std::fs::read_to_string(env.repo.join("copy.txt")).unwrap(), "# test repo\n");
+    // The uncommitted file came back as a patch, applied in the kept worktree.
+    let record = run.json();
+    let kept = record["preserved_worktree"].as_str().unwrap_or_else(|| panic!("{}", run.stderr));
+    assert_eq!(std::fs::read_to_string(std::path::Path::new(kept).join("loose.txt")).unwrap(), "left\n");
+    assert!(host.containers(engines, &env.repo).is_empty(), "nothing left on {}", host.name);
+}
+
+#[test]
+fn a_run_on_a_tls_host_brings_its_work_back() {
+    let Some(engines) = engines() else { return };
+    let host = &engines.hosts[0];
+    let env = TestEnv::new();
+    let run = run_on(&env, engines, &manifest("docker", COMMIT_AND_LEAVE, ""), &["--host", &host.docker], &[]);
+    run.assert_code(1);
+    assert_far_work_landed(&env, &run, host, engines);
+    let record = run.json();
+    assert_eq!(record["container"]["host"], host.docker.as_str());
+    assert!(run.stderr.contains(&format!("started on {}", host.docker)), "{}", run.stderr);
+}
+
+#[test]
+fn docker_host_and_a_context_are_honoured() {
+    let Some(engines) = engines() else { return };
+    let host = &engines.hosts[1];
+    // DOCKER_HOST, as the docker client itself reads it.
+    let env = TestEnv::new();
+    let vars = [
+        ("DOCKER_HOST".to_owned(), host.docker.clone()),
+        ("DOCKER_TLS_VERIFY".to_owned(), String::new()),
+        ("DOCKER_CERT_PATH".to_owned(), String::new()),
+    ];
+    let run = run_on(&env, engines, &manifest("docker", COMMIT_AND_LEAVE, ""), &[], &vars);
+    run.assert_code(1);
+    assert_far_work_landed(&env, &run, host, engines);
+    assert_eq!(run.json()["container"]["host"], host.docker.as_str(), "the address the client resolved");
+    // A docker context, named in the manifest.
+    let env = TestEnv::new();
+    let config = env.root().join("docker-config");
+    let made = std::process::Command::new("docker")
+        .env("DOCKER_CONFIG", &config)
+        .args(["context", "create", "far", "--docker", &format!("host={}", host.docker)])
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let vars = [
+        ("DOCKER_CONFIG".to_owned(), config.display().to_string()),
+        ("DOCKER_TLS_VERIFY".to_owned(), String::new()),
+        ("DOCKER_CERT_PATH".to_owned(), String::new()),
+    ];
+    let run = run_on(&env, engines, &manifest("docker", COMMIT_AND_LEAVE, "host = \"far\""), &[], &vars);
+    run.assert_code(1);
+    assert_far_work_landed(&env, &run, host, engines);
+    assert_eq!(run.json()["container"]["host"], "far");
+}
+
+#[test]
+fn podman_remote_brings_its_work_back() {
+    let Some(engines) = engines() else { return };
+    let host = &engines.hosts[0];
+    let url = host.podman.as_deref().unwrap();
+    let env = TestEnv::new();
+    let run = run_on(&env, engines, &manifest("podman", COMMIT_AND_LEAVE, ""), &["--host", url], &[]);
+    run.assert_code(1);
+    assert_eq!(env.log_subjects("main")[0], "made far away", "{}", run.stderr);
+    let kept = run.json()["preserved_worktree"].as_str().unwrap().to_owned();
+    assert_eq!(std::fs::read_to_string(std::path::Path::new(&kept).join("loose.txt")).unwrap(), "left\n");
+    let listed = std::process::Command::new("podman")
+        .args(["--remote", "--url", url, "ps", "-a", "--filter", "label=eden.run", "--format", "{{.Names}}"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&listed.stdout).trim(), "", "nothing left on podman");
+}
+
+#[test]
+fn the_simulated_agent_runs_on_a_remote_engine() {
+    let Some(engines) = engines() else { return };
+    let host = &engines.hosts[0];
+    let env = TestEnv::new();
+    let manifest = format!("name = \"sim\"\nprompt = \"hi\"\n[agent]\nkind = \"simulated\"\n[sandbox]\nkind = \"docker\"\nimage = \"{IMAGE}\"\nhost = \"{}\"\n", host.docker);
+    let run = run_on(&env, engines, &manifest, &[], &[]);
+    run.assert_code(0);
+    assert!(run.stderr.contains("| simulated agent: working"), "eden's executable was copied in: {}", run.stderr);
+}
+
+#[test]
+fn what_needs_this_machines_files_is_refused_on_a_remote_engine() {
+    let Some(engines) = engines() else { return };
+    let host = &engines.hosts[0];
+    let env = TestEnv::new();
+    std::fs::create_dir_all(env.root().join("cache")).unwrap();
+    for (extra, what) in [
+        ("expose_worktree = true", "`sandbox.expose_worktree`"),
+        ("mounts = [{ host = \"cache\", sandbox = \"/cache\" }]", "`sandbox.mounts`"),
+        ("network = \"allowlist\"\nallow = [\"example.com\"]", "allowlist"),
+    ] {
+        let run = run_on(&env, engines, &manifest("docker", "true", extra), &["--host", &host.docker], &[]);
+        run.assert_code(2);
+        assert!(run.stderr.contains(what) && run.stderr.contains("remote engine"), "{}", run.stderr);
+        assert!(run.stderr.contains("hint:"), "{}", run.stderr);
+        assert!(!env.repo.join(".eden/runs").exists(), "nothing created");
+        env.assert_pristine();
+    }
+    assert!(host.containers(engines, &env.repo).is_empty());
+}
+
+#[test]
+fn a_missing_image_or_an_unreachable_host_is_a_clear_error() {
+    let Some(engines) = engines() else { return };
+    let host = &engines.hosts[0];
+    let env = TestEnv::new();
+    let missing = manifest("docker", "true", "").replace(IMAGE, "localhost/not-there:1");
+    let run = run_on(&env, engines, &missing, &["--host", &host.docker], &[]);
+    run.assert_code(6);
+    assert!(run.stderr.contains(&format!("not available to docker at {}", host.docker)), "{}", run.stderr);
+    assert!(run.stderr.contains("eden image push --engine docker --host"), "{}", run.stderr);
+    // Nobody listens there.
+    let run = run_on(&env, engines, &manifest("docker", "true", ""), &["--host", "tcp://10.213.77.99:2376"], &[]);
+    run.assert_code(6);
+    assert!(run.stderr.contains("cannot reach the engine (docker at tcp://10.213.77.99:2376)"), "{}", run.stderr);
+    assert!(run.stderr.contains("hint:"), "{}", run.stderr);
+    assert!(!env.repo.join(".eden/runs").exists(), "nothing created");
+    env.assert_pristine();
+}
