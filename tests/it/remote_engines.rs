@@ -33,7 +33,6 @@ pub struct RemoteHost {
     pub tls: bool,
     /// `tcp://ADDRESS:8888`: a podman API service (the first host only).
     pub podman: Option<String>,
-    netns: String,
     dockerd_pid: u32,
 }
 
@@ -152,7 +151,7 @@ impl RemoteEngines {
             .spawn()
             .map_err(|err| err.to_string())?;
         let docker = format!("tcp://{address}:{}", if tls { 2376 } else { 2375 });
-        let mut host = RemoteHost { name, address, docker, tls, podman: None, netns, dockerd_pid: 0 };
+        let mut host = RemoteHost { name, address, docker, tls, podman: None, dockerd_pid: 0 };
         let started = std::time::Instant::now();
         while !host.docker_command(self).args(["version"]).output().is_ok_and(|o| o.status.success()) {
             if started.elapsed() > std::time::Duration::from_secs(60) {
