@@ -154,3 +154,122 @@ fn a_missing_image_or_an_unreachable_host_is_a_clear_error() {
     assert!(!env.repo.join(".eden/runs").exists(), "nothing created");
     env.assert_pristine();
 }
+
+/// Starts a run on `host` whose agent commits, leaves a file and prints `ready`, then sleeps;
+/// returns eden once `ready` is on its stderr, with the rest of its stderr still to read.
+struct Started {
+    child: std::process::Child,
+    stderr: std::sync::mpsc::Receiver<String>,
+    seen: String,
+}
+
+const COMMIT_THEN_WAIT: &str = "echo c > c.txt && git add c.txt && git -c user.name=far -c user.email=far@example.com commit -qm 'far and killed' && echo half > half.txt && echo ready; sleep 300";
+
+fn start_waiting(env: &TestEnv, engines: &RemoteEngines, host: &RemoteHost) -> Started {
+    use std::io::BufRead;
+    let path = env.write_manifest(
+        &manifest("docker", COMMIT_THEN_WAIT, "")
+            .replace("idle_timeout = \"60s\"", "idle_timeout = \"10m\""),
+    );
+    let mut command = env.eden_command(&["run", path.to_str().unwrap(), "--json", "--host", &host.docker]);
+    command.envs(engines.tls_env()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    let (sender, stderr) = std::sync::mpsc::channel();
+    let pipe = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(pipe).lines().map_while(Result::ok) {
+            if sender.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut seen = String::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    while !seen.contains("| ready") {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match stderr.recv_timeout(left) {
+            Ok(line) => seen.push_str(&format!("{line}\n")),
+            Err(_) => panic!("the agent never got ready:\n{seen}"),
+        }
+    }
+    Started { child, stderr, seen }
+}
+
+impl Started {
+    fn finish(self) -> Run {
+        let output = self.child.wait_with_output().unwrap();
+        let rest: String = self.stderr.try_iter().map(|line| format!("{line}\n")).collect();
+        Run {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: self.seen + &rest,
+        }
+    }
+}
+
+fn wait_until(what: &str, done: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "{what}");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn ctrl_c_stops_the_remote_run_and_brings_its_work_back() {
+    let Some(engines) = engines() else { return };
+    let host = &engines.hosts[0];
+    let env = TestEnv::new();
+    let started = start_waiting(&env, engines, host);
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(started.child.id() as i32), nix::sys::signal::Signal::SIGINT)
+        .unwrap();
+    let run = started.finish();
+    run.assert_code(130);
+    assert!(host.containers(engines, &env.repo).is_empty(), "nothing left on {}", host.name);
+    let record = run.json();
+    let worktree = record["preserved_worktree"].as_str().expect("the dirty worktree is kept");
+    assert_eq!(std::fs::read_to_string(format!("{worktree}/half.txt")).unwrap(), "half\n");
+    assert_eq!(env.log_subjects(record["branch"].as_str().unwrap())[0], "far and killed");
+}
+
+#[test]
+fn a_killed_eden_leaves_nothing_on_the_remote_engine() {
+    let Some(engines) = engines() else { return };
+    let host = &engines.hosts[0];
+    // eden is killed: its guard saves what the container held and removes it, on that engine.
+    let env = TestEnv::new();
+    let mut started = start_waiting(&env, engines, host);
+    started.child.kill().unwrap();
+    let _ = started.child.wait();
+    wait_until("the guard removes the remote container", || host.containers(engines, &env.repo).is_empty());
+    let patches = env.repo.join(".eden/patches");
+    wait_until("the guard saves the work", || {
+        std::fs::read_dir(&patches)
+            .is_ok_and(|dir| dir.flatten().any(|e| e.file_name().to_string_lossy().ends_with(".salvaged.patch")))
+    });
+    // eden and its guard both die: `eden clean` finds the container on the engine the record
+    // names, saves what it holds, and removes it.
+    let env = TestEnv::new();
+    let mut started = start_waiting(&env, engines, host);
+    let record = || -> serde_json::Value {
+        let runs = env.repo.join(".eden/runs");
+        let path = std::fs::read_dir(&runs).unwrap().flatten().next().unwrap().path();
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    };
+    let container = record()["container"]["name"].as_str().unwrap().to_owned();
+    assert_eq!(record()["container"]["host"], host.docker.as_str());
+    let guard =
+        std::process::Command::new("pkill").args(["-9", "-f", &format!("__eden-guard .* {container}$")]).status();
+    assert!(guard.unwrap().success(), "the guard was running");
+    started.child.kill().unwrap();
+    let _ = started.child.wait();
+    assert_eq!(host.containers(engines, &env.repo), [container.clone()], "left behind");
+    let mut clean = env.eden_command(&["clean", "--json"]);
+    let clean = Run::from(clean.envs(engines.tls_env()).output().unwrap());
+    clean.assert_code(0);
+    assert!(clean.stdout.contains(&format!("{container} (docker at {})", host.docker)), "{}", clean.stdout);
+    assert!(host.containers(engines, &env.repo).is_empty(), "removed by eden clean");
+    let id = record()["id"].as_str().unwrap().to_owned();
+    let patch = std::fs::read_to_string(env.repo.join(format!(".eden/patches/{id}.salvaged.patch"))).unwrap();
+    assert!(patch.contains("b/half.txt"), "{patch}");
+}
