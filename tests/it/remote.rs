@@ -263,7 +263,7 @@ fn a_killed_eden_leaves_nothing_on_the_remote_engine() {
     assert!(guard.unwrap().success(), "the guard was running");
     started.child.kill().unwrap();
     let _ = started.child.wait();
-    assert_eq!(host.containers(engines, &env.repo), [container.clone()], "left behind");
+    assert_eq!(host.containers(engines, &env.repo), [container.as_str()], "left behind");
     let mut clean = env.eden_command(&["clean", "--json"]);
     let clean = Run::from(clean.envs(engines.tls_env()).output().unwrap());
     clean.assert_code(0);
