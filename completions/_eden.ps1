@@ -38,6 +38,7 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
         'eden;run' {
             [CompletionResult]::new('-j', '-j', [CompletionResultType]::ParameterName, 'With several runs: how many go at once (default: all of them, at most 8)')
             [CompletionResult]::new('--jobs', '--jobs', [CompletionResultType]::ParameterName, 'With several runs: how many go at once (default: all of them, at most 8)')
+            [CompletionResult]::new('--jobs-per-host', '--jobs-per-host', [CompletionResultType]::ParameterName, 'With several runs spread over hosts (`sandbox.host = [..]`): at most N of them on one host')
             [CompletionResult]::new('--matrix', '--matrix', [CompletionResultType]::ParameterName, 'Run each manifest once per value of a key, e.g. `--matrix agent.kind=claude-code,codex`; the run names get the value as a suffix (repeatable: every combination)')
             [CompletionResult]::new('--set', '--set', [CompletionResultType]::ParameterName, 'Override any manifest key, e.g. `--set agent.model=opus` (repeatable)')
             [CompletionResult]::new('--arg', '--arg', [CompletionResultType]::ParameterName, 'A prompt argument for `{{KEY}}` in the prompt (repeatable)')
@@ -49,6 +50,7 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             [CompletionResult]::new('--name', '--name', [CompletionResultType]::ParameterName, 'Run name (used in branch names and logs)')
             [CompletionResult]::new('--max-iterations', '--max-iterations', [CompletionResultType]::ParameterName, 'Most agent iterations')
             [CompletionResult]::new('--sandbox', '--sandbox', [CompletionResultType]::ParameterName, 'Sandbox kind (`docker` and `podman` also need an image: `--set sandbox.image=eden:NAME`)')
+            [CompletionResult]::new('--host', '--host', [CompletionResultType]::ParameterName, 'The container engine to run on: `tcp://HOST:2376`, `ssh://USER@HOST`, `unix:///SOCKET`, or a docker context / podman connection name (`sandbox.host`)')
             [CompletionResult]::new('--strategy', '--strategy', [CompletionResultType]::ParameterName, 'Branch strategy')
             [CompletionResult]::new('--branch', '--branch', [CompletionResultType]::ParameterName, 'Branch name for strategy `named`')
             [CompletionResult]::new('--base', '--base', [CompletionResultType]::ParameterName, 'Branch to start from (and merge back into)')
@@ -66,6 +68,7 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
         'eden;interactive' {
             [CompletionResult]::new('-j', '-j', [CompletionResultType]::ParameterName, 'With several runs: how many go at once (default: all of them, at most 8)')
             [CompletionResult]::new('--jobs', '--jobs', [CompletionResultType]::ParameterName, 'With several runs: how many go at once (default: all of them, at most 8)')
+            [CompletionResult]::new('--jobs-per-host', '--jobs-per-host', [CompletionResultType]::ParameterName, 'With several runs spread over hosts (`sandbox.host = [..]`): at most N of them on one host')
             [CompletionResult]::new('--matrix', '--matrix', [CompletionResultType]::ParameterName, 'Run each manifest once per value of a key, e.g. `--matrix agent.kind=claude-code,codex`; the run names get the value as a suffix (repeatable: every combination)')
             [CompletionResult]::new('--set', '--set', [CompletionResultType]::ParameterName, 'Override any manifest key, e.g. `--set agent.model=opus` (repeatable)')
             [CompletionResult]::new('--arg', '--arg', [CompletionResultType]::ParameterName, 'A prompt argument for `{{KEY}}` in the prompt (repeatable)')
@@ -77,6 +80,7 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             [CompletionResult]::new('--name', '--name', [CompletionResultType]::ParameterName, 'Run name (used in branch names and logs)')
             [CompletionResult]::new('--max-iterations', '--max-iterations', [CompletionResultType]::ParameterName, 'Most agent iterations')
             [CompletionResult]::new('--sandbox', '--sandbox', [CompletionResultType]::ParameterName, 'Sandbox kind (`docker` and `podman` also need an image: `--set sandbox.image=eden:NAME`)')
+            [CompletionResult]::new('--host', '--host', [CompletionResultType]::ParameterName, 'The container engine to run on: `tcp://HOST:2376`, `ssh://USER@HOST`, `unix:///SOCKET`, or a docker context / podman connection name (`sandbox.host`)')
             [CompletionResult]::new('--strategy', '--strategy', [CompletionResultType]::ParameterName, 'Branch strategy')
             [CompletionResult]::new('--branch', '--branch', [CompletionResultType]::ParameterName, 'Branch name for strategy `named`')
             [CompletionResult]::new('--base', '--base', [CompletionResultType]::ParameterName, 'Branch to start from (and merge back into)')

@@ -628,7 +628,7 @@ _eden() {
             return 0
             ;;
         eden__subcmd__interactive)
-            opts="-j -q -h --jobs --fail-fast --matrix --set --arg --agent --binary --model --prompt --prompt-file --name --max-iterations --sandbox --strategy --branch --base --repo --dry-run --json --json-events --quiet --no-tty --resume --help"
+            opts="-j -q -h --jobs --jobs-per-host --fail-fast --matrix --set --arg --agent --binary --model --prompt --prompt-file --name --max-iterations --sandbox --host --strategy --branch --base --repo --dry-run --json --json-events --quiet --no-tty --resume --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -639,6 +639,10 @@ _eden() {
                     return 0
                     ;;
                 -j)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --jobs-per-host)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -716,6 +720,13 @@ _eden() {
                     ;;
                 --sandbox)
                     COMPREPLY=($(compgen -W "none docker podman isolated" -- "${cur}"))
+                    return 0
+                    ;;
+                --host)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
                     return 0
                     ;;
                 --strategy)
@@ -758,7 +769,7 @@ _eden() {
             return 0
             ;;
         eden__subcmd__run)
-            opts="-j -q -h --jobs --fail-fast --matrix --set --arg --agent --binary --model --prompt --prompt-file --name --max-iterations --sandbox --strategy --branch --base --repo --dry-run --json --json-events --quiet --help"
+            opts="-j -q -h --jobs --jobs-per-host --fail-fast --matrix --set --arg --agent --binary --model --prompt --prompt-file --name --max-iterations --sandbox --host --strategy --branch --base --repo --dry-run --json --json-events --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -769,6 +780,10 @@ _eden() {
                     return 0
                     ;;
                 -j)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --jobs-per-host)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -846,6 +861,13 @@ _eden() {
                     ;;
                 --sandbox)
                     COMPREPLY=($(compgen -W "none docker podman isolated" -- "${cur}"))
+                    return 0
+                    ;;
+                --host)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
                     return 0
                     ;;
                 --strategy)

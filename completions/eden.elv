@@ -34,6 +34,7 @@ set edit:completion:arg-completer[eden] = {|@words|
         &'eden;run'= {
             cand -j 'With several runs: how many go at once (default: all of them, at most 8)'
             cand --jobs 'With several runs: how many go at once (default: all of them, at most 8)'
+            cand --jobs-per-host 'With several runs spread over hosts (`sandbox.host = [..]`): at most N of them on one host'
             cand --matrix 'Run each manifest once per value of a key, e.g. `--matrix agent.kind=claude-code,codex`; the run names get the value as a suffix (repeatable: every combination)'
             cand --set 'Override any manifest key, e.g. `--set agent.model=opus` (repeatable)'
             cand --arg 'A prompt argument for `{{KEY}}` in the prompt (repeatable)'
@@ -45,6 +46,7 @@ set edit:completion:arg-completer[eden] = {|@words|
             cand --name 'Run name (used in branch names and logs)'
             cand --max-iterations 'Most agent iterations'
             cand --sandbox 'Sandbox kind (`docker` and `podman` also need an image: `--set sandbox.image=eden:NAME`)'
+            cand --host 'The container engine to run on: `tcp://HOST:2376`, `ssh://USER@HOST`, `unix:///SOCKET`, or a docker context / podman connection name (`sandbox.host`)'
             cand --strategy 'Branch strategy'
             cand --branch 'Branch name for strategy `named`'
             cand --base 'Branch to start from (and merge back into)'
@@ -61,6 +63,7 @@ set edit:completion:arg-completer[eden] = {|@words|
         &'eden;interactive'= {
             cand -j 'With several runs: how many go at once (default: all of them, at most 8)'
             cand --jobs 'With several runs: how many go at once (default: all of them, at most 8)'
+            cand --jobs-per-host 'With several runs spread over hosts (`sandbox.host = [..]`): at most N of them on one host'
             cand --matrix 'Run each manifest once per value of a key, e.g. `--matrix agent.kind=claude-code,codex`; the run names get the value as a suffix (repeatable: every combination)'
             cand --set 'Override any manifest key, e.g. `--set agent.model=opus` (repeatable)'
             cand --arg 'A prompt argument for `{{KEY}}` in the prompt (repeatable)'
@@ -72,6 +75,7 @@ set edit:completion:arg-completer[eden] = {|@words|
             cand --name 'Run name (used in branch names and logs)'
             cand --max-iterations 'Most agent iterations'
             cand --sandbox 'Sandbox kind (`docker` and `podman` also need an image: `--set sandbox.image=eden:NAME`)'
+            cand --host 'The container engine to run on: `tcp://HOST:2376`, `ssh://USER@HOST`, `unix:///SOCKET`, or a docker context / podman connection name (`sandbox.host`)'
             cand --strategy 'Branch strategy'
             cand --branch 'Branch name for strategy `named`'
             cand --base 'Branch to start from (and merge back into)'

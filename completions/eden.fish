@@ -35,6 +35,7 @@ complete -c eden -n "__fish_eden_needs_command" -f -a "completions" -d 'Print a 
 complete -c eden -n "__fish_eden_needs_command" -f -a "sessions" -d 'The run history: list runs, replay one, total tokens and cost, remove runs'
 complete -c eden -n "__fish_eden_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c eden -n "__fish_eden_using_subcommand run" -s j -l jobs -d 'With several runs: how many go at once (default: all of them, at most 8)' -r
+complete -c eden -n "__fish_eden_using_subcommand run" -l jobs-per-host -d 'With several runs spread over hosts (`sandbox.host = [..]`): at most N of them on one host' -r
 complete -c eden -n "__fish_eden_using_subcommand run" -l matrix -d 'Run each manifest once per value of a key, e.g. `--matrix agent.kind=claude-code,codex`; the run names get the value as a suffix (repeatable: every combination)' -r -f
 complete -c eden -n "__fish_eden_using_subcommand run" -l set -d 'Override any manifest key, e.g. `--set agent.model=opus` (repeatable)' -r -f
 complete -c eden -n "__fish_eden_using_subcommand run" -l arg -d 'A prompt argument for `{{KEY}}` in the prompt (repeatable)' -r -f
@@ -56,6 +57,7 @@ complete -c eden -n "__fish_eden_using_subcommand run" -l sandbox -d 'Sandbox ki
 docker\t''
 podman\t''
 isolated\t''"
+complete -c eden -n "__fish_eden_using_subcommand run" -l host -d 'The container engine to run on: `tcp://HOST:2376`, `ssh://USER@HOST`, `unix:///SOCKET`, or a docker context / podman connection name (`sandbox.host`)' -r -f
 complete -c eden -n "__fish_eden_using_subcommand run" -l strategy -d 'Branch strategy' -r -f -a "head\t''
 merge-to-head\t''
 named\t''"
@@ -69,6 +71,7 @@ complete -c eden -n "__fish_eden_using_subcommand run" -l json-events -d 'Print 
 complete -c eden -n "__fish_eden_using_subcommand run" -s q -l quiet -d 'No progress output (errors are still printed)'
 complete -c eden -n "__fish_eden_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c eden -n "__fish_eden_using_subcommand interactive" -s j -l jobs -d 'With several runs: how many go at once (default: all of them, at most 8)' -r
+complete -c eden -n "__fish_eden_using_subcommand interactive" -l jobs-per-host -d 'With several runs spread over hosts (`sandbox.host = [..]`): at most N of them on one host' -r
 complete -c eden -n "__fish_eden_using_subcommand interactive" -l matrix -d 'Run each manifest once per value of a key, e.g. `--matrix agent.kind=claude-code,codex`; the run names get the value as a suffix (repeatable: every combination)' -r -f
 complete -c eden -n "__fish_eden_using_subcommand interactive" -l set -d 'Override any manifest key, e.g. `--set agent.model=opus` (repeatable)' -r -f
 complete -c eden -n "__fish_eden_using_subcommand interactive" -l arg -d 'A prompt argument for `{{KEY}}` in the prompt (repeatable)' -r -f
@@ -90,6 +93,7 @@ complete -c eden -n "__fish_eden_using_subcommand interactive" -l sandbox -d 'Sa
 docker\t''
 podman\t''
 isolated\t''"
+complete -c eden -n "__fish_eden_using_subcommand interactive" -l host -d 'The container engine to run on: `tcp://HOST:2376`, `ssh://USER@HOST`, `unix:///SOCKET`, or a docker context / podman connection name (`sandbox.host`)' -r -f
 complete -c eden -n "__fish_eden_using_subcommand interactive" -l strategy -d 'Branch strategy' -r -f -a "head\t''
 merge-to-head\t''
 named\t''"

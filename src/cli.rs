@@ -372,6 +372,10 @@ pub struct RunArgs {
     #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub jobs: Option<u32>,
 
+    /// With several runs spread over hosts (`sandbox.host = [..]`): at most N of them on one host
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub jobs_per_host: Option<u32>,
+
     /// With several runs: stop the others (as Ctrl-C would) when one fails, start no more
     #[arg(long)]
     pub fail_fast: bool,

@@ -31,6 +31,8 @@ pub struct Member {
     pub command: ProcessBuilder,
     /// Where its merge queue's count is kept.
     pub layout: crate::layout::Layout,
+    /// The engines it may go on (`sandbox.host`), in order; empty: its plan's own choice.
+    pub hosts: Vec<String>,
 }
 
 /// How the runs are coordinated.
@@ -40,6 +42,8 @@ pub struct Options {
     pub fail_fast: bool,
     /// Every run's events to stdout, each with its `run_name`.
     pub json_events: bool,
+    /// At most this many of the invocation's runs in flight on one host (`--jobs-per-host`).
+    pub per_host: Option<usize>,
 }
 
 /// What the coordination came to: how each run ended, and the signal that stopped it all.
@@ -53,6 +57,8 @@ pub struct Coordinated {
 #[derive(Default)]
 pub struct Ended {
     pub started: bool,
+    /// The host it was placed on, when it had several to go on.
+    pub host: Option<String>,
     /// Stopped by `--fail-fast` (not counted in the exit code).
     pub stopped: bool,
     pub code: Option<i32>,
@@ -119,11 +125,17 @@ impl Batch<'_> {
     /// Start runs up to `jobs` at a time until all have ended (or a signal or `--fail-fast`
     /// says to start no more).
     fn drive(mut self, jobs: usize, receiver: &mpsc::Receiver<Message>) -> Result<Coordinated, Error> {
-        let mut next = 0;
+        let mut waiting: Vec<usize> = (0..self.members.len()).collect();
         loop {
-            while self.children.len() < jobs && next < self.members.len() && !self.stopping() {
-                self.start(next)?;
-                next += 1;
+            // In order, each run that has a place now: a free job, and a host under its limit.
+            let mut index = 0;
+            while index < waiting.len() && self.children.len() < jobs && !self.stopping() {
+                match self.place(waiting[index]) {
+                    Some(host) => {
+                        self.start(waiting.remove(index), host)?;
+                    }
+                    None => index += 1,
+                }
             }
             if self.children.is_empty() {
                 break;
@@ -143,11 +155,34 @@ impl Batch<'_> {
         self.interrupted.is_some() || self.failed_fast
     }
 
-    fn start(&mut self, index: usize) -> Result<(), Error> {
+    /// Where run `index` goes now: `Some(None)` for a run with no hosts to choose from, the
+    /// host with the fewest of this invocation's runs in flight (the first such in its list),
+    /// or `None` when every one of its hosts is at `--jobs-per-host`.
+    fn place(&self, index: usize) -> Option<Option<String>> {
+        let hosts = &self.members[index].hosts;
+        if hosts.is_empty() {
+            return Some(None);
+        }
+        let in_flight = |host: &String| {
+            self.children.keys().filter(|other| self.ended[**other].host.as_ref() == Some(host)).count()
+        };
+        hosts
+            .iter()
+            .map(|host| (in_flight(host), host))
+            .filter(|(count, _)| self.options.per_host.is_none_or(|limit| *count < limit))
+            .min_by_key(|(count, _)| *count)
+            .map(|(_, host)| Some(host.clone()))
+    }
+
+    fn start(&mut self, index: usize, host: Option<String>) -> Result<(), Error> {
         let member = &self.members[index];
-        let mut extra = vec!["--json-events"];
+        let mut extra = vec!["--json-events".to_owned()];
         if self.display.children_quiet() {
-            extra.push("--quiet");
+            extra.push("--quiet".to_owned());
+        }
+        if let Some(host) = &host {
+            // The last word on the member's command line: this one host of its list.
+            extra.extend(["--set".to_owned(), format!("sandbox.host={}", toml::Value::String(host.clone()))]);
         }
         let command = member.command.clone().args(extra).env(BATCH_ENV, &self.batch_id);
         let mut child = command.spawn_member().map_err(|err| Error::internal("cannot start eden").with_source(err))?;
@@ -157,7 +192,8 @@ impl Batch<'_> {
         read_lines(stderr, index, self.sender.clone(), Message::Stderr);
         self.open_streams[index] = 2;
         self.ended[index].started = true;
-        self.display.started(index);
+        self.display.started(index, host.as_deref());
+        self.ended[index].host = host;
         self.children.insert(index, (child, None));
         Ok(())
     }
@@ -287,9 +323,14 @@ pub fn row(member: &Member, ended: &Ended) -> Row {
         (None, None) if record.commits.is_empty() => "no commits".to_owned(),
         (None, None) => format!("on {}", record.branch),
     });
+    let host = record
+        .and_then(|record| record.container.as_ref())
+        .and_then(|container| container.host.clone())
+        .or_else(|| ended.host.clone());
     Row {
         name: member.name.clone(),
         agent: member.agent.clone(),
+        host,
         status,
         code: ended.code,
         iterations: record.map(|record| record.iterations.len()),

@@ -28,7 +28,12 @@ pub(crate) fn run(args: &RunArgs, settings: &RunSettings, printed: &mut bool) ->
     }
     let jobs = args.jobs.map_or(members.len().min(DEFAULT_JOBS), |jobs| jobs as usize).max(1);
     let display = BatchDisplay::new(crate::ui::Display::detect(args.quiet), &members_rows(&members));
-    let options = coordinator::Options { jobs, fail_fast: args.fail_fast, json_events: args.json_events };
+    let options = coordinator::Options {
+        jobs,
+        fail_fast: args.fail_fast,
+        json_events: args.json_events,
+        per_host: args.jobs_per_host.map(|n| n as usize),
+    };
     let coordinated = coordinator::run(&members, &options, display)?;
     let (mut display, ended) = (coordinated.display, coordinated.ended);
     let rows: Vec<Row> = members.iter().zip(&ended).map(|(member, ended)| coordinator::row(member, ended)).collect();
@@ -141,6 +146,12 @@ fn members(
                 agent: plan.steps[0].agent.kind().as_str().to_owned(),
                 command: member_command(settings, file.as_deref(), combination, &plan.name)?,
                 layout: pre.layout(),
+                hosts: match &plan.sandbox {
+                    crate::manifest::plan::SandboxPlan::Container(container) => {
+                        container.hosts.iter().map(|host| host.as_str().to_owned()).collect()
+                    }
+                    _ => Vec::new(),
+                },
             });
             sources.push(source);
         }

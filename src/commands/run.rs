@@ -38,8 +38,8 @@ pub fn execute(args: RunArgs, interactive: Option<InteractiveMode>) -> Result<i3
                 "`--json` prints the run record at the end; `--json-events` prints every event, and the last one carries the record"
             }))
         }
-        Some(_) if several || args.jobs.is_some() || args.fail_fast => Err(Error::usage(
-            "`eden interactive` runs one session: one manifest, no `--matrix`, `--jobs` or `--fail-fast`",
+        Some(_) if several || args.jobs.is_some() || args.jobs_per_host.is_some() || args.fail_fast => Err(Error::usage(
+            "`eden interactive` runs one session: one manifest, no `--matrix`, `--jobs`, `--jobs-per-host` or `--fail-fast`",
         )
         .with_hint("run several at once with `eden run A.toml B.toml`")),
         None if several => super::batch::run(&args, &settings, &mut printed),

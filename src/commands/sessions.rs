@@ -77,7 +77,8 @@ fn list(args: SessionsListArgs) -> Result<i32, Error> {
 }
 
 fn list_table(summaries: &[RunSummary]) -> String {
-    let header = [
+    let hosts = summaries.iter().any(|run| run.host.is_some());
+    let mut header = vec![
         "RUN",
         "NAME",
         "AGENT",
@@ -90,6 +91,9 @@ fn list_table(summaries: &[RunSummary]) -> String {
         "STARTED",
         "TOOK",
     ];
+    if hosts {
+        header.insert(4, "HOST");
+    }
     let rows: Vec<Vec<String>> = summaries
         .iter()
         .map(|run| {
@@ -100,7 +104,7 @@ fn list_table(summaries: &[RunSummary]) -> String {
                     serde_json::to_value(status).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
                 }
             };
-            vec![
+            let mut row = vec![
                 run.id.clone(),
                 run.name.clone(),
                 agents.join(","),
@@ -117,7 +121,11 @@ fn list_table(summaries: &[RunSummary]) -> String {
                 run.cost_usd.map_or_else(|| "-".into(), crate::values::dollars),
                 run.started_at.get(..16).unwrap_or(&run.started_at).replace('T', " "),
                 format_duration(Duration::from_secs(run.duration_ms / 1000)),
-            ]
+            ];
+            if hosts {
+                row.insert(4, run.host.clone().unwrap_or_else(|| "-".into()));
+            }
+            row
         })
         .collect();
     table(&header, &rows)
@@ -455,6 +463,7 @@ fn resume(args: SessionsResumeArgs) -> Result<i32, Error> {
         RunArgs {
             manifests: manifest.into_iter().collect(),
             jobs: None,
+            jobs_per_host: None,
             fail_fast: false,
             matrix: Vec::new(),
             set,

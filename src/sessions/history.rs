@@ -19,6 +19,9 @@ pub struct RunSummary {
     /// The agent kind of each step, in order, without repeats.
     pub agents: Vec<AgentKind>,
     pub sandbox: String,
+    /// The engine's address a container ran on (`sandbox.host`, or a remote default).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
     pub branch: String,
     pub base_branch: Option<String>,
     /// `running`, `finished` or `abandoned` (a `running` record whose eden is gone).
@@ -50,6 +53,8 @@ pub struct Light {
     pub status: RunStatus,
     pub process: ProcessStamp,
     pub sandbox: String,
+    #[serde(default)]
+    pub container: Option<LightContainer>,
     pub branch: String,
     pub base_branch: Option<String>,
     #[serde(default)]
@@ -69,6 +74,12 @@ pub struct Light {
     pub manifest: Option<PathBuf>,
     #[serde(default)]
     pub overrides: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct LightContainer {
+    #[serde(default)]
+    pub host: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -131,6 +142,7 @@ impl Light {
             name: self.name.clone(),
             agents,
             sandbox: self.sandbox.clone(),
+            host: self.container.as_ref().and_then(|container| container.host.clone()),
             branch: self.branch.clone(),
             base_branch: self.base_branch.clone(),
             status,

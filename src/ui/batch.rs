@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 pub struct Row {
     pub name: String,
     pub agent: String,
+    /// The engine it ran on, when not the default one.
+    pub host: Option<String>,
     pub status: String,
     pub code: Option<i32>,
     pub iterations: Option<usize>,
@@ -44,6 +46,8 @@ struct Live {
 #[derive(Default)]
 struct LiveRun {
     iteration: String,
+    /// ` on HOST` when it was placed on one.
+    host: String,
     tool: String,
     /// Tokens so far: the finished iterations', and the current one's latest figure.
     tokens_before: u64,
@@ -87,12 +91,18 @@ impl BatchDisplay {
         self.mode != super::Display::Plain
     }
 
-    pub fn started(&mut self, index: usize) {
-        if let Some(live) = &mut self.live {
-            let bar = &live.bars[index];
-            bar.reset_elapsed();
-            bar.enable_steady_tick(Duration::from_millis(120));
-            bar.set_message("starting");
+    pub fn started(&mut self, index: usize, host: Option<&str>) {
+        let on = host.map(|host| format!(" on {host}")).unwrap_or_default();
+        match &mut self.live {
+            Some(live) => {
+                let bar = &live.bars[index];
+                bar.reset_elapsed();
+                bar.enable_steady_tick(Duration::from_millis(120));
+                bar.set_message(for_terminal(&format!("starting{on}")));
+                live.runs[index].host = on;
+            }
+            None if host.is_some() => self.note(&format!("`{}` goes{on}", self.names[index])),
+            None => {}
         }
     }
 
@@ -123,7 +133,7 @@ impl BatchDisplay {
             }
             _ => return,
         }
-        let mut message = run.iteration.clone();
+        let mut message = format!("{}{}", run.iteration, run.host);
         let tokens = run.tokens_before + run.tokens_now;
         if tokens > 0 {
             message.push_str(&format!(" · {} tokens", super::thousands(tokens)));
@@ -205,10 +215,17 @@ impl BatchDisplay {
 
 /// The summary table: one line per run, columns aligned.
 pub fn table(rows: &[Row]) -> String {
-    let header = ["RUN", "AGENT", "STATUS", "ITER", "COMMITS", "RESULT", "TIME", "TOKENS", "COST"];
+    let hosts = rows.iter().any(|row| row.host.is_some());
+    let mut header = vec!["RUN", "AGENT", "STATUS", "ITER", "COMMITS", "RESULT", "TIME", "TOKENS", "COST"];
+    let mut right = vec![false, false, false, true, true, false, true, true, true];
+    if hosts {
+        header.insert(2, "HOST");
+        right.insert(2, false);
+    }
     let dash = || "-".to_owned();
     let mut lines: Vec<Vec<String>> = vec![header.iter().map(|h| (*h).to_owned()).collect()];
     for row in rows {
+        let host = hosts.then(|| row.host.clone().unwrap_or_else(dash));
         lines.push(vec![
             row.name.clone(),
             row.agent.clone(),
@@ -220,12 +237,14 @@ pub fn table(rows: &[Row]) -> String {
             row.tokens.map_or_else(dash, super::thousands),
             row.cost.map_or_else(dash, |cost| format!("${cost:.4}")),
         ]);
+        if let (Some(host), Some(line)) = (host, lines.last_mut()) {
+            line.insert(2, host);
+        }
     }
     let widths: Vec<usize> = (0..header.len())
         .map(|column| lines.iter().map(|line| line[column].chars().count()).max().unwrap_or(0))
         .collect();
-    // Counts and figures align right.
-    let right = [false, false, false, true, true, false, true, true, true];
+    // Counts and figures align right (`right`, above).
     let mut out = String::new();
     for line in &lines {
         let cells: Vec<String> = line
@@ -268,6 +287,7 @@ mod tests {
             Row {
                 name: "fix-login".into(),
                 agent: "claude-code".into(),
+                host: None,
                 status: "completed".into(),
                 code: Some(0),
                 iterations: Some(2),
@@ -283,6 +303,13 @@ mod tests {
         RUN        AGENT        STATUS       ITER  COMMITS  RESULT             TIME  TOKENS     COST
         fix-login  claude-code  completed       2        3  merged into main  61.2s  12,345  $0.2500
         b          codex        not started     -        -  -                     -       -        -
+        ");
+        let mut placed = rows.clone();
+        placed[0].host = Some("build1".into());
+        insta::assert_snapshot!(table(&placed), @"
+        RUN        AGENT        HOST    STATUS       ITER  COMMITS  RESULT             TIME  TOKENS     COST
+        fix-login  claude-code  build1  completed       2        3  merged into main  61.2s  12,345  $0.2500
+        b          codex        -       not started     -        -  -                     -       -        -
         ");
     }
 

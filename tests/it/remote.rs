@@ -168,8 +168,7 @@ const COMMIT_THEN_WAIT: &str = "echo c > c.txt && git add c.txt && git -c user.n
 fn start_waiting(env: &TestEnv, engines: &RemoteEngines, host: &RemoteHost) -> Started {
     use std::io::BufRead;
     let path = env.write_manifest(
-        &manifest("docker", COMMIT_THEN_WAIT, "")
-            .replace("idle_timeout = \"60s\"", "idle_timeout = \"10m\""),
+        &manifest("docker", COMMIT_THEN_WAIT, "").replace("idle_timeout = \"60s\"", "idle_timeout = \"10m\""),
     );
     let mut command = env.eden_command(&["run", path.to_str().unwrap(), "--json", "--host", &host.docker]);
     command.envs(engines.tls_env()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
@@ -272,4 +271,92 @@ fn a_killed_eden_leaves_nothing_on_the_remote_engine() {
     let id = record()["id"].as_str().unwrap().to_owned();
     let patch = std::fs::read_to_string(env.repo.join(format!(".eden/patches/{id}.salvaged.patch"))).unwrap();
     assert!(patch.contains("b/half.txt"), "{patch}");
+}
+
+/// A docker context per test host (the first with its TLS material), in a config folder of the
+/// test's own: how people name several engines.
+fn contexts(env: &TestEnv, engines: &RemoteEngines) -> std::path::PathBuf {
+    let config = env.root().join("docker-config");
+    for host in &engines.hosts {
+        let mut endpoint = format!("host={}", host.docker);
+        if host.tls {
+            let certs = engines.tls_env()[1].1.clone();
+            endpoint.push_str(&format!(",ca={certs}/ca.pem,cert={certs}/cert.pem,key={certs}/key.pem"));
+        }
+        let made = std::process::Command::new("docker")
+            .env("DOCKER_CONFIG", &config)
+            .args(["context", "create", &host.name, "--docker", &endpoint])
+            .output()
+            .unwrap();
+        assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    }
+    config
+}
+
+#[test]
+fn several_runs_are_spread_over_several_hosts() {
+    let Some(engines) = engines() else { return };
+    let env = TestEnv::new();
+    let config = contexts(&env, engines);
+    let names: Vec<String> = engines.hosts.iter().map(|host| format!("\"{}\"", host.name)).collect();
+    let mut paths = Vec::new();
+    for n in 0..4 {
+        let script = format!("echo {n} > run-{n}.txt && git add run-{n}.txt && git -c user.name=far -c user.email=far@example.com commit -qm 'run {n}' && sleep 2 && echo '<promise>COMPLETE</promise>'");
+        let manifest = manifest("docker", &script, &format!("host = [{}]", names.join(", ")))
+            .replace("name = \"far\"", &format!("name = \"far-{n}\""));
+        let path = env.root().join(format!("far-{n}.toml"));
+        std::fs::write(&path, manifest).unwrap();
+        paths.push(path.display().to_string());
+    }
+    let mut args = vec!["run"];
+    args.extend(paths.iter().map(String::as_str));
+    args.extend(["--jobs", "4", "--json"]);
+    let mut command = env.eden_command(&args);
+    command.env("DOCKER_CONFIG", &config).env_remove("DOCKER_HOST");
+    let run = Run::from(command.output().unwrap());
+    run.assert_code(0);
+    let records = run.json();
+    let placed: Vec<&str> =
+        records.as_array().unwrap().iter().map(|record| record["container"]["host"].as_str().unwrap()).collect();
+    assert_eq!(placed, ["h1", "h2", "h1", "h2"], "each on the host with the fewest of the invocation's runs");
+    let mut subjects: Vec<String> =
+        env.git(&["log", "--no-merges", "--format=%s", "main"]).lines().map(str::to_owned).collect();
+    subjects.truncate(4);
+    subjects.sort();
+    assert_eq!(subjects, ["run 0", "run 1", "run 2", "run 3"], "every run merged, one after the other");
+    for host in &engines.hosts {
+        assert!(host.containers(engines, &env.repo).is_empty());
+    }
+    // The table and the sessions list show where each ran.
+    assert!(run.stderr.contains("HOST"), "{}", run.stderr);
+    let listed = env.eden(&["sessions", "list"]);
+    assert!(listed.stdout.contains("HOST") && listed.stdout.contains(" h2 "), "{}", listed.stdout);
+    // With `--jobs-per-host 1`, two runs over two hosts go at once, the other two after them.
+    let env = TestEnv::new();
+    let config = contexts(&env, engines);
+    let mut command = env.eden_command(
+        &[
+            &["run"],
+            &paths.iter().map(String::as_str).collect::<Vec<_>>()[..],
+            &["--jobs", "4", "--jobs-per-host", "1", "--json"],
+        ]
+        .concat(),
+    );
+    command.env("DOCKER_CONFIG", &config).env_remove("DOCKER_HOST");
+    let run = Run::from(command.output().unwrap());
+    run.assert_code(0);
+    let records = run.json();
+    let records = records.as_array().unwrap();
+    for host in ["h1", "h2"] {
+        let mut spans: Vec<(String, String)> = records
+            .iter()
+            .filter(|record| record["container"]["host"] == host)
+            .map(|record| {
+                (record["started_at"].as_str().unwrap().to_owned(), record["finished_at"].as_str().unwrap().to_owned())
+            })
+            .collect();
+        spans.sort();
+        assert_eq!(spans.len(), 2, "{host}");
+        assert!(spans[0].1 <= spans[1].0, "one at a time on {host}: {spans:?}");
+    }
 }
