@@ -111,11 +111,13 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('build', 'build', [CompletionResultType]::ParameterValue, 'Build the image from `Dockerfile.eden` with your uid/gid baked in')
             [CompletionResult]::new('remove', 'remove', [CompletionResultType]::ParameterValue, 'Remove the image')
+            [CompletionResult]::new('push', 'push', [CompletionResultType]::ParameterValue, 'Copy a local image to another engine (`docker save | docker --host HOST load`)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
         'eden;image;build' {
             [CompletionResult]::new('--engine', '--engine', [CompletionResultType]::ParameterName, 'The container engine (default: docker when its daemon answers, else podman)')
+            [CompletionResult]::new('--host', '--host', [CompletionResultType]::ParameterName, 'The engine to use, when not the client''s default: `tcp://HOST:2376`, `ssh://USER@HOST`, or a docker context / podman connection name')
             [CompletionResult]::new('--tag', '--tag', [CompletionResultType]::ParameterName, 'Image name (default: `eden:<repository folder name>`)')
             [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'The Dockerfile, as `eden init` writes it')
             [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'Agent whose CLI to install from npm (`none`: install nothing)')
@@ -127,7 +129,15 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
         }
         'eden;image;remove' {
             [CompletionResult]::new('--engine', '--engine', [CompletionResultType]::ParameterName, 'The container engine (default: docker when its daemon answers, else podman)')
+            [CompletionResult]::new('--host', '--host', [CompletionResultType]::ParameterName, 'The engine to use, when not the client''s default: `tcp://HOST:2376`, `ssh://USER@HOST`, or a docker context / podman connection name')
             [CompletionResult]::new('--tag', '--tag', [CompletionResultType]::ParameterName, 'Image name (default: `eden:<repository folder name>`)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'eden;image;push' {
+            [CompletionResult]::new('--engine', '--engine', [CompletionResultType]::ParameterName, 'The container engine (default: docker when its daemon answers, else podman)')
+            [CompletionResult]::new('--host', '--host', [CompletionResultType]::ParameterName, 'The engine to copy it to: `tcp://HOST:2376`, `ssh://USER@HOST`, or a docker context / podman connection name')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
@@ -135,6 +145,7 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
         'eden;image;help' {
             [CompletionResult]::new('build', 'build', [CompletionResultType]::ParameterValue, 'Build the image from `Dockerfile.eden` with your uid/gid baked in')
             [CompletionResult]::new('remove', 'remove', [CompletionResultType]::ParameterValue, 'Remove the image')
+            [CompletionResult]::new('push', 'push', [CompletionResultType]::ParameterValue, 'Copy a local image to another engine (`docker save | docker --host HOST load`)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -142,6 +153,9 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             break
         }
         'eden;image;help;remove' {
+            break
+        }
+        'eden;image;help;push' {
             break
         }
         'eden;image;help;help' {
@@ -289,12 +303,16 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
         'eden;help;image' {
             [CompletionResult]::new('build', 'build', [CompletionResultType]::ParameterValue, 'Build the image from `Dockerfile.eden` with your uid/gid baked in')
             [CompletionResult]::new('remove', 'remove', [CompletionResultType]::ParameterValue, 'Remove the image')
+            [CompletionResult]::new('push', 'push', [CompletionResultType]::ParameterValue, 'Copy a local image to another engine (`docker save | docker --host HOST load`)')
             break
         }
         'eden;help;image;build' {
             break
         }
         'eden;help;image;remove' {
+            break
+        }
+        'eden;help;image;push' {
             break
         }
         'eden;help;clean' {

@@ -67,6 +67,9 @@ _eden() {
             eden__subcmd__help__subcmd__image,build)
                 cmd="eden__subcmd__help__subcmd__image__subcmd__build"
                 ;;
+            eden__subcmd__help__subcmd__image,push)
+                cmd="eden__subcmd__help__subcmd__image__subcmd__push"
+                ;;
             eden__subcmd__help__subcmd__image,remove)
                 cmd="eden__subcmd__help__subcmd__image__subcmd__remove"
                 ;;
@@ -94,6 +97,9 @@ _eden() {
             eden__subcmd__image,help)
                 cmd="eden__subcmd__image__subcmd__help"
                 ;;
+            eden__subcmd__image,push)
+                cmd="eden__subcmd__image__subcmd__push"
+                ;;
             eden__subcmd__image,remove)
                 cmd="eden__subcmd__image__subcmd__remove"
                 ;;
@@ -102,6 +108,9 @@ _eden() {
                 ;;
             eden__subcmd__image__subcmd__help,help)
                 cmd="eden__subcmd__image__subcmd__help__subcmd__help"
+                ;;
+            eden__subcmd__image__subcmd__help,push)
+                cmd="eden__subcmd__image__subcmd__help__subcmd__push"
                 ;;
             eden__subcmd__image__subcmd__help,remove)
                 cmd="eden__subcmd__image__subcmd__help__subcmd__remove"
@@ -267,7 +276,7 @@ _eden() {
             return 0
             ;;
         eden__subcmd__help__subcmd__image)
-            opts="build remove"
+            opts="build remove push"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -281,6 +290,20 @@ _eden() {
             return 0
             ;;
         eden__subcmd__help__subcmd__image__subcmd__build)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        eden__subcmd__help__subcmd__image__subcmd__push)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -449,7 +472,7 @@ _eden() {
             return 0
             ;;
         eden__subcmd__image)
-            opts="-h --help build remove help"
+            opts="-h --help build remove push help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -463,7 +486,7 @@ _eden() {
             return 0
             ;;
         eden__subcmd__image__subcmd__build)
-            opts="-h --engine --tag --file --agent --base --build-arg --help"
+            opts="-h --engine --host --tag --file --agent --base --build-arg --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -471,6 +494,13 @@ _eden() {
             case "${prev}" in
                 --engine)
                     COMPREPLY=($(compgen -W "docker podman" -- "${cur}"))
+                    return 0
+                    ;;
+                --host)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
                     return 0
                     ;;
                 --tag)
@@ -518,7 +548,7 @@ _eden() {
             return 0
             ;;
         eden__subcmd__image__subcmd__help)
-            opts="build remove help"
+            opts="build remove push help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -559,6 +589,20 @@ _eden() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        eden__subcmd__image__subcmd__help__subcmd__push)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         eden__subcmd__image__subcmd__help__subcmd__remove)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
@@ -573,8 +617,8 @@ _eden() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        eden__subcmd__image__subcmd__remove)
-            opts="-h --engine --tag --help"
+        eden__subcmd__image__subcmd__push)
+            opts="-h --engine --host --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -582,6 +626,38 @@ _eden() {
             case "${prev}" in
                 --engine)
                     COMPREPLY=($(compgen -W "docker podman" -- "${cur}"))
+                    return 0
+                    ;;
+                --host)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        eden__subcmd__image__subcmd__remove)
+            opts="-h --engine --host --tag --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --engine)
+                    COMPREPLY=($(compgen -W "docker podman" -- "${cur}"))
+                    return 0
+                    ;;
+                --host)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
                     return 0
                     ;;
                 --tag)

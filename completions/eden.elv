@@ -104,10 +104,12 @@ set edit:completion:arg-completer[eden] = {|@words|
             cand --help 'Print help'
             cand build 'Build the image from `Dockerfile.eden` with your uid/gid baked in'
             cand remove 'Remove the image'
+            cand push 'Copy a local image to another engine (`docker save | docker --host HOST load`)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'eden;image;build'= {
             cand --engine 'The container engine (default: docker when its daemon answers, else podman)'
+            cand --host 'The engine to use, when not the client''s default: `tcp://HOST:2376`, `ssh://USER@HOST`, or a docker context / podman connection name'
             cand --tag 'Image name (default: `eden:<repository folder name>`)'
             cand --file 'The Dockerfile, as `eden init` writes it'
             cand --agent 'Agent whose CLI to install from npm (`none`: install nothing)'
@@ -118,18 +120,28 @@ set edit:completion:arg-completer[eden] = {|@words|
         }
         &'eden;image;remove'= {
             cand --engine 'The container engine (default: docker when its daemon answers, else podman)'
+            cand --host 'The engine to use, when not the client''s default: `tcp://HOST:2376`, `ssh://USER@HOST`, or a docker context / podman connection name'
             cand --tag 'Image name (default: `eden:<repository folder name>`)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'eden;image;push'= {
+            cand --engine 'The container engine (default: docker when its daemon answers, else podman)'
+            cand --host 'The engine to copy it to: `tcp://HOST:2376`, `ssh://USER@HOST`, or a docker context / podman connection name'
             cand -h 'Print help'
             cand --help 'Print help'
         }
         &'eden;image;help'= {
             cand build 'Build the image from `Dockerfile.eden` with your uid/gid baked in'
             cand remove 'Remove the image'
+            cand push 'Copy a local image to another engine (`docker save | docker --host HOST load`)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'eden;image;help;build'= {
         }
         &'eden;image;help;remove'= {
+        }
+        &'eden;image;help;push'= {
         }
         &'eden;image;help;help'= {
         }
@@ -254,10 +266,13 @@ set edit:completion:arg-completer[eden] = {|@words|
         &'eden;help;image'= {
             cand build 'Build the image from `Dockerfile.eden` with your uid/gid baked in'
             cand remove 'Remove the image'
+            cand push 'Copy a local image to another engine (`docker save | docker --host HOST load`)'
         }
         &'eden;help;image;build'= {
         }
         &'eden;help;image;remove'= {
+        }
+        &'eden;help;image;push'= {
         }
         &'eden;help;clean'= {
         }

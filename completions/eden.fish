@@ -123,12 +123,14 @@ isolated\t''"
 complete -c eden -n "__fish_eden_using_subcommand init" -l dir -d 'Folder to write into (default: the current directory)' -r -f -a "(__fish_complete_directories)"
 complete -c eden -n "__fish_eden_using_subcommand init" -l force -d 'Overwrite existing files'
 complete -c eden -n "__fish_eden_using_subcommand init" -s h -l help -d 'Print help'
-complete -c eden -n "__fish_eden_using_subcommand image; and not __fish_seen_subcommand_from build remove help" -s h -l help -d 'Print help'
-complete -c eden -n "__fish_eden_using_subcommand image; and not __fish_seen_subcommand_from build remove help" -f -a "build" -d 'Build the image from `Dockerfile.eden` with your uid/gid baked in'
-complete -c eden -n "__fish_eden_using_subcommand image; and not __fish_seen_subcommand_from build remove help" -f -a "remove" -d 'Remove the image'
-complete -c eden -n "__fish_eden_using_subcommand image; and not __fish_seen_subcommand_from build remove help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c eden -n "__fish_eden_using_subcommand image; and not __fish_seen_subcommand_from build remove push help" -s h -l help -d 'Print help'
+complete -c eden -n "__fish_eden_using_subcommand image; and not __fish_seen_subcommand_from build remove push help" -f -a "build" -d 'Build the image from `Dockerfile.eden` with your uid/gid baked in'
+complete -c eden -n "__fish_eden_using_subcommand image; and not __fish_seen_subcommand_from build remove push help" -f -a "remove" -d 'Remove the image'
+complete -c eden -n "__fish_eden_using_subcommand image; and not __fish_seen_subcommand_from build remove push help" -f -a "push" -d 'Copy a local image to another engine (`docker save | docker --host HOST load`)'
+complete -c eden -n "__fish_eden_using_subcommand image; and not __fish_seen_subcommand_from build remove push help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c eden -n "__fish_eden_using_subcommand image; and __fish_seen_subcommand_from build" -l engine -d 'The container engine (default: docker when its daemon answers, else podman)' -r -f -a "docker\t''
 podman\t''"
+complete -c eden -n "__fish_eden_using_subcommand image; and __fish_seen_subcommand_from build" -l host -d 'The engine to use, when not the client\'s default: `tcp://HOST:2376`, `ssh://USER@HOST`, or a docker context / podman connection name' -r -f
 complete -c eden -n "__fish_eden_using_subcommand image; and __fish_seen_subcommand_from build" -l tag -d 'Image name (default: `eden:<repository folder name>`)' -r -f
 complete -c eden -n "__fish_eden_using_subcommand image; and __fish_seen_subcommand_from build" -l file -d 'The Dockerfile, as `eden init` writes it' -r -F
 complete -c eden -n "__fish_eden_using_subcommand image; and __fish_seen_subcommand_from build" -l agent -d 'Agent whose CLI to install from npm (`none`: install nothing)' -r -f -a "claude-code\t''
@@ -142,10 +144,16 @@ complete -c eden -n "__fish_eden_using_subcommand image; and __fish_seen_subcomm
 complete -c eden -n "__fish_eden_using_subcommand image; and __fish_seen_subcommand_from build" -s h -l help -d 'Print help'
 complete -c eden -n "__fish_eden_using_subcommand image; and __fish_seen_subcommand_from remove" -l engine -d 'The container engine (default: docker when its daemon answers, else podman)' -r -f -a "docker\t''
 podman\t''"
+complete -c eden -n "__fish_eden_using_subcommand image; and __fish_seen_subcommand_from remove" -l host -d 'The engine to use, when not the client\'s default: `tcp://HOST:2376`, `ssh://USER@HOST`, or a docker context / podman connection name' -r -f
 complete -c eden -n "__fish_eden_using_subcommand image; and __fish_seen_subcommand_from remove" -l tag -d 'Image name (default: `eden:<repository folder name>`)' -r -f
 complete -c eden -n "__fish_eden_using_subcommand image; and __fish_seen_subcommand_from remove" -s h -l help -d 'Print help'
+complete -c eden -n "__fish_eden_using_subcommand image; and __fish_seen_subcommand_from push" -l engine -d 'The container engine (default: docker when its daemon answers, else podman)' -r -f -a "docker\t''
+podman\t''"
+complete -c eden -n "__fish_eden_using_subcommand image; and __fish_seen_subcommand_from push" -l host -d 'The engine to copy it to: `tcp://HOST:2376`, `ssh://USER@HOST`, or a docker context / podman connection name' -r -f
+complete -c eden -n "__fish_eden_using_subcommand image; and __fish_seen_subcommand_from push" -s h -l help -d 'Print help'
 complete -c eden -n "__fish_eden_using_subcommand image; and __fish_seen_subcommand_from help" -f -a "build" -d 'Build the image from `Dockerfile.eden` with your uid/gid baked in'
 complete -c eden -n "__fish_eden_using_subcommand image; and __fish_seen_subcommand_from help" -f -a "remove" -d 'Remove the image'
+complete -c eden -n "__fish_eden_using_subcommand image; and __fish_seen_subcommand_from help" -f -a "push" -d 'Copy a local image to another engine (`docker save | docker --host HOST load`)'
 complete -c eden -n "__fish_eden_using_subcommand image; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c eden -n "__fish_eden_using_subcommand clean" -l older-than -d 'Also remove logs, run records, sessions and patches older than this (e.g. `7d`, `12h`)' -r -f
 complete -c eden -n "__fish_eden_using_subcommand clean" -l repo -d 'The repository to clean (default: the current directory\'s)' -r -f -a "(__fish_complete_directories)"
@@ -240,6 +248,7 @@ complete -c eden -n "__fish_eden_using_subcommand help; and not __fish_seen_subc
 complete -c eden -n "__fish_eden_using_subcommand help; and not __fish_seen_subcommand_from run interactive init image clean completions sessions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c eden -n "__fish_eden_using_subcommand help; and __fish_seen_subcommand_from image" -f -a "build" -d 'Build the image from `Dockerfile.eden` with your uid/gid baked in'
 complete -c eden -n "__fish_eden_using_subcommand help; and __fish_seen_subcommand_from image" -f -a "remove" -d 'Remove the image'
+complete -c eden -n "__fish_eden_using_subcommand help; and __fish_seen_subcommand_from image" -f -a "push" -d 'Copy a local image to another engine (`docker save | docker --host HOST load`)'
 complete -c eden -n "__fish_eden_using_subcommand help; and __fish_seen_subcommand_from sessions" -f -a "list" -d 'One line per run, newest first (from `.eden/runs/`)'
 complete -c eden -n "__fish_eden_using_subcommand help; and __fish_seen_subcommand_from sessions" -f -a "show" -d 'Replay a run: prompts, the agent\'s text, tool calls, hooks, usage, the outcome'
 complete -c eden -n "__fish_eden_using_subcommand help; and __fish_seen_subcommand_from sessions" -f -a "cost" -d 'Token and cost totals by run, agent, model, branch or day'

@@ -319,6 +319,8 @@ pub enum ImageCommand {
     Build(ImageBuildArgs),
     /// Remove the image
     Remove(ImageRemoveArgs),
+    /// Copy a local image to another engine (`docker save | docker --host HOST load`)
+    Push(ImagePushArgs),
 }
 
 #[derive(Debug, Args)]
@@ -326,6 +328,11 @@ pub struct ImageBuildArgs {
     /// The container engine (default: docker when its daemon answers, else podman)
     #[arg(long, value_name = "ENGINE", value_parser = OneOf(engines))]
     pub engine: Option<String>,
+
+    /// The engine to use, when not the client's default: `tcp://HOST:2376`, `ssh://USER@HOST`, or
+    /// a docker context / podman connection name
+    #[arg(long, value_name = "ENGINE", value_hint = ValueHint::Other)]
+    pub host: Option<String>,
 
     /// Image name (default: `eden:<repository folder name>`)
     #[arg(long, value_hint = ValueHint::Other)]
@@ -356,9 +363,30 @@ pub struct ImageRemoveArgs {
     #[arg(long, value_name = "ENGINE", value_parser = OneOf(engines))]
     pub engine: Option<String>,
 
+    /// The engine to use, when not the client's default: `tcp://HOST:2376`, `ssh://USER@HOST`, or
+    /// a docker context / podman connection name
+    #[arg(long, value_name = "ENGINE", value_hint = ValueHint::Other)]
+    pub host: Option<String>,
+
     /// Image name (default: `eden:<repository folder name>`)
     #[arg(long, value_hint = ValueHint::Other)]
     pub tag: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ImagePushArgs {
+    /// The image (default: `eden:<repository folder name>`)
+    #[arg(value_name = "IMAGE", value_hint = ValueHint::Other)]
+    pub tag: Option<String>,
+
+    /// The container engine (default: docker when its daemon answers, else podman)
+    #[arg(long, value_name = "ENGINE", value_parser = OneOf(engines))]
+    pub engine: Option<String>,
+
+    /// The engine to copy it to: `tcp://HOST:2376`, `ssh://USER@HOST`, or a docker context /
+    /// podman connection name
+    #[arg(long, value_name = "ENGINE", value_hint = ValueHint::Other, required = true)]
+    pub host: String,
 }
 
 #[derive(Debug, Args)]

@@ -65,6 +65,7 @@ pub fn main_with_args(args: Vec<std::ffi::OsString>) -> i32 {
         cli::Command::Init(args) => commands::init::init(args),
         cli::Command::Image(cli::ImageCommand::Build(args)) => commands::image::build(args),
         cli::Command::Image(cli::ImageCommand::Remove(args)) => commands::image::remove(args),
+        cli::Command::Image(cli::ImageCommand::Push(args)) => commands::image::push(args),
         cli::Command::Clean(args) => commands::clean::clean(args),
         cli::Command::Completions(args) => commands::completions::completions(args),
         cli::Command::Sessions(command) => commands::sessions::sessions(command),

@@ -1,30 +1,50 @@
-//! `eden image build` / `eden image remove`: the sandbox image, built from `Dockerfile.eden`
-//! with the host's uid/gid baked in (so files the agent writes belong to the user).
+//! `eden image build` / `eden image remove` / `eden image push`: the sandbox image, built from
+//! `Dockerfile.eden` with the host's uid/gid baked in (so files the agent writes belong to the
+//! user), on the client's default engine or the one `--host` names, and copied from the local
+//! engine to another (`save | load`, no registry needed).
 
 use super::init::default_tag;
 use crate::agent::AgentKind;
-use crate::cli::{ImageBuildArgs, ImageRemoveArgs};
+use crate::cli::{ImageBuildArgs, ImagePushArgs, ImageRemoveArgs};
 use crate::error::Error;
 use crate::git::Git;
-use crate::manifest::plan::Engine;
-use crate::process::ProcessBuilder;
+use crate::manifest::plan::{Engine, EngineHost};
+use crate::sandbox::engine::Target;
 
-fn engine(choice: Option<&str>) -> Result<Engine, Error> {
-    let reachable = |engine: Engine| {
-        ProcessBuilder::new(engine.binary())
-            .args(["version", "--format", "{{.Server.Version}}"])
-            .output()
-            .is_ok_and(|o| o.success())
+/// The engine to use: `--engine` (else docker when its daemon answers, else podman), at
+/// `--host` when given (then docker unless `--engine podman`).
+fn engine(choice: Option<&str>, host: Option<&str>) -> Result<Target, Error> {
+    let host = match host {
+        Some(text) => Some(EngineHost::parse(text).map_err(|why| {
+            Error::usage(format!("`--host`: {why}")).with_hint(
+                "give `tcp://HOST:2376`, `ssh://USER@HOST`, `unix:///SOCKET`, or a docker context or podman connection name",
+            )
+        })?),
+        None => None,
     };
-    match choice {
-        Some("docker") => Ok(Engine::Docker),
-        Some("podman") => Ok(Engine::Podman),
-        Some(other) => Err(Error::usage(format!("unknown engine `{other}`")).with_hint("use `docker` or `podman`")),
-        None if reachable(Engine::Docker) => Ok(Engine::Docker),
-        None if reachable(Engine::Podman) => Ok(Engine::Podman),
-        None => Err(Error::sandbox("neither docker nor podman is available")
-            .with_hint("install one (Debian: `apt-get install docker.io` or `podman`) and start it")),
+    let reachable = |target: &Target| {
+        target.command().args(["version", "--format", "{{.Server.Version}}"]).output().is_ok_and(|o| o.success())
+    };
+    let engine = match choice {
+        Some("docker") => Engine::Docker,
+        Some("podman") => Engine::Podman,
+        Some(other) => {
+            return Err(Error::usage(format!("unknown engine `{other}`")).with_hint("use `docker` or `podman`"))
+        }
+        None if host.is_some() || reachable(&Target::new(Engine::Docker, None)) => Engine::Docker,
+        None if reachable(&Target::new(Engine::Podman, None)) => Engine::Podman,
+        None => {
+            return Err(Error::sandbox("neither docker nor podman is available")
+                .with_hint("install one (Debian: `apt-get install docker.io` or `podman`) and start it"))
+        }
+    };
+    let target = Target::new(engine, host);
+    if target.host.is_some() && !reachable(&target) {
+        return Err(Error::sandbox(format!("cannot reach {}", target.describe())).with_hint(
+            "check the address, that the engine listens there, and for TLS `DOCKER_TLS_VERIFY` and `DOCKER_CERT_PATH`",
+        ));
     }
+    Ok(target)
 }
 
 /// The image name: given, or `eden:<repository folder>`.
@@ -38,7 +58,8 @@ fn tag(given: Option<String>) -> Result<String, Error> {
 }
 
 pub fn build(args: ImageBuildArgs) -> Result<i32, Error> {
-    let engine = engine(args.engine.as_deref())?;
+    let target = engine(args.engine.as_deref(), args.host.as_deref())?;
+    let engine = target.engine;
     let tag = tag(args.tag)?;
     let package = match args.agent.as_str() {
         "none" => String::new(),
@@ -89,7 +110,8 @@ pub fn build(args: ImageBuildArgs) -> Result<i32, Error> {
         .map_err(|err| Error::internal("cannot make the build context").with_source(err))?;
     let uid = nix::unistd::getuid().as_raw();
     let gid = nix::unistd::getgid().as_raw();
-    let mut command = ProcessBuilder::new(engine.binary())
+    let mut command = target
+        .command()
         .arg("build")
         .arg("-f")
         .arg(&dockerfile)
@@ -109,17 +131,17 @@ pub fn build(args: ImageBuildArgs) -> Result<i32, Error> {
         command = command.env("DOCKER_BUILDKIT", "0");
     }
     let command = command.arg(&context);
-    let dangling_before = dangling_images(engine);
-    crate::ui::print_note(&format!("building `{tag}` with {}: {command}", engine.binary()));
+    let dangling_before = dangling_images(&target);
+    crate::ui::print_note(&format!("building `{tag}` with {}: {command}", target.describe()));
     let status = command.status_to_stderr();
     let _ = fs_err::remove_dir_all(&context);
     let status = status.map_err(|err| Error::sandbox(format!("cannot run `{command}`: {err}")))?;
     if !status.success() {
         // The layers of the steps that did run, left untagged by the failed build: removed.
         let left: Vec<String> =
-            dangling_images(engine).into_iter().filter(|image| !dangling_before.contains(image)).collect();
+            dangling_images(&target).into_iter().filter(|image| !dangling_before.contains(image)).collect();
         if !left.is_empty() {
-            let _ = ProcessBuilder::new(engine.binary()).args(["rmi", "-f"]).args(&left).output();
+            let _ = target.command().args(["rmi", "-f"]).args(&left).output();
         }
         let hint = match &args.base {
             Some(_) => "see the build output above",
@@ -127,15 +149,17 @@ pub fn build(args: ImageBuildArgs) -> Result<i32, Error> {
         };
         return Err(Error::sandbox(format!("building `{tag}` failed")).with_hint(hint));
     }
+    let on = target.host.as_ref().map(|host| format!(" and `host = \"{}\"`", host.as_str())).unwrap_or_default();
     crate::ui::print_note(&format!(
-        "built `{tag}` (uid {uid}, gid {gid}); use it with `image = \"{tag}\"` in [sandbox]"
+        "built `{tag}` (uid {uid}, gid {gid}); use it with `image = \"{tag}\"`{on} in [sandbox]"
     ));
     Ok(0)
 }
 
 /// The engine's untagged images (their ids).
-fn dangling_images(engine: Engine) -> Vec<String> {
-    ProcessBuilder::new(engine.binary())
+fn dangling_images(target: &Target) -> Vec<String> {
+    target
+        .command()
         .args(["images", "-q", "--no-trunc", "--filter", "dangling=true"])
         .output()
         .map(|output| output.stdout.lines().map(str::to_owned).filter(|id| !id.is_empty()).collect())
@@ -143,14 +167,39 @@ fn dangling_images(engine: Engine) -> Vec<String> {
 }
 
 pub fn remove(args: ImageRemoveArgs) -> Result<i32, Error> {
-    let engine = engine(args.engine.as_deref())?;
+    let target = engine(args.engine.as_deref(), args.host.as_deref())?;
     let tag = tag(args.tag)?;
-    let command = ProcessBuilder::new(engine.binary()).args(["rmi", &tag]);
+    let command = target.command().args(["rmi", &tag]);
     let output = command.output().map_err(|err| Error::sandbox(format!("cannot run `{command}`: {err}")))?;
     if !output.success() {
         return Err(Error::sandbox(format!("cannot remove `{tag}`: {}", output.stderr.trim()))
             .with_hint("a container may still use it; `eden` removes its own containers at the end of each run"));
     }
     crate::ui::print_note(&format!("removed `{tag}`"));
+    Ok(0)
+}
+
+/// `eden image push IMAGE --host HOST`: the local engine's image, saved and loaded into the
+/// engine at `--host` through the two clients (no registry).
+pub fn push(args: ImagePushArgs) -> Result<i32, Error> {
+    let target = engine(args.engine.as_deref(), Some(&args.host))?;
+    let local = Target::new(target.engine, None);
+    let tag = tag(args.tag)?;
+    let inspect = local.command().args(["image", "inspect", "--format", "{{.Id}}", &tag]);
+    if !inspect.output().is_ok_and(|output| output.success()) {
+        return Err(Error::sandbox(format!("image `{tag}` is not available to the local {}", local.binary()))
+            .with_hint(format!("build it first: `eden image build --engine {} --tag {tag}`", local.binary())));
+    }
+    let save = local.command().args(["save", &tag]);
+    let load = target.command().arg("load");
+    crate::ui::print_note(&format!("copying `{tag}` to {}: {save} | {load}", target.describe()));
+    let (saved, loaded) =
+        save.pipe_into(&load).map_err(|err| Error::sandbox(format!("cannot run `{save} | {load}`: {err}")))?;
+    if !saved.success() || !loaded.success() {
+        let why = if saved.success() { loaded.stderr } else { saved.stderr };
+        return Err(Error::sandbox(format!("copying `{tag}` to {} failed: {}", target.describe(), why.trim()))
+            .with_hint("a private registry works as usual too: push there and pull on the host"));
+    }
+    crate::ui::print_note(&format!("`{tag}` is on {}", target.describe()));
     Ok(0)
 }

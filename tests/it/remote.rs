@@ -360,3 +360,66 @@ fn several_runs_are_spread_over_several_hosts() {
         assert!(spans[0].1 <= spans[1].0, "one at a time on {host}: {spans:?}");
     }
 }
+
+#[test]
+fn images_are_built_on_and_copied_to_a_remote_engine() {
+    let Some(engines) = engines() else { return };
+    let host = &engines.hosts[1];
+    let env = TestEnv::new();
+    let plain = [("DOCKER_TLS_VERIFY", ""), ("DOCKER_CERT_PATH", "")];
+    // Built there: the build runs on that engine (the context streamed to it).
+    let tag = format!("localhost/eden-remote-build:{}", std::process::id());
+    std::fs::write(
+        env.root().join("Dockerfile.far"),
+        format!("FROM {IMAGE}\nARG UID\nARG GID\nARG AGENT_PACKAGE\nRUN echo built-there > /built\n"),
+    )
+    .unwrap();
+    let file = env.root().join("Dockerfile.far");
+    let mut build = env.eden_command(&[
+        "image",
+        "build",
+        "--host",
+        &host.docker,
+        "--agent",
+        "none",
+        "--tag",
+        &tag,
+        "--file",
+        file.to_str().unwrap(),
+    ]);
+    let built = Run::from(build.envs(plain).output().unwrap());
+    built.assert_code(0);
+    let inspect =
+        |image: &str| host.docker_command(engines).args(["image", "inspect", image]).output().unwrap().status.success();
+    assert!(inspect(&tag), "on the remote engine: {}", built.stderr);
+    let local = std::process::Command::new("docker").args(["image", "inspect", &tag]).output().unwrap();
+    assert!(!local.status.success(), "not on the local one");
+    // Copied there: a local image, then a run that uses it.
+    let copied = format!("localhost/eden-remote-copy:{}", std::process::id());
+    assert!(std::process::Command::new("docker").args(["tag", IMAGE, &copied]).status().unwrap().success());
+    let mut push = env.eden_command(&["image", "push", &copied, "--host", &host.docker]);
+    let pushed = Run::from(push.envs(plain).output().unwrap());
+    pushed.assert_code(0);
+    assert!(inspect(&copied), "{}", pushed.stderr);
+    let vars: Vec<(String, String)> = plain.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let run = run_on(
+        &env,
+        engines,
+        &manifest("docker", COMMIT_AND_LEAVE, "").replace(IMAGE, &copied),
+        &["--host", &host.docker],
+        &vars,
+    );
+    run.assert_code(1);
+    assert_far_work_landed(&env, &run, host, engines);
+    let _ = std::process::Command::new("docker").args(["rmi", &copied]).output();
+    let _ = host.docker_command(engines).args(["rmi", &copied, &tag]).output();
+    // Nothing to push is a clear error.
+    let mut push = env.eden_command(&["image", "push", "localhost/none-such:1", "--host", &host.docker]);
+    let missing = Run::from(push.envs(plain).output().unwrap());
+    missing.assert_code(6);
+    assert!(
+        missing.stderr.contains("is not available to the local docker") && missing.stderr.contains("hint:"),
+        "{}",
+        missing.stderr
+    );
+}
