@@ -131,17 +131,29 @@ pub fn build(args: ImageBuildArgs) -> Result<i32, Error> {
         command = command.env("DOCKER_BUILDKIT", "0");
     }
     let command = command.arg(&context);
-    let dangling_before = dangling_images(&target);
     crate::ui::print_note(&format!("building `{tag}` with {}: {command}", target.describe()));
-    let status = command.status_to_stderr();
+    // The layers this build made, as its output names them (` ---> ID` from docker's builder,
+    // `--> ID` from podman's): a failed build's are removed, and no other build's.
+    let mut layers = Vec::new();
+    let status = command.status_with_lines(&mut |line| {
+        crate::ui::print_note(line);
+        if let Some(id) = line.trim().strip_prefix("---> ").or_else(|| line.trim().strip_prefix("--> ")) {
+            if id.chars().all(|c| c.is_ascii_hexdigit()) && id.len() >= 10 {
+                layers.push(id.to_owned());
+            }
+        }
+    });
     let _ = fs_err::remove_dir_all(&context);
     let status = status.map_err(|err| Error::sandbox(format!("cannot run `{command}`: {err}")))?;
     if !status.success() {
-        // The layers of the steps that did run, left untagged by the failed build: removed.
-        let left: Vec<String> =
-            dangling_images(&target).into_iter().filter(|image| !dangling_before.contains(image)).collect();
+        // Its own layers that nothing names now (the last one's tag was never set).
+        let dangling = dangling_images(&target);
+        // Removing a leaf removes the untagged layers under it that nothing else uses; never
+        // forced, so a layer another build stands on stays.
+        let left: Vec<&String> =
+            layers.iter().rev().filter(|layer| dangling.iter().any(|image| image_id_matches(image, layer))).collect();
         if !left.is_empty() {
-            let _ = target.command().args(["rmi", "-f"]).args(&left).output();
+            let _ = target.command().args(["rmi"]).args(left).output();
         }
         let hint = match &args.base {
             Some(_) => "see the build output above",
@@ -154,6 +166,11 @@ pub fn build(args: ImageBuildArgs) -> Result<i32, Error> {
         "built `{tag}` (uid {uid}, gid {gid}); use it with `image = \"{tag}\"`{on} in [sandbox]"
     ));
     Ok(0)
+}
+
+/// Does a full image id (`sha256:…`) match a short one from a build's output?
+fn image_id_matches(full: &str, short: &str) -> bool {
+    full.trim_start_matches("sha256:").starts_with(short)
 }
 
 /// The engine's untagged images (their ids).

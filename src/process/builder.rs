@@ -255,6 +255,24 @@ impl ProcessBuilder {
         command.status()
     }
 
+    /// Run to completion, handing each line of the child's stdout to `on_line` as it comes (its
+    /// stderr goes to eden's). It stays in eden's process group, as `status_to_stderr`.
+    pub fn status_with_lines(&self, on_line: &mut dyn FnMut(&str)) -> std::io::Result<std::process::ExitStatus> {
+        use std::io::BufRead;
+        let mut command = self.command();
+        command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::inherit());
+        let mut child = command.spawn()?;
+        let stdout = child.stdout.take().expect("piped");
+        for line in std::io::BufReader::new(stdout).lines() {
+            match line {
+                Ok(line) => on_line(&line),
+                Err(err) if err.kind() == std::io::ErrorKind::InvalidData => continue,
+                Err(_) => break,
+            }
+        }
+        child.wait()
+    }
+
     /// Spawn into a new process group with piped stdout and stderr, and stdin piped when there
     /// is something to write (null otherwise, so the child never waits on a terminal).
     ///
