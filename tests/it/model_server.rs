@@ -36,6 +36,8 @@ pub struct ModelServer {
     pub port: u16,
     pub stats: Arc<Stats>,
     stop: Arc<AtomicBool>,
+    /// The address it listens on: 127.0.0.1, or one a remote engine's containers reach.
+    address: String,
 }
 
 impl ModelServer {
@@ -48,8 +50,14 @@ impl ModelServer {
     /// `answers.replies[n]` as the final text of its n-th user turn (the last one repeats), no
     /// tools — for structured output and its retries in a resumed session.
     pub fn start_with(repo: PathBuf, fail_with_401: bool, answers: Option<Answers>) -> ModelServer {
+        Self::start_on("127.0.0.1", repo, fail_with_401, answers)
+    }
+
+    /// Listening on `address` (the test's own side of the remote engines' network), so a
+    /// container on a remote engine reaches it.
+    pub fn start_on(address: &str, repo: PathBuf, fail_with_401: bool, answers: Option<Answers>) -> ModelServer {
         let answers = Arc::new(answers);
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+        let listener = TcpListener::bind((address, 0)).expect("bind the model server");
         let port = listener.local_addr().unwrap().port();
         let stats = Arc::new(Stats::default());
         let stop = Arc::new(AtomicBool::new(false));
@@ -66,11 +74,11 @@ impl ModelServer {
                 });
             }
         });
-        ModelServer { port, stats, stop }
+        ModelServer { port, stats, stop, address: address.to_owned() }
     }
 
     pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        format!("http://{}:{}", self.address, self.port)
     }
 
     pub fn usage(&self) -> (u64, u64) {
@@ -81,7 +89,7 @@ impl ModelServer {
 impl Drop for ModelServer {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
-        let _ = TcpStream::connect(("127.0.0.1", self.port));
+        let _ = TcpStream::connect((self.address.as_str(), self.port));
     }
 }
 

@@ -423,3 +423,64 @@ fn images_are_built_on_and_copied_to_a_remote_engine() {
         missing.stderr
     );
 }
+
+/// The test image with Claude Code's native executable in it, built on `host`'s engine (the
+/// executable sent as the build context): on another machine nothing can be mounted in.
+fn claude_image(
+    engines: &RemoteEngines,
+    host: &RemoteHost,
+    claude: &std::path::Path,
+    scratch: &std::path::Path,
+) -> String {
+    let tag = "localhost/eden-test:claude".to_owned();
+    let context = scratch.join("claude-context");
+    std::fs::create_dir_all(&context).unwrap();
+    std::fs::copy(claude, context.join("claude")).unwrap();
+    std::fs::write(context.join("Dockerfile"), format!("FROM {IMAGE}\nCOPY claude /opt/claude\n")).unwrap();
+    let built = host
+        .docker_command(engines)
+        .env("DOCKER_BUILDKIT", "0")
+        .args(["build", "-q", "-t", &tag])
+        .arg(&context)
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    tag
+}
+
+/// The real Claude Code, in a container on a remote engine over TLS, against the scripted model
+/// server on this machine: it commits, the commit is merged here, and its transcript (written
+/// in the container's private state folder) is copied back and captured.
+#[test]
+fn claude_code_works_on_a_remote_engine() {
+    let Some(claude) = crate::real_agents::require("claude") else { return };
+    let Some(engines) = engines() else { return };
+    let host = &engines.hosts[0];
+    let env = TestEnv::new();
+    let image = claude_image(engines, host, &std::fs::canonicalize(claude).unwrap(), env.root());
+    let server = crate::model_server::ModelServer::start_on(
+        &engines.local_address(),
+        std::fs::canonicalize(&env.repo).unwrap(),
+        false,
+        None,
+    );
+    let manifest = format!(
+        "name = \"far\"\nprompt = \"create hello.txt and commit it\"\n[agent]\nkind = \"claude-code\"\n\
+         binary = \"/opt/claude\"\nenv = {{ ANTHROPIC_BASE_URL = \"${{ANTHROPIC_BASE_URL}}\", ANTHROPIC_API_KEY = \"${{ANTHROPIC_API_KEY}}\", \
+         DISABLE_TELEMETRY = \"1\", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = \"1\", CLAUDE_CODE_MAX_RETRIES = \"0\" }}\n\
+         [sandbox]\nkind = \"docker\"\nimage = \"{image}\"\nhost = \"{}\"\n[loop]\nmax_iterations = 1\nidle_timeout = \"90s\"\n",
+        host.docker
+    );
+    let vars = crate::real_agents::claude_env(&env, &server);
+    let run = run_on(&env, engines, &manifest, &[], &vars);
+    run.assert_code(0);
+    let record = run.json();
+    assert_eq!(record["merged_into"], "main", "{}", run.stderr);
+    assert!(env.repo.join("hello.txt").exists(), "the agent's commit, merged here");
+    crate::real_agents::assert_transcript(&env, &record, 0);
+    let source = record["iterations"][0]["transcript"]["source"].as_str().unwrap();
+    let private = std::fs::canonicalize(&env.repo).unwrap().join(".eden/agent-state");
+    assert!(source.starts_with(&private.display().to_string()), "copied back into the private folder: {source}");
+    assert!(!env.root().join("claude/projects").exists(), "nothing written to the person's folder");
+    assert!(host.containers(engines, &env.repo).is_empty());
+}

@@ -202,6 +202,12 @@ impl RemoteEngines {
         }
     }
 
+    /// This machine's address on the engines' network (a server there is reachable from their
+    /// containers).
+    pub fn local_address(&self) -> String {
+        format!("{SUBNET}.1")
+    }
+
     /// The environment a docker client needs for TLS hosts.
     pub fn tls_env(&self) -> Vec<(String, String)> {
         vec![("DOCKER_TLS_VERIFY".into(), "1".into()), ("DOCKER_CERT_PATH".into(), self.base.display().to_string())]
