@@ -484,3 +484,23 @@ fn claude_code_works_on_a_remote_engine() {
     assert!(!env.root().join("claude/projects").exists(), "nothing written to the person's folder");
     assert!(host.containers(engines, &env.repo).is_empty());
 }
+
+/// Over ssh, as `DOCKER_HOST=ssh://root@build1` people use: the docker client's own ssh
+/// transport, with the person's ssh configuration (here the test's `HOME`).
+#[test]
+fn a_run_over_ssh_brings_its_work_back() {
+    let Some(engines) = engines() else { return };
+    let host = &engines.hosts[0];
+    let ssh = host.ssh.as_deref().unwrap();
+    let env = TestEnv::new();
+    let path = engines.ssh_config(env.root());
+    let vars = [
+        ("DOCKER_TLS_VERIFY".to_owned(), String::new()),
+        ("DOCKER_CERT_PATH".to_owned(), String::new()),
+        ("PATH".to_owned(), path),
+    ];
+    let run = run_on(&env, engines, &manifest("docker", COMMIT_AND_LEAVE, ""), &["--host", ssh], &vars);
+    run.assert_code(1);
+    assert_far_work_landed(&env, &run, host, engines);
+    assert_eq!(run.json()["container"]["host"], ssh);
+}

@@ -1,7 +1,8 @@
 //! Real "remote" container engines on this machine, for the tests of `sandbox.host`: a network
 //! namespace per host (10.213.77.2, .3 …) behind a bridge in a "switch" namespace, the host at
 //! 10.213.77.1, each running its own dockerd (the first over TCP with TLS, from certificates made
-//! here with openssl; the others over plain TCP), the first also a podman API service. The
+//! here with openssl; the others over plain TCP), the first also a podman API service and an
+//! sshd (for `ssh://`, which runs `docker system dial-stdio` there). The
 //! test's temporary folders and eden's own executable are hidden from those daemons (a tmpfs
 //! over them in their mount namespace), as on another machine: anything eden bind-mounts by a
 //! path of this machine shows up empty, and the test fails.
@@ -9,7 +10,7 @@
 //! One set per test process, made on first use (about two seconds, plus loading the test image
 //! into each engine) and torn down when the process exits, by the pids it wrote; namespaces and
 //! links are named after the test process, and leftovers of a killed one are removed first.
-//! Needs root, `ip`, `nsenter`, `unshare`, `openssl`, dockerd and podman (`.ci/run` installs
+//! Needs root, `ip`, `nsenter`, `unshare`, `openssl`, `sshd`, dockerd and podman (`.ci/run` installs
 //! them); elsewhere the tests that need it are skipped with a note.
 
 use std::path::{Path, PathBuf};
@@ -33,33 +34,34 @@ pub struct RemoteHost {
     pub tls: bool,
     /// `tcp://ADDRESS:8888`: a podman API service (the first host only).
     pub podman: Option<String>,
+    /// `ssh://root@ADDRESS`: an sshd whose sessions reach this host's dockerd (the first host
+    /// only; its key in `RemoteEngines::ssh_config`).
+    pub ssh: Option<String>,
     dockerd_pid: u32,
 }
 
-static ENGINES: OnceLock<Option<RemoteEngines>> = OnceLock::new();
+static ENGINES: OnceLock<Result<RemoteEngines, String>> = OnceLock::new();
 
 /// The engines, set up once; `None` (the test skipped, with a note) where this machine cannot.
 pub fn engines() -> Option<&'static RemoteEngines> {
-    let engines = ENGINES.get_or_init(|| match RemoteEngines::start() {
-        Ok(engines) => {
-            extern "C" fn stop() {
-                if let Some(Some(engines)) = ENGINES.get() {
-                    engines.stop();
-                }
+    let engines = ENGINES.get_or_init(|| {
+        let engines = RemoteEngines::start()?;
+        extern "C" fn stop() {
+            if let Some(Ok(engines)) = ENGINES.get() {
+                engines.stop();
             }
-            // SAFETY: `stop` is an `extern "C" fn()` with no arguments, as atexit takes.
-            unsafe { nix::libc::atexit(stop) };
-            Some(engines)
         }
+        // SAFETY: `stop` is an `extern "C" fn()` with no arguments, as atexit takes.
+        unsafe { nix::libc::atexit(stop) };
+        Ok(engines)
+    });
+    match engines {
+        Ok(engines) => Some(engines),
         Err(why) => {
-            eprintln!("remote engines: {why}");
+            crate::support::skip(&format!("remote engines cannot be set up here: {why}"));
             None
         }
-    });
-    if engines.is_none() {
-        crate::support::skip("remote engines cannot be set up here (root, iproute2, openssl, dockerd, podman)");
     }
-    engines.as_ref()
 }
 
 fn sh(script: &str) -> Result<String, String> {
@@ -151,7 +153,7 @@ impl RemoteEngines {
             .spawn()
             .map_err(|err| err.to_string())?;
         let docker = format!("tcp://{address}:{}", if tls { 2376 } else { 2375 });
-        let mut host = RemoteHost { name, address, docker, tls, podman: None, dockerd_pid: 0 };
+        let mut host = RemoteHost { name, address, docker, tls, podman: None, ssh: None, dockerd_pid: 0 };
         let started = std::time::Instant::now();
         while !host.docker_command(self).args(["version"]).output().is_ok_and(|o| o.status.success()) {
             if started.elapsed() > std::time::Duration::from_secs(60) {
@@ -166,6 +168,7 @@ impl RemoteEngines {
             .ok_or("dockerd wrote no pid")?;
         if n == 0 {
             host.podman = Some(self.start_podman(&host, &dir)?);
+            host.ssh = Some(self.start_sshd(&host, &dir)?);
         }
         Ok(host)
     }
@@ -208,6 +211,56 @@ impl RemoteEngines {
         format!("{SUBNET}.1")
     }
 
+    /// An sshd in the host's namespaces, root logging in with the fixture's key, its sessions
+    /// pointed at this host's dockerd (`docker -H ssh://…` runs `docker system dial-stdio`
+    /// there).
+    fn start_sshd(&self, host: &RemoteHost, dir: &Path) -> Result<String, String> {
+        which::which("sshd").map_err(|_| "`sshd` is missing (openssh-server)".to_owned())?;
+        let (b, d) = (self.base.display(), dir.display());
+        if !self.base.join("ssh-key").exists() {
+            sh(&format!("ssh-keygen -q -t ed25519 -N '' -f {b}/ssh-key && cp {b}/ssh-key.pub {b}/authorized_keys && chmod 600 {b}/authorized_keys"))?;
+        }
+        sh(&format!("ssh-keygen -q -t ed25519 -N '' -f {d}/host-key"))?;
+        std::fs::write(
+            dir.join("sshd_config"),
+            format!(
+                "ListenAddress {}:22\nHostKey {d}/host-key\nPidFile {d}/sshd.pid\nAuthorizedKeysFile {b}/authorized_keys\n\
+                 PermitRootLogin prohibit-password\nPasswordAuthentication no\nUsePAM no\nStrictModes no\n\
+                 SetEnv DOCKER_HOST=unix://{d}/docker.sock\n",
+                host.address
+            ),
+        )
+        .map_err(|err| err.to_string())?;
+        std::fs::create_dir_all("/run/sshd").map_err(|err| err.to_string())?;
+        let started = Command::new("nsenter")
+            .args(["-t", &host.dockerd_pid.to_string(), "--mount", "--net", "--uts"])
+            .args(["/usr/sbin/sshd", "-f", &format!("{d}/sshd_config")])
+            .output()
+            .map_err(|err| err.to_string())?;
+        if !started.status.success() {
+            return Err(format!("sshd did not start: {}", String::from_utf8_lossy(&started.stderr)));
+        }
+        Ok(format!("ssh://root@{}", host.address))
+    }
+
+    /// An ssh client configuration of the test's own (the fixture's key, the test hosts' keys
+    /// taken on first sight) and an `ssh` in `dir` that uses it (OpenSSH reads the home folder
+    /// from the password database, not `HOME`): returns the `PATH` that puts it first.
+    pub fn ssh_config(&self, dir: &Path) -> String {
+        let ssh = dir.join("ssh");
+        std::fs::create_dir_all(&ssh).unwrap();
+        let config = format!(
+            "Host {SUBNET}.*\n  User root\n  IdentityFile {}/ssh-key\n  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n",
+            self.base.display()
+        );
+        std::fs::write(ssh.join("config"), config).unwrap();
+        let wrapper = ssh.join("ssh");
+        std::fs::write(&wrapper, format!("#!/bin/sh\nexec /usr/bin/ssh -F {}/config \"$@\"\n", ssh.display())).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+        format!("{}:{}", ssh.display(), std::env::var("PATH").unwrap_or_default())
+    }
+
     /// The environment a docker client needs for TLS hosts.
     pub fn tls_env(&self) -> Vec<(String, String)> {
         vec![("DOCKER_TLS_VERIFY".into(), "1".into()), ("DOCKER_CERT_PATH".into(), self.base.display().to_string())]
@@ -216,7 +269,7 @@ impl RemoteEngines {
     fn stop(&self) {
         for host in &self.hosts {
             let dir = self.base.join(&host.name);
-            for pid_file in ["podman.pid", "docker.pid"] {
+            for pid_file in ["sshd.pid", "podman.pid", "docker.pid"] {
                 if let Some(pid) =
                     std::fs::read_to_string(dir.join(pid_file)).ok().and_then(|p| p.trim().parse::<i32>().ok())
                 {
@@ -336,7 +389,7 @@ fn reap_stale() {
         if Path::new(&format!("/proc/{pid}")).exists() {
             continue;
         }
-        for pid_file in ["h1/podman.pid", "h1/docker.pid", "h2/docker.pid"] {
+        for pid_file in ["h1/sshd.pid", "h1/podman.pid", "h1/docker.pid", "h2/docker.pid"] {
             if let Some(daemon) =
                 std::fs::read_to_string(entry.path().join(pid_file)).ok().and_then(|p| p.trim().parse::<i32>().ok())
             {
