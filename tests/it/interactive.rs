@@ -217,13 +217,22 @@ fn without_a_terminal_it_needs_no_tty() {
 
 /// In a container: a terminal inside that follows the window's size, and the session's commit
 /// merged when it ends.
-fn container_terminal(engine: &str) {
+fn container_terminal(engine: &str, remote: Option<&crate::remote_engines::RemoteEngines>) {
     if !ready(engine) {
         return;
     }
     let env = TestEnv::new();
-    let extra = format!("--sandbox {engine} --set sandbox.image={IMAGE} --strategy merge-to-head");
-    let Some(tmux) = Tmux::start(&env, &env.repo, &eden_bash(&extra)) else { return };
+    let mut extra = format!("--sandbox {engine} --set sandbox.image={IMAGE} --strategy merge-to-head");
+    let mut script = String::new();
+    if let Some(engines) = remote {
+        let host = &engines.hosts[0];
+        extra.push_str(&format!(" --host {}", host.docker));
+        for (key, value) in engines.tls_env() {
+            script.push_str(&format!("export {key}={value}; "));
+        }
+    }
+    script.push_str(&eden_bash(&extra));
+    let Some(tmux) = Tmux::start(&env, &env.repo, &script) else { return };
     tmux.wait_for("# ");
     tmux.line("tty; echo SIZE-$(stty size | tr ' ' x)");
     let screen = tmux.wait_for("SIZE-30x120");
@@ -242,17 +251,27 @@ fn container_terminal(engine: &str) {
     assert_eq!(exit_code(&env), 0, "{}", tmux.screen());
     assert_eq!(env.log_subjects("main")[0], "boxed");
     assert!(crate::containers::containers_of(engine, &std::fs::canonicalize(&env.repo).unwrap()).is_empty());
+    if let Some(engines) = remote {
+        assert!(engines.hosts[0].containers(engines, &env.repo).is_empty(), "nothing left on the remote engine");
+    }
     env.assert_pristine();
 }
 
 #[test]
 fn docker_gives_a_terminal_that_follows_the_window() {
-    container_terminal("docker");
+    container_terminal("docker", None);
 }
 
 #[test]
 fn podman_gives_a_terminal_that_follows_the_window() {
-    container_terminal("podman");
+    container_terminal("podman", None);
+}
+
+/// The same on a remote engine: `exec -it` over the engine's channel.
+#[test]
+fn a_remote_engine_gives_a_terminal_that_follows_the_window() {
+    let Some(engines) = crate::remote_engines::engines() else { return };
+    container_terminal("docker", Some(engines));
 }
 
 /// The real Claude Code TUI against the scripted model server, its first-run questions answered
