@@ -91,17 +91,26 @@ fn podman_remote_brings_its_work_back() {
     let Some(engines) = engines() else { return };
     let host = &engines.hosts[0];
     let url = host.podman.as_deref().unwrap();
-    let env = TestEnv::new();
-    let run = run_on(&env, engines, &manifest("podman", COMMIT_AND_LEAVE, ""), &["--host", url], &[]);
-    run.assert_code(1);
-    assert_eq!(env.log_subjects("main")[0], "made far away", "{}", run.stderr);
-    let kept = run.json()["preserved_worktree"].as_str().unwrap().to_owned();
-    assert_eq!(std::fs::read_to_string(std::path::Path::new(&kept).join("loose.txt")).unwrap(), "left\n");
-    let listed = std::process::Command::new("podman")
-        .args(["--remote", "--url", url, "ps", "-a", "--filter", "label=eden.run", "--format", "{{.Names}}"])
-        .output()
-        .unwrap();
-    assert_eq!(String::from_utf8_lossy(&listed.stdout).trim(), "", "nothing left on podman");
+    // `--host`, then podman's own CONTAINER_HOST.
+    for (args, vars) in [(vec!["--host", url], vec![]), (vec![], vec![("CONTAINER_HOST".to_owned(), url.to_owned())])] {
+        let env = TestEnv::new();
+        let run = run_on(&env, engines, &manifest("podman", COMMIT_AND_LEAVE, ""), &args, &vars);
+        run.assert_code(1);
+        assert_eq!(env.log_subjects("main")[0], "made far away", "{}", run.stderr);
+        let record = run.json();
+        assert_eq!(record["container"]["host"], url);
+        let kept = record["preserved_worktree"].as_str().unwrap().to_owned();
+        assert_eq!(std::fs::read_to_string(std::path::Path::new(&kept).join("loose.txt")).unwrap(), "left\n");
+        let listed = std::process::Command::new("podman")
+            .args(["--remote", "--url", url, "ps", "-a", "--filter", "label=eden.run", "--format", "{{.Labels}}"])
+            .output()
+            .unwrap();
+        let repo = std::fs::canonicalize(&env.repo).unwrap();
+        assert!(
+            !String::from_utf8_lossy(&listed.stdout).contains(&repo.display().to_string()),
+            "nothing left on podman"
+        );
+    }
 }
 
 #[test]
@@ -503,4 +512,31 @@ fn a_run_over_ssh_brings_its_work_back() {
     run.assert_code(1);
     assert_far_work_landed(&env, &run, host, engines);
     assert_eq!(run.json()["container"]["host"], ssh);
+}
+
+/// A private registry works as usual: an image pushed there from one engine, pulled by another
+/// (eden never pulls: the person does, as they would for any image), and a run on it.
+#[test]
+fn an_image_from_a_private_registry_runs_on_a_remote_engine() {
+    let Some(engines) = engines() else { return };
+    let (from, to) = (&engines.hosts[0], &engines.hosts[1]);
+    let shared = format!("{}/eden-test:shared-{}", engines.registry, std::process::id());
+    let ok = |command: &mut std::process::Command| {
+        let output = command.output().unwrap();
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    };
+    ok(from.docker_command(engines).args(["tag", IMAGE, &shared]));
+    ok(from.docker_command(engines).args(["push", &shared]));
+    ok(to.docker_command(engines).args(["pull", &shared]));
+    let env = TestEnv::new();
+    let vars = [("DOCKER_TLS_VERIFY".to_owned(), String::new()), ("DOCKER_CERT_PATH".to_owned(), String::new())];
+    let run = run_on(
+        &env,
+        engines,
+        &manifest("docker", COMMIT_AND_LEAVE, "").replace(IMAGE, &shared),
+        &["--host", &to.docker],
+        &vars,
+    );
+    run.assert_code(1);
+    assert_far_work_landed(&env, &run, to, engines);
 }

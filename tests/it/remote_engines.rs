@@ -2,7 +2,8 @@
 //! namespace per host (10.213.77.2, .3 …) behind a bridge in a "switch" namespace, the host at
 //! 10.213.77.1, each running its own dockerd (the first over TCP with TLS, from certificates made
 //! here with openssl; the others over plain TCP), the first also a podman API service and an
-//! sshd (for `ssh://`, which runs `docker system dial-stdio` there). The
+//! sshd (for `ssh://`, which runs `docker system dial-stdio` there); and a private registry
+//! (Debian's `docker-registry`) at 10.213.77.1:5055 that every engine trusts. The
 //! test's temporary folders and eden's own executable are hidden from those daemons (a tmpfs
 //! over them in their mount namespace), as on another machine: anything eden bind-mounts by a
 //! path of this machine shows up empty, and the test fails.
@@ -24,6 +25,9 @@ pub struct RemoteEngines {
     base: PathBuf,
     pid: u32,
     pub hosts: Vec<RemoteHost>,
+    /// `ADDRESS:5055`: a private registry (Debian's `docker-registry`) on this machine's side of
+    /// the network, which every test engine trusts without TLS.
+    pub registry: String,
 }
 
 pub struct RemoteHost {
@@ -92,7 +96,9 @@ impl RemoteEngines {
              ip netns exec {switch} ip link add br0 type bridge && ip netns exec {switch} ip link set br0 up && \
              ip netns exec {switch} ip link set erp{pid} master br0 && ip netns exec {switch} ip link set erp{pid} up"
         ))?;
-        let mut engines = RemoteEngines { base, pid, hosts: Vec::new() };
+        let registry = format!("{SUBNET}.1:5055");
+        let mut engines = RemoteEngines { base, pid, hosts: Vec::new(), registry };
+        engines.start_registry().inspect_err(|_| engines.stop())?;
         for n in 0..HOSTS {
             let host = engines.start_host(n, &switch).inspect_err(|_| engines.stop())?;
             engines.hosts.push(host);
@@ -132,7 +138,7 @@ impl RemoteEngines {
         let d = dir.display();
         let script = format!(
             "hostname {name}; {hidden}exec dockerd --data-root {d}/data --exec-root {d}/exec --pidfile {d}/docker.pid \
-             -H unix://{d}/docker.sock {listen} --cgroup-parent /eden-{name}-{pid} --bip 172.31.{}.1/24 \
+             -H unix://{d}/docker.sock {listen} --insecure-registry {SUBNET}.1:5055 --cgroup-parent /eden-{name}-{pid} --bip 172.31.{}.1/24 \
              --config-file {d}/daemon.json >{d}/dockerd.log 2>&1",
             201 + n
         );
@@ -171,6 +177,36 @@ impl RemoteEngines {
             host.ssh = Some(self.start_sshd(&host, &dir)?);
         }
         Ok(host)
+    }
+
+    /// Debian's registry, serving on this machine's side of the test network.
+    fn start_registry(&self) -> Result<(), String> {
+        which::which("docker-registry").map_err(|_| "`docker-registry` is missing".to_owned())?;
+        let b = self.base.display();
+        std::fs::write(
+            self.base.join("registry.yml"),
+            format!(
+                "version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: {b}/registry\nhttp:\n  addr: {}\n",
+                self.registry
+            ),
+        )
+        .map_err(|err| err.to_string())?;
+        let child = Command::new("setsid")
+            .args(["docker-registry", "serve", &format!("{b}/registry.yml")])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(self.base.join("registry.log")).map_err(|err| err.to_string())?)
+            .spawn()
+            .map_err(|err| err.to_string())?;
+        std::fs::write(self.base.join("registry.pid"), child.id().to_string()).map_err(|err| err.to_string())?;
+        let started = std::time::Instant::now();
+        while std::net::TcpStream::connect(&self.registry).is_err() {
+            if started.elapsed() > std::time::Duration::from_secs(30) {
+                return Err("the registry did not start".into());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        Ok(())
     }
 
     /// A podman API service in the host's namespaces (its mount namespace hides what dockerd's
@@ -267,6 +303,11 @@ impl RemoteEngines {
     }
 
     fn stop(&self) {
+        if let Some(pid) =
+            std::fs::read_to_string(self.base.join("registry.pid")).ok().and_then(|p| p.trim().parse::<i32>().ok())
+        {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGTERM);
+        }
         for host in &self.hosts {
             let dir = self.base.join(&host.name);
             for pid_file in ["sshd.pid", "podman.pid", "docker.pid"] {
@@ -389,7 +430,7 @@ fn reap_stale() {
         if Path::new(&format!("/proc/{pid}")).exists() {
             continue;
         }
-        for pid_file in ["h1/sshd.pid", "h1/podman.pid", "h1/docker.pid", "h2/docker.pid"] {
+        for pid_file in ["registry.pid", "h1/sshd.pid", "h1/podman.pid", "h1/docker.pid", "h2/docker.pid"] {
             if let Some(daemon) =
                 std::fs::read_to_string(entry.path().join(pid_file)).ok().and_then(|p| p.trim().parse::<i32>().ok())
             {
