@@ -465,33 +465,41 @@ fn claude_code_works_on_a_remote_engine() {
     let Some(claude) = crate::real_agents::require("claude") else { return };
     let Some(engines) = engines() else { return };
     let host = &engines.hosts[0];
-    let env = TestEnv::new();
-    let image = claude_image(engines, host, &std::fs::canonicalize(claude).unwrap(), env.root());
-    let server = crate::model_server::ModelServer::start_on(
-        &engines.local_address(),
-        std::fs::canonicalize(&env.repo).unwrap(),
-        false,
-        None,
-    );
-    let manifest = format!(
-        "name = \"far\"\nprompt = \"create hello.txt and commit it\"\n[agent]\nkind = \"claude-code\"\n\
-         binary = \"/opt/claude\"\nenv = {{ ANTHROPIC_BASE_URL = \"${{ANTHROPIC_BASE_URL}}\", ANTHROPIC_API_KEY = \"${{ANTHROPIC_API_KEY}}\", \
-         DISABLE_TELEMETRY = \"1\", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = \"1\", CLAUDE_CODE_MAX_RETRIES = \"0\" }}\n\
-         [sandbox]\nkind = \"docker\"\nimage = \"{image}\"\nhost = \"{}\"\n[loop]\nmax_iterations = 1\nidle_timeout = \"90s\"\n",
-        host.docker
-    );
-    let vars = crate::real_agents::claude_env(&env, &server);
-    let run = run_on(&env, engines, &manifest, &[], &vars);
-    run.assert_code(0);
-    let record = run.json();
-    assert_eq!(record["merged_into"], "main", "{}", run.stderr);
-    assert!(env.repo.join("hello.txt").exists(), "the agent's commit, merged here");
-    crate::real_agents::assert_transcript(&env, &record, 0);
-    let source = record["iterations"][0]["transcript"]["source"].as_str().unwrap();
-    let private = std::fs::canonicalize(&env.repo).unwrap().join(".eden/agent-state");
-    assert!(source.starts_with(&private.display().to_string()), "copied back into the private folder: {source}");
-    assert!(!env.root().join("claude/projects").exists(), "nothing written to the person's folder");
-    assert!(host.containers(engines, &env.repo).is_empty());
+    let scratch = TestEnv::new();
+    let image = claude_image(engines, host, &std::fs::canonicalize(claude).unwrap(), scratch.root());
+    // Over TLS, then over ssh (the same engine: the sshd's sessions reach it).
+    for address in [host.docker.clone(), host.ssh.clone().unwrap()] {
+        let env = TestEnv::new();
+        let server = crate::model_server::ModelServer::start_on(
+            &engines.local_address(),
+            std::fs::canonicalize(&env.repo).unwrap(),
+            false,
+            None,
+        );
+        let manifest = format!(
+            "name = \"far\"\nprompt = \"create hello.txt and commit it\"\n[agent]\nkind = \"claude-code\"\n\
+             binary = \"/opt/claude\"\nenv = {{ ANTHROPIC_BASE_URL = \"${{ANTHROPIC_BASE_URL}}\", ANTHROPIC_API_KEY = \"${{ANTHROPIC_API_KEY}}\", \
+             DISABLE_TELEMETRY = \"1\", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = \"1\", CLAUDE_CODE_MAX_RETRIES = \"0\" }}\n\
+             [sandbox]\nkind = \"docker\"\nimage = \"{image}\"\nhost = \"{address}\"\n[loop]\nmax_iterations = 1\nidle_timeout = \"90s\"\n"
+        );
+        let mut vars = crate::real_agents::claude_env(&env, &server);
+        if address.starts_with("ssh://") {
+            vars.push(("PATH".into(), engines.ssh_config(env.root())));
+            vars.push(("DOCKER_TLS_VERIFY".into(), String::new()));
+            vars.push(("DOCKER_CERT_PATH".into(), String::new()));
+        }
+        let run = run_on(&env, engines, &manifest, &[], &vars);
+        run.assert_code(0);
+        let record = run.json();
+        assert_eq!(record["merged_into"], "main", "{address}: {}", run.stderr);
+        assert!(env.repo.join("hello.txt").exists(), "the agent's commit, merged here");
+        crate::real_agents::assert_transcript(&env, &record, 0);
+        let source = record["iterations"][0]["transcript"]["source"].as_str().unwrap();
+        let private = std::fs::canonicalize(&env.repo).unwrap().join(".eden/agent-state");
+        assert!(source.starts_with(&private.display().to_string()), "copied back into the private folder: {source}");
+        assert!(!env.root().join("claude/projects").exists(), "nothing written to the person's folder");
+        assert!(host.containers(engines, &env.repo).is_empty());
+    }
 }
 
 /// Over ssh, as `DOCKER_HOST=ssh://root@build1` people use: the docker client's own ssh
@@ -539,4 +547,31 @@ fn an_image_from_a_private_registry_runs_on_a_remote_engine() {
     );
     run.assert_code(1);
     assert_far_work_landed(&env, &run, to, engines);
+}
+
+/// Limits go to the remote engine's `run` and hold there.
+#[test]
+fn limits_hold_on_a_remote_engine() {
+    let Some(engines) = engines() else { return };
+    let host = &engines.hosts[0];
+    let env = TestEnv::new();
+    let script = "n=$(sh -c 'for i in $(seq 200); do sleep 30 >/dev/null 2>&1 & echo x; done' 2>/dev/null | wc -l); echo \"started $n\"; \
+                  head -c 300000000 /dev/zero | tail > /dev/null; echo \"tail exit $?\"; echo '<promise>COMPLETE</promise>'";
+    let run = run_on(
+        &env,
+        engines,
+        &manifest("docker", script, "pids_limit = 30\nmemory = \"64m\""),
+        &["--host", &host.docker],
+        &[],
+    );
+    run.assert_code(0);
+    let started: usize = run
+        .stderr
+        .lines()
+        .find_map(|l| l.split("| started ").nth(1))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{}", run.stderr));
+    assert!(started < 30, "pids_limit caps the processes: {started} started");
+    assert!(run.stderr.contains("| tail exit 137"), "the memory hog is OOM-killed: {}", run.stderr);
+    assert!(host.containers(engines, &env.repo).is_empty());
 }
