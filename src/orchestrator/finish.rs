@@ -270,13 +270,13 @@ fn queue_position(layout: &crate::layout::Layout, batch: &str, target: &str) -> 
 /// A run that ended well but left work uncommitted: never a silent success.
 fn leftovers_error(worktree: &std::path::Path, count: usize, merged_into: Option<&str>) -> Error {
     let landed = match merged_into {
-        Some(target) => format!("its commits are merged into `{target}`, but "),
+        Some(target) => format!(" (its commits are merged into `{target}`)"),
         None => String::new(),
     };
     Error::new(
         crate::error::ErrorKind::Uncommitted,
         format!(
-            "the agent finished, but {landed}it left {count} uncommitted change(s) in {}, which are on no branch",
+            "the agent finished{landed}, but it left {count} uncommitted change(s) in {}, which are on no branch",
             worktree.display()
         ),
     )
