@@ -24,3 +24,23 @@ cat "$1"
 AGENT
   chmod +x "$work/agent.sh"
 }
+
+# A repository at $1 of 2,000 commits of 25 new files each (and one changed): 50,000 files.
+big_repo() {
+  git init -q -b main "$1"
+  python3 - <<'PY' | git -C "$1" fast-import --quiet
+import sys
+out = sys.stdout
+for c in range(2000):
+    out.write(f"commit refs/heads/main\ncommitter bench <b@e> {1700000000 + c} +0000\ndata 8\ncommit {c % 10}\n")
+    for i in range(25):
+        n = c * 25 + i
+        body = f"file {n}\n" + "x" * (n % 200) + "\n"
+        out.write(f"M 100644 inline src/d{n // 500}/f{n}.txt\ndata {len(body)}\n{body}")
+    if c:
+        body = f"changed in {c}\n"
+        out.write(f"M 100644 inline src/d0/f{c % 25}.txt\ndata {len(body)}\n{body}")
+    out.write("\n")
+PY
+  git -C "$1" reset -q --hard
+}

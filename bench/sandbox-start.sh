@@ -13,24 +13,8 @@ image=localhost/eden-test:git
 engines=("$@")
 [ ${#engines[@]} -eq 0 ] && engines=(docker podman)
 
-# 2,000 commits of 25 new files each (and one changed), 50,000 files in the end.
 big=$work/big
-git init -q -b main "$big"
-python3 - <<'PY' | git -C "$big" fast-import --quiet
-import sys
-out = sys.stdout
-for c in range(2000):
-    out.write(f"commit refs/heads/main\ncommitter bench <b@e> {1700000000 + c} +0000\ndata 8\ncommit {c % 10}\n")
-    for i in range(25):
-        n = c * 25 + i
-        body = f"file {n}\n" + "x" * (n % 200) + "\n"
-        out.write(f"M 100644 inline src/d{n // 500}/f{n}.txt\ndata {len(body)}\n{body}")
-    if c:
-        body = f"changed in {c}\n"
-        out.write(f"M 100644 inline src/d0/f{c % 25}.txt\ndata {len(body)}\n{body}")
-    out.write("\n")
-PY
-git -C "$big" reset -q --hard
+big_repo "$big"
 echo "repository: $(git -C "$big" ls-files | wc -l) files, $(git -C "$big" rev-list --count HEAD) commits"
 
 plan() { # ENGINE EXPOSE ITERATIONS SCRIPT

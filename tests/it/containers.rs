@@ -50,7 +50,7 @@ pub fn containers_of(engine: &str, repo: &std::path::Path) -> Vec<String> {
 }
 
 /// A manifest whose agent is `sh -c SCRIPT` inside the image.
-fn manifest(engine: &str, script: &str, extra_sandbox: &str) -> String {
+pub fn manifest(engine: &str, script: &str, extra_sandbox: &str) -> String {
     let script = script.replace('\\', "\\\\").replace('"', "\\\"");
     format!(
         "name = \"box\"\nprompt = \"go\"\n[agent]\nkind = \"cli\"\nbinary = \"sh\"\nargs = [\"-c\", \"cat >/dev/null; {script}\"]\n\

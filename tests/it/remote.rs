@@ -2,18 +2,9 @@
 //! conventions), against the real engines of `remote_engines`, which see none of this
 //! machine's files.
 
-use crate::containers::IMAGE;
+use crate::containers::{manifest, IMAGE};
 use crate::remote_engines::{engines, RemoteEngines, RemoteHost};
 use crate::support::{Run, TestEnv};
-
-/// An agent (`sh -c SCRIPT` in the image) that commits a file and leaves another uncommitted.
-fn manifest(engine: &str, script: &str, extra_sandbox: &str) -> String {
-    let script = script.replace('\\', "\\\\").replace('"', "\\\"");
-    format!(
-        "name = \"far\"\nprompt = \"go\"\n[agent]\nkind = \"cli\"\nbinary = \"sh\"\nargs = [\"-c\", \"cat >/dev/null; {script}\"]\n\
-         [sandbox]\nkind = \"{engine}\"\nimage = \"{IMAGE}\"\n{extra_sandbox}\n[loop]\nmax_iterations = 1\nidle_timeout = \"60s\"\n"
-    )
-}
 
 const COMMIT_AND_LEAVE: &str = "cat README.md > copy.txt && git add copy.txt && git -c user.name=far -c user.email=far@example.com commit -qm 'made far away' && echo left > loose.txt && echo '<promise>COMPLETE</promise>'";
 
@@ -312,7 +303,7 @@ fn several_runs_are_spread_over_several_hosts() {
     for n in 0..4 {
         let script = format!("echo {n} > run-{n}.txt && git add run-{n}.txt && git -c user.name=far -c user.email=far@example.com commit -qm 'run {n}' && sleep 2 && echo '<promise>COMPLETE</promise>'");
         let manifest = manifest("docker", &script, &format!("host = [{}]", names.join(", ")))
-            .replace("name = \"far\"", &format!("name = \"far-{n}\""));
+            .replace("name = \"box\"", &format!("name = \"far-{n}\""));
         let path = env.root().join(format!("far-{n}.toml"));
         std::fs::write(&path, manifest).unwrap();
         paths.push(path.display().to_string());

@@ -351,46 +351,31 @@ impl RemoteHost {
         if !crate::containers::ready("docker") {
             return Err("the local docker has no test image".into());
         }
-        let mut save = Command::new("docker")
-            .args(["save", crate::containers::IMAGE])
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .map_err(|err| err.to_string())?;
-        let load = self
-            .docker_command(engines)
-            .arg("load")
-            .stdin(save.stdout.take().unwrap())
-            .output()
-            .map_err(|err| err.to_string())?;
-        let _ = save.wait();
-        if !load.status.success() {
-            return Err(format!(
-                "loading the test image into {} failed: {}",
-                self.name,
-                String::from_utf8_lossy(&load.stderr)
-            ));
-        }
+        let mut load = self.docker_command(engines);
+        load.arg("load");
+        load_image(load, &self.name)?;
         if let Some(url) = &self.podman {
-            let mut save = Command::new("docker")
-                .args(["save", crate::containers::IMAGE])
-                .stdout(std::process::Stdio::piped())
-                .spawn()
-                .map_err(|err| err.to_string())?;
-            let load = Command::new("podman")
-                .args(["--remote", "--url", url, "load"])
-                .stdin(save.stdout.take().unwrap())
-                .output()
-                .map_err(|err| err.to_string())?;
-            let _ = save.wait();
-            if !load.status.success() {
-                return Err(format!(
-                    "loading the test image into podman failed: {}",
-                    String::from_utf8_lossy(&load.stderr)
-                ));
-            }
+            let mut load = Command::new("podman");
+            load.args(["--remote", "--url", url, "load"]);
+            load_image(load, &format!("podman on {}", self.name))?;
         }
         Ok(())
     }
+}
+
+/// The local docker's test image, saved into `load` (another engine's `load`).
+fn load_image(mut load: Command, into: &str) -> Result<(), String> {
+    let mut save = Command::new("docker")
+        .args(["save", crate::containers::IMAGE])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|err| err.to_string())?;
+    let loaded = load.stdin(save.stdout.take().unwrap()).output().map_err(|err| err.to_string())?;
+    let _ = save.wait();
+    if !loaded.status.success() {
+        return Err(format!("loading the test image into {into} failed: {}", String::from_utf8_lossy(&loaded.stderr)));
+    }
+    Ok(())
 }
 
 /// What a remote engine must not see: the tests' temporary folders and eden's executable.
