@@ -159,19 +159,9 @@ impl Batch<'_> {
     /// host with the fewest of this invocation's runs in flight (the first such in its list),
     /// or `None` when every one of its hosts is at `--jobs-per-host`.
     fn place(&self, index: usize) -> Option<Option<String>> {
-        let hosts = &self.members[index].hosts;
-        if hosts.is_empty() {
-            return Some(None);
-        }
-        let in_flight = |host: &String| {
-            self.children.keys().filter(|other| self.ended[**other].host.as_ref() == Some(host)).count()
-        };
-        hosts
-            .iter()
-            .map(|host| (in_flight(host), host))
-            .filter(|(count, _)| self.options.per_host.is_none_or(|limit| *count < limit))
-            .min_by_key(|(count, _)| *count)
-            .map(|(_, host)| Some(host.clone()))
+        let in_flight =
+            |host: &str| self.children.keys().filter(|other| self.ended[**other].host.as_deref() == Some(host)).count();
+        choose_host(&self.members[index].hosts, in_flight, self.options.per_host)
     }
 
     fn start(&mut self, index: usize, host: Option<String>) -> Result<(), Error> {
@@ -269,6 +259,21 @@ impl Batch<'_> {
     }
 }
 
+/// The placement rule: of `hosts`, the one with the fewest runs in flight (the first such in
+/// the list), none over `per_host`; `Some(None)` when there are no hosts to choose from, `None`
+/// when every one is full.
+fn choose_host(hosts: &[String], in_flight: impl Fn(&str) -> usize, per_host: Option<usize>) -> Option<Option<String>> {
+    if hosts.is_empty() {
+        return Some(None);
+    }
+    hosts
+        .iter()
+        .map(|host| (in_flight(host), host))
+        .filter(|(count, _)| per_host.is_none_or(|limit| *count < limit))
+        .min_by_key(|(count, _)| *count)
+        .map(|(_, host)| Some(host.clone()))
+}
+
 fn send(child: &Child, signal: i32) {
     use nix::sys::signal::{kill, Signal};
     if let (Ok(signal), Ok(pid)) = (Signal::try_from(signal), i32::try_from(child.id())) {
@@ -360,4 +365,27 @@ pub fn json_entry(member: &Member, ended: &Ended) -> serde_json::Value {
         "exit_code": ended.code,
         "error": ended.error,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_goes_where_the_fewest_are_in_flight() {
+        let hosts = ["h1".to_owned(), "h2".to_owned(), "h3".to_owned()];
+        let counts = |h1, h2, h3| {
+            move |host: &str| match host {
+                "h1" => h1,
+                "h2" => h2,
+                _ => h3,
+            }
+        };
+        assert_eq!(choose_host(&hosts, counts(0, 0, 0), None), Some(Some("h1".into())), "ties go to the first");
+        assert_eq!(choose_host(&hosts, counts(1, 0, 0), None), Some(Some("h2".into())));
+        assert_eq!(choose_host(&hosts, counts(2, 1, 2), None), Some(Some("h2".into())));
+        assert_eq!(choose_host(&hosts, counts(1, 1, 1), Some(1)), None, "every host full: wait");
+        assert_eq!(choose_host(&hosts, counts(0, 3, 1), Some(1)), Some(Some("h1".into())));
+        assert_eq!(choose_host(&[], counts(0, 0, 0), Some(1)), Some(None), "no hosts: the plan's own");
+    }
 }
