@@ -686,7 +686,7 @@ _eden() {
                     return 0
                     ;;
                 --sandbox)
-                    COMPREPLY=($(compgen -W "none docker podman isolated" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "none docker podman isolated kubernetes" -- "${cur}"))
                     return 0
                     ;;
                 --dir)
@@ -795,7 +795,7 @@ _eden() {
                     return 0
                     ;;
                 --sandbox)
-                    COMPREPLY=($(compgen -W "none docker podman isolated" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "none docker podman isolated kubernetes" -- "${cur}"))
                     return 0
                     ;;
                 --host)
@@ -936,7 +936,7 @@ _eden() {
                     return 0
                     ;;
                 --sandbox)
-                    COMPREPLY=($(compgen -W "none docker podman isolated" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "none docker podman isolated kubernetes" -- "${cur}"))
                     return 0
                     ;;
                 --host)

@@ -56,7 +56,8 @@ complete -c eden -n "__fish_eden_using_subcommand run" -l max-iterations -d 'Mos
 complete -c eden -n "__fish_eden_using_subcommand run" -l sandbox -d 'Sandbox kind (`docker` and `podman` also need an image: `--set sandbox.image=eden:NAME`)' -r -f -a "none\t''
 docker\t''
 podman\t''
-isolated\t''"
+isolated\t''
+kubernetes\t''"
 complete -c eden -n "__fish_eden_using_subcommand run" -l host -d 'The container engine to run on: `tcp://HOST:2376`, `ssh://USER@HOST`, `unix:///SOCKET`, or a docker context / podman connection name (`sandbox.host`)' -r -f
 complete -c eden -n "__fish_eden_using_subcommand run" -l strategy -d 'Branch strategy' -r -f -a "head\t''
 merge-to-head\t''
@@ -92,7 +93,8 @@ complete -c eden -n "__fish_eden_using_subcommand interactive" -l max-iterations
 complete -c eden -n "__fish_eden_using_subcommand interactive" -l sandbox -d 'Sandbox kind (`docker` and `podman` also need an image: `--set sandbox.image=eden:NAME`)' -r -f -a "none\t''
 docker\t''
 podman\t''
-isolated\t''"
+isolated\t''
+kubernetes\t''"
 complete -c eden -n "__fish_eden_using_subcommand interactive" -l host -d 'The container engine to run on: `tcp://HOST:2376`, `ssh://USER@HOST`, `unix:///SOCKET`, or a docker context / podman connection name (`sandbox.host`)' -r -f
 complete -c eden -n "__fish_eden_using_subcommand interactive" -l strategy -d 'Branch strategy' -r -f -a "head\t''
 merge-to-head\t''
@@ -119,7 +121,8 @@ simulated\t''"
 complete -c eden -n "__fish_eden_using_subcommand init" -l sandbox -d 'Sandbox for the manifest' -r -f -a "none\t''
 docker\t''
 podman\t''
-isolated\t''"
+isolated\t''
+kubernetes\t''"
 complete -c eden -n "__fish_eden_using_subcommand init" -l dir -d 'Folder to write into (default: the current directory)' -r -f -a "(__fish_complete_directories)"
 complete -c eden -n "__fish_eden_using_subcommand init" -l force -d 'Overwrite existing files'
 complete -c eden -n "__fish_eden_using_subcommand init" -s h -l help -d 'Print help'

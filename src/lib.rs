@@ -39,8 +39,8 @@ pub fn main_with_args(args: Vec<std::ffi::OsString>) -> i32 {
     if args.get(1).is_some_and(|a| a == process::guard::GUARD_SUBCOMMAND) {
         return process::guard::run_guard(&args[2..]);
     }
-    if args.get(1).is_some_and(|a| a == sandbox::container::SALVAGE_SUBCOMMAND) {
-        return sandbox::container::run_salvage(&args[2..]);
+    if args.get(1).is_some_and(|a| a == sandbox::SALVAGE_SUBCOMMAND) {
+        return sandbox::run_salvage(&args[2..]);
     }
     if args.get(1).is_some_and(|a| a == sandbox::firewall::CONNECT_SUBCOMMAND) {
         return sandbox::firewall::run_connect(&args[2..]);

@@ -242,6 +242,9 @@ pub struct ContainerRecord {
     pub name: String,
     pub id: String,
     pub image: String,
+    /// The node a pod ran on (`kubernetes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
 }
 
 impl RunRecord {

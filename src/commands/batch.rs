@@ -108,6 +108,9 @@ fn members(
                 crate::orchestrator::workspace::Use::Run,
             )
             .and_then(|pre| {
+                if let crate::manifest::plan::SandboxPlan::Kubernetes(pod) = &plan.sandbox {
+                    crate::sandbox::pod::preflight(pod)?;
+                }
                 if let crate::manifest::plan::SandboxPlan::Container(container) = &plan.sandbox {
                     // Any of its hosts may get the run: each is checked.
                     if container.hosts.is_empty() {

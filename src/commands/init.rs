@@ -67,6 +67,9 @@ fn next_steps(args: &InitArgs, dir: &Path, current: &Path) -> Vec<String> {
         let file = if file == DOCKERFILE_NAME { String::new() } else { format!(" --file {file}") };
         steps.push(format!("then: eden image build --engine {} --agent {agent}{file}", args.sandbox));
     }
+    if args.sandbox == "kubernetes" {
+        steps.push("then: build an image (`eden image build`), push it where your cluster's nodes pull from, and name it in `sandbox.image`".to_owned());
+    }
     steps.push(format!("then: eden run {manifest}"));
     steps.push("(commit the manifest first if you use strategy `head`, which needs a clean checkout)".to_owned());
     steps
@@ -110,6 +113,9 @@ fn manifest(agent: &str, sandbox: &str, tag: &str) -> String {
     let sandbox_lines = match sandbox {
         "docker" | "podman" => format!(
             "kind = \"{sandbox}\"\nimage = \"{tag}\"        # `eden image build` makes it\nnetwork = \"bridge\"\n"
+        ),
+        "kubernetes" => format!(
+            "kind = \"kubernetes\"\nimage = \"{tag}\"        # an image your cluster's nodes can get: build it, push it to their registry\n# namespace = \"agents\"   # default: the context's\n"
         ),
         other => format!("kind = \"{other}\"\n"),
     };

@@ -12,7 +12,9 @@ use super::output_plan::resolve_output;
 pub use super::output_plan::OutputPlan;
 use super::prompt;
 use super::sandbox_plan::resolve_sandbox;
-pub use super::sandbox_plan::{AgentStateMount, AllowEntry, ContainerPlan, Engine, EngineHost, MountPlan, SandboxPlan};
+pub use super::sandbox_plan::{
+    AgentStateMount, AllowEntry, ContainerPlan, Engine, EngineHost, MountPlan, PodPlan, SandboxPlan,
+};
 use super::schema::*;
 pub use crate::agent::AgentPlan;
 use crate::error::Error;
@@ -215,11 +217,7 @@ pub fn resolve(
         // A part is missing only because it, or a part it depends on, recorded an error.
         return Err(Error::first_of(errors).unwrap_or_else(|| Error::internal("a manifest part failed silently")));
     };
-    let agent_state = match &mut sandbox {
-        SandboxPlan::Container(container) => Some(&mut container.agent_state),
-        SandboxPlan::Isolated { agent_state, .. } => Some(agent_state),
-        SandboxPlan::None => None,
-    };
+    let agent_state = sandbox.agent_state_mut();
     if let (Some(agent_state), false) = (agent_state, manifest.sandbox.mount_agent_config == Some(false)) {
         for step in &steps {
             if let AgentPlan::Adapter(settings) = &step.agent {
@@ -623,7 +621,10 @@ fn merge_agent(own: &AgentSection, top: &AgentSection) -> AgentSection {
 fn container_keys_need_a_sandbox(manifest: &Manifest, source: &Source) -> Result<(), Error> {
     let at = |key: &str| KeyPath::parse(key);
     let sandbox = &manifest.sandbox;
-    let container = matches!(sandbox.kind, Some(SandboxKind::Docker | SandboxKind::Podman | SandboxKind::Isolated));
+    let container = matches!(
+        sandbox.kind,
+        Some(SandboxKind::Docker | SandboxKind::Podman | SandboxKind::Isolated | SandboxKind::Kubernetes)
+    );
     for (key, set) in [
         ("image", sandbox.image.is_some()),
         ("network", sandbox.network.is_some()),

@@ -5,6 +5,7 @@ use super::load::{KeyPath, Source};
 use super::schema::*;
 use crate::error::Error;
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 #[derive(Debug, Clone, Serialize)]
@@ -18,9 +19,52 @@ pub enum SandboxPlan {
         /// The agent's configuration and transcript folders, writable inside (as in containers).
         agent_state: Vec<AgentStateMount>,
     },
+    /// A pod on a Kubernetes cluster, reached with `kubectl`.
+    Kubernetes(Box<PodPlan>),
+}
+
+/// `sandbox.kind = "kubernetes"`, resolved.
+#[derive(Debug, Clone, Serialize)]
+pub struct PodPlan {
+    pub image: String,
+    /// `None`: the context's namespace.
+    pub namespace: Option<String>,
+    /// `None`: the kubeconfig's current context.
+    pub context: Option<String>,
+    pub cpus: Option<f64>,
+    pub memory: Option<u64>,
+    /// `None`: the cluster's default.
+    pub image_pull_policy: Option<ImagePullPolicy>,
+    pub service_account: Option<String>,
+    pub node_selector: BTreeMap<String, String>,
+    pub tolerations: Vec<Toleration>,
+    /// How long the pod may take to be running (pending, pulling its image).
+    pub start_timeout: std::time::Duration,
+    /// After this the cluster ends the pod whatever else happens (`activeDeadlineSeconds`).
+    pub deadline: std::time::Duration,
+    pub agent_state: Vec<AgentStateMount>,
 }
 
 impl SandboxPlan {
+    /// The agent's state folders the sandbox gets private copies of (`None` without a sandbox).
+    pub fn agent_state(&self) -> Option<&Vec<AgentStateMount>> {
+        match self {
+            SandboxPlan::None => None,
+            SandboxPlan::Container(container) => Some(&container.agent_state),
+            SandboxPlan::Isolated { agent_state, .. } => Some(agent_state),
+            SandboxPlan::Kubernetes(pod) => Some(&pod.agent_state),
+        }
+    }
+
+    pub fn agent_state_mut(&mut self) -> Option<&mut Vec<AgentStateMount>> {
+        match self {
+            SandboxPlan::None => None,
+            SandboxPlan::Container(container) => Some(&mut container.agent_state),
+            SandboxPlan::Isolated { agent_state, .. } => Some(agent_state),
+            SandboxPlan::Kubernetes(pod) => Some(&mut pod.agent_state),
+        }
+    }
+
     /// `none`, `docker`, `podman`, `isolated`: as the record and the display name it.
     pub fn kind(&self) -> SandboxKind {
         match self {
@@ -30,6 +74,7 @@ impl SandboxPlan {
                 Engine::Podman => SandboxKind::Podman,
             },
             SandboxPlan::Isolated { .. } => SandboxKind::Isolated,
+            SandboxPlan::Kubernetes(_) => SandboxKind::Kubernetes,
         }
     }
 }
@@ -310,10 +355,14 @@ fn resolve_allow(section: &SandboxSection, network: Network, source: &Source) ->
 
 pub(super) fn resolve_sandbox(section: &SandboxSection, source: &Source) -> Result<SandboxPlan, Error> {
     let path = KeyPath::parse("sandbox");
+    if section.kind != Some(SandboxKind::Kubernetes) {
+        refuse_pod_keys(section, source, &path)?;
+    }
     let engine = match section.kind {
         None | Some(SandboxKind::None) => return Ok(SandboxPlan::None),
         Some(SandboxKind::Docker) => Engine::Docker,
         Some(SandboxKind::Podman) => Engine::Podman,
+        Some(SandboxKind::Kubernetes) => return resolve_pod(section, source, &path),
         Some(SandboxKind::Isolated) => {
             for (key, set) in [
                 ("image", section.image.is_some()),
@@ -469,4 +518,109 @@ fn resolve_hosts(section: &SandboxSection, source: &Source, path: &KeyPath) -> R
         hosts.push(host);
     }
     Ok(hosts)
+}
+
+/// The keys only a pod has.
+const POD_KEYS: [&str; 8] = [
+    "namespace",
+    "context",
+    "image_pull_policy",
+    "service_account",
+    "node_selector",
+    "tolerations",
+    "start_timeout",
+    "deadline",
+];
+
+/// `sandbox.kind = "kubernetes"`: what a pod can be given, and a clear refusal of what it cannot.
+fn resolve_pod(section: &SandboxSection, source: &Source, path: &KeyPath) -> Result<SandboxPlan, Error> {
+    let refused = [
+        (
+            "pids_limit",
+            section.pids_limit.is_some(),
+            "a pod's process limit is the node's (the kubelet's `podPidsLimit`), not the pod's",
+        ),
+        ("mounts", section.mounts.is_some(), "the cluster's nodes cannot see this machine's folders"),
+        ("run_args", section.run_args.is_some(), "they are `docker run`'s and `podman run`'s"),
+        ("expose_worktree", section.expose_worktree.is_some(), "a pod cannot see this machine's worktree"),
+        ("expose_host", section.expose_host.is_some(), "a pod is given nothing of this machine"),
+        ("host", section.host.is_some(), "the cluster is the kubeconfig's (`sandbox.context`)"),
+    ];
+    for (key, set, why) in refused {
+        if set {
+            return Err(source
+                .error_at_key(&path.child(key), format!("`sandbox.{key}` does not apply to `kubernetes`: {why}"))
+                .with_hint("remove it"));
+        }
+    }
+    match section.network {
+        None | Some(Network::Bridge) => {}
+        Some(other) => {
+            let shown =
+                serde_json::to_value(other).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
+            return Err(source
+                .error_at(&path.child("network"), format!("`network = \"{shown}\"` is not built for `kubernetes`"))
+                .with_hint(
+                    "a pod gets the cluster's own network; eden enforces no NetworkPolicy yet (leave `network` out)",
+                ));
+        }
+    }
+    let Some(image) = section.image.clone().filter(|image| !image.trim().is_empty()) else {
+        return Err(source.error_at(path, "sandbox kind `kubernetes` needs `sandbox.image`").with_hint(
+            "set `sandbox.image` to an image the cluster's nodes can get (a registry, or one loaded on the node)",
+        ));
+    };
+    if let Some(cpus) = section.cpus {
+        if !(cpus > 0.0 && cpus.is_finite()) {
+            return Err(
+                source.error_at(&path.child("cpus"), format!("`sandbox.cpus` must be a positive number, not {cpus}"))
+            );
+        }
+    }
+    let name_ok = |name: &str| {
+        !name.is_empty()
+            && name.len() <= 63
+            && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+    };
+    for (key, value) in [("namespace", &section.namespace), ("service_account", &section.service_account)] {
+        if let Some(value) = value.as_deref().filter(|value| !name_ok(value)) {
+            return Err(source
+                .error_at(&path.child(key), format!("`{value}` is not a Kubernetes name"))
+                .with_hint("lowercase letters, digits and `-`, at most 63"));
+        }
+    }
+    Ok(SandboxPlan::Kubernetes(Box::new(PodPlan {
+        image,
+        namespace: section.namespace.clone(),
+        context: section.context.clone(),
+        cpus: section.cpus,
+        memory: section.memory.map(|size| size.0),
+        image_pull_policy: section.image_pull_policy,
+        service_account: section.service_account.clone(),
+        node_selector: section.node_selector.clone().unwrap_or_default(),
+        tolerations: section.tolerations.clone().unwrap_or_default(),
+        start_timeout: section.start_timeout.map_or(std::time::Duration::from_secs(300), |d| d.0),
+        deadline: section.deadline.map_or(std::time::Duration::from_secs(24 * 3600), |d| d.0),
+        agent_state: Vec::new(),
+    })))
+}
+
+/// The pod's keys, refused for every other kind.
+pub(super) fn refuse_pod_keys(section: &SandboxSection, source: &Source, path: &KeyPath) -> Result<(), Error> {
+    let set = [
+        section.namespace.is_some(),
+        section.context.is_some(),
+        section.image_pull_policy.is_some(),
+        section.service_account.is_some(),
+        section.node_selector.is_some(),
+        section.tolerations.is_some(),
+        section.start_timeout.is_some(),
+        section.deadline.is_some(),
+    ];
+    match POD_KEYS.iter().zip(set).find(|(_, set)| *set) {
+        Some((key, _)) => Err(source
+            .error_at_key(&path.child(key), format!("`sandbox.{key}` applies to `kubernetes` only"))
+            .with_hint("remove it, or use `sandbox.kind = \"kubernetes\"`")),
+        None => Ok(()),
+    }
 }

@@ -71,6 +71,7 @@ pub enum SandboxKind {
     Docker,
     Podman,
     Isolated,
+    Kubernetes,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
@@ -114,6 +115,42 @@ pub struct SandboxSection {
     /// one invocation over those engines. Unset: the client's own default (`DOCKER_HOST`,
     /// `DOCKER_CONTEXT`, the current context, `CONTAINER_HOST`).
     pub host: Option<HostSetting>,
+    /// kubernetes: the namespace (default: the context's), the kubeconfig context (default:
+    /// the current one), the image pull policy (default: the cluster's), the pod's service
+    /// account, node selector and tolerations, how long the pod may stay pending
+    /// (`start_timeout`) and the deadline after which the cluster ends it whatever happens.
+    pub namespace: Option<String>,
+    pub context: Option<String>,
+    pub image_pull_policy: Option<ImagePullPolicy>,
+    pub service_account: Option<String>,
+    pub node_selector: Option<BTreeMap<String, String>>,
+    pub tolerations: Option<Vec<Toleration>>,
+    pub start_timeout: Option<Duration>,
+    pub deadline: Option<Duration>,
+}
+
+/// `sandbox.image_pull_policy`, as Kubernetes names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+pub enum ImagePullPolicy {
+    Always,
+    IfNotPresent,
+    Never,
+}
+
+/// One of `sandbox.tolerations`, as a pod spec has it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Toleration {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub operator: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub effect: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub toleration_seconds: Option<i64>,
 }
 
 /// `sandbox.host`: one engine, or several.
@@ -142,7 +179,7 @@ pub enum Strategy {
 }
 
 impl SandboxKind {
-    pub const NAMES: [&str; 4] = ["none", "docker", "podman", "isolated"];
+    pub const NAMES: [&str; 5] = ["none", "docker", "podman", "isolated", "kubernetes"];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -150,6 +187,7 @@ impl SandboxKind {
             SandboxKind::Docker => "docker",
             SandboxKind::Podman => "podman",
             SandboxKind::Isolated => "isolated",
+            SandboxKind::Kubernetes => "kubernetes",
         }
     }
 }
@@ -338,7 +376,13 @@ mod tests {
     #[test]
     fn name_lists_match_the_manifest() {
         let serialized = |value: serde_json::Value| value.as_str().unwrap().to_owned();
-        let sandboxes = [SandboxKind::None, SandboxKind::Docker, SandboxKind::Podman, SandboxKind::Isolated];
+        let sandboxes = [
+            SandboxKind::None,
+            SandboxKind::Docker,
+            SandboxKind::Podman,
+            SandboxKind::Isolated,
+            SandboxKind::Kubernetes,
+        ];
         let names: Vec<String> = sandboxes.iter().map(|kind| serialized(serde_json::to_value(kind).unwrap())).collect();
         assert_eq!(names, SandboxKind::NAMES);
         let strategies = [Strategy::Head, Strategy::MergeToHead, Strategy::Named];

@@ -131,8 +131,10 @@ impl<'p> Run<'p> {
         let usage = if options.interactive.is_some() { workspace::Use::Session } else { workspace::Use::Run };
         let mut pre = workspace::preflight(plan, &options.repo, &run_id, usage)?;
         // The engine and image are checked before anything is created.
-        if let SandboxPlan::Container(container) = &plan.sandbox {
-            pre.engine = Some(sandbox::container::preflight(container)?);
+        match &plan.sandbox {
+            SandboxPlan::Container(container) => pre.engine = Some(sandbox::container::preflight(container)?),
+            SandboxPlan::Kubernetes(pod) => sandbox::pod::preflight(pod)?,
+            _ => {}
         }
         let sessions = sessions_to_carry(plan, &pre)?;
         if let Some(interrupted) = interrupted(&abort) {
@@ -497,15 +499,12 @@ impl Run<'_> {
     /// folders (`.eden/agent-state/<run>`), never the person's own, with the sessions it
     /// resumes carried into them; they go again if the sandbox does not start.
     fn start_sandbox(&mut self, pre: &Preflight) -> Result<Box<dyn SandboxHandle>, Error> {
-        let states = match &self.plan.sandbox {
-            SandboxPlan::None => return Ok(Box::new(Host)),
-            SandboxPlan::Isolated { agent_state, .. } => agent_state,
-            SandboxPlan::Container(container) => &container.agent_state,
-        };
+        let Some(states) = self.plan.sandbox.agent_state() else { return Ok(Box::new(Host)) };
         let state_dir = pre.layout().agent_state(&self.run_id);
         let private = sandbox::agent_state::make(&state_dir, states)?;
         let started = self.carry_sessions_into(pre, &private).and_then(|()| match &self.plan.sandbox {
             SandboxPlan::Container(container) => self.start_container(container, pre, &private),
+            SandboxPlan::Kubernetes(pod) => self.start_pod(pod, pre, &private),
             _ => self.start_isolated(pre, &private),
         });
         if started.is_err() {
@@ -600,6 +599,38 @@ impl Run<'_> {
     }
 }
 
+impl Run<'_> {
+    /// A pod of the run's own on the person's cluster.
+    fn start_pod(
+        &mut self,
+        pod: &crate::manifest::plan::PodPlan,
+        pre: &Preflight,
+        private: &[sandbox::agent_state::PrivateState],
+    ) -> Result<Box<dyn SandboxHandle>, Error> {
+        let layout = pre.layout();
+        let request = sandbox::pod::PodRequest {
+            plan: pod,
+            run_id: &self.run_id,
+            repo_root: &pre.root,
+            worktree: &pre.worktree,
+            branch: &pre.branch,
+            scratch: &layout.scratch(&self.run_id),
+            patches: &layout.patches(),
+            repository_lock: &layout.repository_lock(),
+            agent_state: private,
+        };
+        let handle = sandbox::pod::start(&request)?;
+        let record = handle.container();
+        let (name, node) = record.map(|c| (c.name, c.node.unwrap_or_default())).unwrap_or_default();
+        let message = format!(
+            "kubernetes pod `{name}` started on node `{node}` from `{}`, with a repository of its own",
+            pod.image
+        );
+        self.events.report(&Event::Info { message: message.into() });
+        Ok(handle)
+    }
+}
+
 /// The interruption error if eden has received SIGINT, SIGTERM or SIGHUP.
 pub(crate) fn interrupted(abort: &watch::Receiver<Option<Abort>>) -> Option<Error> {
     abort.borrow().map(|request| Error::interrupted(request.signal))
@@ -630,11 +661,7 @@ fn sessions_to_carry(plan: &Plan, pre: &workspace::Preflight) -> Result<Vec<Sess
         let Some(session) = &settings.resume else { continue };
         let env = |key: &str| plan_step.agent.env_var(key);
         let kind = settings.kind;
-        let private = match &plan.sandbox {
-            SandboxPlan::None => None,
-            SandboxPlan::Isolated { agent_state, .. } => Some(agent_state),
-            SandboxPlan::Container(container) => Some(&container.agent_state),
-        };
+        let private = plan.sandbox.agent_state();
         let Some(private) = private else {
             let found = crate::sessions::transfer::find_resumable(kind, session, &pre.worktree, &env)?;
             if let Some((main, subagents)) = found {

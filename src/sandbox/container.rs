@@ -306,7 +306,7 @@ pub fn start(request: &ContainerRequest<'_>) -> Result<Box<dyn SandboxHandle>, E
         exposed: plan.expose_worktree,
         removed: false,
     };
-    let salvage = ProcessBuilder::new(&eden).arg(SALVAGE_SUBCOMMAND).args(target.to_args()).arg(&name);
+    let salvage = ProcessBuilder::new(&eden).arg(super::SALVAGE_SUBCOMMAND).args(target.to_args()).arg(&name);
     container.guard = crate::process::guard::Guard::start(&salvage).ok();
     match container.set_up(request, &run, &output) {
         Ok(()) => Ok(Box::new(container)),
@@ -542,6 +542,7 @@ impl SandboxHandle for Container {
             name: self.name.clone(),
             id: self.id.clone(),
             image: self.image.clone(),
+            node: None,
         })
     }
 
@@ -983,9 +984,6 @@ pub fn remove_volume(target: &Target, name: &str) -> Result<(), Error> {
     Err(Error::sandbox(format!("cannot remove volume `{name}`: {}", output.stderr.trim())))
 }
 
-/// The hidden subcommand a container's guard runs if eden dies: `__eden-salvage ENGINE [HOST] NAME`.
-pub const SALVAGE_SUBCOMMAND: &str = "__eden-salvage";
-
 /// A container known only by its name and labels (its eden is gone), for salvage.
 struct Labelled {
     target: Target,
@@ -1038,16 +1036,6 @@ pub fn salvage_and_remove(target: &Target, name: &str) -> Result<Vec<PathBuf>, E
     remove(target, name)?;
     remove_volume(target, name)?;
     Ok(saved)
-}
-
-/// `eden __eden-salvage ENGINE [HOST] NAME` (a guard's cleanup): returns the exit code.
-pub fn run_salvage(args: &[std::ffi::OsString]) -> i32 {
-    let Some((name, target)) = args.split_last() else { return 2 };
-    let (Some(name), Some(target)) = (name.to_str(), Target::from_args(target)) else { return 2 };
-    match salvage_and_remove(&target, name) {
-        Ok(_) => 0,
-        Err(_) => 1,
-    }
 }
 
 /// Remove containers of this repository left by eden processes that no longer exist (eden was

@@ -13,6 +13,7 @@ pub mod container;
 pub mod engine;
 pub mod firewall;
 pub mod isolated;
+pub mod pod;
 pub(crate) mod repository;
 mod unpack;
 
@@ -20,6 +21,22 @@ pub use container::{prune_abandoned, start as start_container};
 
 use crate::error::Error;
 use crate::process::{Inside, ProcessBuilder};
+
+/// The hidden subcommand a sandbox's guard runs if eden dies: `__eden-salvage ENGINE [HOST]
+/// NAME` for a container, `__eden-salvage kubernetes CONTEXT NAMESPACE NAME` for a pod.
+pub const SALVAGE_SUBCOMMAND: &str = "__eden-salvage";
+
+/// `eden __eden-salvage …` (a guard's cleanup): saves what the sandbox holds, removes it, and
+/// returns the exit code.
+pub fn run_salvage(args: &[std::ffi::OsString]) -> i32 {
+    let Some((name, target)) = args.split_last() else { return 2 };
+    let Some(name) = name.to_str() else { return 2 };
+    if let Some(kube) = pod::Kube::from_args(target) {
+        return pod::salvage_and_delete(&kube, name).map_or(1, |_| 0);
+    }
+    let Some(target) = engine::Target::from_args(target) else { return 2 };
+    container::salvage_and_remove(&target, name).map_or(1, |_| 0)
+}
 
 /// A command ready to start on the host, and how to reach what it runs inside the sandbox.
 pub struct Prepared {

@@ -19,6 +19,7 @@ mod hooks;
 mod image;
 mod interactive;
 mod isolated;
+mod kubernetes;
 mod locks;
 mod loop_watchdogs;
 mod manifest_errors;

@@ -1,0 +1,745 @@
+//! `kubernetes`: one pod per run on the person's cluster, reached with their own `kubectl`
+//! (their kubeconfig, `KUBECONFIG`, the current context or `sandbox.context`). `kubectl` and not
+//! a Rust client: it is what the person already has and trusts with their credentials (exec
+//! plugins, cloud logins, proxies), it speaks the exec subresource's streaming protocol
+//! (SPDY/WebSocket) that a lean client would have to reimplement, and it keeps eden's
+//! dependency tree small.
+//!
+//! A pod shares no files with this machine, so everything crosses `kubectl exec -i` as it does
+//! for a remote engine (`repository`: the history packed into the seeded `.git`, commits back
+//! as a checked bundle, uncommitted work as a checked patch; the agent's state folders as tar
+//! streams, read back as hostile input by `unpack`). Its workspace and state folders are
+//! `emptyDir` volumes at the paths the agent is pointed at. `kubectl exec` has no way to pass
+//! an environment, so a command's variables travel as a file written through the channel
+//! (never on a command line) that the command's wrapper reads and removes. The pod carries a
+//! deadline (`activeDeadlineSeconds`), so it ends even if eden and its guard both die.
+
+use super::agent_state::PrivateState;
+use super::repository::{self, Channel, CommitsBack, Returned};
+use super::{Prepared, SandboxHandle};
+use crate::error::Error;
+use crate::layout::{LABEL_BASE, LABEL_BRANCH, LABEL_PID, LABEL_REPO, LABEL_RUN, LABEL_WORKSPACE};
+use crate::manifest::plan::PodPlan;
+use crate::process::{Inside, ProcessBuilder, Stdin};
+use nix::sys::signal::Signal;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+
+/// Where eden's executable goes inside (the simulated agent runs it).
+const EDEN_INSIDE: &str = "/opt/eden/bin/eden";
+/// Pid files and environment files of running commands, inside the pod.
+const EXEC_DIR: &str = "/tmp/.eden-exec";
+/// The most of an agent's state a pod may send back (its transcripts).
+const STATE_LIMIT: u64 = 4 << 30;
+
+/// Kills every process in the pod but its first (the keep-alive) and the shell running this,
+/// twice over for processes forked during the first pass.
+const SWEEP: &str = r#"for pass in 1 2; do for p in /proc/[0-9]*; do p=${p#/proc/}; case $p in 1|$$) ;; *) kill -9 "$p" 2>/dev/null;; esac; done; done"#;
+
+/// `sh -c WRAPPER ENVFILE PIDFILE CWD PROGRAM ARGS...`: reads and removes the command's
+/// variables (`-`: none), goes to its directory, writes its pid, runs it, sweeps what it left,
+/// and exits with its status.
+const WRAPPER: &str = r#"if [ "$0" != - ]; then . "$0"; rm -f "$0"; fi; pid_file=$1; cd "$2" || exit 127; shift 2; trap : INT TERM HUP QUIT; echo $$ > "$pid_file"; "$@"; status=$?; SWEEP; exit $status"#;
+
+/// The `kubectl` that reaches the run's cluster and namespace.
+#[derive(Debug, Clone)]
+pub struct Kube {
+    context: Option<String>,
+    namespace: Option<String>,
+}
+
+impl Kube {
+    pub fn new(plan: &PodPlan) -> Kube {
+        Kube { context: plan.context.clone(), namespace: plan.namespace.clone() }
+    }
+
+    fn command(&self) -> ProcessBuilder {
+        ProcessBuilder::new("kubectl")
+            .option("--context", self.context.as_deref())
+            .option("--namespace", self.namespace.as_deref())
+    }
+
+    /// `CONTEXT/NAMESPACE` as the record and messages show them (`-` for the defaults).
+    pub fn describe(&self) -> String {
+        format!("{}/{}", self.context.as_deref().unwrap_or("-"), self.namespace.as_deref().unwrap_or("-"))
+    }
+
+    /// The guard's arguments: `kubernetes CONTEXT NAMESPACE` (`-` for a default).
+    fn to_args(&self) -> Vec<String> {
+        vec![
+            "kubernetes".into(),
+            self.context.clone().unwrap_or("-".into()),
+            self.namespace.clone().unwrap_or("-".into()),
+        ]
+    }
+
+    pub fn from_args(args: &[std::ffi::OsString]) -> Option<Kube> {
+        let text = |n: usize| args.get(n)?.to_str().map(str::to_owned);
+        if text(0)? != "kubernetes" {
+            return None;
+        }
+        let given = |value: String| (value != "-").then_some(value);
+        Some(Kube { context: given(text(1)?), namespace: given(text(2)?) })
+    }
+}
+
+fn run(command: ProcessBuilder) -> Result<crate::process::Output, Error> {
+    command.output().map_err(|err| Error::sandbox(format!("cannot run `{command}`: {err}")))
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim()
+}
+
+/// Checks that need no pod: kubectl is there, the cluster answers, and the person may make
+/// pods in the namespace. Each failure in the person's terms, exit 6.
+pub fn preflight(plan: &PodPlan) -> Result<(), Error> {
+    if which::which("kubectl").is_err() {
+        return Err(Error::sandbox("`kubectl` is not installed (sandbox kind `kubernetes`)")
+            .with_hint("install kubectl and point it at your cluster (`kubectl get pods` should work)"));
+    }
+    let kube = Kube::new(plan);
+    let asked = run(kube.command().args(["auth", "can-i", "create", "pods"]))?;
+    let answer = asked.stdout.trim();
+    if answer == "yes" {
+        return Ok(());
+    }
+    if answer == "no" {
+        return Err(Error::sandbox(format!("the cluster does not let you create pods in namespace `{}`", plan.namespace.as_deref().unwrap_or("(the context's)")))
+            .with_hint("use a namespace you may create pods in (`sandbox.namespace`), or ask for that permission (`kubectl auth can-i create pods`)"));
+    }
+    let why = kubectl_reason(&asked.stderr);
+    let lower = asked.stderr.to_lowercase();
+    let hint = if lower.contains("localhost:8080")
+        || lower.contains("config not found")
+        || lower.contains("no configuration")
+    {
+        "kubectl has no kubeconfig: set `KUBECONFIG` or write `~/.kube/config` (`kubectl config view` shows what it reads)"
+    } else if lower.contains("context") && lower.contains("does not exist") {
+        "`kubectl config get-contexts` lists the contexts; fix `sandbox.context`"
+    } else {
+        "the cluster's API server does not answer: check `kubectl cluster-info`, the network, and that your credentials are current"
+    };
+    Err(Error::sandbox(format!("kubectl cannot reach the cluster: {why}")).with_hint(hint))
+}
+
+/// kubectl's own reason in its stderr: the last line that is neither a log line (`W1124 …]`)
+/// nor a `Warning:`.
+fn kubectl_reason(stderr: &str) -> &str {
+    let log_line = |line: &str| {
+        let mut chars = line.chars();
+        matches!(chars.next(), Some('I' | 'W' | 'E' | 'F')) && chars.take(4).all(|c| c.is_ascii_digit())
+    };
+    stderr
+        .lines()
+        .map(str::trim)
+        .rfind(|line| !line.is_empty() && !line.starts_with("Warning:") && !log_line(line))
+        .unwrap_or_else(|| first_line(stderr))
+}
+
+/// What the pod needs to know about the run.
+pub struct PodRequest<'a> {
+    pub plan: &'a PodPlan,
+    pub run_id: &'a str,
+    pub repo_root: &'a Path,
+    pub worktree: &'a Path,
+    pub branch: &'a str,
+    pub scratch: &'a Path,
+    pub patches: &'a Path,
+    pub repository_lock: &'a Path,
+    pub agent_state: &'a [PrivateState],
+}
+
+pub struct Pod {
+    kube: Kube,
+    name: String,
+    uid: String,
+    node: String,
+    image: String,
+    worktree: PathBuf,
+    branch: String,
+    run_id: String,
+    scratch: PathBuf,
+    repository_lock: PathBuf,
+    patches: PathBuf,
+    known: Mutex<Vec<String>>,
+    next_exec: AtomicU64,
+    states: Vec<PrivateState>,
+    eden_inside: AtomicBool,
+    guard: Option<crate::process::guard::Guard>,
+    removed: bool,
+}
+
+/// Start the run's pod, wait until it runs, and seed it. Anything that fails after the pod
+/// exists deletes it.
+pub fn start(request: &PodRequest<'_>) -> Result<Box<dyn SandboxHandle>, Error> {
+    let kube = Kube::new(request.plan);
+    let name = format!("eden-{}", request.run_id);
+    let base = crate::git::Git::new(request.worktree)
+        .resolve("HEAD")?
+        .ok_or_else(|| Error::git(format!("the worktree `{}` has no commit", request.worktree.display())))?;
+    let spec = pod_spec(request, &name, &base);
+    let created = run(kube
+        .command()
+        .args(["create", "-f", "-", "-o", "jsonpath={.metadata.uid}"])
+        .stdin(Stdin::Bytes(spec.to_string().into_bytes())))?;
+    if !created.success() {
+        return Err(Error::sandbox(format!("the cluster refused the pod: {}", kubectl_reason(&created.stderr)))
+            .with_hint("see the cluster's message; `--dry-run` shows the pod's settings"));
+    }
+    let eden =
+        std::env::current_exe().map_err(|err| Error::sandbox(format!("cannot find eden's executable: {err}")))?;
+    let mut pod = Pod {
+        kube: kube.clone(),
+        name: name.clone(),
+        uid: created.stdout.trim().to_owned(),
+        node: String::new(),
+        image: request.plan.image.clone(),
+        worktree: request.worktree.to_owned(),
+        branch: request.branch.to_owned(),
+        run_id: request.run_id.to_owned(),
+        scratch: request.scratch.to_owned(),
+        repository_lock: request.repository_lock.to_owned(),
+        patches: request.patches.to_owned(),
+        known: Mutex::new(vec![base]),
+        next_exec: AtomicU64::new(0),
+        states: request.agent_state.to_vec(),
+        eden_inside: AtomicBool::new(false),
+        guard: None,
+        removed: false,
+    };
+    let salvage = ProcessBuilder::new(&eden).arg(super::SALVAGE_SUBCOMMAND).args(kube.to_args()).arg(&name);
+    pod.guard = crate::process::guard::Guard::start(&salvage).ok();
+    match pod.set_up(request) {
+        Ok(()) => Ok(Box::new(pod)),
+        Err(err) => {
+            let _ = pod.delete();
+            Err(err)
+        }
+    }
+}
+
+/// The pod: the image's keep-alive as the run's user, the workspace and state folders as
+/// `emptyDir`s at their paths, the limits as requests and limits, the deadline.
+fn pod_spec(request: &PodRequest<'_>, name: &str, base: &str) -> serde_json::Value {
+    let plan = request.plan;
+    let label = |text: &str| {
+        let clean: String =
+            text.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '-' }).collect();
+        clean.trim_matches(|c: char| !c.is_ascii_alphanumeric()).chars().take(63).collect::<String>()
+    };
+    let (mounts, volumes) = volumes(request);
+    let mut resources = serde_json::Map::new();
+    if let Some(cpus) = plan.cpus {
+        resources.insert("cpu".into(), serde_json::json!(format!("{}m", (cpus * 1000.0).round() as u64)));
+    }
+    if let Some(memory) = plan.memory {
+        resources.insert("memory".into(), serde_json::json!(memory.to_string()));
+    }
+    let mut container = serde_json::json!({
+        "name": "agent",
+        "image": plan.image,
+        "command": ["tail", "-f", "/dev/null"],
+        "workingDir": request.worktree,
+        "volumeMounts": mounts,
+        "resources": {"requests": resources, "limits": resources},
+    });
+    if let Some(policy) = plan.image_pull_policy {
+        container["imagePullPolicy"] = serde_json::to_value(policy).expect("policies serialize");
+    }
+    let (uid, gid) = (nix::unistd::getuid().as_raw(), nix::unistd::getgid().as_raw());
+    let tolerations: Vec<serde_json::Value> = plan
+        .tolerations
+        .iter()
+        .map(|t| serde_json::json!({"key": t.key, "operator": t.operator, "value": t.value, "effect": t.effect, "tolerationSeconds": t.toleration_seconds}))
+        .map(|mut value| {
+            value.as_object_mut().expect("an object").retain(|_, v| !v.is_null());
+            value
+        })
+        .collect();
+    let mut spec = serde_json::json!({
+        "restartPolicy": "Never",
+        "terminationGracePeriodSeconds": 1,
+        "activeDeadlineSeconds": plan.deadline.as_secs().max(1),
+        "automountServiceAccountToken": plan.service_account.is_some(),
+        "securityContext": {"runAsUser": uid, "runAsGroup": gid, "fsGroup": gid},
+        "containers": [container],
+        "volumes": volumes,
+    });
+    if let Some(account) = &plan.service_account {
+        spec["serviceAccountName"] = serde_json::json!(account);
+    }
+    if !plan.node_selector.is_empty() {
+        spec["nodeSelector"] = serde_json::json!(plan.node_selector);
+    }
+    if !tolerations.is_empty() {
+        spec["tolerations"] = serde_json::json!(tolerations);
+    }
+    serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "labels": {"eden.run": label(request.run_id), "eden.branch": label(request.branch), "app.kubernetes.io/managed-by": "eden"},
+            "annotations": {
+                LABEL_RUN: request.run_id,
+                LABEL_REPO: request.repo_root.display().to_string(),
+                LABEL_BRANCH: request.branch,
+                LABEL_PID: std::process::id().to_string(),
+                LABEL_WORKSPACE: request.worktree.display().to_string(),
+                LABEL_BASE: base,
+            },
+        },
+        "spec": spec,
+    })
+}
+
+/// The pod's `emptyDir`s and where they go: the workspace, eden's executable, each state folder.
+fn volumes(request: &PodRequest<'_>) -> (Vec<serde_json::Value>, Vec<serde_json::Value>) {
+    let mut places: Vec<(String, PathBuf)> =
+        vec![("workspace".into(), request.worktree.to_owned()), ("eden".into(), PathBuf::from("/opt/eden/bin"))];
+    for (n, state) in request.agent_state.iter().enumerate() {
+        places.push((format!("state-{n}"), state.value.clone()));
+    }
+    let mounts = places.iter().map(|(name, path)| serde_json::json!({"name": name, "mountPath": path})).collect();
+    let volumes = places.iter().map(|(name, _)| serde_json::json!({"name": name, "emptyDir": {}})).collect();
+    (mounts, volumes)
+}
+
+impl Pod {
+    fn set_up(&mut self, request: &PodRequest<'_>) -> Result<(), Error> {
+        self.node = self.wait_running(request.plan.start_timeout)?;
+        let made = run(self.exec_plain(&["mkdir", "-p", EXEC_DIR], false))?;
+        if !made.success() {
+            return Err(Error::sandbox(format!(
+                "cannot prepare pod `{}` (image `{}`): {}",
+                self.name,
+                self.image,
+                first_line(&made.stderr)
+            ))
+            .with_hint("the image must have `sh`, `mkdir`, `tar` and `git`, and a writable `/tmp`"));
+        }
+        self.push_state()?;
+        let seed = repository::SeedRequest {
+            host_worktree: request.worktree,
+            branch: request.branch,
+            scratch: request.scratch,
+            alternates: &[],
+            separate_git_dir: None,
+        };
+        repository::seed(self, &seed).map(|_| ())
+    }
+
+    /// Until the pod runs: the node it landed on. Stuck pulling its image, or pending past
+    /// `timeout`, is an error that says why, as the cluster does.
+    fn wait_running(&self, timeout: std::time::Duration) -> Result<String, Error> {
+        let started = std::time::Instant::now();
+        loop {
+            let got = run(self.kube.command().args(["get", "pod", &self.name, "-o", "json"]))?;
+            let pod: serde_json::Value = serde_json::from_str(&got.stdout).unwrap_or_default();
+            let phase = pod["status"]["phase"].as_str().unwrap_or("");
+            let node = pod["spec"]["nodeName"].as_str().unwrap_or("").to_owned();
+            let waiting = &pod["status"]["containerStatuses"][0]["state"]["waiting"];
+            let reason = waiting["reason"].as_str().unwrap_or("");
+            if phase == "Running" {
+                return Ok(node);
+            }
+            if ["ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName"].contains(&reason) {
+                return Err(Error::sandbox(format!("the cluster cannot get image `{}` for the pod ({reason}: {})", self.image, waiting["message"].as_str().unwrap_or("")))
+                    .with_hint("push the image where the cluster's nodes pull from, or load it on the node; `sandbox.image_pull_policy` says when nodes pull"));
+            }
+            if ["Failed", "Succeeded"].contains(&phase)
+                || reason == "CreateContainerConfigError"
+                || reason == "CreateContainerError"
+            {
+                return Err(Error::sandbox(format!(
+                    "the pod did not start ({}): {}",
+                    if reason.is_empty() { phase } else { reason },
+                    waiting["message"].as_str().or(pod["status"]["message"].as_str()).unwrap_or("")
+                ))
+                .with_hint("`kubectl describe pod` shows the cluster's events (eden deleted the pod)"));
+            }
+            if started.elapsed() >= timeout {
+                let scheduled = pod["status"]["conditions"]
+                    .as_array()
+                    .and_then(|c| c.iter().find(|c| c["type"] == "PodScheduled" && c["status"] == "False"))
+                    .map(|c| {
+                        format!("{}: {}", c["reason"].as_str().unwrap_or(""), c["message"].as_str().unwrap_or(""))
+                    });
+                let why = scheduled.unwrap_or_else(|| {
+                    format!("phase {phase}{}", if reason.is_empty() { String::new() } else { format!(", {reason}") })
+                });
+                return Err(Error::sandbox(format!("the pod was not running after {} ({why})", crate::values::format_duration(timeout)))
+                    .with_hint("the scheduler's reason is above; check `sandbox.node_selector`, `tolerations` and the requests, or raise `sandbox.start_timeout`"));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(250));
+        }
+    }
+
+    /// `kubectl exec [-i] POD -c agent -- ARGS…` with no environment.
+    fn exec_plain(&self, args: &[&str], stdin: bool) -> ProcessBuilder {
+        let mut command = self.kube.command().arg("exec");
+        if stdin {
+            command = command.arg("-i");
+        }
+        command.args([self.name.as_str(), "-c", "agent", "--"]).args(args)
+    }
+
+    /// The variables of `command`, as an env file written inside (its path), or `-` for none.
+    fn env_file(&self, command: &ProcessBuilder, n: u64) -> Result<String, Error> {
+        let mut text = String::new();
+        for (key, value) in command.get_env() {
+            let (Some(key), Some(value)) = (key.to_str(), value.as_ref().and_then(|v| v.to_str())) else { continue };
+            if key == "PWD" || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                continue;
+            }
+            text.push_str(&format!("export {key}='{}'\n", value.replace('\'', r"'\''")));
+        }
+        if text.is_empty() {
+            return Ok("-".into());
+        }
+        let path = format!("{EXEC_DIR}/{n}.env");
+        let write = self
+            .exec_plain(&["sh", "-c", r#"umask 077 && cat > "$0""#, &path], true)
+            .stdin(Stdin::Bytes(text.into_bytes()));
+        let written = run(write)?;
+        if !written.success() {
+            return Err(Error::sandbox(format!(
+                "cannot pass the command's environment into pod `{}`: {}",
+                self.name,
+                first_line(&written.stderr)
+            )));
+        }
+        Ok(path)
+    }
+
+    /// `command` inside, as the pod's user, in its directory, with its environment (through a
+    /// file), behind the wrapper.
+    fn wrapped(&self, command: &ProcessBuilder, stdin: bool) -> Result<(ProcessBuilder, String), Error> {
+        let n = self.next_exec.fetch_add(1, Ordering::SeqCst);
+        let env_file = self.env_file(command, n)?;
+        let pid_file = format!("{EXEC_DIR}/{n}.pid");
+        let cwd = command
+            .get_cwd()
+            .map(|cwd| cwd.to_string_lossy().into_owned())
+            .unwrap_or_else(|| self.worktree.to_string_lossy().into_owned());
+        let script = WRAPPER.replace("SWEEP", SWEEP);
+        let mut exec = self.kube.command().arg("exec");
+        if stdin {
+            exec = exec.arg("-i");
+        }
+        let program = command.program().to_owned();
+        let exec = exec
+            .args([self.name.as_str(), "-c", "agent", "--", "sh", "-c", &script])
+            .arg(&env_file)
+            .arg(&pid_file)
+            .arg(&cwd)
+            .arg(program)
+            .args(command.get_args());
+        Ok((exec, pid_file))
+    }
+
+    fn push_state(&self) -> Result<(), Error> {
+        for state in &self.states {
+            let archive = ProcessBuilder::new("tar").args(["-c", "-f", "-", "-C"]).arg(&state.folder).arg(".");
+            let folder = state.folder.to_string_lossy();
+            let extract = self.exec_plain(&["sh", "-c", r#"mkdir -p "$0" && tar -x -f - -C "$0""#, &folder], true);
+            let (archived, extracted) = archive
+                .pipe_into(&extract)
+                .map_err(|err| Error::sandbox(format!("cannot copy the agent's state into the pod: {err}")))?;
+            if !archived.success() || !extracted.success() {
+                return Err(Error::sandbox(format!(
+                    "cannot copy the agent's state folder `{}` into the pod: {}",
+                    state.folder.display(),
+                    first_line(if archived.success() { &extracted.stderr } else { &archived.stderr })
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn pull_state(&self) -> Result<(), Error> {
+        for state in &self.states {
+            let folder = state.folder.to_string_lossy();
+            let archive = self.exec_plain(&["tar", "-c", "-f", "-", "-C", &folder, "."], false);
+            fs_err::create_dir_all(&self.scratch).map_err(|err| Error::sandbox(err.to_string()))?;
+            let spool = self.scratch.join("state.tar");
+            let file = fs_err::File::create(&spool).map_err(|err| Error::sandbox(err.to_string()))?;
+            let output = archive
+                .output_to_file(file.into_parts().0)
+                .map_err(|err| Error::sandbox(format!("cannot run `{archive}`: {err}")))?;
+            if !output.success() {
+                let _ = std::fs::remove_file(&spool);
+                return Err(Error::sandbox(format!(
+                    "cannot read the agent's state folder in the pod: {}",
+                    first_line(&output.stderr)
+                )));
+            }
+            let read = std::fs::File::open(&spool)
+                .and_then(|file| super::unpack::unpack(std::io::BufReader::new(file), &state.folder, STATE_LIMIT));
+            let _ = std::fs::remove_file(&spool);
+            read.map_err(|err| Error::sandbox(format!("the agent's state from the pod was not taken back: {err}")))?;
+        }
+        Ok(())
+    }
+
+    fn copy_eden_in(&self) -> Result<(), Error> {
+        if self.eden_inside.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        let eden =
+            std::env::current_exe().map_err(|err| Error::sandbox(format!("cannot find eden's executable: {err}")))?;
+        let copy = self.exec_plain(&["sh", "-c", &format!("cat > {EDEN_INSIDE} && chmod 755 {EDEN_INSIDE}")], true);
+        let (read, copied) = ProcessBuilder::new("cat")
+            .arg(&eden)
+            .pipe_into(&copy)
+            .map_err(|err| Error::sandbox(format!("cannot copy eden into the pod: {err}")))?;
+        if !read.success() || !copied.success() {
+            return Err(Error::sandbox(format!("cannot copy eden into the pod: {}", first_line(&copied.stderr))));
+        }
+        self.eden_inside.store(true, Ordering::SeqCst);
+        Ok(())
+    }
+
+    fn delete(&mut self) -> Result<(), Error> {
+        if self.removed {
+            return Ok(());
+        }
+        self.removed = true;
+        let _ = crate::safe_fs::remove_tree(&self.scratch);
+        delete_pod(&self.kube, &self.name)?;
+        self.guard = None;
+        Ok(())
+    }
+
+    fn bring_back(&self) -> Result<Option<String>, Error> {
+        self.sync(None)?;
+        let tip = self.known.lock().unwrap_or_else(|e| e.into_inner())[0].clone();
+        let patch = self.patches.join(format!("{}.patch", self.run_id));
+        let files = repository::save_uncommitted(self, &tip, &self.scratch, &patch)?;
+        if files == 0 {
+            return Ok(None);
+        }
+        repository::apply_patch(&self.worktree, &patch)?;
+        Ok(Some(format!(
+            "the agent left {files} file(s) uncommitted: saved as {} and applied to the worktree",
+            patch.display()
+        )))
+    }
+}
+
+/// Delete a pod now (its processes killed at once). Gone already is fine.
+fn delete_pod(kube: &Kube, name: &str) -> Result<(), Error> {
+    let output = run(kube.command().args([
+        "delete",
+        "pod",
+        name,
+        "--grace-period=0",
+        "--force",
+        "--wait=false",
+        "--ignore-not-found",
+    ]))?;
+    if output.success() {
+        return Ok(());
+    }
+    Err(Error::sandbox(format!("cannot delete pod `{name}`: {}", first_line(&output.stderr))))
+}
+
+impl Channel for Pod {
+    fn inside(&self, command: ProcessBuilder) -> ProcessBuilder {
+        // The transport's scripts carry no secrets; their few settings go through the file too.
+        match self.wrapped(&command, true) {
+            Ok((exec, _)) => exec,
+            Err(_) => ProcessBuilder::new("false"),
+        }
+    }
+
+    fn workspace(&self) -> &Path {
+        &self.worktree
+    }
+}
+
+impl SandboxHandle for Pod {
+    fn kind(&self) -> &'static str {
+        "kubernetes"
+    }
+
+    fn container(&self) -> Option<crate::record::ContainerRecord> {
+        Some(crate::record::ContainerRecord {
+            engine: "kubernetes".into(),
+            host: Some(self.kube.describe()),
+            name: self.name.clone(),
+            id: self.uid.clone(),
+            image: self.image.clone(),
+            node: Some(self.node.clone()),
+        })
+    }
+
+    fn state_env(&self) -> Vec<(&'static str, PathBuf)> {
+        self.states.iter().map(|state| (state.var, state.value.clone())).collect()
+    }
+
+    fn prepare(&self, command: ProcessBuilder) -> Result<Prepared, Error> {
+        let mut command = command;
+        let stdin = command.take_stdin();
+        if Some(command.program()) == std::env::current_exe().ok().as_deref().map(Path::as_os_str) {
+            self.copy_eden_in()?;
+            let mut inside = ProcessBuilder::new(EDEN_INSIDE).args(command.get_args());
+            for (key, value) in command.get_env() {
+                inside = match value {
+                    Some(value) => inside.env(key, value),
+                    None => inside.env_remove(key),
+                };
+            }
+            if let Some(cwd) = command.get_cwd() {
+                inside = inside.cwd(cwd);
+            }
+            command = inside;
+        }
+        let interactive = !matches!(stdin, Stdin::Null);
+        let (exec, pid_file) = self.wrapped(&command, interactive)?;
+        let exec = match stdin {
+            Stdin::Terminal { tty: true } => {
+                // A terminal inside: `-t` as well.
+                let args: Vec<std::ffi::OsString> =
+                    exec.get_args().iter().map(|a| if a == "-i" { "-it".into() } else { a.clone() }).collect();
+                ProcessBuilder::new("kubectl").args(args).stdin(stdin)
+            }
+            stdin => exec.stdin(stdin),
+        };
+        let inside = InsidePod { kube: self.kube.clone(), name: self.name.clone(), pid_file };
+        Ok(Prepared { command: exec, inside: Some(Box::new(inside)) })
+    }
+
+    fn sync(&self, _reported_tip: Option<&str>) -> Result<Option<String>, Error> {
+        let known = self.known.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let back = CommitsBack {
+            channel: self,
+            host_worktree: &self.worktree,
+            branch: &self.branch,
+            known: &known,
+            scratch: &self.scratch,
+            repository_lock: &self.repository_lock,
+            run_id: &self.run_id,
+            shared_files: false,
+        };
+        if let Returned::MovedTo(tip) = repository::bring_commits(&back)? {
+            self.known.lock().unwrap_or_else(|e| e.into_inner()).insert(0, tip);
+        }
+        Ok(None)
+    }
+
+    fn bring_state_back(&self) -> Result<(), Error> {
+        self.pull_state()
+    }
+
+    fn close(&mut self) -> Result<Option<String>, Error> {
+        if self.removed {
+            return Ok(None);
+        }
+        let brought = self.bring_back();
+        if let Err(err) = brought {
+            let base = self.known.lock().unwrap_or_else(|e| e.into_inner()).last().cloned().unwrap_or_default();
+            let saved = repository::salvage(self, &self.branch, &base, &self.patches, &self.run_id);
+            self.delete()?;
+            return Err(repository::salvaged_error(err, &saved));
+        }
+        self.delete()?;
+        brought
+    }
+}
+
+impl Drop for Pod {
+    fn drop(&mut self) {
+        let _ = self.close();
+    }
+}
+
+struct InsidePod {
+    kube: Kube,
+    name: String,
+    pid_file: String,
+}
+
+impl Inside for InsidePod {
+    fn signal_command(&self, signal: Signal) -> Option<ProcessBuilder> {
+        let name = signal.as_str().trim_start_matches("SIG");
+        let script = format!(
+            r#"pid=$(cat "$0" 2>/dev/null) || exit 0; case $pid in ''|*[!0-9]*) exit 0;; esac; kill -s {name} -- -$pid 2>/dev/null || kill -{name} -$pid"#
+        );
+        Some(self.kube.command().args(["exec", &self.name, "-c", "agent", "--", "sh", "-c", &script, &self.pid_file]))
+    }
+
+    fn sweep_command(&self) -> ProcessBuilder {
+        self.kube.command().args(["exec", &self.name, "-c", "agent", "--", "sh", "-c", SWEEP])
+    }
+}
+
+/// A pod known by its annotations only (its eden is gone), for salvage.
+struct Annotated {
+    kube: Kube,
+    name: String,
+    workspace: PathBuf,
+}
+
+impl Channel for Annotated {
+    fn inside(&self, command: ProcessBuilder) -> ProcessBuilder {
+        let cwd = command
+            .get_cwd()
+            .map(|cwd| cwd.to_string_lossy().into_owned())
+            .unwrap_or_else(|| self.workspace.to_string_lossy().into_owned());
+        self.kube
+            .command()
+            .args(["exec", "-i", &self.name, "-c", "agent", "--", "sh", "-c", r#"cd "$0" && exec "$@""#, &cwd])
+            .arg(command.program())
+            .args(command.get_args())
+    }
+
+    fn workspace(&self) -> &Path {
+        &self.workspace
+    }
+}
+
+/// Saves what a killed run's pod holds (as `.eden/patches/<run>.salvaged.*`), then deletes it.
+pub fn salvage_and_delete(kube: &Kube, name: &str) -> Result<Vec<PathBuf>, Error> {
+    let got = run(kube.command().args(["get", "pod", name, "-o", "json"]))?;
+    let pod: serde_json::Value = serde_json::from_str(&got.stdout).unwrap_or_default();
+    let notes = &pod["metadata"]["annotations"];
+    let note = |key: &str| notes[key].as_str().unwrap_or("").to_owned();
+    let (run_id, repo, branch, workspace, base) =
+        (note(LABEL_RUN), note(LABEL_REPO), note(LABEL_BRANCH), note(LABEL_WORKSPACE), note(LABEL_BASE));
+    let mut saved = Vec::new();
+    if got.success() && pod["status"]["phase"] == "Running" && !run_id.is_empty() && !repo.is_empty() {
+        let patches = crate::layout::Layout::new(&repo, Path::new(&repo).join(".git")).patches();
+        let channel = Annotated { kube: kube.clone(), name: name.to_owned(), workspace: PathBuf::from(workspace) };
+        saved = repository::salvage(&channel, &branch, &base, &patches, &run_id);
+    }
+    delete_pod(kube, name)?;
+    Ok(saved)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kubectls_reason_is_its_last_word() {
+        let stderr = "W1124 16:39:32.503406   14559 loader.go:223] Config not found: /nonexistent\nWarning: the server doesn't have a resource type 'pods'\nThe connection to the server localhost:8080 was refused - did you specify the right host or port?\n";
+        assert_eq!(
+            kubectl_reason(stderr),
+            "The connection to the server localhost:8080 was refused - did you specify the right host or port?"
+        );
+        assert_eq!(kubectl_reason("error: context \"x\" does not exist\n"), "error: context \"x\" does not exist");
+    }
+
+    #[test]
+    fn the_guard_finds_the_cluster_again() {
+        let kube = Kube { context: Some("prod".into()), namespace: None };
+        let args: Vec<std::ffi::OsString> = kube.to_args().into_iter().map(Into::into).collect();
+        let back = Kube::from_args(&args).unwrap();
+        assert_eq!((back.context.as_deref(), back.namespace.as_deref()), (Some("prod"), None));
+        assert_eq!(back.describe(), "prod/-");
+        assert!(Kube::from_args(&["docker".into()]).is_none());
+    }
+}

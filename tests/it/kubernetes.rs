@@ -1,0 +1,265 @@
+//! `sandbox.kind = "kubernetes"` against a real single-node cluster (`tests/kubernetes/`:
+//! built once per machine by `.ci/run`, started here once per test process and stopped at its
+//! exit). The cluster has no CNI, so NetworkPolicies are not enforced there.
+
+use crate::containers::IMAGE;
+use crate::support::{Run, TestEnv};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// Where `.ci/run` builds the cluster's binaries.
+const BUILD: &str = "/var/tmp/eden-k8s";
+
+pub struct Cluster {
+    state: PathBuf,
+}
+
+static CLUSTER: OnceLock<Result<Cluster, String>> = OnceLock::new();
+
+fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kubernetes/cluster.sh")
+}
+
+fn cluster() -> Option<&'static Cluster> {
+    let cluster = CLUSTER.get_or_init(|| {
+        if !nix::unistd::geteuid().is_root() {
+            return Err("not root".into());
+        }
+        if !Path::new(BUILD).join("bin/kubelet").exists() {
+            return Err(format!("no cluster built in {BUILD} (tests/kubernetes/build.sh {BUILD})"));
+        }
+        if !crate::containers::ready("docker") {
+            return Err("docker has no test image".into());
+        }
+        let state = PathBuf::from(format!("/var/tmp/eden-k8s-test-{}", std::process::id()));
+        let started = std::process::Command::new("bash")
+            .arg(script())
+            .args(["start", BUILD])
+            .arg(&state)
+            .output()
+            .map_err(|err| err.to_string())?;
+        if !started.status.success() {
+            let _ = std::process::Command::new("bash").arg(script()).arg("stop").arg(&state).status();
+            return Err(format!("the cluster did not start: {}", String::from_utf8_lossy(&started.stdout)));
+        }
+        extern "C" fn stop() {
+            if let Some(Ok(cluster)) = CLUSTER.get() {
+                let _ = std::process::Command::new("bash").arg(script()).arg("stop").arg(&cluster.state).status();
+            }
+        }
+        // SAFETY: `stop` is an `extern "C" fn()` with no arguments, as atexit takes.
+        unsafe { nix::libc::atexit(stop) };
+        Ok(Cluster { state })
+    });
+    match cluster {
+        Ok(cluster) => Some(cluster),
+        Err(why) => {
+            crate::support::skip(&format!("no Kubernetes cluster here: {why}"));
+            None
+        }
+    }
+}
+
+impl Cluster {
+    /// What eden and kubectl need: the cluster's kubectl first on PATH, and a kubeconfig
+    /// (`admin`, or `nobody`: a user the cluster lets do nothing).
+    fn env(&self, user: &str) -> Vec<(String, String)> {
+        let path = format!("{BUILD}/bin:{}", std::env::var("PATH").unwrap_or_default());
+        vec![
+            ("PATH".into(), path),
+            ("KUBECONFIG".into(), self.state.join(format!("{user}.conf")).display().to_string()),
+        ]
+    }
+
+    /// The names of the pods of runs in `repo`.
+    fn pods(&self, repo: &Path) -> Vec<String> {
+        let repo = std::fs::canonicalize(repo).unwrap().display().to_string();
+        let output = std::process::Command::new(format!("{BUILD}/bin/kubectl"))
+            .env("KUBECONFIG", self.state.join("admin.conf"))
+            .args(["get", "pods", "-l", "app.kubernetes.io/managed-by=eden", "-o", "json"])
+            .output()
+            .unwrap();
+        let pods: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or_default();
+        pods["items"]
+            .as_array()
+            .map(|items| {
+                items
+                    .iter()
+                    .filter(|pod| pod["metadata"]["annotations"]["eden.repo"] == repo.as_str())
+                    .filter_map(|pod| pod["metadata"]["name"].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+fn manifest(script: &str, extra: &str) -> String {
+    let script = script.replace('\\', "\\\\").replace('"', "\\\"");
+    format!(
+        "name = \"pod\"\nprompt = \"go\"\n[agent]\nkind = \"cli\"\nbinary = \"sh\"\nargs = [\"-c\", \"cat >/dev/null; {script}\"]\n\
+         [sandbox]\nkind = \"kubernetes\"\nimage = \"{IMAGE}\"\nimage_pull_policy = \"Never\"\n{extra}\n[loop]\nmax_iterations = 1\nidle_timeout = \"60s\"\n"
+    )
+}
+
+fn run(env: &TestEnv, vars: &[(String, String)], manifest: &str) -> Run {
+    let path = env.write_manifest(manifest);
+    let mut command = env.eden_command(&["run", path.to_str().unwrap(), "--json"]);
+    command.envs(vars.iter().cloned());
+    Run::from(command.output().unwrap())
+}
+
+const COMMIT_AND_LEAVE: &str = "cat README.md > copy.txt && git add copy.txt && git -c user.name=pod -c user.email=pod@example.com commit -qm 'made in a pod' && echo left > loose.txt && echo '<promise>COMPLETE</promise>'";
+
+#[test]
+fn a_run_in_a_pod_brings_its_work_back() {
+    let Some(cluster) = cluster() else { return };
+    let env = TestEnv::new();
+    // A sandbox hook runs in the pod, with its environment (through the channel's file).
+    let hooks = "\n[hooks.sandbox]\non_sandbox_ready = [{ cmd = \"echo \\\"$GREETING from $(hostname)\\\" > hooked.txt\", env = { GREETING = \"hello\" } }]\n";
+    let run = run(&env, &cluster.env("admin"), &format!("{}{hooks}", manifest(COMMIT_AND_LEAVE, "")));
+    run.assert_code(1);
+    assert_eq!(env.log_subjects("main")[0], "made in a pod", "{}", run.stderr);
+    assert_eq!(
+        std::fs::read_to_string(env.repo.join("copy.txt")).unwrap(),
+        "# test repo\n",
+        "seeded through the channel"
+    );
+    let record = run.json();
+    let kept = record["preserved_worktree"].as_str().unwrap();
+    assert_eq!(std::fs::read_to_string(Path::new(kept).join("loose.txt")).unwrap(), "left\n");
+    assert_eq!(record["sandbox"], "kubernetes");
+    assert_eq!(record["container"]["engine"], "kubernetes");
+    assert_eq!(record["container"]["node"], "eden-node");
+    assert!(
+        run.stderr.contains("kubernetes pod `eden-") && run.stderr.contains("started on node `eden-node`"),
+        "{}",
+        run.stderr
+    );
+    let hooked = std::fs::read_to_string(Path::new(kept).join("hooked.txt")).unwrap();
+    assert!(hooked.starts_with("hello from eden-"), "the hook ran in the pod: {hooked}");
+    assert!(cluster.pods(&env.repo).is_empty(), "the pod is deleted");
+}
+
+#[test]
+fn the_simulated_agent_runs_in_a_pod() {
+    let Some(cluster) = cluster() else { return };
+    let env = TestEnv::new();
+    let manifest = format!("name = \"sim\"\nprompt = \"hi\"\n[agent]\nkind = \"simulated\"\n[sandbox]\nkind = \"kubernetes\"\nimage = \"{IMAGE}\"\nimage_pull_policy = \"Never\"\n");
+    let run = run(&env, &cluster.env("admin"), &manifest);
+    run.assert_code(0);
+    assert!(run.stderr.contains("| simulated agent: working"), "{}", run.stderr);
+    assert!(cluster.pods(&env.repo).is_empty());
+}
+
+/// Each failure before the agent runs is exit 6 in the person's terms, with a hint, and leaves
+/// nothing behind: no record, branch, worktree or pod.
+#[test]
+fn errors_are_said_in_the_persons_terms() {
+    let Some(cluster) = cluster() else { return };
+    let admin = cluster.env("admin");
+    let mut unreachable = admin.clone();
+    let config =
+        std::fs::read_to_string(cluster.state.join("admin.conf")).unwrap().replace("127.0.0.1:6443", "127.0.0.1:1");
+    let env = TestEnv::new();
+    let bad = env.root().join("unreachable.conf");
+    std::fs::write(&bad, config).unwrap();
+    unreachable[1].1 = bad.display().to_string();
+    let mut missing = admin.clone();
+    missing[1].1 = env.root().join("no-such.conf").display().to_string();
+    let cases = [
+        (
+            admin.clone(),
+            manifest("true", "").replace(IMAGE, "localhost/not-there:1"),
+            "cannot get image `localhost/not-there:1`",
+        ),
+        (
+            admin.clone(),
+            manifest("true", "node_selector = { disk = \"none-such\" }\nstart_timeout = \"3s\""),
+            "was not running after 3s (Unschedulable",
+        ),
+        (missing, manifest("true", ""), "kubectl has no kubeconfig"),
+        (cluster.env("nobody"), manifest("true", ""), "does not let you create pods"),
+        (unreachable, manifest("true", ""), "cannot reach the cluster"),
+    ];
+    for (vars, manifest, expected) in cases {
+        let run = run(&env, &vars, &manifest);
+        run.assert_code(6);
+        assert!(run.stderr.contains(expected) && run.stderr.contains("hint:"), "{expected}: {}", run.stderr);
+        env.assert_pristine();
+        assert!(cluster.pods(&env.repo).is_empty(), "{expected}: no pod left");
+    }
+}
+
+#[test]
+fn what_a_pod_cannot_do_is_refused_at_load() {
+    let env = TestEnv::new();
+    for (extra, key) in [
+        ("pids_limit = 10", "pids_limit"),
+        ("network = \"allowlist\"\nallow = [\"example.com\"]", "network"),
+        ("host = \"tcp://x:1\"", "host"),
+    ] {
+        let path = env.write_manifest(&manifest("true", extra));
+        let run = env.eden(&["run", path.to_str().unwrap()]);
+        run.assert_code(2);
+        assert!(
+            run.stderr.contains(&format!("`sandbox.{key}`")) || run.stderr.contains("`network = "),
+            "{}",
+            run.stderr
+        );
+        assert!(run.stderr.contains("hint:"), "{}", run.stderr);
+    }
+    let path = env.write_manifest("prompt = \"x\"\n[agent]\nkind = \"simulated\"\n[sandbox]\nkind = \"docker\"\nimage = \"i\"\nnamespace = \"team\"\n");
+    let run = env.eden(&["run", path.to_str().unwrap()]);
+    run.assert_code(2);
+    assert!(run.stderr.contains("`sandbox.namespace` applies to `kubernetes` only"), "{}", run.stderr);
+}
+
+/// Ctrl-C: the pod is deleted, the work comes back; eden killed: its guard saves what the pod
+/// holds and deletes it.
+#[test]
+fn ctrl_c_or_a_killed_eden_leaves_no_pod() {
+    let Some(cluster) = cluster() else { return };
+    let env = TestEnv::new();
+    let child = start_waiting(cluster, &env);
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(130));
+    assert!(cluster.pods(&env.repo).is_empty(), "deleted on Ctrl-C");
+    assert_eq!(env.log_subjects(&env.branches().into_iter().find(|b| b.starts_with("eden/")).unwrap())[0], "killed");
+    let env = TestEnv::new();
+    let mut child = start_waiting(cluster, &env);
+    assert_eq!(cluster.pods(&env.repo).len(), 1, "the pod runs");
+    child.kill().unwrap();
+    let _ = child.wait();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !cluster.pods(&env.repo).is_empty() {
+        assert!(std::time::Instant::now() < deadline, "the guard deletes the pod");
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+    let patches = env.repo.join(".eden/patches");
+    let saved: Vec<String> = std::fs::read_dir(&patches)
+        .map(|dir| dir.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    assert!(saved.iter().any(|name| name.ends_with(".salvaged.patch")), "{saved:?}");
+}
+
+/// eden running an agent in a pod that commits, leaves a file and waits; returned once the
+/// agent said `ready`.
+fn start_waiting(cluster: &Cluster, env: &TestEnv) -> std::process::Child {
+    let script = "echo c > c.txt && git add c.txt && git -c user.name=pod -c user.email=pod@example.com commit -qm killed && echo half > half.txt && echo ready; sleep 300";
+    let path = env.write_manifest(&manifest(script, "").replace("idle_timeout = \"60s\"", "idle_timeout = \"10m\""));
+    let mut command = env.eden_command(&["run", path.to_str().unwrap()]);
+    command.envs(cluster.env("admin")).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    use std::io::BufRead;
+    let stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut lines = stderr.lines();
+    for line in lines.by_ref().map_while(Result::ok) {
+        if line.contains("| ready") {
+            break;
+        }
+    }
+    // The rest of stderr drained, so eden never blocks on it.
+    std::thread::spawn(move || for _ in lines {});
+    child
+}
