@@ -147,6 +147,11 @@ enum Action {
         target: Target,
         name: String,
     },
+    /// Save what the pod holds under `.eden/patches`, then delete it.
+    SalvagePod {
+        kube: crate::sandbox::pod::Kube,
+        name: String,
+    },
     /// Save what the copy holds (asked inside bubblewrap), then remove it.
     SalvageIsolated {
         run_id: String,
@@ -191,6 +196,8 @@ struct Live {
     slugs: HashSet<String>,
     /// The engines records name beyond the clients' defaults (`sandbox.host`, remote engines).
     engines: Vec<Target>,
+    /// The clusters and namespaces records name (`CONTEXT/NAMESPACE`) for their pods.
+    clusters: Vec<String>,
 }
 
 /// Look at everything; change nothing.
@@ -205,6 +212,7 @@ pub fn survey(layout: Option<&Layout>, settings: &Settings) -> Survey {
         run_folders(layout, &live, &mut survey);
     }
     containers(layout, settings, &live, &mut survey);
+    pods(layout, settings, &live, &mut survey);
     isolated_copies(layout, settings, &live, &mut survey);
     if let Some(layout) = layout {
         history(layout, settings, &live, &mut survey);
@@ -306,6 +314,11 @@ fn records(layout: &Layout, live: &mut Live, survey: &mut Survey) {
         if let Some(target) = head.container.as_ref().and_then(ContainerHead::target) {
             if !live.engines.contains(&target) {
                 live.engines.push(target);
+            }
+        }
+        if let Some(ContainerHead { engine, host: Some(cluster) }) = &head.container {
+            if engine == "kubernetes" && !live.clusters.contains(cluster) {
+                live.clusters.push(cluster.clone());
             }
         }
         let Some(process) = head.process else { continue };
@@ -515,6 +528,43 @@ fn run_folders(layout: &Layout, live: &Live, survey: &mut Survey) {
     }
 }
 
+/// eden's pods in the clusters and namespaces the records name (found by label): a pod whose run
+/// is over is salvaged and deleted.
+fn pods(layout: Option<&Layout>, settings: &Settings, live: &Live, survey: &mut Survey) {
+    let repo = match (settings.all_repos, layout) {
+        (true, _) => None,
+        (false, Some(layout)) => Some(layout.root.as_path()),
+        (false, None) => return,
+    };
+    if live.clusters.is_empty() || which::which("kubectl").is_err() {
+        return;
+    }
+    for cluster in &live.clusters {
+        let Some(kube) = crate::sandbox::pod::Kube::from_described(cluster) else { continue };
+        let listed = match crate::sandbox::pod::list(&kube, repo) {
+            Ok(listed) => listed,
+            Err(err) => {
+                survey.warnings.push(err.message);
+                continue;
+            }
+        };
+        for found in listed {
+            let name = format!("{} (kubernetes {cluster})", found.name);
+            if live.run_ids.contains(&found.run_id) || found.owner_alive() {
+                survey.items.push(Item::keep(
+                    Kind::Container,
+                    name,
+                    format!("its run is still going (pid {})", found.pid),
+                ));
+            } else {
+                let action = Action::SalvagePod { kube: kube.clone(), name: found.name.clone() };
+                let reason = "its run is over (what it holds is saved under `.eden/patches` first)";
+                survey.items.push(Item::remove(Kind::Container, name, reason, action));
+            }
+        }
+    }
+}
+
 /// Containers labelled by eden, on every engine that is installed.
 fn containers(layout: Option<&Layout>, settings: &Settings, live: &Live, survey: &mut Survey) {
     // Of this repository, or (`--all-repos`) of any.
@@ -707,6 +757,9 @@ fn perform(action: &Action, layout: Option<&Layout>) -> Result<(), String> {
             container::salvage_and_remove(target, name).map(drop).map_err(|err| err.message)
         }
         Action::RemoveVolume { target, name } => container::remove_volume(target, name).map_err(|err| err.message),
+        Action::SalvagePod { kube, name } => {
+            crate::sandbox::pod::salvage_and_delete(kube, name).map(drop).map_err(|err| err.message)
+        }
         Action::SalvageIsolated { run_id, owner } => {
             crate::sandbox::isolated::salvage_and_remove(run_id, owner);
             Ok(())

@@ -74,6 +74,13 @@ impl Kube {
         ]
     }
 
+    /// The cluster a record names (`CONTEXT/NAMESPACE`, as `describe` wrote it).
+    pub fn from_described(text: &str) -> Option<Kube> {
+        let (context, namespace) = text.split_once('/')?;
+        let given = |value: &str| (value != "-" && !value.is_empty()).then(|| value.to_owned());
+        Some(Kube { context: given(context), namespace: given(namespace) })
+    }
+
     pub fn from_args(args: &[std::ffi::OsString]) -> Option<Kube> {
         let text = |n: usize| args.get(n)?.to_str().map(str::to_owned);
         if text(0)? != "kubernetes" {
@@ -699,6 +706,52 @@ impl Channel for Annotated {
     fn workspace(&self) -> &Path {
         &self.workspace
     }
+}
+
+/// An eden pod, as the cluster lists it.
+pub struct ListedPod {
+    pub name: String,
+    pub run_id: String,
+    /// The eden process that started it (0 when unknown).
+    pub pid: i32,
+}
+
+impl ListedPod {
+    /// Is the eden that started it still running?
+    pub fn owner_alive(&self) -> bool {
+        self.pid > 0 && crate::process::ProcessStamp { pid: self.pid as u32, start: 0 }.is_alive()
+    }
+}
+
+/// eden's pods in the cluster's namespace: of the repository at `repo`, or of every one.
+pub fn list(kube: &Kube, repo: Option<&Path>) -> Result<Vec<ListedPod>, Error> {
+    let got = run(kube.command().args(["get", "pods", "-l", "app.kubernetes.io/managed-by=eden", "-o", "json"]))?;
+    if !got.success() {
+        return Err(Error::sandbox(format!(
+            "kubectl cannot list pods ({}): {}",
+            kube.describe(),
+            kubectl_reason(&got.stderr)
+        )));
+    }
+    let pods: serde_json::Value = serde_json::from_str(&got.stdout).unwrap_or_default();
+    let repo = repo.map(|repo| repo.display().to_string());
+    Ok(pods["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|pod| pod["metadata"]["deletionTimestamp"].is_null())
+        .filter_map(|pod| {
+            let notes = &pod["metadata"]["annotations"];
+            if repo.as_deref().is_some_and(|repo| notes[LABEL_REPO] != repo) {
+                return None;
+            }
+            Some(ListedPod {
+                name: pod["metadata"]["name"].as_str()?.to_owned(),
+                run_id: notes[LABEL_RUN].as_str().unwrap_or("").to_owned(),
+                pid: notes[LABEL_PID].as_str().and_then(|pid| pid.parse().ok()).unwrap_or(0),
+            })
+        })
+        .collect())
 }
 
 /// Saves what a killed run's pod holds (as `.eden/patches/<run>.salvaged.*`), then deletes it.

@@ -263,3 +263,31 @@ fn start_waiting(cluster: &Cluster, env: &TestEnv) -> std::process::Child {
     std::thread::spawn(move || for _ in lines {});
     child
 }
+
+/// eden and its guard both killed: the pod stays (until its deadline); `eden clean` finds it in
+/// the cluster the record names, saves what it holds, and deletes it.
+#[test]
+fn eden_clean_finds_a_killed_runs_pod() {
+    let Some(cluster) = cluster() else { return };
+    let env = TestEnv::new();
+    let mut child = start_waiting(cluster, &env);
+    let pods = cluster.pods(&env.repo);
+    assert_eq!(pods.len(), 1, "the pod runs");
+    let guard =
+        std::process::Command::new("pkill").args(["-9", "-f", &format!("__eden-guard .* {}$", pods[0])]).status();
+    assert!(guard.unwrap().success(), "the guard was running");
+    child.kill().unwrap();
+    let _ = child.wait();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert_eq!(cluster.pods(&env.repo), pods, "left behind");
+    let mut clean = env.eden_command(&["clean", "--json"]);
+    let clean = Run::from(clean.envs(cluster.env("admin")).output().unwrap());
+    clean.assert_code(0);
+    assert!(clean.stdout.contains(&format!("{} (kubernetes -/-)", pods[0])), "{}", clean.stdout);
+    assert!(cluster.pods(&env.repo).is_empty(), "deleted by eden clean");
+    let patches = env.repo.join(".eden/patches");
+    let saved: Vec<String> = std::fs::read_dir(&patches)
+        .map(|dir| dir.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    assert!(saved.iter().any(|name| name.ends_with(".salvaged.patch")), "{saved:?}");
+}
