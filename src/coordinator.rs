@@ -328,9 +328,10 @@ pub fn row(member: &Member, ended: &Ended) -> Row {
         (None, None) if record.commits.is_empty() => "no commits".to_owned(),
         (None, None) => format!("on {}", record.branch),
     });
+    // Where it ran: a pod's node, or a container's engine when not the default one.
     let host = record
         .and_then(|record| record.container.as_ref())
-        .and_then(|container| container.host.clone())
+        .and_then(|container| container.node.clone().or_else(|| container.host.clone()))
         .or_else(|| ended.host.clone());
     Row {
         name: member.name.clone(),

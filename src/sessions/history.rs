@@ -19,7 +19,8 @@ pub struct RunSummary {
     /// The agent kind of each step, in order, without repeats.
     pub agents: Vec<AgentKind>,
     pub sandbox: String,
-    /// The engine's address a container ran on (`sandbox.host`, or a remote default).
+    /// Where it ran: a pod's node, or the engine's address a container ran on (`sandbox.host`,
+    /// or a remote default).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
     pub branch: String,
@@ -80,6 +81,9 @@ pub struct Light {
 pub struct LightContainer {
     #[serde(default)]
     pub host: Option<String>,
+    /// A pod's node.
+    #[serde(default)]
+    pub node: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -142,7 +146,10 @@ impl Light {
             name: self.name.clone(),
             agents,
             sandbox: self.sandbox.clone(),
-            host: self.container.as_ref().and_then(|container| container.host.clone()),
+            host: self
+                .container
+                .as_ref()
+                .and_then(|container| container.node.clone().or_else(|| container.host.clone())),
             branch: self.branch.clone(),
             base_branch: self.base_branch.clone(),
             status,

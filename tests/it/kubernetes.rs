@@ -135,6 +135,13 @@ fn a_run_in_a_pod_brings_its_work_back() {
         "{}",
         run.stderr
     );
+    let mut listed = env.eden_command(&["sessions", "list"]);
+    let listed = Run::from(listed.output().unwrap());
+    assert!(
+        listed.stdout.contains("HOST") && listed.stdout.contains("eden-node"),
+        "the node in sessions list: {}",
+        listed.stdout
+    );
     let hooked = std::fs::read_to_string(Path::new(kept).join("hooked.txt")).unwrap();
     assert!(hooked.starts_with("hello from eden-"), "the hook ran in the pod: {hooked}");
     assert!(cluster.pods(&env.repo).is_empty(), "the pod is deleted");
@@ -290,4 +297,32 @@ fn eden_clean_finds_a_killed_runs_pod() {
         .map(|dir| dir.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
         .unwrap_or_default();
     assert!(saved.iter().any(|name| name.ends_with(".salvaged.patch")), "{saved:?}");
+}
+
+/// Several runs at once, each a pod of its own; the cluster places them, the merges queue here,
+/// and the table says which node each ran on.
+#[test]
+fn several_runs_are_several_pods() {
+    let Some(cluster) = cluster() else { return };
+    let env = TestEnv::new();
+    let mut paths = Vec::new();
+    for n in 0..4 {
+        let script = format!("echo {n} > run-{n}.txt && git add run-{n}.txt && git -c user.name=pod -c user.email=pod@example.com commit -qm 'pod {n}' && echo '<promise>COMPLETE</promise>'");
+        let path = env.root().join(format!("pod-{n}.toml"));
+        std::fs::write(&path, manifest(&script, "").replace("name = \"pod\"", &format!("name = \"pod-{n}\""))).unwrap();
+        paths.push(path.display().to_string());
+    }
+    let mut args = vec!["run"];
+    args.extend(paths.iter().map(String::as_str));
+    args.extend(["--jobs", "4", "--json"]);
+    let mut command = env.eden_command(&args);
+    let run = Run::from(command.envs(cluster.env("admin")).output().unwrap());
+    run.assert_code(0);
+    let records = run.json();
+    for record in records.as_array().unwrap() {
+        assert_eq!(record["container"]["node"], "eden-node", "{record:#}");
+        assert_eq!(record["merged_into"], "main");
+    }
+    assert!(run.stderr.contains("HOST") && run.stderr.contains("eden-node"), "{}", run.stderr);
+    assert!(cluster.pods(&env.repo).is_empty());
 }
