@@ -164,11 +164,6 @@ fn check_interactive(
         return Err(Error::usage("`eden interactive` cannot attach a terminal to an `isolated` sandbox")
             .with_hint("use `--sandbox docker` or `--sandbox podman` (with `sandbox.image`), or `--sandbox none`"));
     }
-    if matches!(plan.sandbox, SandboxPlan::Kubernetes(_)) {
-        return Err(Error::unsupported("`eden interactive` in a `kubernetes` pod").with_hint(
-            "this version of eden runs pods for `eden run` only; use `--sandbox docker` or `podman` for a session",
-        ));
-    }
     if plan.steps.len() > 1 {
         return Err(Error::usage(format!(
             "the manifest has {} steps; an interactive session runs one agent",

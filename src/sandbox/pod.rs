@@ -423,7 +423,7 @@ impl Pod {
 
     /// `command` inside, as the pod's user, in its directory, with its environment (through a
     /// file), behind the wrapper.
-    fn wrapped(&self, command: &ProcessBuilder, stdin: bool) -> Result<(ProcessBuilder, String), Error> {
+    fn wrapped(&self, command: &ProcessBuilder, flags: &[&str]) -> Result<(ProcessBuilder, String), Error> {
         let n = self.next_exec.fetch_add(1, Ordering::SeqCst);
         let env_file = self.env_file(command, n)?;
         let pid_file = format!("{EXEC_DIR}/{n}.pid");
@@ -432,10 +432,7 @@ impl Pod {
             .map(|cwd| cwd.to_string_lossy().into_owned())
             .unwrap_or_else(|| self.worktree.to_string_lossy().into_owned());
         let script = WRAPPER.replace("SWEEP", SWEEP);
-        let mut exec = self.kube.command().arg("exec");
-        if stdin {
-            exec = exec.arg("-i");
-        }
+        let exec = self.kube.command().arg("exec").args(flags);
         let program = command.program().to_owned();
         let exec = exec
             .args([self.name.as_str(), "-c", "agent", "--", "sh", "-c", &script])
@@ -556,7 +553,7 @@ fn delete_pod(kube: &Kube, name: &str) -> Result<(), Error> {
 impl Channel for Pod {
     fn inside(&self, command: ProcessBuilder) -> ProcessBuilder {
         // The transport's scripts carry no secrets; their few settings go through the file too.
-        match self.wrapped(&command, true) {
+        match self.wrapped(&command, &["-i"]) {
             Ok((exec, _)) => exec,
             Err(_) => ProcessBuilder::new("false"),
         }
@@ -604,17 +601,14 @@ impl SandboxHandle for Pod {
             }
             command = inside;
         }
-        let interactive = !matches!(stdin, Stdin::Null);
-        let (exec, pid_file) = self.wrapped(&command, interactive)?;
-        let exec = match stdin {
-            Stdin::Terminal { tty: true } => {
-                // A terminal inside: `-t` as well.
-                let args: Vec<std::ffi::OsString> =
-                    exec.get_args().iter().map(|a| if a == "-i" { "-it".into() } else { a.clone() }).collect();
-                ProcessBuilder::new("kubectl").args(args).stdin(stdin)
-            }
-            stdin => exec.stdin(stdin),
+        let flags: &[&str] = match stdin {
+            Stdin::Null => &[],
+            // A terminal inside, sized and resized by kubectl from ours.
+            Stdin::Terminal { tty: true } => &["-i", "-t"],
+            _ => &["-i"],
         };
+        let (exec, pid_file) = self.wrapped(&command, flags)?;
+        let exec = exec.stdin(stdin);
         let inside = InsidePod { kube: self.kube.clone(), name: self.name.clone(), pid_file };
         Ok(Prepared { command: exec, inside: Some(Box::new(inside)) })
     }

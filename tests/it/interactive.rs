@@ -386,3 +386,31 @@ fn right_after_init() {
     session.assert_code(0);
     assert!(session.stdout.contains("in-the-checkout"), "{}", session.stderr);
 }
+
+/// In a pod: `kubectl exec -it`, a terminal that follows the window, the session's commit merged.
+#[test]
+fn a_pod_gives_a_terminal_that_follows_the_window() {
+    let Some(cluster) = crate::kubernetes::cluster() else { return };
+    let env = TestEnv::new();
+    let extra = format!(
+        "--sandbox kubernetes --set sandbox.image={IMAGE} --set sandbox.image_pull_policy=Never --strategy merge-to-head"
+    );
+    let exports: String = cluster.env("admin").iter().map(|(key, value)| format!("export {key}='{value}'; ")).collect();
+    let Some(tmux) = Tmux::start(&env, &env.repo, &format!("{exports}{}", eden_bash(&extra))) else { return };
+    tmux.wait_for("# ");
+    tmux.line("tty; echo SIZE-$(stty size | tr ' ' x)");
+    let screen = tmux.wait_for("SIZE-30x120");
+    assert!(screen.contains("/dev/pts/"), "{screen}");
+    tmux.resize(90, 20);
+    std::thread::sleep(Duration::from_millis(800));
+    tmux.line("echo SIZE-$(stty size | tr ' ' x)");
+    tmux.wait_for("SIZE-20x90");
+    tmux.line(
+        "echo podded > podded.txt && git add podded.txt && git -c user.name=t -c user.email=t@e commit -qm podded; exit",
+    );
+    tmux.wait_for("EDEN-DONE");
+    assert_eq!(exit_code(&env), 0, "{}", tmux.screen());
+    assert_eq!(env.log_subjects("main")[0], "podded");
+    assert!(cluster.pods(&env.repo).is_empty(), "the pod is deleted");
+    env.assert_pristine();
+}

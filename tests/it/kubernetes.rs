@@ -20,7 +20,7 @@ fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kubernetes/cluster.sh")
 }
 
-fn cluster() -> Option<&'static Cluster> {
+pub fn cluster() -> Option<&'static Cluster> {
     let cluster = CLUSTER.get_or_init(|| {
         if !nix::unistd::geteuid().is_root() {
             return Err("not root".into());
@@ -63,7 +63,7 @@ fn cluster() -> Option<&'static Cluster> {
 impl Cluster {
     /// What eden and kubectl need: the cluster's kubectl first on PATH, and a kubeconfig
     /// (`admin`, or `nobody`: a user the cluster lets do nothing).
-    fn env(&self, user: &str) -> Vec<(String, String)> {
+    pub fn env(&self, user: &str) -> Vec<(String, String)> {
         let path = format!("{BUILD}/bin:{}", std::env::var("PATH").unwrap_or_default());
         vec![
             ("PATH".into(), path),
@@ -72,7 +72,7 @@ impl Cluster {
     }
 
     /// The names of the pods of runs in `repo`.
-    fn pods(&self, repo: &Path) -> Vec<String> {
+    pub fn pods(&self, repo: &Path) -> Vec<String> {
         let repo = std::fs::canonicalize(repo).unwrap().display().to_string();
         let output = std::process::Command::new(format!("{BUILD}/bin/kubectl"))
             .env("KUBECONFIG", self.state.join("admin.conf"))
