@@ -151,6 +151,8 @@ enum Action {
     SalvagePod {
         kube: crate::sandbox::pod::Kube,
         name: String,
+        repo: PathBuf,
+        run_id: String,
     },
     /// Save what the copy holds (asked inside bubblewrap), then remove it.
     SalvageIsolated {
@@ -186,6 +188,7 @@ struct RecordHead {
 struct ContainerHead {
     engine: String,
     host: Option<String>,
+    name: Option<String>,
 }
 
 /// Which runs are going right now.
@@ -196,8 +199,8 @@ struct Live {
     slugs: HashSet<String>,
     /// The engines records name beyond the clients' defaults (`sandbox.host`, remote engines).
     engines: Vec<Target>,
-    /// The clusters and namespaces records name (`CONTEXT/NAMESPACE`) for their pods.
-    clusters: Vec<String>,
+    /// The pods records name: cluster (`CONTEXT/NAMESPACE`), pod name, run id.
+    pods: Vec<(String, String, String)>,
 }
 
 /// Look at everything; change nothing.
@@ -212,7 +215,7 @@ pub fn survey(layout: Option<&Layout>, settings: &Settings) -> Survey {
         run_folders(layout, &live, &mut survey);
     }
     containers(layout, settings, &live, &mut survey);
-    pods(layout, settings, &live, &mut survey);
+    pods(layout, &live, &mut survey);
     isolated_copies(layout, settings, &live, &mut survey);
     if let Some(layout) = layout {
         history(layout, settings, &live, &mut survey);
@@ -316,9 +319,9 @@ fn records(layout: &Layout, live: &mut Live, survey: &mut Survey) {
                 live.engines.push(target);
             }
         }
-        if let Some(ContainerHead { engine, host: Some(cluster) }) = &head.container {
-            if engine == "kubernetes" && !live.clusters.contains(cluster) {
-                live.clusters.push(cluster.clone());
+        if let Some(ContainerHead { engine, host: Some(cluster), name: Some(pod) }) = &head.container {
+            if engine == "kubernetes" {
+                live.pods.push((cluster.clone(), pod.clone(), head.id.clone()));
             }
         }
         let Some(process) = head.process else { continue };
@@ -528,39 +531,33 @@ fn run_folders(layout: &Layout, live: &Live, survey: &mut Survey) {
     }
 }
 
-/// eden's pods in the clusters and namespaces the records name (found by label): a pod whose run
-/// is over is salvaged and deleted.
-fn pods(layout: Option<&Layout>, settings: &Settings, live: &Live, survey: &mut Survey) {
-    let repo = match (settings.all_repos, layout) {
-        (true, _) => None,
-        (false, Some(layout)) => Some(layout.root.as_path()),
-        (false, None) => return,
-    };
-    if live.clusters.is_empty() || which::which("kubectl").is_err() {
+/// The pods this repository's records name, in the clusters and namespaces they name: a pod
+/// whose run is over is salvaged into this repository and deleted. Only records are trusted
+/// (they are eden's): a pod's labels and annotations can be changed from inside it when it has
+/// a service account.
+fn pods(layout: Option<&Layout>, live: &Live, survey: &mut Survey) {
+    if layout.is_none() || live.pods.is_empty() || which::which("kubectl").is_err() {
         return;
     }
-    for cluster in &live.clusters {
+    let Some(layout) = layout else { return };
+    for (cluster, pod, run_id) in &live.pods {
         let Some(kube) = crate::sandbox::pod::Kube::from_described(cluster) else { continue };
-        let listed = match crate::sandbox::pod::list(&kube, repo) {
-            Ok(listed) => listed,
+        match crate::sandbox::pod::exists(&kube, pod) {
+            Ok(false) => continue,
+            Ok(true) => {}
             Err(err) => {
                 survey.warnings.push(err.message);
                 continue;
             }
-        };
-        for found in listed {
-            let name = format!("{} (kubernetes {cluster})", found.name);
-            if live.run_ids.contains(&found.run_id) || found.owner_alive() {
-                survey.items.push(Item::keep(
-                    Kind::Container,
-                    name,
-                    format!("its run is still going (pid {})", found.pid),
-                ));
-            } else {
-                let action = Action::SalvagePod { kube: kube.clone(), name: found.name.clone() };
-                let reason = "its run is over (what it holds is saved under `.eden/patches` first)";
-                survey.items.push(Item::remove(Kind::Container, name, reason, action));
-            }
+        }
+        let name = format!("{pod} (kubernetes {cluster})");
+        if live.run_ids.contains(run_id) {
+            survey.items.push(Item::keep(Kind::Container, name, "its run is still going"));
+        } else {
+            let action =
+                Action::SalvagePod { kube, name: pod.clone(), repo: layout.root.clone(), run_id: run_id.clone() };
+            let reason = "its run is over (what it holds is saved under `.eden/patches` first)";
+            survey.items.push(Item::remove(Kind::Container, name, reason, action));
         }
     }
 }
@@ -757,8 +754,8 @@ fn perform(action: &Action, layout: Option<&Layout>) -> Result<(), String> {
             container::salvage_and_remove(target, name).map(drop).map_err(|err| err.message)
         }
         Action::RemoveVolume { target, name } => container::remove_volume(target, name).map_err(|err| err.message),
-        Action::SalvagePod { kube, name } => {
-            crate::sandbox::pod::salvage_and_delete(kube, name).map(drop).map_err(|err| err.message)
+        Action::SalvagePod { kube, name, repo, run_id } => {
+            crate::sandbox::pod::salvage_and_delete(kube, name, repo, run_id).map(drop).map_err(|err| err.message)
         }
         Action::SalvageIsolated { run_id, owner } => {
             crate::sandbox::isolated::salvage_and_remove(run_id, owner);

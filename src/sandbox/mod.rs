@@ -23,7 +23,7 @@ use crate::error::Error;
 use crate::process::{Inside, ProcessBuilder};
 
 /// The hidden subcommand a sandbox's guard runs if eden dies: `__eden-salvage ENGINE [HOST]
-/// NAME` for a container, `__eden-salvage kubernetes CONTEXT NAMESPACE NAME` for a pod.
+/// NAME` for a container, `__eden-salvage kubernetes CONTEXT NAMESPACE REPO RUN NAME` for a pod.
 pub const SALVAGE_SUBCOMMAND: &str = "__eden-salvage";
 
 /// `eden __eden-salvage …` (a guard's cleanup): saves what the sandbox holds, removes it, and
@@ -32,7 +32,8 @@ pub fn run_salvage(args: &[std::ffi::OsString]) -> i32 {
     let Some((name, target)) = args.split_last() else { return 2 };
     let Some(name) = name.to_str() else { return 2 };
     if let Some(kube) = pod::Kube::from_args(target) {
-        return pod::salvage_and_delete(&kube, name).map_or(1, |_| 0);
+        let (Some(repo), Some(run_id)) = (target.get(3), target.get(4).and_then(|id| id.to_str())) else { return 2 };
+        return pod::salvage_and_delete(&kube, name, std::path::Path::new(repo), run_id).map_or(1, |_| 0);
     }
     let Some(target) = engine::Target::from_args(target) else { return 2 };
     container::salvage_and_remove(&target, name).map_or(1, |_| 0)

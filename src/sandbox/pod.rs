@@ -216,7 +216,12 @@ pub fn start(request: &PodRequest<'_>) -> Result<Box<dyn SandboxHandle>, Error> 
         guard: None,
         removed: false,
     };
-    let salvage = ProcessBuilder::new(&eden).arg(super::SALVAGE_SUBCOMMAND).args(kube.to_args()).arg(&name);
+    let salvage = ProcessBuilder::new(&eden)
+        .arg(super::SALVAGE_SUBCOMMAND)
+        .args(kube.to_args())
+        .arg(request.repo_root)
+        .arg(request.run_id)
+        .arg(&name);
     pod.guard = crate::process::guard::Guard::start(&salvage).ok();
     match pod.set_up(request) {
         Ok(()) => Ok(Box::new(pod)),
@@ -702,65 +707,36 @@ impl Channel for Annotated {
     }
 }
 
-/// An eden pod, as the cluster lists it.
-pub struct ListedPod {
-    pub name: String,
-    pub run_id: String,
-    /// The eden process that started it (0 when unknown).
-    pub pid: i32,
-}
-
-impl ListedPod {
-    /// Is the eden that started it still running?
-    pub fn owner_alive(&self) -> bool {
-        self.pid > 0 && crate::process::ProcessStamp { pid: self.pid as u32, start: 0 }.is_alive()
-    }
-}
-
-/// eden's pods in the cluster's namespace: of the repository at `repo`, or of every one.
-pub fn list(kube: &Kube, repo: Option<&Path>) -> Result<Vec<ListedPod>, Error> {
-    let got = run(kube.command().args(["get", "pods", "-l", "app.kubernetes.io/managed-by=eden", "-o", "json"]))?;
+/// Is there a pod `name` (not already being deleted)?
+pub fn exists(kube: &Kube, name: &str) -> Result<bool, Error> {
+    let got = run(kube.command().args(["get", "pod", name, "--ignore-not-found", "-o", "json"]))?;
     if !got.success() {
         return Err(Error::sandbox(format!(
-            "kubectl cannot list pods ({}): {}",
+            "kubectl cannot look for pod `{name}` ({}): {}",
             kube.describe(),
             kubectl_reason(&got.stderr)
         )));
     }
-    let pods: serde_json::Value = serde_json::from_str(&got.stdout).unwrap_or_default();
-    let repo = repo.map(|repo| repo.display().to_string());
-    Ok(pods["items"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|pod| pod["metadata"]["deletionTimestamp"].is_null())
-        .filter_map(|pod| {
-            let notes = &pod["metadata"]["annotations"];
-            if repo.as_deref().is_some_and(|repo| notes[LABEL_REPO] != repo) {
-                return None;
-            }
-            Some(ListedPod {
-                name: pod["metadata"]["name"].as_str()?.to_owned(),
-                run_id: notes[LABEL_RUN].as_str().unwrap_or("").to_owned(),
-                pid: notes[LABEL_PID].as_str().and_then(|pid| pid.parse().ok()).unwrap_or(0),
-            })
-        })
-        .collect())
+    let pod: serde_json::Value = serde_json::from_str(&got.stdout).unwrap_or_default();
+    Ok(pod["metadata"]["name"].is_string() && pod["metadata"]["deletionTimestamp"].is_null())
 }
 
-/// Saves what a killed run's pod holds (as `.eden/patches/<run>.salvaged.*`), then deletes it.
-pub fn salvage_and_delete(kube: &Kube, name: &str) -> Result<Vec<PathBuf>, Error> {
+/// Saves what a killed run's pod holds (as `<repo>/.eden/patches/<run>.salvaged.*`), then
+/// deletes it. `repo` and `run_id` come from eden (the guard's arguments, or a record): a pod's
+/// annotations can be changed from inside it when it has a service account, so they only say
+/// where to look inside the pod (branch, workspace, base), never where to write on this machine.
+pub fn salvage_and_delete(kube: &Kube, name: &str, repo: &Path, run_id: &str) -> Result<Vec<PathBuf>, Error> {
     let got = run(kube.command().args(["get", "pod", name, "-o", "json"]))?;
     let pod: serde_json::Value = serde_json::from_str(&got.stdout).unwrap_or_default();
     let notes = &pod["metadata"]["annotations"];
     let note = |key: &str| notes[key].as_str().unwrap_or("").to_owned();
-    let (run_id, repo, branch, workspace, base) =
-        (note(LABEL_RUN), note(LABEL_REPO), note(LABEL_BRANCH), note(LABEL_WORKSPACE), note(LABEL_BASE));
+    let (branch, workspace, base) = (note(LABEL_BRANCH), note(LABEL_WORKSPACE), note(LABEL_BASE));
     let mut saved = Vec::new();
-    if got.success() && pod["status"]["phase"] == "Running" && !run_id.is_empty() && !repo.is_empty() {
-        let patches = crate::layout::Layout::new(&repo, Path::new(&repo).join(".git")).patches();
+    let plain = !run_id.is_empty() && run_id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
+    if got.success() && pod["status"]["phase"] == "Running" && plain && !workspace.is_empty() {
+        let patches = crate::layout::Layout::new(repo, repo.join(".git")).patches();
         let channel = Annotated { kube: kube.clone(), name: name.to_owned(), workspace: PathBuf::from(workspace) };
-        saved = repository::salvage(&channel, &branch, &base, &patches, &run_id);
+        saved = repository::salvage(&channel, &branch, &base, &patches, run_id);
     }
     delete_pod(kube, name)?;
     Ok(saved)
