@@ -181,6 +181,17 @@ fn put_back(checkout: &Git, advanced: &str, kept: &str) -> Result<(), Error> {
     if restored.is_ok() && index_back && checkout.check(&cached)? {
         return Ok(());
     }
+    let by_hand =
+        format!("`git -C {} read-tree -m -u {advanced} {kept}` puts the merge's files back", checkout.dir.display());
+    // A full disk stopped the putting back too: the machine's failure (exit 70), said as such.
+    if let Some(full) = restored.as_ref().err().filter(|err| err.kind == crate::error::ErrorKind::Internal) {
+        return Err(Error::internal(format!(
+            "a failed fast-forward left the checkout `{}` holding part of the merge, and eden could not put it back: {}",
+            checkout.dir.display(),
+            full.message
+        ))
+        .with_hint(format!("{}; then {by_hand}", super::repo::DISK_FULL_HINT)));
+    }
     Err(Error::git(format!(
         "a failed fast-forward left the checkout `{}` holding part of the merge, and eden could not put it back",
         checkout.dir.display()
