@@ -44,3 +44,69 @@ for c in range(2000):
 PY
   git -C "$1" reset -q --hard
 }
+
+# The plan the sandbox benchmarks run: `sh -c SCRIPT` as the agent, ITERATIONS of it, in the
+# sandbox the TOML lines in $sandbox describe. Writes $work/plan.toml.
+sandbox_plan() { # ITERATIONS SCRIPT
+  cat > "$work/plan.toml" <<PLAN
+name = "bench"
+prompt = "go"
+[agent]
+kind = "cli"
+binary = "sh"
+args = ["-c", "$2"]
+[sandbox]
+$sandbox
+[loop]
+max_iterations = $1
+require_completion = false
+PLAN
+}
+
+# LABEL RECORD RAW_NS...: eden's median iteration in RECORD (a run's `--json` record) against
+# the median of the raw timings, and the time from the run's start to its first iteration.
+compare_iterations() {
+  python3 - "$@" <<'PY'
+import json, statistics, sys
+from datetime import datetime
+label, record = sys.argv[1], json.load(open(sys.argv[2]))
+raw = statistics.median(int(n) for n in sys.argv[3:]) / 1e6
+eden = statistics.median(i["duration_ms"] for i in record["iterations"])
+parse = lambda t: datetime.fromisoformat(t.replace("Z", "+00:00"))
+first = (parse(record["iterations"][0]["started_at"]) - parse(record["started_at"])).total_seconds() * 1000
+print(f"{label}: per iteration eden {eden:.0f} ms vs raw exec {raw:.0f} ms = {eden / raw:.2f}x (goal <= 1.2x); "
+      f"start to first iteration {first:.0f} ms")
+PY
+}
+
+# RAW_COMMAND...: 20 timings (ns) of `echo prompt | RAW_COMMAND sh -c "$cmd"`, in $raw.
+time_raw() {
+  raw=()
+  for _ in $(seq 20); do
+    local start; start=$(now_ns); echo prompt | "$@" sh -c "$cmd" >/dev/null; raw+=($(( $(now_ns) - start )))
+  done
+}
+
+# LABEL: what bringing back a commit of 10 files costs per iteration, in the sandbox $sandbox
+# describes: iterations that commit them against iterations that only write them (medians,
+# the first of each left out).
+commit_cost() {
+  local iteration_ms='import json, statistics, sys; r = json.load(open(sys.argv[1])); print(int(statistics.median(i["duration_ms"] for i in r["iterations"][1:])))'
+  local write='cat >/dev/null; n=$(date +%s%N); mkdir -p w; for i in 0 1 2 3 4 5 6 7 8 9; do echo $n > w/$i.txt; done'
+  sandbox_plan 6 "$write; git add w && git -c user.name=b -c user.email=b@e commit -qm \$n"
+  "$eden" run "$work/plan.toml" --quiet --json > "$work/commit.json" || true
+  sandbox_plan 6 "$write"
+  "$eden" run "$work/plan.toml" --quiet --json > "$work/none.json" 2>/dev/null || true
+  local with without
+  with=$(python3 -c "$iteration_ms" "$work/commit.json"); without=$(python3 -c "$iteration_ms" "$work/none.json")
+  echo "$1: iteration committing 10 files $with ms, writing them uncommitted $without ms: bringing the commit back costs $((with - without)) ms"
+}
+
+# RECORD: milliseconds from the run's start to its first iteration.
+first_iteration_ms() {
+  python3 -c '
+import json, sys
+from datetime import datetime
+r = json.load(open(sys.argv[1])); p = lambda t: datetime.fromisoformat(t.replace("Z", "+00:00"))
+print(int((p(r["iterations"][0]["started_at"]) - p(r["started_at"])).total_seconds() * 1000))' "$1"
+}

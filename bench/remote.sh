@@ -48,67 +48,25 @@ unset DOCKER_TLS_VERIFY DOCKER_CERT_PATH
 
 # Per iteration.
 docker run -d --init --name eden-bench-raw "$image" tail -f /dev/null >/dev/null
-raw=()
-for _ in $(seq 20); do
-  start=$(now_ns); echo prompt | docker exec -i eden-bench-raw sh -c "$cmd" >/dev/null; raw+=($(( $(now_ns) - start )))
-done
+time_raw docker exec -i eden-bench-raw
 docker rm -f eden-bench-raw >/dev/null
-
-plan() { # ITERATIONS SCRIPT
-  cat > "$work/plan.toml" <<PLAN
-name = "bench"
-prompt = "go"
-[agent]
-kind = "cli"
-binary = "sh"
-args = ["-c", "$2"]
-[sandbox]
-kind = "docker"
-image = "$image"
-[loop]
-max_iterations = $1
-require_completion = false
-PLAN
-}
-
+sandbox="kind = \"docker\"
+image = \"$image\""
 cd "$repo"
-plan 20 "$cmd"
+sandbox_plan 20 "$cmd"
 "$eden" run "$work/plan.toml" --quiet --json > "$work/iterations.json"
-python3 - "$work/iterations.json" "${raw[@]}" <<'PY'
-import json, statistics, sys
-from datetime import datetime
-record = json.load(open(sys.argv[1]))
-raw = statistics.median(int(n) for n in sys.argv[2:]) / 1e6
-eden = statistics.median(i["duration_ms"] for i in record["iterations"])
-parse = lambda t: datetime.fromisoformat(t.replace("Z", "+00:00"))
-first = (parse(record["iterations"][0]["started_at"]) - parse(record["started_at"])).total_seconds() * 1000
-print(f"remote docker: per iteration eden {eden:.0f} ms vs raw exec {raw:.0f} ms = {eden / raw:.2f}x (goal <= 1.2x); "
-      f"start to first iteration (small repository) {first:.0f} ms")
-PY
+compare_iterations "remote docker (small repository)" "$work/iterations.json" "${raw[@]}"
 
 big=$work/big
 big_repo "$big"
 cd "$big"
 firsts=()
 for _ in 1 2 3; do
-  plan 1 "$cmd"
+  sandbox_plan 1 "$cmd"
   sync
   "$eden" run "$work/plan.toml" --quiet --json > "$work/big.json" || true
-  firsts+=("$(python3 -c '
-import json, sys
-from datetime import datetime
-r = json.load(open(sys.argv[1])); p = lambda t: datetime.fromisoformat(t.replace("Z", "+00:00"))
-print(int((p(r["iterations"][0]["started_at"]) - p(r["started_at"])).total_seconds() * 1000))' "$work/big.json")")
+  firsts+=("$(first_iteration_ms "$work/big.json")")
 done
 echo "remote docker: start to first iteration, $(git ls-files | wc -l) files and $(git rev-list --count HEAD) commits: $(printf '%s\n' "${firsts[@]}" | median) ms (runs: ${firsts[*]})"
 
-iteration_ms() {
-  python3 -c 'import json, statistics, sys; r = json.load(open(sys.argv[1])); print(int(statistics.median(i["duration_ms"] for i in r["iterations"][1:])))' "$1"
-}
-commit='cat >/dev/null; n=$(date +%s%N); mkdir -p w; for i in 0 1 2 3 4 5 6 7 8 9; do echo $n > w/$i.txt; done; git add w && git -c user.name=b -c user.email=b@e commit -qm $n'
-plan 6 "$commit"
-"$eden" run "$work/plan.toml" --quiet --json > "$work/commit.json" || true
-plan 6 'cat >/dev/null; n=$(date +%s%N); mkdir -p w; for i in 0 1 2 3 4 5 6 7 8 9; do echo $n > w/$i.txt; done'
-"$eden" run "$work/plan.toml" --quiet --json > "$work/none.json" 2>/dev/null || true
-with=$(iteration_ms "$work/commit.json"); without=$(iteration_ms "$work/none.json")
-echo "remote docker: iteration committing 10 files $with ms, writing them uncommitted $without ms: bringing the commit back costs $((with - without)) ms"
+commit_cost "remote docker"

@@ -232,7 +232,7 @@ pub enum MergeKind {
 }
 
 /// The run's container.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ContainerRecord {
     pub engine: String,
     /// The engine's address (`sandbox.host`, or a remote default's as the client resolved it);

@@ -34,6 +34,18 @@ pub enum Event<'a> {
     Info {
         message: Cow<'a, str>,
     },
+    /// The run's container or pod is up: where it is, for displays that show it.
+    SandboxStarted {
+        /// `docker`, `podman` or `kubernetes`.
+        engine: Cow<'a, str>,
+        /// The container's or pod's name.
+        name: Cow<'a, str>,
+        /// The engine it runs on (not this machine's), or the pod's `CONTEXT/NAMESPACE`.
+        host: Option<Cow<'a, str>>,
+        /// The node a pod was placed on.
+        node: Option<Cow<'a, str>>,
+        message: Cow<'a, str>,
+    },
     Warning {
         message: Cow<'a, str>,
     },
@@ -284,6 +296,13 @@ mod tests {
                 max_iterations: 3,
             },
             Event::Info { message: "a \"quoted\"\nline".into() },
+            Event::SandboxStarted {
+                engine: "kubernetes".into(),
+                name: "eden-1".into(),
+                host: Some("-/agents".into()),
+                node: Some("node-1".into()),
+                message: "pod started".into(),
+            },
             Event::Warning { message: "careful".into() },
             Event::IterationStarted { iteration: 1, max_iterations: 3 },
             Event::Prompt { iteration: 1, text: "do it".into() },

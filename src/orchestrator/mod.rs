@@ -34,7 +34,7 @@ use crate::manifest::schema::Network;
 use crate::process::{listen_for_signals, Abort, Stopping};
 use crate::record::{RunKind, RunPhase, RunRecord, StepRecord};
 use crate::report::{Event, Reporter, RunEvents};
-use crate::sandbox::{self, container::ContainerRequest, isolated::IsolatedRequest, Host, SandboxHandle};
+use crate::sandbox::{self, container::ContainerRequest, Host, RunSite, SandboxHandle};
 use iterate::Progress;
 use journal::Journal;
 use std::path::{Path, PathBuf};
@@ -502,10 +502,23 @@ impl Run<'_> {
         let Some(states) = self.plan.sandbox.agent_state() else { return Ok(Box::new(Host)) };
         let state_dir = pre.layout().agent_state(&self.run_id);
         let private = sandbox::agent_state::make(&state_dir, states)?;
-        let started = self.carry_sessions_into(pre, &private).and_then(|()| match &self.plan.sandbox {
-            SandboxPlan::Container(container) => self.start_container(container, pre, &private),
-            SandboxPlan::Kubernetes(pod) => self.start_pod(pod, pre, &private),
-            _ => self.start_isolated(pre, &private),
+        let layout = pre.layout();
+        let site = RunSite {
+            run_id: self.run_id.clone(),
+            repo_root: pre.root.clone(),
+            common_dir: pre.common_dir.clone(),
+            worktree: pre.worktree.clone(),
+            branch: pre.branch.clone(),
+            scratch: layout.scratch(&self.run_id),
+            patches: layout.patches(),
+            repository_lock: layout.repository_lock(),
+            agent_state: private,
+        };
+        let started = self.carry_sessions_into(pre, &site.agent_state).and_then(|()| match &self.plan.sandbox {
+            SandboxPlan::Container(container) => self.start_container(container, pre, &site),
+            SandboxPlan::Kubernetes(pod) => self.start_pod(pod, &site),
+            SandboxPlan::Isolated { network, .. } => sandbox::isolated::start(&site, *network != Network::None),
+            SandboxPlan::None => Ok(Box::new(Host) as Box<dyn SandboxHandle>),
         });
         if started.is_err() {
             let _ = sandbox::agent_state::remove(&state_dir);
@@ -533,37 +546,13 @@ impl Run<'_> {
         Ok(())
     }
 
-    fn start_isolated(
-        &self,
-        pre: &Preflight,
-        private: &[sandbox::agent_state::PrivateState],
-    ) -> Result<Box<dyn SandboxHandle>, Error> {
-        let SandboxPlan::Isolated { network, .. } = &self.plan.sandbox else {
-            return Err(Error::internal("an isolated copy was asked for without `sandbox.kind = \"isolated\"`"));
-        };
-        let layout = pre.layout();
-        let request = IsolatedRequest {
-            run_id: &self.run_id,
-            repo_root: &pre.root,
-            common_dir: &pre.common_dir,
-            worktree: &pre.worktree,
-            branch: &pre.branch,
-            network: *network != Network::None,
-            patches: &layout.patches(),
-            repository_lock: &layout.repository_lock(),
-            scratch: &layout.scratch(&self.run_id),
-            agent_state: private,
-        };
-        sandbox::isolated::start(&request)
-    }
-
     /// A container of the run's own, after the containers earlier runs left behind are
     /// salvaged and removed.
     fn start_container(
         &mut self,
         container: &ContainerPlan,
         pre: &Preflight,
-        private: &[sandbox::agent_state::PrivateState],
+        site: &RunSite,
     ) -> Result<Box<dyn SandboxHandle>, Error> {
         let engaged = pre.engine.as_ref().ok_or_else(|| Error::internal("the container's engine was not checked"))?;
         for (name, saved) in sandbox::prune_abandoned(&engaged.target, &pre.root) {
@@ -572,29 +561,23 @@ impl Run<'_> {
             let message = format!("removed container `{name}` left by an earlier run{saved}");
             self.events.report(&Event::Warning { message: message.as_str().into() });
         }
-        let layout = pre.layout();
-        let request = ContainerRequest {
-            plan: container,
-            engaged,
-            run_id: &self.run_id,
-            repo_root: &pre.root,
-            common_dir: &pre.common_dir,
-            worktree: &pre.worktree,
-            branch: &pre.branch,
-            scratch: &layout.scratch(&self.run_id),
-            patches: &layout.patches(),
-            repository_lock: &layout.repository_lock(),
-            agent_state: private,
-        };
+        let request = ContainerRequest { plan: container, engaged, site };
         let handle = sandbox::start_container(&request)?;
         let name = handle.container().map(|container| container.name).unwrap_or_default();
-        let on = engaged.target.host.as_ref().map(|host| format!(" on {}", host.as_str())).unwrap_or_default();
+        let host = engaged.target.host.as_ref().map(|host| host.as_str());
+        let on = host.map(|host| format!(" on {host}")).unwrap_or_default();
         let message = format!(
             "{} container `{name}` started{on} from `{}`, with a repository of its own",
             container.engine.binary(),
             container.image
         );
-        self.events.report(&Event::Info { message: message.as_str().into() });
+        self.events.report(&Event::SandboxStarted {
+            engine: container.engine.binary().into(),
+            name: name.as_str().into(),
+            host: host.map(Into::into),
+            node: None,
+            message: message.into(),
+        });
         Ok(handle)
     }
 }
@@ -604,29 +587,22 @@ impl Run<'_> {
     fn start_pod(
         &mut self,
         pod: &crate::manifest::plan::PodPlan,
-        pre: &Preflight,
-        private: &[sandbox::agent_state::PrivateState],
+        site: &RunSite,
     ) -> Result<Box<dyn SandboxHandle>, Error> {
-        let layout = pre.layout();
-        let request = sandbox::pod::PodRequest {
-            plan: pod,
-            run_id: &self.run_id,
-            repo_root: &pre.root,
-            worktree: &pre.worktree,
-            branch: &pre.branch,
-            scratch: &layout.scratch(&self.run_id),
-            patches: &layout.patches(),
-            repository_lock: &layout.repository_lock(),
-            agent_state: private,
-        };
-        let handle = sandbox::pod::start(&request)?;
-        let record = handle.container();
-        let (name, node) = record.map(|c| (c.name, c.node.unwrap_or_default())).unwrap_or_default();
+        let handle = sandbox::pod::start(pod, site)?;
+        let record = handle.container().unwrap_or_default();
+        let node = record.node.unwrap_or_default();
         let message = format!(
-            "kubernetes pod `{name}` started on node `{node}` from `{}`, with a repository of its own",
-            pod.image
+            "kubernetes pod `{}` started on node `{node}` from `{}`, with a repository of its own",
+            record.name, pod.image
         );
-        self.events.report(&Event::Info { message: message.into() });
+        self.events.report(&Event::SandboxStarted {
+            engine: "kubernetes".into(),
+            name: record.name.into(),
+            host: record.host.map(Into::into),
+            node: Some(node.into()),
+            message: message.into(),
+        });
         Ok(handle)
     }
 }

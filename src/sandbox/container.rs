@@ -22,9 +22,11 @@
 //! that sweep as an exec of its own.
 
 use super::agent_state::PrivateState;
+use super::carry::{self, first_line, EDEN_INSIDE};
 use super::engine::{self, Reach, Target};
-use super::repository::{self, Channel, CommitsBack, Returned};
-use super::{Prepared, SandboxHandle};
+use super::ledger::Ledger;
+use super::repository::{self, Channel};
+use super::{Prepared, RunSite, SandboxHandle};
 use crate::error::Error;
 use crate::layout::{LABEL_BASE, LABEL_BRANCH, LABEL_PID, LABEL_REPO, LABEL_RUN, LABEL_WORKSPACE};
 use crate::manifest::plan::{ContainerPlan, Engine, EngineHost};
@@ -35,14 +37,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-/// Where eden's own executable appears inside (the simulated agent runs it).
-const EDEN_INSIDE: &str = "/opt/eden/bin/eden";
-
 /// Where the host's object stores appear inside, read-only: `/opt/eden/objects/<n>`.
 const OBJECTS_INSIDE: &str = "/opt/eden/objects";
-
-/// The most of an agent's state a remote container may send back (its transcripts).
-const STATE_LIMIT: u64 = 4 << 30;
 
 /// The pid files of running commands, inside the container (made by the start-up exec).
 const PIDS_INSIDE: &str = "/tmp/.eden-exec";
@@ -99,16 +95,9 @@ pub struct Container {
     /// The engine's id for it, and the image it runs.
     id: String,
     image: String,
-    /// The worktree's path: the host worktree, and the workspace volume's place inside.
-    worktree: PathBuf,
-    branch: String,
-    run_id: String,
-    /// eden's scratch folder for the run, the repository lock, and where patches are kept.
-    scratch: PathBuf,
-    repository_lock: PathBuf,
-    patches: PathBuf,
-    /// Commits the host has that the sandbox's branch grew from (the start, each one fetched).
-    known: Mutex<Vec<String>>,
+    /// The run's worktree, branch and what came back (the worktree's path is also the
+    /// workspace volume's place inside).
+    ledger: Ledger,
     next_exec: AtomicU64,
     /// The pid (inside) of the process that keeps the container alive; sweeps spare it.
     keep: String,
@@ -137,17 +126,7 @@ pub struct ContainerRequest<'a> {
     pub plan: &'a ContainerPlan,
     /// The engine, as `preflight` found it.
     pub engaged: &'a Engaged,
-    pub run_id: &'a str,
-    pub repo_root: &'a Path,
-    pub common_dir: &'a Path,
-    pub worktree: &'a Path,
-    pub branch: &'a str,
-    /// `.eden/tmp/<run-id>`, `.eden/patches`, the repository lock.
-    pub scratch: &'a Path,
-    pub patches: &'a Path,
-    pub repository_lock: &'a Path,
-    /// The agent's private state folders, mounted writable at their own paths.
-    pub agent_state: &'a [PrivateState],
+    pub site: &'a RunSite,
 }
 
 /// The engine a run's container goes on, checked: which one, and whether it sees this machine's
@@ -266,12 +245,10 @@ fn refuse_on_remote(plan: &ContainerPlan, target: &Target) -> Result<(), Error> 
 pub fn start(request: &ContainerRequest<'_>) -> Result<Box<dyn SandboxHandle>, Error> {
     let plan = request.plan;
     let target = &request.engaged.target;
-    let name = format!("eden-{}", request.run_id);
+    let name = format!("eden-{}", request.site.run_id);
     let eden =
         std::env::current_exe().map_err(|err| Error::sandbox(format!("cannot find eden's executable: {err}")))?;
-    let base = crate::git::Git::new(request.worktree)
-        .resolve("HEAD")?
-        .ok_or_else(|| Error::git(format!("the worktree `{}` has no commit", request.worktree.display())))?;
+    let base = request.site.base()?;
     let labels = labels(request, &base);
     create_volume(target, &name, &labels[..2])?;
     let run = run_command(request, &name, &eden, &labels).inspect_err(|_| {
@@ -287,18 +264,12 @@ pub fn start(request: &ContainerRequest<'_>) -> Result<Box<dyn SandboxHandle>, E
         name: name.clone(),
         id: output.stdout.trim().to_owned(),
         image: plan.image.clone(),
-        worktree: request.worktree.to_owned(),
-        branch: request.branch.to_owned(),
-        run_id: request.run_id.to_owned(),
-        scratch: request.scratch.to_owned(),
-        repository_lock: request.repository_lock.to_owned(),
-        patches: request.patches.to_owned(),
-        known: Mutex::new(vec![base]),
+        ledger: Ledger::new(request.site, base),
         next_exec: AtomicU64::new(0),
         keep: String::new(),
         found: Default::default(),
-        exec_env: request.agent_state.iter().map(|state| (state.var, state.value.clone())).collect(),
-        states: request.agent_state.to_vec(),
+        exec_env: request.site.agent_state.iter().map(|state| (state.var, state.value.clone())).collect(),
+        states: request.site.agent_state.clone(),
         eden_inside: std::sync::atomic::AtomicBool::new(!request.engaged.remote()),
         guard: None,
         firewall: None,
@@ -321,11 +292,11 @@ pub fn start(request: &ContainerRequest<'_>) -> Result<Box<dyn SandboxHandle>, E
 /// the salvage and the next run's prune.
 fn labels(request: &ContainerRequest<'_>, base: &str) -> [(&'static str, String); 6] {
     [
-        (LABEL_RUN, request.run_id.to_owned()),
-        (LABEL_REPO, request.repo_root.display().to_string()),
-        (LABEL_BRANCH, request.branch.to_owned()),
+        (LABEL_RUN, request.site.run_id.to_owned()),
+        (LABEL_REPO, request.site.repo_root.display().to_string()),
+        (LABEL_BRANCH, request.site.branch.to_owned()),
         (LABEL_PID, std::process::id().to_string()),
-        (LABEL_WORKSPACE, request.worktree.display().to_string()),
+        (LABEL_WORKSPACE, request.site.worktree.display().to_string()),
         (LABEL_BASE, base.to_owned()),
     ]
 }
@@ -364,7 +335,7 @@ fn run_command(
 ) -> Result<RunCommand, Error> {
     let plan = request.plan;
     let (uid, gid) = (nix::unistd::getuid().as_raw(), nix::unistd::getgid().as_raw());
-    let worktree = request.worktree.to_string_lossy();
+    let worktree = request.site.worktree.to_string_lossy();
     let remote = request.engaged.remote();
     let mut command = request.engaged.target.command().args(["run", "-d", "--init", "--name", name]);
     for (key, value) in labels {
@@ -391,13 +362,13 @@ fn run_command(
     // A remote engine sees none of this machine's files: what these mounts give, the channel
     // carries instead (`Container::set_up`).
     if !remote {
-        for (n, store) in repository::object_stores(request.common_dir).iter().enumerate() {
+        for (n, store) in repository::object_stores(&request.site.common_dir).iter().enumerate() {
             let inside = format!("{OBJECTS_INSIDE}/{n}");
             command = command.args(["-v", &format!("{}:{inside}:ro", store.display())]);
             alternates.push(inside);
         }
         command = command.args(["-v", &format!("{}:{EDEN_INSIDE}:ro", eden.display())]);
-        for state in request.agent_state {
+        for state in &request.site.agent_state {
             let path = state.folder.to_string_lossy();
             command = command.args(["-v", &format!("{path}:{path}")]);
         }
@@ -418,12 +389,12 @@ fn mount_workspace(
     request: &ContainerRequest<'_>,
     name: &str,
 ) -> Result<(ProcessBuilder, String), Error> {
-    let worktree = request.worktree.to_string_lossy();
+    let worktree = request.site.worktree.to_string_lossy();
     if !request.plan.expose_worktree {
         return Ok((command.args(["-v", &format!("{name}:{worktree}")]), worktree.into_owned()));
     }
-    let pointer = request.scratch.join("dot-git");
-    fs_err::create_dir_all(request.scratch)
+    let pointer = request.site.scratch.join("dot-git");
+    fs_err::create_dir_all(&request.site.scratch)
         .and_then(|()| fs_err::write(&pointer, format!("gitdir: {GIT_DIR_INSIDE}\n")))
         .map_err(|err| Error::sandbox(format!("cannot prepare the worktree's mount: {err}")))?;
     let command = command
@@ -465,15 +436,17 @@ impl Container {
         }
         self.keep = self.prepare_workspace(&run.workspace_volume)?;
         if self.remote {
-            self.push_state()?;
+            let owner = format!("{}:{}", nix::unistd::getuid().as_raw(), nix::unistd::getgid().as_raw());
+            let exec = |command, stdin| self.as_root(command, stdin);
+            carry::push_state(&self.states, &exec, Some(&owner), "container")?;
         }
         if plan.network == Network::Allowlist {
             self.firewall = super::firewall::install(self.target.engine, &self.name, &plan.allow)?;
         }
         let seed = repository::SeedRequest {
-            host_worktree: request.worktree,
-            branch: request.branch,
-            scratch: request.scratch,
+            host_worktree: &request.site.worktree,
+            branch: &request.site.branch,
+            scratch: &request.site.scratch,
             alternates: &run.alternates,
             separate_git_dir: plan.expose_worktree.then_some(GIT_DIR_INSIDE),
         };
@@ -516,17 +489,13 @@ fn network_name(network: Network) -> &'static str {
     }
 }
 
-fn first_line(text: &str) -> &str {
-    text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim()
-}
-
 impl Channel for Container {
     fn inside(&self, command: ProcessBuilder) -> ProcessBuilder {
         self.exec(command, &["-i"])
     }
 
     fn workspace(&self) -> &Path {
-        &self.worktree
+        self.ledger.worktree()
     }
 }
 
@@ -553,8 +522,8 @@ impl SandboxHandle for Container {
     fn prepare(&self, command: ProcessBuilder) -> Result<Prepared, Error> {
         let mut command = command;
         let stdin = command.take_stdin();
-        let program = if Some(command.program()) == std::env::current_exe().ok().as_deref().map(Path::as_os_str) {
-            self.copy_eden_in()?;
+        let program = if carry::runs_eden(&command) {
+            carry::copy_eden_in(&self.eden_inside, &|command, stdin| self.as_root(command, stdin), "container")?;
             EDEN_INSIDE.as_ref()
         } else {
             command.program()
@@ -563,7 +532,7 @@ impl SandboxHandle for Container {
         let n = self.next_exec.fetch_add(1, Ordering::SeqCst);
         let pid_file = format!("{PIDS_INSIDE}/{n}.pid");
         let note_tip =
-            (!matches!(stdin, Stdin::Terminal { .. })).then_some((self.worktree.as_path(), self.branch.as_str()));
+            (!matches!(stdin, Stdin::Terminal { .. })).then_some((self.ledger.worktree(), self.ledger.branch()));
         let flags: &[&str] = match stdin {
             Stdin::Bytes(_) | Stdin::Terminal { tty: false } => &["-i"],
             // A terminal inside, sized and resized by the engine's client from ours.
@@ -589,29 +558,18 @@ impl SandboxHandle for Container {
     }
 
     fn sync(&self, reported_tip: Option<&str>) -> Result<Option<String>, Error> {
-        let known = self.known.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        if reported_tip.is_some_and(|tip| known.first().map(String::as_str) == Some(tip)) {
-            return Ok(None);
-        }
-        let back = CommitsBack {
-            channel: self,
-            host_worktree: &self.worktree,
-            branch: &self.branch,
-            known: &known,
-            scratch: &self.scratch,
-            repository_lock: &self.repository_lock,
-            run_id: &self.run_id,
-            shared_files: self.exposed,
-        };
-        if let Returned::MovedTo(tip) = repository::bring_commits(&back)? {
-            self.known.lock().unwrap_or_else(|e| e.into_inner()).insert(0, tip);
-        }
+        self.ledger.sync(self, reported_tip, self.exposed)?;
         Ok(None)
     }
 
     fn bring_state_back(&self) -> Result<(), Error> {
         if self.remote {
-            self.pull_state()?;
+            carry::pull_state(
+                &self.states,
+                &|command, stdin| self.as_root(command, stdin),
+                self.ledger.scratch(),
+                "container",
+            )?;
         }
         Ok(())
     }
@@ -665,13 +623,7 @@ impl SandboxHandle for Container {
                 self.name
             )));
         }
-        let brought = self.bring_back();
-        if let Err(err) = brought {
-            let base = self.known.lock().unwrap_or_else(|e| e.into_inner()).last().cloned().unwrap_or_default();
-            let saved = repository::salvage(self, &self.branch, &base, &self.patches, &self.run_id);
-            self.close_quietly()?;
-            return Err(repository::salvaged_error(err, &saved));
-        }
+        let brought = self.ledger.bring_home(self, self.exposed);
         self.close_quietly()?;
         brought
     }
@@ -706,26 +658,10 @@ impl Container {
         Ok(state.success() && state.stdout.trim() == "true")
     }
 
-    /// The end of the run in the sandbox: its last commits, then what it left uncommitted,
-    /// saved as `.eden/patches/<run>.patch` and applied to the worktree.
-    fn bring_back(&self) -> Result<Option<String>, Error> {
-        self.sync(None)?;
-        if self.exposed {
-            // Its uncommitted work is in the worktree already; the last sync checked that no
-            // repository of its own is there.
-            return Ok(None);
-        }
-        let tip = self.known.lock().unwrap_or_else(|e| e.into_inner())[0].clone();
-        let patch = self.patches.join(format!("{}.patch", self.run_id));
-        let files = repository::save_uncommitted(self, &tip, &self.scratch, &patch)?;
-        if files == 0 {
-            return Ok(None);
-        }
-        repository::apply_patch(&self.worktree, &patch)?;
-        Ok(Some(format!(
-            "the agent left {files} file(s) uncommitted: saved as {} and applied to the worktree",
-            patch.display()
-        )))
+    /// `command` inside as root (for what the run's user may not write yet), its stdin open
+    /// when `stdin` is set.
+    fn as_root(&self, command: ProcessBuilder, stdin: bool) -> ProcessBuilder {
+        self.exec(command, if stdin { &["-i", "-u", "0"] } else { &["-u", "0"] })
     }
 
     /// Remove the container (and its volume unless kept), bringing nothing back.
@@ -735,93 +671,13 @@ impl Container {
         }
         self.removed = true;
         self.firewall = None;
-        let _ = crate::safe_fs::remove_tree(&self.scratch);
+        let _ = crate::safe_fs::remove_tree(self.ledger.scratch());
         remove(&self.target, &self.name)?;
         if !self.keep_volume {
             remove_volume(&self.target, &self.name)?;
         }
         // Removed: the guard has nothing left to do.
         self.guard = None;
-        Ok(())
-    }
-
-    /// A remote engine: the agent's private state folders streamed in (as root, then handed to
-    /// the run's user), at the paths the agent is pointed at.
-    fn push_state(&self) -> Result<(), Error> {
-        let owner = format!("{}:{}", nix::unistd::getuid().as_raw(), nix::unistd::getgid().as_raw());
-        let script = r#"mkdir -p "$1" && tar -x -f - -C "$1" && chown -R "$3" "$2""#;
-        for state in &self.states {
-            let archive = ProcessBuilder::new("tar").args(["-c", "-f", "-", "-C"]).arg(&state.folder).arg(".");
-            let extract =
-                ProcessBuilder::new("sh").args(["-c", script, "sh"]).arg(&state.folder).arg(&state.value).arg(&owner);
-            let extract = self.exec(extract, &["-i", "-u", "0"]);
-            let (archived, extracted) = archive
-                .pipe_into(&extract)
-                .map_err(|err| Error::sandbox(format!("cannot copy the agent's state into the container: {err}")))?;
-            if !archived.success() || !extracted.success() {
-                return Err(Error::sandbox(format!(
-                    "cannot copy the agent's state folder `{}` into the container: {}",
-                    state.folder.display(),
-                    first_line(if archived.success() { &extracted.stderr } else { &archived.stderr })
-                ))
-                .with_hint("the image needs `sh`, `tar`, `mkdir` and `chown`"));
-            }
-        }
-        Ok(())
-    }
-
-    /// A remote engine: what the agent wrote in its state folders (its transcripts), streamed
-    /// back into the private folders on this machine, which only eden writes. The stream is
-    /// read as hostile (`unpack`): regular files and folders only, names confined, size capped.
-    fn pull_state(&self) -> Result<(), Error> {
-        for state in &self.states {
-            let archive =
-                self.exec(ProcessBuilder::new("tar").args(["-c", "-f", "-", "-C"]).arg(&state.folder).arg("."), &[]);
-            fs_err::create_dir_all(&self.scratch).map_err(|err| Error::sandbox(err.to_string()))?;
-            let spool = self.scratch.join("state.tar");
-            let file = fs_err::File::create(&spool).map_err(|err| Error::sandbox(err.to_string()))?;
-            let output = archive
-                .output_to_file(file.into_parts().0)
-                .map_err(|err| Error::sandbox(format!("cannot run `{archive}`: {err}")))?;
-            if !output.success() {
-                let _ = std::fs::remove_file(&spool);
-                return Err(Error::sandbox(format!(
-                    "cannot read the agent's state folder `{}` in the container: {}",
-                    state.folder.display(),
-                    first_line(&output.stderr)
-                )));
-            }
-            let read = std::fs::File::open(&spool)
-                .and_then(|file| super::unpack::unpack(std::io::BufReader::new(file), &state.folder, STATE_LIMIT));
-            let _ = std::fs::remove_file(&spool);
-            read.map_err(|err| {
-                Error::sandbox(format!("the agent's state from the container was not taken back: {err}"))
-            })?;
-        }
-        Ok(())
-    }
-
-    /// A remote engine: eden's executable copied in, once, before the first command that runs
-    /// it (the simulated agent).
-    fn copy_eden_in(&self) -> Result<(), Error> {
-        if self.eden_inside.load(Ordering::SeqCst) {
-            return Ok(());
-        }
-        let eden =
-            std::env::current_exe().map_err(|err| Error::sandbox(format!("cannot find eden's executable: {err}")))?;
-        let script = format!("mkdir -p {dir} && cat > {EDEN_INSIDE} && chmod 755 {EDEN_INSIDE}", dir = "/opt/eden/bin");
-        let copy = self.exec(ProcessBuilder::new("sh").args(["-c", &script]), &["-i", "-u", "0"]);
-        let (read, copied) = ProcessBuilder::new("cat")
-            .arg(&eden)
-            .pipe_into(&copy)
-            .map_err(|err| Error::sandbox(format!("cannot copy eden into the container: {err}")))?;
-        if !read.success() || !copied.success() {
-            return Err(Error::sandbox(format!(
-                "cannot copy eden into the container: {}",
-                first_line(if read.success() { &copied.stderr } else { &read.stderr })
-            )));
-        }
-        self.eden_inside.store(true, Ordering::SeqCst);
         Ok(())
     }
 
@@ -865,13 +721,9 @@ struct InsideContainer {
 }
 
 impl Inside for InsideContainer {
-    /// Signal the command's process group, as its wrapper recorded it (nothing yet if it has
-    /// not started); busybox's `kill` has no `--`.
+    /// Signal the command's process group, as its wrapper recorded it.
     fn signal_command(&self, signal: Signal) -> Option<ProcessBuilder> {
-        let name = signal.as_str().trim_start_matches("SIG");
-        let script = format!(
-            r#"pid=$(cat "$1" 2>/dev/null) || exit 0; case $pid in ''|*[!0-9]*) exit 0;; esac; kill -s {name} -- -$pid 2>/dev/null || kill -{name} -$pid"#
-        );
+        let script = carry::signal_group_script(signal);
         Some(self.target.command().args(["exec", &self.name, "sh", "-c", &script, "sh", &self.pid_file]))
     }
 

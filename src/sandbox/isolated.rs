@@ -9,30 +9,12 @@
 //! the host only receives a checked bundle after each iteration and a checked patch at the end.
 //! If bringing work back fails, what the copy holds is saved under `.eden/patches/` first.
 
-use super::agent_state::PrivateState;
-use super::repository::{self, Channel, CommitsBack, Returned};
-use super::{Prepared, SandboxHandle};
+use super::ledger::Ledger;
+use super::repository::{self, Channel};
+use super::{Prepared, RunSite, SandboxHandle};
 use crate::error::Error;
 use crate::process::ProcessBuilder;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-
-pub struct IsolatedRequest<'a> {
-    pub run_id: &'a str,
-    pub repo_root: &'a Path,
-    pub common_dir: &'a Path,
-    pub worktree: &'a Path,
-    pub branch: &'a str,
-    pub network: bool,
-    /// Where uncommitted work is saved as a patch (`.eden/patches`).
-    pub patches: &'a Path,
-    /// The repository lock, held while work is fetched back into the shared repository.
-    pub repository_lock: &'a Path,
-    /// `.eden/tmp/<run-id>`: eden's scratch folder for the run.
-    pub scratch: &'a Path,
-    /// The agent's private state folders, writable inside.
-    pub agent_state: &'a [PrivateState],
-}
 
 /// Written beside the copy (`eden-isolated-<run>.json`, where the agent cannot write): whose
 /// copy this is, so `eden clean` can tell a live run's copy from an abandoned one, and which
@@ -117,50 +99,36 @@ impl Channel for Bubble {
 
 pub struct Isolated {
     bubble: Bubble,
-    worktree: PathBuf,
+    ledger: Ledger,
     owner: PathBuf,
-    patches: PathBuf,
-    scratch: PathBuf,
-    repository_lock: PathBuf,
-    run_id: String,
-    branch: String,
-    /// Commits the host has that the copy's branch grew from (the start, each one fetched).
-    known: Mutex<Vec<String>>,
     state_env: Vec<(&'static str, PathBuf)>,
     closed: bool,
 }
 
-pub fn start(request: &IsolatedRequest<'_>) -> Result<Box<dyn SandboxHandle>, Error> {
+/// The run's isolated copy, seeded; with network unless `network` is false.
+pub fn start(site: &RunSite, network: bool) -> Result<Box<dyn SandboxHandle>, Error> {
     if which::which("bwrap").is_err() {
         return Err(Error::sandbox("sandbox kind `isolated` needs bubblewrap (`bwrap`), which is not installed")
             .with_hint("install it (Debian: `apt-get install bubblewrap`), or use `docker` or `podman`"));
     }
-    let paths = crate::layout::isolated_copy(request.run_id);
-    let base = crate::git::Git::new(request.worktree)
-        .resolve("HEAD")?
-        .ok_or_else(|| Error::git(format!("the worktree `{}` has no commit", request.worktree.display())))?;
+    let paths = crate::layout::isolated_copy(&site.run_id);
+    let base = site.base()?;
     let isolated = Isolated {
         bubble: Bubble {
             copy: paths.copy.clone(),
             tmp: paths.tmp.clone(),
-            writable: request.agent_state.iter().map(|state| state.folder.clone()).collect(),
-            network: request.network,
+            writable: site.agent_state.iter().map(|state| state.folder.clone()).collect(),
+            network,
         },
-        worktree: request.worktree.to_path_buf(),
+        ledger: Ledger::new(site, base.clone()),
         owner: paths.owner.clone(),
-        patches: request.patches.to_owned(),
-        scratch: request.scratch.to_owned(),
-        repository_lock: request.repository_lock.to_owned(),
-        run_id: request.run_id.to_owned(),
-        branch: request.branch.to_owned(),
-        known: Mutex::new(vec![base.clone()]),
-        state_env: request.agent_state.iter().map(|state| (state.var, state.value.clone())).collect(),
+        state_env: site.agent_state.iter().map(|state| (state.var, state.value.clone())).collect(),
         closed: false,
     };
     let owner = Owner {
-        run_id: request.run_id.to_owned(),
-        repo: request.repo_root.to_owned(),
-        branch: request.branch.to_owned(),
+        run_id: site.run_id.clone(),
+        repo: site.repo_root.clone(),
+        branch: site.branch.clone(),
         base,
         process: crate::process::ProcessStamp::current(),
     };
@@ -177,11 +145,11 @@ pub fn start(request: &IsolatedRequest<'_>) -> Result<Box<dyn SandboxHandle>, Er
         return Err(err);
     }
     let alternates: Vec<String> =
-        repository::object_stores(request.common_dir).iter().map(|store| store.display().to_string()).collect();
+        repository::object_stores(&site.common_dir).iter().map(|store| store.display().to_string()).collect();
     let seed = repository::SeedRequest {
-        host_worktree: request.worktree,
-        branch: request.branch,
-        scratch: request.scratch,
+        host_worktree: &site.worktree,
+        branch: &site.branch,
+        scratch: &site.scratch,
         alternates: &alternates,
         separate_git_dir: None,
     };
@@ -193,28 +161,11 @@ pub fn start(request: &IsolatedRequest<'_>) -> Result<Box<dyn SandboxHandle>, Er
 }
 
 impl Isolated {
-    /// The end of the run in the copy: its last commits, then what it left uncommitted, saved as
-    /// `.eden/patches/<run>.patch` and applied to the worktree.
-    fn bring_back(&self) -> Result<Option<String>, Error> {
-        self.sync(None)?;
-        let tip = self.known.lock().unwrap_or_else(|e| e.into_inner())[0].clone();
-        let patch = self.patches.join(format!("{}.patch", self.run_id));
-        let files = repository::save_uncommitted(&self.bubble, &tip, &self.scratch, &patch)?;
-        if files == 0 {
-            return Ok(None);
-        }
-        repository::apply_patch(&self.worktree, &patch)?;
-        Ok(Some(format!(
-            "the agent left {files} file(s) uncommitted: saved as {} and applied to the worktree",
-            patch.display()
-        )))
-    }
-
     fn remove(&mut self) {
         self.closed = true;
         let _ = crate::safe_fs::remove_tree(&self.bubble.copy);
         let _ = crate::safe_fs::remove_tree(&self.bubble.tmp);
-        let _ = crate::safe_fs::remove_tree(&self.scratch);
+        let _ = crate::safe_fs::remove_tree(self.ledger.scratch());
         let _ = std::fs::remove_file(&self.owner);
     }
 }
@@ -236,7 +187,7 @@ impl SandboxHandle for Isolated {
         let mut command = command;
         // The working directory moves from the worktree to the same place in the copy.
         if let Some(cwd) = command.get_cwd().map(Path::to_path_buf) {
-            if let Ok(inside) = cwd.strip_prefix(&self.worktree) {
+            if let Ok(inside) = cwd.strip_prefix(self.ledger.worktree()) {
                 command = command.cwd(self.bubble.copy.join(inside));
             }
         }
@@ -250,23 +201,7 @@ impl SandboxHandle for Isolated {
     }
 
     fn sync(&self, reported_tip: Option<&str>) -> Result<Option<String>, Error> {
-        let known = self.known.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        if reported_tip.is_some_and(|tip| known.first().map(String::as_str) == Some(tip)) {
-            return Ok(None);
-        }
-        let back = CommitsBack {
-            channel: &self.bubble,
-            host_worktree: &self.worktree,
-            branch: &self.branch,
-            known: &known,
-            scratch: &self.scratch,
-            repository_lock: &self.repository_lock,
-            run_id: &self.run_id,
-            shared_files: false,
-        };
-        if let Returned::MovedTo(tip) = repository::bring_commits(&back)? {
-            self.known.lock().unwrap_or_else(|e| e.into_inner()).insert(0, tip);
-        }
+        self.ledger.sync(&self.bubble, reported_tip, false)?;
         Ok(None)
     }
 
@@ -274,13 +209,7 @@ impl SandboxHandle for Isolated {
         if self.closed {
             return Ok(None);
         }
-        let brought = self.bring_back();
-        if let Err(err) = brought {
-            let base = self.known.lock().unwrap_or_else(|e| e.into_inner()).last().cloned().unwrap_or_default();
-            let saved = repository::salvage(&self.bubble, &self.branch, &base, &self.patches, &self.run_id);
-            self.remove();
-            return Err(repository::salvaged_error(err, &saved));
-        }
+        let brought = self.ledger.bring_home(&self.bubble, false);
         self.remove();
         brought
     }

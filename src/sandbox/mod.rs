@@ -9,10 +9,12 @@
 //! objects, a checked patch; transcripts read through `safe_fs`).
 
 pub mod agent_state;
+mod carry;
 pub mod container;
 pub mod engine;
 pub mod firewall;
 pub mod isolated;
+mod ledger;
 pub mod pod;
 pub(crate) mod repository;
 mod unpack;
@@ -21,6 +23,7 @@ pub use container::{prune_abandoned, start as start_container};
 
 use crate::error::Error;
 use crate::process::{Inside, ProcessBuilder};
+use std::path::PathBuf;
 
 /// The hidden subcommand a sandbox's guard runs if eden dies: `__eden-salvage ENGINE [HOST]
 /// NAME` for a container, `__eden-salvage kubernetes CONTEXT NAMESPACE REPO RUN NAME` for a pod.
@@ -37,6 +40,35 @@ pub fn run_salvage(args: &[std::ffi::OsString]) -> i32 {
     }
     let Some(target) = engine::Target::from_args(target) else { return 2 };
     container::salvage_and_remove(&target, name).map_or(1, |_| 0)
+}
+
+/// Where a run is, for the sandbox that will hold it: the same for every kind.
+#[derive(Debug, Clone)]
+pub struct RunSite {
+    pub run_id: String,
+    pub repo_root: PathBuf,
+    /// The repository's common `.git` (its object stores).
+    pub common_dir: PathBuf,
+    /// The run's worktree on the host: the sandbox starts from its files, and its work lands there.
+    pub worktree: PathBuf,
+    pub branch: String,
+    /// `.eden/tmp/<run-id>`: eden's scratch folder for the run.
+    pub scratch: PathBuf,
+    /// Where uncommitted work is saved as a patch (`.eden/patches`).
+    pub patches: PathBuf,
+    /// The repository lock, held while work is fetched back into the shared repository.
+    pub repository_lock: PathBuf,
+    /// The agent's private state folders.
+    pub agent_state: Vec<agent_state::PrivateState>,
+}
+
+impl RunSite {
+    /// The commit the run's worktree is at: where the sandbox's branch starts.
+    fn base(&self) -> Result<String, Error> {
+        crate::git::Git::new(&self.worktree)
+            .resolve("HEAD")?
+            .ok_or_else(|| Error::git(format!("the worktree `{}` has no commit", self.worktree.display())))
+    }
 }
 
 /// A command ready to start on the host, and how to reach what it runs inside the sandbox.

@@ -15,8 +15,10 @@
 //! deadline (`activeDeadlineSeconds`), so it ends even if eden and its guard both die.
 
 use super::agent_state::PrivateState;
-use super::repository::{self, Channel, CommitsBack, Returned};
-use super::{Prepared, SandboxHandle};
+use super::carry::{self, first_line, EDEN_INSIDE};
+use super::ledger::Ledger;
+use super::repository::{self, Channel};
+use super::{Prepared, RunSite, SandboxHandle};
 use crate::error::Error;
 use crate::layout::{LABEL_BASE, LABEL_BRANCH, LABEL_PID, LABEL_REPO, LABEL_RUN, LABEL_WORKSPACE};
 use crate::manifest::plan::PodPlan;
@@ -24,14 +26,9 @@ use crate::process::{Inside, ProcessBuilder, Stdin};
 use nix::sys::signal::Signal;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Mutex;
 
-/// Where eden's executable goes inside (the simulated agent runs it).
-const EDEN_INSIDE: &str = "/opt/eden/bin/eden";
 /// Pid files and environment files of running commands, inside the pod.
 const EXEC_DIR: &str = "/tmp/.eden-exec";
-/// The most of an agent's state a pod may send back (its transcripts).
-const STATE_LIMIT: u64 = 4 << 30;
 
 /// Kills every process in the pod but its first (the keep-alive) and the shell running this,
 /// twice over for processes forked during the first pass.
@@ -95,10 +92,6 @@ fn run(command: ProcessBuilder) -> Result<crate::process::Output, Error> {
     command.output().map_err(|err| Error::sandbox(format!("cannot run `{command}`: {err}")))
 }
 
-fn first_line(text: &str) -> &str {
-    text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim()
-}
-
 /// Checks that need no pod: kubectl is there, the cluster answers, and the person may make
 /// pods in the namespace. Each failure in the person's terms, exit 6.
 pub fn preflight(plan: &PodPlan) -> Result<(), Error> {
@@ -145,32 +138,13 @@ fn kubectl_reason(stderr: &str) -> &str {
         .unwrap_or_else(|| first_line(stderr))
 }
 
-/// What the pod needs to know about the run.
-pub struct PodRequest<'a> {
-    pub plan: &'a PodPlan,
-    pub run_id: &'a str,
-    pub repo_root: &'a Path,
-    pub worktree: &'a Path,
-    pub branch: &'a str,
-    pub scratch: &'a Path,
-    pub patches: &'a Path,
-    pub repository_lock: &'a Path,
-    pub agent_state: &'a [PrivateState],
-}
-
 pub struct Pod {
     kube: Kube,
     name: String,
     uid: String,
     node: String,
     image: String,
-    worktree: PathBuf,
-    branch: String,
-    run_id: String,
-    scratch: PathBuf,
-    repository_lock: PathBuf,
-    patches: PathBuf,
-    known: Mutex<Vec<String>>,
+    ledger: Ledger,
     next_exec: AtomicU64,
     states: Vec<PrivateState>,
     eden_inside: AtomicBool,
@@ -180,13 +154,11 @@ pub struct Pod {
 
 /// Start the run's pod, wait until it runs, and seed it. Anything that fails after the pod
 /// exists deletes it.
-pub fn start(request: &PodRequest<'_>) -> Result<Box<dyn SandboxHandle>, Error> {
-    let kube = Kube::new(request.plan);
-    let name = format!("eden-{}", request.run_id);
-    let base = crate::git::Git::new(request.worktree)
-        .resolve("HEAD")?
-        .ok_or_else(|| Error::git(format!("the worktree `{}` has no commit", request.worktree.display())))?;
-    let spec = pod_spec(request, &name, &base);
+pub fn start(plan: &PodPlan, site: &RunSite) -> Result<Box<dyn SandboxHandle>, Error> {
+    let kube = Kube::new(plan);
+    let name = format!("eden-{}", site.run_id);
+    let base = site.base()?;
+    let spec = pod_spec(plan, site, &name, &base);
     let created = run(kube
         .command()
         .args(["create", "-f", "-", "-o", "jsonpath={.metadata.uid}"])
@@ -202,16 +174,10 @@ pub fn start(request: &PodRequest<'_>) -> Result<Box<dyn SandboxHandle>, Error> 
         name: name.clone(),
         uid: created.stdout.trim().to_owned(),
         node: String::new(),
-        image: request.plan.image.clone(),
-        worktree: request.worktree.to_owned(),
-        branch: request.branch.to_owned(),
-        run_id: request.run_id.to_owned(),
-        scratch: request.scratch.to_owned(),
-        repository_lock: request.repository_lock.to_owned(),
-        patches: request.patches.to_owned(),
-        known: Mutex::new(vec![base]),
+        image: plan.image.clone(),
+        ledger: Ledger::new(site, base),
         next_exec: AtomicU64::new(0),
-        states: request.agent_state.to_vec(),
+        states: site.agent_state.clone(),
         eden_inside: AtomicBool::new(false),
         guard: None,
         removed: false,
@@ -219,11 +185,11 @@ pub fn start(request: &PodRequest<'_>) -> Result<Box<dyn SandboxHandle>, Error> 
     let salvage = ProcessBuilder::new(&eden)
         .arg(super::SALVAGE_SUBCOMMAND)
         .args(kube.to_args())
-        .arg(request.repo_root)
-        .arg(request.run_id)
+        .arg(&site.repo_root)
+        .arg(&site.run_id)
         .arg(&name);
     pod.guard = crate::process::guard::Guard::start(&salvage).ok();
-    match pod.set_up(request) {
+    match pod.set_up(plan, site) {
         Ok(()) => Ok(Box::new(pod)),
         Err(err) => {
             let _ = pod.delete();
@@ -234,14 +200,13 @@ pub fn start(request: &PodRequest<'_>) -> Result<Box<dyn SandboxHandle>, Error> 
 
 /// The pod: the image's keep-alive as the run's user, the workspace and state folders as
 /// `emptyDir`s at their paths, the limits as requests and limits, the deadline.
-fn pod_spec(request: &PodRequest<'_>, name: &str, base: &str) -> serde_json::Value {
-    let plan = request.plan;
+fn pod_spec(plan: &PodPlan, site: &RunSite, name: &str, base: &str) -> serde_json::Value {
     let label = |text: &str| {
         let clean: String =
             text.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '-' }).collect();
         clean.trim_matches(|c: char| !c.is_ascii_alphanumeric()).chars().take(63).collect::<String>()
     };
-    let (mounts, volumes) = volumes(request);
+    let (mounts, volumes) = volumes(site);
     let mut resources = serde_json::Map::new();
     if let Some(cpus) = plan.cpus {
         resources.insert("cpu".into(), serde_json::json!(format!("{}m", (cpus * 1000.0).round() as u64)));
@@ -253,7 +218,7 @@ fn pod_spec(request: &PodRequest<'_>, name: &str, base: &str) -> serde_json::Val
         "name": "agent",
         "image": plan.image,
         "command": ["tail", "-f", "/dev/null"],
-        "workingDir": request.worktree,
+        "workingDir": site.worktree,
         "volumeMounts": mounts,
         "resources": {"requests": resources, "limits": resources},
     });
@@ -293,13 +258,13 @@ fn pod_spec(request: &PodRequest<'_>, name: &str, base: &str) -> serde_json::Val
         "kind": "Pod",
         "metadata": {
             "name": name,
-            "labels": {"eden.run": label(request.run_id), "eden.branch": label(request.branch), "app.kubernetes.io/managed-by": "eden"},
+            "labels": {"eden.run": label(&site.run_id), "eden.branch": label(&site.branch), "app.kubernetes.io/managed-by": "eden"},
             "annotations": {
-                LABEL_RUN: request.run_id,
-                LABEL_REPO: request.repo_root.display().to_string(),
-                LABEL_BRANCH: request.branch,
+                LABEL_RUN: site.run_id,
+                LABEL_REPO: site.repo_root.display().to_string(),
+                LABEL_BRANCH: site.branch,
                 LABEL_PID: std::process::id().to_string(),
-                LABEL_WORKSPACE: request.worktree.display().to_string(),
+                LABEL_WORKSPACE: site.worktree.display().to_string(),
                 LABEL_BASE: base,
             },
         },
@@ -308,10 +273,11 @@ fn pod_spec(request: &PodRequest<'_>, name: &str, base: &str) -> serde_json::Val
 }
 
 /// The pod's `emptyDir`s and where they go: the workspace, eden's executable, each state folder.
-fn volumes(request: &PodRequest<'_>) -> (Vec<serde_json::Value>, Vec<serde_json::Value>) {
+fn volumes(site: &RunSite) -> (Vec<serde_json::Value>, Vec<serde_json::Value>) {
+    let eden_folder = Path::new(EDEN_INSIDE).parent().expect("a folder").to_owned();
     let mut places: Vec<(String, PathBuf)> =
-        vec![("workspace".into(), request.worktree.to_owned()), ("eden".into(), PathBuf::from("/opt/eden/bin"))];
-    for (n, state) in request.agent_state.iter().enumerate() {
+        vec![("workspace".into(), site.worktree.clone()), ("eden".into(), eden_folder)];
+    for (n, state) in site.agent_state.iter().enumerate() {
         places.push((format!("state-{n}"), state.value.clone()));
     }
     let mounts = places.iter().map(|(name, path)| serde_json::json!({"name": name, "mountPath": path})).collect();
@@ -320,9 +286,9 @@ fn volumes(request: &PodRequest<'_>) -> (Vec<serde_json::Value>, Vec<serde_json:
 }
 
 impl Pod {
-    fn set_up(&mut self, request: &PodRequest<'_>) -> Result<(), Error> {
-        self.node = self.wait_running(request.plan.start_timeout)?;
-        let made = run(self.exec_plain(&["mkdir", "-p", EXEC_DIR], false))?;
+    fn set_up(&mut self, plan: &PodPlan, site: &RunSite) -> Result<(), Error> {
+        self.node = self.wait_running(plan.start_timeout)?;
+        let made = run(self.exec_plain(ProcessBuilder::new("mkdir").args(["-p", EXEC_DIR]), false))?;
         if !made.success() {
             return Err(Error::sandbox(format!(
                 "cannot prepare pod `{}` (image `{}`): {}",
@@ -332,11 +298,11 @@ impl Pod {
             ))
             .with_hint("the image must have `sh`, `mkdir`, `tar` and `git`, and a writable `/tmp`"));
         }
-        self.push_state()?;
+        carry::push_state(&self.states, &|command, stdin| self.exec_plain(command, stdin), None, "pod")?;
         let seed = repository::SeedRequest {
-            host_worktree: request.worktree,
-            branch: request.branch,
-            scratch: request.scratch,
+            host_worktree: &site.worktree,
+            branch: &site.branch,
+            scratch: &site.scratch,
             alternates: &[],
             separate_git_dir: None,
         };
@@ -389,13 +355,14 @@ impl Pod {
         }
     }
 
-    /// `kubectl exec [-i] POD -c agent -- ARGS…` with no environment.
-    fn exec_plain(&self, args: &[&str], stdin: bool) -> ProcessBuilder {
-        let mut command = self.kube.command().arg("exec");
+    /// `kubectl exec [-i] POD -c agent -- PROGRAM ARGS…`: `command` with no environment and
+    /// in the image's working directory.
+    fn exec_plain(&self, command: ProcessBuilder, stdin: bool) -> ProcessBuilder {
+        let mut exec = self.kube.command().arg("exec");
         if stdin {
-            command = command.arg("-i");
+            exec = exec.arg("-i");
         }
-        command.args([self.name.as_str(), "-c", "agent", "--"]).args(args)
+        exec.args([self.name.as_str(), "-c", "agent", "--"]).arg(command.program()).args(command.get_args())
     }
 
     /// The variables of `command`, as an env file written inside (its path), or `-` for none.
@@ -413,7 +380,7 @@ impl Pod {
         }
         let path = format!("{EXEC_DIR}/{n}.env");
         let write = self
-            .exec_plain(&["sh", "-c", r#"umask 077 && cat > "$0""#, &path], true)
+            .exec_plain(ProcessBuilder::new("sh").args(["-c", r#"umask 077 && cat > "$0""#, &path]), true)
             .stdin(Stdin::Bytes(text.into_bytes()));
         let written = run(write)?;
         if !written.success() {
@@ -435,7 +402,7 @@ impl Pod {
         let cwd = command
             .get_cwd()
             .map(|cwd| cwd.to_string_lossy().into_owned())
-            .unwrap_or_else(|| self.worktree.to_string_lossy().into_owned());
+            .unwrap_or_else(|| self.ledger.worktree().to_string_lossy().into_owned());
         let script = WRAPPER.replace("SWEEP", SWEEP);
         let exec = self.kube.command().arg("exec").args(flags);
         let program = command.program().to_owned();
@@ -449,92 +416,15 @@ impl Pod {
         Ok((exec, pid_file))
     }
 
-    fn push_state(&self) -> Result<(), Error> {
-        for state in &self.states {
-            let archive = ProcessBuilder::new("tar").args(["-c", "-f", "-", "-C"]).arg(&state.folder).arg(".");
-            let folder = state.folder.to_string_lossy();
-            let extract = self.exec_plain(&["sh", "-c", r#"mkdir -p "$0" && tar -x -f - -C "$0""#, &folder], true);
-            let (archived, extracted) = archive
-                .pipe_into(&extract)
-                .map_err(|err| Error::sandbox(format!("cannot copy the agent's state into the pod: {err}")))?;
-            if !archived.success() || !extracted.success() {
-                return Err(Error::sandbox(format!(
-                    "cannot copy the agent's state folder `{}` into the pod: {}",
-                    state.folder.display(),
-                    first_line(if archived.success() { &extracted.stderr } else { &archived.stderr })
-                )));
-            }
-        }
-        Ok(())
-    }
-
-    fn pull_state(&self) -> Result<(), Error> {
-        for state in &self.states {
-            let folder = state.folder.to_string_lossy();
-            let archive = self.exec_plain(&["tar", "-c", "-f", "-", "-C", &folder, "."], false);
-            fs_err::create_dir_all(&self.scratch).map_err(|err| Error::sandbox(err.to_string()))?;
-            let spool = self.scratch.join("state.tar");
-            let file = fs_err::File::create(&spool).map_err(|err| Error::sandbox(err.to_string()))?;
-            let output = archive
-                .output_to_file(file.into_parts().0)
-                .map_err(|err| Error::sandbox(format!("cannot run `{archive}`: {err}")))?;
-            if !output.success() {
-                let _ = std::fs::remove_file(&spool);
-                return Err(Error::sandbox(format!(
-                    "cannot read the agent's state folder in the pod: {}",
-                    first_line(&output.stderr)
-                )));
-            }
-            let read = std::fs::File::open(&spool)
-                .and_then(|file| super::unpack::unpack(std::io::BufReader::new(file), &state.folder, STATE_LIMIT));
-            let _ = std::fs::remove_file(&spool);
-            read.map_err(|err| Error::sandbox(format!("the agent's state from the pod was not taken back: {err}")))?;
-        }
-        Ok(())
-    }
-
-    fn copy_eden_in(&self) -> Result<(), Error> {
-        if self.eden_inside.load(Ordering::SeqCst) {
-            return Ok(());
-        }
-        let eden =
-            std::env::current_exe().map_err(|err| Error::sandbox(format!("cannot find eden's executable: {err}")))?;
-        let copy = self.exec_plain(&["sh", "-c", &format!("cat > {EDEN_INSIDE} && chmod 755 {EDEN_INSIDE}")], true);
-        let (read, copied) = ProcessBuilder::new("cat")
-            .arg(&eden)
-            .pipe_into(&copy)
-            .map_err(|err| Error::sandbox(format!("cannot copy eden into the pod: {err}")))?;
-        if !read.success() || !copied.success() {
-            return Err(Error::sandbox(format!("cannot copy eden into the pod: {}", first_line(&copied.stderr))));
-        }
-        self.eden_inside.store(true, Ordering::SeqCst);
-        Ok(())
-    }
-
     fn delete(&mut self) -> Result<(), Error> {
         if self.removed {
             return Ok(());
         }
         self.removed = true;
-        let _ = crate::safe_fs::remove_tree(&self.scratch);
+        let _ = crate::safe_fs::remove_tree(self.ledger.scratch());
         delete_pod(&self.kube, &self.name)?;
         self.guard = None;
         Ok(())
-    }
-
-    fn bring_back(&self) -> Result<Option<String>, Error> {
-        self.sync(None)?;
-        let tip = self.known.lock().unwrap_or_else(|e| e.into_inner())[0].clone();
-        let patch = self.patches.join(format!("{}.patch", self.run_id));
-        let files = repository::save_uncommitted(self, &tip, &self.scratch, &patch)?;
-        if files == 0 {
-            return Ok(None);
-        }
-        repository::apply_patch(&self.worktree, &patch)?;
-        Ok(Some(format!(
-            "the agent left {files} file(s) uncommitted: saved as {} and applied to the worktree",
-            patch.display()
-        )))
     }
 }
 
@@ -565,7 +455,7 @@ impl Channel for Pod {
     }
 
     fn workspace(&self) -> &Path {
-        &self.worktree
+        self.ledger.worktree()
     }
 }
 
@@ -592,8 +482,8 @@ impl SandboxHandle for Pod {
     fn prepare(&self, command: ProcessBuilder) -> Result<Prepared, Error> {
         let mut command = command;
         let stdin = command.take_stdin();
-        if Some(command.program()) == std::env::current_exe().ok().as_deref().map(Path::as_os_str) {
-            self.copy_eden_in()?;
+        if carry::runs_eden(&command) {
+            carry::copy_eden_in(&self.eden_inside, &|command, stdin| self.exec_plain(command, stdin), "pod")?;
             let mut inside = ProcessBuilder::new(EDEN_INSIDE).args(command.get_args());
             for (key, value) in command.get_env() {
                 inside = match value {
@@ -619,38 +509,20 @@ impl SandboxHandle for Pod {
     }
 
     fn sync(&self, _reported_tip: Option<&str>) -> Result<Option<String>, Error> {
-        let known = self.known.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let back = CommitsBack {
-            channel: self,
-            host_worktree: &self.worktree,
-            branch: &self.branch,
-            known: &known,
-            scratch: &self.scratch,
-            repository_lock: &self.repository_lock,
-            run_id: &self.run_id,
-            shared_files: false,
-        };
-        if let Returned::MovedTo(tip) = repository::bring_commits(&back)? {
-            self.known.lock().unwrap_or_else(|e| e.into_inner()).insert(0, tip);
-        }
+        self.ledger.sync(self, None, false)?;
         Ok(None)
     }
 
     fn bring_state_back(&self) -> Result<(), Error> {
-        self.pull_state()
+        let scratch = self.ledger.scratch();
+        carry::pull_state(&self.states, &|command, stdin| self.exec_plain(command, stdin), scratch, "pod")
     }
 
     fn close(&mut self) -> Result<Option<String>, Error> {
         if self.removed {
             return Ok(None);
         }
-        let brought = self.bring_back();
-        if let Err(err) = brought {
-            let base = self.known.lock().unwrap_or_else(|e| e.into_inner()).last().cloned().unwrap_or_default();
-            let saved = repository::salvage(self, &self.branch, &base, &self.patches, &self.run_id);
-            self.delete()?;
-            return Err(repository::salvaged_error(err, &saved));
-        }
+        let brought = self.ledger.bring_home(self, false);
         self.delete()?;
         brought
     }
@@ -670,11 +542,19 @@ struct InsidePod {
 
 impl Inside for InsidePod {
     fn signal_command(&self, signal: Signal) -> Option<ProcessBuilder> {
-        let name = signal.as_str().trim_start_matches("SIG");
-        let script = format!(
-            r#"pid=$(cat "$0" 2>/dev/null) || exit 0; case $pid in ''|*[!0-9]*) exit 0;; esac; kill -s {name} -- -$pid 2>/dev/null || kill -{name} -$pid"#
-        );
-        Some(self.kube.command().args(["exec", &self.name, "-c", "agent", "--", "sh", "-c", &script, &self.pid_file]))
+        let script = carry::signal_group_script(signal);
+        Some(self.kube.command().args([
+            "exec",
+            &self.name,
+            "-c",
+            "agent",
+            "--",
+            "sh",
+            "-c",
+            &script,
+            "sh",
+            &self.pid_file,
+        ]))
     }
 
     fn sweep_command(&self) -> ProcessBuilder {

@@ -48,6 +48,8 @@ struct LiveRun {
     iteration: String,
     /// ` on HOST` when it was placed on one.
     host: String,
+    /// ` · pod NAME @ NODE` (or the container) once it is up.
+    sandbox: String,
     tool: String,
     /// Tokens so far: the finished iterations', and the current one's latest figure.
     tokens_before: u64,
@@ -110,7 +112,8 @@ impl BatchDisplay {
     pub fn event_line(&mut self, index: usize, line: &str) {
         let Some(live) = &mut self.live else { return };
         let Some(kind) = event_kind(line) else { return };
-        if !matches!(kind, "iteration_started" | "tool_call" | "usage" | "warning" | "agent_error") {
+        if !matches!(kind, "iteration_started" | "tool_call" | "usage" | "warning" | "agent_error" | "sandbox_started")
+        {
             return;
         }
         let Some(logged) = Logged::parse(line) else { return };
@@ -121,6 +124,12 @@ impl BatchDisplay {
                 run.tokens_now = 0;
                 run.iteration = format!("iteration {iteration}/{max_iterations}");
                 run.tool.clear();
+            }
+            // Where it runs: a pod and the node the scheduler chose, or a container.
+            Event::SandboxStarted { engine, name, node, .. } => {
+                let node = node.as_ref().map(|node| format!(" @ {node}")).unwrap_or_default();
+                let what = if engine == "kubernetes" { "pod" } else { "container" };
+                run.sandbox = format!(" · {what} {name}{node}");
             }
             Event::ToolCall { name, summary, .. } => run.tool = format!("{name} {summary}"),
             Event::Usage { usage, .. } => run.tokens_now = usage.total_tokens(),
@@ -133,7 +142,8 @@ impl BatchDisplay {
             }
             _ => return,
         }
-        let mut message = format!("{}{}", run.iteration, run.host);
+        let iteration = if run.iteration.is_empty() { "starting" } else { run.iteration.as_str() };
+        let mut message = format!("{iteration}{}{}", run.host, run.sandbox);
         let tokens = run.tokens_before + run.tokens_now;
         if tokens > 0 {
             message.push_str(&format!(" · {} tokens", super::thousands(tokens)));

@@ -50,7 +50,7 @@ impl Reporter for LiveReporter {
                 say(bar, format!("  worktree {}", style(worktree.display()).dim()));
                 bar.set_prefix("starting");
             }
-            Event::Info { message } | Event::Merged { message, .. } => {
+            Event::Info { message } | Event::SandboxStarted { message, .. } | Event::Merged { message, .. } => {
                 say(bar, format!("{} {message}", style("·").dim()))
             }
             Event::Warning { message } => say(bar, format!("{} {message}", style("warning:").yellow().bold())),

@@ -103,7 +103,9 @@ impl PlainReporter {
                 ));
                 self.line(&format!("worktree {}", worktree.display()));
             }
-            Event::Info { message } | Event::Merged { message, .. } => self.line(message),
+            Event::Info { message } | Event::SandboxStarted { message, .. } | Event::Merged { message, .. } => {
+                self.line(message)
+            }
             Event::Warning { message } => self.line(&format!("warning: {message}")),
             Event::IterationStarted { iteration, max_iterations } => {
                 self.line(&format!("iteration {iteration}/{max_iterations} started"));

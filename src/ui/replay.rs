@@ -81,7 +81,10 @@ fn told(event: &Event<'_>, full: bool) -> String {
         }
         Event::Output { value, .. } => format!("output: {value}\n"),
         Event::Warning { message } => format!("warning: {message}\n"),
-        Event::Notice { message, .. } | Event::Info { message } | Event::Merged { message, .. } => {
+        Event::Notice { message, .. }
+        | Event::Info { message }
+        | Event::SandboxStarted { message, .. }
+        | Event::Merged { message, .. } => {
             format!("{message}\n")
         }
         Event::StepFinished { step, status, .. } => format!("═══ step {step}: {}\n", status.as_str()),

@@ -414,3 +414,31 @@ fn a_pod_gives_a_terminal_that_follows_the_window() {
     assert!(cluster.pods(&env.repo).is_empty(), "the pod is deleted");
     env.assert_pristine();
 }
+
+/// Several runs in pods on a terminal: each live line says which pod it is and which node the
+/// cluster's scheduler put it on.
+#[test]
+fn several_pods_on_a_terminal_show_their_pod_and_node() {
+    let Some(cluster) = crate::kubernetes::cluster() else { return };
+    let env = TestEnv::new();
+    for name in ["alpha", "beta"] {
+        let script = format!("sleep 4; echo {name} > {name}.txt && git add {name}.txt && git -c user.name=pod -c user.email=pod@example.com commit -qm {name} && echo '<promise>COMPLETE</promise>'");
+        let manifest =
+            crate::kubernetes::manifest(&script, "").replace("name = \"pod\"", &format!("name = \"{name}\""));
+        env.write(&format!("../{name}.toml"), &manifest);
+    }
+    let exports: String = cluster.env("admin").iter().map(|(key, value)| format!("export {key}='{value}'; ")).collect();
+    let script = format!("{exports}{EDEN} run ../alpha.toml ../beta.toml; echo $? > ../code.txt; echo EDEN-DONE");
+    let Some(tmux) = Tmux::start(&env, &env.repo, &script) else { return };
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while tmux.screen().matches("@ eden-node").count() < 2 {
+        assert!(Instant::now() < deadline, "no pod and node in the live lines:\n{}", tmux.screen());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let screen = tmux.screen();
+    assert!(screen.matches("· pod eden-").count() >= 2, "{screen}");
+    let screen = tmux.wait_for("EDEN-DONE");
+    assert_eq!(exit_code(&env), 0, "{screen}");
+    assert!(screen.contains("✓ alpha") && screen.contains("✓ beta"), "{screen}");
+    assert!(cluster.pods(&env.repo).is_empty(), "the pods are deleted");
+}

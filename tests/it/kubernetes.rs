@@ -110,7 +110,7 @@ impl Cluster {
     }
 }
 
-fn manifest(script: &str, extra: &str) -> String {
+pub fn manifest(script: &str, extra: &str) -> String {
     let script = script.replace('\\', "\\\\").replace('"', "\\\"");
     format!(
         "name = \"pod\"\nprompt = \"go\"\n[agent]\nkind = \"cli\"\nbinary = \"sh\"\nargs = [\"-c\", \"cat >/dev/null; {script}\"]\n\

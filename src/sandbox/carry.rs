@@ -1,0 +1,125 @@
+//! What a sandbox that shares no files with this machine (a remote engine's container, a pod)
+//! is sent besides its repository, and what it sends back: the agent's private state folders
+//! as tar streams (read back as hostile input by `unpack`), and eden's own executable for the
+//! simulated agent. All of it crosses the sandbox's channel (`exec -i`).
+
+use super::agent_state::PrivateState;
+use crate::error::Error;
+use crate::process::ProcessBuilder;
+use nix::sys::signal::Signal;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Where eden's executable goes inside (the simulated agent runs it).
+pub(crate) const EDEN_INSIDE: &str = "/opt/eden/bin/eden";
+/// The most of an agent's state a sandbox may send back (its transcripts).
+const STATE_LIMIT: u64 = 4 << 30;
+
+/// Runs a command inside, with its stdin open when `stdin` is set, as a user that may write
+/// where the command writes (the container's root, or the pod's only user).
+pub(crate) type Exec<'a> = &'a dyn Fn(ProcessBuilder, bool) -> ProcessBuilder;
+
+/// The agent's private state folders streamed in, at the paths the agent is pointed at, then
+/// handed to `owner` (`UID:GID`) when the stream was unpacked as someone else. `place` names
+/// the sandbox in messages (`container`, `pod`).
+pub(crate) fn push_state(
+    states: &[PrivateState],
+    exec: Exec<'_>,
+    owner: Option<&str>,
+    place: &str,
+) -> Result<(), Error> {
+    let script = match owner {
+        Some(_) => r#"mkdir -p "$1" && tar -x -f - -C "$1" && chown -R "$3" "$2""#,
+        None => r#"mkdir -p "$1" && tar -x -f - -C "$1""#,
+    };
+    for state in states {
+        let archive = ProcessBuilder::new("tar").args(["-c", "-f", "-", "-C"]).arg(&state.folder).arg(".");
+        let extract = ProcessBuilder::new("sh")
+            .args(["-c", script, "sh"])
+            .arg(&state.folder)
+            .arg(&state.value)
+            .arg(owner.unwrap_or(""));
+        let (archived, extracted) = archive
+            .pipe_into(&exec(extract, true))
+            .map_err(|err| Error::sandbox(format!("cannot copy the agent's state into the {place}: {err}")))?;
+        if !archived.success() || !extracted.success() {
+            return Err(Error::sandbox(format!(
+                "cannot copy the agent's state folder `{}` into the {place}: {}",
+                state.folder.display(),
+                first_line(if archived.success() { &extracted.stderr } else { &archived.stderr })
+            ))
+            .with_hint("the image needs `sh`, `tar`, `mkdir` and `chown`"));
+        }
+    }
+    Ok(())
+}
+
+/// What the agent wrote in its state folders (its transcripts), streamed back into the private
+/// folders on this machine, which only eden writes. The stream is spooled in `scratch` and read
+/// as hostile (`unpack`): regular files and folders only, names confined, size capped.
+pub(crate) fn pull_state(states: &[PrivateState], exec: Exec<'_>, scratch: &Path, place: &str) -> Result<(), Error> {
+    for state in states {
+        let archive = exec(ProcessBuilder::new("tar").args(["-c", "-f", "-", "-C"]).arg(&state.folder).arg("."), false);
+        fs_err::create_dir_all(scratch).map_err(|err| Error::sandbox(err.to_string()))?;
+        let spool = scratch.join("state.tar");
+        let file = fs_err::File::create(&spool).map_err(|err| Error::sandbox(err.to_string()))?;
+        let output = archive
+            .output_to_file(file.into_parts().0)
+            .map_err(|err| Error::sandbox(format!("cannot run `{archive}`: {err}")))?;
+        if !output.success() {
+            let _ = std::fs::remove_file(&spool);
+            return Err(Error::sandbox(format!(
+                "cannot read the agent's state folder `{}` in the {place}: {}",
+                state.folder.display(),
+                first_line(&output.stderr)
+            )));
+        }
+        let read = std::fs::File::open(&spool)
+            .and_then(|file| super::unpack::unpack(std::io::BufReader::new(file), &state.folder, STATE_LIMIT));
+        let _ = std::fs::remove_file(&spool);
+        read.map_err(|err| Error::sandbox(format!("the agent's state from the {place} was not taken back: {err}")))?;
+    }
+    Ok(())
+}
+
+/// eden's executable copied in as `EDEN_INSIDE`, once (`done` remembers), before the first
+/// command that runs it (the simulated agent).
+pub(crate) fn copy_eden_in(done: &AtomicBool, exec: Exec<'_>, place: &str) -> Result<(), Error> {
+    if done.load(Ordering::SeqCst) {
+        return Ok(());
+    }
+    let eden =
+        std::env::current_exe().map_err(|err| Error::sandbox(format!("cannot find eden's executable: {err}")))?;
+    let script = r#"mkdir -p "${0%/*}" && cat > "$0" && chmod 755 "$0""#;
+    let copy = exec(ProcessBuilder::new("sh").args(["-c", script, EDEN_INSIDE]), true);
+    let (read, copied) = ProcessBuilder::new("cat")
+        .arg(&eden)
+        .pipe_into(&copy)
+        .map_err(|err| Error::sandbox(format!("cannot copy eden into the {place}: {err}")))?;
+    if !read.success() || !copied.success() {
+        return Err(Error::sandbox(format!(
+            "cannot copy eden into the {place}: {}",
+            first_line(if read.success() { &copied.stderr } else { &read.stderr })
+        )));
+    }
+    done.store(true, Ordering::SeqCst);
+    Ok(())
+}
+
+/// Is `command` eden's own executable (the simulated agent), which runs as `EDEN_INSIDE`?
+pub(crate) fn runs_eden(command: &ProcessBuilder) -> bool {
+    Some(command.program()) == std::env::current_exe().ok().as_deref().map(Path::as_os_str)
+}
+
+/// `sh -c SCRIPT sh PIDFILE`: signals the process group whose leader's pid a command's wrapper
+/// wrote in PIDFILE (nothing yet if it has not started); busybox's `kill` has no `--`.
+pub(crate) fn signal_group_script(signal: Signal) -> String {
+    let name = signal.as_str().trim_start_matches("SIG");
+    format!(
+        r#"pid=$(cat "$1" 2>/dev/null) || exit 0; case $pid in ''|*[!0-9]*) exit 0;; esac; kill -s {name} -- -$pid 2>/dev/null || kill -{name} -$pid"#
+    )
+}
+
+pub(crate) fn first_line(text: &str) -> &str {
+    text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim()
+}
