@@ -15,7 +15,7 @@ pub(super) fn resolve_agent(
     host_env: &dyn Fn(&str) -> Option<String>,
     in_container: bool,
 ) -> Result<AgentPlan, Error> {
-    // In a container the executable is looked up there, not on the host.
+    // In a container or a pod the executable is looked up there, not on the host.
     let find_binary = |binary: &str, base_dir: &Path| -> Result<PathBuf, String> {
         if !in_container {
             return find_binary(binary, base_dir);

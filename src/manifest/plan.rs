@@ -166,7 +166,7 @@ pub fn resolve(
         keep(&mut errors, super::logging_plan::resolve_log_file(manifest.logging.file.as_ref(), name_for_log, source));
     let steps = match (&sandbox, &sandbox_env) {
         (Some(sandbox), Some(sandbox_env)) => {
-            let in_container = matches!(sandbox, SandboxPlan::Container(_));
+            let in_container = matches!(sandbox, SandboxPlan::Container(_) | SandboxPlan::Kubernetes(_));
             let context = StepContext { manifest: &manifest, source, host_env, in_container, sandbox_env };
             keep(&mut errors, resolve_steps(&context))
         }

@@ -106,6 +106,34 @@ pub(crate) fn copy_eden_in(done: &AtomicBool, exec: Exec<'_>, place: &str) -> Re
     Ok(())
 }
 
+/// Programs already found inside a sandbox (each checked once, before its first run).
+pub(crate) type Found = std::sync::Mutex<std::collections::HashSet<std::ffi::OsString>>;
+
+/// Fail clearly, before running anything, when the image does not have `program` (`sandbox`
+/// names it in the message: ``container `eden-…` ``).
+pub(crate) fn check_program(
+    found: &Found,
+    exec: Exec<'_>,
+    program: &std::ffi::OsStr,
+    sandbox: &str,
+) -> Result<(), Error> {
+    let mut found = found.lock().unwrap_or_else(|e| e.into_inner());
+    if found.contains(program) {
+        return Ok(());
+    }
+    let probe = exec(ProcessBuilder::new("sh").args(["-c", "command -v \"$1\" >/dev/null", "sh"]).arg(program), false);
+    let probed = probe.output().map_err(|err| Error::sandbox(format!("cannot run `{probe}`: {err}")))?;
+    if !probed.success() {
+        return Err(Error::sandbox(format!(
+            "`{}` was not found in {sandbox}: the image has no such program on its PATH",
+            program.to_string_lossy(),
+        ))
+        .with_hint("install the agent in the image, or set `agent.binary` to its path inside the image"));
+    }
+    found.insert(program.to_owned());
+    Ok(())
+}
+
 /// Is `command` eden's own executable (the simulated agent), which runs as `EDEN_INSIDE`?
 pub(crate) fn runs_eden(command: &ProcessBuilder) -> bool {
     Some(command.program()) == std::env::current_exe().ok().as_deref().map(Path::as_os_str)
@@ -117,6 +145,18 @@ pub(crate) fn signal_group_script(signal: Signal) -> String {
     let name = signal.as_str().trim_start_matches("SIG");
     format!(
         r#"pid=$(cat "$1" 2>/dev/null) || exit 0; case $pid in ''|*[!0-9]*) exit 0;; esac; kill -s {name} -- -$pid 2>/dev/null || kill -{name} -$pid"#
+    )
+}
+
+/// A wrapper's last words, unless its command has a terminal (whose screen they would reach):
+/// the branch's tip on stderr for eden (`process::SANDBOX_NOTE`), so that after an iteration
+/// that committed nothing eden need not ask the sandbox again (`SandboxHandle::sync`).
+pub(crate) fn tip_note(workspace: &Path, branch: &str) -> String {
+    let quote = |text: &str| shlex::try_quote(text).map(|q| q.into_owned()).unwrap_or_else(|_| "/nonexistent".into());
+    format!(
+        r#"tip=$(git -C {} rev-parse -q --verify {} 2>/dev/null) && printf '\001eden tip %s\n' "$tip" >&2; "#,
+        quote(&workspace.to_string_lossy()),
+        quote(&format!("refs/heads/{branch}^{{commit}}")),
     )
 }
 

@@ -35,7 +35,6 @@ use crate::process::{Inside, Output, ProcessBuilder, Stdin};
 use nix::sys::signal::Signal;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
 
 /// Where the host's object stores appear inside, read-only: `/opt/eden/objects/<n>`.
 const OBJECTS_INSIDE: &str = "/opt/eden/objects";
@@ -56,18 +55,9 @@ const SWEEP: &str = r#"for pass in 1 2; do for p in /proc/[0-9]*; do p=${p#/proc
 /// the command starts with default dispositions) makes a signal for the group end the command
 /// first; the shell runs the trap, and the sweep, once the command has gone.
 ///
-/// Last, unless the command has a terminal (whose screen the note would reach), it notes the
-/// branch's tip on stderr for eden (`process::SANDBOX_NOTE`), so that after an iteration that
-/// committed nothing eden need not ask the container again.
+/// Last, unless the command has a terminal, it notes the branch's tip (`carry::tip_note`).
 fn wrapper(keep: &str, note_tip: Option<(&Path, &str)>) -> String {
-    let quote = |text: &str| shlex::try_quote(text).map(|q| q.into_owned()).unwrap_or_else(|_| "/nonexistent".into());
-    let note = note_tip.map_or_else(String::new, |(workspace, branch)| {
-        format!(
-            r#"tip=$(git -C {} rev-parse -q --verify {} 2>/dev/null) && printf '\001eden tip %s\n' "$tip" >&2; "#,
-            quote(&workspace.to_string_lossy()),
-            quote(&format!("refs/heads/{branch}^{{commit}}")),
-        )
-    });
+    let note = note_tip.map_or_else(String::new, |(workspace, branch)| carry::tip_note(workspace, branch));
     format!(
         r#"trap : INT TERM HUP QUIT; echo $$ > "$0"; "$@"; status=$?; {}; {note}exit $status"#,
         SWEEP.replace("KEEP", keep),
@@ -102,7 +92,7 @@ pub struct Container {
     /// The pid (inside) of the process that keeps the container alive; sweeps spare it.
     keep: String,
     /// Programs already found in the image (checked once each, before their first exec).
-    found: Mutex<std::collections::HashSet<std::ffi::OsString>>,
+    found: carry::Found,
     /// Set for every exec unless the command sets it itself (the agent's private state folders).
     exec_env: Vec<(&'static str, PathBuf)>,
     /// The agent's private state folders (a remote engine gets copies, which come back).
@@ -528,7 +518,8 @@ impl SandboxHandle for Container {
         } else {
             command.program()
         };
-        self.check_program(program)?;
+        let sandbox = format!("container `{}`", self.name);
+        carry::check_program(&self.found, &|command, _| self.exec(command, &[]), program, &sandbox)?;
         let n = self.next_exec.fetch_add(1, Ordering::SeqCst);
         let pid_file = format!("{PIDS_INSIDE}/{n}.pid");
         let note_tip =
@@ -678,29 +669,6 @@ impl Container {
         }
         // Removed: the guard has nothing left to do.
         self.guard = None;
-        Ok(())
-    }
-
-    /// Fail clearly, before running anything, when the image does not have the program.
-    fn check_program(&self, program: &std::ffi::OsStr) -> Result<(), Error> {
-        let mut found = self.found.lock().unwrap_or_else(|e| e.into_inner());
-        if found.contains(program) {
-            return Ok(());
-        }
-        let probe = self
-            .target
-            .command()
-            .args(["exec", &self.name, "sh", "-c", "command -v \"$1\" >/dev/null", "sh"])
-            .arg(program);
-        if !engine::run(probe)?.success() {
-            return Err(Error::sandbox(format!(
-                "`{}` was not found in container `{}`: the image has no such program on its PATH",
-                program.to_string_lossy(),
-                self.name
-            ))
-            .with_hint("install the agent in the image, or set `agent.binary` to its path inside the image"));
-        }
-        found.insert(program.to_owned());
         Ok(())
     }
 }

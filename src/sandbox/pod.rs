@@ -34,10 +34,18 @@ const EXEC_DIR: &str = "/tmp/.eden-exec";
 /// twice over for processes forked during the first pass.
 const SWEEP: &str = r#"for pass in 1 2; do for p in /proc/[0-9]*; do p=${p#/proc/}; case $p in 1|$$) ;; *) kill -9 "$p" 2>/dev/null;; esac; done; done"#;
 
-/// `sh -c WRAPPER ENVFILE PIDFILE CWD PROGRAM ARGS...`: reads and removes the command's
-/// variables (`-`: none), goes to its directory, writes its pid, runs it, sweeps what it left,
-/// and exits with its status.
-const WRAPPER: &str = r#"if [ "$0" != - ]; then . "$0"; rm -f "$0"; fi; pid_file=$1; cd "$2" || exit 127; shift 2; trap : INT TERM HUP QUIT; echo $$ > "$pid_file"; "$@"; status=$?; SWEEP; exit $status"#;
+/// `sh -c WRAPPER sh ENV PIDFILE CWD PROGRAM ARGS...`: takes the command's variables (ENV `-`:
+/// none; `<MARK`: on its stdin, up to a line MARK, ahead of the command's own input; otherwise
+/// a file, read and removed), goes to its directory, writes its pid, runs it, sweeps what it
+/// left, notes the branch's tip (NOTE, `carry::tip_note`) and exits with its status. `read`
+/// takes a pipe a byte at a time, so the command's input starts right after the mark.
+const WRAPPER: &str = r#"case $1 in
+-) ;;
+"<"*) eden_mark=${1#<}; eden_vars=; eden_nl='
+'; while IFS= read -r eden_line; do [ "$eden_line" = "$eden_mark" ] && break; eden_vars=$eden_vars$eden_line$eden_nl; done; eval "$eden_vars"; unset eden_mark eden_vars eden_line eden_nl;;
+*) . "$1"; rm -f "$1";;
+esac
+pid_file=$2; cd "$3" || exit 127; shift 3; trap : INT TERM HUP QUIT; echo $$ > "$pid_file"; "$@"; status=$?; SWEEP; NOTE exit $status"#;
 
 /// The `kubectl` that reaches the run's cluster and namespace.
 #[derive(Debug, Clone)]
@@ -148,6 +156,8 @@ pub struct Pod {
     next_exec: AtomicU64,
     states: Vec<PrivateState>,
     eden_inside: AtomicBool,
+    /// Programs already found in the image.
+    found: carry::Found,
     guard: Option<crate::process::guard::Guard>,
     removed: bool,
 }
@@ -179,6 +189,7 @@ pub fn start(plan: &PodPlan, site: &RunSite) -> Result<Box<dyn SandboxHandle>, E
         next_exec: AtomicU64::new(0),
         states: site.agent_state.clone(),
         eden_inside: AtomicBool::new(false),
+        found: Default::default(),
         guard: None,
         removed: false,
     };
@@ -365,8 +376,8 @@ impl Pod {
         exec.args([self.name.as_str(), "-c", "agent", "--"]).arg(command.program()).args(command.get_args())
     }
 
-    /// The variables of `command`, as an env file written inside (its path), or `-` for none.
-    fn env_file(&self, command: &ProcessBuilder, n: u64) -> Result<String, Error> {
+    /// The variables of `command`, as `export` lines for the wrapper (empty for none).
+    fn env_text(command: &ProcessBuilder) -> String {
         let mut text = String::new();
         for (key, value) in command.get_env() {
             let (Some(key), Some(value)) = (key.to_str(), value.as_ref().and_then(|v| v.to_str())) else { continue };
@@ -375,9 +386,11 @@ impl Pod {
             }
             text.push_str(&format!("export {key}='{}'\n", value.replace('\'', r"'\''")));
         }
-        if text.is_empty() {
-            return Ok("-".into());
-        }
+        text
+    }
+
+    /// `text` written inside as the `n`th command's env file (its path).
+    fn env_file(&self, text: String, n: u64) -> Result<String, Error> {
         let path = format!("{EXEC_DIR}/{n}.env");
         let write = self
             .exec_plain(ProcessBuilder::new("sh").args(["-c", r#"umask 077 && cat > "$0""#, &path]), true)
@@ -393,26 +406,54 @@ impl Pod {
         Ok(path)
     }
 
-    /// `command` inside, as the pod's user, in its directory, with its environment (through a
-    /// file), behind the wrapper.
-    fn wrapped(&self, command: &ProcessBuilder, flags: &[&str]) -> Result<(ProcessBuilder, String), Error> {
+    /// `command` inside, as the pod's user, in its directory, with its environment, behind the
+    /// wrapper; its stdin `stdin`. The environment goes ahead of what eden writes to the
+    /// command's stdin itself (no exec of its own); a terminal's, or a stream piped in later
+    /// (`pipe_into`, `stdin` `None`), gets it through a file written first.
+    fn wrapped(&self, command: &ProcessBuilder, stdin: Option<Stdin>) -> Result<(ProcessBuilder, String), Error> {
         let n = self.next_exec.fetch_add(1, Ordering::SeqCst);
-        let env_file = self.env_file(command, n)?;
+        let text = Pod::env_text(command);
+        let (env, stdin) = match stdin {
+            _ if text.is_empty() => ("-".to_owned(), stdin),
+            Some(Stdin::Null) => {
+                let mark = mark()?;
+                (format!("<{mark}"), Some(Stdin::Bytes(format!("{text}{mark}\n").into_bytes())))
+            }
+            Some(Stdin::Bytes(bytes)) => {
+                let mark = mark()?;
+                let mut all = format!("{text}{mark}\n").into_bytes();
+                all.extend(bytes);
+                (format!("<{mark}"), Some(Stdin::Bytes(all)))
+            }
+            stdin => (self.env_file(text, n)?, stdin),
+        };
         let pid_file = format!("{EXEC_DIR}/{n}.pid");
         let cwd = command
             .get_cwd()
             .map(|cwd| cwd.to_string_lossy().into_owned())
             .unwrap_or_else(|| self.ledger.worktree().to_string_lossy().into_owned());
-        let script = WRAPPER.replace("SWEEP", SWEEP);
+        let note = match stdin {
+            Some(Stdin::Terminal { .. }) => String::new(),
+            _ => carry::tip_note(self.ledger.worktree(), self.ledger.branch()),
+        };
+        let script = WRAPPER.replace("SWEEP", SWEEP).replace("NOTE", &note);
+        let flags: &[&str] = match stdin {
+            Some(Stdin::Null) => &[],
+            // A terminal inside, sized and resized by kubectl from ours.
+            Some(Stdin::Terminal { tty: true }) => &["-i", "-t"],
+            _ => &["-i"],
+        };
         let exec = self.kube.command().arg("exec").args(flags);
-        let program = command.program().to_owned();
-        let exec = exec
-            .args([self.name.as_str(), "-c", "agent", "--", "sh", "-c", &script])
-            .arg(&env_file)
+        let mut exec = exec
+            .args([self.name.as_str(), "-c", "agent", "--", "sh", "-c", &script, "sh"])
+            .arg(&env)
             .arg(&pid_file)
             .arg(&cwd)
-            .arg(program)
+            .arg(command.program())
             .args(command.get_args());
+        if let Some(stdin) = stdin {
+            exec = exec.stdin(stdin);
+        }
         Ok((exec, pid_file))
     }
 
@@ -426,6 +467,16 @@ impl Pod {
         self.guard = None;
         Ok(())
     }
+}
+
+/// A line no environment holds: ends the variables the wrapper reads from stdin.
+fn mark() -> Result<String, Error> {
+    use std::io::Read;
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut random| random.read_exact(&mut bytes))
+        .map_err(|err| Error::sandbox(format!("cannot read /dev/urandom: {err}")))?;
+    Ok(format!("eden-env-{}", bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()))
 }
 
 /// Delete a pod now (its processes killed at once). Gone already is fine.
@@ -448,7 +499,7 @@ fn delete_pod(kube: &Kube, name: &str) -> Result<(), Error> {
 impl Channel for Pod {
     fn inside(&self, command: ProcessBuilder) -> ProcessBuilder {
         // The transport's scripts carry no secrets; their few settings go through the file too.
-        match self.wrapped(&command, &["-i"]) {
+        match self.wrapped(&command, None) {
             Ok((exec, _)) => exec,
             Err(_) => ProcessBuilder::new("false"),
         }
@@ -496,20 +547,16 @@ impl SandboxHandle for Pod {
             }
             command = inside;
         }
-        let flags: &[&str] = match stdin {
-            Stdin::Null => &[],
-            // A terminal inside, sized and resized by kubectl from ours.
-            Stdin::Terminal { tty: true } => &["-i", "-t"],
-            _ => &["-i"],
-        };
-        let (exec, pid_file) = self.wrapped(&command, flags)?;
-        let exec = exec.stdin(stdin);
+        let sandbox = format!("pod `{}`", self.name);
+        let exec = |command, stdin| self.exec_plain(command, stdin);
+        carry::check_program(&self.found, &exec, command.program(), &sandbox)?;
+        let (exec, pid_file) = self.wrapped(&command, Some(stdin))?;
         let inside = InsidePod { kube: self.kube.clone(), name: self.name.clone(), pid_file };
         Ok(Prepared { command: exec, inside: Some(Box::new(inside)) })
     }
 
-    fn sync(&self, _reported_tip: Option<&str>) -> Result<Option<String>, Error> {
-        self.ledger.sync(self, None, false)?;
+    fn sync(&self, reported_tip: Option<&str>) -> Result<Option<String>, Error> {
+        self.ledger.sync(self, reported_tip, false)?;
         Ok(None)
     }
 

@@ -363,3 +363,98 @@ fn several_runs_are_several_pods() {
     assert!(run.stderr.contains("HOST") && run.stderr.contains("eden-node"), "{}", run.stderr);
     assert!(cluster.pods(&env.repo).is_empty());
 }
+
+/// The node's address on this machine (`tests/kubernetes/cluster.sh`): what a pod reaches the
+/// scripted model server at.
+const NODE_ADDRESS: &str = "10.213.79.1";
+
+/// The test image with the real Claude Code's executable on its PATH (a pod mounts nothing from
+/// this machine), built in the docker the kubelet uses; once per test process.
+fn claude_image(claude: &Path) -> &'static str {
+    static BUILT: OnceLock<()> = OnceLock::new();
+    const TAG: &str = "localhost/eden-test:claude";
+    BUILT.get_or_init(|| {
+        let context = tempfile::tempdir().unwrap();
+        std::fs::copy(claude, context.path().join("claude")).unwrap();
+        std::fs::write(context.path().join("Dockerfile"), format!("FROM {IMAGE}\nCOPY claude /usr/local/bin/claude\n"))
+            .unwrap();
+        let built =
+            std::process::Command::new("docker").args(["build", "-q", "-t", TAG]).arg(context.path()).output().unwrap();
+        assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    });
+    TAG
+}
+
+/// The real Claude Code CLI in a pod, against the scripted model server on the node's address:
+/// its commit merged, its transcript (written in the pod's state folder) captured, the pod gone.
+#[test]
+fn claude_code_runs_in_a_pod() {
+    let Some(cluster) = cluster() else { return };
+    let Some(claude) = crate::real_agents::require("claude") else { return };
+    let image = claude_image(&std::fs::canonicalize(claude).unwrap());
+    let env = TestEnv::new();
+    let server = crate::model_server::ModelServer::start_on(
+        NODE_ADDRESS,
+        std::fs::canonicalize(&env.repo).unwrap(),
+        false,
+        None,
+    );
+    let manifest = format!(
+        "name = \"podded\"\nprompt = \"create hello.txt and commit it\"\n[agent]\nkind = \"claude-code\"\n\
+         env = {{ ANTHROPIC_BASE_URL = \"${{ANTHROPIC_BASE_URL}}\", ANTHROPIC_API_KEY = \"${{ANTHROPIC_API_KEY}}\", \
+         DISABLE_TELEMETRY = \"1\", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = \"1\", CLAUDE_CODE_MAX_RETRIES = \"0\" }}\n\
+         [sandbox]\nkind = \"kubernetes\"\nimage = \"{image}\"\nimage_pull_policy = \"Never\"\n\
+         [loop]\nmax_iterations = 1\nidle_timeout = \"90s\"\n"
+    );
+    let mut vars = crate::real_agents::claude_env(&env, &server);
+    vars.extend(cluster.env("admin"));
+    let run = run(&env, &vars, &manifest);
+    run.assert_code(0);
+    let record = run.json();
+    assert_eq!(record["merged_into"], "main", "{record:#}");
+    assert_eq!(env.log_subjects("main")[0], "add hello.txt");
+    crate::real_agents::assert_transcript(&env, &record, 0);
+    assert!(!env.root().join("claude/projects").exists(), "nothing written to the person's folder");
+    assert!(cluster.pods(&env.repo).is_empty(), "the pod is deleted");
+}
+
+/// An agent's variables reach it in the pod exactly (a line break and quotes in a value), and
+/// never go on a command line on this machine (`kubectl exec` has no `-e`: they travel on the
+/// exec's stdin) or into the pod's spec.
+#[test]
+fn the_agents_environment_reaches_the_pod_off_the_command_line() {
+    let Some(cluster) = cluster() else { return };
+    let env = TestEnv::new();
+    let secret = "pod-secret-4711\nsecond 'line' \"quoted\" $HOME \\";
+    let script = "printf '%s' \"$SECRET_TOKEN\" > token.txt; sleep 3; git add token.txt && git -c user.name=pod -c user.email=pod@example.com commit -qm token && echo '<promise>COMPLETE</promise>'";
+    let manifest = format!("{}\n[agent.env]\nSECRET_TOKEN = \"${{SECRET_TOKEN}}\"\n", manifest(script, ""));
+    let path = env.write_manifest(&manifest);
+    let mut command = env.eden_command(&["run", path.to_str().unwrap(), "--json"]);
+    command.envs(cluster.env("admin")).env("SECRET_TOKEN", secret);
+    let child = command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let mut seen_pod = false;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::time::Instant::now() < deadline && !seen_pod {
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
+            let cmdline = String::from_utf8_lossy(&cmdline);
+            assert!(!cmdline.contains("pod-secret-4711"), "a value on a command line: {cmdline}");
+        }
+        if let Some(pod) = cluster.pods(&env.repo).first() {
+            let spec = std::process::Command::new(format!("{BUILD}/bin/kubectl"))
+                .env("KUBECONFIG", cluster.state.join("admin.conf"))
+                .args(["get", "pod", pod, "-o", "json"])
+                .output()
+                .unwrap();
+            let spec = String::from_utf8_lossy(&spec.stdout);
+            assert!(!spec.contains("pod-secret-4711"), "a value in the pod's spec: {spec}");
+            seen_pod = spec.contains("Running");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let run = Run::from(child.wait_with_output().unwrap());
+    run.assert_code(0);
+    assert!(seen_pod, "the pod was never seen running");
+    assert_eq!(std::fs::read_to_string(env.repo.join("token.txt")).unwrap(), secret);
+    assert!(!run.stdout.contains("pod-secret-4711") && !run.stderr.contains("pod-secret-4711"));
+}
