@@ -17,6 +17,7 @@ pub mod manifest;
 pub mod orchestrator;
 pub mod output;
 pub mod process;
+pub mod proxy;
 pub mod record;
 pub mod redact;
 pub mod report;
@@ -41,6 +42,9 @@ pub fn main_with_args(args: Vec<std::ffi::OsString>) -> i32 {
     }
     if args.get(1).is_some_and(|a| a == sandbox::SALVAGE_SUBCOMMAND) {
         return sandbox::run_salvage(&args[2..]);
+    }
+    if args.get(1).is_some_and(|a| a == proxy::relay::RELAY_SUBCOMMAND) {
+        return proxy::relay::run(&args[2..]);
     }
     if args.get(1).is_some_and(|a| a == sandbox::firewall::CONNECT_SUBCOMMAND) {
         return sandbox::firewall::run_connect(&args[2..]);

@@ -34,6 +34,21 @@ pub enum Event<'a> {
     Info {
         message: Cow<'a, str>,
     },
+    /// A request the agent made through eden's key-holding proxy (never its headers or body).
+    ProviderRequest {
+        iteration: u32,
+        at: Cow<'a, str>,
+        method: Cow<'a, str>,
+        host: Cow<'a, str>,
+        path: Cow<'a, str>,
+        /// The provider's status, or eden's own (403 refused, 502 unreachable).
+        status: Option<u16>,
+        bytes_up: u64,
+        bytes_down: u64,
+        duration_ms: u64,
+        /// Why eden refused it or it failed.
+        refused: Option<Cow<'a, str>>,
+    },
     /// The run's container or pod is up: where it is, for displays that show it.
     SandboxStarted {
         /// `docker`, `podman` or `kubernetes`.
@@ -296,6 +311,18 @@ mod tests {
                 max_iterations: 3,
             },
             Event::Info { message: "a \"quoted\"\nline".into() },
+            Event::ProviderRequest {
+                iteration: 1,
+                at: "2026-11-24T18:00:00Z".into(),
+                method: "POST".into(),
+                host: "api.anthropic.com".into(),
+                path: "/v1/messages".into(),
+                status: Some(200),
+                bytes_up: 10,
+                bytes_down: 20,
+                duration_ms: 30,
+                refused: None,
+            },
             Event::SandboxStarted {
                 engine: "kubernetes".into(),
                 name: "eden-1".into(),

@@ -327,6 +327,71 @@ pub fn normalize_path(path: &std::path::Path) -> std::path::PathBuf {
     normal
 }
 
+/// `bytes` random bytes from the kernel, as hex: for tokens nobody may guess (placeholders,
+/// marks).
+pub fn random_hex(bytes: usize) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut buffer = vec![0u8; bytes];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut buffer)?;
+    Ok(buffer.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// An HTTP API's base URL, as eden's key-holding proxy forwards to it (`https://host[:port][/path]`, or `http://`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BaseUrl {
+    pub tls: bool,
+    pub host: String,
+    pub port: u16,
+    /// The base URL's path, without a trailing `/` (empty for the root).
+    pub prefix: String,
+}
+
+impl BaseUrl {
+    /// `https://host[:port][/path]` or `http://…`; `None` for anything else.
+    pub fn parse(url: &str) -> Option<BaseUrl> {
+        let (tls, rest) = match url.split_once("://")? {
+            ("https", rest) => (true, rest),
+            ("http", rest) => (false, rest),
+            _ => return None,
+        };
+        let (authority, path) = rest.find('/').map_or((rest, ""), |at| rest.split_at(at));
+        if authority.is_empty() || authority.contains('@') {
+            return None;
+        }
+        let (host, port) = match authority.strip_prefix('[') {
+            Some(v6) => {
+                let (host, after) = v6.split_once(']')?;
+                (host.to_owned(), after.strip_prefix(':'))
+            }
+            None => match authority.rsplit_once(':') {
+                Some((host, port)) => (host.to_owned(), Some(port)),
+                None => (authority.to_owned(), None),
+            },
+        };
+        let port = match port {
+            Some(port) => port.parse().ok()?,
+            None if tls => 443,
+            None => 80,
+        };
+        let path = path.split(['?', '#']).next().unwrap_or("");
+        Some(BaseUrl { tls, host, port, prefix: path.trim_end_matches('/').to_owned() })
+    }
+
+    /// `host` or `host:port` as a `Host` header says it.
+    pub fn authority(&self) -> String {
+        let host = if self.host.contains(':') { format!("[{}]", self.host) } else { self.host.clone() };
+        match (self.tls, self.port) {
+            (true, 443) | (false, 80) => host,
+            (_, port) => format!("{host}:{port}"),
+        }
+    }
+
+    /// `scheme://authority/prefix`, for people.
+    pub fn url(&self) -> String {
+        format!("{}://{}{}", if self.tls { "https" } else { "http" }, self.authority(), self.prefix)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -377,6 +442,24 @@ mod tests {
         }
         for bad in ["", "-x", "a..b", "a b", "a~1", "a:b", "a/", "/a", "a//b", "a.lock", ".a", "a.", "HEAD", "a@{1"] {
             assert!(branch_name_problem(bad).is_some(), "{bad} should be rejected");
+        }
+    }
+
+    #[test]
+    fn base_urls_parse() {
+        let up = BaseUrl::parse("https://api.anthropic.com").unwrap();
+        assert_eq!((up.tls, up.host.as_str(), up.port, up.prefix.as_str()), (true, "api.anthropic.com", 443, ""));
+        assert_eq!(up.authority(), "api.anthropic.com");
+        let up = BaseUrl::parse("http://127.0.0.1:8080/v1/").unwrap();
+        assert_eq!(
+            (up.tls, up.port, up.prefix.as_str(), up.authority()),
+            (false, 8080, "/v1", "127.0.0.1:8080".into())
+        );
+        let up = BaseUrl::parse("https://[::1]:9443/api?x=1").unwrap();
+        assert_eq!((up.host.as_str(), up.port, up.prefix.as_str()), ("::1", 9443, "/api"));
+        assert_eq!(up.url(), "https://[::1]:9443/api");
+        for bad in ["ftp://x", "api.anthropic.com", "https://", "https://user@host", "https://h:port"] {
+            assert!(BaseUrl::parse(bad).is_none(), "{bad}");
         }
     }
 }

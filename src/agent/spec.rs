@@ -66,6 +66,30 @@ pub struct AgentSpec {
     pub command: Option<fn(&AdapterSettings, &Invocation<'_>) -> ProcessBuilder>,
     /// What its output says about usage: what budget caps (`[budget]`) can be checked against.
     pub reports: Reports,
+    /// How it reaches its provider with a key, so eden can hold the key (`proxy`); or why eden
+    /// cannot front it.
+    pub credentials: Result<Credentials, &'static str>,
+}
+
+/// How an agent CLI sends its provider key, and where to.
+#[derive(Debug, Clone, Copy)]
+pub struct Credentials {
+    /// The variables that hold a key, and the header each goes in.
+    pub keys: &'static [(&'static str, CredentialHeader)],
+    /// The variable that sets the API's base URL.
+    pub base_url: &'static str,
+    /// The API's base URL when that variable is not set.
+    pub default_upstream: &'static str,
+}
+
+/// The header a key travels in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CredentialHeader {
+    /// `x-api-key: KEY` (Anthropic).
+    XApiKey,
+    /// `Authorization: Bearer KEY`.
+    Bearer,
 }
 
 /// What an agent's stream tells about what it spends.
@@ -102,6 +126,7 @@ const ADAPTER: AgentSpec = AgentSpec {
     parser: None,
     command: None,
     reports: Reports::Nothing,
+    credentials: Err("eden does not front its provider settings yet"),
 };
 
 /// Every kind, in the order the manifest documents them.
@@ -123,6 +148,11 @@ pub static SPECS: [AgentSpec; 8] = [
             )
         }],
         login: "log in once with `claude` (then `/login`), or give it a key: `agent.env = { ANTHROPIC_API_KEY = \"${ANTHROPIC_API_KEY}\" }`",
+        credentials: Ok(Credentials {
+            keys: &[("ANTHROPIC_API_KEY", CredentialHeader::XApiKey), ("ANTHROPIC_AUTH_TOKEN", CredentialHeader::Bearer)],
+            base_url: "ANTHROPIC_BASE_URL",
+            default_upstream: "https://api.anthropic.com",
+        }),
         parser: Some(|| Box::<claude::ClaudeParser>::default()),
         command: Some(claude::command),
         reports: Reports::TokensAndCost,

@@ -5,6 +5,7 @@
 mod agent_plan;
 pub mod dotenv;
 mod env_plan;
+pub mod held_plan;
 pub mod hooks_plan;
 pub mod load;
 pub mod logging_plan;

@@ -76,6 +76,8 @@ pub struct StepPlan {
     pub continue_on_failure: bool,
     /// The step's own caps (`[[step]] budget`).
     pub budget: BudgetPlan,
+    /// The provider keys eden holds for its agent (`sandbox.hold_keys`).
+    pub held: super::held_plan::Held,
 }
 
 /// Caps on spending; `None` is no cap.
@@ -240,6 +242,13 @@ pub fn resolve(
         .map(|(key, value)| (key.clone(), Secret(lookup(key).unwrap_or_else(|| value.clone()))))
         .collect();
     let secrets = secrets(&manifest, dotenv, host_env);
+    let env = EnvPlan { file: dotenv.path.clone(), dotenv: dotenv_plan, sandbox: sandbox_env };
+    let mut steps = steps;
+    for step in &mut steps {
+        let (sandbox_env, dotenv) = (&env.sandbox, &env.dotenv);
+        step.held =
+            super::held_plan::resolve(&step.agent, &sandbox, sandbox_env, dotenv, manifest.sandbox.hold_keys, source)?;
+    }
 
     Ok(Plan {
         name,
@@ -256,7 +265,7 @@ pub fn resolve(
         },
         hooks,
         copy_to_worktree,
-        env: EnvPlan { file: dotenv.path.clone(), dotenv: dotenv_plan, sandbox: sandbox_env },
+        env,
         logging: LoggingPlan { file: log_file },
         budget,
         secrets,
@@ -541,6 +550,7 @@ fn resolve_step(
         when: section.and_then(|s| s.when).unwrap_or(When::Success),
         continue_on_failure: section.and_then(|s| s.continue_on_failure).unwrap_or(false),
         budget,
+        held: super::held_plan::Held::Nothing { why: String::new() },
     })
 }
 

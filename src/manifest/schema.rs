@@ -102,6 +102,9 @@ pub struct SandboxSection {
     /// Give the sandbox the agent's configuration (a private copy of its login and settings,
     /// and a folder for its transcripts; default true).
     pub mount_agent_config: Option<bool>,
+    /// Hold the agent's provider keys outside the sandbox (default: on where it can work): the
+    /// agent gets a placeholder and a base URL at eden's proxy, which adds the key on the way out.
+    pub hold_keys: Option<bool>,
     /// docker/podman: bind-mount the host worktree into the container instead of giving it a
     /// copy of its own (default false). Faster on a huge repository; the agent then writes the
     /// worktree's files on the host directly. The host's `.git` stays out of its reach.

@@ -27,6 +27,8 @@ pub(crate) struct Shared<'a> {
     pub journal: &'a Journal,
     /// When the run began: its `[budget] max_duration` counts from here.
     pub started: std::time::Instant,
+    /// The proxies that hold the agents' keys, if any.
+    pub holder: Option<&'a crate::proxy::held::Holder>,
 }
 
 /// What the loop works with as it goes: events out, the abort channel in, and its progress.

@@ -74,6 +74,7 @@ pub(super) async fn invoke(shared: &Shared<'_>, ask: &Ask<'_>, live: &mut Live<'
         )?;
     let mut said = handlers.said();
     account(live.progress, &mut said);
+    report_requests(shared, ask.iteration, live.events);
     // Some agents say they cannot log in only on stderr (pi, Copilot) and exit 1.
     if let (None, Outcome::Exited { code }, None) = (&said.failure, outcome, &said.signal) {
         if code != 0 {
@@ -124,6 +125,25 @@ pub(super) async fn invoke(shared: &Shared<'_>, ask: &Ask<'_>, live: &mut Live<'
     })
 }
 
+/// What the agent asked of its provider through the key-holding proxy, for the run's log.
+fn report_requests(shared: &Shared<'_>, iteration: u32, events: &mut crate::orchestrator::RunEvents) {
+    let Some(holder) = shared.holder else { return };
+    for audit in holder.drain() {
+        events.report(&Event::ProviderRequest {
+            iteration,
+            at: audit.at.into(),
+            method: audit.method.into(),
+            host: audit.host.into(),
+            path: audit.path.into(),
+            status: audit.status,
+            bytes_up: audit.bytes_up,
+            bytes_down: audit.bytes_down,
+            duration_ms: audit.duration_ms,
+            refused: audit.refused.map(Into::into),
+        });
+    }
+}
+
 /// The agent's command line, with the run's environment under the agent's own `env` and the
 /// sandbox's private state folders, prepared to run in the sandbox.
 fn agent_command(shared: &Shared<'_>, ask: &Ask<'_>) -> Result<(Prepared, AgentEnv), Error> {
@@ -141,6 +161,12 @@ fn agent_command(shared: &Shared<'_>, ask: &Ask<'_>) -> Result<(Prepared, AgentE
         command = command.env(key, value);
     }
     let agent_env = AgentEnv::of(&command);
+    // Held keys: placeholders, and the relay in front that points the agent at the proxy.
+    if let Some(holder) = shared.holder {
+        let eden =
+            std::env::current_exe().map_err(|err| Error::internal("cannot find eden's executable").with_source(err))?;
+        command = holder.wrap(&ask.step.held, command, &eden);
+    }
     Ok((shared.sandbox.prepare(command)?, agent_env))
 }
 

@@ -113,6 +113,8 @@ pub struct Run<'p> {
     started: std::time::Instant,
     /// Sessions to resume that must first be carried where their agent looks.
     sessions: Vec<SessionToCarry>,
+    /// The proxies that hold the agents' keys (`sandbox.hold_keys`), once the sandbox starts.
+    holder: Option<crate::proxy::held::Holder>,
 }
 
 impl<'p> Run<'p> {
@@ -170,6 +172,7 @@ impl<'p> Run<'p> {
             steps: Vec::new(),
             started: std::time::Instant::now(),
             sessions,
+            holder: None,
         };
         Ok((run, pre))
     }
@@ -292,6 +295,7 @@ impl<'p> Run<'p> {
             run_id: &self.run_id,
             journal: &self.journal,
             started: self.started,
+            holder: self.holder.as_ref(),
         };
         let mut live = iterate::Live { events: &mut self.events, abort: &mut self.abort, progress: &mut self.progress };
         steps::run(&shared, &self.agents, &mut live, &mut self.steps).await
@@ -503,7 +507,8 @@ impl Run<'_> {
         let state_dir = pre.layout().agent_state(&self.run_id);
         let private = sandbox::agent_state::make(&state_dir, states)?;
         let layout = pre.layout();
-        let site = RunSite {
+        let mut site = RunSite {
+            proxy: None,
             run_id: self.run_id.clone(),
             repo_root: pre.root.clone(),
             common_dir: pre.common_dir.clone(),
@@ -514,7 +519,9 @@ impl Run<'_> {
             repository_lock: layout.repository_lock(),
             agent_state: private,
         };
-        let started = self.carry_sessions_into(pre, &site.agent_state).and_then(|()| match &self.plan.sandbox {
+        let started = self.carry_sessions_into(pre, &site.agent_state);
+        let started = started.and_then(|()| self.hold_keys(pre, &mut site));
+        let started = started.and_then(|()| match &self.plan.sandbox {
             SandboxPlan::Container(container) => self.start_container(container, pre, &site),
             SandboxPlan::Kubernetes(pod) => self.start_pod(pod, &site),
             SandboxPlan::Isolated { network, .. } => sandbox::isolated::start(&site, *network != Network::None),
@@ -524,6 +531,37 @@ impl Run<'_> {
             let _ = sandbox::agent_state::remove(&state_dir);
         }
         started
+    }
+
+    /// The proxies that hold the steps' keys, listening in the run's proxy folder, which the
+    /// sandbox is given (`RunSite::proxy`). A remote engine cannot be given it: there the keys
+    /// go to the agent as before, with a warning, unless `sandbox.hold_keys = true` asked.
+    fn hold_keys(&mut self, pre: &Preflight, site: &mut RunSite) -> Result<(), Error> {
+        use crate::manifest::held_plan::Held;
+        let held: Vec<&Held> = self.plan.steps.iter().map(|step| &step.held).collect();
+        if !held.iter().any(|held| matches!(held, Held::Keys { .. })) {
+            return Ok(());
+        }
+        if pre.engine.as_ref().is_some_and(|engaged| engaged.remote()) {
+            if held.iter().any(|held| matches!(held, Held::Keys { asked: true, .. })) {
+                return Err(Error::usage(
+                    "`sandbox.hold_keys = true`, but the engine is remote: eden's proxy cannot be handed to it",
+                )
+                .with_hint("run on a local engine, or remove `sandbox.hold_keys` to hand the agent its keys"));
+            }
+            let message =
+                "the agent's keys are not held: the engine is remote, and eden's proxy cannot be handed to it";
+            self.events.report(&Event::Warning { message: message.into() });
+            return Ok(());
+        }
+        let dir = site.scratch.join("proxy");
+        let inside = match &self.plan.sandbox {
+            SandboxPlan::Container(_) => std::path::PathBuf::from(sandbox::PROXY_INSIDE),
+            _ => dir.clone(),
+        };
+        self.holder = Some(crate::proxy::held::Holder::start(&held, &dir, &inside)?);
+        site.proxy = Some(dir);
+        Ok(())
     }
 
     /// The sessions a sandboxed step resumes, copied into its private state folders, where

@@ -3,6 +3,7 @@
 //! guard that kills the whole group. No `Command::new` outside this module.
 
 pub mod attached;
+pub mod beside;
 mod builder;
 pub mod contain;
 mod group;

@@ -363,6 +363,9 @@ fn run_command(
             command = command.args(["-v", &format!("{path}:{path}")]);
         }
     }
+    if let Some(proxy) = &request.site.proxy {
+        command = command.args(["-v", &format!("{}:{}", proxy.display(), super::PROXY_INSIDE)]);
+    }
     for mount in &plan.mounts {
         let mode = if mount.read_only { ":ro" } else { "" };
         command = command.args(["-v", &format!("{}:{}{mode}", mount.host.display(), mount.sandbox)]);

@@ -60,7 +60,13 @@ pub struct RunSite {
     pub repository_lock: PathBuf,
     /// The agent's private state folders.
     pub agent_state: Vec<agent_state::PrivateState>,
+    /// The folder of the proxies that hold the agent's keys, which the sandbox is given (a
+    /// container at `PROXY_INSIDE`; an isolated copy sees it where it is).
+    pub proxy: Option<PathBuf>,
 }
+
+/// Where a container sees the run's proxy folder.
+pub const PROXY_INSIDE: &str = "/run/eden-proxy";
 
 impl RunSite {
     /// The commit the run's worktree is at: where the sandbox's branch starts.

@@ -471,12 +471,9 @@ impl Pod {
 
 /// A line no environment holds: ends the variables the wrapper reads from stdin.
 fn mark() -> Result<String, Error> {
-    use std::io::Read;
-    let mut bytes = [0u8; 16];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut random| random.read_exact(&mut bytes))
-        .map_err(|err| Error::sandbox(format!("cannot read /dev/urandom: {err}")))?;
-    Ok(format!("eden-env-{}", bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()))
+    let random =
+        crate::values::random_hex(16).map_err(|err| Error::sandbox(format!("cannot read /dev/urandom: {err}")))?;
+    Ok(format!("eden-env-{random}"))
 }
 
 /// Delete a pod now (its processes killed at once). Gone already is fine.

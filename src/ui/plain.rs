@@ -126,6 +126,11 @@ impl PlainReporter {
             }
             Event::Usage { .. } => {}
             Event::SessionId { session_id, .. } => self.line(&format!("session {session_id}")),
+            Event::ProviderRequest { method, host, path, status, duration_ms, refused, .. } => {
+                let status = status.map_or("-".to_owned(), |status| status.to_string());
+                let why = refused.as_ref().map(|why| format!(": {why}")).unwrap_or_default();
+                self.line(&format!("provider {method} {host}{path} → {status} ({duration_ms} ms){why}"))
+            }
             Event::Transcript { path, bytes, .. } => {
                 self.line(&format!("transcript {} ({bytes} bytes)", path.display()))
             }

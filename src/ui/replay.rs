@@ -88,6 +88,14 @@ fn told(event: &Event<'_>, full: bool) -> String {
             format!("{message}\n")
         }
         Event::StepFinished { step, status, .. } => format!("═══ step {step}: {}\n", status.as_str()),
+        Event::ProviderRequest { method, host, path, status, bytes_up, bytes_down, duration_ms, refused, .. } => {
+            let status = status.map_or("-".to_owned(), |status| status.to_string());
+            let why = refused.as_ref().map(|why| format!(" ({why})")).unwrap_or_default();
+            format!(
+                "provider: {method} {host}{path} → {status}, {bytes_up} B up, {bytes_down} B down, {}{why}\n",
+                took(*duration_ms)
+            )
+        }
         _ => String::new(),
     }
 }

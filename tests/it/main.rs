@@ -15,6 +15,7 @@ mod crash;
 mod env_secrets;
 mod escape;
 mod generated;
+mod held_keys;
 mod hooks;
 mod image;
 mod interactive;

@@ -1,0 +1,110 @@
+//! A run's held keys while it runs: one proxy per upstream (a socket each in the run's proxy
+//! folder), a placeholder per key, and the agent's command turned into one that goes through
+//! the relay with placeholders for keys.
+
+use super::{Audit, HeldKey, Proxy};
+use crate::error::Error;
+use crate::manifest::held_plan::Held;
+use crate::process::ProcessBuilder;
+use crate::redact::Secret;
+use std::path::{Path, PathBuf};
+
+pub struct Holder {
+    /// The proxy folder as the sandbox sees it.
+    inside: PathBuf,
+    /// Each upstream's proxy and its socket's name.
+    proxies: Vec<(String, Proxy, String)>,
+    /// Key variable (per upstream) to its placeholder.
+    placeholders: Vec<(String, String, String)>,
+}
+
+impl Holder {
+    /// Proxies for what the steps hold, listening in `dir` (which the sandbox sees as `inside`).
+    pub fn start(steps: &[&Held], dir: &Path, inside: &Path) -> Result<Holder, Error> {
+        let failed = |why: String| Error::sandbox(format!("cannot start the proxy that holds the agent's keys: {why}"));
+        fs_err::create_dir_all(dir).map_err(|err| failed(err.to_string()))?;
+        let mut upstreams: Vec<(String, Vec<HeldKey>)> = Vec::new();
+        let mut placeholders = Vec::new();
+        for held in steps {
+            let Held::Keys { upstream, keys, .. } = held else { continue };
+            let at = match upstreams.iter().position(|(known, _)| known == upstream) {
+                Some(at) => at,
+                None => {
+                    upstreams.push((upstream.clone(), Vec::new()));
+                    upstreams.len() - 1
+                }
+            };
+            for key in keys {
+                if placeholders.iter().any(|(u, var, _): &(String, String, String)| u == upstream && *var == key.var) {
+                    continue;
+                }
+                let random = crate::values::random_hex(24).map_err(|err| failed(err.to_string()))?;
+                let placeholder = format!("eden-held-{random}");
+                upstreams[at].1.push(HeldKey {
+                    header: key.header,
+                    placeholder: placeholder.clone(),
+                    value: key.value.clone(),
+                });
+                placeholders.push((upstream.clone(), key.var.clone(), placeholder));
+            }
+        }
+        let mut proxies = Vec::new();
+        for (n, (upstream, keys)) in upstreams.into_iter().enumerate() {
+            let parsed = super::upstream::Upstream::parse(&upstream)
+                .ok_or_else(|| failed(format!("`{upstream}` is not a URL")))?;
+            let name = format!("{n}.sock");
+            let proxy = Proxy::start(&dir.join(&name), parsed, keys).map_err(failed)?;
+            proxies.push((upstream, proxy, name));
+        }
+        Ok(Holder { inside: inside.to_owned(), proxies, placeholders })
+    }
+
+    /// `command` (the agent's, for a step that holds `held`) with placeholders for its keys, run
+    /// behind the relay (`eden`, as the sandbox runs it) that points its base URL at the proxy.
+    pub fn wrap(&self, held: &Held, command: ProcessBuilder, eden: &Path) -> ProcessBuilder {
+        let Held::Keys { upstream, base_url_var, keys, .. } = held else { return command };
+        let Some((_, _, socket)) = self.proxies.iter().find(|(known, _, _)| known == upstream) else { return command };
+        let mut command = command;
+        for key in keys {
+            let placeholder = self.placeholders.iter().find(|(u, var, _)| u == upstream && *var == key.var);
+            if let Some((_, _, placeholder)) = placeholder {
+                command = command.env(&key.var, placeholder);
+            }
+        }
+        let command = command.env_remove(base_url_var);
+        let mut relay = ProcessBuilder::new(eden)
+            .arg(super::relay::RELAY_SUBCOMMAND)
+            .arg(self.inside.join(socket))
+            .arg(*base_url_var)
+            .arg("--")
+            .arg(command.program())
+            .args(command.get_args());
+        for (key, value) in command.get_env() {
+            relay = match value {
+                Some(value) => relay.env(key, value),
+                None => relay.env_remove(key),
+            };
+        }
+        if let Some(cwd) = command.get_cwd() {
+            relay = relay.cwd(cwd);
+        }
+        let mut command = command;
+        relay.stdin(command.take_stdin())
+    }
+
+    /// The requests the proxies answered since the last call.
+    pub fn drain(&self) -> Vec<Audit> {
+        self.proxies.iter().flat_map(|(_, proxy, _)| proxy.drain()).collect()
+    }
+
+    /// The real values held, for nothing but checks that they appear nowhere.
+    pub fn values(steps: &[&Held]) -> Vec<Secret> {
+        steps
+            .iter()
+            .flat_map(|held| match held {
+                Held::Keys { keys, .. } => keys.iter().map(|key| key.value.clone()).collect(),
+                Held::Nothing { .. } => Vec::new(),
+            })
+            .collect()
+    }
+}

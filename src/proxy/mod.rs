@@ -1,0 +1,180 @@
+//! Held credentials: the agent never holds the provider's key. For each run eden listens on a
+//! socket of the run's own (`.eden/tmp/<run>/proxy/`), which only the run's sandbox is given;
+//! the agent gets a placeholder for its key and a base URL at a small relay inside the sandbox
+//! (`relay`: `127.0.0.1:<port>` there, forwarding to the socket). A request that carries the
+//! run's placeholder in its credential header gets the real credential in its place and goes
+//! to the configured upstream only (`forward`), over TLS with verification (`upstream`);
+//! anything else is refused. Each request is noted for the run's log (`Audit`: time, method,
+//! host, path, status, bytes, duration; never a header or a body).
+
+mod forward;
+pub mod held;
+pub mod relay;
+pub mod upstream;
+
+use crate::agent::spec::CredentialHeader;
+use crate::redact::Secret;
+use std::io::BufReader;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use upstream::Upstream;
+
+/// One credential the proxy holds: the header that carries it, the run's placeholder for it,
+/// and the real value.
+#[derive(Debug, Clone)]
+pub struct HeldKey {
+    pub header: CredentialHeader,
+    pub placeholder: String,
+    pub value: Secret,
+}
+
+impl CredentialHeader {
+    /// The real header value if `name: value` is this header carrying `placeholder`.
+    fn swap(&self, name: &str, value: &str, placeholder: &str, real: &str) -> Option<String> {
+        match self {
+            CredentialHeader::XApiKey => {
+                (name.eq_ignore_ascii_case("x-api-key") && value == placeholder).then(|| real.to_owned())
+            }
+            CredentialHeader::Bearer => (name.eq_ignore_ascii_case("authorization")
+                && value.strip_prefix("Bearer ") == Some(placeholder))
+            .then(|| format!("Bearer {real}")),
+        }
+    }
+}
+
+/// One request, as the run's log keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Audit {
+    pub at: String,
+    pub method: String,
+    pub host: String,
+    pub path: String,
+    /// The upstream's status, or eden's own when it refused or could not reach it.
+    pub status: Option<u16>,
+    pub bytes_up: u64,
+    pub bytes_down: u64,
+    pub duration_ms: u64,
+    /// Why eden refused it or it failed, if it did.
+    pub refused: Option<String>,
+}
+
+impl Audit {
+    fn new(method: &str, host: &str, path: &str) -> Audit {
+        // The path without its query: a query could carry what the agent was told to leak.
+        let path = path.split('?').next().unwrap_or("").chars().take(200).collect();
+        Audit {
+            at: crate::record::now_rfc3339(),
+            method: method.chars().take(16).collect(),
+            host: host.to_owned(),
+            path,
+            status: None,
+            bytes_up: 0,
+            bytes_down: 0,
+            duration_ms: 0,
+            refused: None,
+        }
+    }
+}
+
+/// A running proxy for one upstream. Dropping it stops it: the socket closed and removed.
+pub struct Proxy {
+    socket: PathBuf,
+    upstream: Upstream,
+    stop: Arc<AtomicBool>,
+    audit: Arc<Mutex<Vec<Audit>>>,
+    acceptor: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Proxy {
+    /// Listens on `socket` (made readable and writable by the run's user only) for requests
+    /// to `upstream`.
+    pub fn start(socket: &Path, upstream: Upstream, keys: Vec<HeldKey>) -> Result<Proxy, String> {
+        let tls = upstream::client_config(upstream.tls)?;
+        Proxy::start_with(socket, upstream, keys, tls)
+    }
+
+    /// The same, trusting what `tls` trusts.
+    pub fn start_with(
+        socket: &Path,
+        upstream: Upstream,
+        keys: Vec<HeldKey>,
+        tls: Arc<rustls::ClientConfig>,
+    ) -> Result<Proxy, String> {
+        let _ = std::fs::remove_file(socket);
+        let listener =
+            UnixListener::bind(socket).map_err(|err| format!("cannot listen on `{}`: {err}", socket.display()))?;
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600));
+        let stop = Arc::new(AtomicBool::new(false));
+        let audit = Arc::new(Mutex::new(Vec::new()));
+        let (stopped, noted, target) = (stop.clone(), audit.clone(), upstream.clone());
+        let keys = Arc::new(keys);
+        let acceptor = std::thread::Builder::new()
+            .name("eden-proxy".into())
+            .spawn(move || {
+                while let Some(connection) = next_connection(&listener, &stopped) {
+                    let (keys, tls, target, noted) = (keys.clone(), tls.clone(), target.clone(), noted.clone());
+                    let _ = std::thread::Builder::new().name("eden-proxy-request".into()).spawn(move || {
+                        if let Some(audit) = serve(connection, &target, &keys, &tls) {
+                            noted.lock().unwrap_or_else(|e| e.into_inner()).push(audit);
+                        }
+                    });
+                }
+            })
+            .map_err(|err| format!("cannot start the proxy: {err}"))?;
+        Ok(Proxy { socket: socket.to_owned(), upstream, stop, audit, acceptor: Some(acceptor) })
+    }
+
+    pub fn upstream(&self) -> &Upstream {
+        &self.upstream
+    }
+
+    /// The requests answered since the last call.
+    pub fn drain(&self) -> Vec<Audit> {
+        std::mem::take(&mut *self.audit.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(acceptor) = self.acceptor.take() {
+            let _ = acceptor.join();
+        }
+        let _ = std::fs::remove_file(&self.socket);
+    }
+}
+
+/// The next connection, or `None` once `stop` is set (looked at every 100 ms).
+fn next_connection(listener: &UnixListener, stop: &AtomicBool) -> Option<UnixStream> {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    while !stop.load(Ordering::SeqCst) {
+        let mut fds = [PollFd::new(std::os::fd::AsFd::as_fd(listener), PollFlags::POLLIN)];
+        if !matches!(poll(&mut fds, PollTimeout::from(100u16)), Ok(n) if n > 0) {
+            continue;
+        }
+        if let Ok((connection, _)) = listener.accept() {
+            return Some(connection);
+        }
+    }
+    None
+}
+
+fn serve(
+    connection: UnixStream,
+    upstream: &Upstream,
+    keys: &[HeldKey],
+    tls: &Arc<rustls::ClientConfig>,
+) -> Option<Audit> {
+    let _ = connection.set_read_timeout(Some(std::time::Duration::from_secs(600)));
+    let mut client = BufReader::new(connection);
+    match forward::read_head(&mut client) {
+        Ok(request) => Some(forward::forward(request, &mut client, upstream, keys, tls)),
+        Err(why) => {
+            forward::refuse(client.get_mut(), &why);
+            None
+        }
+    }
+}

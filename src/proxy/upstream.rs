@@ -1,0 +1,50 @@
+//! Where held requests go: the provider's API as a base URL (`https://api.anthropic.com`, or the
+//! one the person set), reached over TLS with the system's roots (or `SSL_CERT_FILE` /
+//! `SSL_CERT_DIR`), certificates always verified. A plain `http://` upstream is only ever one
+//! the person named themselves.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use crate::values::BaseUrl as Upstream;
+
+/// A connection to `upstream`, TLS with verified certificates when `https`.
+pub fn connect(upstream: &Upstream, tls: &Arc<rustls::ClientConfig>) -> std::io::Result<Box<dyn Stream>> {
+    let this = upstream;
+    let tcp = TcpStream::connect((this.host.as_str(), this.port))?;
+    tcp.set_nodelay(true)?;
+    tcp.set_read_timeout(Some(Duration::from_secs(600)))?;
+    if !this.tls {
+        return Ok(Box::new(tcp));
+    }
+    let name = rustls::pki_types::ServerName::try_from(this.host.clone())
+        .map_err(|err| std::io::Error::new(std::io::ErrorKind::InvalidInput, err))?;
+    let session = rustls::ClientConnection::new(tls.clone(), name).map_err(std::io::Error::other)?;
+    Ok(Box::new(rustls::StreamOwned::new(session, tcp)))
+}
+
+/// A connection to the upstream, plain or TLS.
+pub trait Stream: Read + Write + Send {}
+impl<T: Read + Write + Send> Stream for T {}
+
+/// The TLS settings every held request uses: the platform's roots (`SSL_CERT_FILE` and
+/// `SSL_CERT_DIR` honoured), verification always on. `needed`: without TLS upstream, no roots
+/// are looked for.
+pub fn client_config(needed: bool) -> Result<Arc<rustls::ClientConfig>, String> {
+    let mut roots = rustls::RootCertStore::empty();
+    let found = if needed { rustls_native_certs::load_native_certs() } else { Default::default() };
+    let (added, _) = roots.add_parsable_certificates(found.certs);
+    if needed && added == 0 {
+        let why = found.errors.first().map(|err| err.to_string()).unwrap_or_else(|| "none found".into());
+        return Err(format!("no trusted root certificates ({why})"));
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|err| err.to_string())?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(Arc::new(config))
+}

