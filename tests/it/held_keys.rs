@@ -282,7 +282,7 @@ fn the_proxy_refuses_what_it_must() {
         answer
     };
     let body = "{}";
-    let good = ask(&format!("HEAD / HTTP/1.1\r\nhost: x\r\nx-api-key: eden-held-test\r\ncontent-length: 0\r\n\r\n"));
+    let good = ask("HEAD / HTTP/1.1\r\nhost: x\r\nx-api-key: eden-held-test\r\ncontent-length: 0\r\n\r\n");
     assert!(good.starts_with("HTTP/1.1 "), "{good}");
     assert!(!good.starts_with("HTTP/1.1 403"), "{good}");
     let without =
