@@ -159,6 +159,9 @@ pub struct RunRecord {
     /// `none`, `docker`, `podman` or `isolated`.
     pub sandbox: crate::manifest::schema::SandboxKind,
     pub container: Option<ContainerRecord>,
+    /// The provider keys eden held outside the sandbox (`sandbox.hold_keys`): never the values.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub held_keys: Vec<HeldKeyRecord>,
     /// `head`, `merge-to-head` or `named`.
     pub strategy: crate::manifest::schema::Strategy,
     pub branch: String,
@@ -229,6 +232,13 @@ pub enum MergeKind {
     /// `branch.rebase`: the run's commits replayed onto the target's tip, then fast-forwarded.
     Rebase,
     UpToDate,
+}
+
+/// A key the agent got only as a placeholder, and where eden's proxy sent it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeldKeyRecord {
+    pub var: String,
+    pub upstream: String,
 }
 
 /// The run's container.

@@ -42,6 +42,7 @@ impl Journal {
             repo: pre.root.clone(),
             sandbox: plan.sandbox.kind(),
             container: None,
+            held_keys: held_keys(plan),
             strategy: pre.strategy,
             branch: pre.branch.clone(),
             base_branch: pre.base_branch.clone(),
@@ -137,4 +138,20 @@ impl Journal {
         });
         (self.record.into_inner(), written)
     }
+}
+
+/// What the plan holds, for the record: each key once, with its upstream.
+fn held_keys(plan: &Plan) -> Vec<crate::record::HeldKeyRecord> {
+    let mut held: Vec<crate::record::HeldKeyRecord> = Vec::new();
+    for step in &plan.steps {
+        if let crate::manifest::held_plan::Held::Keys { upstream, keys, .. } = &step.held {
+            for key in keys {
+                let record = crate::record::HeldKeyRecord { var: key.var.clone(), upstream: upstream.clone() };
+                if !held.contains(&record) {
+                    held.push(record);
+                }
+            }
+        }
+    }
+    held
 }

@@ -134,7 +134,11 @@ impl<'p> Run<'p> {
         let mut pre = workspace::preflight(plan, &options.repo, &run_id, usage)?;
         // The engine and image are checked before anything is created.
         match &plan.sandbox {
-            SandboxPlan::Container(container) => pre.engine = Some(sandbox::container::preflight(container)?),
+            SandboxPlan::Container(container) => {
+                let engaged = sandbox::container::preflight(container)?;
+                refuse_held_keys_on(&engaged, plan)?;
+                pre.engine = Some(engaged);
+            }
             SandboxPlan::Kubernetes(pod) => sandbox::pod::preflight(pod)?,
             _ => {}
         }
@@ -543,12 +547,6 @@ impl Run<'_> {
             return Ok(());
         }
         if pre.engine.as_ref().is_some_and(|engaged| engaged.remote()) {
-            if held.iter().any(|held| matches!(held, Held::Keys { asked: true, .. })) {
-                return Err(Error::usage(
-                    "`sandbox.hold_keys = true`, but the engine is remote: eden's proxy cannot be handed to it",
-                )
-                .with_hint("run on a local engine, or remove `sandbox.hold_keys` to hand the agent its keys"));
-            }
             let message =
                 "the agent's keys are not held: the engine is remote, and eden's proxy cannot be handed to it";
             self.events.report(&Event::Warning { message: message.into() });
@@ -643,6 +641,21 @@ impl Run<'_> {
         });
         Ok(handle)
     }
+}
+
+/// `sandbox.hold_keys = true` on a remote engine, refused before anything is made: eden's proxy
+/// listens on a socket of this machine, which a remote engine's container cannot be given.
+fn refuse_held_keys_on(engaged: &sandbox::container::Engaged, plan: &Plan) -> Result<(), Error> {
+    use crate::manifest::held_plan::Held;
+    let asked = plan.steps.iter().any(|step| matches!(step.held, Held::Keys { asked: true, .. }));
+    if asked && engaged.remote() {
+        let host = engaged.host_to_record().unwrap_or_default();
+        return Err(Error::usage(format!(
+            "`sandbox.hold_keys = true`, but the engine `{host}` is remote: eden's proxy listens on this machine, and a remote container cannot be handed its socket"
+        ))
+        .with_hint("run on a local engine, or remove `sandbox.hold_keys` (the agent then gets its keys, with a warning)"));
+    }
+    Ok(())
 }
 
 /// The interruption error if eden has received SIGINT, SIGTERM or SIGHUP.

@@ -188,8 +188,8 @@ fn in_container(engine: &str) {
     assert!(agent.contains("ANTHROPIC_BASE_URL=http://127.0.0.1:"), "{agent}");
     assert!(!procs.contains(KEY) && !agent.contains(KEY), "the key is in the sandbox:\n{procs}");
     let record = run.json();
-    let name = record["container"]["name"].as_str().unwrap();
-    assert!(name.starts_with("eden-"));
+    assert_eq!(record["held_keys"][0]["var"], "ANTHROPIC_API_KEY", "{record:#}");
+    assert_eq!(record["held_keys"][0]["upstream"], front.url());
     let dry = env.eden(&["run", env.root().join("plan.toml").to_str().unwrap(), "--dry-run"]);
     let dry = dry.json();
     assert_eq!(dry["plan"]["steps"][0]["held"]["held"], "keys", "{dry:#}");

@@ -566,3 +566,28 @@ fn limits_hold_on_a_remote_engine() {
     assert!(run.stderr.contains("| tail exit 137"), "the memory hog is OOM-killed: {}", run.stderr);
     assert!(host.containers(engines, &env.repo).is_empty());
 }
+
+/// Held keys cannot reach a remote engine (the proxy's socket is on this machine): asked for,
+/// that is refused before anything is made; by default the run goes on with the keys handed
+/// to the agent as before, and says so.
+#[test]
+fn held_keys_are_refused_or_said_on_a_remote_engine() {
+    let Some(engines) = engines() else { return };
+    let host = &engines.hosts[0];
+    let env = TestEnv::new();
+    let manifest = |hold: &str| {
+        format!(
+            "name = \"far\"\nprompt = \"x\"\n[agent]\nkind = \"claude-code\"\nbinary = \"/bin/true\"\nenv = {{ ANTHROPIC_API_KEY = \"sk-far\" }}\n\
+             [sandbox]\nkind = \"docker\"\nimage = \"{IMAGE}\"\n{hold}\n[loop]\nmax_iterations = 1\n"
+        )
+    };
+    let refused = run_on(&env, engines, &manifest("hold_keys = true"), &["--host", &host.docker], &[]);
+    refused.assert_code(2);
+    assert!(refused.error_text().contains("is remote: eden's proxy listens on this machine"), "{}", refused.stderr);
+    env.assert_pristine();
+    assert!(host.containers(engines, &env.repo).is_empty());
+    let said = run_on(&env, engines, &manifest(""), &["--host", &host.docker], &[]);
+    assert!(said.stderr.contains("the agent's keys are not held: the engine is remote"), "{}", said.stderr);
+    assert!(said.json()["held_keys"].is_null(), "{}", said.stdout);
+    assert!(host.containers(engines, &env.repo).is_empty());
+}
