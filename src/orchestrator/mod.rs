@@ -550,6 +550,7 @@ impl Run<'_> {
             let message =
                 "the agent's keys are not held: the engine is remote, and eden's proxy cannot be handed to it";
             self.events.report(&Event::Warning { message: message.into() });
+            let _ = self.journal.update(|record| record.held_keys.clear());
             return Ok(());
         }
         let dir = site.scratch.join("proxy");
