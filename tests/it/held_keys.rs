@@ -333,3 +333,79 @@ fn base64_decode(text: &str) -> Vec<u8> {
         })
         .collect()
 }
+
+/// The proxy and the relay end with the run: after Ctrl-C and after SIGKILL of eden nothing
+/// listens on the run's socket and no relay is left (isolated: on this machine; docker: the
+/// container is gone with it).
+fn nothing_listens_after(sandbox: &str, signal: nix::sys::signal::Signal) {
+    if sandbox == "isolated" && !crate::isolated::bwrap() || sandbox == "docker" && !crate::containers::ready("docker")
+    {
+        return;
+    }
+    let env = TestEnv::new();
+    let agent = env.root().join("wait.sh");
+    std::fs::write(&agent, "#!/bin/sh\necho waiting >&2\nexec sleep 300\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (binary, sandbox_keys) = match sandbox {
+        "docker" => (
+            "/opt/wait".to_owned(),
+            format!("kind = \"docker\"\nimage = \"{IMAGE}\"\nmounts = [{{ host = \"{}\", sandbox = \"/opt/wait\", read_only = true }}]", agent.display()),
+        ),
+        _ => (agent.display().to_string(), "kind = \"isolated\"".to_owned()),
+    };
+    let manifest = format!(
+        "name = \"held\"\nprompt = \"x\"\n[agent]\nkind = \"claude-code\"\nbinary = \"{binary}\"\nenv = {{ ANTHROPIC_API_KEY = \"{KEY}\" }}\n\
+         [sandbox]\n{sandbox_keys}\n[loop]\nmax_iterations = 1\nidle_timeout = \"10m\"\n"
+    );
+    let path = env.write_manifest(&manifest);
+    let mut command = env.eden_command(&["run", path.to_str().unwrap()]);
+    let mut child = command.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+    let repo = std::fs::canonicalize(&env.repo).unwrap();
+    let socket = || -> Option<PathBuf> {
+        let tmp = std::fs::read_dir(repo.join(".eden/tmp")).ok()?;
+        tmp.flatten().map(|run| run.path().join("proxy/0.sock")).find(|socket| socket.exists())
+    };
+    let relays = || -> usize {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|p| std::fs::read(p.path().join("cmdline")).ok())
+            .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+            .filter(|c| c.contains("__eden-relay") && c.contains(&binary))
+            .count()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while socket().is_none() || relays() == 0 {
+        assert!(std::time::Instant::now() < deadline, "the run never held its key");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let held = socket().unwrap();
+    assert!(std::os::unix::net::UnixStream::connect(&held).is_ok(), "the proxy listens while the run runs");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), signal).unwrap();
+    let _ = child.wait();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while relays() > 0 || std::os::unix::net::UnixStream::connect(&held).is_ok() {
+        assert!(std::time::Instant::now() < deadline, "a relay or the proxy outlived the run ({signal:?})");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    if sandbox == "docker" {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !crate::containers::containers_of("docker", &repo).is_empty() {
+            assert!(std::time::Instant::now() < deadline, "the container outlived the run");
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+}
+
+#[test]
+fn nothing_listens_after_ctrl_c_or_a_killed_eden_isolated() {
+    nothing_listens_after("isolated", nix::sys::signal::Signal::SIGINT);
+    nothing_listens_after("isolated", nix::sys::signal::Signal::SIGKILL);
+}
+
+#[test]
+fn nothing_listens_after_ctrl_c_or_a_killed_eden_docker() {
+    nothing_listens_after("docker", nix::sys::signal::Signal::SIGINT);
+    nothing_listens_after("docker", nix::sys::signal::Signal::SIGKILL);
+}
