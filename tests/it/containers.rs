@@ -167,13 +167,13 @@ fn network_none_has_no_network(engine: &str) {
 
 /// An HTTP server of the test's own, in a container of its own on the engine's bridge (this
 /// machine only); removed when dropped. `address()` is its IP.
-struct TestServer {
+pub(crate) struct TestServer {
     engine: &'static str,
     name: String,
 }
 
 impl TestServer {
-    fn start(engine: &'static str, tag: &str) -> TestServer {
+    pub(crate) fn start(engine: &'static str, tag: &str) -> TestServer {
         let name = format!("eden-test-server-{}-{tag}", std::process::id());
         let serve = "use IO::Socket::INET; my $s = IO::Socket::INET->new(LocalPort => 8080, Listen => 16, ReuseAddr => 1) or die; \
                      while (my $c = $s->accept) { print $c \"HTTP/1.0 200 OK\\r\\n\\r\\nhello\\n\"; close $c }";
@@ -185,7 +185,7 @@ impl TestServer {
         TestServer { engine, name }
     }
 
-    fn address(&self) -> String {
+    pub(crate) fn address(&self) -> String {
         let format = "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}";
         let output = Command::new(self.engine).args(["inspect", "--format", format, &self.name]).output().unwrap();
         String::from_utf8_lossy(&output.stdout).trim().to_owned()

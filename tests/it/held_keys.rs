@@ -409,3 +409,50 @@ fn nothing_listens_after_ctrl_c_or_a_killed_eden_docker() {
     nothing_listens_after("docker", nix::sys::signal::Signal::SIGINT);
     nothing_listens_after("docker", nix::sys::signal::Signal::SIGKILL);
 }
+
+/// With `network = "allowlist"` the provider's host need not be allowed: the held key's traffic
+/// leaves through the proxy's socket. The allowlist lets through one server of the test's own
+/// (its self-test needs one) and nothing else: the agent cannot reach another address itself.
+#[test]
+fn the_allowlist_needs_no_entry_for_a_held_keys_provider() {
+    let Some(claude) = crate::real_agents::require("claude") else { return };
+    if !crate::containers::ready("docker") {
+        return;
+    }
+    let (allowed, denied) = (
+        crate::containers::TestServer::start("docker", "held-allowed"),
+        crate::containers::TestServer::start("docker", "held-denied"),
+    );
+    let env = TestEnv::new();
+    let server = ModelServer::start(std::fs::canonicalize(&env.repo).unwrap(), false);
+    let front = TlsFront::start(server.port);
+    let dump = env.root().join("dump");
+    std::fs::create_dir_all(&dump).unwrap();
+    let spy = env.root().join("spy.sh");
+    std::fs::write(
+        &spy,
+        format!(
+            "#!/bin/sh
+if timeout 5 bash -c 'exec 3<>/dev/tcp/{}/8080'; then echo DENIED-OPEN; else echo DENIED-SHUT; fi > /dump/probe.txt
+exec /opt/claude \"$@\"\n",
+            denied.address()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&spy, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let claude = std::fs::canonicalize(claude).unwrap();
+    let manifest = format!(
+        "name = \"held\"\nprompt = \"create hello.txt and commit it\"\n[agent]\nkind = \"claude-code\"\nbinary = \"/opt/spy\"\n{}\n\
+         [sandbox]\nkind = \"docker\"\nimage = \"{IMAGE}\"\nnetwork = \"allowlist\"\nallow = [\"{}:8080\"]\n\
+         mounts = [{{ host = \"{}\", sandbox = \"/opt/claude\", read_only = true }}, {{ host = \"{}\", sandbox = \"/opt/spy\", read_only = true }}, {{ host = \"{}\", sandbox = \"/dump\" }}]\n\
+         [loop]\nmax_iterations = 1\nidle_timeout = \"90s\"\n",
+        agent_env(&front),
+        allowed.address(),
+        claude.display(),
+        spy.display(),
+        dump.display()
+    );
+    run_held(&env, &front, &server, &manifest);
+    assert_eq!(std::fs::read_to_string(dump.join("probe.txt")).unwrap().trim(), "DENIED-SHUT");
+}
