@@ -78,8 +78,9 @@ pub struct Credentials {
     pub keys: &'static [(&'static str, CredentialHeader)],
     /// The variable that sets the API's base URL.
     pub base_url: &'static str,
-    /// The API's base URL when that variable is not set.
-    pub default_upstream: &'static str,
+    /// The API's base URL when that variable is not set; `None`: without it the CLI talks to
+    /// its own service with its own login, which eden does not hold.
+    pub default_upstream: Option<&'static str>,
 }
 
 /// The header a key travels in.
@@ -90,6 +91,8 @@ pub enum CredentialHeader {
     XApiKey,
     /// `Authorization: Bearer KEY`.
     Bearer,
+    /// Either of those, as the CLI's provider type has it.
+    Either,
 }
 
 /// What an agent's stream tells about what it spends.
@@ -151,7 +154,7 @@ pub static SPECS: [AgentSpec; 8] = [
         credentials: Ok(Credentials {
             keys: &[("ANTHROPIC_API_KEY", CredentialHeader::XApiKey), ("ANTHROPIC_AUTH_TOKEN", CredentialHeader::Bearer)],
             base_url: "ANTHROPIC_BASE_URL",
-            default_upstream: "https://api.anthropic.com",
+            default_upstream: Some("https://api.anthropic.com"),
         }),
         parser: Some(|| Box::<claude::ClaudeParser>::default()),
         command: Some(claude::command),
@@ -231,6 +234,13 @@ pub static SPECS: [AgentSpec; 8] = [
         login: "log in once with `copilot` (then `/login`), or give it a token: `agent.env = { COPILOT_GITHUB_TOKEN = \"${GH_TOKEN}\" }`",
         parser: Some(|| Box::new(copilot::CopilotParser)),
         command: Some(copilot::command),
+        // Its own provider (`COPILOT_PROVIDER_BASE_URL`, `COPILOT_PROVIDER_TYPE`); without one
+        // it talks to GitHub with its login.
+        credentials: Ok(Credentials {
+            keys: &[("COPILOT_PROVIDER_API_KEY", CredentialHeader::Either)],
+            base_url: "COPILOT_PROVIDER_BASE_URL",
+            default_upstream: None,
+        }),
         ..ADAPTER
     },
     AgentSpec { kind: AgentKind::Cli, name: "cli", resume: false, ..ADAPTER },

@@ -95,7 +95,12 @@ pub(super) fn resolve(
             vars.join(", ")
         ));
     }
-    let base = value(credentials.base_url).unwrap_or_else(|| credentials.default_upstream.to_owned());
+    let Some(base) = value(credentials.base_url).or(credentials.default_upstream.map(str::to_owned)) else {
+        return nothing(format!(
+            "{} has no `{}`: it talks to its own service with its own login",
+            spec.name, credentials.base_url
+        ));
+    };
     let Some(upstream) = crate::values::BaseUrl::parse(&base) else {
         return Err(source
             .error_at(

@@ -33,13 +33,14 @@ pub struct HeldKey {
 impl CredentialHeader {
     /// The real header value if `name: value` is this header carrying `placeholder`.
     fn swap(&self, name: &str, value: &str, placeholder: &str, real: &str) -> Option<String> {
+        let api_key = || name.eq_ignore_ascii_case("x-api-key") && value == placeholder;
+        let bearer =
+            || name.eq_ignore_ascii_case("authorization") && value.strip_prefix("Bearer ") == Some(placeholder);
         match self {
-            CredentialHeader::XApiKey => {
-                (name.eq_ignore_ascii_case("x-api-key") && value == placeholder).then(|| real.to_owned())
-            }
-            CredentialHeader::Bearer => (name.eq_ignore_ascii_case("authorization")
-                && value.strip_prefix("Bearer ") == Some(placeholder))
-            .then(|| format!("Bearer {real}")),
+            CredentialHeader::XApiKey => api_key().then(|| real.to_owned()),
+            CredentialHeader::Bearer => bearer().then(|| format!("Bearer {real}")),
+            CredentialHeader::Either if api_key() => Some(real.to_owned()),
+            CredentialHeader::Either => bearer().then(|| format!("Bearer {real}")),
         }
     }
 }

@@ -480,6 +480,12 @@ fn transcripts_of_node_agents_are_captured_from_inside(engine: &str) {
         let run = Run::from(command.output().unwrap());
         assert_eq!(run.code, 0, "{}: {}", agent.kind, run.stderr);
         crate::real_agents::assert_transcript(&env, &run.json(), 0);
+        // Copilot's provider key is held by eden (its base URL set); the others' not yet.
+        let held = &run.json()["held_keys"];
+        match agent.kind {
+            "copilot" => assert_eq!(held[0]["var"], "COPILOT_PROVIDER_API_KEY", "{held}"),
+            _ => assert!(held.is_null(), "{}: {held}", agent.kind),
+        }
         assert!(containers_of(engine, &std::fs::canonicalize(&env.repo).unwrap()).is_empty(), "container removed");
     }
 }

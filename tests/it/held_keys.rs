@@ -456,3 +456,51 @@ exec /opt/claude \"$@\"\n",
     run_held(&env, &front, &server, &manifest);
     assert_eq!(std::fs::read_to_string(dump.join("probe.txt")).unwrap().trim(), "DENIED-SHUT");
 }
+
+/// Copilot with a provider of its own (`COPILOT_PROVIDER_BASE_URL`, type openai) in docker with no
+/// network: the key travels as `Authorization: Bearer` from the proxy only; inside, only the
+/// placeholder.
+#[test]
+fn copilot_in_docker_holds_the_key() {
+    let Some(node) = crate::real_agents::require("node") else { return };
+    let Some(copilot) = crate::real_agents::require("copilot") else { return };
+    if !crate::containers::ready("docker") {
+        return;
+    }
+    let (node, copilot) = (std::fs::canonicalize(node).unwrap(), std::fs::canonicalize(copilot).unwrap());
+    let modules = copilot.ancestors().find(|dir| dir.ends_with("node_modules")).unwrap().to_path_buf();
+    let env = TestEnv::new();
+    let server = ModelServer::start(std::fs::canonicalize(&env.repo).unwrap(), false);
+    let front = TlsFront::start(server.port);
+    let dump = env.root().join("dump");
+    std::fs::create_dir_all(&dump).unwrap();
+    let spy = spy(env.root(), &copilot.display().to_string(), "/dump");
+    let manifest = format!(
+        "name = \"held\"\nprompt = \"create hello.txt and commit it\"\n[agent]\nkind = \"copilot\"\nbinary = \"/opt/spy\"\n\
+         env = {{ COPILOT_PROVIDER_BASE_URL = \"{}/v1\", COPILOT_PROVIDER_TYPE = \"openai\", COPILOT_PROVIDER_API_KEY = \"{KEY}\", \
+         COPILOT_MODEL = \"mock-model\", COPILOT_OFFLINE = \"true\" }}\n\
+         [sandbox]\nkind = \"docker\"\nimage = \"{IMAGE}\"\nnetwork = \"none\"\n\
+         mounts = [{{ host = \"{}\", sandbox = \"/usr/local/bin/node\", read_only = true }}, {{ host = \"{}\", sandbox = \"{}\", read_only = true }}, \
+         {{ host = \"{}\", sandbox = \"/opt/spy\", read_only = true }}, {{ host = \"{}\", sandbox = \"/dump\" }}]\n\
+         [loop]\nmax_iterations = 1\nidle_timeout = \"90s\"\n",
+        front.url(),
+        node.display(),
+        modules.display(),
+        modules.display(),
+        spy.display(),
+        dump.display()
+    );
+    let path = env.write_manifest(&manifest);
+    let mut command = env.eden_command(&["run", path.to_str().unwrap(), "--json"]);
+    command.env("SSL_CERT_FILE", &front.ca).env("XDG_CONFIG_HOME", env.root().join("xdg"));
+    let run = Run::from(command.output().unwrap());
+    run.assert_code(0);
+    let heads = front.heads();
+    assert!(heads.contains(&format!("Bearer {KEY}")), "the server gets the real key:\n{heads}");
+    let procs = std::fs::read_to_string(dump.join("procs.txt")).unwrap();
+    let agent = std::fs::read_to_string(dump.join("env.txt")).unwrap();
+    assert!(agent.contains("COPILOT_PROVIDER_API_KEY=eden-held-"), "{agent}");
+    assert!(!procs.contains(KEY) && !agent.contains(KEY), "the key is in the sandbox");
+    assert!(!run.stdout.contains(KEY) && !run.stderr.contains(KEY));
+    assert_eq!(run.json()["held_keys"][0]["upstream"], format!("{}/v1", front.url()));
+}
