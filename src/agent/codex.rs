@@ -8,6 +8,22 @@ use crate::process::{ProcessBuilder, Stdin};
 use serde_json::Value;
 use std::borrow::Cow;
 
+/// Why eden cannot hold Codex's key, when its `config.toml` chooses a provider or base URL of
+/// its own (`model_provider`, `openai_base_url`): the key would go where eden does not send it.
+pub fn configured_provider(env: &super::spec::EnvLookup<'_>) -> Option<String> {
+    let home = super::spec::AgentKind::Codex.spec().state_dirs[0].resolve(env);
+    let config = std::fs::read_to_string(home.join("config.toml")).ok()?;
+    let set = config
+        .lines()
+        .map(str::trim_start)
+        .take_while(|line| !line.starts_with('['))
+        .find_map(|line| ["model_provider", "openai_base_url"].into_iter().find(|key| line.starts_with(key)))?;
+    Some(format!(
+        "its `{}` sets `{set}`; eden holds keys for its built-in OpenAI provider only",
+        home.join("config.toml").display()
+    ))
+}
+
 pub fn command(settings: &AdapterSettings, invocation: &Invocation<'_>) -> ProcessBuilder {
     let mut command = ProcessBuilder::new(&settings.binary).arg("exec");
     if let Some(session) = invocation.resume.or(settings.resume.as_deref()) {
@@ -122,4 +138,23 @@ fn unwrap_shell(command: &str) -> String {
         }
     }
     command.to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_provider_of_its_own_in_config_toml_is_noticed() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().display().to_string();
+        let env = |key: &str| (key == "CODEX_HOME").then(|| home.clone());
+        assert_eq!(configured_provider(&env), None, "no config.toml");
+        std::fs::write(dir.path().join("config.toml"), "model = \"gpt-5.5\"\n[profiles.x]\nmodel_provider = \"y\"\n").unwrap();
+        assert_eq!(configured_provider(&env), None, "a profile's own setting is not the top level's");
+        std::fs::write(dir.path().join("config.toml"), "model_provider = \"mock\"\n").unwrap();
+        assert!(configured_provider(&env).unwrap().contains("sets `model_provider`"));
+        std::fs::write(dir.path().join("config.toml"), "openai_base_url = \"https://gw\"\n").unwrap();
+        assert!(configured_provider(&env).unwrap().contains("sets `openai_base_url`"));
+    }
 }

@@ -81,6 +81,21 @@ pub struct Credentials {
     /// The API's base URL when that variable is not set; `None`: without it the CLI talks to
     /// its own service with its own login, which eden does not hold.
     pub default_upstream: Option<&'static str>,
+    /// An option and its value that point the CLI at a base URL (`{url}` in the value), for a
+    /// CLI that reads it from its configuration rather than its environment; given before the
+    /// command's last argument.
+    pub base_url_arg: Option<(&'static str, &'static str)>,
+    /// Why not, when the CLI's own configuration (found through its environment) points it at
+    /// a provider eden would not know of: its key would go where eden does not send it.
+    pub configured_elsewhere: fn(&EnvLookup<'_>) -> Option<String>,
+}
+
+/// An environment, looked up by name.
+pub type EnvLookup<'a> = dyn Fn(&str) -> Option<String> + 'a;
+
+/// For a CLI whose provider is all in its environment.
+fn nowhere_else(_: &EnvLookup<'_>) -> Option<String> {
+    None
 }
 
 /// The header a key travels in.
@@ -155,6 +170,8 @@ pub static SPECS: [AgentSpec; 8] = [
             keys: &[("ANTHROPIC_API_KEY", CredentialHeader::XApiKey), ("ANTHROPIC_AUTH_TOKEN", CredentialHeader::Bearer)],
             base_url: "ANTHROPIC_BASE_URL",
             default_upstream: Some("https://api.anthropic.com"),
+            base_url_arg: None,
+            configured_elsewhere: nowhere_else,
         }),
         parser: Some(|| Box::<claude::ClaudeParser>::default()),
         command: Some(claude::command),
@@ -172,6 +189,16 @@ pub static SPECS: [AgentSpec; 8] = [
         parser: Some(|| Box::new(codex::CodexParser)),
         command: Some(codex::command),
         reports: Reports::Tokens,
+        // The built-in OpenAI provider, whose base URL is its `openai_base_url` setting. A
+        // provider of the person's own in `config.toml` names its own key variable, which eden
+        // does not hold yet.
+        credentials: Ok(Credentials {
+            keys: &[("CODEX_API_KEY", CredentialHeader::Bearer), ("OPENAI_API_KEY", CredentialHeader::Bearer)],
+            base_url: "OPENAI_BASE_URL",
+            default_upstream: Some("https://api.openai.com/v1"),
+            base_url_arg: Some(("-c", "openai_base_url=\"{url}\"")),
+            configured_elsewhere: codex::configured_provider,
+        }),
         ..ADAPTER
     },
     AgentSpec {
@@ -240,6 +267,8 @@ pub static SPECS: [AgentSpec; 8] = [
             keys: &[("COPILOT_PROVIDER_API_KEY", CredentialHeader::Either)],
             base_url: "COPILOT_PROVIDER_BASE_URL",
             default_upstream: None,
+            base_url_arg: None,
+            configured_elsewhere: nowhere_else,
         }),
         ..ADAPTER
     },

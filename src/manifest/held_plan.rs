@@ -21,6 +21,9 @@ pub enum Held {
         upstream: String,
         /// The variable that points the agent at the proxy (`ANTHROPIC_BASE_URL`).
         base_url_var: &'static str,
+        /// For an agent that takes its base URL as an option: the option and its value.
+        #[serde(skip)]
+        base_url_arg: Option<(&'static str, &'static str)>,
         keys: Vec<HeldKeyPlan>,
         /// `sandbox.hold_keys = true`: where it cannot work, that is an error, not a note.
         #[serde(skip)]
@@ -47,6 +50,7 @@ pub(super) fn resolve(
     dotenv: &BTreeMap<String, Secret>,
     setting: Option<bool>,
     source: &Source,
+    host_env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Held, Error> {
     let at = KeyPath::parse("sandbox.hold_keys");
     let nothing = |why: String| -> Result<Held, Error> {
@@ -88,6 +92,10 @@ pub(super) fn resolve(
             Some(HeldKeyPlan { var: (*var).to_owned(), header: *header, value: Secret(value) })
         })
         .collect();
+    let env = |key: &str| value(key).or_else(|| host_env(key));
+    if let Some(why) = (credentials.configured_elsewhere)(&env) {
+        return nothing(format!("{}: {why}", spec.name));
+    }
     if keys.is_empty() {
         let vars: Vec<&str> = credentials.keys.iter().map(|(var, _)| *var).collect();
         return nothing(format!(
@@ -109,5 +117,11 @@ pub(super) fn resolve(
             )
             .with_hint("give the provider's base URL, e.g. `https://api.anthropic.com`"));
     };
-    Ok(Held::Keys { upstream: upstream.url(), base_url_var: credentials.base_url, keys, asked: setting == Some(true) })
+    Ok(Held::Keys {
+        upstream: upstream.url(),
+        base_url_var: credentials.base_url,
+        base_url_arg: credentials.base_url_arg,
+        keys,
+        asked: setting == Some(true),
+    })
 }

@@ -246,8 +246,15 @@ pub fn resolve(
     let mut steps = steps;
     for step in &mut steps {
         let (sandbox_env, dotenv) = (&env.sandbox, &env.dotenv);
-        step.held =
-            super::held_plan::resolve(&step.agent, &sandbox, sandbox_env, dotenv, manifest.sandbox.hold_keys, source)?;
+        step.held = super::held_plan::resolve(
+            &step.agent,
+            &sandbox,
+            sandbox_env,
+            dotenv,
+            manifest.sandbox.hold_keys,
+            source,
+            host_env,
+        )?;
     }
 
     Ok(Plan {

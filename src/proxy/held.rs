@@ -62,7 +62,7 @@ impl Holder {
     /// `command` (the agent's, for a step that holds `held`) with placeholders for its keys, run
     /// behind the relay (`eden`, as the sandbox runs it) that points its base URL at the proxy.
     pub fn wrap(&self, held: &Held, command: ProcessBuilder, eden: &Path) -> ProcessBuilder {
-        let Held::Keys { upstream, base_url_var, keys, .. } = held else { return command };
+        let Held::Keys { upstream, base_url_var, base_url_arg, keys, .. } = held else { return command };
         let Some((_, _, socket)) = self.proxies.iter().find(|(known, _, _)| known == upstream) else { return command };
         let mut command = command;
         for key in keys {
@@ -72,13 +72,21 @@ impl Holder {
             }
         }
         let command = command.env_remove(base_url_var);
+        // An option that names the URL goes before the last argument (the prompt's `-`), the
+        // relay's address in it once the relay knows its port.
+        let mut args = command.get_args().to_vec();
+        if let Some((option, value)) = base_url_arg {
+            let at = args.len().saturating_sub(1);
+            let value = value.replace("{url}", super::relay::URL_MARK);
+            args.splice(at..at, [(*option).into(), value.into()]);
+        }
         let mut relay = ProcessBuilder::new(eden)
             .arg(super::relay::RELAY_SUBCOMMAND)
             .arg(self.inside.join(socket))
             .arg(*base_url_var)
             .arg("--")
             .arg(command.program())
-            .args(command.get_args());
+            .args(args);
         for (key, value) in command.get_env() {
             relay = match value {
                 Some(value) => relay.env(key, value),

@@ -13,6 +13,10 @@ use std::os::unix::net::UnixStream;
 
 pub const RELAY_SUBCOMMAND: &str = "__eden-relay";
 
+/// In PROGRAM's arguments, replaced by the relay's URL (for a CLI that takes its base URL as an
+/// option).
+pub const URL_MARK: &str = "@eden-relay-url@";
+
 /// Runs the relay; returns an exit code only when the agent could not be started.
 pub fn run(args: &[std::ffi::OsString]) -> i32 {
     let args: Vec<String> = args.iter().map(|arg| arg.to_string_lossy().into_owned()).collect();
@@ -33,9 +37,11 @@ pub fn run(args: &[std::ffi::OsString]) -> i32 {
         }
     };
     let port = listener.local_addr().map(|addr| addr.port()).unwrap_or(0);
-    let env: Vec<(String, String)> = vars.iter().map(|var| (var.clone(), format!("http://127.0.0.1:{port}"))).collect();
+    let url = format!("http://127.0.0.1:{port}");
+    let env: Vec<(String, String)> = vars.iter().map(|var| (var.clone(), url.clone())).collect();
+    let program_args: Vec<String> = program_args.iter().map(|arg| arg.replace(URL_MARK, &url)).collect();
     let socket = socket.clone();
-    let why = crate::process::beside::exec_beside(move || serve(listener, &socket), program, program_args, &env);
+    let why = crate::process::beside::exec_beside(move || serve(listener, &socket), program, &program_args, &env);
     eprintln!("eden: {why}");
     127
 }

@@ -504,3 +504,54 @@ fn copilot_in_docker_holds_the_key() {
     assert!(!run.stdout.contains(KEY) && !run.stderr.contains(KEY));
     assert_eq!(run.json()["held_keys"][0]["upstream"], format!("{}/v1", front.url()));
 }
+
+/// Codex with the built-in OpenAI provider (`OPENAI_API_KEY`; its base URL given as
+/// `-c openai_base_url=…`, pointing at the relay) in docker with no network: the key travels as
+/// `Authorization: Bearer` from the proxy only.
+#[test]
+fn codex_in_docker_holds_the_key() {
+    let Some(node) = crate::real_agents::require("node") else { return };
+    let Some(codex) = crate::real_agents::require("codex") else { return };
+    if !crate::containers::ready("docker") {
+        return;
+    }
+    let (node, codex) = (std::fs::canonicalize(node).unwrap(), std::fs::canonicalize(codex).unwrap());
+    let modules = codex.ancestors().find(|dir| dir.ends_with("node_modules")).unwrap().to_path_buf();
+    let env = TestEnv::new();
+    let server = ModelServer::start(std::fs::canonicalize(&env.repo).unwrap(), false);
+    let front = TlsFront::start(server.port);
+    let home = env.root().join("codex");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(home.join("config.toml"), "model = \"gpt-5.5\"\n").unwrap();
+    let dump = env.root().join("dump");
+    std::fs::create_dir_all(&dump).unwrap();
+    let spy = spy(env.root(), &codex.display().to_string(), "/dump");
+    let manifest = format!(
+        "name = \"held\"\nprompt = \"create hello.txt and commit it\"\n[agent]\nkind = \"codex\"\nmodel = \"gpt-5.5\"\nbinary = \"/opt/spy\"\n\
+         env = {{ OPENAI_BASE_URL = \"{}/v1\", CODEX_API_KEY = \"{KEY}\", CODEX_HOME = \"{}\" }}\n\
+         [sandbox]\nkind = \"docker\"\nimage = \"{IMAGE}\"\nnetwork = \"none\"\n\
+         mounts = [{{ host = \"{}\", sandbox = \"/usr/local/bin/node\", read_only = true }}, {{ host = \"{}\", sandbox = \"{}\", read_only = true }}, \
+         {{ host = \"{}\", sandbox = \"/opt/spy\", read_only = true }}, {{ host = \"{}\", sandbox = \"/dump\" }}]\n\
+         [loop]\nmax_iterations = 1\nidle_timeout = \"60s\"\n",
+        front.url(),
+        home.display(),
+        node.display(),
+        modules.display(),
+        modules.display(),
+        spy.display(),
+        dump.display()
+    );
+    let path = env.write_manifest(&manifest);
+    let mut command = env.eden_command(&["run", path.to_str().unwrap(), "--json"]);
+    command.env("SSL_CERT_FILE", &front.ca);
+    let run = Run::from(command.output().unwrap());
+    run.assert_code(0);
+    let heads = front.heads();
+    assert!(heads.contains(&format!("Bearer {KEY}")), "the server gets the real key:\n{heads}");
+    let procs = std::fs::read_to_string(dump.join("procs.txt")).unwrap();
+    let agent = std::fs::read_to_string(dump.join("env.txt")).unwrap();
+    assert!(agent.contains("CODEX_API_KEY=eden-held-"), "{agent}");
+    assert!(!procs.contains(KEY) && !agent.contains(KEY), "the key is in the sandbox");
+    assert!(!run.stdout.contains(KEY) && !run.stderr.contains(KEY));
+    assert_eq!(env.log_subjects("main")[0], "add hello.txt");
+}
