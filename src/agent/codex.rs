@@ -150,7 +150,8 @@ mod tests {
         let home = dir.path().display().to_string();
         let env = |key: &str| (key == "CODEX_HOME").then(|| home.clone());
         assert_eq!(configured_provider(&env), None, "no config.toml");
-        std::fs::write(dir.path().join("config.toml"), "model = \"gpt-5.5\"\n[profiles.x]\nmodel_provider = \"y\"\n").unwrap();
+        std::fs::write(dir.path().join("config.toml"), "model = \"gpt-5.5\"\n[profiles.x]\nmodel_provider = \"y\"\n")
+            .unwrap();
         assert_eq!(configured_provider(&env), None, "a profile's own setting is not the top level's");
         std::fs::write(dir.path().join("config.toml"), "model_provider = \"mock\"\n").unwrap();
         assert!(configured_provider(&env).unwrap().contains("sets `model_provider`"));

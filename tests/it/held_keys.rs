@@ -457,33 +457,29 @@ exec /opt/claude \"$@\"\n",
     assert_eq!(std::fs::read_to_string(dump.join("probe.txt")).unwrap().trim(), "DENIED-SHUT");
 }
 
-/// Copilot with a provider of its own (`COPILOT_PROVIDER_BASE_URL`, type openai) in docker with no
-/// network: the key travels as `Authorization: Bearer` from the proxy only; inside, only the
-/// placeholder.
-#[test]
-fn copilot_in_docker_holds_the_key() {
-    let Some(node) = crate::real_agents::require("node") else { return };
-    let Some(copilot) = crate::real_agents::require("copilot") else { return };
+/// A node CLI from npm (`binary`, with node and its modules mounted) in docker with no network,
+/// behind the spy, its environment `env` (TOML): the server gets the key as `Authorization:
+/// Bearer` from the proxy only, and inside there is only `key_var`'s placeholder.
+fn node_agent_holds_the_key(kind: &str, binary: &str, env: &TestEnv, agent_env: &str, key_var: &str) -> Option<Run> {
+    let node = crate::real_agents::require("node")?;
+    let cli = crate::real_agents::require(binary)?;
     if !crate::containers::ready("docker") {
-        return;
+        return None;
     }
-    let (node, copilot) = (std::fs::canonicalize(node).unwrap(), std::fs::canonicalize(copilot).unwrap());
-    let modules = copilot.ancestors().find(|dir| dir.ends_with("node_modules")).unwrap().to_path_buf();
-    let env = TestEnv::new();
+    let (node, cli) = (std::fs::canonicalize(node).unwrap(), std::fs::canonicalize(cli).unwrap());
+    let modules = cli.ancestors().find(|dir| dir.ends_with("node_modules")).unwrap().to_path_buf();
     let server = ModelServer::start(std::fs::canonicalize(&env.repo).unwrap(), false);
     let front = TlsFront::start(server.port);
     let dump = env.root().join("dump");
     std::fs::create_dir_all(&dump).unwrap();
-    let spy = spy(env.root(), &copilot.display().to_string(), "/dump");
+    let spy = spy(env.root(), &cli.display().to_string(), "/dump");
     let manifest = format!(
-        "name = \"held\"\nprompt = \"create hello.txt and commit it\"\n[agent]\nkind = \"copilot\"\nbinary = \"/opt/spy\"\n\
-         env = {{ COPILOT_PROVIDER_BASE_URL = \"{}/v1\", COPILOT_PROVIDER_TYPE = \"openai\", COPILOT_PROVIDER_API_KEY = \"{KEY}\", \
-         COPILOT_MODEL = \"mock-model\", COPILOT_OFFLINE = \"true\" }}\n\
-         [sandbox]\nkind = \"docker\"\nimage = \"{IMAGE}\"\nnetwork = \"none\"\n\
+        "name = \"held\"\nprompt = \"create hello.txt and commit it\"\n[agent]\nkind = \"{kind}\"\nbinary = \"/opt/spy\"\n\
+         env = {{ {} }}\n[sandbox]\nkind = \"docker\"\nimage = \"{IMAGE}\"\nnetwork = \"none\"\n\
          mounts = [{{ host = \"{}\", sandbox = \"/usr/local/bin/node\", read_only = true }}, {{ host = \"{}\", sandbox = \"{}\", read_only = true }}, \
          {{ host = \"{}\", sandbox = \"/opt/spy\", read_only = true }}, {{ host = \"{}\", sandbox = \"/dump\" }}]\n\
-         [loop]\nmax_iterations = 1\nidle_timeout = \"90s\"\n",
-        front.url(),
+         [loop]\nmax_iterations = 1\nidle_timeout = \"60s\"\n",
+        agent_env.replace("{front}", &front.url()).replace("{key}", KEY),
         node.display(),
         modules.display(),
         modules.display(),
@@ -498,60 +494,36 @@ fn copilot_in_docker_holds_the_key() {
     let heads = front.heads();
     assert!(heads.contains(&format!("Bearer {KEY}")), "the server gets the real key:\n{heads}");
     let procs = std::fs::read_to_string(dump.join("procs.txt")).unwrap();
-    let agent = std::fs::read_to_string(dump.join("env.txt")).unwrap();
-    assert!(agent.contains("COPILOT_PROVIDER_API_KEY=eden-held-"), "{agent}");
-    assert!(!procs.contains(KEY) && !agent.contains(KEY), "the key is in the sandbox");
+    let inside = std::fs::read_to_string(dump.join("env.txt")).unwrap();
+    assert!(inside.contains(&format!("{key_var}=eden-held-")), "{inside}");
+    assert!(!procs.contains(KEY) && !inside.contains(KEY), "the key is in the sandbox");
     assert!(!run.stdout.contains(KEY) && !run.stderr.contains(KEY));
-    assert_eq!(run.json()["held_keys"][0]["upstream"], format!("{}/v1", front.url()));
+    assert_eq!(env.log_subjects("main")[0], "add hello.txt");
+    assert_eq!(run.json()["held_keys"][0]["var"], key_var);
+    Some(run)
 }
 
-/// Codex with the built-in OpenAI provider (`OPENAI_API_KEY`; its base URL given as
-/// `-c openai_base_url=…`, pointing at the relay) in docker with no network: the key travels as
-/// `Authorization: Bearer` from the proxy only.
+/// Copilot with a provider of its own (`COPILOT_PROVIDER_BASE_URL`, type openai).
+#[test]
+fn copilot_in_docker_holds_the_key() {
+    let env = TestEnv::new();
+    let agent_env = "COPILOT_PROVIDER_BASE_URL = \"{front}/v1\", COPILOT_PROVIDER_TYPE = \"openai\", \
+                     COPILOT_PROVIDER_API_KEY = \"{key}\", COPILOT_MODEL = \"mock-model\", COPILOT_OFFLINE = \"true\"";
+    let Some(run) = node_agent_holds_the_key("copilot", "copilot", &env, agent_env, "COPILOT_PROVIDER_API_KEY") else {
+        return;
+    };
+    assert!(run.json()["held_keys"][0]["upstream"].as_str().unwrap().ends_with("/v1"));
+}
+
+/// Codex with the built-in OpenAI provider (`CODEX_API_KEY`; its base URL given as
+/// `-c openai_base_url=…`, pointing at the relay).
 #[test]
 fn codex_in_docker_holds_the_key() {
-    let Some(node) = crate::real_agents::require("node") else { return };
-    let Some(codex) = crate::real_agents::require("codex") else { return };
-    if !crate::containers::ready("docker") {
-        return;
-    }
-    let (node, codex) = (std::fs::canonicalize(node).unwrap(), std::fs::canonicalize(codex).unwrap());
-    let modules = codex.ancestors().find(|dir| dir.ends_with("node_modules")).unwrap().to_path_buf();
     let env = TestEnv::new();
-    let server = ModelServer::start(std::fs::canonicalize(&env.repo).unwrap(), false);
-    let front = TlsFront::start(server.port);
     let home = env.root().join("codex");
     std::fs::create_dir_all(&home).unwrap();
     std::fs::write(home.join("config.toml"), "model = \"gpt-5.5\"\n").unwrap();
-    let dump = env.root().join("dump");
-    std::fs::create_dir_all(&dump).unwrap();
-    let spy = spy(env.root(), &codex.display().to_string(), "/dump");
-    let manifest = format!(
-        "name = \"held\"\nprompt = \"create hello.txt and commit it\"\n[agent]\nkind = \"codex\"\nmodel = \"gpt-5.5\"\nbinary = \"/opt/spy\"\n\
-         env = {{ OPENAI_BASE_URL = \"{}/v1\", CODEX_API_KEY = \"{KEY}\", CODEX_HOME = \"{}\" }}\n\
-         [sandbox]\nkind = \"docker\"\nimage = \"{IMAGE}\"\nnetwork = \"none\"\n\
-         mounts = [{{ host = \"{}\", sandbox = \"/usr/local/bin/node\", read_only = true }}, {{ host = \"{}\", sandbox = \"{}\", read_only = true }}, \
-         {{ host = \"{}\", sandbox = \"/opt/spy\", read_only = true }}, {{ host = \"{}\", sandbox = \"/dump\" }}]\n\
-         [loop]\nmax_iterations = 1\nidle_timeout = \"60s\"\n",
-        front.url(),
-        home.display(),
-        node.display(),
-        modules.display(),
-        modules.display(),
-        spy.display(),
-        dump.display()
-    );
-    let path = env.write_manifest(&manifest);
-    let mut command = env.eden_command(&["run", path.to_str().unwrap(), "--json"]);
-    command.env("SSL_CERT_FILE", &front.ca);
-    let run = Run::from(command.output().unwrap());
-    run.assert_code(0);
-    let heads = front.heads();
-    assert!(heads.contains(&format!("Bearer {KEY}")), "the server gets the real key:\n{heads}");
-    let procs = std::fs::read_to_string(dump.join("procs.txt")).unwrap();
-    let agent = std::fs::read_to_string(dump.join("env.txt")).unwrap();
-    assert!(agent.contains("CODEX_API_KEY=eden-held-"), "{agent}");
-    assert!(!procs.contains(KEY) && !agent.contains(KEY), "the key is in the sandbox");
-    assert!(!run.stdout.contains(KEY) && !run.stderr.contains(KEY));
-    assert_eq!(env.log_subjects("main")[0], "add hello.txt");
+    let agent_env =
+        format!("OPENAI_BASE_URL = \"{{front}}/v1\", CODEX_API_KEY = \"{{key}}\", CODEX_HOME = \"{}\"", home.display());
+    node_agent_holds_the_key("codex", "codex", &env, &agent_env, "CODEX_API_KEY");
 }
