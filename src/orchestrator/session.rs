@@ -32,6 +32,12 @@ impl Run<'_> {
         for (key, value) in sandbox.state_env() {
             command = command.env(key, value);
         }
+        // Held keys: placeholders, and the relay in front that points the agent at the proxy.
+        if let Some(holder) = &self.holder {
+            let eden = std::env::current_exe()
+                .map_err(|err| Error::internal("cannot find eden's executable").with_source(err))?;
+            command = holder.wrap(&step.held, command, &eden);
+        }
         let prepared = sandbox.prepare(command)?;
         self.events.report(&Event::Info {
             message: format!(

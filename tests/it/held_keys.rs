@@ -527,3 +527,28 @@ fn codex_in_docker_holds_the_key() {
         format!("OPENAI_BASE_URL = \"{{front}}/v1\", CODEX_API_KEY = \"{{key}}\", CODEX_HOME = \"{}\"", home.display());
     node_agent_holds_the_key("codex", "codex", &env, &agent_env, "CODEX_API_KEY");
 }
+
+/// `eden interactive` holds the key too: the agent's session in docker sees the placeholder.
+#[test]
+fn an_interactive_session_holds_the_key() {
+    if !crate::containers::ready("docker") {
+        return;
+    }
+    let env = TestEnv::new();
+    let agent = env.root().join("show.sh");
+    std::fs::write(&agent, "#!/bin/sh\nenv | grep -E '^ANTHROPIC_(API_KEY|BASE_URL)=' | sort\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let manifest = format!(
+        "name = \"held\"\nprompt = \"\"\n[agent]\nkind = \"claude-code\"\nbinary = \"/opt/show\"\nenv = {{ ANTHROPIC_API_KEY = \"{KEY}\" }}\n\
+         [sandbox]\nkind = \"docker\"\nimage = \"{IMAGE}\"\nmounts = [{{ host = \"{}\", sandbox = \"/opt/show\", read_only = true }}]\n",
+        agent.display()
+    );
+    let path = env.write_manifest(&manifest);
+    let mut command = env.eden_command(&["interactive", path.to_str().unwrap(), "--no-tty"]);
+    let run = Run::from(command.stdin(std::process::Stdio::null()).output().unwrap());
+    run.assert_code(0);
+    assert!(run.stdout.contains("ANTHROPIC_API_KEY=eden-held-"), "{}\n{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("ANTHROPIC_BASE_URL=http://127.0.0.1:"), "{}", run.stdout);
+    assert!(!run.stdout.contains(KEY) && !run.stderr.contains(KEY));
+}
