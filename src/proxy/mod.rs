@@ -175,7 +175,10 @@ fn serve(
         Ok(request) => Some(forward::forward(request, &mut client, upstream, keys, tls)),
         Err(why) => {
             forward::refuse(client.get_mut(), &why);
-            None
+            let mut audit = Audit::new("-", &upstream.authority(), "-");
+            audit.status = Some(400);
+            audit.refused = Some(why);
+            Some(audit)
         }
     }
 }

@@ -13,7 +13,7 @@ pub use crate::values::BaseUrl as Upstream;
 /// A connection to `upstream`, TLS with verified certificates when `https`.
 pub fn connect(upstream: &Upstream, tls: &Arc<rustls::ClientConfig>) -> std::io::Result<Box<dyn Stream>> {
     let this = upstream;
-    let tcp = TcpStream::connect((this.host.as_str(), this.port))?;
+    let tcp = connect_any(&this.host, this.port)?;
     tcp.set_nodelay(true)?;
     tcp.set_read_timeout(Some(Duration::from_secs(600)))?;
     if !this.tls {
@@ -23,6 +23,19 @@ pub fn connect(upstream: &Upstream, tls: &Arc<rustls::ClientConfig>) -> std::io:
         .map_err(|err| std::io::Error::new(std::io::ErrorKind::InvalidInput, err))?;
     let session = rustls::ClientConnection::new(tls.clone(), name).map_err(std::io::Error::other)?;
     Ok(Box::new(rustls::StreamOwned::new(session, tcp)))
+}
+
+/// The first of the host's addresses that answers within 30 s.
+fn connect_any(host: &str, port: u16) -> std::io::Result<TcpStream> {
+    use std::net::ToSocketAddrs;
+    let mut last = std::io::Error::new(std::io::ErrorKind::NotFound, format!("`{host}` has no address"));
+    for address in (host, port).to_socket_addrs()? {
+        match TcpStream::connect_timeout(&address, Duration::from_secs(30)) {
+            Ok(tcp) => return Ok(tcp),
+            Err(err) => last = err,
+        }
+    }
+    Err(last)
 }
 
 /// A connection to the upstream, plain or TLS.

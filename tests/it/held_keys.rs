@@ -303,6 +303,9 @@ fn the_proxy_refuses_what_it_must() {
     std::thread::sleep(std::time::Duration::from_millis(200));
     let audit = proxy.drain();
     assert!(audit.iter().any(|a| a.status == Some(403) && a.refused.is_some()), "{audit:?}");
+    let refused_heads = audit.iter().filter(|a| a.status == Some(400)).count();
+    assert_eq!(refused_heads, 2, "the absolute URL and the CONNECT are audited too: {audit:?}");
+    assert!(audit.iter().all(|a| !format!("{a:?}").contains(KEY)), "{audit:?}");
     drop(proxy);
     assert!(!socket.exists(), "the socket goes with the proxy");
     assert!(std::os::unix::net::UnixStream::connect(&socket).is_err(), "nothing listens afterwards");
