@@ -57,6 +57,17 @@ impl ProcessBuilder {
         }
     }
 
+    /// This command's environment, working directory and stdin, running `program` with `args`
+    /// instead (a wrapper in front of the command it replaces, or the same command found
+    /// elsewhere).
+    pub fn with_program<I, S>(self, program: impl AsRef<OsStr>, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        ProcessBuilder { program: program.as_ref().to_owned(), args: Vec::new(), ..self }.args(args)
+    }
+
     pub fn arg(mut self, arg: impl AsRef<OsStr>) -> Self {
         self.args.push(arg.as_ref().to_owned());
         self

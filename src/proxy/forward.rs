@@ -188,7 +188,7 @@ fn copy_framed(from: &mut impl BufRead, to: &mut dyn Write, framing: Framing) ->
                         to.write_all(line.as_bytes())?;
                     }
                 }
-                total += copy_flushing(&mut from.take(size + 2), to)?;
+                total += copy_flushing(&mut from.take(size.saturating_add(2)), to)?;
             }
         }
     }

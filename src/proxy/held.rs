@@ -80,24 +80,16 @@ impl Holder {
             let value = value.replace("{url}", super::relay::URL_MARK);
             args.splice(at..at, [(*option).into(), value.into()]);
         }
-        let mut relay = ProcessBuilder::new(eden)
-            .arg(super::relay::RELAY_SUBCOMMAND)
-            .arg(self.inside.join(socket))
-            .arg(*base_url_var)
-            .arg("--")
-            .arg(command.program())
-            .args(args);
-        for (key, value) in command.get_env() {
-            relay = match value {
-                Some(value) => relay.env(key, value),
-                None => relay.env_remove(key),
-            };
-        }
-        if let Some(cwd) = command.get_cwd() {
-            relay = relay.cwd(cwd);
-        }
-        let mut command = command;
-        relay.stdin(command.take_stdin())
+        let program = command.program().to_owned();
+        let mut relay_args: Vec<std::ffi::OsString> = vec![
+            super::relay::RELAY_SUBCOMMAND.into(),
+            self.inside.join(socket).into(),
+            (*base_url_var).into(),
+            "--".into(),
+            program,
+        ];
+        relay_args.extend(args);
+        command.with_program(eden, relay_args)
     }
 
     /// The requests the proxies answered since the last call.

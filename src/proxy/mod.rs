@@ -21,6 +21,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use upstream::Upstream;
 
+/// The most requests one proxy serves at once.
+const MAX_CONNECTIONS: usize = 64;
+
 /// One credential the proxy holds: the header that carries it, the run's placeholder for it,
 /// and the real value.
 #[derive(Debug, Clone)]
@@ -115,13 +118,25 @@ impl Proxy {
         let acceptor = std::thread::Builder::new()
             .name("eden-proxy".into())
             .spawn(move || {
+                let open = Arc::new(std::sync::atomic::AtomicUsize::new(0));
                 while let Some(connection) = next_connection(&listener, &stopped) {
-                    let (keys, tls, target, noted) = (keys.clone(), tls.clone(), target.clone(), noted.clone());
-                    let _ = std::thread::Builder::new().name("eden-proxy-request".into()).spawn(move || {
+                    // What is inside cannot exhaust eden's threads: past the cap, a connection is
+                    // closed unanswered.
+                    if open.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
+                        open.fetch_sub(1, Ordering::SeqCst);
+                        continue;
+                    }
+                    let (keys, tls, target, noted, done) =
+                        (keys.clone(), tls.clone(), target.clone(), noted.clone(), open.clone());
+                    let spawned = std::thread::Builder::new().name("eden-proxy-request".into()).spawn(move || {
                         if let Some(audit) = serve(connection, &target, &keys, &tls) {
                             noted.lock().unwrap_or_else(|e| e.into_inner()).push(audit);
                         }
+                        done.fetch_sub(1, Ordering::SeqCst);
                     });
+                    if spawned.is_err() {
+                        open.fetch_sub(1, Ordering::SeqCst);
+                    }
                 }
             })
             .map_err(|err| format!("cannot start the proxy: {err}"))?;

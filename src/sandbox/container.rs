@@ -364,7 +364,9 @@ fn run_command(
         }
     }
     if let Some(proxy) = &request.site.proxy {
-        command = command.args(["-v", &format!("{}:{}", proxy.display(), super::PROXY_INSIDE)]);
+        // Read-only: connecting to a socket needs no write access to its folder, and nothing
+        // inside may put files where eden's proxy lives.
+        command = command.args(["-v", &format!("{}:{}:ro", proxy.display(), super::PROXY_INSIDE)]);
     }
     for mount in &plan.mounts {
         let mode = if mount.read_only { ":ro" } else { "" };
@@ -533,18 +535,11 @@ impl SandboxHandle for Container {
             Stdin::Terminal { tty: true } => &["-it"],
             Stdin::Null => &[],
         };
-        let wrapped = ProcessBuilder::new("sh")
-            .args(["-c", &wrapper(&self.keep, note_tip)])
-            .arg(&pid_file)
-            .arg(program)
-            .args(command.get_args());
-        let mut wrapped = command.get_env().iter().fold(wrapped, |wrapped, (key, value)| match value {
-            Some(value) => wrapped.env(key, value),
-            None => wrapped.env_remove(key),
-        });
-        if let Some(cwd) = command.get_cwd() {
-            wrapped = wrapped.cwd(cwd);
-        }
+        let script = wrapper(&self.keep, note_tip);
+        let mut args: Vec<std::ffi::OsString> =
+            vec!["-c".into(), script.into(), pid_file.clone().into(), program.to_owned()];
+        args.extend(command.get_args().iter().cloned());
+        let wrapped = command.with_program("sh", args);
         let exec = self.exec(wrapped, flags).stdin(stdin);
         let inside =
             InsideContainer { target: self.target.clone(), name: self.name.clone(), pid_file, keep: self.keep.clone() };

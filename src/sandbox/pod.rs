@@ -532,17 +532,8 @@ impl SandboxHandle for Pod {
         let stdin = command.take_stdin();
         if carry::runs_eden(&command) {
             carry::copy_eden_in(&self.eden_inside, &|command, stdin| self.exec_plain(command, stdin), "pod")?;
-            let mut inside = ProcessBuilder::new(EDEN_INSIDE).args(command.get_args());
-            for (key, value) in command.get_env() {
-                inside = match value {
-                    Some(value) => inside.env(key, value),
-                    None => inside.env_remove(key),
-                };
-            }
-            if let Some(cwd) = command.get_cwd() {
-                inside = inside.cwd(cwd);
-            }
-            command = inside;
+            let args = command.get_args().to_vec();
+            command = command.with_program(EDEN_INSIDE, args);
         }
         let sandbox = format!("pod `{}`", self.name);
         let exec = |command, stdin| self.exec_plain(command, stdin);
