@@ -6,7 +6,6 @@ use super::{Audit, HeldKey, Proxy};
 use crate::error::Error;
 use crate::manifest::held_plan::Held;
 use crate::process::ProcessBuilder;
-use crate::redact::Secret;
 use std::path::{Path, PathBuf};
 
 pub struct Holder {
@@ -95,16 +94,5 @@ impl Holder {
     /// The requests the proxies answered since the last call.
     pub fn drain(&self) -> Vec<Audit> {
         self.proxies.iter().flat_map(|(_, proxy, _)| proxy.drain()).collect()
-    }
-
-    /// The real values held, for nothing but checks that they appear nowhere.
-    pub fn values(steps: &[&Held]) -> Vec<Secret> {
-        steps
-            .iter()
-            .flat_map(|held| match held {
-                Held::Keys { keys, .. } => keys.iter().map(|key| key.value.clone()).collect(),
-                Held::Nothing { .. } => Vec::new(),
-            })
-            .collect()
     }
 }

@@ -85,7 +85,6 @@ impl Audit {
 /// A running proxy for one upstream. Dropping it stops it: the socket closed and removed.
 pub struct Proxy {
     socket: PathBuf,
-    upstream: Upstream,
     stop: Arc<AtomicBool>,
     audit: Arc<Mutex<Vec<Audit>>>,
     acceptor: Option<std::thread::JoinHandle<()>>,
@@ -140,11 +139,7 @@ impl Proxy {
                 }
             })
             .map_err(|err| format!("cannot start the proxy: {err}"))?;
-        Ok(Proxy { socket: socket.to_owned(), upstream, stop, audit, acceptor: Some(acceptor) })
-    }
-
-    pub fn upstream(&self) -> &Upstream {
-        &self.upstream
+        Ok(Proxy { socket: socket.to_owned(), stop, audit, acceptor: Some(acceptor) })
     }
 
     /// The requests answered since the last call.

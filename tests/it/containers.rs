@@ -317,12 +317,7 @@ fn limits_are_enforced(engine: &str) {
     let script = "n=$(sh -c 'for i in $(seq 200); do sleep 30 >/dev/null 2>&1 & echo x; done' 2>/dev/null | wc -l); echo \"started $n\"; echo '<promise>COMPLETE</promise>'";
     let run = env.run_manifest(&manifest(engine, script, "pids_limit = 30"), &[]);
     run.assert_code(0);
-    let started: usize = run
-        .stderr
-        .lines()
-        .find_map(|l| l.split("| started ").nth(1))
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or_else(|| panic!("{}", run.stderr));
+    let started = crate::containers::started_count(&run);
     assert!(started < 30, "pids_limit caps the processes: {started} started");
     // Memory: a process holding 300 MB in a 64 MB container is killed. The result goes to a
     // file: very short-lived execs can lose their output under load (podman).
@@ -805,4 +800,13 @@ fn the_simulated_agent_runs_inside(engine: &str) {
     run.assert_code(0);
     assert!(run.stderr.contains("| simulated agent: working"), "{}", run.stderr);
     assert_eq!(run.record()["sandbox"], engine);
+}
+
+/// What a fork-bomb script said it started (`started N` on its output).
+pub fn started_count(run: &Run) -> usize {
+    run.stderr
+        .lines()
+        .find_map(|l| l.split("| started ").nth(1))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{}", run.stderr))
 }

@@ -556,12 +556,7 @@ fn limits_hold_on_a_remote_engine() {
         &[],
     );
     run.assert_code(0);
-    let started: usize = run
-        .stderr
-        .lines()
-        .find_map(|l| l.split("| started ").nth(1))
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or_else(|| panic!("{}", run.stderr));
+    let started = crate::containers::started_count(&run);
     assert!(started < 30, "pids_limit caps the processes: {started} started");
     assert!(run.stderr.contains("| tail exit 137"), "the memory hog is OOM-killed: {}", run.stderr);
     assert!(host.containers(engines, &env.repo).is_empty());
