@@ -389,7 +389,12 @@ fn nothing_listens_after(sandbox: &str, signal: nix::sys::signal::Signal) {
     let _ = child.wait();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     while relays() > 0 || std::os::unix::net::UnixStream::connect(&held).is_ok() {
-        assert!(std::time::Instant::now() < deadline, "a relay or the proxy outlived the run ({signal:?})");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "a relay or the proxy outlived the run ({signal:?}): {} relay(s); the socket's holders: {}",
+            relays(),
+            socket_holders(&held)
+        );
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     if sandbox == "docker" {
@@ -554,4 +559,34 @@ fn an_interactive_session_holds_the_key() {
     assert!(run.stdout.contains("ANTHROPIC_API_KEY=eden-held-"), "{}\n{}", run.stdout, run.stderr);
     assert!(run.stdout.contains("ANTHROPIC_BASE_URL=http://127.0.0.1:"), "{}", run.stdout);
     assert!(!run.stdout.contains(KEY) && !run.stderr.contains(KEY));
+}
+
+/// Which processes hold the listening socket at `path` (pid and command line), for a failure's
+/// message: `/proc/net/unix` names its inode, `/proc/*/fd` who has it open.
+fn socket_holders(path: &Path) -> String {
+    let table = std::fs::read_to_string("/proc/net/unix").unwrap_or_default();
+    let wanted = path.display().to_string();
+    let inodes: Vec<String> = table
+        .lines()
+        .filter(|line| line.ends_with(&wanted))
+        .filter_map(|line| line.split_whitespace().nth(6))
+        .map(str::to_owned)
+        .collect();
+    let mut holders = Vec::new();
+    for process in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(fds) = std::fs::read_dir(process.path().join("fd")) else { continue };
+        for fd in fds.flatten() {
+            let Ok(target) = std::fs::read_link(fd.path()) else { continue };
+            let target = target.display().to_string();
+            if inodes.iter().any(|inode| target == format!("socket:[{inode}]")) {
+                let cmdline = std::fs::read(process.path().join("cmdline")).unwrap_or_default();
+                holders.push(format!(
+                    "{} {}",
+                    process.file_name().to_string_lossy(),
+                    String::from_utf8_lossy(&cmdline).replace('\0', " ")
+                ));
+            }
+        }
+    }
+    format!("inodes {inodes:?}, held by {holders:?}")
 }
