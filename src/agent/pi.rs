@@ -2,6 +2,7 @@
 //! the id); assistant `message_end` lines carry the complete text and per-message usage, and
 //! `stopReason: "error"` with `errorMessage` for failures — pi exits 0 even then.
 
+use super::spec::{AgentKind, ConfigFile, ConfigFront, CredentialHeader, FrontQuery, RELAY_URL_MARK};
 use super::stream::*;
 use super::{AdapterSettings, Invocation, Parser};
 use crate::process::ProcessBuilder;
@@ -21,6 +22,98 @@ pub fn command(settings: &AdapterSettings, invocation: &Invocation<'_>) -> Proce
         .option("--session", invocation.resume.or(settings.resume.as_deref()))
         .args(&settings.extra_args)
         .arg(invocation.prompt)
+}
+
+/// pi's built-in providers whose API eden knows: the variable its key is read from, and its
+/// base URL.
+const BUILT_IN: &[(&str, &str, &str)] = &[
+    ("anthropic", "ANTHROPIC_API_KEY", "https://api.anthropic.com"),
+    ("openai", "OPENAI_API_KEY", "https://api.openai.com/v1"),
+];
+
+/// The provider pi will use for the run, and how to hold its key: pi takes its key from
+/// `auth.json`, else the provider's variable, else what `models.json` names; its base URL from
+/// `models.json`, else the built-in one. eden points it at the relay through the run's private
+/// `models.json` (the person's, with the provider's `baseUrl` replaced).
+pub fn front(query: &FrontQuery<'_>) -> Result<ConfigFront, String> {
+    let dir = AgentKind::Pi.spec().state_dirs[0].resolve(query.env);
+    let provider = provider(query, &dir)?;
+    if query.extra_args.iter().any(|arg| arg == "--api-key" || arg.starts_with("--api-key=")) {
+        return Err("its key is on its command line (`--api-key` in `agent.args`)".into());
+    }
+    let read = |name: &str| -> Result<Value, String> {
+        match std::fs::read_to_string(dir.join(name)) {
+            Ok(text) => serde_json::from_str(&text)
+                .map_err(|err| format!("its `{}` is not JSON eden can read: {err}", dir.join(name).display())),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(Value::Object(Default::default())),
+            Err(err) => Err(format!("cannot read its `{}`: {err}", dir.join(name).display())),
+        }
+    };
+    if read("auth.json")?.get(&provider).is_some() {
+        return Err(format!(
+            "it has a login for `{provider}` in its `{}`, which eden does not hold",
+            dir.join("auth.json").display()
+        ));
+    }
+    if provider == "anthropic" && (query.env)("ANTHROPIC_OAUTH_TOKEN").is_some_and(|token| !token.is_empty()) {
+        return Err("it uses `ANTHROPIC_OAUTH_TOKEN`, a login, which eden does not hold".into());
+    }
+    let mut models = read("models.json")?;
+    let configured = models.pointer(&format!("/providers/{}", provider.replace('~', "~0").replace('/', "~1")));
+    let built_in = BUILT_IN.iter().find(|(name, _, _)| *name == provider);
+    let mut key_vars: Vec<String> = built_in.map(|(_, var, _)| (*var).to_owned()).into_iter().collect();
+    if let Some(key) = configured.and_then(|entry| entry.get("apiKey")).and_then(Value::as_str) {
+        let named = !key.is_empty() && key.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+        if !named {
+            return Err(format!(
+                "its `models.json` gives `{provider}` a key of its own (`apiKey`), not a variable's name"
+            ));
+        }
+        key_vars.push(key.to_owned());
+    }
+    let upstream = configured.and_then(|entry| entry.get("baseUrl")).and_then(Value::as_str).map(str::to_owned);
+    let Some(upstream) = upstream.or_else(|| built_in.map(|(_, _, url)| (*url).to_owned())) else {
+        return Err(format!(
+            "eden knows the API of its `anthropic` and `openai` providers and of those its `models.json` gives a `baseUrl`, not `{provider}`'s"
+        ));
+    };
+    let providers = models.get("providers");
+    let shaped = models.is_object()
+        && providers.is_none_or(Value::is_object)
+        && providers.and_then(|all| all.get(&provider)).is_none_or(Value::is_object);
+    if !shaped {
+        return Err("its `models.json` is not shaped as pi documents it (`providers` of objects)".into());
+    }
+    models["providers"][&provider]["baseUrl"] = Value::String(RELAY_URL_MARK.into());
+    let template = serde_json::to_string_pretty(&models).unwrap_or_default();
+    Ok(ConfigFront {
+        key_vars,
+        header: CredentialHeader::Either,
+        upstream,
+        config: ConfigFile { var: "PI_CODING_AGENT_DIR", file: Some("models.json"), template },
+    })
+}
+
+/// The model's provider (`provider/model`), else `--provider`, else `defaultProvider` in its
+/// `settings.json`.
+fn provider(query: &FrontQuery<'_>, dir: &std::path::Path) -> Result<String, String> {
+    if let Some((provider, _)) = query.model.and_then(|model| model.split_once('/')) {
+        return Ok(provider.to_owned());
+    }
+    let args = query.extra_args;
+    if let Some(at) = args.iter().position(|arg| arg == "--provider") {
+        if let Some(provider) = args.get(at + 1) {
+            return Ok(provider.clone());
+        }
+    }
+    let settings: Option<Value> =
+        std::fs::read_to_string(dir.join("settings.json")).ok().and_then(|text| serde_json::from_str(&text).ok());
+    settings
+        .as_ref()
+        .and_then(|settings| settings.get("defaultProvider"))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| "its provider is not named: set `agent.model = \"provider/model\"`".into())
 }
 
 #[derive(Default)]
@@ -80,5 +173,70 @@ impl Parser for PiParser {
             }
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `front` for `model` with pi's folder `dir` and the agent's environment `vars`.
+    fn front_in(dir: &std::path::Path, model: Option<&str>, vars: &[(&str, &str)]) -> Result<ConfigFront, String> {
+        let folder = dir.display().to_string();
+        let env = |key: &str| {
+            if key == "PI_CODING_AGENT_DIR" {
+                return Some(folder.clone());
+            }
+            vars.iter().find(|(name, _)| *name == key).map(|(_, value)| (*value).to_owned())
+        };
+        front(&FrontQuery { model, extra_args: &[], env: &env, project: None })
+    }
+
+    #[test]
+    fn a_built_in_provider_is_pointed_at_the_relay_in_models_json() {
+        let dir = tempfile::tempdir().unwrap();
+        let front = front_in(dir.path(), Some("anthropic/claude-x"), &[]).unwrap();
+        assert_eq!(front.upstream, "https://api.anthropic.com");
+        assert_eq!(front.key_vars, ["ANTHROPIC_API_KEY"]);
+        let models: Value = serde_json::from_str(&front.config.template).unwrap();
+        assert_eq!(models["providers"]["anthropic"]["baseUrl"], RELAY_URL_MARK);
+    }
+
+    #[test]
+    fn the_persons_models_json_gives_the_upstream_and_keeps_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let models = r#"{"providers":{"gw":{"baseUrl":"https://gw.example/v1","api":"openai-completions","apiKey":"GW_KEY","models":[{"id":"m"}]},"other":{"baseUrl":"http://x"}}}"#;
+        std::fs::write(dir.path().join("models.json"), models).unwrap();
+        let front = front_in(dir.path(), Some("gw/m"), &[]).unwrap();
+        assert_eq!(front.upstream, "https://gw.example/v1");
+        assert_eq!(front.key_vars, ["GW_KEY"]);
+        let written: Value = serde_json::from_str(&front.config.template).unwrap();
+        assert_eq!(written["providers"]["gw"]["baseUrl"], RELAY_URL_MARK);
+        assert_eq!(written["providers"]["gw"]["models"][0]["id"], "m");
+        assert_eq!(written["providers"]["other"]["baseUrl"], "http://x");
+    }
+
+    #[test]
+    fn what_eden_cannot_hold_says_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let why = |model: Option<&str>, vars: &[(&str, &str)]| front_in(dir.path(), model, vars).unwrap_err();
+        assert!(why(None, &[]).contains("not named"), "{}", why(None, &[]));
+        assert!(why(Some("google/gemini"), &[]).contains("not `google`'s"));
+        assert!(why(Some("anthropic/x"), &[("ANTHROPIC_OAUTH_TOKEN", "t")]).contains("login"));
+        std::fs::write(
+            dir.path().join("models.json"),
+            r#"{"providers":{"gw":{"baseUrl":"https://gw","apiKey":"sk-literal"}}}"#,
+        )
+        .unwrap();
+        assert!(why(Some("gw/m"), &[]).contains("key of its own"));
+        std::fs::write(dir.path().join("models.json"), r#"{"providers":[]}"#).unwrap();
+        assert!(why(Some("anthropic/x"), &[]).contains("not shaped"));
+        std::fs::write(dir.path().join("models.json"), "{").unwrap();
+        assert!(why(Some("anthropic/x"), &[]).contains("not JSON"));
+        std::fs::remove_file(dir.path().join("models.json")).unwrap();
+        std::fs::write(dir.path().join("auth.json"), r#"{"anthropic":{"type":"oauth"}}"#).unwrap();
+        assert!(why(Some("anthropic/x"), &[]).contains("has a login for `anthropic`"));
+        std::fs::write(dir.path().join("settings.json"), r#"{"defaultProvider":"openai"}"#).unwrap();
+        assert_eq!(front_in(dir.path(), None, &[]).unwrap().upstream, "https://api.openai.com/v1");
     }
 }

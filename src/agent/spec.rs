@@ -68,7 +68,53 @@ pub struct AgentSpec {
     pub reports: Reports,
     /// How it reaches its provider with a key, so eden can hold the key (`proxy`); or why eden
     /// cannot front it.
-    pub credentials: Result<Credentials, &'static str>,
+    pub credentials: Result<Fronting, &'static str>,
+}
+
+/// How eden finds an agent's provider and points the agent at its proxy instead.
+#[derive(Clone, Copy)]
+pub enum Fronting {
+    /// Its provider is in its environment, the same way for every run.
+    Env(Credentials),
+    /// Its provider is chosen by its model and its own configuration, which eden reads for the
+    /// run and rewrites in the run's private copy of its folder.
+    Config(fn(&FrontQuery<'_>) -> Result<ConfigFront, String>),
+}
+
+/// What a `Fronting::Config` agent's provider is chosen from.
+pub struct FrontQuery<'a> {
+    pub model: Option<&'a str>,
+    pub extra_args: &'a [String],
+    /// The agent's environment over this machine's (for its configuration folder).
+    pub env: &'a EnvLookup<'a>,
+    /// The repository's working tree, for a project's own configuration.
+    pub project: Option<&'a std::path::Path>,
+}
+
+/// A provider found in an agent's configuration.
+#[derive(Debug, Clone)]
+pub struct ConfigFront {
+    /// The variables that may hold its key, the first one set being the one the agent uses.
+    pub key_vars: Vec<String>,
+    pub header: CredentialHeader,
+    pub upstream: String,
+    /// The configuration that points the agent at the relay instead.
+    pub config: ConfigFile,
+}
+
+/// In a configuration file's template, where the relay's URL goes once the relay knows its port.
+pub const RELAY_URL_MARK: &str = "@eden-relay-url@";
+
+/// Configuration eden gives the agent: `template` with the relay's URL where `RELAY_URL_MARK`
+/// is, as the file `file` in the private folder `var` points at, or without a file as the value
+/// of `var` itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ConfigFile {
+    pub var: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<&'static str>,
+    #[serde(skip)]
+    pub template: String,
 }
 
 /// How an agent CLI sends its provider key, and where to.
@@ -166,13 +212,13 @@ pub static SPECS: [AgentSpec; 8] = [
             )
         }],
         login: "log in once with `claude` (then `/login`), or give it a key: `agent.env = { ANTHROPIC_API_KEY = \"${ANTHROPIC_API_KEY}\" }`",
-        credentials: Ok(Credentials {
+        credentials: Ok(Fronting::Env(Credentials {
             keys: &[("ANTHROPIC_API_KEY", CredentialHeader::XApiKey), ("ANTHROPIC_AUTH_TOKEN", CredentialHeader::Bearer)],
             base_url: "ANTHROPIC_BASE_URL",
             default_upstream: Some("https://api.anthropic.com"),
             base_url_arg: None,
             configured_elsewhere: nowhere_else,
-        }),
+        })),
         parser: Some(|| Box::<claude::ClaudeParser>::default()),
         command: Some(claude::command),
         reports: Reports::TokensAndCost,
@@ -192,13 +238,13 @@ pub static SPECS: [AgentSpec; 8] = [
         // The built-in OpenAI provider, whose base URL is its `openai_base_url` setting. A
         // provider of the person's own in `config.toml` names its own key variable, which eden
         // does not hold yet.
-        credentials: Ok(Credentials {
+        credentials: Ok(Fronting::Env(Credentials {
             keys: &[("CODEX_API_KEY", CredentialHeader::Bearer), ("OPENAI_API_KEY", CredentialHeader::Bearer)],
             base_url: "OPENAI_BASE_URL",
             default_upstream: Some("https://api.openai.com/v1"),
             base_url_arg: Some(("-c", "openai_base_url=\"{url}\"")),
             configured_elsewhere: codex::configured_provider,
-        }),
+        })),
         ..ADAPTER
     },
     AgentSpec {
@@ -221,6 +267,9 @@ pub static SPECS: [AgentSpec; 8] = [
         parser: Some(|| Box::<opencode::OpencodeParser>::default()),
         command: Some(opencode::command),
         reports: Reports::TokensAndCost,
+        // Its provider is the model's (`provider/model`); its base URL is in its configuration,
+        // which `OPENCODE_CONFIG_CONTENT` overrides.
+        credentials: Ok(Fronting::Config(opencode::front)),
         ..ADAPTER
     },
     AgentSpec {
@@ -239,6 +288,8 @@ pub static SPECS: [AgentSpec; 8] = [
         parser: Some(|| Box::new(pi::PiParser)),
         command: Some(pi::command),
         reports: Reports::TokensAndCost,
+        // Its provider is the model's (`provider/model`); its base URL is in `models.json`.
+        credentials: Ok(Fronting::Config(pi::front)),
         ..ADAPTER
     },
     AgentSpec {
@@ -263,13 +314,13 @@ pub static SPECS: [AgentSpec; 8] = [
         command: Some(copilot::command),
         // Its own provider (`COPILOT_PROVIDER_BASE_URL`, `COPILOT_PROVIDER_TYPE`); without one
         // it talks to GitHub with its login.
-        credentials: Ok(Credentials {
+        credentials: Ok(Fronting::Env(Credentials {
             keys: &[("COPILOT_PROVIDER_API_KEY", CredentialHeader::Either)],
             base_url: "COPILOT_PROVIDER_BASE_URL",
             default_upstream: None,
             base_url_arg: None,
             configured_elsewhere: nowhere_else,
-        }),
+        })),
         ..ADAPTER
     },
     AgentSpec { kind: AgentKind::Cli, name: "cli", resume: false, ..ADAPTER },

@@ -169,7 +169,8 @@ pub(crate) fn load(
         Ok(found) => DotEnv::load(&found.root)?,
         Err(_) => DotEnv::default(),
     };
-    let plan = plan::resolve(manifest, &source, &|name| std::env::var(name).ok(), &dotenv)?;
+    let project = repo.as_ref().ok().map(|found| found.root.as_path());
+    let plan = plan::resolve(manifest, &source, &|name| std::env::var(name).ok(), &dotenv, project)?;
     check_args_are_used(&settings.prompt_args, &plan)?;
     Ok(Loaded { plan, repo, notes: source.notes, given })
 }

@@ -4,7 +4,7 @@
 
 use super::load::{KeyPath, Source};
 use super::sandbox_plan::SandboxPlan;
-use crate::agent::spec::CredentialHeader;
+use crate::agent::spec::{ConfigFile, ConfigFront, CredentialHeader, Credentials, FrontQuery, Fronting};
 use crate::agent::AgentPlan;
 use crate::error::Error;
 use crate::redact::Secret;
@@ -20,10 +20,14 @@ pub enum Held {
         /// Where held requests go (the base URL the person set, or the provider's API).
         upstream: String,
         /// The variable that points the agent at the proxy (`ANTHROPIC_BASE_URL`).
-        base_url_var: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        base_url_var: Option<&'static str>,
         /// For an agent that takes its base URL as an option: the option and its value.
         #[serde(skip)]
         base_url_arg: Option<(&'static str, &'static str)>,
+        /// For an agent whose base URL is in its configuration: what eden gives it instead.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        config: Option<ConfigFile>,
         keys: Vec<HeldKeyPlan>,
         /// `sandbox.hold_keys = true`: where it cannot work, that is an error, not a note.
         #[serde(skip)]
@@ -41,17 +45,24 @@ pub struct HeldKeyPlan {
     pub value: Secret,
 }
 
-/// What `sandbox.hold_keys` (`setting`) means for a step's `agent` in `sandbox`, its
-/// environment as the agent would get it (its own `env`, then `[sandbox] env`, then `.eden/.env`).
-pub(super) fn resolve(
-    agent: &AgentPlan,
-    sandbox: &SandboxPlan,
-    sandbox_env: &BTreeMap<String, Secret>,
-    dotenv: &BTreeMap<String, Secret>,
-    setting: Option<bool>,
-    source: &Source,
-    host_env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Held, Error> {
+/// Where a step's agent runs: what `resolve` needs besides the agent and the setting.
+pub(super) struct Surroundings<'a> {
+    pub sandbox: &'a SandboxPlan,
+    /// `[sandbox] env`.
+    pub sandbox_env: &'a BTreeMap<String, Secret>,
+    /// `.eden/.env`.
+    pub dotenv: &'a BTreeMap<String, Secret>,
+    pub source: &'a Source,
+    /// eden's own environment.
+    pub host_env: &'a dyn Fn(&str) -> Option<String>,
+    /// The repository's working tree, for an agent's project configuration.
+    pub project: Option<&'a std::path::Path>,
+}
+
+/// What `sandbox.hold_keys` (`setting`) means for a step's `agent`, its environment as the
+/// agent would get it (its own `env`, then `[sandbox] env`, then `.eden/.env`).
+pub(super) fn resolve(agent: &AgentPlan, setting: Option<bool>, around: &Surroundings<'_>) -> Result<Held, Error> {
+    let Surroundings { sandbox, sandbox_env, dotenv, source, host_env, project } = *around;
     let at = KeyPath::parse("sandbox.hold_keys");
     let nothing = |why: String| -> Result<Held, Error> {
         match setting {
@@ -77,51 +88,114 @@ pub(super) fn resolve(
         return nothing(format!("a `{}` agent's provider is unknown to eden", agent.kind().as_str()));
     };
     let spec = settings.kind.spec();
-    let credentials = match spec.credentials {
-        Ok(credentials) => credentials,
+    let fronting = match spec.credentials {
+        Ok(fronting) => fronting,
         Err(why) => return nothing(format!("{}: {why}", spec.name)),
     };
     let value = |key: &str| {
         settings.env.get(key).or_else(|| sandbox_env.get(key)).or_else(|| dotenv.get(key)).map(|v| v.0.clone())
     };
-    let keys: Vec<HeldKeyPlan> = credentials
+    let env = |key: &str| value(key).or_else(|| host_env(key));
+    let front = match fronting {
+        Fronting::Env(credentials) => env_front(&credentials, &value, &env),
+        Fronting::Config(choose) => config_front(choose, settings, sandbox, &env, project),
+    };
+    let front = match front {
+        Ok(front) => front,
+        Err(why) => return nothing(format!("{}: {why}", spec.name)),
+    };
+    let keys: Vec<HeldKeyPlan> = front
         .keys
         .iter()
         .filter_map(|(var, header)| {
             let value = value(var).filter(|value| !value.is_empty())?;
-            Some(HeldKeyPlan { var: (*var).to_owned(), header: *header, value: Secret(value) })
+            Some(HeldKeyPlan { var: var.clone(), header: *header, value: Secret(value) })
         })
         .collect();
-    let env = |key: &str| value(key).or_else(|| host_env(key));
-    if let Some(why) = (credentials.configured_elsewhere)(&env) {
-        return nothing(format!("{}: {why}", spec.name));
-    }
     if keys.is_empty() {
-        let vars: Vec<&str> = credentials.keys.iter().map(|(var, _)| *var).collect();
+        let vars: Vec<&str> = front.keys.iter().map(|(var, _)| var.as_str()).collect();
         return nothing(format!(
             "no key in the agent's environment ({}); its own login, if it has one, is not held",
             vars.join(", ")
         ));
     }
-    let Some(base) = value(credentials.base_url).or(credentials.default_upstream.map(str::to_owned)) else {
-        return nothing(format!(
-            "{} has no `{}`: it talks to its own service with its own login",
-            spec.name, credentials.base_url
-        ));
-    };
-    let Some(upstream) = crate::values::BaseUrl::parse(&base) else {
+    let Some(upstream) = crate::values::BaseUrl::parse(&front.upstream) else {
         return Err(source
             .error_at(
                 &KeyPath::parse("agent.env"),
-                format!("`{}` is `{base}`, not an http(s) URL", credentials.base_url),
+                format!("{} is `{}`, not an http(s) URL", front.named, front.upstream),
             )
             .with_hint("give the provider's base URL, e.g. `https://api.anthropic.com`"));
     };
     Ok(Held::Keys {
         upstream: upstream.url(),
-        base_url_var: credentials.base_url,
-        base_url_arg: credentials.base_url_arg,
+        base_url_var: front.base_url_var,
+        base_url_arg: front.base_url_arg,
+        config: front.config,
         keys,
         asked: setting == Some(true),
+    })
+}
+
+/// A provider eden can front: the variables that may hold its key, where its requests go, and
+/// how the agent is pointed at the relay instead.
+struct Front {
+    keys: Vec<(String, CredentialHeader)>,
+    upstream: String,
+    /// What set `upstream`, for an error about it.
+    named: String,
+    base_url_var: Option<&'static str>,
+    base_url_arg: Option<(&'static str, &'static str)>,
+    config: Option<ConfigFile>,
+}
+
+/// An agent whose provider is all in its environment (`Fronting::Env`).
+fn env_front(
+    credentials: &Credentials,
+    value: &dyn Fn(&str) -> Option<String>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Front, String> {
+    if let Some(why) = (credentials.configured_elsewhere)(env) {
+        return Err(why);
+    }
+    let keys = credentials.keys.iter().map(|(var, header)| ((*var).to_owned(), *header)).collect();
+    let Some(upstream) = value(credentials.base_url).or(credentials.default_upstream.map(str::to_owned)) else {
+        return Err(format!("it has no `{}`: it talks to its own service with its own login", credentials.base_url));
+    };
+    Ok(Front {
+        keys,
+        upstream,
+        named: format!("`{}`", credentials.base_url),
+        base_url_var: Some(credentials.base_url),
+        base_url_arg: credentials.base_url_arg,
+        config: None,
+    })
+}
+
+/// An agent whose provider is in its own configuration (`Fronting::Config`), which eden
+/// rewrites in the run's private copy of its folder.
+fn config_front(
+    choose: fn(&FrontQuery<'_>) -> Result<ConfigFront, String>,
+    settings: &crate::agent::AdapterSettings,
+    sandbox: &SandboxPlan,
+    env: &dyn Fn(&str) -> Option<String>,
+    project: Option<&std::path::Path>,
+) -> Result<Front, String> {
+    let query = FrontQuery { model: settings.model.as_deref(), extra_args: &settings.extra_args, env, project };
+    let front = choose(&query)?;
+    if let Some(file) = front.config.file {
+        let private =
+            sandbox.agent_state().is_some_and(|states| states.iter().any(|state| state.var == front.config.var));
+        if !private {
+            return Err(format!("its `{file}` is not eden's to write with `sandbox.mount_agent_config = false`"));
+        }
+    }
+    Ok(Front {
+        keys: front.key_vars.into_iter().map(|var| (var, front.header)).collect(),
+        named: "the base URL in its configuration".into(),
+        upstream: front.upstream,
+        base_url_var: None,
+        base_url_arg: None,
+        config: Some(front.config),
     })
 }

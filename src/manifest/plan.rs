@@ -143,6 +143,7 @@ pub fn resolve(
     source: &Source,
     process_env: &dyn Fn(&str) -> Option<String>,
     dotenv: &DotEnv,
+    project: Option<&std::path::Path>,
 ) -> Result<Plan, Error> {
     let at = |key: &str| KeyPath::parse(key);
     // `${VAR}` looks in eden's environment first, then in `.eden/.env`.
@@ -244,17 +245,16 @@ pub fn resolve(
     let secrets = secrets(&manifest, dotenv, host_env);
     let env = EnvPlan { file: dotenv.path.clone(), dotenv: dotenv_plan, sandbox: sandbox_env };
     let mut steps = steps;
+    let around = super::held_plan::Surroundings {
+        sandbox: &sandbox,
+        sandbox_env: &env.sandbox,
+        dotenv: &env.dotenv,
+        source,
+        host_env,
+        project,
+    };
     for step in &mut steps {
-        let (sandbox_env, dotenv) = (&env.sandbox, &env.dotenv);
-        step.held = super::held_plan::resolve(
-            &step.agent,
-            &sandbox,
-            sandbox_env,
-            dotenv,
-            manifest.sandbox.hold_keys,
-            source,
-            host_env,
-        )?;
+        step.held = super::held_plan::resolve(&step.agent, manifest.sandbox.hold_keys, &around)?;
     }
 
     Ok(Plan {

@@ -160,13 +160,14 @@ fn agent_command(shared: &Shared<'_>, ask: &Ask<'_>) -> Result<(Prepared, AgentE
     for (key, value) in shared.sandbox.state_env() {
         command = command.env(key, value);
     }
-    let agent_env = AgentEnv::of(&command);
     // Held keys: placeholders, and the relay in front that points the agent at the proxy.
     if let Some(holder) = shared.holder {
         let eden =
             std::env::current_exe().map_err(|err| Error::internal("cannot find eden's executable").with_source(err))?;
         command = holder.wrap(&ask.step.held, command, &eden);
     }
+    // What eden runs later as the agent (opencode's `export`) gets its placeholders too.
+    let agent_env = AgentEnv::of(&command);
     Ok((shared.sandbox.prepare(command)?, agent_env))
 }
 

@@ -3,6 +3,7 @@
 //! the relay with placeholders for keys.
 
 use super::{Audit, HeldKey, Proxy};
+use crate::agent::spec::ConfigFile;
 use crate::error::Error;
 use crate::manifest::held_plan::Held;
 use crate::process::ProcessBuilder;
@@ -15,6 +16,8 @@ pub struct Holder {
     proxies: Vec<(String, Proxy, String)>,
     /// Key variable (per upstream) to its placeholder.
     placeholders: Vec<(String, String, String)>,
+    /// Configuration templates (`ConfigFile::template`) and their files' names in the folder.
+    templates: Vec<(String, String)>,
 }
 
 impl Holder {
@@ -47,6 +50,15 @@ impl Holder {
                 placeholders.push((upstream.clone(), key.var.clone(), placeholder));
             }
         }
+        let mut templates: Vec<(String, String)> = Vec::new();
+        for held in steps {
+            let Held::Keys { config: Some(config), .. } = held else { continue };
+            if templates.iter().all(|(known, _)| *known != config.template) {
+                let name = format!("{}.{}", templates.len(), config.file.unwrap_or(config.var));
+                fs_err::write(dir.join(&name), &config.template).map_err(|err| failed(err.to_string()))?;
+                templates.push((config.template.clone(), name));
+            }
+        }
         let mut proxies = Vec::new();
         for (n, (upstream, keys)) in upstreams.into_iter().enumerate() {
             let parsed = super::upstream::Upstream::parse(&upstream)
@@ -55,13 +67,13 @@ impl Holder {
             let proxy = Proxy::start(&dir.join(&name), parsed, keys).map_err(failed)?;
             proxies.push((upstream, proxy, name));
         }
-        Ok(Holder { inside: inside.to_owned(), proxies, placeholders })
+        Ok(Holder { inside: inside.to_owned(), proxies, placeholders, templates })
     }
 
     /// `command` (the agent's, for a step that holds `held`) with placeholders for its keys, run
     /// behind the relay (`eden`, as the sandbox runs it) that points its base URL at the proxy.
     pub fn wrap(&self, held: &Held, command: ProcessBuilder, eden: &Path) -> ProcessBuilder {
-        let Held::Keys { upstream, base_url_var, base_url_arg, keys, .. } = held else { return command };
+        let Held::Keys { upstream, base_url_var, base_url_arg, config, keys, .. } = held else { return command };
         let Some((_, _, socket)) = self.proxies.iter().find(|(known, _, _)| known == upstream) else { return command };
         let mut command = command;
         for key in keys {
@@ -70,7 +82,9 @@ impl Holder {
                 command = command.env(&key.var, placeholder);
             }
         }
-        let command = command.env_remove(base_url_var);
+        if let Some(var) = base_url_var {
+            command = command.env_remove(var);
+        }
         // An option that names the URL goes before the last argument (the prompt's `-`), the
         // relay's address in it once the relay knows its port.
         let mut args = command.get_args().to_vec();
@@ -80,15 +94,32 @@ impl Holder {
             args.splice(at..at, [(*option).into(), value.into()]);
         }
         let program = command.program().to_owned();
-        let mut relay_args: Vec<std::ffi::OsString> = vec![
-            super::relay::RELAY_SUBCOMMAND.into(),
-            self.inside.join(socket).into(),
-            (*base_url_var).into(),
-            "--".into(),
-            program,
-        ];
+        let mut relay_args: Vec<std::ffi::OsString> =
+            vec![super::relay::RELAY_SUBCOMMAND.into(), self.inside.join(socket).into()];
+        relay_args.extend(base_url_var.map(Into::into));
+        // Configuration, made by the relay from the template in the proxy's folder: a file in
+        // the agent's private folder (the variable's value, as the sandbox sees it), or the
+        // variable's value.
+        if let Some(config) = config {
+            relay_args.extend(self.relay_config(config, &command));
+        }
+        relay_args.extend(["--".into(), program]);
         relay_args.extend(args);
         command.with_program(eden, relay_args)
+    }
+
+    /// The relay's options that give the agent `config`.
+    fn relay_config(&self, config: &ConfigFile, command: &ProcessBuilder) -> Vec<std::ffi::OsString> {
+        let Some((_, name)) = self.templates.iter().find(|(template, _)| *template == config.template) else {
+            return Vec::new();
+        };
+        let template = self.inside.join(name).into_os_string();
+        let Some(file) = config.file else { return vec!["--env".into(), config.var.into(), template] };
+        let folder = command.get_env().iter().find(|(key, _)| key == config.var).and_then(|(_, value)| value.clone());
+        match folder {
+            Some(folder) => vec!["--write".into(), std::path::Path::new(&folder).join(file).into(), template],
+            None => Vec::new(),
+        }
     }
 
     /// The requests the proxies answered since the last call.

@@ -1,6 +1,8 @@
-//! The relay inside a sandbox: `eden __eden-relay SOCKET VAR… -- PROGRAM ARGS…` listens on
-//! `127.0.0.1:<a free port>` in the sandbox's own network, points each VAR at it
-//! (`http://127.0.0.1:<port>`) for PROGRAM (the agent), and becomes PROGRAM; a forked helper
+//! The relay inside a sandbox: `eden __eden-relay SOCKET VAR… [--write FILE TEMPLATE]… [--env
+//! VAR TEMPLATE]… -- PROGRAM ARGS…` listens on `127.0.0.1:<a free port>` in the sandbox's own
+//! network, points each VAR at it (`http://127.0.0.1:<port>`) for PROGRAM (the agent), writes
+//! each FILE (or sets each `--env` VAR) from its TEMPLATE with the URL where `URL_MARK` is (for
+//! an agent whose base URL is in its own configuration), and becomes PROGRAM; a forked helper
 //! carries each connection to SOCKET, the run's proxy outside (`process::beside`). It holds
 //! nothing: the agent could reach the socket itself, and gains nothing by doing so.
 
@@ -15,7 +17,7 @@ pub const RELAY_SUBCOMMAND: &str = "__eden-relay";
 
 /// In PROGRAM's arguments, replaced by the relay's URL (for a CLI that takes its base URL as an
 /// option).
-pub const URL_MARK: &str = "@eden-relay-url@";
+pub const URL_MARK: &str = crate::agent::spec::RELAY_URL_MARK;
 
 /// Runs the relay; returns an exit code only when the agent could not be started.
 pub fn run(args: &[std::ffi::OsString]) -> i32 {
@@ -25,10 +27,27 @@ pub fn run(args: &[std::ffi::OsString]) -> i32 {
         return 2;
     };
     let (before, program) = (&args[..split], &args[split + 1..]);
-    let (Some((socket, vars)), Some((program, program_args))) = (before.split_first(), program.split_first()) else {
+    let (Some((socket, rest)), Some((program, program_args))) = (before.split_first(), program.split_first()) else {
         eprintln!("eden: usage: {RELAY_SUBCOMMAND} SOCKET VAR... -- PROGRAM ARGS...");
         return 2;
     };
+    let (mut vars, mut files, mut values) = (Vec::new(), Vec::new(), Vec::new());
+    let mut rest = rest.iter();
+    while let Some(arg) = rest.next() {
+        let pair = match arg.as_str() {
+            "--write" => &mut files,
+            "--env" => &mut values,
+            _ => {
+                vars.push(arg);
+                continue;
+            }
+        };
+        let (Some(first), Some(template)) = (rest.next(), rest.next()) else {
+            eprintln!("eden: usage: {RELAY_SUBCOMMAND} SOCKET VAR... [--write FILE TEMPLATE] [--env VAR TEMPLATE] -- PROGRAM ARGS...");
+            return 2;
+        };
+        pair.push((first, template));
+    }
     let listener = match TcpListener::bind(("127.0.0.1", 0)) {
         Ok(listener) => listener,
         Err(err) => {
@@ -38,12 +57,34 @@ pub fn run(args: &[std::ffi::OsString]) -> i32 {
     };
     let port = listener.local_addr().map(|addr| addr.port()).unwrap_or(0);
     let url = format!("http://127.0.0.1:{port}");
-    let env: Vec<(String, String)> = vars.iter().map(|var| (var.clone(), url.clone())).collect();
+    for (file, template) in files {
+        if let Err(err) = write_config(file, template, &url) {
+            eprintln!("eden: the relay cannot write `{file}` for the agent: {err}");
+            return 126;
+        }
+    }
+    let mut env: Vec<(String, String)> = vars.iter().map(|var| ((*var).clone(), url.clone())).collect();
+    for (var, template) in values {
+        match std::fs::read_to_string(template) {
+            Ok(text) => env.push((var.clone(), text.replace(URL_MARK, &url))),
+            Err(err) => {
+                eprintln!("eden: the relay cannot read `{template}` for the agent: {err}");
+                return 126;
+            }
+        }
+    }
     let program_args: Vec<String> = program_args.iter().map(|arg| arg.replace(URL_MARK, &url)).collect();
     let socket = socket.clone();
     let why = crate::process::beside::exec_beside(move || serve(listener, &socket), program, &program_args, &env);
     eprintln!("eden: {why}");
     127
+}
+
+/// `file` from `template` with the relay's URL in it. Both are in the sandbox: the template is
+/// eden's (the proxy's folder, read-only in a container), the file is the agent's own.
+fn write_config(file: &str, template: &str, url: &str) -> std::io::Result<()> {
+    let text = std::fs::read_to_string(template)?;
+    std::fs::write(file, text.replace(URL_MARK, url))
 }
 
 fn serve(listener: TcpListener, socket: &str) {

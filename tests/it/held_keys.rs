@@ -113,13 +113,19 @@ fn relay(client: TcpStream, config: Arc<rustls::ServerConfig>, backend: u16, not
 const KEY: &str = "sk-ant-held-4711-real-key";
 
 /// The agent: a script that writes what every process in the sandbox has in its environment
-/// and on its command line into `dump`, then runs the real Claude Code.
+/// and on its command line into `dump`, and which files in its home, worktree, `/tmp` and state
+/// folders hold the key (the key is split in two in the script, so the script is not one of
+/// them), then runs the real Claude Code.
 fn spy(dir: &Path, claude: &str, dump: &str) -> PathBuf {
     let path = dir.join("spy.sh");
     std::fs::write(
         &path,
         format!(
-            "#!/bin/sh\nfor p in /proc/[0-9]*; do cat $p/environ $p/cmdline 2>/dev/null; echo; done > {dump}/procs.txt\nenv > {dump}/env.txt\nexec {claude} \"$@\"\n"
+            "#!/bin/sh\nfor p in /proc/[0-9]*; do cat $p/environ $p/cmdline 2>/dev/null; echo; done > {dump}/procs.txt\nenv > {dump}/env.txt\n\
+             k1={}; k2={}\ngrep -rlF \"$k1$k2\" \"$HOME\" \"$PWD\" /tmp ${{PI_CODING_AGENT_DIR:-}} ${{CODEX_HOME:-}} ${{CLAUDE_CONFIG_DIR:-}} ${{COPILOT_HOME:-}} > {dump}/files.txt 2>/dev/null\n\
+             exec {claude} \"$@\"\n",
+            &KEY[..8],
+            &KEY[8..]
         ),
     )
     .unwrap();
@@ -214,11 +220,34 @@ fn podman_holds_the_key() {
 
 #[test]
 fn isolated_holds_the_key() {
-    let Some(claude) = crate::real_agents::require("claude") else { return };
+    let env = TestEnv::new();
+    isolated_holds(&env, "claude-code", "claude", &|front| agent_env(front));
+}
+
+/// pi in isolated, its `models.json` pointing the built-in Anthropic provider at the server.
+#[test]
+fn pi_in_isolated_holds_the_key() {
+    let env = TestEnv::new();
+    let dir = env.root().join("pi");
+    std::fs::create_dir_all(&dir).unwrap();
+    isolated_holds(&env, "pi", "pi", &|front| {
+        let models = serde_json::json!({ "providers": { "anthropic": {
+            "baseUrl": front.url(), "models": [{ "id": "mock-model", "name": "Mock model" }] } } });
+        std::fs::write(dir.join("models.json"), models.to_string()).unwrap();
+        format!(
+            "model = \"anthropic/mock-model\"\nenv = {{ ANTHROPIC_API_KEY = \"{KEY}\", PI_CODING_AGENT_DIR = \"{}\" }}",
+            dir.display()
+        )
+    });
+}
+
+/// The real `binary` as a `kind` agent in isolated with no network, behind a spy; `agent`
+/// gives the rest of `[agent]` once the server's front is up.
+fn isolated_holds(env: &TestEnv, kind: &str, binary: &str, agent: &dyn Fn(&TlsFront) -> String) {
+    let Some(program) = crate::real_agents::require(binary) else { return };
     if !crate::isolated::bwrap() {
         return;
     }
-    let env = TestEnv::new();
     let server = ModelServer::start(std::fs::canonicalize(&env.repo).unwrap(), false);
     let front = TlsFront::start(server.port);
     // Inside, only the copy, its TMPDIR and the state folders are writable: the spy writes in
@@ -230,19 +259,19 @@ fn isolated_holds_the_key() {
             "#!/bin/sh\nfor p in /proc/[0-9]*; do cat $p/environ $p/cmdline 2>/dev/null; echo; done > \"$TMPDIR/procs.txt\"\n\
              if grep -q '{KEY}' \"$TMPDIR/procs.txt\"; then echo KEY-INSIDE >&2; else echo KEY-NOT-INSIDE >&2; fi\n\
              env | grep ANTHROPIC_API_KEY= | sed 's/^/SPY /' >&2\nexec {} \"$@\"\n",
-            std::fs::canonicalize(claude).unwrap().display()
+            std::fs::canonicalize(program).unwrap().display()
         ),
     )
     .unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&spy, std::fs::Permissions::from_mode(0o755)).unwrap();
     let manifest = format!(
-        "name = \"held\"\nprompt = \"create hello.txt and commit it\"\n[agent]\nkind = \"claude-code\"\nbinary = \"{}\"\n{}\n\
+        "name = \"held\"\nprompt = \"create hello.txt and commit it\"\n[agent]\nkind = \"{kind}\"\nbinary = \"{}\"\n{}\n\
          [sandbox]\nkind = \"isolated\"\nnetwork = \"none\"\n[loop]\nmax_iterations = 1\nidle_timeout = \"90s\"\n",
         spy.display(),
-        agent_env(&front)
+        agent(&front)
     );
-    let run = run_held(&env, &front, &server, &manifest);
+    let run = run_held(env, &front, &server, &manifest);
     let log = std::fs::read_dir(env.repo.join(".eden/logs")).unwrap().flatten().next().unwrap().path();
     let log = std::fs::read_to_string(log).unwrap();
     assert!(log.contains("KEY-NOT-INSIDE") && !log.contains("KEY-INSIDE\""), "{}", run.stderr);
@@ -469,6 +498,19 @@ exec /opt/claude \"$@\"\n",
 /// behind the spy, its environment `env` (TOML): the server gets the key as `Authorization:
 /// Bearer` from the proxy only, and inside there is only `key_var`'s placeholder.
 fn node_agent_holds_the_key(kind: &str, binary: &str, env: &TestEnv, agent_env: &str, key_var: &str) -> Option<Run> {
+    node_agent_holds_the_key_with(kind, binary, env, agent_env, "", key_var, &|_| ())
+}
+
+/// As `node_agent_holds_the_key`, with more of `[agent]` (TOML lines).
+fn node_agent_holds_the_key_with(
+    kind: &str,
+    binary: &str,
+    env: &TestEnv,
+    agent_env: &str,
+    agent_lines: &str,
+    key_var: &str,
+    configure: &dyn Fn(&str),
+) -> Option<Run> {
     let node = crate::real_agents::require("node")?;
     let cli = crate::real_agents::require(binary)?;
     if !crate::containers::ready("docker") {
@@ -478,11 +520,12 @@ fn node_agent_holds_the_key(kind: &str, binary: &str, env: &TestEnv, agent_env: 
     let modules = cli.ancestors().find(|dir| dir.ends_with("node_modules")).unwrap().to_path_buf();
     let server = ModelServer::start(std::fs::canonicalize(&env.repo).unwrap(), false);
     let front = TlsFront::start(server.port);
+    configure(&front.url());
     let dump = env.root().join("dump");
     std::fs::create_dir_all(&dump).unwrap();
     let spy = spy(env.root(), &cli.display().to_string(), "/dump");
     let manifest = format!(
-        "name = \"held\"\nprompt = \"create hello.txt and commit it\"\n[agent]\nkind = \"{kind}\"\nbinary = \"/opt/spy\"\n\
+        "name = \"held\"\nprompt = \"create hello.txt and commit it\"\n[agent]\nkind = \"{kind}\"\nbinary = \"/opt/spy\"\n{agent_lines}\
          env = {{ {} }}\n[sandbox]\nkind = \"docker\"\nimage = \"{IMAGE}\"\nnetwork = \"none\"\n\
          mounts = [{{ host = \"{}\", sandbox = \"/usr/local/bin/node\", read_only = true }}, {{ host = \"{}\", sandbox = \"{}\", read_only = true }}, \
          {{ host = \"{}\", sandbox = \"/opt/spy\", read_only = true }}, {{ host = \"{}\", sandbox = \"/dump\" }}]\n\
@@ -499,8 +542,16 @@ fn node_agent_holds_the_key(kind: &str, binary: &str, env: &TestEnv, agent_env: 
     command.env("SSL_CERT_FILE", &front.ca).env("XDG_CONFIG_HOME", env.root().join("xdg"));
     let run = Run::from(command.output().unwrap());
     run.assert_code(0);
+    assert_eq!(run.json()["held_keys"][0]["var"], key_var, "{}", run.stderr);
     let heads = front.heads();
-    assert!(heads.contains(&format!("Bearer {KEY}")), "the server gets the real key:\n{heads}");
+    assert!(heads.contains(KEY), "the server gets the real key:\n{heads}");
+    // (The run's branch is `eden-held-…` too, and codex names its worktree in a header.)
+    assert!(
+        !heads.contains(": eden-held-") && !heads.contains("Bearer eden-held-"),
+        "a placeholder reached the server:\n{heads}"
+    );
+    let files = std::fs::read_to_string(dump.join("files.txt")).unwrap();
+    assert_eq!(files, "", "files in the sandbox hold the key");
     let procs = std::fs::read_to_string(dump.join("procs.txt")).unwrap();
     let inside = std::fs::read_to_string(dump.join("env.txt")).unwrap();
     assert!(inside.contains(&format!("{key_var}=eden-held-")), "{inside}");
@@ -534,6 +585,57 @@ fn codex_in_docker_holds_the_key() {
     let agent_env =
         format!("OPENAI_BASE_URL = \"{{front}}/v1\", CODEX_API_KEY = \"{{key}}\", CODEX_HOME = \"{}\"", home.display());
     node_agent_holds_the_key("codex", "codex", &env, &agent_env, "CODEX_API_KEY");
+}
+
+/// pi with its built-in Anthropic provider, which the person's `models.json` points at a
+/// gateway (the test's server): eden writes the run's private `models.json` with the relay's
+/// URL for it, and holds `ANTHROPIC_API_KEY`.
+#[test]
+fn pi_in_docker_holds_the_key() {
+    let env = TestEnv::new();
+    let dir = env.root().join("pi");
+    std::fs::create_dir_all(&dir).unwrap();
+    let agent_env = format!("ANTHROPIC_API_KEY = \"{{key}}\", PI_CODING_AGENT_DIR = \"{}\"", dir.display());
+    // The gateway's URL is known once the test's server runs: the models file names it then.
+    let models = |front: &str| {
+        let models = serde_json::json!({ "providers": { "anthropic": {
+            "baseUrl": front, "models": [{ "id": "mock-model", "name": "Mock model" }] } } });
+        std::fs::write(dir.join("models.json"), models.to_string()).unwrap();
+    };
+    let model = "model = \"anthropic/mock-model\"\n";
+    let Some(run) = node_agent_holds_the_key_with("pi", "pi", &env, &agent_env, model, "ANTHROPIC_API_KEY", &models)
+    else {
+        return;
+    };
+    assert!(run.json()["held_keys"][0]["upstream"].as_str().unwrap().starts_with("https://localhost:"));
+    let mine = std::fs::read_to_string(dir.join("models.json")).unwrap();
+    assert!(!mine.contains("127.0.0.1"), "the person's models.json is theirs: {mine}");
+}
+
+/// opencode with a provider of the person's own (its global `opencode.json`, key
+/// `{env:MOCK_KEY}`): eden points it at the relay through `OPENCODE_CONFIG_CONTENT`.
+#[test]
+fn opencode_in_docker_holds_the_key() {
+    let env = TestEnv::new();
+    let config = env.root().join("xdg/opencode");
+    std::fs::create_dir_all(&config).unwrap();
+    let provider = |front: &str| {
+        let config_json = serde_json::json!({
+            "$schema": "https://opencode.ai/config.json", "autoupdate": false, "share": "disabled",
+            "provider": { "mock": {
+                "npm": "@ai-sdk/openai-compatible", "name": "Mock",
+                "options": { "baseURL": format!("{front}/v1"), "apiKey": "{env:MOCK_KEY}" },
+                "models": { "mock-model": { "name": "Mock model" } } } } });
+        std::fs::write(config.join("opencode.json"), config_json.to_string()).unwrap();
+    };
+    let agent_env = "MOCK_KEY = \"{key}\", OPENCODE_DISABLE_AUTOUPDATE = \"1\"";
+    let model = "model = \"mock/mock-model\"\n";
+    let Some(run) =
+        node_agent_holds_the_key_with("opencode", "opencode", &env, agent_env, model, "MOCK_KEY", &provider)
+    else {
+        return;
+    };
+    assert!(run.json()["held_keys"][0]["upstream"].as_str().unwrap().ends_with("/v1"));
 }
 
 /// `eden interactive` holds the key too: the agent's session in docker sees the placeholder.
