@@ -90,7 +90,7 @@ fn main() {
     let socket = dir.join("0.sock");
     let upstream = eden::values::BaseUrl::parse(&format!("http://127.0.0.1:{port}")).unwrap();
     let key = eden::proxy::HeldKey {
-        header: eden::agent::spec::CredentialHeader::XApiKey,
+        header: eden::agent::credentials::CredentialHeader::XApiKey,
         placeholder: "eden-held-bench".into(),
         value: eden::redact::Secret("sk-real".into()),
     };

@@ -11,6 +11,44 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 use std::borrow::Cow;
 
+/// How long a login's access token must still be valid for eden to hold it: Claude refreshes
+/// one near its end itself, which it cannot do with a placeholder.
+const LOGIN_MARGIN_MS: i64 = 30 * 60 * 1000;
+
+/// The access token of the person's `/login` (`.credentials.json`, `claudeAiOauth`), if any.
+pub fn login_token(folder: &std::path::Path) -> Result<Option<String>, String> {
+    let path = folder.join(".credentials.json");
+    let Ok(text) = std::fs::read_to_string(&path) else { return Ok(None) };
+    let value: Value =
+        serde_json::from_str(&text).map_err(|err| format!("its `{}` is not JSON: {err}", path.display()))?;
+    let Some(oauth) = value.get("claudeAiOauth") else { return Ok(None) };
+    let Some(token) = oauth.get("accessToken").and_then(Value::as_str).filter(|token| !token.is_empty()) else {
+        return Ok(None);
+    };
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
+    match oauth.get("expiresAt").and_then(Value::as_i64) {
+        Some(expires) if expires - now < LOGIN_MARGIN_MS => Err(format!(
+            "its login in `{}` expires within 30 minutes and only Claude can refresh it: run `claude` once to refresh it",
+            path.display()
+        )),
+        _ => Ok(Some(token.to_owned())),
+    }
+}
+
+/// The run's private `.credentials.json` with `placeholder` as its access token and no refresh
+/// token: the login works through eden's proxy, and only for as long as its token lasts.
+pub fn hold_login(folder: &std::path::Path, placeholder: &str) -> std::io::Result<()> {
+    let path = folder.join(".credentials.json");
+    let mut value: Value = serde_json::from_str(&std::fs::read_to_string(&path)?)?;
+    if let Some(oauth) = value.get_mut("claudeAiOauth").and_then(Value::as_object_mut) {
+        oauth.insert("accessToken".into(), Value::String(placeholder.to_owned()));
+        oauth.remove("refreshToken");
+    }
+    let temporary = folder.join(".credentials.json.eden");
+    std::fs::write(&temporary, serde_json::to_vec(&value)?)?;
+    std::fs::rename(&temporary, &path)
+}
+
 pub fn command(settings: &AdapterSettings, invocation: &Invocation<'_>) -> ProcessBuilder {
     let mut command = ProcessBuilder::new(&settings.binary).args([
         "-p",

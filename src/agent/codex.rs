@@ -10,8 +10,7 @@ use std::borrow::Cow;
 
 /// Why eden cannot hold Codex's key, when its `config.toml` chooses a provider or base URL of
 /// its own (`model_provider`, `openai_base_url`): the key would go where eden does not send it.
-pub fn configured_provider(env: &super::spec::EnvLookup<'_>) -> Option<String> {
-    let home = super::spec::AgentKind::Codex.spec().state_dirs[0].resolve(env);
+pub fn configured_provider(home: &std::path::Path) -> Option<String> {
     let config = std::fs::read_to_string(home.join("config.toml")).ok()?;
     let set = config
         .lines()
@@ -147,15 +146,13 @@ mod tests {
     #[test]
     fn a_provider_of_its_own_in_config_toml_is_noticed() {
         let dir = tempfile::tempdir().unwrap();
-        let home = dir.path().display().to_string();
-        let env = |key: &str| (key == "CODEX_HOME").then(|| home.clone());
-        assert_eq!(configured_provider(&env), None, "no config.toml");
+        assert_eq!(configured_provider(dir.path()), None, "no config.toml");
         std::fs::write(dir.path().join("config.toml"), "model = \"gpt-5.5\"\n[profiles.x]\nmodel_provider = \"y\"\n")
             .unwrap();
-        assert_eq!(configured_provider(&env), None, "a profile's own setting is not the top level's");
+        assert_eq!(configured_provider(dir.path()), None, "a profile's own setting is not the top level's");
         std::fs::write(dir.path().join("config.toml"), "model_provider = \"mock\"\n").unwrap();
-        assert!(configured_provider(&env).unwrap().contains("sets `model_provider`"));
+        assert!(configured_provider(dir.path()).unwrap().contains("sets `model_provider`"));
         std::fs::write(dir.path().join("config.toml"), "openai_base_url = \"https://gw\"\n").unwrap();
-        assert!(configured_provider(&env).unwrap().contains("sets `openai_base_url`"));
+        assert!(configured_provider(dir.path()).unwrap().contains("sets `openai_base_url`"));
     }
 }

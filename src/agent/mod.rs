@@ -6,6 +6,7 @@ mod claude;
 mod cli;
 mod codex;
 mod copilot;
+pub mod credentials;
 mod cursor;
 pub mod interactive;
 mod opencode;

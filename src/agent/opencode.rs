@@ -2,7 +2,7 @@
 //! `sessionID` and a `part`: `text`, `tool_use` (with its state), `step_finish` with the step's
 //! tokens and cost, and `error`.
 
-use super::spec::{AgentKind, ConfigFile, ConfigFront, CredentialHeader, FrontQuery, RELAY_URL_MARK};
+use super::credentials::{ConfigFile, ConfigFront, CredentialHeader, FrontQuery, RELAY_URL_MARK};
 use super::stream::*;
 use super::{AdapterSettings, Invocation, Parser};
 use crate::process::ProcessBuilder;
@@ -33,9 +33,7 @@ const BUILT_IN: &[(&str, &str, &str)] = &[
 /// the provider's `baseURL` and `apiKey`, and points it at the relay through
 /// `OPENCODE_CONFIG_CONTENT` (the person's own, if any, with the provider's `baseURL` set).
 pub fn front(query: &FrontQuery<'_>) -> Result<ConfigFront, String> {
-    let specs = AgentKind::Opencode.spec().state_dirs;
-    let data = specs[0].resolve(query.env).join(specs[0].share);
-    let config_dir = specs[1].resolve(query.env).join(specs[1].share);
+    let [data, config_dir] = query.folders else { return Err("its folders are unknown".into()) };
     let mut files: Vec<std::path::PathBuf> =
         ["config.json", "opencode.json", "opencode.jsonc"].iter().map(|name| config_dir.join(name)).collect();
     files.extend((query.env)("OPENCODE_CONFIG").map(std::path::PathBuf::from));
@@ -234,21 +232,16 @@ mod tests {
         assert_eq!(value["s"], "a,]\"/*");
     }
 
-    /// `front` for `model` with `home` as `$HOME` and the agent's environment `vars`.
+    /// `front` for `model` with `home`'s folders and the agent's environment `vars`.
     fn front_in(
         home: &std::path::Path,
         project: Option<&std::path::Path>,
         model: Option<&str>,
         vars: &[(&str, &str)],
     ) -> Result<ConfigFront, String> {
-        let home = home.display().to_string();
-        let env = |key: &str| {
-            if key == "HOME" {
-                return Some(home.clone());
-            }
-            vars.iter().find(|(name, _)| *name == key).map(|(_, value)| (*value).to_owned())
-        };
-        front(&FrontQuery { model, extra_args: &[], env: &env, project })
+        let env = |key: &str| vars.iter().find(|(name, _)| *name == key).map(|(_, value)| (*value).to_owned());
+        let folders = [home.join(".local/share/opencode"), home.join(".config/opencode")];
+        front(&FrontQuery { model, extra_args: &[], env: &env, folders: &folders, project })
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! the id); assistant `message_end` lines carry the complete text and per-message usage, and
 //! `stopReason: "error"` with `errorMessage` for failures — pi exits 0 even then.
 
-use super::spec::{AgentKind, ConfigFile, ConfigFront, CredentialHeader, FrontQuery, RELAY_URL_MARK};
+use super::credentials::{ConfigFile, ConfigFront, CredentialHeader, FrontQuery, RELAY_URL_MARK};
 use super::stream::*;
 use super::{AdapterSettings, Invocation, Parser};
 use crate::process::ProcessBuilder;
@@ -36,8 +36,8 @@ const BUILT_IN: &[(&str, &str, &str)] = &[
 /// `models.json`, else the built-in one. eden points it at the relay through the run's private
 /// `models.json` (the person's, with the provider's `baseUrl` replaced).
 pub fn front(query: &FrontQuery<'_>) -> Result<ConfigFront, String> {
-    let dir = AgentKind::Pi.spec().state_dirs[0].resolve(query.env);
-    let provider = provider(query, &dir)?;
+    let Some(dir) = query.folders.first() else { return Err("its folder is unknown".into()) };
+    let provider = provider(query, dir)?;
     if query.extra_args.iter().any(|arg| arg == "--api-key" || arg.starts_with("--api-key=")) {
         return Err("its key is on its command line (`--api-key` in `agent.args`)".into());
     }
@@ -182,14 +182,8 @@ mod tests {
 
     /// `front` for `model` with pi's folder `dir` and the agent's environment `vars`.
     fn front_in(dir: &std::path::Path, model: Option<&str>, vars: &[(&str, &str)]) -> Result<ConfigFront, String> {
-        let folder = dir.display().to_string();
-        let env = |key: &str| {
-            if key == "PI_CODING_AGENT_DIR" {
-                return Some(folder.clone());
-            }
-            vars.iter().find(|(name, _)| *name == key).map(|(_, value)| (*value).to_owned())
-        };
-        front(&FrontQuery { model, extra_args: &[], env: &env, project: None })
+        let env = |key: &str| vars.iter().find(|(name, _)| *name == key).map(|(_, value)| (*value).to_owned());
+        front(&FrontQuery { model, extra_args: &[], env: &env, folders: &[dir.to_owned()], project: None })
     }
 
     #[test]

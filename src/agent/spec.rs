@@ -3,8 +3,10 @@
 //! what it prints. Everything else (manifest validation, the sandbox's mounts, `eden image
 //! build`, error hints) looks facts up here instead of keeping lists of its own.
 
+use super::credentials::{nowhere_else, CredentialHeader, Credentials, Fronting, Login};
 use super::{claude, codex, copilot, cursor, opencode, pi};
 use super::{AdapterSettings, Invocation, LinesParser, Parser};
+
 use crate::process::ProcessBuilder;
 use serde::{Deserialize, Serialize};
 
@@ -71,91 +73,6 @@ pub struct AgentSpec {
     pub credentials: Result<Fronting, &'static str>,
 }
 
-/// How eden finds an agent's provider and points the agent at its proxy instead.
-#[derive(Clone, Copy)]
-pub enum Fronting {
-    /// Its provider is in its environment, the same way for every run.
-    Env(Credentials),
-    /// Its provider is chosen by its model and its own configuration, which eden reads for the
-    /// run and rewrites in the run's private copy of its folder.
-    Config(fn(&FrontQuery<'_>) -> Result<ConfigFront, String>),
-}
-
-/// What a `Fronting::Config` agent's provider is chosen from.
-pub struct FrontQuery<'a> {
-    pub model: Option<&'a str>,
-    pub extra_args: &'a [String],
-    /// The agent's environment over this machine's (for its configuration folder).
-    pub env: &'a EnvLookup<'a>,
-    /// The repository's working tree, for a project's own configuration.
-    pub project: Option<&'a std::path::Path>,
-}
-
-/// A provider found in an agent's configuration.
-#[derive(Debug, Clone)]
-pub struct ConfigFront {
-    /// The variables that may hold its key, the first one set being the one the agent uses.
-    pub key_vars: Vec<String>,
-    pub header: CredentialHeader,
-    pub upstream: String,
-    /// The configuration that points the agent at the relay instead.
-    pub config: ConfigFile,
-}
-
-/// In a configuration file's template, where the relay's URL goes once the relay knows its port.
-pub const RELAY_URL_MARK: &str = "@eden-relay-url@";
-
-/// Configuration eden gives the agent: `template` with the relay's URL where `RELAY_URL_MARK`
-/// is, as the file `file` in the private folder `var` points at, or without a file as the value
-/// of `var` itself.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ConfigFile {
-    pub var: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub file: Option<&'static str>,
-    #[serde(skip)]
-    pub template: String,
-}
-
-/// How an agent CLI sends its provider key, and where to.
-#[derive(Debug, Clone, Copy)]
-pub struct Credentials {
-    /// The variables that hold a key, and the header each goes in.
-    pub keys: &'static [(&'static str, CredentialHeader)],
-    /// The variable that sets the API's base URL.
-    pub base_url: &'static str,
-    /// The API's base URL when that variable is not set; `None`: without it the CLI talks to
-    /// its own service with its own login, which eden does not hold.
-    pub default_upstream: Option<&'static str>,
-    /// An option and its value that point the CLI at a base URL (`{url}` in the value), for a
-    /// CLI that reads it from its configuration rather than its environment; given before the
-    /// command's last argument.
-    pub base_url_arg: Option<(&'static str, &'static str)>,
-    /// Why not, when the CLI's own configuration (found through its environment) points it at
-    /// a provider eden would not know of: its key would go where eden does not send it.
-    pub configured_elsewhere: fn(&EnvLookup<'_>) -> Option<String>,
-}
-
-/// An environment, looked up by name.
-pub type EnvLookup<'a> = dyn Fn(&str) -> Option<String> + 'a;
-
-/// For a CLI whose provider is all in its environment.
-fn nowhere_else(_: &EnvLookup<'_>) -> Option<String> {
-    None
-}
-
-/// The header a key travels in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum CredentialHeader {
-    /// `x-api-key: KEY` (Anthropic).
-    XApiKey,
-    /// `Authorization: Bearer KEY`.
-    Bearer,
-    /// Either of those, as the CLI's provider type has it.
-    Either,
-}
-
 /// What an agent's stream tells about what it spends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Reports {
@@ -218,6 +135,7 @@ pub static SPECS: [AgentSpec; 8] = [
             default_upstream: Some("https://api.anthropic.com"),
             base_url_arg: None,
             configured_elsewhere: nowhere_else,
+            login: Some(Login { file: ".credentials.json", read: claude::login_token, hold: claude::hold_login }),
         })),
         parser: Some(|| Box::<claude::ClaudeParser>::default()),
         command: Some(claude::command),
@@ -244,6 +162,7 @@ pub static SPECS: [AgentSpec; 8] = [
             default_upstream: Some("https://api.openai.com/v1"),
             base_url_arg: Some(("-c", "openai_base_url=\"{url}\"")),
             configured_elsewhere: codex::configured_provider,
+            login: None,
         })),
         ..ADAPTER
     },
@@ -320,6 +239,7 @@ pub static SPECS: [AgentSpec; 8] = [
             default_upstream: None,
             base_url_arg: None,
             configured_elsewhere: nowhere_else,
+            login: None,
         })),
         ..ADAPTER
     },

@@ -4,7 +4,7 @@
 
 use super::load::{KeyPath, Source};
 use super::sandbox_plan::SandboxPlan;
-use crate::agent::spec::{ConfigFile, ConfigFront, CredentialHeader, Credentials, FrontQuery, Fronting};
+use crate::agent::credentials::{ConfigFile, ConfigFront, CredentialHeader, Credentials, FrontQuery, Fronting, Login};
 use crate::agent::AgentPlan;
 use crate::error::Error;
 use crate::redact::Secret;
@@ -28,6 +28,10 @@ pub enum Held {
         /// For an agent whose base URL is in its configuration: what eden gives it instead.
         #[serde(skip_serializing_if = "Option::is_none")]
         config: Option<ConfigFile>,
+        /// A login held rather than a key: the file in the agent's private state folder whose
+        /// token the placeholder replaces.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        login: Option<HeldLogin>,
         keys: Vec<HeldKeyPlan>,
         /// `sandbox.hold_keys = true`: where it cannot work, that is an error, not a note.
         #[serde(skip)]
@@ -35,6 +39,16 @@ pub enum Held {
     },
     /// Nothing held, and why.
     Nothing { why: String },
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct HeldLogin {
+    /// The variable that points the agent at its state folder.
+    pub var: &'static str,
+    pub file: &'static str,
+    /// Puts the placeholder in the private copy of `file` (the folder, the placeholder).
+    #[serde(skip)]
+    pub hold: fn(&std::path::Path, &str) -> std::io::Result<()>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -96,9 +110,24 @@ pub(super) fn resolve(agent: &AgentPlan, setting: Option<bool>, around: &Surroun
         settings.env.get(key).or_else(|| sandbox_env.get(key)).or_else(|| dotenv.get(key)).map(|v| v.0.clone())
     };
     let env = |key: &str| value(key).or_else(|| host_env(key));
+    // The person's folders of the agent, where its configuration and login are.
+    let folders: Vec<std::path::PathBuf> = spec
+        .state_dirs
+        .iter()
+        .map(|dir| if dir.share.is_empty() { dir.resolve(&env) } else { dir.resolve(&env).join(dir.share) })
+        .collect();
     let front = match fronting {
-        Fronting::Env(credentials) => env_front(&credentials, &value, &env),
-        Fronting::Config(choose) => config_front(choose, settings, sandbox, &env, project),
+        Fronting::Env(credentials) => env_front(&credentials, &value, folders.first()),
+        Fronting::Config(choose) => {
+            let query = FrontQuery {
+                model: settings.model.as_deref(),
+                extra_args: &settings.extra_args,
+                env: &env,
+                folders: &folders,
+                project,
+            };
+            config_front(choose(&query), sandbox)
+        }
     };
     let front = match front {
         Ok(front) => front,
@@ -112,12 +141,25 @@ pub(super) fn resolve(agent: &AgentPlan, setting: Option<bool>, around: &Surroun
             Some(HeldKeyPlan { var: var.clone(), header: *header, value: Secret(value) })
         })
         .collect();
+    let mut keys = keys;
+    let mut login = None;
     if keys.is_empty() {
         let vars: Vec<&str> = front.keys.iter().map(|(var, _)| var.as_str()).collect();
-        return nothing(format!(
-            "no key in the agent's environment ({}); its own login, if it has one, is not held",
-            vars.join(", ")
-        ));
+        let no_key = format!("no key in the agent's environment ({})", vars.join(", "));
+        let Some(can) = front.login else {
+            return nothing(format!("{no_key}; its own login, if it has one, is not held"));
+        };
+        let state_var = spec.state_dirs.first().map_or("", |dir| dir.var);
+        let private = sandbox.agent_state().is_some_and(|states| states.iter().any(|state| state.var == state_var));
+        match folders.first().map_or(Ok(None), |folder| (can.read)(folder)) {
+            Ok(Some(token)) if private => {
+                keys.push(HeldKeyPlan { var: can.file.into(), header: CredentialHeader::Bearer, value: Secret(token) });
+                login = Some(HeldLogin { var: state_var, file: can.file, hold: can.hold });
+            }
+            Ok(Some(_)) => return nothing(format!("{no_key}, and its login is not given to the sandbox")),
+            Ok(None) => return nothing(format!("{no_key}, and no login of its own in its `{}`", can.file)),
+            Err(why) => return nothing(format!("{}: {why}", spec.name)),
+        }
     }
     let Some(upstream) = crate::values::BaseUrl::parse(&front.upstream) else {
         return Err(source
@@ -132,6 +174,7 @@ pub(super) fn resolve(agent: &AgentPlan, setting: Option<bool>, around: &Surroun
         base_url_var: front.base_url_var,
         base_url_arg: front.base_url_arg,
         config: front.config,
+        login,
         keys,
         asked: setting == Some(true),
     })
@@ -147,15 +190,16 @@ struct Front {
     base_url_var: Option<&'static str>,
     base_url_arg: Option<(&'static str, &'static str)>,
     config: Option<ConfigFile>,
+    login: Option<Login>,
 }
 
 /// An agent whose provider is all in its environment (`Fronting::Env`).
 fn env_front(
     credentials: &Credentials,
     value: &dyn Fn(&str) -> Option<String>,
-    env: &dyn Fn(&str) -> Option<String>,
+    folder: Option<&std::path::PathBuf>,
 ) -> Result<Front, String> {
-    if let Some(why) = (credentials.configured_elsewhere)(env) {
+    if let Some(why) = folder.and_then(|folder| (credentials.configured_elsewhere)(folder)) {
         return Err(why);
     }
     let keys = credentials.keys.iter().map(|(var, header)| ((*var).to_owned(), *header)).collect();
@@ -169,20 +213,14 @@ fn env_front(
         base_url_var: Some(credentials.base_url),
         base_url_arg: credentials.base_url_arg,
         config: None,
+        login: credentials.login,
     })
 }
 
 /// An agent whose provider is in its own configuration (`Fronting::Config`), which eden
 /// rewrites in the run's private copy of its folder.
-fn config_front(
-    choose: fn(&FrontQuery<'_>) -> Result<ConfigFront, String>,
-    settings: &crate::agent::AdapterSettings,
-    sandbox: &SandboxPlan,
-    env: &dyn Fn(&str) -> Option<String>,
-    project: Option<&std::path::Path>,
-) -> Result<Front, String> {
-    let query = FrontQuery { model: settings.model.as_deref(), extra_args: &settings.extra_args, env, project };
-    let front = choose(&query)?;
+fn config_front(front: Result<ConfigFront, String>, sandbox: &SandboxPlan) -> Result<Front, String> {
+    let front = front?;
     if let Some(file) = front.config.file {
         let private =
             sandbox.agent_state().is_some_and(|states| states.iter().any(|state| state.var == front.config.var));
@@ -197,5 +235,6 @@ fn config_front(
         base_url_var: None,
         base_url_arg: None,
         config: Some(front.config),
+        login: None,
     })
 }

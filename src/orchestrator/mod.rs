@@ -502,6 +502,27 @@ fn hook_context(run_id: &str, plan: &Plan, pre: &Preflight) -> Vec<(&'static str
     ]
 }
 
+/// A held login: the run's private copy of its file gets the placeholder in place of the token,
+/// before the sandbox starts (the copy is the person's until then, seen by no agent yet).
+fn hold_logins(
+    held: &[&crate::manifest::held_plan::Held],
+    holder: &crate::proxy::held::Holder,
+    private: &[sandbox::agent_state::PrivateState],
+) -> Result<(), Error> {
+    use crate::manifest::held_plan::Held;
+    for held in held {
+        let Held::Keys { upstream, login: Some(login), .. } = held else { continue };
+        let folder = private.iter().find(|state| state.var == login.var).map(|state| &state.folder);
+        let placeholder = holder.placeholder(upstream, login.file);
+        let (Some(folder), Some(placeholder)) = (folder, placeholder) else { continue };
+        (login.hold)(folder, placeholder).map_err(|err| {
+            Error::sandbox(format!("cannot hold the agent's login in its private `{}`: {err}", login.file))
+                .with_hint("set `sandbox.hold_keys = false` to hand the agent its login as before")
+        })?;
+    }
+    Ok(())
+}
+
 impl Run<'_> {
     /// Start the run's sandbox (nothing for `none`). A sandboxed agent gets private state
     /// folders (`.eden/agent-state/<run>`), never the person's own, with the sessions it
@@ -558,7 +579,9 @@ impl Run<'_> {
             SandboxPlan::Container(_) => std::path::PathBuf::from(sandbox::PROXY_INSIDE),
             _ => dir.clone(),
         };
-        self.holder = Some(crate::proxy::held::Holder::start(&held, &dir, &inside)?);
+        let holder = crate::proxy::held::Holder::start(&held, &dir, &inside)?;
+        hold_logins(&held, &holder, &site.agent_state)?;
+        self.holder = Some(holder);
         site.proxy = Some(dir);
         Ok(())
     }

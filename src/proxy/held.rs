@@ -3,7 +3,7 @@
 //! the relay with placeholders for keys.
 
 use super::{Audit, HeldKey, Proxy};
-use crate::agent::spec::ConfigFile;
+use crate::agent::credentials::ConfigFile;
 use crate::error::Error;
 use crate::manifest::held_plan::Held;
 use crate::process::ProcessBuilder;
@@ -73,10 +73,13 @@ impl Holder {
     /// `command` (the agent's, for a step that holds `held`) with placeholders for its keys, run
     /// behind the relay (`eden`, as the sandbox runs it) that points its base URL at the proxy.
     pub fn wrap(&self, held: &Held, command: ProcessBuilder, eden: &Path) -> ProcessBuilder {
-        let Held::Keys { upstream, base_url_var, base_url_arg, config, keys, .. } = held else { return command };
+        let Held::Keys { upstream, base_url_var, base_url_arg, config, login, keys, .. } = held else {
+            return command;
+        };
         let Some((_, _, socket)) = self.proxies.iter().find(|(known, _, _)| known == upstream) else { return command };
         let mut command = command;
-        for key in keys {
+        // A login's placeholder is in its file (`hold_login`), not in a variable.
+        for key in keys.iter().filter(|key| login.as_ref().is_none_or(|login| key.var != login.file)) {
             let placeholder = self.placeholders.iter().find(|(u, var, _)| u == upstream && *var == key.var);
             if let Some((_, _, placeholder)) = placeholder {
                 command = command.env(&key.var, placeholder);
@@ -106,6 +109,12 @@ impl Holder {
         relay_args.extend(["--".into(), program]);
         relay_args.extend(args);
         command.with_program(eden, relay_args)
+    }
+
+    /// The placeholder for `var` (a key's variable, or a login's file) on its way to `upstream`.
+    pub fn placeholder(&self, upstream: &str, var: &str) -> Option<&str> {
+        let found = self.placeholders.iter().find(|(u, known, _)| u == upstream && known == var);
+        found.map(|(_, _, placeholder)| placeholder.as_str())
     }
 
     /// The relay's options that give the agent `config`.

@@ -12,7 +12,7 @@ pub mod held;
 pub mod relay;
 pub mod upstream;
 
-use crate::agent::spec::CredentialHeader;
+use crate::agent::credentials::CredentialHeader;
 use crate::redact::Secret;
 use std::io::BufReader;
 use std::os::unix::net::{UnixListener, UnixStream};

@@ -17,7 +17,7 @@ pub const RELAY_SUBCOMMAND: &str = "__eden-relay";
 
 /// In PROGRAM's arguments, replaced by the relay's URL (for a CLI that takes its base URL as an
 /// option).
-pub const URL_MARK: &str = crate::agent::spec::RELAY_URL_MARK;
+pub const URL_MARK: &str = crate::agent::credentials::RELAY_URL_MARK;
 
 /// Runs the relay; returns an exit code only when the agent could not be started.
 pub fn run(args: &[std::ffi::OsString]) -> i32 {

@@ -117,6 +117,11 @@ const KEY: &str = "sk-ant-held-4711-real-key";
 /// folders hold the key (the key is split in two in the script, so the script is not one of
 /// them), then runs the real Claude Code.
 fn spy(dir: &Path, claude: &str, dump: &str) -> PathBuf {
+    spy_for(dir, claude, dump, KEY)
+}
+
+/// `spy`, looking for `key` in files.
+fn spy_for(dir: &Path, claude: &str, dump: &str, key: &str) -> PathBuf {
     let path = dir.join("spy.sh");
     std::fs::write(
         &path,
@@ -124,8 +129,8 @@ fn spy(dir: &Path, claude: &str, dump: &str) -> PathBuf {
             "#!/bin/sh\nfor p in /proc/[0-9]*; do cat $p/environ $p/cmdline 2>/dev/null; echo; done > {dump}/procs.txt\nenv > {dump}/env.txt\n\
              k1={}; k2={}\ngrep -rlF \"$k1$k2\" \"$HOME\" \"$PWD\" /tmp ${{PI_CODING_AGENT_DIR:-}} ${{CODEX_HOME:-}} ${{CLAUDE_CONFIG_DIR:-}} ${{COPILOT_HOME:-}} > {dump}/files.txt 2>/dev/null\n\
              exec {claude} \"$@\"\n",
-            &KEY[..8],
-            &KEY[8..]
+            &key[..8],
+            &key[8..]
         ),
     )
     .unwrap();
@@ -206,6 +211,75 @@ fn in_container(engine: &str) {
     let grep =
         std::process::Command::new("git").args(["grep", "-q", KEY, "main"]).current_dir(&env.repo).status().unwrap();
     assert!(!grep.success());
+}
+
+/// Claude Code logged in with `/login` (no key): its access token is held like a key. The run's
+/// private `.credentials.json` has a placeholder instead, and no refresh token.
+#[test]
+fn a_claude_login_is_held() {
+    const TOKEN: &str = "sk-ant-oat01-held-4711-login";
+    const REFRESH: &str = "sk-ant-ort01-held-4711-refresh";
+    let Some(claude) = crate::real_agents::require("claude") else { return };
+    if !crate::containers::ready("docker") {
+        return;
+    }
+    let env = TestEnv::new();
+    let server = ModelServer::start(std::fs::canonicalize(&env.repo).unwrap(), false);
+    let front = TlsFront::start(server.port);
+    let dump = env.root().join("dump");
+    std::fs::create_dir_all(&dump).unwrap();
+    let spy = spy_for(env.root(), "/opt/claude", "/dump", TOKEN);
+    let claude = std::fs::canonicalize(claude).unwrap();
+    let config = env.root().join("claude");
+    std::fs::create_dir_all(&config).unwrap();
+    let expires = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() + 3_600_000;
+    let credentials = serde_json::json!({ "claudeAiOauth": {
+        "accessToken": TOKEN, "refreshToken": REFRESH, "expiresAt": expires as u64,
+        "scopes": ["user:inference"], "subscriptionType": "max" } })
+    .to_string();
+    std::fs::write(config.join(".credentials.json"), &credentials).unwrap();
+    let manifest = format!(
+        "name = \"held\"\nprompt = \"create hello.txt and commit it\"\n[agent]\nkind = \"claude-code\"\nbinary = \"/opt/spy\"\n\
+         env = {{ ANTHROPIC_BASE_URL = \"{}\", DISABLE_TELEMETRY = \"1\", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = \"1\", CLAUDE_CODE_MAX_RETRIES = \"0\" }}\n\
+         [sandbox]\nkind = \"docker\"\nimage = \"{IMAGE}\"\nnetwork = \"none\"\n\
+         mounts = [{{ host = \"{}\", sandbox = \"/opt/claude\", read_only = true }}, {{ host = \"{}\", sandbox = \"/opt/spy\", read_only = true }}, {{ host = \"{}\", sandbox = \"/dump\" }}]\n\
+         [loop]\nmax_iterations = 1\nidle_timeout = \"90s\"\n",
+        front.url(),
+        claude.display(),
+        spy.display(),
+        dump.display()
+    );
+    let path = env.write_manifest(&manifest);
+    let mut command = env.eden_command(&["run", path.to_str().unwrap(), "--json"]);
+    command.env("SSL_CERT_FILE", &front.ca).env("CLAUDE_CONFIG_DIR", &config).env_remove("ANTHROPIC_API_KEY");
+    let run = Run::from(command.output().unwrap());
+    run.assert_code(0);
+    let heads = front.heads();
+    assert!(heads.contains(&format!("Bearer {TOKEN}")), "the server gets the login's token:\n{heads}");
+    assert!(!heads.contains("Bearer eden-held-"), "{heads}");
+    assert_eq!(run.json()["held_keys"][0]["var"], ".credentials.json", "{}", run.stdout);
+    let procs = std::fs::read_to_string(dump.join("procs.txt")).unwrap();
+    let files = std::fs::read_to_string(dump.join("files.txt")).unwrap();
+    assert_eq!(files, "", "files in the sandbox hold the token");
+    assert!(!procs.contains(TOKEN) && !procs.contains(REFRESH));
+    assert!(!run.stdout.contains(TOKEN) && !run.stderr.contains(TOKEN));
+    assert_eq!(env.log_subjects("main")[0], "add hello.txt");
+    assert_eq!(
+        std::fs::read_to_string(config.join(".credentials.json")).unwrap(),
+        credentials,
+        "the person's login is theirs"
+    );
+    // A login about to expire is left to Claude, which can refresh it.
+    let soon = credentials.replace(&expires.to_string(), &(expires - 3_500_000).to_string());
+    std::fs::write(config.join(".credentials.json"), soon).unwrap();
+    let mut dry = env.eden_command(&["run", path.to_str().unwrap(), "--dry-run"]);
+    dry.env("CLAUDE_CONFIG_DIR", &config).env_remove("ANTHROPIC_API_KEY");
+    let dry = Run::from(dry.output().unwrap());
+    assert!(
+        dry.json()["plan"]["steps"][0]["held"]["why"].as_str().unwrap().contains("expires within"),
+        "{}",
+        dry.stdout
+    );
 }
 
 #[test]
@@ -297,7 +371,7 @@ fn the_proxy_refuses_what_it_must() {
         .with_no_client_auth();
     let upstream = eden::values::BaseUrl::parse(&front.url()).unwrap();
     let key = eden::proxy::HeldKey {
-        header: eden::agent::spec::CredentialHeader::XApiKey,
+        header: eden::agent::credentials::CredentialHeader::XApiKey,
         placeholder: "eden-held-test".into(),
         value: eden::redact::Secret(KEY.into()),
     };
