@@ -8,9 +8,17 @@ use crate::process::{ProcessBuilder, Stdin};
 use serde_json::Value;
 use std::borrow::Cow;
 
-/// Why eden cannot hold Codex's key, when its `config.toml` chooses a provider or base URL of
-/// its own (`model_provider`, `openai_base_url`): the key would go where eden does not send it.
+/// Why eden cannot hold Codex's key: it is logged in (`auth.json`, from `codex login`), which
+/// it may use rather than the key, and which the sandbox gets as before; or its `config.toml`
+/// chooses a provider or base URL of its own (`model_provider`, `openai_base_url`), so the key
+/// would go where eden does not send it.
 pub fn configured_provider(home: &std::path::Path) -> Option<String> {
+    if home.join("auth.json").exists() {
+        return Some(format!(
+            "it is logged in (`{}`, from `codex login`) and may use that rather than a key; eden does not hold that login",
+            home.join("auth.json").display()
+        ));
+    }
     let config = std::fs::read_to_string(home.join("config.toml")).ok()?;
     let set = config
         .lines()
@@ -154,5 +162,7 @@ mod tests {
         assert!(configured_provider(dir.path()).unwrap().contains("sets `model_provider`"));
         std::fs::write(dir.path().join("config.toml"), "openai_base_url = \"https://gw\"\n").unwrap();
         assert!(configured_provider(dir.path()).unwrap().contains("sets `openai_base_url`"));
+        std::fs::write(dir.path().join("auth.json"), "{}").unwrap();
+        assert!(configured_provider(dir.path()).unwrap().contains("logged in"));
     }
 }
