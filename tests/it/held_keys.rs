@@ -198,6 +198,7 @@ fn in_container(engine: &str) {
     assert!(agent.contains("ANTHROPIC_API_KEY=eden-held-"), "the agent has a placeholder:\n{agent}");
     assert!(agent.contains("ANTHROPIC_BASE_URL=http://127.0.0.1:"), "{agent}");
     assert!(!procs.contains(KEY) && !agent.contains(KEY), "the key is in the sandbox:\n{procs}");
+    assert_eq!(std::fs::read_to_string(dump.join("files.txt")).unwrap(), "", "files in the sandbox hold the key");
     let record = run.json();
     assert_eq!(record["held_keys"][0]["var"], "ANTHROPIC_API_KEY", "{record:#}");
     assert_eq!(record["held_keys"][0]["upstream"], front.url());
