@@ -345,7 +345,21 @@ pub fn row(member: &Member, ended: &Ended) -> Row {
         duration_ms: record.map(|record| record.duration_ms),
         tokens: record.and_then(|record| record.usage.as_ref()).map(|usage| usage.total_tokens()),
         cost: record.and_then(|record| record.usage.as_ref()).and_then(|usage| usage.cost_usd),
+        checks: record.and_then(|record| checks_passed(&record.checks)),
     }
+}
+
+/// How many of a run's checks passed when each last ran, of how many there are.
+fn checks_passed(checks: &[crate::record::CheckRecord]) -> Option<(usize, usize)> {
+    let mut last: Vec<(&str, bool)> = Vec::new();
+    for check in checks {
+        let passed = check.outcome == crate::record::HookOutcome::Ok;
+        match last.iter_mut().find(|(name, _)| *name == check.name) {
+            Some(known) => known.1 = passed,
+            None => last.push((&check.name, passed)),
+        }
+    }
+    (!last.is_empty()).then(|| (last.iter().filter(|(_, passed)| *passed).count(), last.len()))
 }
 
 /// A run in the `--json` array: its record, or what stopped it before it had one.

@@ -38,6 +38,8 @@ pub enum ErrorKind {
     Interrupted { signal: i32 },
     /// A `[budget]` cap was crossed and the agent stopped.
     Budget { exceeded: Box<BudgetExceeded> },
+    /// `[[check]]`s still failed when the iterations ran out.
+    ChecksFailed,
     /// eden itself, or the machine under it, failed.
     Internal,
 }
@@ -97,6 +99,7 @@ impl ErrorKind {
             ErrorKind::Interrupted { signal } => Exit::Interrupted(*signal),
             ErrorKind::Internal => Exit::Internal,
             ErrorKind::Budget { .. } => Exit::Budget,
+            ErrorKind::ChecksFailed => Exit::ChecksFailed,
         }
     }
 
@@ -123,6 +126,7 @@ impl ErrorKind {
             ErrorKind::Interrupted { .. } => "interrupted",
             ErrorKind::Internal => "internal",
             ErrorKind::Budget { .. } => "budget_exceeded",
+            ErrorKind::ChecksFailed => "checks_failed",
         }
     }
 }

@@ -15,6 +15,8 @@ pub enum Exit {
     Sandbox,
     Git,
     Budget,
+    /// `[[check]]`s still failed when the iterations ran out.
+    ChecksFailed,
     Internal,
     /// Stopped by this signal: the code is 128 + its number.
     Interrupted(i32),
@@ -24,7 +26,7 @@ const SIGINT: i32 = 2;
 
 impl Exit {
     /// Every exit code, in the order the docs list them.
-    pub const ALL: [Exit; 11] = [
+    pub const ALL: [Exit; 12] = [
         Exit::Success,
         Exit::NotFinished,
         Exit::Usage,
@@ -34,13 +36,14 @@ impl Exit {
         Exit::Sandbox,
         Exit::Git,
         Exit::Budget,
+        Exit::ChecksFailed,
         Exit::Internal,
         Exit::Interrupted(SIGINT),
     ];
 
     /// Most severe first: with several runs, eden exits with the first of these that any run
     /// ended with.
-    pub const SEVERITY: [Exit; 11] = [
+    pub const SEVERITY: [Exit; 12] = [
         Exit::Interrupted(SIGINT),
         Exit::Internal,
         Exit::Usage,
@@ -49,6 +52,7 @@ impl Exit {
         Exit::HookFailed,
         Exit::Timeout,
         Exit::Budget,
+        Exit::ChecksFailed,
         Exit::AgentFailed,
         Exit::NotFinished,
         Exit::Success,
@@ -65,6 +69,7 @@ impl Exit {
             Exit::Sandbox => 6,
             Exit::Git => 7,
             Exit::Budget => 8,
+            Exit::ChecksFailed => 9,
             Exit::Internal => 70,
             Exit::Interrupted(signal) => 128 + signal,
         }
@@ -100,6 +105,7 @@ impl Exit {
             Exit::Sandbox => "6",
             Exit::Git => "7",
             Exit::Budget => "8",
+            Exit::ChecksFailed => "9",
             Exit::Internal => "70",
             Exit::Interrupted(_) => "130/143/129",
         }
@@ -117,6 +123,7 @@ impl Exit {
             Exit::Sandbox => "sandbox error",
             Exit::Git => "git error or merge conflict",
             Exit::Budget => "budget exceeded",
+            Exit::ChecksFailed => "checks failed",
             Exit::Internal => "internal error",
             Exit::Interrupted(_) => "interrupted",
         }
@@ -154,6 +161,11 @@ impl Exit {
                 "a `[budget]` cap (or a step's `budget`) was crossed and the agent was stopped at once; the work is \
                  kept on its branch, nothing merged; the record's `error.budget` says which cap (`scope`, `cap`, \
                  `limit`, `used`)"
+            }
+            Exit::ChecksFailed => {
+                "the agent signalled completion, but a `[[check]]` still failed when `max_iterations` ran out \
+                 (each failure went back to the agent in the next prompt); the work is kept on its branch, nothing \
+                 merged; the record's `checks` has each run of each check"
             }
             Exit::Internal => {
                 "eden itself or the machine under it failed (an I/O error where none was expected; a full disk, \

@@ -3,6 +3,7 @@
 //! group, output streamed to the display and log, killed with its whole tree on timeout or abort.
 
 use crate::error::Error;
+use crate::manifest::checks_plan::CheckPlan;
 use crate::manifest::hooks_plan::{HookPlan, HooksPlan, Phase, Side};
 use crate::process::{supervise, Abort, Flow, Handlers, Outcome, OutputTails, ProcessBuilder, Stopping, Watchdogs};
 use crate::record::{HookOutcome, HookRecord};
@@ -151,7 +152,73 @@ impl HookRunner<'_> {
     }
 }
 
+/// How one run of a check went: `Err` only when it could not be run at all, was interrupted,
+/// or took the sandbox with it.
+pub struct CheckRun {
+    pub outcome: HookOutcome,
+    pub exit_code: Option<i32>,
+    pub duration_ms: u64,
+    /// The end of its output (stdout, then stderr), secrets redacted; empty for one that passed.
+    pub output_tail: String,
+}
+
+/// How much of a failing check's output is kept (and shown to the agent).
+const CHECK_TAIL_LINES: usize = 40;
+const CHECK_TAIL_BYTES: usize = 4096;
+
 impl HookRunner<'_> {
+    /// Run a `[[check]]` in the sandbox, in the worktree (or its `cwd`), with the sandbox hooks'
+    /// environment and `extra_env`, under the same supervisor as a hook.
+    pub async fn run_check(
+        &self,
+        check: &CheckPlan,
+        iteration: u32,
+        sandbox: &dyn SandboxHandle,
+        extra_env: &[(&'static str, String)],
+        reporter: &mut RunEvents,
+        abort: &mut watch::Receiver<Option<Abort>>,
+    ) -> Result<CheckRun, Error> {
+        let cwd = check.cwd.as_ref().map_or_else(|| self.worktree.clone(), |cwd| self.worktree.join(cwd));
+        let mut command = self.shell(&check.cmd, &cwd, Side::Sandbox, Some(iteration)).env("EDEN_CHECK", &check.name);
+        for (key, value) in extra_env {
+            command = command.env(key, value);
+        }
+        let prepared = sandbox.prepare(command)?;
+        reporter.report(&Event::CheckStarted {
+            name: check.name.as_str().into(),
+            command: check.cmd.as_str().into(),
+            iteration,
+        });
+        let mut handlers = HookOutput { reporter: &mut *reporter };
+        let clock = Instant::now();
+        let watchdogs = watchdogs(check.timeout.0, self.stopping);
+        let supervised =
+            supervise(prepared.command, &watchdogs, &mut handlers, abort, prepared.inside.as_deref()).await;
+        let (outcome, tails) = supervised.map_err(|err| {
+            Error::hook(format!("cannot start the check `{}`: {err}", check.name))
+                .with_hint("check that `sh` exists where the check runs")
+        })?;
+        let duration_ms = clock.elapsed().as_millis() as u64;
+        let what = format!("the check `{}`", check.name);
+        let hint = "give the check a longer `timeout = \"...\"`, or raise `timeouts.hook_step`";
+        let (label, exit_code, result) = judge(outcome, &tails, &what, check.timeout.0, hint);
+        if label == HookOutcome::Interrupted {
+            result?;
+        }
+        if label != HookOutcome::Ok {
+            sandbox.check_alive(exit_code)?;
+        }
+        reporter.report(&Event::CheckFinished {
+            name: check.name.as_str().into(),
+            iteration,
+            outcome: label,
+            exit_code,
+            duration_ms,
+        });
+        let output_tail = if label == HookOutcome::Ok { String::new() } else { check_tail(&tails) };
+        Ok(CheckRun { outcome: label, exit_code, duration_ms, output_tail })
+    }
+
     /// Run a prompt's `` !`command` `` in the sandbox (in the worktree, with the sandbox hooks'
     /// environment) and return its standard output, without the final newline.
     pub async fn prompt_command(
@@ -186,6 +253,25 @@ impl HookRunner<'_> {
             text.pop();
         }
         Ok(text)
+    }
+}
+
+/// The end of a check's output: its last lines of stdout, then of stderr, at most
+/// `CHECK_TAIL_BYTES`, secrets redacted.
+fn check_tail(tails: &OutputTails) -> String {
+    let mut lines = tails.stdout.lines(CHECK_TAIL_LINES);
+    let stderr = tails.stderr.lines(CHECK_TAIL_LINES);
+    if !stderr.is_empty() {
+        lines.push("(stderr)".into());
+        lines.extend(stderr);
+    }
+    let text = crate::redact::apply(&lines.join("\n")).into_owned();
+    match text.len().checked_sub(CHECK_TAIL_BYTES) {
+        Some(cut) if cut > 0 => {
+            let start = (cut..text.len()).find(|&at| text.is_char_boundary(at)).unwrap_or(text.len());
+            format!("…{}", &text[start..])
+        }
+        _ => text,
     }
 }
 

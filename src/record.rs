@@ -96,6 +96,8 @@ pub enum ExitReason {
     Internal,
     /// A `[budget]` cap was crossed.
     BudgetExceeded,
+    /// `[[check]]`s still failed when the iterations ran out.
+    ChecksFailed,
 }
 
 impl ExitReason {
@@ -112,6 +114,7 @@ impl ExitReason {
             ErrorKind::Interrupted { .. } => ExitReason::Interrupted,
             ErrorKind::Internal => ExitReason::Internal,
             ErrorKind::Budget { .. } => ExitReason::BudgetExceeded,
+            ErrorKind::ChecksFailed => ExitReason::ChecksFailed,
         }
     }
 
@@ -132,6 +135,7 @@ impl ExitReason {
             ExitReason::Interrupted => "interrupted",
             ExitReason::Internal => "internal",
             ExitReason::BudgetExceeded => "budget_exceeded",
+            ExitReason::ChecksFailed => "checks_failed",
         }
     }
 }
@@ -174,6 +178,9 @@ pub struct RunRecord {
     pub iterations: Vec<IterationRecord>,
     /// Every hook that ran, in order.
     pub hooks: Vec<HookRecord>,
+    /// Every run of a `[[check]]`, in order.
+    #[serde(default)]
+    pub checks: Vec<CheckRecord>,
     /// Each step with its agent: `ok`, `failed` or `skipped`, with its output.
     pub steps: Vec<StepRecord>,
     /// The structured output (`[output]`; with steps, the last step's that has one).
@@ -436,6 +443,22 @@ pub struct HookRecord {
     pub outcome: HookOutcome,
     pub exit_code: Option<i32>,
     pub duration_ms: u64,
+}
+
+/// One run of a `[[check]]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CheckRecord {
+    pub step: String,
+    pub name: String,
+    pub command: String,
+    pub iteration: u32,
+    /// `ok`, `failed`, `timeout` or `interrupted`.
+    pub outcome: HookOutcome,
+    pub exit_code: Option<i32>,
+    pub duration_ms: u64,
+    /// The end of what it printed (stdout, then stderr), for one that did not pass.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub output_tail: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

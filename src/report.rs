@@ -177,6 +177,19 @@ pub enum Event<'a> {
         exit_code: Option<i32>,
         duration_ms: u64,
     },
+    /// A `[[check]]` starts (its output comes as `HookOutput`).
+    CheckStarted {
+        name: Cow<'a, str>,
+        command: Cow<'a, str>,
+        iteration: u32,
+    },
+    CheckFinished {
+        name: Cow<'a, str>,
+        iteration: u32,
+        outcome: HookOutcome,
+        exit_code: Option<i32>,
+        duration_ms: u64,
+    },
     /// The run's branch landed on its target: how, and what it brought (`message` says the
     /// same for people).
     Merged {

@@ -3,6 +3,7 @@
 //! the settings of a run (`plan`), and prompt rendering (`prompt`).
 
 mod agent_plan;
+pub mod checks_plan;
 pub mod dotenv;
 mod env_plan;
 pub mod held_plan;

@@ -76,6 +76,8 @@ pub struct StepPlan {
     pub continue_on_failure: bool,
     /// The step's own caps (`[[step]] budget`).
     pub budget: BudgetPlan,
+    /// What must pass before its work merges (`[[check]]`, or the step's own).
+    pub checks: Vec<super::checks_plan::CheckPlan>,
     /// The provider keys eden holds for its agent (`sandbox.hold_keys`).
     pub held: super::held_plan::Held,
 }
@@ -548,6 +550,12 @@ fn resolve_step(
         Some(budget) => resolve_budget(budget, &own("budget"), &[&agent], source)?,
         None => BudgetPlan::default(),
     };
+    let (check_sections, check_path) = match section.and_then(|s| s.check.as_ref()) {
+        Some(own_checks) => (own_checks.as_slice(), own("check")),
+        None => (manifest.check.as_slice(), at("check")),
+    };
+    let hook_step = manifest.timeouts.hook_step.map_or(std::time::Duration::from_secs(60), |timeout| timeout.0);
+    let checks = super::checks_plan::resolve_checks(check_sections, &check_path, hook_step, source)?;
     Ok(StepPlan {
         name,
         agent,
@@ -557,6 +565,7 @@ fn resolve_step(
         when: section.and_then(|s| s.when).unwrap_or(When::Success),
         continue_on_failure: section.and_then(|s| s.continue_on_failure).unwrap_or(false),
         budget,
+        checks,
         held: super::held_plan::Held::Nothing { why: String::new() },
     })
 }
@@ -870,7 +879,7 @@ fn resolve_branch(section: &BranchSection, source: &Source) -> Result<BranchPlan
     })
 }
 
-fn name_problem(name: &str) -> Option<&'static str> {
+pub(super) fn name_problem(name: &str) -> Option<&'static str> {
     if name.is_empty() {
         return Some("it is empty");
     }

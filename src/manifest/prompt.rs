@@ -7,8 +7,13 @@ use std::collections::BTreeMap;
 /// The structured output of the step before, in `[[step]]` manifests.
 pub const PREVIOUS_STEP_RESULT: &str = "PREVIOUS_STEP_RESULT";
 
+/// What the checks reported when they last failed (`[[check]]`): empty until one fails. A
+/// prompt that does not use it gets it appended when there is something to say.
+pub const CHECK_FAILURES: &str = "CHECK_FAILURES";
+
 /// Keys eden fills in itself.
-pub const BUILT_INS: [&str; 6] = ["BRANCH", "BASE_BRANCH", "ITERATION", "MAX_ITERATIONS", "RUN_ID", "NAME"];
+pub const BUILT_INS: [&str; 7] =
+    ["BRANCH", "BASE_BRANCH", "ITERATION", "MAX_ITERATIONS", "RUN_ID", "NAME", CHECK_FAILURES];
 
 /// The placeholders a template uses, in order of appearance (`{{ KEY }}` may have spaces).
 pub fn placeholders(template: &str) -> Vec<&str> {

@@ -39,6 +39,22 @@ pub struct Manifest {
     /// Names of environment variables whose values are never shown.
     #[serde(default)]
     pub redact: Vec<String>,
+    /// `[[check]]`: commands that must pass before the work merges.
+    #[serde(default)]
+    pub check: Vec<CheckSection>,
+}
+
+/// `[[check]]`, or a step's `[[step.check]]`: a command run in the sandbox, in the worktree,
+/// after the agent signals completion (and after every iteration with `every_iteration`).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckSection {
+    pub name: Option<String>,
+    pub cmd: String,
+    /// Relative to the worktree.
+    pub cwd: Option<String>,
+    pub timeout: Option<Duration>,
+    pub every_iteration: Option<bool>,
 }
 
 pub use crate::agent::{AgentKind, PromptVia};
@@ -338,6 +354,8 @@ pub struct StepSection {
     pub continue_on_failure: Option<bool>,
     /// Caps on what this step may spend (besides the run's `[budget]`).
     pub budget: Option<BudgetSection>,
+    /// The step's own checks, instead of the top-level `[[check]]`s.
+    pub check: Option<Vec<CheckSection>>,
 }
 
 /// `[budget]`, or a step's `budget = { ... }`: the agent is stopped as soon as one is crossed.

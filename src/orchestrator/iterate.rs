@@ -9,6 +9,7 @@ use super::judge::output_error;
 use crate::agent::{Agent, Usage};
 use crate::error::{Error, ErrorKind};
 use crate::hooks::PhaseRun;
+use crate::manifest::checks_plan::CheckPlan;
 use crate::manifest::hooks_plan::Phase;
 use crate::manifest::plan::StepPlan;
 use crate::manifest::prompt;
@@ -28,6 +29,10 @@ pub(crate) struct StepRun<'a> {
     step_env: [(&'static str, String); 1],
     /// When the step began: its own `budget.max_duration` counts from here.
     started: std::time::Instant,
+    /// What the checks that failed last said, for the next prompt (`{{CHECK_FAILURES}}`).
+    check_failures: String,
+    /// The checks that failed when the agent last signalled completion, until they pass.
+    failed_at_completion: Vec<String>,
 }
 
 impl<'a> StepRun<'a> {
@@ -61,6 +66,8 @@ impl<'a> StepRun<'a> {
             values,
             step_env: [("EDEN_STEP", step.name.clone())],
             started: std::time::Instant::now(),
+            check_failures: String::new(),
+            failed_at_completion: Vec::new(),
         })
     }
 
@@ -77,6 +84,9 @@ impl<'a> StepRun<'a> {
             if let Some(end) = self.iteration(iteration, live).await? {
                 return Ok(end);
             }
+        }
+        if !self.failed_at_completion.is_empty() {
+            return Err(super::checks::exhausted(&self.failed_at_completion, self.step.loop_.max_iterations));
         }
         if self.step.loop_.require_completion {
             let signals: Vec<String> = self.step.loop_.completion_signal.iter().map(|s| format!("`{s}`")).collect();
@@ -117,12 +127,34 @@ impl<'a> StepRun<'a> {
             record.hooks.append(&mut progress.hooks);
             record.commits = progress.commits.clone().unwrap_or_default();
         });
-        match invoked.result {
-            Err(error) => Err(error),
-            Ok(true) => Ok(Some(StepEnd { completion_signal: invoked.signal, output })),
-            Ok(false) if output.is_some() => Ok(Some(StepEnd { completion_signal: None, output })),
-            Ok(false) => Ok(None),
+        let completed = match invoked.result {
+            Err(error) => return Err(error),
+            Ok(signalled) => signalled || output.is_some(),
+        };
+        // The checks that are due: all of them once the agent says it is done.
+        let due: Vec<&CheckPlan> = self.step.checks.iter().filter(|check| completed || check.every_iteration).collect();
+        if !due.is_empty() && !self.checks(&due, iteration, completed, live).await? {
+            return Ok(None);
         }
+        Ok(completed.then_some(StepEnd { completion_signal: invoked.signal, output }))
+    }
+
+    /// Run the checks that are due (all of them, so the agent hears of every failure at once);
+    /// `true` when all passed. What failed goes into the next prompt.
+    async fn checks(
+        &mut self,
+        due: &[&CheckPlan],
+        iteration: u32,
+        completed: bool,
+        live: &mut Live<'_>,
+    ) -> Result<bool, Error> {
+        let runs = super::checks::run(self.shared, self.step, due, iteration, &self.step_env, live).await?;
+        let failed: Vec<&super::checks::Ran> = runs.iter().filter(|ran| !ran.passed()).collect();
+        self.check_failures = super::checks::failures_text(&failed);
+        if completed {
+            self.failed_at_completion = failed.iter().map(|ran| ran.check.name.clone()).collect();
+        }
+        Ok(failed.is_empty())
     }
 
     /// The agent stopped at the provider's usage limit: record the invocation, wait until the
@@ -191,8 +223,10 @@ impl<'a> StepRun<'a> {
         self.shared.hooks.run_phase(&run, live.events, live.abort, &mut live.progress.hooks).await
     }
 
-    /// The prompt with its `{{KEY}}`s filled and its `` !`command` ``s run in the sandbox.
-    async fn render_prompt(&self, iteration: u32, live: &mut Live<'_>) -> Result<String, Error> {
+    /// The prompt with its `{{KEY}}`s filled and its `` !`command` ``s run in the sandbox; what
+    /// the checks said last, after it when it does not say where (`{{CHECK_FAILURES}}`).
+    async fn render_prompt(&mut self, iteration: u32, live: &mut Live<'_>) -> Result<String, Error> {
+        self.values.insert(prompt::CHECK_FAILURES.into(), self.check_failures.clone());
         let mut rendered = String::new();
         for piece in prompt::pieces(&self.step.prompt.template) {
             match piece {
@@ -205,6 +239,11 @@ impl<'a> StepRun<'a> {
                     rendered.push_str(&output);
                 }
             }
+        }
+        let placed = prompt::placeholders(&self.step.prompt.template).contains(&prompt::CHECK_FAILURES);
+        if !placed && !self.check_failures.is_empty() {
+            rendered.push_str("\n\n");
+            rendered.push_str(&self.check_failures);
         }
         Ok(rendered)
     }

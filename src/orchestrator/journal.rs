@@ -52,6 +52,7 @@ impl Journal {
             max_iterations: plan.steps[0].loop_.max_iterations,
             iterations: Vec::new(),
             hooks: Vec::new(),
+            checks: Vec::new(),
             steps: Vec::new(),
             output: None,
             completion_signal: None,

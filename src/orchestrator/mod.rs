@@ -10,6 +10,7 @@
 //! the git runner and the supervisor.
 
 mod budget;
+mod checks;
 mod context;
 mod copy;
 mod finish;

@@ -25,6 +25,8 @@ pub struct Row {
     pub duration_ms: Option<u64>,
     pub tokens: Option<u64>,
     pub cost: Option<f64>,
+    /// Its `[[check]]`s as they last ran: how many passed, of how many (`2/3`).
+    pub checks: Option<(usize, usize)>,
 }
 
 pub struct BatchDisplay {
@@ -232,6 +234,12 @@ pub fn table(rows: &[Row]) -> String {
         header.insert(2, "HOST");
         right.insert(2, false);
     }
+    let checks = rows.iter().any(|row| row.checks.is_some());
+    if checks {
+        let at = header.len() - 4;
+        header.insert(at, "CHECKS");
+        right.insert(at, true);
+    }
     let dash = || "-".to_owned();
     let mut lines: Vec<Vec<String>> = vec![header.iter().map(|h| (*h).to_owned()).collect()];
     for row in rows {
@@ -249,6 +257,10 @@ pub fn table(rows: &[Row]) -> String {
         ]);
         if let (Some(host), Some(line)) = (host, lines.last_mut()) {
             line.insert(2, host);
+        }
+        if let (true, Some(line)) = (checks, lines.last_mut()) {
+            let at = line.len() - 4;
+            line.insert(at, row.checks.map_or_else(dash, |(passed, all)| format!("{passed}/{all}")));
         }
     }
     let widths: Vec<usize> = (0..header.len())
@@ -306,6 +318,7 @@ mod tests {
                 duration_ms: Some(61_250),
                 tokens: Some(12_345),
                 cost: Some(0.25),
+                checks: None,
             },
             Row { name: "b".into(), agent: "codex".into(), status: "not started".into(), ..Row::default() },
         ];
@@ -316,6 +329,13 @@ mod tests {
         ");
         let mut placed = rows.clone();
         placed[0].host = Some("build1".into());
+        let mut checked = rows.clone();
+        checked[0].checks = Some((1, 2));
+        insta::assert_snapshot!(table(&checked), @"
+        RUN        AGENT        STATUS       ITER  COMMITS  CHECKS  RESULT             TIME  TOKENS     COST
+        fix-login  claude-code  completed       2        3     1/2  merged into main  61.2s  12,345  $0.2500
+        b          codex        not started     -        -       -  -                     -       -        -
+        ");
         insta::assert_snapshot!(table(&placed), @"
         RUN        AGENT        HOST    STATUS       ITER  COMMITS  RESULT             TIME  TOKENS     COST
         fix-login  claude-code  build1  completed       2        3  merged into main  61.2s  12,345  $0.2500

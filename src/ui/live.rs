@@ -146,6 +146,17 @@ impl Reporter for LiveReporter {
                 say(bar, format!("  {} hook {} {took}", style("✗").red(), outcome.as_str()));
             }
             Event::HookFinished { .. } => {}
+            Event::CheckStarted { name, command, .. } => {
+                say(bar, format!("{} {name} {}", style("check").magenta(), style(command).dim()));
+                hint_line(bar, format!("check {name}"));
+            }
+            Event::CheckFinished { name, outcome, exit_code, duration_ms, .. } => {
+                let took = style(super::seconds(*duration_ms)).dim();
+                let code =
+                    exit_code.filter(|code| *code != 0).map(|code| format!(" (exit {code})")).unwrap_or_default();
+                let mark = if *outcome == HookOutcome::Ok { style("✓").green() } else { style("✗").red() };
+                say(bar, format!("  {mark} check {name} {}{code} {took}", outcome.as_str()));
+            }
             Event::RunFinished { record } => {
                 bar.finish_and_clear();
                 let ok = record.exit_code == Some(0);

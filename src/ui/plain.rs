@@ -172,6 +172,13 @@ impl PlainReporter {
                     super::seconds(*duration_ms)
                 ));
             }
+            Event::CheckStarted { name, command, iteration } => {
+                self.line(&format!("check {name} (iteration {iteration}): {command}"));
+            }
+            Event::CheckFinished { name, outcome, exit_code, duration_ms, .. } => {
+                let code = exit_code.filter(|code| *code != 0).map(|code| format!(", exit {code}")).unwrap_or_default();
+                self.line(&format!("check {name}: {}{code} {}", outcome.as_str(), super::seconds(*duration_ms)));
+            }
             Event::RunFinished { record } => {
                 for line in summary_lines(record) {
                     self.line(&line);

@@ -79,6 +79,11 @@ fn told(event: &Event<'_>, full: bool) -> String {
         Event::HookFinished { outcome, duration_ms, .. } => {
             format!("  → {} ({})\n", outcome.as_str(), took(*duration_ms))
         }
+        Event::CheckStarted { name, command, .. } => format!("check {name}: {command}\n"),
+        Event::CheckFinished { outcome, exit_code, duration_ms, .. } => {
+            let code = exit_code.filter(|code| *code != 0).map(|code| format!(", exit {code}")).unwrap_or_default();
+            format!("  → {}{code} ({})\n", outcome.as_str(), took(*duration_ms))
+        }
         Event::Output { value, .. } => format!("output: {value}\n"),
         Event::Warning { message } => format!("warning: {message}\n"),
         Event::Notice { message, .. }

@@ -1,0 +1,87 @@
+//! `[[check]]`s: run in the sandbox once the agent signals completion (and after every
+//! iteration for those that say so), each run recorded; what fails goes back to the agent in
+//! the next prompt, and nothing merges until they pass.
+
+use super::context::{Live, Shared};
+use crate::error::{Error, ErrorKind};
+use crate::hooks::CheckRun;
+use crate::manifest::checks_plan::CheckPlan;
+use crate::manifest::plan::StepPlan;
+use crate::record::{CheckRecord, HookOutcome};
+use crate::values::format_duration;
+
+/// A check and how its run went.
+pub(super) struct Ran<'a> {
+    pub check: &'a CheckPlan,
+    pub run: CheckRun,
+}
+
+impl Ran<'_> {
+    pub fn passed(&self) -> bool {
+        self.run.outcome == HookOutcome::Ok
+    }
+}
+
+/// Run `due` in order, each to its end; recorded in the run's record as they finish.
+pub(super) async fn run<'a>(
+    shared: &Shared<'_>,
+    step: &StepPlan,
+    due: &[&'a CheckPlan],
+    iteration: u32,
+    extra_env: &[(&'static str, String)],
+    live: &mut Live<'_>,
+) -> Result<Vec<Ran<'a>>, Error> {
+    let mut runs = Vec::new();
+    for check in due {
+        let run = shared.hooks.run_check(check, iteration, shared.sandbox, extra_env, live.events, live.abort).await?;
+        let record = CheckRecord {
+            step: step.name.clone(),
+            name: check.name.clone(),
+            command: check.cmd.clone(),
+            iteration,
+            outcome: run.outcome,
+            exit_code: run.exit_code,
+            duration_ms: run.duration_ms,
+            output_tail: run.output_tail.clone(),
+        };
+        let _ = shared.journal.update(|run_record| run_record.checks.push(record));
+        runs.push(Ran { check, run });
+    }
+    Ok(runs)
+}
+
+/// What the agent is told of the checks that failed (empty when none did).
+pub(super) fn failures_text(failed: &[&Ran<'_>]) -> String {
+    if failed.is_empty() {
+        return String::new();
+    }
+    let mut text = String::from("These checks must pass before your work can merge, and they failed:\n");
+    for ran in failed {
+        let how = match (ran.run.outcome, ran.run.exit_code) {
+            (HookOutcome::Timeout, _) => format!("stopped after {}", format_duration(ran.check.timeout.0)),
+            (_, Some(code)) => format!("exit code {code}"),
+            (outcome, None) => outcome.as_str().to_owned(),
+        };
+        text.push_str(&format!("\n### {}: `{}` ({how})\n", ran.check.name, ran.check.cmd));
+        if !ran.run.output_tail.is_empty() {
+            text.push_str(&format!("```\n{}\n```\n", ran.run.output_tail.replace("```", "'''")));
+        }
+    }
+    text.push_str("\nFix what they report, commit your work, and signal completion again.");
+    text
+}
+
+/// The iterations ran out with `failed` still failing since the agent last signalled completion.
+pub(super) fn exhausted(failed: &[String], max_iterations: u32) -> Error {
+    let names: Vec<String> = failed.iter().map(|name| format!("`{name}`")).collect();
+    Error::new(
+        ErrorKind::ChecksFailed,
+        format!(
+            "the checks {} still failed after {max_iterations} iteration(s); nothing was merged",
+            names.join(", ")
+        ),
+    )
+    .with_hint(
+        "the branch is kept: see the failures with `eden sessions show last`, raise `loop.max_iterations`, or fix and merge it yourself",
+    )
+}
