@@ -1,7 +1,7 @@
 //! `[[check]]` (and a step's `[[step.check]]`) resolved: commands that must pass before the
 //! work merges, each with its name, working directory and timeout.
 
-use super::load::{KeyPath, Source};
+use super::load::{name_problem, KeyPath, Source};
 use super::schema::CheckSection;
 use crate::error::Error;
 use crate::values::Duration;
@@ -34,7 +34,7 @@ pub(super) fn resolve_checks(
                 .with_hint("give the command that must pass, e.g. `cmd = \"cargo test --quiet\"`"));
         }
         let name = section.name.clone().unwrap_or_else(|| format!("check-{}", index + 1));
-        if let Some(problem) = super::plan::name_problem(&name) {
+        if let Some(problem) = name_problem(&name) {
             return Err(source
                 .error_at(&at.child("name"), format!("invalid check name `{name}`: {problem}"))
                 .with_hint("use letters, digits, `.`, `_` and `-`"));

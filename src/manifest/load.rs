@@ -507,6 +507,23 @@ fn line_column(text: &str, offset: usize) -> (usize, usize) {
     (line, before[line_start..].chars().count() + 1)
 }
 
+/// Why `name` cannot be a run's, a step's or a check's name (it goes into branch names).
+pub(super) fn name_problem(name: &str) -> Option<&'static str> {
+    if name.is_empty() {
+        return Some("it is empty");
+    }
+    if name.len() > 64 {
+        return Some("it is longer than 64 characters");
+    }
+    if !name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-')) {
+        return Some("it may only contain letters, digits, `.`, `_` and `-`");
+    }
+    if name.starts_with(['.', '-']) || name.ends_with('.') || name.ends_with(".lock") || name.contains("..") {
+        return Some("it may not start with `.` or `-`, end with `.` or `.lock`, or contain `..`");
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,7 +7,7 @@ pub use super::dotenv::DotEnv;
 use super::env_plan::{env_references, expand_env, resolve_env};
 pub use super::hooks_plan::HooksPlan;
 use super::hooks_plan::{hooks_of, resolve_hooks, Phase};
-use super::load::{KeyPath, Source};
+use super::load::{name_problem, KeyPath, Source};
 use super::output_plan::resolve_output;
 pub use super::output_plan::OutputPlan;
 use super::prompt;
@@ -877,22 +877,6 @@ fn resolve_branch(section: &BranchSection, source: &Source) -> Result<BranchPlan
         rebase: section.rebase.unwrap_or(false),
         commit_leftovers: section.commit_leftovers.unwrap_or(false),
     })
-}
-
-pub(super) fn name_problem(name: &str) -> Option<&'static str> {
-    if name.is_empty() {
-        return Some("it is empty");
-    }
-    if name.len() > 64 {
-        return Some("it is longer than 64 characters");
-    }
-    if !name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-')) {
-        return Some("it may only contain letters, digits, `.`, `_` and `-`");
-    }
-    if name.starts_with(['.', '-']) || name.ends_with('.') || name.ends_with(".lock") || name.contains("..") {
-        return Some("it may not start with `.` or `-`, end with `.` or `.lock`, or contain `..`");
-    }
-    None
 }
 
 /// The manifest file's stem made safe for branch names, or `eden` for the flag-only form.

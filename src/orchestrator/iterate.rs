@@ -131,9 +131,12 @@ impl<'a> StepRun<'a> {
             Err(error) => return Err(error),
             Ok(signalled) => signalled || output.is_some(),
         };
-        // The checks that are due: all of them once the agent says it is done.
-        let due: Vec<&CheckPlan> = self.step.checks.iter().filter(|check| completed || check.every_iteration).collect();
-        if !due.is_empty() && !self.checks(&due, iteration, completed, live).await? {
+        // The checks that are due: all of them once the agent says it is done, or before a run
+        // that needs no completion signal ends; else those that run after every iteration.
+        let loop_ = &self.step.loop_;
+        let finishing = completed || (iteration == loop_.max_iterations && !loop_.require_completion);
+        let due: Vec<&CheckPlan> = self.step.checks.iter().filter(|check| finishing || check.every_iteration).collect();
+        if !due.is_empty() && !self.checks(&due, iteration, finishing, live).await? {
             return Ok(None);
         }
         Ok(completed.then_some(StepEnd { completion_signal: invoked.signal, output }))
@@ -145,13 +148,13 @@ impl<'a> StepRun<'a> {
         &mut self,
         due: &[&CheckPlan],
         iteration: u32,
-        completed: bool,
+        finishing: bool,
         live: &mut Live<'_>,
     ) -> Result<bool, Error> {
         let runs = super::checks::run(self.shared, self.step, due, iteration, &self.step_env, live).await?;
         let failed: Vec<&super::checks::Ran> = runs.iter().filter(|ran| !ran.passed()).collect();
         self.check_failures = super::checks::failures_text(&failed);
-        if completed {
+        if finishing {
             self.failed_at_completion = failed.iter().map(|ran| ran.check.name.clone()).collect();
         }
         Ok(failed.is_empty())

@@ -5,6 +5,7 @@ mod support;
 
 mod adapters;
 mod budget;
+mod checks;
 mod clean;
 mod cli;
 mod concurrency;

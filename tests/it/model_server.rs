@@ -335,6 +335,15 @@ fn step(body: &Value, has_tools: bool, tool_results: usize, workdir: &str, answe
 }
 
 const COMMIT: &str = "git add -A && git commit -q -m 'add hello.txt'";
+const COMMIT_FIX: &str = "git add -A && git commit -q -m 'fix hello.txt'";
+
+/// The words eden's prompt uses when checks failed (`orchestrator::checks`).
+pub const CHECKS_FAILED: &str = "These checks must pass before your work can merge";
+
+/// Whether the conversation asks to fix what failing checks said (Anthropic messages).
+fn asked_to_fix(body: &Value) -> bool {
+    body["messages"].to_string().contains(CHECKS_FAILED)
+}
 
 /// Anthropic Messages, for Claude (`Write`/`Bash`) and pi (`write`/`bash`).
 fn anthropic(body: &Value, workdir: &str, stream: bool, answers: Option<&Answers>, costly: bool) -> Reply {
@@ -350,15 +359,26 @@ fn anthropic(body: &Value, workdir: &str, stream: bool, answers: Option<&Answers
     let script = step(body, !tools.is_empty(), tool_results, workdir, answers);
     let (text, tool) = match script {
         Step::Write { path } => {
-            let input = if claude {
-                json!({"file_path": path, "content": "hello from mock\n"})
-            } else {
-                json!({"path": path, "content": "hello from mock\n"})
+            // Asked to fix what eden's checks found (`[[check]]`): the file says so, and the
+            // commit is a fix.
+            // (Claude writes over a file only after reading it: the fix goes through the shell.)
+            let fix = asked_to_fix(body);
+            let content = if fix { "hello from mock, fixed\n" } else { "hello from mock\n" };
+            let input = match (claude, fix) {
+                (true, true) => json!({"command": format!("printf 'hello from mock, fixed\\n' > '{path}'")}),
+                (true, false) => json!({"file_path": path, "content": content}),
+                (false, _) => json!({"path": path, "content": content}),
             };
-            ("I'll do that now.".to_owned(), Some((if claude { "Write" } else { "write" }, input)))
+            let tool = match (claude, fix) {
+                (true, true) => "Bash",
+                (true, false) => "Write",
+                (false, _) => "write",
+            };
+            ("I'll do that now.".to_owned(), Some((tool, input)))
         }
         Step::Commit => {
-            ("I'll do that now.".to_owned(), Some((if claude { "Bash" } else { "bash" }, json!({"command": COMMIT}))))
+            let commit = if asked_to_fix(body) { COMMIT_FIX } else { COMMIT };
+            ("I'll do that now.".to_owned(), Some((if claude { "Bash" } else { "bash" }, json!({"command": commit}))))
         }
         Step::Done => (FINAL_TEXT.to_owned(), None),
         Step::Chore => ("Mock title".to_owned(), None),

@@ -129,6 +129,18 @@ impl TestEnv {
         self.git(&["worktree", "list", "--porcelain"]).lines().filter(|l| l.starts_with("worktree ")).count()
     }
 
+    /// The newest run record in `.eden/runs/`.
+    pub fn last_record(&self) -> serde_json::Value {
+        let mut records: Vec<std::path::PathBuf> = std::fs::read_dir(self.repo.join(".eden/runs"))
+            .unwrap()
+            .flatten()
+            .map(|entry| entry.path())
+            .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
+            .collect();
+        records.sort();
+        serde_json::from_str(&std::fs::read_to_string(records.last().expect("a run record")).unwrap()).unwrap()
+    }
+
     pub fn log_subjects(&self, rev: &str) -> Vec<String> {
         self.git(&["log", "--format=%s", rev]).lines().map(str::to_owned).collect()
     }
