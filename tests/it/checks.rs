@@ -234,3 +234,27 @@ fn bad_checks_are_refused_at_load() {
         env.assert_pristine();
     }
 }
+
+/// A step's own `[[step.check]]`s replace the top-level ones for that step.
+#[test]
+fn a_steps_own_checks_replace_the_top_level_ones() {
+    let env = TestEnv::new();
+    let agent = stubborn_agent(&env);
+    let manifest = format!(
+        "name = \"t\"\nprompt = \"go\"\n[agent]\nkind = \"cli\"\nbinary = \"{}\"\n[loop]\nmax_iterations = 1\n\
+         [[check]]\nname = \"top\"\ncmd = \"false\"\n\
+         [[step]]\nname = \"own\"\n[[step.check]]\nname = \"mine\"\ncmd = \"true\"\n\
+         [[step]]\nname = \"inherits\"\n",
+        agent.display()
+    );
+    let run = env.run_manifest(&manifest, &[]);
+    run.assert_code(9);
+    let record = run.record();
+    let ran: Vec<(&str, &str, &str)> = record["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["step"].as_str().unwrap(), c["name"].as_str().unwrap(), c["outcome"].as_str().unwrap()))
+        .collect();
+    assert_eq!(ran, [("own", "mine", "ok"), ("inherits", "top", "failed")]);
+}
