@@ -181,6 +181,9 @@ pub struct RunRecord {
     /// Every run of a `[[check]]`, in order.
     #[serde(default)]
     pub checks: Vec<CheckRecord>,
+    /// `[branch] push`, once tried.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub push: Option<PushRecord>,
     /// Each step with its agent: `ok`, `failed` or `skipped`, with its output.
     pub steps: Vec<StepRecord>,
     /// The structured output (`[output]`; with steps, the last step's that has one).
@@ -443,6 +446,23 @@ pub struct HookRecord {
     pub outcome: HookOutcome,
     pub exit_code: Option<i32>,
     pub duration_ms: u64,
+}
+
+/// `[branch] push`: what was pushed where, and whether it went.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PushRecord {
+    pub remote: String,
+    pub branch: String,
+    pub commit: String,
+    pub pushed: bool,
+    /// `push_base`: the target the run merged into, and whether it went too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_pushed: Option<bool>,
+    /// What git said when a push failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// One run of a `[[check]]`.

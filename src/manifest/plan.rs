@@ -112,6 +112,10 @@ pub struct BranchPlan {
     pub reuse_worktree: bool,
     pub rebase: bool,
     pub commit_leftovers: bool,
+    /// `branch.push`: the remote the run's branch goes to after the run.
+    pub push: Option<String>,
+    /// `branch.push_base`: the base too, once merged into (merge-to-head).
+    pub push_base: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -853,6 +857,21 @@ fn resolve_branch(section: &BranchSection, source: &Source) -> Result<BranchPlan
     }
     if strategy != Strategy::MergeToHead {
         only_for("rebase", section.rebase.is_some(), "strategy `merge-to-head`")?;
+        only_for("push_base", section.push_base.is_some(), "strategy `merge-to-head`")?;
+    }
+    if section.push_base == Some(true) && section.push.is_none() {
+        return Err(source
+            .error_at_key(&path.child("push_base"), "`branch.push_base` needs `branch.push`")
+            .with_hint("name the remote the base goes to: `push = \"origin\"`"));
+    }
+    if let Some(remote) = &section.push {
+        let bad =
+            remote.is_empty() || remote.starts_with('-') || remote.chars().any(|c| c.is_whitespace() || c.is_control());
+        if bad {
+            return Err(source
+                .error_at(&path.child("push"), format!("`{remote}` is not a remote's name"))
+                .with_hint("name a remote of this repository, as `git remote` lists them: `push = \"origin\"`"));
+        }
     }
     if strategy == Strategy::Named && section.name.is_none() {
         return Err(source
@@ -876,6 +895,8 @@ fn resolve_branch(section: &BranchSection, source: &Source) -> Result<BranchPlan
         reuse_worktree: section.reuse_worktree.unwrap_or(false),
         rebase: section.rebase.unwrap_or(false),
         commit_leftovers: section.commit_leftovers.unwrap_or(false),
+        push: section.push.clone(),
+        push_base: section.push_base.unwrap_or(false),
     })
 }
 

@@ -239,6 +239,10 @@ pub struct BranchSection {
     /// Commit what the agent left uncommitted when the run ends well (default false: the run
     /// then exits 1 with the work kept in the worktree).
     pub commit_leftovers: Option<bool>,
+    /// A remote of the repository: the run's branch is pushed there after the run.
+    pub push: Option<String>,
+    /// `merge-to-head` with `push`: push the base too once the run merged into it.
+    pub push_base: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]

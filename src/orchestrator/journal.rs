@@ -53,6 +53,7 @@ impl Journal {
             iterations: Vec::new(),
             hooks: Vec::new(),
             checks: Vec::new(),
+            push: None,
             steps: Vec::new(),
             output: None,
             completion_signal: None,

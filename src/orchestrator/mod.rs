@@ -18,6 +18,7 @@ mod invoke;
 mod iterate;
 mod journal;
 mod judge;
+mod push;
 mod session;
 mod steps;
 mod stream;
@@ -116,6 +117,8 @@ pub struct Run<'p> {
     sessions: Vec<SessionToCarry>,
     /// The proxies that hold the agents' keys (`sandbox.hold_keys`), once the sandbox starts.
     holder: Option<crate::proxy::held::Holder>,
+    /// `[branch] push`: where the remote's branch was when the run began.
+    push_lease: Option<push::Lease>,
 }
 
 impl<'p> Run<'p> {
@@ -144,6 +147,11 @@ impl<'p> Run<'p> {
             _ => {}
         }
         let sessions = sessions_to_carry(plan, &pre)?;
+        let push_lease = plan
+            .branch
+            .push
+            .as_ref()
+            .map(|remote| push::take_lease(&crate::git::Git::new(&pre.root), remote, &pre.branch));
         if let Some(interrupted) = interrupted(&abort) {
             return Err(interrupted);
         }
@@ -178,6 +186,7 @@ impl<'p> Run<'p> {
             started: std::time::Instant::now(),
             sessions,
             holder: None,
+            push_lease,
         };
         Ok((run, pre))
     }
@@ -321,11 +330,16 @@ impl<'p> Run<'p> {
         let outcome = self.commit_leftovers(&workspace, outcome);
         let known_commits = self.record_progress(&outcome);
         let settings = self.merge_settings(&workspace);
+        let repo = crate::git::Git::new(&workspace.pre.root);
+        let tip = workspace.repo.branch_commit(&workspace.pre.branch).ok().flatten();
         let finished = finish::finish(workspace, outcome, known_commits, settings, &mut self.events);
-        let finish::Finished { lock, commits, merged, preserved_branch, preserved_worktree, error } = finished;
+        let finish::Finished { lock, commits, merged, mut preserved_branch, preserved_worktree, error } = finished;
+        let landed = (tip.filter(|_| !commits.is_empty()), merged.as_ref().map(|merged| merged.into.as_str()));
+        let (pushed, error) = self.push(&repo, landed, &mut preserved_branch, error);
         // A signal that arrived during the finish still counts.
         let error = error.or_else(|| interrupted(&self.abort));
         let result = self.end(error, |record| {
+            record.push = pushed;
             record.commits = commits;
             if let Some(merged) = merged {
                 record.merged_into = Some(merged.into);
@@ -341,6 +355,42 @@ impl<'p> Run<'p> {
         // Held until the record says how the run ended.
         drop(lock);
         result
+    }
+
+    /// `[branch] push`, once the run's work landed or was kept (`landed`: the branch's tip, if
+    /// it has commits, and the target it merged into). A failed push keeps the branch here
+    /// (made again if the merge had deleted it) and fails the run unless it failed already.
+    fn push(
+        &mut self,
+        repo: &crate::git::Git,
+        landed: (Option<String>, Option<&str>),
+        preserved_branch: &mut Option<String>,
+        error: Option<Error>,
+    ) -> (Option<crate::record::PushRecord>, Option<Error>) {
+        let (Some(lease), (Some(tip), merged_into)) = (&self.push_lease, landed) else { return (None, error) };
+        if lease.expected.is_none() {
+            let message = format!("`{}` could not be asked when the run began: pushing without a lease", lease.remote);
+            self.events.report(&Event::Warning { message: message.into() });
+        }
+        let base = merged_into.filter(|_| self.plan.branch.push_base);
+        let record = push::push(repo, lease, &tip, base);
+        if record.pushed && record.error.is_none() {
+            let base = base.map(|base| format!(", and `{base}`")).unwrap_or_default();
+            let message = format!("pushed `{}` ({}) to `{}`{base}", lease.branch, short_sha(&tip), lease.remote);
+            self.events.report(&Event::Info { message: message.into() });
+            return (Some(record), error);
+        }
+        if preserved_branch.is_none() && repo.run(["branch", &lease.branch, &tip]).is_ok() {
+            *preserved_branch = Some(lease.branch.clone());
+        }
+        let failed = push::error(&record, preserved_branch.as_deref());
+        match error {
+            Some(error) => {
+                self.events.report(&Event::Warning { message: failed.message.into() });
+                (Some(record), Some(error))
+            }
+            None => (Some(record), Some(failed)),
+        }
     }
 
     /// The iterations, hooks and steps not yet in the record go there, with how the steps
@@ -746,4 +796,8 @@ fn sessions_to_carry(plan: &Plan, pre: &workspace::Preflight) -> Result<Vec<Sess
         carry.push(SessionToCarry { step, kind, session: session.clone(), main, subagents, to_host: false });
     }
     Ok(carry)
+}
+
+fn short_sha(sha: &str) -> &str {
+    sha.get(..10).unwrap_or(sha)
 }

@@ -78,6 +78,9 @@ pub fn preflight(plan: &Plan, found: &Result<Discovered, Error>, run_id: &str, u
     let found = found.clone()?;
     super::copy::check_sources(&found.checkout, &plan.copy_to_worktree)?;
     refuse_mounts_of_the_repository(plan, &found)?;
+    if let Some(remote) = &plan.branch.push {
+        check_remote(&Git::new(&found.root), remote)?;
+    }
     let checkout = Git::new(&found.checkout);
     let current = checkout.current_branch()?;
     match plan.branch.strategy {
@@ -85,6 +88,18 @@ pub fn preflight(plan: &Plan, found: &Result<Discovered, Error>, run_id: &str, u
         Strategy::MergeToHead => merge_to_head(plan, found, current, run_id),
         Strategy::Named => named(plan, found, current),
     }
+}
+
+/// `branch.push` names a remote of this repository.
+fn check_remote(repo: &Git, remote: &str) -> Result<(), Error> {
+    if repo.check(["remote", "get-url", "--push", remote])? {
+        return Ok(());
+    }
+    let known = repo.run(["remote"]).unwrap_or_default();
+    let known: Vec<String> = known.lines().map(|name| format!("`{name}`")).collect();
+    let known = if known.is_empty() { "it has none".to_owned() } else { format!("it has {}", known.join(", ")) };
+    Err(Error::usage(format!("`branch.push` names `{remote}`, which is not a remote of this repository ({known})"))
+        .with_hint(format!("add it (`git remote add {remote} URL`) or name another in `branch.push`")))
 }
 
 /// A container's `mounts` must not hand it this repository (its `.git`, the checkout, other

@@ -28,6 +28,7 @@ mod manifest_errors;
 mod model_server;
 mod parallel;
 mod prompts;
+mod push;
 mod real_agents;
 mod remote;
 mod remote_engines;

@@ -1,0 +1,139 @@
+//! `[branch] push`: the run's branch goes to a remote after the run, kept or merged, with a
+//! lease taken when the run began, so a push made meanwhile by someone else (or by another
+//! run) is never overwritten; `push_base` sends the base too once the run merged into it. A
+//! push that fails keeps everything local and says so.
+
+use crate::error::Error;
+use crate::git::Git;
+use crate::record::PushRecord;
+
+/// Where the remote's copy of the branch was when the run began.
+pub(super) struct Lease {
+    pub remote: String,
+    pub branch: String,
+    /// Its commit there (`Some("")`: it had none); `None` when the remote could not be asked.
+    pub expected: Option<String>,
+}
+
+/// Ask `remote` where `branch` is. Never prompts for credentials: a run must not hang on one.
+pub(super) fn take_lease(repo: &Git, remote: &str, branch: &str) -> Lease {
+    let asked = quiet(repo.command(["ls-remote", "--heads", remote, &format!("refs/heads/{branch}")])).output();
+    let expected = match asked {
+        Ok(output) if output.success() => {
+            Some(output.stdout.split_whitespace().next().map(str::to_owned).unwrap_or_default())
+        }
+        _ => None,
+    };
+    Lease { remote: remote.to_owned(), branch: branch.to_owned(), expected }
+}
+
+fn quiet(command: crate::process::ProcessBuilder) -> crate::process::ProcessBuilder {
+    command.env("GIT_TERMINAL_PROMPT", "0").env("GIT_ASKPASS", "true").env("SSH_ASKPASS", "true")
+}
+
+/// Push `tip` as the lease's branch, and `base` (the target the run merged into) when given.
+pub(super) fn push(repo: &Git, lease: &Lease, tip: &str, base: Option<&str>) -> PushRecord {
+    let refspec = format!("{tip}:refs/heads/{}", lease.branch);
+    let mut args = vec!["push".to_owned(), "--porcelain".to_owned()];
+    // The remote's branch must still be where it was: a new branch must still be absent.
+    if let Some(expected) = &lease.expected {
+        args.push(format!("--force-with-lease=refs/heads/{}:{expected}", lease.branch));
+    }
+    args.extend([lease.remote.clone(), refspec]);
+    let mut record = PushRecord {
+        remote: lease.remote.clone(),
+        branch: lease.branch.clone(),
+        commit: tip.to_owned(),
+        pushed: false,
+        base: base.map(str::to_owned),
+        base_pushed: None,
+        error: None,
+    };
+    if let Err(why) = run(repo, &args) {
+        record.error = Some(why);
+        return record;
+    }
+    record.pushed = true;
+    if let Some(base) = base {
+        // The base only ever moves forward: no force, no lease needed.
+        let pushed = run(
+            repo,
+            &[
+                "push".into(),
+                "--porcelain".into(),
+                lease.remote.clone(),
+                format!("refs/heads/{base}:refs/heads/{base}"),
+            ],
+        );
+        record.base_pushed = Some(pushed.is_ok());
+        record.error = pushed.err();
+    }
+    record
+}
+
+/// Run git; `Err` is what git said, its last lines.
+fn run(repo: &Git, args: &[String]) -> Result<(), String> {
+    let output = quiet(repo.command(args)).output().map_err(|err| format!("cannot run git: {err}"))?;
+    if output.success() {
+        return Ok(());
+    }
+    // What the remote said, and git's verdict; not the progress (`To …`, `Done`).
+    let said: Vec<&str> = output
+        .stderr
+        .lines()
+        .chain(output.stdout.lines())
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with("To ") && *line != "Done")
+        .filter(|line| !line.starts_with("error: failed to push some refs"))
+        .collect();
+    let tail = said[said.len().saturating_sub(6)..].join("; ");
+    Err(without_userinfo(&tail))
+}
+
+/// `text` with the user and password of any URL in it (`https://user:token@host`) hidden.
+fn without_userinfo(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("://") {
+        let (before, after) = rest.split_at(at + 3);
+        out.push_str(before);
+        let end = after.find(|c: char| c.is_whitespace() || c == '/' || c == '\'' || c == '"').unwrap_or(after.len());
+        match after[..end].rfind('@') {
+            Some(user) => {
+                out.push_str("***");
+                out.push_str(&after[user..end]);
+            }
+            None => out.push_str(&after[..end]),
+        }
+        rest = &after[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// What failed, for the person: the push is theirs to do once they see why.
+pub(super) fn error(record: &PushRecord, kept: Option<&str>) -> Error {
+    let why = record.error.as_deref().unwrap_or("git did not say why");
+    let (what, command) = match record.base_pushed {
+        Some(false) => (
+            format!("the base `{}`", record.base.as_deref().unwrap_or_default()),
+            format!("git push {} {}", record.remote, record.base.as_deref().unwrap_or_default()),
+        ),
+        _ => (format!("`{}`", record.branch), format!("git push {} {}", record.remote, record.branch)),
+    };
+    let kept = kept.map(|branch| format!("; the branch is kept here as `{branch}`")).unwrap_or_default();
+    Error::git(format!("the push of {what} to `{}` failed: {why}{kept}", record.remote))
+        .with_hint(format!("everything is kept in this repository; once the remote takes it: `{command}`"))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_urls_user_and_password_are_hidden() {
+        let said = "fatal: unable to access 'https://me:ghp_secret@github.com/o/r.git/': 403; see git://host/x";
+        assert_eq!(
+            super::without_userinfo(said),
+            "fatal: unable to access 'https://***@github.com/o/r.git/': 403; see git://host/x"
+        );
+    }
+}
