@@ -314,52 +314,19 @@ fn read_lines(
 
 /// A run's line in the summary table.
 pub fn row(member: &Member, ended: &Ended) -> Row {
-    let record = ended.record.as_ref();
-    let status = match (ended.started, ended.stopped, record, ended.code) {
+    let mut row = match &ended.record {
+        Some(record) => Row::from_record(&member.name, &member.agent, record, ended.code),
+        None => Row { name: member.name.clone(), agent: member.agent.clone(), code: ended.code, ..Row::default() },
+    };
+    row.status = match (ended.started, ended.stopped, &ended.record, ended.code) {
         (false, _, _, _) => "not started".to_owned(),
         (_, true, _, _) => "stopped".to_owned(),
-        (_, _, Some(record), _) => record.exit_reason.map_or("ended", |reason| reason.as_str()).to_owned(),
+        (_, _, Some(_), _) => row.status,
         (_, _, None, Some(0)) => "ok".to_owned(),
         (_, _, None, _) => ended.error.as_ref().map_or("failed", |error| error.kind.as_str()).to_owned(),
     };
-    let landed = record.map(|record| match (&record.merged_into, &record.preserved_branch) {
-        (Some(target), _) => format!("merged into {target}"),
-        (None, Some(branch)) => format!("kept {branch}"),
-        (None, None) if record.commits.is_empty() => "no commits".to_owned(),
-        (None, None) => format!("on {}", record.branch),
-    });
-    // Where it ran: a pod's node, or a container's engine when not the default one.
-    let host = record
-        .and_then(|record| record.container.as_ref())
-        .and_then(|container| container.node.clone().or_else(|| container.host.clone()))
-        .or_else(|| ended.host.clone());
-    Row {
-        name: member.name.clone(),
-        agent: member.agent.clone(),
-        host,
-        status,
-        code: ended.code,
-        iterations: record.map(|record| record.iterations.len()),
-        commits: record.map(|record| record.commits.len()),
-        landed: landed.unwrap_or_default(),
-        duration_ms: record.map(|record| record.duration_ms),
-        tokens: record.and_then(|record| record.usage.as_ref()).map(|usage| usage.total_tokens()),
-        cost: record.and_then(|record| record.usage.as_ref()).and_then(|usage| usage.cost_usd),
-        checks: record.and_then(|record| checks_passed(&record.checks)),
-    }
-}
-
-/// How many of a run's checks passed when each last ran, of how many there are.
-fn checks_passed(checks: &[crate::record::CheckRecord]) -> Option<(usize, usize)> {
-    let mut last: Vec<(&str, bool)> = Vec::new();
-    for check in checks {
-        let passed = check.outcome == crate::record::HookOutcome::Ok;
-        match last.iter_mut().find(|(name, _)| *name == check.name) {
-            Some(known) => known.1 = passed,
-            None => last.push((&check.name, passed)),
-        }
-    }
-    (!last.is_empty()).then(|| (last.iter().filter(|(_, passed)| *passed).count(), last.len()))
+    row.host = row.host.or_else(|| ended.host.clone());
+    row
 }
 
 /// A run in the `--json` array: its record, or what stopped it before it had one.

@@ -44,11 +44,22 @@ pub(crate) fn run(args: &RunArgs, settings: &RunSettings, printed: &mut bool) ->
         crate::ui::print_data(&serde_json::to_string_pretty(&array).expect("records serialize"));
     }
     *printed = args.json || args.json_events;
-    if let Some(signal) = coordinated.interrupted {
-        return Ok(Exit::Interrupted(signal).code());
-    }
-    let codes = ended.iter().filter(|ended| ended.started && !ended.stopped).filter_map(|ended: &Ended| ended.code);
-    Ok(codes.max_by_key(|code| Exit::from_code(*code).severity()).unwrap_or(Exit::Success.code()))
+    let code = match coordinated.interrupted {
+        Some(signal) => Exit::Interrupted(signal).code(),
+        None => {
+            let codes =
+                ended.iter().filter(|ended| ended.started && !ended.stopped).filter_map(|ended: &Ended| ended.code);
+            codes.max_by_key(|code| Exit::from_code(*code).severity()).unwrap_or(Exit::Success.code())
+        }
+    };
+    // In a GitHub Actions step: one summary and one set of outputs for them all.
+    let summarized: Vec<crate::ui::github::Summarized> = rows
+        .into_iter()
+        .zip(&ended)
+        .map(|(row, ended)| crate::ui::github::Summarized { row, record: ended.record.as_ref() })
+        .collect();
+    crate::ui::github::write(&summarized, code);
+    Ok(code)
 }
 
 /// The runs the arguments name, loaded and checked; any problem is an error before anything
@@ -213,7 +224,9 @@ fn member_command(
 ) -> Result<ProcessBuilder, Error> {
     let eden =
         std::env::current_exe().map_err(|err| Error::internal("cannot find eden's own executable").with_source(err))?;
-    let mut command = ProcessBuilder::new(eden).arg("run");
+    // The several-runs summary is the parent's to write, once.
+    let mut command =
+        ProcessBuilder::new(eden).arg("run").env_remove("GITHUB_STEP_SUMMARY").env_remove("GITHUB_OUTPUT");
     if let Some(manifest) = manifest {
         command = command.arg(manifest);
     }

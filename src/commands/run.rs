@@ -7,6 +7,8 @@ use crate::error::Error;
 use crate::manifest::plan;
 use crate::orchestrator::{self, workspace, RunOptions};
 use crate::process::Stopping;
+use crate::ui::batch::Row;
+use crate::ui::github::Summarized;
 use crate::ui::{print_data, Display, JsonLinesReporter, LogFileReporter, Reporter};
 use std::path::PathBuf;
 
@@ -144,6 +146,12 @@ fn run_inner(
         *printed = true;
         if args.json {
             print_data(&serde_json::to_string_pretty(record).expect("records serialize"));
+        }
+        // In a GitHub Actions step: the job's summary and the step's outputs.
+        if options.interactive.is_none() {
+            let code = result.error.as_ref().map_or(0, |error| error.kind.exit_code());
+            let row = Row::from_record(&plan.name, plan.steps[0].agent.kind().as_str(), record, Some(code));
+            crate::ui::github::write(&[Summarized { row, record: Some(record) }], code);
         }
     }
     match result.error {

@@ -3,6 +3,7 @@
 //! run ends; elsewhere each run's own plain lines, prefixed with its name; then one table.
 
 use super::for_terminal;
+use crate::record::RunRecord;
 use crate::report::{Event, Logged};
 use console::style;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
@@ -27,6 +28,48 @@ pub struct Row {
     pub cost: Option<f64>,
     /// Its `[[check]]`s as they last ran: how many passed, of how many (`2/3`).
     pub checks: Option<(usize, usize)>,
+}
+
+impl Row {
+    /// A run's line from its record: how it ended, where its work went, what it spent.
+    pub fn from_record(name: &str, agent: &str, record: &RunRecord, code: Option<i32>) -> Row {
+        let landed = match (&record.merged_into, &record.preserved_branch) {
+            (Some(target), _) => format!("merged into {target}"),
+            (None, Some(branch)) => format!("kept {branch}"),
+            (None, None) if record.commits.is_empty() => "no commits".to_owned(),
+            (None, None) => format!("on {}", record.branch),
+        };
+        // Where it ran: a pod's node, or a container's engine when not the default one.
+        let host =
+            record.container.as_ref().and_then(|container| container.node.clone().or_else(|| container.host.clone()));
+        Row {
+            name: name.to_owned(),
+            agent: agent.to_owned(),
+            host,
+            status: record.exit_reason.map_or("ended", |reason| reason.as_str()).to_owned(),
+            code,
+            iterations: Some(record.iterations.len()),
+            commits: Some(record.commits.len()),
+            landed,
+            duration_ms: Some(record.duration_ms),
+            tokens: record.usage.as_ref().map(|usage| usage.total_tokens()),
+            cost: record.usage.as_ref().and_then(|usage| usage.cost_usd),
+            checks: checks_passed(&record.checks),
+        }
+    }
+}
+
+/// How many of a run's checks passed when each last ran, of how many there are.
+fn checks_passed(checks: &[crate::record::CheckRecord]) -> Option<(usize, usize)> {
+    let mut last: Vec<(&str, bool)> = Vec::new();
+    for check in checks {
+        let passed = check.outcome == crate::record::HookOutcome::Ok;
+        match last.iter_mut().find(|(name, _)| *name == check.name) {
+            Some(known) => known.1 = passed,
+            None => last.push((&check.name, passed)),
+        }
+    }
+    (!last.is_empty()).then(|| (last.iter().filter(|(_, passed)| *passed).count(), last.len()))
 }
 
 pub struct BatchDisplay {

@@ -5,6 +5,7 @@
 #![allow(clippy::print_stderr)]
 
 pub mod batch;
+pub mod github;
 mod live;
 mod log_file;
 mod plain;

@@ -16,6 +16,7 @@ mod crash;
 mod env_secrets;
 mod escape;
 mod generated;
+mod github;
 mod held_keys;
 mod hooks;
 mod image;

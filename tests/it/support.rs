@@ -59,7 +59,10 @@ impl TestEnv {
             .env("GIT_AUTHOR_EMAIL", "test@example.com")
             .env("GIT_COMMITTER_NAME", "Test")
             .env("GIT_COMMITTER_EMAIL", "test@example.com")
-            .env_remove("NO_COLOR");
+            .env_remove("NO_COLOR")
+            // A test's runs never write the summary of the job the suite runs in.
+            .env_remove("GITHUB_STEP_SUMMARY")
+            .env_remove("GITHUB_OUTPUT");
     }
 
     pub fn git(&self, args: &[&str]) -> String {

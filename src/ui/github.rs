@@ -1,0 +1,157 @@
+//! GitHub Actions: when `GITHUB_STEP_SUMMARY` and `GITHUB_OUTPUT` are set (as they are in a
+//! job's step), eden writes a Markdown summary of its run(s) — the table, branch, checks, push —
+//! and step outputs a later step can use (`steps.<id>.outputs.branch`, …). Nothing is written
+//! when they are not set; a file that cannot be written is a warning, never a failed run.
+
+use super::batch::Row;
+use crate::record::{HookOutcome, RunRecord};
+use std::fmt::Write as _;
+use std::io::Write as _;
+
+/// One run as the summary and the outputs show it.
+pub struct Summarized<'a> {
+    pub row: Row,
+    pub record: Option<&'a RunRecord>,
+}
+
+/// Write the summary and the outputs of `runs`, if GitHub asked for them.
+pub fn write(runs: &[Summarized<'_>], exit_code: i32) {
+    let env = |name: &str| std::env::var_os(name).filter(|value| !value.is_empty());
+    if let Some(path) = env("GITHUB_STEP_SUMMARY") {
+        append(&path, &summary(runs, exit_code), "GITHUB_STEP_SUMMARY");
+    }
+    if let Some(path) = env("GITHUB_OUTPUT") {
+        append(&path, &outputs(runs, exit_code), "GITHUB_OUTPUT");
+    }
+}
+
+fn append(path: &std::ffi::OsStr, text: &str, what: &str) {
+    let written = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .and_then(|mut file| file.write_all(crate::redact::apply(text).as_bytes()));
+    if let Err(err) = written {
+        super::print_note(&format!("warning: cannot write `{what}` ({}): {err}", std::path::Path::new(path).display()));
+    }
+}
+
+/// A cell of a Markdown table: its pipes escaped, on one line.
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|").replace(['\n', '\r'], " ")
+}
+
+/// The Markdown: a heading with the outcome, the table, then per run its branch, push and checks.
+pub fn summary(runs: &[Summarized<'_>], exit_code: i32) -> String {
+    let mark = if exit_code == 0 { "✅" } else { "❌" };
+    let mut out = match runs {
+        [one] => format!("### {mark} eden: `{}` {}\n\n", cell(&one.row.name), cell(&one.row.status)),
+        _ => format!("### {mark} eden: {} runs, exit code {exit_code}\n\n", runs.len()),
+    };
+    out.push_str("| Run | Agent | Status | Iterations | Commits | Checks | Result | Time | Tokens | Cost |\n");
+    out.push_str("|---|---|---|--:|--:|--:|---|--:|--:|--:|\n");
+    let dash = || "-".to_owned();
+    for Summarized { row, .. } in runs {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            cell(&row.name),
+            cell(&row.agent),
+            cell(&row.status),
+            row.iterations.map_or_else(dash, |n| n.to_string()),
+            row.commits.map_or_else(dash, |n| n.to_string()),
+            row.checks.map_or_else(dash, |(passed, all)| format!("{passed}/{all}")),
+            if row.landed.is_empty() { dash() } else { cell(&row.landed) },
+            row.duration_ms.map_or_else(dash, |ms| format!("{:.1}s", ms as f64 / 1000.0)),
+            row.tokens.map_or_else(dash, super::thousands),
+            row.cost.map_or_else(dash, |cost| format!("${cost:.4}")),
+        );
+    }
+    for Summarized { row, record } in runs {
+        let Some(record) = record else { continue };
+        out.push('\n');
+        let prefix = if runs.len() > 1 { format!("**{}**: ", cell(&row.name)) } else { String::new() };
+        let _ = writeln!(out, "{prefix}branch `{}`{}", record.branch, pushed(record));
+        for check in last_checks(record) {
+            let how = match (check.outcome, check.exit_code) {
+                (HookOutcome::Ok, _) => "passed".to_owned(),
+                (HookOutcome::Timeout, _) => "timed out".to_owned(),
+                (_, Some(code)) => format!("failed (exit {code})"),
+                (outcome, None) => outcome.as_str().to_owned(),
+            };
+            let sign = if check.outcome == HookOutcome::Ok { "✅" } else { "❌" };
+            let _ = writeln!(out, "- {sign} check `{}`: {how} (iteration {})", cell(&check.name), check.iteration);
+        }
+        if let Some(error) = &record.error {
+            let _ = writeln!(out, "\n> {}", cell(error.message.lines().next().unwrap_or_default()));
+        }
+    }
+    out
+}
+
+/// `, pushed to `origin``, or why not.
+fn pushed(record: &RunRecord) -> String {
+    match &record.push {
+        Some(push) if push.pushed => format!(", pushed to `{}`", push.remote),
+        Some(push) => format!(", **not pushed** to `{}`", push.remote),
+        None => String::new(),
+    }
+}
+
+/// Each check's last run.
+fn last_checks(record: &RunRecord) -> Vec<&crate::record::CheckRecord> {
+    let mut last: Vec<&crate::record::CheckRecord> = Vec::new();
+    for check in &record.checks {
+        match last.iter_mut().find(|known| known.name == check.name && known.step == check.step) {
+            Some(known) => *known = check,
+            None => last.push(check),
+        }
+    }
+    last
+}
+
+/// `name<<DELIMITER` … `DELIMITER` for each output (values may hold anything); with several
+/// runs each holds one line per run, and `runs` all of them as JSON.
+pub fn outputs(runs: &[Summarized<'_>], exit_code: i32) -> String {
+    let delimiter = format!("EDEN_OUTPUT_{}", crate::values::random_hex(16).unwrap_or_else(|_| "END".into()));
+    let values = |of: &dyn Fn(&Summarized<'_>) -> String| runs.iter().map(of).collect::<Vec<_>>().join("\n");
+    let status = |run: &Summarized<'_>| if run.row.code == Some(0) { "success" } else { "failure" }.to_owned();
+    let reason = |run: &Summarized<'_>| run.row.status.clone();
+    let branch = |run: &Summarized<'_>| run.record.map(|record| record.branch.clone()).unwrap_or_default();
+    let commits = |run: &Summarized<'_>| run.row.commits.unwrap_or(0).to_string();
+    let cost = |run: &Summarized<'_>| run.row.cost.map(|cost| format!("{cost:.4}")).unwrap_or_default();
+    let json: Vec<serde_json::Value> = runs
+        .iter()
+        .map(|run| {
+            serde_json::json!({
+                "name": run.row.name,
+                "branch": branch(run),
+                "status": status(run),
+                "exit_reason": reason(run),
+                "exit_code": run.row.code,
+                "commits": run.row.commits.unwrap_or(0),
+                "cost_usd": run.row.cost,
+                "merged_into": run.record.and_then(|record| record.merged_into.clone()),
+                "pushed": run.record.and_then(|record| record.push.as_ref()).map(|push| push.pushed),
+            })
+        })
+        .collect();
+    let pairs = [
+        ("branch", values(&branch)),
+        ("status", if runs.len() == 1 { values(&status) } else { status_of(exit_code) }),
+        ("exit_reason", values(&reason)),
+        ("exit_code", exit_code.to_string()),
+        ("commits", values(&commits)),
+        ("cost_usd", values(&cost)),
+        ("runs", serde_json::Value::Array(json).to_string()),
+    ];
+    let mut out = String::new();
+    for (name, value) in pairs {
+        let _ = write!(out, "{name}<<{delimiter}\n{value}\n{delimiter}\n");
+    }
+    out
+}
+
+fn status_of(exit_code: i32) -> String {
+    if exit_code == 0 { "success" } else { "failure" }.to_owned()
+}
