@@ -30,6 +30,9 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             [CompletionResult]::new('init', 'init', [CompletionResultType]::ParameterValue, 'Write a starter manifest (and, for container sandboxes, a Dockerfile)')
             [CompletionResult]::new('image', 'image', [CompletionResultType]::ParameterValue, 'Build or remove the sandbox image')
             [CompletionResult]::new('clean', 'clean', [CompletionResultType]::ParameterValue, 'Remove what eden left behind: worktrees, branches, containers, locks, isolated copies')
+            [CompletionResult]::new('diff', 'diff', [CompletionResultType]::ParameterValue, 'What a run changed against its base, through git''s pager and diff settings')
+            [CompletionResult]::new('merge', 'merge', [CompletionResultType]::ParameterValue, 'Merge a kept run''s branch into its base, as the run''s own merge would')
+            [CompletionResult]::new('discard', 'discard', [CompletionResultType]::ParameterValue, 'Remove a run''s branch, worktree and container; its record stays')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script for bash, zsh, fish, elvish or powershell')
             [CompletionResult]::new('sessions', 'sessions', [CompletionResultType]::ParameterValue, 'The run history: list runs, replay one, total tokens and cost, remove runs')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -173,6 +176,27 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
         }
+        'eden;diff' {
+            [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'The repository whose runs to look in (default: the current directory''s)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'eden;merge' {
+            [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'The repository whose runs to look in (default: the current directory''s)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print the run''s record, as it is now, on stdout')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'eden;discard' {
+            [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'The repository whose runs to look in (default: the current directory''s)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print the run''s record, as it is now, on stdout')
+            [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Also discard uncommitted changes in the run''s kept worktree')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
         'eden;completions' {
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
@@ -286,6 +310,9 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             [CompletionResult]::new('init', 'init', [CompletionResultType]::ParameterValue, 'Write a starter manifest (and, for container sandboxes, a Dockerfile)')
             [CompletionResult]::new('image', 'image', [CompletionResultType]::ParameterValue, 'Build or remove the sandbox image')
             [CompletionResult]::new('clean', 'clean', [CompletionResultType]::ParameterValue, 'Remove what eden left behind: worktrees, branches, containers, locks, isolated copies')
+            [CompletionResult]::new('diff', 'diff', [CompletionResultType]::ParameterValue, 'What a run changed against its base, through git''s pager and diff settings')
+            [CompletionResult]::new('merge', 'merge', [CompletionResultType]::ParameterValue, 'Merge a kept run''s branch into its base, as the run''s own merge would')
+            [CompletionResult]::new('discard', 'discard', [CompletionResultType]::ParameterValue, 'Remove a run''s branch, worktree and container; its record stays')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script for bash, zsh, fish, elvish or powershell')
             [CompletionResult]::new('sessions', 'sessions', [CompletionResultType]::ParameterValue, 'The run history: list runs, replay one, total tokens and cost, remove runs')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -316,6 +343,15 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             break
         }
         'eden;help;clean' {
+            break
+        }
+        'eden;help;diff' {
+            break
+        }
+        'eden;help;merge' {
+            break
+        }
+        'eden;help;discard' {
             break
         }
         'eden;help;completions' {

@@ -22,6 +22,12 @@ _eden() {
             eden,completions)
                 cmd="eden__subcmd__completions"
                 ;;
+            eden,diff)
+                cmd="eden__subcmd__diff"
+                ;;
+            eden,discard)
+                cmd="eden__subcmd__discard"
+                ;;
             eden,help)
                 cmd="eden__subcmd__help"
                 ;;
@@ -33,6 +39,9 @@ _eden() {
                 ;;
             eden,interactive)
                 cmd="eden__subcmd__interactive"
+                ;;
+            eden,merge)
+                cmd="eden__subcmd__merge"
                 ;;
             eden,run)
                 cmd="eden__subcmd__run"
@@ -46,6 +55,12 @@ _eden() {
             eden__subcmd__help,completions)
                 cmd="eden__subcmd__help__subcmd__completions"
                 ;;
+            eden__subcmd__help,diff)
+                cmd="eden__subcmd__help__subcmd__diff"
+                ;;
+            eden__subcmd__help,discard)
+                cmd="eden__subcmd__help__subcmd__discard"
+                ;;
             eden__subcmd__help,help)
                 cmd="eden__subcmd__help__subcmd__help"
                 ;;
@@ -57,6 +72,9 @@ _eden() {
                 ;;
             eden__subcmd__help,interactive)
                 cmd="eden__subcmd__help__subcmd__interactive"
+                ;;
+            eden__subcmd__help,merge)
+                cmd="eden__subcmd__help__subcmd__merge"
                 ;;
             eden__subcmd__help,run)
                 cmd="eden__subcmd__help__subcmd__run"
@@ -164,7 +182,7 @@ _eden() {
 
     case "${cmd}" in
         eden)
-            opts="-h -V --help --version run interactive init image clean completions sessions help"
+            opts="-h -V --help --version run interactive init image clean diff merge discard completions sessions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -219,8 +237,50 @@ _eden() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        eden__subcmd__diff)
+            opts="-h --repo --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --repo)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
+                    fi
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        eden__subcmd__discard)
+            opts="-h --repo --json --force --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --repo)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
+                    fi
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         eden__subcmd__help)
-            opts="run interactive init image clean completions sessions help"
+            opts="run interactive init image clean diff merge discard completions sessions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -248,6 +308,34 @@ _eden() {
             return 0
             ;;
         eden__subcmd__help__subcmd__completions)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        eden__subcmd__help__subcmd__diff)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        eden__subcmd__help__subcmd__discard)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -346,6 +434,20 @@ _eden() {
             return 0
             ;;
         eden__subcmd__help__subcmd__interactive)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        eden__subcmd__help__subcmd__merge)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -834,6 +936,27 @@ _eden() {
                     COMPREPLY=("${cur}")
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        eden__subcmd__merge)
+            opts="-h --repo --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --repo)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
                     fi
                     return 0
                     ;;

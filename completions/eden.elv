@@ -27,6 +27,9 @@ set edit:completion:arg-completer[eden] = {|@words|
             cand init 'Write a starter manifest (and, for container sandboxes, a Dockerfile)'
             cand image 'Build or remove the sandbox image'
             cand clean 'Remove what eden left behind: worktrees, branches, containers, locks, isolated copies'
+            cand diff 'What a run changed against its base, through git''s pager and diff settings'
+            cand merge 'Merge a kept run''s branch into its base, as the run''s own merge would'
+            cand discard 'Remove a run''s branch, worktree and container; its record stays'
             cand completions 'Print a shell completion script for bash, zsh, fish, elvish or powershell'
             cand sessions 'The run history: list runs, replay one, total tokens and cost, remove runs'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -156,6 +159,24 @@ set edit:completion:arg-completer[eden] = {|@words|
             cand -h 'Print help'
             cand --help 'Print help'
         }
+        &'eden;diff'= {
+            cand --repo 'The repository whose runs to look in (default: the current directory''s)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'eden;merge'= {
+            cand --repo 'The repository whose runs to look in (default: the current directory''s)'
+            cand --json 'Print the run''s record, as it is now, on stdout'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'eden;discard'= {
+            cand --repo 'The repository whose runs to look in (default: the current directory''s)'
+            cand --json 'Print the run''s record, as it is now, on stdout'
+            cand --force 'Also discard uncommitted changes in the run''s kept worktree'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
         &'eden;completions'= {
             cand -h 'Print help'
             cand --help 'Print help'
@@ -253,6 +274,9 @@ set edit:completion:arg-completer[eden] = {|@words|
             cand init 'Write a starter manifest (and, for container sandboxes, a Dockerfile)'
             cand image 'Build or remove the sandbox image'
             cand clean 'Remove what eden left behind: worktrees, branches, containers, locks, isolated copies'
+            cand diff 'What a run changed against its base, through git''s pager and diff settings'
+            cand merge 'Merge a kept run''s branch into its base, as the run''s own merge would'
+            cand discard 'Remove a run''s branch, worktree and container; its record stays'
             cand completions 'Print a shell completion script for bash, zsh, fish, elvish or powershell'
             cand sessions 'The run history: list runs, replay one, total tokens and cost, remove runs'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -275,6 +299,12 @@ set edit:completion:arg-completer[eden] = {|@words|
         &'eden;help;image;push'= {
         }
         &'eden;help;clean'= {
+        }
+        &'eden;help;diff'= {
+        }
+        &'eden;help;merge'= {
+        }
+        &'eden;help;discard'= {
         }
         &'eden;help;completions'= {
         }

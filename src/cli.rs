@@ -55,6 +55,22 @@ also keeps worktrees with uncommitted changes, branches with commits no other br
 copies holding work that never came back. Exit codes: 0 done · 1 something was kept that `--force` would \
 remove, or could not be removed · 2 usage error · 130/143 interrupted (run it again to finish)")]
     Clean(CleanArgs),
+    /// What a run changed against its base, through git's pager and diff settings
+    #[command(after_help = "RUN is a run id, an unambiguous prefix of one, `last`, or a session id, as in \
+`eden sessions`. Arguments after `--` go to `git diff` (`eden diff last -- --stat`). Exit codes: 0 shown · \
+2 no such run · 7 git failed.")]
+    Diff(DiffArgs),
+    /// Merge a kept run's branch into its base, as the run's own merge would
+    #[command(after_help = "The same merge as a run's (under the repository lock, never a half-done merge: a \
+conflict leaves everything as it was); then the run's worktree (if clean) and branch go, and its record says \
+it merged. Refused for a run still going, one merged already, or one without a branch. Exit codes: 0 merged · \
+2 nothing to merge · 7 conflict or git failed.")]
+    Merge(ReviewArgs),
+    /// Remove a run's branch, worktree and container; its record stays
+    #[command(after_help = "A worktree with uncommitted changes is kept unless `--force`; the branch a `head` \
+run worked on is yours and never deleted; a container a killed run left has what it holds saved under \
+`.eden/patches` first. Refused for a run still going.")]
+    Discard(DiscardArgs),
     /// Print a shell completion script for bash, zsh, fish, elvish or powershell
     #[command(
         after_help = "Install, e.g.: bash: `eden completions bash > ~/.local/share/bash-completion/completions/eden` · \
@@ -265,6 +281,46 @@ pub struct CompletionsArgs {
     /// The shell to complete for
     #[arg(value_name = "SHELL")]
     pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ReviewArgs {
+    /// The run: an id, a prefix of one, `last`, or a session id
+    #[arg(value_name = "RUN", value_hint = ValueHint::Other)]
+    pub run: String,
+
+    /// The repository whose runs to look in (default: the current directory's)
+    #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath)]
+    pub repo: Option<PathBuf>,
+
+    /// Print the run's record, as it is now, on stdout
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The run: an id, a prefix of one, `last`, or a session id
+    #[arg(value_name = "RUN", value_hint = ValueHint::Other)]
+    pub run: String,
+
+    /// The repository whose runs to look in (default: the current directory's)
+    #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath)]
+    pub repo: Option<PathBuf>,
+
+    /// More for `git diff`, after `--`
+    #[arg(last = true, value_name = "GIT_DIFF_ARGS")]
+    pub args: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct DiscardArgs {
+    #[command(flatten)]
+    pub review: ReviewArgs,
+
+    /// Also discard uncommitted changes in the run's kept worktree
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]

@@ -71,6 +71,9 @@ pub fn main_with_args(args: Vec<std::ffi::OsString>) -> i32 {
         cli::Command::Image(cli::ImageCommand::Remove(args)) => commands::image::remove(args),
         cli::Command::Image(cli::ImageCommand::Push(args)) => commands::image::push(args),
         cli::Command::Clean(args) => commands::clean::clean(args),
+        cli::Command::Diff(args) => commands::review::diff(args),
+        cli::Command::Merge(args) => commands::review::merge(args),
+        cli::Command::Discard(args) => commands::review::discard(args),
         cli::Command::Completions(args) => commands::completions::completions(args),
         cli::Command::Sessions(command) => commands::sessions::sessions(command),
     };

@@ -5,6 +5,7 @@ pub mod clean;
 pub mod completions;
 pub mod image;
 pub mod init;
+pub mod review;
 pub mod run;
 pub mod sessions;
 pub mod settings;

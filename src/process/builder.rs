@@ -266,6 +266,12 @@ impl ProcessBuilder {
         command.status()
     }
 
+    /// Run to completion on eden's own terminal and output, as if the person had typed it: for
+    /// `git diff` with their pager. It stays in eden's process group, as `status_to_stderr`.
+    pub fn status_inherited(&self) -> std::io::Result<std::process::ExitStatus> {
+        self.command().stdin(Stdio::inherit()).stdout(Stdio::inherit()).stderr(Stdio::inherit()).status()
+    }
+
     /// Run to completion, handing each line of the child's stdout to `on_line` as it comes (its
     /// stderr goes to eden's). It stays in eden's process group, as `status_to_stderr`.
     pub fn status_with_lines(&self, on_line: &mut dyn FnMut(&str)) -> std::io::Result<std::process::ExitStatus> {

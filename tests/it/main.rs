@@ -33,6 +33,7 @@ mod push;
 mod real_agents;
 mod remote;
 mod remote_engines;
+mod review;
 mod sessions;
 mod signals;
 mod steps;

@@ -1,0 +1,205 @@
+//! Reviewing what a run did, and deciding about it: `eden diff RUN` (what it changed against its
+//! base, through git's own pager and diff settings), `eden merge RUN` (a kept run's branch merged
+//! through the same safe path and lock as a run's own merge) and `eden discard RUN` (its branch,
+//! worktree and container removed, its record kept). RUN as in `eden sessions`: `last`, a run id
+//! or a prefix of one, a session id.
+
+use crate::cli::{DiffArgs, DiscardArgs, ReviewArgs};
+use crate::error::Error;
+use crate::git::{slug, Git, MergeResult};
+use crate::layout::Layout;
+use crate::lock::{BranchLock, RepoLock};
+use crate::record::{MergeKind, RunRecord};
+use crate::sessions::history;
+use crate::ui::{print_data, print_note};
+use std::path::PathBuf;
+
+/// The run RUN names, its whole record, and the repository.
+fn the_run(run: &str, repo: Option<&PathBuf>) -> Result<(Layout, Git, RunRecord), Error> {
+    let current = crate::commands::current_dir()?;
+    let dir = repo.map_or_else(|| current.clone(), |repo| current.join(repo));
+    let found = Git::discover(&dir)?;
+    let layout = Layout::new(found.root.clone(), found.common_dir);
+    let (runs, _) = history::load(&layout);
+    let light = history::find(&runs, run)?;
+    let record = RunRecord::load(&light.record_path)?;
+    Ok((layout, Git::new(&found.root), record))
+}
+
+/// The run's last commit: its branch's tip while it has one, else the last commit it recorded.
+fn tip(git: &Git, record: &RunRecord) -> Result<Option<String>, Error> {
+    let branch = record.preserved_branch.as_deref().unwrap_or(&record.branch);
+    if let Some(tip) = git.branch_commit(branch)? {
+        if tip != record.base_commit {
+            return Ok(Some(tip));
+        }
+    }
+    Ok(record.commits.last().map(|commit| commit.sha.clone()))
+}
+
+pub fn diff(args: DiffArgs) -> Result<i32, Error> {
+    let (_, git, record) = the_run(&args.run, args.repo.as_ref())?;
+    let Some(tip) = tip(&git, &record)? else {
+        print_note(&format!("run `{}` made no commits", record.id));
+        return Ok(0);
+    };
+    if git.resolve(&tip)?.is_none() || git.resolve(&record.base_commit)?.is_none() {
+        return Err(Error::git(format!("the commits of run `{}` are no longer in this repository", record.id))
+            .with_hint("its branch was deleted and git collected its commits"));
+    }
+    let range = [record.base_commit.clone(), tip];
+    let status = git
+        .command(["diff".to_owned()].iter().chain(&range).chain(&args.args))
+        .status_inherited()
+        .map_err(|err| Error::git(format!("cannot run `git diff`: {err}")))?;
+    if let Some(worktree) = record.preserved_worktree.as_ref().filter(|path| path.is_dir()) {
+        print_note(&format!(
+            "its kept worktree `{}` holds uncommitted work too: `git -C {} diff`",
+            worktree.display(),
+            worktree.display()
+        ));
+    }
+    Ok(if status.success() { 0 } else { 7 })
+}
+
+/// The run's branch lock, so nothing is done to a run that is still going.
+fn lock_of(layout: &Layout, record: &RunRecord, branch: &str, what: &str) -> Result<BranchLock, Error> {
+    let taken = BranchLock::acquire(&layout.locks(), &slug(branch), branch, &format!("{what}-{}", record.id));
+    taken.map(|(lock, _)| lock).map_err(|err| {
+        Error::git(format!("run `{}` is still going: {}", record.id, err.message))
+            .with_hint(format!("wait until it ends (`eden sessions list`), then `eden {what} {}`", record.id))
+    })
+}
+
+pub fn merge(args: ReviewArgs) -> Result<i32, Error> {
+    let (layout, git, mut record) = the_run(&args.run, args.repo.as_ref())?;
+    let id = record.id.clone();
+    let run_branch = record.branch.clone();
+    let _lock = lock_of(&layout, &record, &run_branch, "merge")?;
+    if let Some(target) = &record.merged_into {
+        return Err(Error::usage(format!("run `{id}` was merged into `{target}` already")).with_hint("nothing to do"));
+    }
+    let Some(branch) =
+        record.preserved_branch.clone().filter(|branch| git.branch_commit(branch).ok().flatten().is_some())
+    else {
+        let why = if record.commits.is_empty() { "it made no commits" } else { "its branch is gone" };
+        return Err(Error::usage(format!("run `{id}` has no branch to merge: {why}"))
+            .with_hint("`eden sessions show` says how the run ended"));
+    };
+    let Some(target) = record.base_branch.clone().filter(|target| *target != branch) else {
+        return Err(Error::usage(format!(
+            "run `{id}` worked on `{branch}` itself (strategy `head`): nothing to merge"
+        ))
+        .with_hint("its commits are on that branch already"));
+    };
+    let _repository = RepoLock::acquire(&layout.repository_lock(), &id, "merging", &mut |_| {})?;
+    let commits = git.run(["rev-list", "--count", &format!("refs/heads/{target}..refs/heads/{branch}")])?;
+    let (kind, commit, onto) = match crate::git::merge_into(&git, &branch, &target, false)? {
+        MergeResult::Conflict { files } => {
+            return Err(Error::git(format!(
+                "`{branch}` conflicts with `{target}` in: {}; nothing was merged",
+                files.join(", ")
+            ))
+            .with_hint(format!("resolve it by hand: `git switch {target} && git merge {branch}`")));
+        }
+        MergeResult::FastForward { commit, onto } => (MergeKind::FastForward, Some(commit), Some(onto)),
+        MergeResult::Merged { commit, onto } => (MergeKind::MergeCommit, Some(commit), Some(onto)),
+        MergeResult::Rebased { commit, onto, .. } => (MergeKind::Rebase, Some(commit), Some(onto)),
+        MergeResult::UpToDate => (MergeKind::UpToDate, None, None),
+    };
+    // Tidy as a run does after its merge: the worktree if it is clean, then the branch.
+    let worktree = record.preserved_worktree.clone().filter(|path| path.is_dir());
+    let removed = match &worktree {
+        Some(path) => git.run([std::ffi::OsStr::new("worktree"), "remove".as_ref(), path.as_os_str()]).is_ok(),
+        None => true,
+    };
+    if removed {
+        record.preserved_worktree = None;
+        if git.delete_branch(&branch).is_ok() {
+            record.preserved_branch = None;
+        }
+    }
+    record.merged_into = Some(target.clone());
+    record.merge_kind = Some(kind);
+    record.merge_commit = commit;
+    record.merge_onto = onto;
+    record.merged_commits = commits.trim().parse().ok();
+    record.save().map_err(|err| Error::internal("cannot write the run record").with_source(err))?;
+    print_note(&format!("merged {} commit(s) of run `{id}` from `{branch}` into `{target}`", commits.trim()));
+    if !removed {
+        print_note(&format!(
+            "its worktree `{}` holds uncommitted changes: kept, with the branch",
+            worktree.unwrap_or_default().display()
+        ));
+    }
+    if args.json {
+        print_data(&serde_json::to_string_pretty(&record).expect("records serialize"));
+    }
+    Ok(0)
+}
+
+pub fn discard(args: DiscardArgs) -> Result<i32, Error> {
+    let (layout, git, mut record) = the_run(&args.review.run, args.review.repo.as_ref())?;
+    let id = record.id.clone();
+    let _lock = lock_of(&layout, &record, &record.branch, "discard")?;
+    let branch = record.preserved_branch.clone().unwrap_or_else(|| record.branch.clone());
+    let _repository = RepoLock::acquire(&layout.repository_lock(), &id, "discarding", &mut |_| {})?;
+    let mut done = Vec::new();
+    if let Some(worktree) = record.preserved_worktree.clone().filter(|path| path.is_dir()) {
+        let dirty = Git::new(&worktree).dirty_paths().unwrap_or_default();
+        if !dirty.is_empty() && !args.force {
+            return Err(Error::usage(format!(
+                "the worktree `{}` of run `{id}` has {} uncommitted change(s); nothing was removed",
+                worktree.display(),
+                dirty.len()
+            ))
+            .with_hint("look at them first (`git -C <worktree> status`); `--force` discards them too"));
+        }
+        let mut remove = vec![std::ffi::OsString::from("worktree"), "remove".into()];
+        if args.force {
+            remove.push("--force".into());
+        }
+        remove.push(worktree.clone().into());
+        git.run(remove)?;
+        record.preserved_worktree = None;
+        done.push(format!("worktree `{}`", worktree.display()));
+    }
+    // The branch of a run that landed on `head` is the person's own: never deleted.
+    let own = record.base_branch.is_none() || record.base_branch.as_deref() == Some(branch.as_str());
+    if !own && git.branch_commit(&branch)?.is_some() {
+        git.delete_branch(&branch)?;
+        record.preserved_branch = None;
+        done.push(format!("branch `{branch}`"));
+    }
+    done.extend(remove_container(&layout, &record)?);
+    record.save().map_err(|err| Error::internal("cannot write the run record").with_source(err))?;
+    match done.is_empty() {
+        true => print_note(&format!("run `{id}` left nothing to discard; its record stays")),
+        false => print_note(&format!("discarded {} of run `{id}`; its record stays", done.join(", "))),
+    }
+    Ok(0)
+}
+
+/// A container the run left (it was killed): what it holds saved under `.eden/patches`, then
+/// removed, as `eden clean` does.
+fn remove_container(layout: &Layout, record: &RunRecord) -> Result<Vec<String>, Error> {
+    use crate::manifest::plan::{Engine, EngineHost};
+    use crate::sandbox::engine::Target;
+    let Some(container) = &record.container else { return Ok(Vec::new()) };
+    let engine = match container.engine.as_str() {
+        "docker" => Engine::Docker,
+        "podman" => Engine::Podman,
+        _ => return Ok(Vec::new()),
+    };
+    let target = Target::new(engine, container.host.clone().map(EngineHost::Url));
+    if which::which(target.binary()).is_err() {
+        return Ok(Vec::new());
+    }
+    let listed = crate::sandbox::container::list(&target, Some(&layout.root))?;
+    let mut removed = Vec::new();
+    for found in listed.into_iter().filter(|found| found.run_id == record.id) {
+        crate::sandbox::container::salvage_and_remove(&target, &found.name)?;
+        removed.push(format!("container `{}`", found.name));
+    }
+    Ok(removed)
+}

@@ -1,0 +1,111 @@
+//! `eden diff`, `eden merge` and `eden discard`: a run's work reviewed, landed or thrown away
+//! after the run, on real git repositories.
+
+use crate::support::{cli_manifest, wait_for, TestEnv};
+
+/// An agent that commits `work.txt` (with `text`) and leaves `extra` (shell) after it, never
+/// signalling completion: its run keeps its branch.
+fn kept_run(env: &TestEnv, text: &str, extra: &str) -> serde_json::Value {
+    let agent = env.script(
+        "agent.sh",
+        &format!("cat >/dev/null\necho {text} > work.txt && git add work.txt && git commit -qm 'work {text}'\n{extra}"),
+    );
+    let run = env.run_manifest(&cli_manifest(&agent, "[loop]\nmax_iterations = 1\n"), &[]);
+    run.assert_code(1);
+    run.record()
+}
+
+#[test]
+fn diff_shows_what_the_run_changed() {
+    let env = TestEnv::new();
+    let record = kept_run(&env, "hello", "");
+    let run = env.eden(&["diff", "last"]);
+    run.assert_code(0);
+    assert!(run.stdout.contains("+++ b/work.txt") && run.stdout.contains("+hello"), "{}", run.stdout);
+    let id = record["id"].as_str().unwrap();
+    let stat = env.eden(&["diff", &id[..12], "--", "--stat"]);
+    stat.assert_code(0);
+    assert!(stat.stdout.contains("work.txt | 1 +"), "{}", stat.stdout);
+    let none = env.eden(&["diff", "no-such-run"]);
+    none.assert_code(2);
+    assert!(none.stderr.contains("no run or session `no-such-run`"), "{}", none.stderr);
+}
+
+#[test]
+fn merge_lands_a_kept_run_once_and_refuses_a_conflict() {
+    let env = TestEnv::new();
+    let record = kept_run(&env, "hello", "");
+    let branch = record["preserved_branch"].as_str().unwrap().to_owned();
+    let run = env.eden(&["merge", "last", "--json"]);
+    run.assert_code(0);
+    assert_eq!(env.log_subjects("main")[0], "work hello");
+    let merged = run.json();
+    assert_eq!(merged["merged_into"], "main");
+    assert!(merged["preserved_branch"].is_null());
+    assert!(!env.branches().contains(&branch), "the branch went with the merge");
+    let saved = env.last_record();
+    assert_eq!(saved["merged_into"], "main", "the record says so");
+    let again = env.eden(&["merge", "last"]);
+    again.assert_code(2);
+    assert!(again.stderr.contains("was merged into `main` already"), "{}", again.stderr);
+
+    // main moves on with a conflicting change while a second run's branch waits.
+    let record = kept_run(&env, "theirs", "");
+    let branch = record["preserved_branch"].as_str().unwrap().to_owned();
+    env.write("work.txt", "mine\n");
+    env.git(&["commit", "-qam", "mine"]);
+    let main = env.git(&["rev-parse", "main"]);
+    let run = env.eden(&["merge", "last"]);
+    run.assert_code(7);
+    assert!(run.stderr.contains("conflicts with `main` in: work.txt; nothing was merged"), "{}", run.stderr);
+    assert_eq!(env.git(&["rev-parse", "main"]), main, "main untouched");
+    assert!(env.branches().contains(&branch), "the branch is kept");
+    assert_eq!(env.git(&["status", "--porcelain"]), "", "no half-done merge in the checkout");
+}
+
+#[test]
+fn discard_keeps_uncommitted_work_unless_forced_and_keeps_the_record() {
+    let env = TestEnv::new();
+    let record = kept_run(&env, "hello", "echo draft > draft.txt");
+    let worktree = record["preserved_worktree"].as_str().unwrap().to_owned();
+    let branch = record["preserved_branch"].as_str().unwrap().to_owned();
+    let run = env.eden(&["discard", "last"]);
+    run.assert_code(2);
+    assert!(run.stderr.contains("has 1 uncommitted change(s); nothing was removed"), "{}", run.stderr);
+    assert!(std::path::Path::new(&worktree).exists() && env.branches().contains(&branch));
+    let run = env.eden(&["discard", "last", "--force"]);
+    run.assert_code(0);
+    assert!(!std::path::Path::new(&worktree).exists());
+    assert!(!env.branches().contains(&branch));
+    let saved = env.last_record();
+    assert_eq!(saved["id"], record["id"], "the record stays");
+    assert!(saved["preserved_branch"].is_null() && saved["preserved_worktree"].is_null());
+    assert_eq!(env.log_subjects("main"), ["initial commit"], "nothing reached main");
+}
+
+/// A run that is still going is neither merged nor discarded under it.
+#[test]
+fn a_run_still_going_is_left_alone() {
+    let env = TestEnv::new();
+    let ready = env.root().join("ready");
+    let agent = env.script(
+        "agent.sh",
+        &format!(
+            "cat >/dev/null\necho w > w.txt && git add w.txt && git commit -qm w\ntouch '{}'\nsleep 30",
+            ready.display()
+        ),
+    );
+    let path = env.write_manifest(&cli_manifest(&agent, "[branch]\nstrategy = \"named\"\nname = \"eden/live\"\n"));
+    let mut child =
+        env.eden_command(&["run", path.to_str().unwrap()]).stderr(std::process::Stdio::null()).spawn().unwrap();
+    wait_for(&ready);
+    for command in ["merge", "discard"] {
+        let run = env.eden(&[command, "last"]);
+        assert!(run.code != 0, "{command}: {}", run.stderr);
+        assert!(run.stderr.contains("is still going"), "{command}: {}", run.stderr);
+    }
+    assert!(env.branches().contains(&"eden/live".to_owned()));
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+}
