@@ -232,6 +232,8 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             [CompletionResult]::new('--raw', '--raw', [CompletionResultType]::ParameterName, 'Print the captured transcripts as stored (JSON lines)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print the run''s events as JSON lines')
             [CompletionResult]::new('--no-pager', '--no-pager', [CompletionResultType]::ParameterName, 'Never start a pager')
+            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'Follow a run as it goes (from another terminal): its events as `eden run` shows them, until it ends; exits with the run''s exit code')
+            [CompletionResult]::new('--follow', '--follow', [CompletionResultType]::ParameterName, 'Follow a run as it goes (from another terminal): its events as `eden run` shows them, until it ends; exits with the run''s exit code')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break

@@ -1381,7 +1381,7 @@ _eden() {
             return 0
             ;;
         eden__subcmd__sessions__subcmd__show)
-            opts="-h --full --raw --json --no-pager --repo --help"
+            opts="-f -h --full --raw --json --no-pager --follow --repo --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -209,6 +209,8 @@ set edit:completion:arg-completer[eden] = {|@words|
             cand --raw 'Print the captured transcripts as stored (JSON lines)'
             cand --json 'Print the run''s events as JSON lines'
             cand --no-pager 'Never start a pager'
+            cand -f 'Follow a run as it goes (from another terminal): its events as `eden run` shows them, until it ends; exits with the run''s exit code'
+            cand --follow 'Follow a run as it goes (from another terminal): its events as `eden run` shows them, until it ends; exits with the run''s exit code'
             cand -h 'Print help'
             cand --help 'Print help'
         }

@@ -237,6 +237,11 @@ pub struct SessionsShowArgs {
     #[arg(long)]
     pub no_pager: bool,
 
+    /// Follow a run as it goes (from another terminal): its events as `eden run` shows them,
+    /// until it ends; exits with the run's exit code
+    #[arg(long, short = 'f', conflicts_with_all = ["raw", "full"])]
+    pub follow: bool,
+
     /// The repository (default: the current directory's)
     #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath)]
     pub repo: Option<PathBuf>,

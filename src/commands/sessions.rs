@@ -173,6 +173,13 @@ fn show(args: SessionsShowArgs) -> Result<i32, Error> {
         return raw(run, session);
     }
     let log = run.log.as_ref().filter(|log| log.is_file());
+    if args.follow {
+        let Some(log) = log else {
+            return Err(Error::usage(format!("run `{}` has no log to follow", run.id))
+                .with_hint("runs log to `.eden/logs/<run-id>.jsonl` unless `[logging] file = false`"));
+        };
+        return follow(run, log, args.json);
+    }
     if args.json {
         let Some(log) = log else {
             return Err(Error::usage(format!("run `{}` has no log to print events from", run.id))
@@ -194,6 +201,64 @@ fn show(args: SessionsShowArgs) -> Result<i32, Error> {
     };
     page(&crate::redact::apply(&text), args.no_pager);
     Ok(0)
+}
+
+/// Follow a run's log as it grows: each event shown as `eden run` shows it (or, with `json`,
+/// each line as logged) until the run ends — its `run_finished`, or its record no longer
+/// `running`, or its eden gone. Exits with the run's exit code.
+fn follow(run: &Light, log: &Path, json: bool) -> Result<i32, Error> {
+    use std::io::{Read, Seek};
+    let mut file =
+        fs_err::File::open(log).map_err(|err| Error::internal("cannot read the run's log").with_source(err))?;
+    let mut display = if json { None } else { crate::ui::Display::detect(false).reporter() };
+    let (mut pending, mut offset) = (Vec::new(), 0u64);
+    let mut quiet_since = std::time::Instant::now();
+    let mut ended: Option<i32> = None;
+    loop {
+        let mut chunk = Vec::new();
+        let _ = file.seek(std::io::SeekFrom::Start(offset));
+        let read = file.read_to_end(&mut chunk).unwrap_or(0);
+        offset += read as u64;
+        pending.extend_from_slice(&chunk);
+        // Whole lines only: the last may still be being written.
+        while let Some(end) = pending.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = pending.drain(..=end).collect();
+            let line = String::from_utf8_lossy(&line);
+            let Some(logged) = crate::report::Logged::parse(line.trim_end()) else { continue };
+            if logged.run_id != run.id {
+                continue;
+            }
+            match &mut display {
+                Some(display) => display.report(&logged.run_id, logged.event.as_ref()),
+                None => print_data(line.trim_end()),
+            }
+            if let crate::report::Event::RunFinished { record } = logged.event.as_ref() {
+                return Ok(record.exit_code.unwrap_or(0));
+            }
+        }
+        if let Some(code) = ended {
+            return Ok(code);
+        }
+        if read > 0 {
+            quiet_since = std::time::Instant::now();
+        } else if quiet_since.elapsed() > std::time::Duration::from_secs(1) {
+            // Nothing new for a while: has the run ended without saying so?
+            quiet_since = std::time::Instant::now();
+            if let Ok(record) = crate::record::RunRecord::load(&run.record_path) {
+                let alive = record.process.is_alive();
+                if record.status != crate::record::RunStatus::Running || !alive {
+                    let code = record.exit_code.unwrap_or(crate::exit::Exit::Internal.code());
+                    if !alive && record.status == crate::record::RunStatus::Running {
+                        print_note(&format!("run `{}` is over: its eden (pid {}) is gone", run.id, record.process.pid));
+                    }
+                    // One more read: what it logged as it ended.
+                    ended = Some(code);
+                    continue;
+                }
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
 }
 
 /// The captured transcripts of a run (or of one of its sessions), as stored.

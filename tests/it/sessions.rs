@@ -438,3 +438,53 @@ fn cost_by_model_uses_the_model_the_agent_named() {
     let list = env.eden(&["sessions", "list"]);
     assert!(list.stdout.contains("$0.0") && !list.stdout.contains("$0.00 "), "{}", list.stdout);
 }
+
+/// `eden sessions show RUN --follow` from another terminal: the run's events as they come, as
+/// `eden run` shows them, ending with the run and its exit code; a killed run's eden ends it too.
+#[test]
+fn follow_tails_a_run_until_it_ends() {
+    use crate::support::{cli_manifest, wait_for};
+    let env = TestEnv::new();
+    let ready = env.root().join("ready");
+    let agent = env.script(
+        "agent.sh",
+        &format!(
+            "cat >/dev/null\ntouch '{}'\nfor i in 1 2 3; do echo step $i; sleep 0.3; done\nexit 3",
+            ready.display()
+        ),
+    );
+    let path = env.write_manifest(&cli_manifest(&agent, "[loop]\nmax_iterations = 1\n"));
+    let run = env.eden_command(&["run", path.to_str().unwrap()]).stderr(std::process::Stdio::null()).spawn().unwrap();
+    wait_for(&ready);
+    let followed = env.eden(&["sessions", "show", "last", "--follow"]);
+    let mut run = run;
+    let status = run.wait().unwrap();
+    assert_eq!(followed.code, status.code().unwrap(), "the run's exit code: {}", followed.stderr);
+    assert_eq!(followed.code, 3);
+    for said in ["step 1", "step 3", "iteration 1 finished"] {
+        assert!(followed.stderr.contains(said), "{said}: {}", followed.stderr);
+    }
+    // As JSON lines, the same events as the log holds.
+    let json = env.eden(&["sessions", "show", "last", "--follow", "--json"]);
+    assert_eq!(json.code, 3);
+    let log = std::fs::read_to_string(env.last_record()["log"].as_str().unwrap()).unwrap();
+    assert_eq!(json.stdout.trim_end(), log.trim_end());
+
+    // A run whose eden is killed: following ends once its eden is gone.
+    let ready2 = env.root().join("ready2");
+    let agent = env.script("agent2.sh", &format!("cat >/dev/null\ntouch '{}'\nsleep 30", ready2.display()));
+    let path = env.write_manifest(&cli_manifest(&agent, ""));
+    let mut run =
+        env.eden_command(&["run", path.to_str().unwrap()]).stderr(std::process::Stdio::null()).spawn().unwrap();
+    wait_for(&ready2);
+    let pid = run.id();
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL).unwrap();
+    });
+    let followed = env.eden(&["sessions", "show", "last", "--follow"]);
+    killer.join().unwrap();
+    let _ = run.wait();
+    assert!(followed.stderr.contains("its eden (pid"), "{}", followed.stderr);
+    assert_ne!(followed.code, 0);
+}
