@@ -33,6 +33,7 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             [CompletionResult]::new('diff', 'diff', [CompletionResultType]::ParameterValue, 'What a run changed against its base, through git''s pager and diff settings')
             [CompletionResult]::new('merge', 'merge', [CompletionResultType]::ParameterValue, 'Merge a kept run''s branch into its base, as the run''s own merge would')
             [CompletionResult]::new('discard', 'discard', [CompletionResultType]::ParameterValue, 'Remove a run''s branch, worktree and container; its record stays')
+            [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check what a first run needs, and say what to fix')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script for bash, zsh, fish, elvish or powershell')
             [CompletionResult]::new('sessions', 'sessions', [CompletionResultType]::ParameterValue, 'The run history: list runs, replay one, total tokens and cost, remove runs')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -197,6 +198,14 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
         }
+        'eden;doctor' {
+            [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'The repository (default: the current directory''s)')
+            [CompletionResult]::new('--network', '--network', [CompletionResultType]::ParameterName, 'Also try each agent''s model host over the network')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'The findings as JSON on stdout')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
         'eden;completions' {
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
@@ -315,6 +324,7 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             [CompletionResult]::new('diff', 'diff', [CompletionResultType]::ParameterValue, 'What a run changed against its base, through git''s pager and diff settings')
             [CompletionResult]::new('merge', 'merge', [CompletionResultType]::ParameterValue, 'Merge a kept run''s branch into its base, as the run''s own merge would')
             [CompletionResult]::new('discard', 'discard', [CompletionResultType]::ParameterValue, 'Remove a run''s branch, worktree and container; its record stays')
+            [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check what a first run needs, and say what to fix')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script for bash, zsh, fish, elvish or powershell')
             [CompletionResult]::new('sessions', 'sessions', [CompletionResultType]::ParameterValue, 'The run history: list runs, replay one, total tokens and cost, remove runs')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -354,6 +364,9 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             break
         }
         'eden;help;discard' {
+            break
+        }
+        'eden;help;doctor' {
             break
         }
         'eden;help;completions' {

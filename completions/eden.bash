@@ -28,6 +28,9 @@ _eden() {
             eden,discard)
                 cmd="eden__subcmd__discard"
                 ;;
+            eden,doctor)
+                cmd="eden__subcmd__doctor"
+                ;;
             eden,help)
                 cmd="eden__subcmd__help"
                 ;;
@@ -60,6 +63,9 @@ _eden() {
                 ;;
             eden__subcmd__help,discard)
                 cmd="eden__subcmd__help__subcmd__discard"
+                ;;
+            eden__subcmd__help,doctor)
+                cmd="eden__subcmd__help__subcmd__doctor"
                 ;;
             eden__subcmd__help,help)
                 cmd="eden__subcmd__help__subcmd__help"
@@ -182,7 +188,7 @@ _eden() {
 
     case "${cmd}" in
         eden)
-            opts="-h -V --help --version run interactive init image clean diff merge discard completions sessions help"
+            opts="-h -V --help --version run interactive init image clean diff merge discard doctor completions sessions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -279,8 +285,29 @@ _eden() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        eden__subcmd__doctor)
+            opts="-h --network --json --repo --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --repo)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
+                    fi
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         eden__subcmd__help)
-            opts="run interactive init image clean diff merge discard completions sessions help"
+            opts="run interactive init image clean diff merge discard doctor completions sessions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -336,6 +363,20 @@ _eden() {
             return 0
             ;;
         eden__subcmd__help__subcmd__discard)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        eden__subcmd__help__subcmd__doctor)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

@@ -30,6 +30,7 @@ set edit:completion:arg-completer[eden] = {|@words|
             cand diff 'What a run changed against its base, through git''s pager and diff settings'
             cand merge 'Merge a kept run''s branch into its base, as the run''s own merge would'
             cand discard 'Remove a run''s branch, worktree and container; its record stays'
+            cand doctor 'Check what a first run needs, and say what to fix'
             cand completions 'Print a shell completion script for bash, zsh, fish, elvish or powershell'
             cand sessions 'The run history: list runs, replay one, total tokens and cost, remove runs'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -177,6 +178,13 @@ set edit:completion:arg-completer[eden] = {|@words|
             cand -h 'Print help'
             cand --help 'Print help'
         }
+        &'eden;doctor'= {
+            cand --repo 'The repository (default: the current directory''s)'
+            cand --network 'Also try each agent''s model host over the network'
+            cand --json 'The findings as JSON on stdout'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
         &'eden;completions'= {
             cand -h 'Print help'
             cand --help 'Print help'
@@ -279,6 +287,7 @@ set edit:completion:arg-completer[eden] = {|@words|
             cand diff 'What a run changed against its base, through git''s pager and diff settings'
             cand merge 'Merge a kept run''s branch into its base, as the run''s own merge would'
             cand discard 'Remove a run''s branch, worktree and container; its record stays'
+            cand doctor 'Check what a first run needs, and say what to fix'
             cand completions 'Print a shell completion script for bash, zsh, fish, elvish or powershell'
             cand sessions 'The run history: list runs, replay one, total tokens and cost, remove runs'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -307,6 +316,8 @@ set edit:completion:arg-completer[eden] = {|@words|
         &'eden;help;merge'= {
         }
         &'eden;help;discard'= {
+        }
+        &'eden;help;doctor'= {
         }
         &'eden;help;completions'= {
         }

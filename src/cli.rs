@@ -71,6 +71,12 @@ it merged. Refused for a run still going, one merged already, or one without a b
 run worked on is yours and never deleted; a container a killed run left has what it holds saved under \
 `.eden/patches` first. Refused for a run still going.")]
     Discard(DiscardArgs),
+    /// Check what a first run needs, and say what to fix
+    #[command(after_help = "One line each: git and its identity, the repository, docker and podman and whether \
+they answer, bubblewrap, each agent CLI on PATH with its version and whether a key or login is there (never \
+shown). Given a manifest, what it needs is required: its sandbox's engine and image, its agents. `--network` \
+also tries each agent's model host. Exit codes: 0 all that is needed is there · 1 something needed is missing.")]
+    Doctor(DoctorArgs),
     /// Print a shell completion script for bash, zsh, fish, elvish or powershell
     #[command(
         after_help = "Install, e.g.: bash: `eden completions bash > ~/.local/share/bash-completion/completions/eden` · \
@@ -286,6 +292,25 @@ pub struct CompletionsArgs {
     /// The shell to complete for
     #[arg(value_name = "SHELL")]
     pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// A manifest whose needs to check too
+    #[arg(value_name = "MANIFEST", value_hint = ValueHint::FilePath)]
+    pub manifest: Option<PathBuf>,
+
+    /// Also try each agent's model host over the network
+    #[arg(long)]
+    pub network: bool,
+
+    /// The findings as JSON on stdout
+    #[arg(long)]
+    pub json: bool,
+
+    /// The repository (default: the current directory's)
+    #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath)]
+    pub repo: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

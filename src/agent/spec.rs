@@ -71,6 +71,17 @@ pub struct AgentSpec {
     /// How it reaches its provider with a key, so eden can hold the key (`proxy`); or why eden
     /// cannot front it.
     pub credentials: Result<Fronting, &'static str>,
+    /// Where `eden doctor` looks for a key (variables) or a login (files of its first state
+    /// folder), and the model host it tries with `--network`.
+    pub doctor: Doctor,
+}
+
+/// What `eden doctor` checks of an agent.
+#[derive(Debug, Clone, Copy)]
+pub struct Doctor {
+    pub key_vars: &'static [&'static str],
+    pub login_files: &'static [&'static str],
+    pub model_host: &'static str,
 }
 
 /// What an agent's stream tells about what it spends.
@@ -108,6 +119,7 @@ const ADAPTER: AgentSpec = AgentSpec {
     command: None,
     reports: Reports::Nothing,
     credentials: Err("eden does not front its provider settings yet"),
+    doctor: Doctor { key_vars: &[], login_files: &[], model_host: "" },
 };
 
 /// Every kind, in the order the manifest documents them.
@@ -140,6 +152,7 @@ pub static SPECS: [AgentSpec; 8] = [
         parser: Some(|| Box::<claude::ClaudeParser>::default()),
         command: Some(claude::command),
         reports: Reports::TokensAndCost,
+        doctor: Doctor { key_vars: &["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"], login_files: &[".credentials.json"], model_host: "api.anthropic.com" },
         ..ADAPTER
     },
     AgentSpec {
@@ -164,6 +177,7 @@ pub static SPECS: [AgentSpec; 8] = [
             configured_elsewhere: codex::configured_provider,
             login: None,
         })),
+        doctor: Doctor { key_vars: &["CODEX_API_KEY", "OPENAI_API_KEY"], login_files: &["auth.json"], model_host: "api.openai.com" },
         ..ADAPTER
     },
     AgentSpec {
@@ -189,6 +203,7 @@ pub static SPECS: [AgentSpec; 8] = [
         // Its provider is the model's (`provider/model`); its base URL is in its configuration,
         // which `OPENCODE_CONFIG_CONTENT` overrides.
         credentials: Ok(Fronting::Config(opencode::front)),
+        doctor: Doctor { key_vars: &["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENCODE_API_KEY"], login_files: &["auth.json"], model_host: "opencode.ai" },
         ..ADAPTER
     },
     AgentSpec {
@@ -209,6 +224,7 @@ pub static SPECS: [AgentSpec; 8] = [
         reports: Reports::TokensAndCost,
         // Its provider is the model's (`provider/model`); its base URL is in `models.json`.
         credentials: Ok(Fronting::Config(pi::front)),
+        doctor: Doctor { key_vars: &["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY"], login_files: &["auth.json"], model_host: "api.anthropic.com" },
         ..ADAPTER
     },
     AgentSpec {
@@ -219,6 +235,7 @@ pub static SPECS: [AgentSpec; 8] = [
         login: "log in once with `agent login`, or give it a key: `agent.env = { CURSOR_API_KEY = \"${CURSOR_API_KEY}\" }`",
         parser: Some(|| Box::new(cursor::CursorParser)),
         command: Some(cursor::command),
+        doctor: Doctor { key_vars: &["CURSOR_API_KEY"], login_files: &[], model_host: "api2.cursor.sh" },
         ..ADAPTER
     },
     AgentSpec {
@@ -241,6 +258,7 @@ pub static SPECS: [AgentSpec; 8] = [
             configured_elsewhere: nowhere_else,
             login: None,
         })),
+        doctor: Doctor { key_vars: &["COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN", "COPILOT_PROVIDER_API_KEY"], login_files: &["config.json"], model_host: "api.githubcopilot.com" },
         ..ADAPTER
     },
     AgentSpec { kind: AgentKind::Cli, name: "cli", resume: false, ..ADAPTER },

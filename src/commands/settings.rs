@@ -57,6 +57,11 @@ pub(crate) struct RunSettings {
 }
 
 impl RunSettings {
+    /// No flags: a manifest as it is (`eden doctor`).
+    pub fn plain(repo: Option<PathBuf>) -> RunSettings {
+        RunSettings { key_flags: Vec::new(), prompt_args: Vec::new(), sets: Vec::new(), repo }
+    }
+
     pub fn from_args(args: &RunArgs) -> RunSettings {
         let key_flags = KEY_FLAGS.iter().filter_map(|flag| Some((flag, (flag.value)(args)?))).collect();
         RunSettings {

@@ -13,6 +13,7 @@ mod containers;
 mod containment;
 mod copy;
 mod crash;
+mod doctor;
 mod env_secrets;
 mod escape;
 mod generated;

@@ -1,0 +1,286 @@
+//! `eden doctor`: what a first run needs, checked, one line each with what to fix — git and its
+//! identity, the repository, the container engines and whether they answer, bubblewrap, each
+//! agent CLI and its version and whether it has a key or login (never shown), and with
+//! `--network` whether the model hosts answer. Given a manifest, what that manifest needs is
+//! required: its engine and image, its agents. Exit 0 when nothing required is missing.
+
+use crate::agent::{AgentKind, AgentPlan};
+use crate::cli::DoctorArgs;
+use crate::error::Error;
+use crate::git::Git;
+use crate::manifest::plan::{Plan, SandboxPlan};
+use crate::process::ProcessBuilder;
+use crate::ui::{print_data, print_note};
+use serde::Serialize;
+use std::time::Duration;
+
+#[derive(Debug, Serialize)]
+struct Finding {
+    check: String,
+    /// `ok`, `missing` (required and not there), or `absent` (not there, not needed).
+    state: State,
+    detail: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fix: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+enum State {
+    Ok,
+    Missing,
+    Absent,
+}
+
+fn ok(check: impl Into<String>, detail: impl Into<String>) -> Finding {
+    Finding { check: check.into(), state: State::Ok, detail: detail.into(), fix: None }
+}
+
+/// Not there: `Missing` when `needed`, else `Absent`.
+fn not_there(check: impl Into<String>, needed: bool, detail: impl Into<String>, fix: impl Into<String>) -> Finding {
+    let state = if needed { State::Missing } else { State::Absent };
+    Finding { check: check.into(), state, detail: detail.into(), fix: Some(fix.into()) }
+}
+
+pub fn doctor(args: DoctorArgs) -> Result<i32, Error> {
+    let current = crate::commands::current_dir()?;
+    let mut findings = Vec::new();
+    findings.extend(git_checks(&current, args.repo.as_ref()));
+    let plan = match &args.manifest {
+        Some(path) => {
+            let settings = super::settings::RunSettings::plain(args.repo.clone());
+            match super::settings::load(&settings, Some(path), &[], false, &current) {
+                Ok(loaded) => {
+                    findings.push(ok("manifest", format!("`{}` loads", path.display())));
+                    Some(loaded.plan)
+                }
+                Err(err) => {
+                    let fix = err.hint.clone().unwrap_or_else(|| "fix the manifest".into());
+                    findings.push(not_there("manifest", true, err.message, fix));
+                    None
+                }
+            }
+        }
+        None => None,
+    };
+    findings.extend(sandbox_checks(plan.as_ref()));
+    findings.extend(agent_checks(plan.as_ref(), args.network));
+    let failed = findings.iter().any(|finding| finding.state == State::Missing);
+    if args.json {
+        print_data(&serde_json::to_string_pretty(&findings).expect("findings serialize"));
+    } else {
+        for finding in &findings {
+            let mark = match finding.state {
+                State::Ok => console::style("✓").green(),
+                State::Missing => console::style("✗").red(),
+                State::Absent => console::style("–").dim(),
+            };
+            let fix = finding.fix.as_ref().filter(|_| finding.state != State::Ok);
+            let fix = fix.map(|fix| format!(" — {fix}")).unwrap_or_default();
+            print_note(&format!("{mark} {}: {}{fix}", finding.check, finding.detail));
+        }
+    }
+    Ok(if failed { 1 } else { 0 })
+}
+
+/// Git, its identity, the repository.
+fn git_checks(current: &std::path::Path, repo: Option<&std::path::PathBuf>) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    match first_line(ProcessBuilder::new("git").arg("--version")) {
+        Some(version) => findings.push(ok("git", version)),
+        None => {
+            findings.push(not_there("git", true, "not found", "install git (Debian: `apt-get install git`)"));
+            return findings;
+        }
+    }
+    let dir = repo.map_or_else(|| current.to_path_buf(), |repo| current.join(repo));
+    let found = match Git::discover(&dir) {
+        Ok(found) => found,
+        Err(err) => {
+            findings.push(not_there("repository", true, err.message, "run eden inside a git repository (`git init`)"));
+            return findings;
+        }
+    };
+    let git = Git::new(&found.root);
+    // As git finds it for a commit: its configuration, else its variables.
+    let var = |names: &[&str]| names.iter().find_map(|name| std::env::var(name).ok().filter(|v| !v.is_empty()));
+    let name = git.run(["config", "user.name"]).ok().filter(|name| !name.is_empty());
+    let name = name.or_else(|| var(&["GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME"]));
+    let email = git.run(["config", "user.email"]).ok().filter(|email| !email.is_empty());
+    let email = email.or_else(|| var(&["GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL", "EMAIL"]));
+    match (name, email) {
+        (Some(name), Some(email)) => findings.push(ok("git identity", format!("{name} <{email}>"))),
+        _ => findings.push(not_there(
+            "git identity",
+            true,
+            "no `user.name`/`user.email`: the agent's commits would fail",
+            "`git config --global user.name \"You\"` and `git config --global user.email you@example.com`",
+        )),
+    }
+    match git.resolve("HEAD") {
+        Ok(Some(_)) => {
+            let branch = git.current_branch().ok().flatten().unwrap_or_else(|| "detached HEAD".into());
+            findings.push(ok("repository", format!("{} (on {branch})", found.root.display())));
+        }
+        _ => findings.push(not_there(
+            "repository",
+            true,
+            format!("{} has no commit yet", found.root.display()),
+            "make a first commit: a run's worktree starts from one",
+        )),
+    }
+    findings
+}
+
+/// The engines (required when the manifest's sandbox uses one: then also its image), bubblewrap.
+fn sandbox_checks(plan: Option<&Plan>) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    let wanted = plan.map(|plan| &plan.sandbox);
+    if let Some(SandboxPlan::Container(container)) = wanted {
+        match crate::sandbox::container::preflight(container) {
+            Ok(_) => findings
+                .push(ok(container.engine.binary(), format!("answers, and has the image `{}`", container.image))),
+            Err(err) => findings.push(not_there(
+                container.engine.binary(),
+                true,
+                err.message,
+                err.hint.unwrap_or_else(|| "see `eden image build`".into()),
+            )),
+        }
+    }
+    for engine in ["docker", "podman"] {
+        if findings.iter().any(|finding| finding.check == engine) {
+            continue;
+        }
+        findings.push(
+            match first_line(ProcessBuilder::new(engine).args(["version", "--format", "{{.Server.Version}}"])) {
+                Some(version) => ok(engine, format!("server {version} answers")),
+                None if which::which(engine).is_ok() => not_there(
+                    engine,
+                    false,
+                    "installed, but its engine does not answer",
+                    format!("start it (`systemctl start {engine}`, or `dockerd`/`podman system service`)"),
+                ),
+                None => not_there(engine, false, "not installed", format!("needed for `sandbox.kind = \"{engine}\"`")),
+            },
+        );
+    }
+    let isolated = matches!(wanted, Some(SandboxPlan::Isolated { .. }));
+    findings.push(match first_line(ProcessBuilder::new("bwrap").arg("--version")) {
+        Some(version) => ok("bubblewrap", version),
+        None => not_there(
+            "bubblewrap",
+            isolated,
+            "not installed",
+            "needed for `sandbox.kind = \"isolated\"` (Debian: `apt-get install bubblewrap`)",
+        ),
+    });
+    if let Some(SandboxPlan::Kubernetes(pod)) = wanted {
+        findings.push(match crate::sandbox::pod::preflight(pod) {
+            Ok(()) => ok("kubernetes", "the cluster answers"),
+            Err(err) => not_there("kubernetes", true, err.message, err.hint.unwrap_or_default()),
+        });
+    }
+    findings
+}
+
+/// Each agent CLI: on PATH, its version, a key or login (never shown); the model host with
+/// `network`. The manifest's agents are required (on this machine when there is no container).
+fn agent_checks(plan: Option<&Plan>, network: bool) -> Vec<Finding> {
+    let in_container =
+        plan.is_some_and(|plan| !matches!(plan.sandbox, SandboxPlan::None | SandboxPlan::Isolated { .. }));
+    let wanted: Vec<(AgentKind, Option<std::path::PathBuf>)> = plan
+        .map(|plan| {
+            plan.steps
+                .iter()
+                .filter_map(|step| match &step.agent {
+                    AgentPlan::Adapter(settings) => Some((settings.kind, Some(settings.binary.clone()))),
+                    _ => None,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut findings = Vec::new();
+    for spec in crate::agent::spec::SPECS.iter().filter(|spec| spec.binary.is_some()) {
+        let binary = wanted
+            .iter()
+            .find(|(kind, _)| *kind == spec.kind)
+            .and_then(|(_, binary)| binary.clone())
+            .unwrap_or_else(|| spec.binary.unwrap_or_default().into());
+        let needed = !in_container && wanted.iter().any(|(kind, _)| *kind == spec.kind);
+        let install = spec.npm_package.map_or_else(
+            || format!("install `{}`", binary.display()),
+            |package| format!("install it: `npm install -g {package}`"),
+        );
+        let Some(version) = first_line(ProcessBuilder::new(&binary).arg("--version")) else {
+            findings.push(not_there(spec.name, needed, format!("`{}` is not on PATH", binary.display()), install));
+            continue;
+        };
+        match credentials(spec.kind) {
+            Some(how) => findings.push(ok(spec.name, format!("{version}; {how}"))),
+            None => {
+                findings.push(not_there(spec.name, needed, format!("{version}; no key or login found"), spec.login))
+            }
+        }
+        if network {
+            findings.push(reachable(spec.kind, needed));
+        }
+    }
+    findings
+}
+
+/// Where the agent's key or login is, named but never shown.
+fn credentials(kind: AgentKind) -> Option<String> {
+    let set = |name: &str| std::env::var_os(name).is_some_and(|value| !value.is_empty());
+    let env = |name: &str| std::env::var(name).ok();
+    let home = |kind: AgentKind| {
+        kind.spec().state_dirs.first().map(|dir| {
+            let folder = dir.resolve(&env);
+            if dir.share.is_empty() {
+                folder
+            } else {
+                folder.join(dir.share)
+            }
+        })
+    };
+    let (vars, files) = (kind.spec().doctor.key_vars, kind.spec().doctor.login_files);
+    if let Some(var) = vars.iter().find(|var| set(var)) {
+        return Some(format!("a key in `{var}`"));
+    }
+    let folder = home(kind)?;
+    files
+        .iter()
+        .map(|file| folder.join(file))
+        .find(|path| path.is_file())
+        .map(|path| format!("a login in `{}`", path.display()))
+}
+
+/// Whether the agent's model host answers on 443 (a TCP connection, within 3 seconds).
+fn reachable(kind: AgentKind, needed: bool) -> Finding {
+    let host = kind.spec().doctor.model_host;
+    let check = format!("{} network", kind.as_str());
+    let addresses = std::net::ToSocketAddrs::to_socket_addrs(&(host, 443));
+    let reached = addresses
+        .ok()
+        .and_then(|mut addresses| addresses.next())
+        .is_some_and(|address| std::net::TcpStream::connect_timeout(&address, Duration::from_secs(3)).is_ok());
+    match reached {
+        true => ok(check, format!("{host}:443 answers")),
+        false => not_there(
+            check,
+            needed,
+            format!("{host}:443 does not answer"),
+            "check the network, a proxy (`HTTPS_PROXY`), or a base URL of your own",
+        ),
+    }
+}
+
+/// The first line of what `command` prints when it succeeds.
+fn first_line(command: ProcessBuilder) -> Option<String> {
+    let output = command.output().ok()?;
+    if !output.success() {
+        return None;
+    }
+    let text = if output.stdout.trim().is_empty() { &output.stderr } else { &output.stdout };
+    text.lines().map(str::trim).find(|line| !line.is_empty()).map(str::to_owned)
+}

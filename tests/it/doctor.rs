@@ -1,0 +1,82 @@
+//! `eden doctor`: what a first run needs, one line each, exit 0 when all that is needed is there.
+
+use crate::support::{Run, TestEnv};
+
+fn doctor(env: &TestEnv, args: &[&str], set: &[(&str, &str)], unset: &[&str]) -> Run {
+    let mut command = env.eden_command(&[&["doctor"], args].concat());
+    for (key, value) in set {
+        command.env(key, value);
+    }
+    for key in unset {
+        command.env_remove(key);
+    }
+    Run::from(command.output().unwrap())
+}
+
+#[test]
+fn a_ready_repository_passes_and_says_what_it_found() {
+    let env = TestEnv::new();
+    let run = doctor(&env, &[], &[], &[]);
+    run.assert_code(0);
+    assert!(run.stderr.contains("✓ git: git version"), "{}", run.stderr);
+    assert!(run.stderr.contains("✓ git identity: Test <test@example.com>"), "{}", run.stderr);
+    assert!(run.stderr.contains("✓ repository:"), "{}", run.stderr);
+    let json = doctor(&env, &["--json"], &[], &[]);
+    json.assert_code(0);
+    let findings = json.json();
+    let checks: Vec<&str> = findings.as_array().unwrap().iter().map(|f| f["check"].as_str().unwrap()).collect();
+    for check in ["git", "git identity", "repository", "docker", "podman", "bubblewrap", "claude-code", "codex"] {
+        assert!(checks.contains(&check), "{check}: {checks:?}");
+    }
+}
+
+#[test]
+fn what_is_missing_is_said_with_its_fix_and_fails() {
+    let env = TestEnv::new();
+    let identity = ["GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "EMAIL"];
+    let run = doctor(&env, &[], &[], &identity);
+    run.assert_code(1);
+    assert!(run.stderr.contains("✗ git identity: no `user.name`/`user.email`"), "{}", run.stderr);
+    assert!(run.stderr.contains("git config --global user.name"), "{}", run.stderr);
+    // Outside a repository.
+    let outside = env.root().join("elsewhere");
+    std::fs::create_dir_all(&outside).unwrap();
+    let run = doctor(&env, &["--repo", outside.to_str().unwrap()], &[], &[]);
+    run.assert_code(1);
+    assert!(run.stderr.contains("✗ repository:"), "{}", run.stderr);
+    // A manifest whose image is not there, and whose agent is not installed.
+    let manifest = env.write_manifest(
+        "name = \"x\"\nprompt = \"p\"\n[agent]\nkind = \"claude-code\"\nbinary = \"/nonexistent/claude\"\n\
+         [sandbox]\nkind = \"docker\"\nimage = \"localhost/no-such-image:1\"\n",
+    );
+    let run = doctor(&env, &[manifest.to_str().unwrap()], &[], &[]);
+    run.assert_code(1);
+    if crate::containers::ready("docker") {
+        assert!(run.stderr.contains("✗ docker:") && run.stderr.contains("no-such-image"), "{}", run.stderr);
+    }
+    let bad = env.write_manifest("name = \"x\"\nprompt = \"p\"\n[agent]\nkind = \"nope\"\n");
+    let run = doctor(&env, &[bad.to_str().unwrap()], &[], &[]);
+    run.assert_code(1);
+    assert!(run.stderr.contains("✗ manifest:"), "{}", run.stderr);
+}
+
+/// An agent's key is found by name and never shown.
+#[test]
+fn a_key_is_named_never_shown() {
+    let Some(_) = crate::real_agents::require("claude") else { return };
+    let env = TestEnv::new();
+    let manifest = env.write_manifest("name = \"x\"\nprompt = \"p\"\n[agent]\nkind = \"claude-code\"\n");
+    let key = "sk-ant-doctor-4711-never-shown";
+    let run = doctor(&env, &[manifest.to_str().unwrap()], &[("ANTHROPIC_API_KEY", key)], &[]);
+    run.assert_code(0);
+    assert!(
+        run.stderr.contains("✓ claude-code:") && run.stderr.contains("a key in `ANTHROPIC_API_KEY`"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains(key) && !run.stdout.contains(key));
+    // Without it, the manifest's agent has nothing to log in with.
+    let run = doctor(&env, &[manifest.to_str().unwrap()], &[], &["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"]);
+    run.assert_code(1);
+    assert!(run.stderr.contains("✗ claude-code:") && run.stderr.contains("no key or login found"), "{}", run.stderr);
+}
