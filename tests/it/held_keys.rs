@@ -569,26 +569,26 @@ exec /opt/claude \"$@\"\n",
     assert_eq!(std::fs::read_to_string(dump.join("probe.txt")).unwrap().trim(), "DENIED-SHUT");
 }
 
-/// A node CLI from npm (`binary`, with node and its modules mounted) in docker with no network,
-/// behind the spy, its environment `env` (TOML): the server gets the key as `Authorization:
-/// Bearer` from the proxy only, and inside there is only `key_var`'s placeholder.
-fn node_agent_holds_the_key(kind: &str, binary: &str, env: &TestEnv, agent_env: &str, key_var: &str) -> Option<Run> {
-    node_agent_holds_the_key_with(kind, binary, env, agent_env, "", key_var, &|_| ())
+/// A node CLI from npm, as a test runs it in a container.
+struct NodeAgent<'a> {
+    kind: &'a str,
+    binary: &'a str,
+    /// Its `env` (TOML pairs), `{front}` and `{key}` filled in.
+    env: &'a str,
+    /// More of `[agent]` (TOML lines).
+    lines: &'a str,
+    /// The variable whose placeholder it gets.
+    key_var: &'a str,
+    engine: &'a str,
 }
 
-/// As `node_agent_holds_the_key`, with more of `[agent]` (TOML lines).
-fn node_agent_holds_the_key_with(
-    kind: &str,
-    binary: &str,
-    env: &TestEnv,
-    agent_env: &str,
-    agent_lines: &str,
-    key_var: &str,
-    configure: &dyn Fn(&str),
-) -> Option<Run> {
+/// `agent` (with node and its modules mounted) in its engine with no network, behind the spy;
+/// `configure` gets the server's URL first: the server gets the key from the proxy only, and
+/// inside there is only the placeholder of `key_var`.
+fn node_agent_holds_the_key(env: &TestEnv, agent: &NodeAgent<'_>, configure: &dyn Fn(&str)) -> Option<Run> {
     let node = crate::real_agents::require("node")?;
-    let cli = crate::real_agents::require(binary)?;
-    if !crate::containers::ready("docker") {
+    let cli = crate::real_agents::require(agent.binary)?;
+    if !crate::containers::ready(agent.engine) {
         return None;
     }
     let (node, cli) = (std::fs::canonicalize(node).unwrap(), std::fs::canonicalize(cli).unwrap());
@@ -600,12 +600,15 @@ fn node_agent_holds_the_key_with(
     std::fs::create_dir_all(&dump).unwrap();
     let spy = spy(env.root(), &cli.display().to_string(), "/dump");
     let manifest = format!(
-        "name = \"held\"\nprompt = \"create hello.txt and commit it\"\n[agent]\nkind = \"{kind}\"\nbinary = \"/opt/spy\"\n{agent_lines}\
-         env = {{ {} }}\n[sandbox]\nkind = \"docker\"\nimage = \"{IMAGE}\"\nnetwork = \"none\"\n\
+        "name = \"held\"\nprompt = \"create hello.txt and commit it\"\n[agent]\nkind = \"{}\"\nbinary = \"/opt/spy\"\n{}\
+         env = {{ {} }}\n[sandbox]\nkind = \"{}\"\nimage = \"{IMAGE}\"\nnetwork = \"none\"\n\
          mounts = [{{ host = \"{}\", sandbox = \"/usr/local/bin/node\", read_only = true }}, {{ host = \"{}\", sandbox = \"{}\", read_only = true }}, \
          {{ host = \"{}\", sandbox = \"/opt/spy\", read_only = true }}, {{ host = \"{}\", sandbox = \"/dump\" }}]\n\
          [loop]\nmax_iterations = 1\nidle_timeout = \"60s\"\n",
-        agent_env.replace("{front}", &front.url()).replace("{key}", KEY),
+        agent.kind,
+        agent.lines,
+        agent.env.replace("{front}", &front.url()).replace("{key}", KEY),
+        agent.engine,
         node.display(),
         modules.display(),
         modules.display(),
@@ -617,7 +620,7 @@ fn node_agent_holds_the_key_with(
     command.env("SSL_CERT_FILE", &front.ca).env("XDG_CONFIG_HOME", env.root().join("xdg"));
     let run = Run::from(command.output().unwrap());
     run.assert_code(0);
-    assert_eq!(run.json()["held_keys"][0]["var"], key_var, "{}", run.stderr);
+    assert_eq!(run.json()["held_keys"][0]["var"], agent.key_var, "{}", run.stderr);
     let heads = front.heads();
     assert!(heads.contains(KEY), "the server gets the real key:\n{heads}");
     // (The run's branch is `eden-held-…` too, and codex names its worktree in a header.)
@@ -629,11 +632,10 @@ fn node_agent_holds_the_key_with(
     assert_eq!(files, "", "files in the sandbox hold the key");
     let procs = std::fs::read_to_string(dump.join("procs.txt")).unwrap();
     let inside = std::fs::read_to_string(dump.join("env.txt")).unwrap();
-    assert!(inside.contains(&format!("{key_var}=eden-held-")), "{inside}");
+    assert!(inside.contains(&format!("{}=eden-held-", agent.key_var)), "{inside}");
     assert!(!procs.contains(KEY) && !inside.contains(KEY), "the key is in the sandbox");
     assert!(!run.stdout.contains(KEY) && !run.stderr.contains(KEY));
     assert_eq!(env.log_subjects("main")[0], "add hello.txt");
-    assert_eq!(run.json()["held_keys"][0]["var"], key_var);
     Some(run)
 }
 
@@ -641,32 +643,47 @@ fn node_agent_holds_the_key_with(
 #[test]
 fn copilot_in_docker_holds_the_key() {
     let env = TestEnv::new();
-    let agent_env = "COPILOT_PROVIDER_BASE_URL = \"{front}/v1\", COPILOT_PROVIDER_TYPE = \"openai\", \
-                     COPILOT_PROVIDER_API_KEY = \"{key}\", COPILOT_MODEL = \"mock-model\", COPILOT_OFFLINE = \"true\"";
-    let Some(run) = node_agent_holds_the_key("copilot", "copilot", &env, agent_env, "COPILOT_PROVIDER_API_KEY") else {
-        return;
+    let agent = NodeAgent {
+        kind: "copilot",
+        binary: "copilot",
+        env: "COPILOT_PROVIDER_BASE_URL = \"{front}/v1\", COPILOT_PROVIDER_TYPE = \"openai\", \
+              COPILOT_PROVIDER_API_KEY = \"{key}\", COPILOT_MODEL = \"mock-model\", COPILOT_OFFLINE = \"true\"",
+        lines: "",
+        key_var: "COPILOT_PROVIDER_API_KEY",
+        engine: "docker",
     };
+    let Some(run) = node_agent_holds_the_key(&env, &agent, &|_| ()) else { return };
     assert!(run.json()["held_keys"][0]["upstream"].as_str().unwrap().ends_with("/v1"));
 }
 
 /// Codex with the built-in OpenAI provider (`CODEX_API_KEY`; its base URL given as
 /// `-c openai_base_url=…`, pointing at the relay).
-#[test]
-fn codex_in_docker_holds_the_key() {
+fn codex_holds_the_key(engine: &str) {
     let env = TestEnv::new();
     let home = env.root().join("codex");
     std::fs::create_dir_all(&home).unwrap();
     std::fs::write(home.join("config.toml"), "model = \"gpt-5.5\"\n").unwrap();
     let agent_env =
         format!("OPENAI_BASE_URL = \"{{front}}/v1\", CODEX_API_KEY = \"{{key}}\", CODEX_HOME = \"{}\"", home.display());
-    node_agent_holds_the_key("codex", "codex", &env, &agent_env, "CODEX_API_KEY");
+    let agent =
+        NodeAgent { kind: "codex", binary: "codex", env: &agent_env, lines: "", key_var: "CODEX_API_KEY", engine };
+    node_agent_holds_the_key(&env, &agent, &|_| ());
+}
+
+#[test]
+fn codex_in_docker_holds_the_key() {
+    codex_holds_the_key("docker");
+}
+
+#[test]
+fn codex_in_podman_holds_the_key() {
+    codex_holds_the_key("podman");
 }
 
 /// pi with its built-in Anthropic provider, which the person's `models.json` points at a
 /// gateway (the test's server): eden writes the run's private `models.json` with the relay's
 /// URL for it, and holds `ANTHROPIC_API_KEY`.
-#[test]
-fn pi_in_docker_holds_the_key() {
+fn pi_holds_the_key(engine: &str) {
     let env = TestEnv::new();
     let dir = env.root().join("pi");
     std::fs::create_dir_all(&dir).unwrap();
@@ -677,14 +694,28 @@ fn pi_in_docker_holds_the_key() {
             "baseUrl": front, "models": [{ "id": "mock-model", "name": "Mock model" }] } } });
         std::fs::write(dir.join("models.json"), models.to_string()).unwrap();
     };
-    let model = "model = \"anthropic/mock-model\"\n";
-    let Some(run) = node_agent_holds_the_key_with("pi", "pi", &env, &agent_env, model, "ANTHROPIC_API_KEY", &models)
-    else {
-        return;
+    let agent = NodeAgent {
+        kind: "pi",
+        binary: "pi",
+        env: &agent_env,
+        lines: "model = \"anthropic/mock-model\"\n",
+        key_var: "ANTHROPIC_API_KEY",
+        engine,
     };
+    let Some(run) = node_agent_holds_the_key(&env, &agent, &models) else { return };
     assert!(run.json()["held_keys"][0]["upstream"].as_str().unwrap().starts_with("https://localhost:"));
     let mine = std::fs::read_to_string(dir.join("models.json")).unwrap();
     assert!(!mine.contains("127.0.0.1"), "the person's models.json is theirs: {mine}");
+}
+
+#[test]
+fn pi_in_docker_holds_the_key() {
+    pi_holds_the_key("docker");
+}
+
+#[test]
+fn pi_in_podman_holds_the_key() {
+    pi_holds_the_key("podman");
 }
 
 /// opencode with a provider of the person's own (its global `opencode.json`, key
@@ -703,13 +734,15 @@ fn opencode_in_docker_holds_the_key() {
                 "models": { "mock-model": { "name": "Mock model" } } } } });
         std::fs::write(config.join("opencode.json"), config_json.to_string()).unwrap();
     };
-    let agent_env = "MOCK_KEY = \"{key}\", OPENCODE_DISABLE_AUTOUPDATE = \"1\"";
-    let model = "model = \"mock/mock-model\"\n";
-    let Some(run) =
-        node_agent_holds_the_key_with("opencode", "opencode", &env, agent_env, model, "MOCK_KEY", &provider)
-    else {
-        return;
+    let agent = NodeAgent {
+        kind: "opencode",
+        binary: "opencode",
+        env: "MOCK_KEY = \"{key}\", OPENCODE_DISABLE_AUTOUPDATE = \"1\"",
+        lines: "model = \"mock/mock-model\"\n",
+        key_var: "MOCK_KEY",
+        engine: "docker",
     };
+    let Some(run) = node_agent_holds_the_key(&env, &agent, &provider) else { return };
     assert!(run.json()["held_keys"][0]["upstream"].as_str().unwrap().ends_with("/v1"));
 }
 
