@@ -330,8 +330,8 @@ pub struct ReviewArgs {
 
 #[derive(Debug, Args)]
 pub struct DiffArgs {
-    /// The run: an id, a prefix of one, `last`, or a session id
-    #[arg(value_name = "RUN", value_hint = ValueHint::Other)]
+    /// The run: an id, a prefix of one, `last` (the default), or a session id
+    #[arg(value_name = "RUN", default_value = "last", value_hint = ValueHint::Other)]
     pub run: String,
 
     /// The repository whose runs to look in (default: the current directory's)
