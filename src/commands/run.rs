@@ -198,6 +198,9 @@ fn check_interactive(
     if iteration_hooks {
         unused.push("the `on_iteration_start`/`on_iteration_end` hooks");
     }
+    if !plan.steps[0].checks.is_empty() {
+        unused.push("the `[[check]]`s (you decide what merges)");
+    }
     if !unused.is_empty() {
         crate::ui::print_note(&format!(
             "warning: an interactive session has no iteration loop: {} and the `[loop]` settings are not used",

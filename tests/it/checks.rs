@@ -258,3 +258,27 @@ fn a_steps_own_checks_replace_the_top_level_ones() {
         .collect();
     assert_eq!(ran, [("own", "mine", "ok"), ("inherits", "top", "failed")]);
 }
+
+/// An interactive session has no loop to feed failures back into: its checks are said not to
+/// run, and do not.
+#[test]
+fn an_interactive_session_says_its_checks_do_not_run() {
+    let env = TestEnv::new();
+    let path = env.write_manifest(
+        "name = \"i\"\nprompt = \"\"\n[agent]\nkind = \"cli\"\nbinary = \"bash\"\n[[check]]\nname = \"never\"\ncmd = \"false\"\n",
+    );
+    let mut command = env.eden_command(&["interactive", path.to_str().unwrap(), "--no-tty", "--json"]);
+    command
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    {
+        use std::io::Write;
+        child.stdin.take().unwrap().write_all(b"exit 0\n").unwrap();
+    }
+    let run = Run::from(child.wait_with_output().unwrap());
+    run.assert_code(0);
+    assert!(run.stderr.contains("the `[[check]]`s (you decide what merges)"), "{}", run.stderr);
+    assert_eq!(run.record()["checks"], serde_json::json!([]));
+}
