@@ -129,7 +129,7 @@ pub(crate) fn finish(
     let landed = merged.is_some() || landing == Landing::Nothing;
     let preserved_branch = settle_branch(&workspace, &landing, landed && worktree_removed, reporter);
     if let (Some(error), Some(branch)) = (&mut error, &preserved_branch) {
-        explain_unmerged(error, pre.strategy, branch, commits.len());
+        explain_unmerged(error, pre.strategy, branch, (&workspace.run_id, commits.len()));
     }
     drop(shared);
     Finished { lock: workspace.lock, commits, merged, preserved_branch, preserved_worktree, error }
@@ -242,13 +242,14 @@ fn settle_branch(workspace: &Workspace, landing: &Landing, may_go: bool, reporte
 }
 
 /// An unfinished `merge-to-head` run is not merged: say how to land its work anyway.
-fn explain_unmerged(error: &mut Error, strategy: Strategy, branch: &str, commits: usize) {
+fn explain_unmerged(error: &mut Error, strategy: Strategy, branch: &str, (run_id, commits): (&str, usize)) {
     if strategy != Strategy::MergeToHead || error.kind != crate::error::ErrorKind::Incomplete || commits == 0 {
         return;
     }
     error.message.push_str(&format!("; nothing was merged, and `{branch}` keeps its {commits} commit(s)"));
     let hint = error.hint.take().unwrap_or_default();
-    error.hint = Some(format!("to merge the work as it is: `git merge {branch}`; or {hint}"));
+    error.hint =
+        Some(format!("to review and merge the work as it is: `eden diff {run_id}`, `eden merge {run_id}`; or {hint}"));
 }
 
 fn short(commit: &str) -> &str {
@@ -318,11 +319,14 @@ mod tests {
     #[test]
     fn an_unfinished_run_says_how_to_land_its_work() {
         let mut error = Error::new(crate::error::ErrorKind::Incomplete, "no completion signal").with_hint("raise it");
-        explain_unmerged(&mut error, Strategy::MergeToHead, "eden/x", 2);
+        explain_unmerged(&mut error, Strategy::MergeToHead, "eden/x", ("r1", 2));
         assert!(error.message.ends_with("nothing was merged, and `eden/x` keeps its 2 commit(s)"), "{}", error.message);
-        assert_eq!(error.hint.as_deref(), Some("to merge the work as it is: `git merge eden/x`; or raise it"));
+        assert_eq!(
+            error.hint.as_deref(),
+            Some("to review and merge the work as it is: `eden diff r1`, `eden merge r1`; or raise it")
+        );
         let mut other = Error::agent("exited 1");
-        explain_unmerged(&mut other, Strategy::MergeToHead, "eden/x", 2);
+        explain_unmerged(&mut other, Strategy::MergeToHead, "eden/x", ("r1", 2));
         assert_eq!(other.message, "exited 1");
     }
 }

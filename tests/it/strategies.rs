@@ -445,9 +445,10 @@ fn unfinished_work_is_not_merged_by_default() {
     assert_eq!(record["merged_into"], serde_json::Value::Null);
     assert_eq!(env.log_subjects("main"), ["initial commit"], "main untouched");
     assert_eq!(env.log_subjects(&branch)[..2], ["half done", "half done"]);
-    insta::assert_snapshot!(run.error_text().replace(&branch, "[BRANCH]"), @r"
+    let id = record["id"].as_str().unwrap();
+    insta::assert_snapshot!(run.error_text().replace(&branch, "[BRANCH]").replace(id, "[RUN]"), @r"
     error: no completion signal after 2 iteration(s); nothing was merged, and `[BRANCH]` keeps its 2 commit(s)
-    hint: to merge the work as it is: `git merge [BRANCH]`; or the agent must print one of: `<promise>COMPLETE</promise>`; raise `loop.max_iterations` or check the prompt (`loop.require_completion = false` accepts a run that ends without it)
+    hint: to review and merge the work as it is: `eden diff [RUN]`, `eden merge [RUN]`; or the agent must print one of: `<promise>COMPLETE</promise>`; raise `loop.max_iterations` or check the prompt (`loop.require_completion = false` accepts a run that ends without it)
     ");
     // With `require_completion = false` the same run merges.
     let run = env.run_manifest(&cli_manifest(&agent, "[loop]\nmax_iterations = 2\nrequire_completion = false"), &[]);
