@@ -800,3 +800,30 @@ fn socket_holders(path: &Path) -> String {
     }
     format!("inodes {inodes:?}, held by {holders:?}")
 }
+
+/// What eden reads from the agent's stream still works through the proxy: a provider's usage
+/// limit (a 429 the proxy streams back as it came) is waited out, and the same session goes on.
+#[test]
+fn a_usage_limit_comes_through_the_proxy() {
+    let Some(claude) = crate::real_agents::require("claude") else { return };
+    if !crate::isolated::bwrap() {
+        return;
+    }
+    let env = TestEnv::new();
+    let server = ModelServer::start(std::fs::canonicalize(&env.repo).unwrap(), false);
+    server.stats.rate_limit_once.store(true, std::sync::atomic::Ordering::SeqCst);
+    let front = TlsFront::start(server.port);
+    let manifest = format!(
+        "name = \"held\"\nprompt = \"create hello.txt and commit it\"\n[agent]\nkind = \"claude-code\"\nbinary = \"{}\"\n{}\n\
+         [sandbox]\nkind = \"isolated\"\nnetwork = \"none\"\n[loop]\nmax_iterations = 1\nidle_timeout = \"90s\"\n",
+        std::fs::canonicalize(claude).unwrap().display(),
+        agent_env(&front)
+    );
+    let run = run_held(&env, &front, &server, &manifest);
+    let record = run.json();
+    let iterations = record["iterations"].as_array().unwrap();
+    let outcomes: Vec<&str> = iterations.iter().map(|i| i["outcome"].as_str().unwrap()).collect();
+    assert_eq!(outcomes, ["usage_limit", "completed"], "{}", run.stderr);
+    assert_eq!(iterations[0]["agent_error"]["kind"], "rate_limit");
+    assert_eq!(iterations[0]["session_id"], iterations[1]["session_id"], "the same session went on");
+}
