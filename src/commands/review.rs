@@ -145,7 +145,12 @@ pub fn discard(args: DiscardArgs) -> Result<i32, Error> {
     let branch = record.preserved_branch.clone().unwrap_or_else(|| record.branch.clone());
     let _repository = RepoLock::acquire(&layout.repository_lock(), &id, "discarding", &mut |_| {})?;
     let mut done = Vec::new();
-    if let Some(worktree) = record.preserved_worktree.clone().filter(|path| path.is_dir()) {
+    // The kept worktree; for a run that was killed, the worktree it had, if it is eden's own.
+    let worktree = record.preserved_worktree.clone().or_else(|| {
+        let own = record.worktree.starts_with(layout.worktrees()) && record.merged_into.is_none();
+        own.then(|| record.worktree.clone())
+    });
+    if let Some(worktree) = worktree.filter(|path| path.is_dir()) {
         let dirty = Git::new(&worktree).dirty_paths().unwrap_or_default();
         if !dirty.is_empty() && !args.force {
             return Err(Error::usage(format!(

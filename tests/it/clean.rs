@@ -408,3 +408,41 @@ fn git_locks_left_by_a_killed_run_do_not_block_the_branch() {
     assert!(!ref_lock.exists());
     assert_eq!(env.branches(), ["main"], "with the lock gone, --force deletes the branch");
 }
+
+/// `eden discard` of a run that was killed with its guard: the container it left has what it
+/// holds saved under `.eden/patches`, then goes with the worktree and branch; the record stays.
+#[test]
+fn discard_removes_a_killed_runs_container() {
+    if !crate::containers::ready("docker") {
+        return;
+    }
+    let env = TestEnv::new();
+    let shared = env.root().join("shared");
+    std::fs::create_dir_all(&shared).unwrap();
+    let script = "cat >/dev/null; echo c > c.txt && git add c.txt && git -c user.name=box -c user.email=box@example.com commit -qm boxed && echo half > half.txt && touch /shared/ready; sleep 300";
+    let manifest = format!(
+        "name = \"box\"\nprompt = \"go\"\n[agent]\nkind = \"cli\"\nbinary = \"sh\"\nargs = [\"-c\", \"{script}\"]\n\
+         [sandbox]\nkind = \"docker\"\nimage = \"{}\"\nmounts = [{{ host = \"{}\", sandbox = \"/shared\" }}]\n",
+        crate::containers::IMAGE,
+        shared.display()
+    );
+    let ready = shared.join("ready");
+    let record = killed_run_with(&env, &manifest, &|| ready.exists(), &[], |record| {
+        let container = record["container"]["name"].as_str().unwrap().to_owned();
+        let killed =
+            std::process::Command::new("pkill").args(["-9", "-f", &format!("__eden-guard .* {container}$")]).status();
+        assert!(killed.unwrap().success(), "the guard was running");
+    });
+    let id = record["id"].as_str().unwrap();
+    let container = record["container"]["name"].as_str().unwrap();
+    let names = || crate::containers::containers_of("docker", &std::fs::canonicalize(&env.repo).unwrap());
+    assert_eq!(names(), [container], "left behind");
+    let run = env.eden(&["discard", id, "--force"]);
+    run.assert_code(0);
+    assert!(run.stderr.contains(&format!("container `{container}`")), "{}", run.stderr);
+    assert!(names().is_empty(), "removed");
+    assert!(!std::path::Path::new(record["worktree"].as_str().unwrap()).exists(), "the worktree went too");
+    assert!(!env.branches().contains(&record["branch"].as_str().unwrap().to_owned()), "and the branch");
+    assert_salvaged(&env, id, "boxed", "half.txt");
+    assert!(env.repo.join(".eden/runs").join(format!("{id}.json")).exists(), "the record stays");
+}
