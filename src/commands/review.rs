@@ -86,11 +86,17 @@ pub fn merge(args: ReviewArgs) -> Result<i32, Error> {
         return Err(Error::usage(format!("run `{id}` has no branch to merge: {why}"))
             .with_hint("`eden sessions show` says how the run ended"));
     };
-    let Some(target) = record.base_branch.clone().filter(|target| *target != branch) else {
+    if record.strategy == crate::manifest::schema::Strategy::Head {
         return Err(Error::usage(format!(
             "run `{id}` worked on `{branch}` itself (strategy `head`): nothing to merge"
         ))
         .with_hint("its commits are on that branch already"));
+    }
+    let Some(target) = record.base_branch.clone().filter(|target| *target != branch) else {
+        return Err(Error::usage(format!(
+            "run `{id}` went on in `{branch}`, which existed before it: it has no base of its own to merge into"
+        ))
+        .with_hint(format!("merge it where you want it: `git switch <target> && git merge {branch}`")));
     };
     let _repository = RepoLock::acquire(&layout.repository_lock(), &id, "merging", &mut |_| {})?;
     let commits = git.run(["rev-list", "--count", &format!("refs/heads/{target}..refs/heads/{branch}")])?;
@@ -170,11 +176,18 @@ pub fn discard(args: DiscardArgs) -> Result<i32, Error> {
         done.push(format!("worktree `{}`", worktree.display()));
     }
     // The branch of a run that landed on `head` is the person's own: never deleted.
-    let own = record.base_branch.is_none() || record.base_branch.as_deref() == Some(branch.as_str());
+    let own = record.strategy == crate::manifest::schema::Strategy::Head;
     if !own && git.branch_commit(&branch)?.is_some() {
-        git.delete_branch(&branch)?;
-        record.preserved_branch = None;
-        done.push(format!("branch `{branch}`"));
+        match others_on(&git, &record, &branch)? {
+            None => {
+                git.delete_branch(&branch)?;
+                record.preserved_branch = None;
+                done.push(format!("branch `{branch}`"));
+            }
+            Some(why) => {
+                print_note(&format!("kept the branch `{branch}`: {why} (`git branch -D {branch}` deletes it)"))
+            }
+        }
     }
     done.extend(remove_container(&layout, &record)?);
     record.save().map_err(|err| Error::internal("cannot write the run record").with_source(err))?;
@@ -183,6 +196,24 @@ pub fn discard(args: DiscardArgs) -> Result<i32, Error> {
         false => print_note(&format!("discarded {} of run `{id}`; its record stays", done.join(", "))),
     }
     Ok(0)
+}
+
+/// Why deleting `branch` would lose more than the run's own work, if it would: commits on it
+/// that are not the run's (someone committed after), or history before the run that no other
+/// branch holds (a `named` branch that existed before it).
+fn others_on(git: &Git, record: &RunRecord, branch: &str) -> Result<Option<String>, Error> {
+    let range = format!("{}..refs/heads/{branch}", record.base_commit);
+    let ours: std::collections::HashSet<&str> = record.commits.iter().map(|commit| commit.sha.as_str()).collect();
+    let listed = git.run(["rev-list", range.as_str()])?;
+    let foreign = listed.lines().filter(|sha| !ours.contains(sha)).count();
+    if foreign > 0 {
+        return Ok(Some(format!("it has {foreign} commit(s) that are not the run's")));
+    }
+    let holders = git.run(["branch", "--format=%(refname:short)", "--contains", &record.base_commit])?;
+    if !holders.lines().any(|holder| holder != branch) {
+        return Ok(Some("what it held before the run is on no other branch".into()));
+    }
+    Ok(None)
 }
 
 /// A container the run left (it was killed): what it holds saved under `.eden/patches`, then

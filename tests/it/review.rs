@@ -109,3 +109,42 @@ fn a_run_still_going_is_left_alone() {
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
 }
+
+/// A `named` branch that held work before the run is not the run's to throw away: discard keeps
+/// it, and says how to delete it by hand.
+#[test]
+fn discard_keeps_a_branch_that_held_more_than_the_run() {
+    let env = TestEnv::new();
+    env.git(&["switch", "-q", "-c", "eden/feature"]);
+    env.write("before.txt", "mine\n");
+    env.git(&["add", "before.txt"]);
+    env.git(&["commit", "-qm", "before the run"]);
+    env.git(&["switch", "-q", "main"]);
+    let agent = env.script("agent.sh", "cat >/dev/null\necho w > w.txt && git add w.txt && git commit -qm 'run work'");
+    let branch = "[loop]\nmax_iterations = 1\n[branch]\nstrategy = \"named\"\nname = \"eden/feature\"\n";
+    env.run_manifest(&cli_manifest(&agent, branch), &[]).assert_code(1);
+    let run = env.eden(&["discard", "last"]);
+    run.assert_code(0);
+    assert!(
+        run.stderr.contains("kept the branch `eden/feature`: what it held before the run is on no other branch"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(env.log_subjects("eden/feature")[..2], ["run work", "before the run"]);
+}
+
+/// `eden merge` of a run that went on in a branch that existed before it names no base of its
+/// own: refused, with how to merge it by hand.
+#[test]
+fn merge_refuses_a_run_with_no_base_of_its_own() {
+    let env = TestEnv::new();
+    env.git(&["branch", "eden/feature"]);
+    let agent = env.script("agent.sh", "cat >/dev/null\necho w > w.txt && git add w.txt && git commit -qm 'run work'");
+    let branch = "[loop]\nmax_iterations = 1\n[branch]\nstrategy = \"named\"\nname = \"eden/feature\"\n";
+    env.run_manifest(&cli_manifest(&agent, branch), &[]).assert_code(1);
+    let run = env.eden(&["merge", "last"]);
+    run.assert_code(2);
+    assert!(run.stderr.contains("which existed before it: it has no base of its own"), "{}", run.stderr);
+    assert!(run.stderr.contains("git switch <target> && git merge eden/feature"), "{}", run.stderr);
+    assert_eq!(env.log_subjects("main"), ["initial commit"]);
+}
