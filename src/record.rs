@@ -274,6 +274,18 @@ impl RunRecord {
         save_json(&self.record_path, self)
     }
 
+    /// Each `[[check]]`'s last run (per step and name), in the order they first ran.
+    pub fn last_checks(&self) -> Vec<&CheckRecord> {
+        let mut last: Vec<&CheckRecord> = Vec::new();
+        for check in &self.checks {
+            match last.iter_mut().find(|known| known.name == check.name && known.step == check.step) {
+                Some(known) => *known = check,
+                None => last.push(check),
+            }
+        }
+        last
+    }
+
     /// Read a record back.
     pub fn load(path: &Path) -> Result<RunRecord, Error> {
         let text =

@@ -103,6 +103,16 @@ impl StateDir {
         let home = env("HOME").map(std::path::PathBuf::from).unwrap_or_else(|| std::path::PathBuf::from("/"));
         env(self.var).filter(|v| v.starts_with('/')).map_or_else(|| home.join(self.default), std::path::PathBuf::from)
     }
+
+    /// The agent's own folder in it: `resolve`, with `share` below it.
+    pub fn folder(&self, env: &dyn Fn(&str) -> Option<String>) -> std::path::PathBuf {
+        let resolved = self.resolve(env);
+        if self.share.is_empty() {
+            resolved
+        } else {
+            resolved.join(self.share)
+        }
+    }
 }
 
 const ADAPTER: AgentSpec = AgentSpec {

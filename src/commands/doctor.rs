@@ -233,21 +233,11 @@ fn agent_checks(plan: Option<&Plan>, network: bool) -> Vec<Finding> {
 fn credentials(kind: AgentKind) -> Option<String> {
     let set = |name: &str| std::env::var_os(name).is_some_and(|value| !value.is_empty());
     let env = |name: &str| std::env::var(name).ok();
-    let home = |kind: AgentKind| {
-        kind.spec().state_dirs.first().map(|dir| {
-            let folder = dir.resolve(&env);
-            if dir.share.is_empty() {
-                folder
-            } else {
-                folder.join(dir.share)
-            }
-        })
-    };
     let (vars, files) = (kind.spec().doctor.key_vars, kind.spec().doctor.login_files);
     if let Some(var) = vars.iter().find(|var| set(var)) {
         return Some(format!("a key in `{var}`"));
     }
-    let folder = home(kind)?;
+    let folder = kind.spec().state_dirs.first()?.folder(&env);
     files
         .iter()
         .map(|file| folder.join(file))

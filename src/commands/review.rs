@@ -16,14 +16,12 @@ use std::path::PathBuf;
 
 /// The run RUN names, its whole record, and the repository.
 fn the_run(run: &str, repo: Option<&PathBuf>) -> Result<(Layout, Git, RunRecord), Error> {
-    let current = crate::commands::current_dir()?;
-    let dir = repo.map_or_else(|| current.clone(), |repo| current.join(repo));
-    let found = Git::discover(&dir)?;
-    let layout = Layout::new(found.root.clone(), found.common_dir);
+    let layout = super::sessions::layout(repo)?;
     let (runs, _) = history::load(&layout);
     let light = history::find(&runs, run)?;
     let record = RunRecord::load(&light.record_path)?;
-    Ok((layout, Git::new(&found.root), record))
+    let git = Git::new(&layout.root);
+    Ok((layout, git, record))
 }
 
 /// The run's last commit: its branch's tip while it has one, else the last commit it recorded.

@@ -30,7 +30,7 @@ pub fn sessions(command: SessionsCommand) -> Result<i32, Error> {
 }
 
 /// The repository's layout, from `--repo` or the current directory.
-fn layout(repo: Option<&PathBuf>) -> Result<Layout, Error> {
+pub(crate) fn layout(repo: Option<&PathBuf>) -> Result<Layout, Error> {
     let current = crate::commands::current_dir()?;
     let dir = repo.map_or_else(|| current.clone(), |repo| current.join(repo));
     let found = Git::discover(&dir)?;

@@ -111,11 +111,7 @@ pub(super) fn resolve(agent: &AgentPlan, setting: Option<bool>, around: &Surroun
     };
     let env = |key: &str| value(key).or_else(|| host_env(key));
     // The person's folders of the agent, where its configuration and login are.
-    let folders: Vec<std::path::PathBuf> = spec
-        .state_dirs
-        .iter()
-        .map(|dir| if dir.share.is_empty() { dir.resolve(&env) } else { dir.resolve(&env).join(dir.share) })
-        .collect();
+    let folders: Vec<std::path::PathBuf> = spec.state_dirs.iter().map(|dir| dir.folder(&env)).collect();
     let front = match fronting {
         Fronting::Env(credentials) => env_front(&credentials, &value, folders.first()),
         Fronting::Config(choose) => {

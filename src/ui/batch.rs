@@ -54,22 +54,16 @@ impl Row {
             duration_ms: Some(record.duration_ms),
             tokens: record.usage.as_ref().map(|usage| usage.total_tokens()),
             cost: record.usage.as_ref().and_then(|usage| usage.cost_usd),
-            checks: checks_passed(&record.checks),
+            checks: checks_passed(record),
         }
     }
 }
 
 /// How many of a run's checks passed when each last ran, of how many there are.
-fn checks_passed(checks: &[crate::record::CheckRecord]) -> Option<(usize, usize)> {
-    let mut last: Vec<(&str, bool)> = Vec::new();
-    for check in checks {
-        let passed = check.outcome == crate::record::HookOutcome::Ok;
-        match last.iter_mut().find(|(name, _)| *name == check.name) {
-            Some(known) => known.1 = passed,
-            None => last.push((&check.name, passed)),
-        }
-    }
-    (!last.is_empty()).then(|| (last.iter().filter(|(_, passed)| *passed).count(), last.len()))
+fn checks_passed(record: &RunRecord) -> Option<(usize, usize)> {
+    let last = record.last_checks();
+    let passed = last.iter().filter(|check| check.outcome == crate::record::HookOutcome::Ok).count();
+    (!last.is_empty()).then_some((passed, last.len()))
 }
 
 pub struct BatchDisplay {

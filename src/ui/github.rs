@@ -72,7 +72,7 @@ pub fn summary(runs: &[Summarized<'_>], exit_code: i32) -> String {
         out.push('\n');
         let prefix = if runs.len() > 1 { format!("**{}**: ", cell(&row.name)) } else { String::new() };
         let _ = writeln!(out, "{prefix}branch `{}`{}", record.branch, pushed(record));
-        for check in last_checks(record) {
+        for check in record.last_checks() {
             let how = match (check.outcome, check.exit_code) {
                 (HookOutcome::Ok, _) => "passed".to_owned(),
                 (HookOutcome::Timeout, _) => "timed out".to_owned(),
@@ -96,18 +96,6 @@ fn pushed(record: &RunRecord) -> String {
         Some(push) => format!(", **not pushed** to `{}`", push.remote),
         None => String::new(),
     }
-}
-
-/// Each check's last run.
-fn last_checks(record: &RunRecord) -> Vec<&crate::record::CheckRecord> {
-    let mut last: Vec<&crate::record::CheckRecord> = Vec::new();
-    for check in &record.checks {
-        match last.iter_mut().find(|known| known.name == check.name && known.step == check.step) {
-            Some(known) => *known = check,
-            None => last.push(check),
-        }
-    }
-    last
 }
 
 /// `name<<DELIMITER` … `DELIMITER` for each output (values may hold anything); with several

@@ -298,11 +298,9 @@ fn an_isolated_copy_of_a_killed_run_is_salvaged_then_removed() {
     assert_salvaged(&env, id, "in the copy", "ready");
 }
 
-fn containers_of_killed_runs_are_removed(engine: &str) {
-    if !crate::containers::ready(engine) {
-        return;
-    }
-    let env = TestEnv::new();
+/// A run in `engine` whose eden and guard both die (as in a power cut) after its agent made a
+/// commit and left `half.txt` uncommitted: its container stays behind. Its record.
+fn killed_container_run(env: &TestEnv, engine: &str) -> serde_json::Value {
     let shared = env.root().join("shared");
     std::fs::create_dir_all(&shared).unwrap();
     let script = "cat >/dev/null; echo c > c.txt && git add c.txt && git -c user.name=box -c user.email=box@example.com commit -qm boxed && echo half > half.txt && touch /shared/ready; sleep 300";
@@ -312,17 +310,27 @@ fn containers_of_killed_runs_are_removed(engine: &str) {
         crate::containers::IMAGE,
         shared.display()
     );
-    // eden and its guard both die (as in a power cut): the container stays behind.
     let ready = shared.join("ready");
-    let record = killed_run_with(&env, &manifest, &|| ready.exists(), &[], |record| {
+    let record = killed_run_with(env, &manifest, &|| ready.exists(), &[], |record| {
         let container = record["container"]["name"].as_str().unwrap().to_owned();
         let killed =
             std::process::Command::new("pkill").args(["-9", "-f", &format!("__eden-guard .* {container}$")]).status();
         assert!(killed.unwrap().success(), "the guard was running");
     });
     let container = record["container"]["name"].as_str().unwrap();
+    let names = crate::containers::containers_of(engine, &std::fs::canonicalize(&env.repo).unwrap());
+    assert_eq!(names, [container], "left behind");
+    record
+}
+
+fn containers_of_killed_runs_are_removed(engine: &str) {
+    if !crate::containers::ready(engine) {
+        return;
+    }
+    let env = TestEnv::new();
+    let record = killed_container_run(&env, engine);
+    let container = record["container"]["name"].as_str().unwrap();
     let names = || crate::containers::containers_of(engine, &std::fs::canonicalize(&env.repo).unwrap());
-    assert_eq!(names(), [container], "left behind");
     let run = clean(&env, &["--json"]);
     let listed = items(&env, &run, &[]);
     let expected = format!(
@@ -417,26 +425,10 @@ fn discard_removes_a_killed_runs_container() {
         return;
     }
     let env = TestEnv::new();
-    let shared = env.root().join("shared");
-    std::fs::create_dir_all(&shared).unwrap();
-    let script = "cat >/dev/null; echo c > c.txt && git add c.txt && git -c user.name=box -c user.email=box@example.com commit -qm boxed && echo half > half.txt && touch /shared/ready; sleep 300";
-    let manifest = format!(
-        "name = \"box\"\nprompt = \"go\"\n[agent]\nkind = \"cli\"\nbinary = \"sh\"\nargs = [\"-c\", \"{script}\"]\n\
-         [sandbox]\nkind = \"docker\"\nimage = \"{}\"\nmounts = [{{ host = \"{}\", sandbox = \"/shared\" }}]\n",
-        crate::containers::IMAGE,
-        shared.display()
-    );
-    let ready = shared.join("ready");
-    let record = killed_run_with(&env, &manifest, &|| ready.exists(), &[], |record| {
-        let container = record["container"]["name"].as_str().unwrap().to_owned();
-        let killed =
-            std::process::Command::new("pkill").args(["-9", "-f", &format!("__eden-guard .* {container}$")]).status();
-        assert!(killed.unwrap().success(), "the guard was running");
-    });
+    let record = killed_container_run(&env, "docker");
     let id = record["id"].as_str().unwrap();
     let container = record["container"]["name"].as_str().unwrap();
     let names = || crate::containers::containers_of("docker", &std::fs::canonicalize(&env.repo).unwrap());
-    assert_eq!(names(), [container], "left behind");
     let run = env.eden(&["discard", id, "--force"]);
     run.assert_code(0);
     assert!(run.stderr.contains(&format!("container `{container}`")), "{}", run.stderr);
