@@ -65,6 +65,12 @@ pub fn doctor(args: DoctorArgs) -> Result<i32, Error> {
     };
     findings.extend(sandbox_checks(plan.as_ref()));
     findings.extend(agent_checks(plan.as_ref(), args.network));
+    if let Some(plan) = &plan {
+        let reach = crate::sandbox::reach::of(&plan.sandbox);
+        findings.push(ok("the agent reads", reach.reads.join("; ")));
+        findings.push(ok("the agent connects to", reach.connects));
+        findings.push(ok("the agent's privileges", reach.privileges));
+    }
     let failed = findings.iter().any(|finding| finding.state == State::Missing);
     if args.json {
         print_data(&serde_json::to_string_pretty(&findings).expect("findings serialize"));
@@ -154,7 +160,9 @@ fn sandbox_checks(plan: Option<&Plan>) -> Vec<Finding> {
         }
         findings.push(
             match first_line(ProcessBuilder::new(engine).args(["version", "--format", "{{.Server.Version}}"])) {
-                Some(version) => ok(engine, format!("server {version} answers")),
+                Some(version) => {
+                    ok(engine, format!("server {version} answers; runtimes: {}", runtimes(engine).join(", ")))
+                }
                 None if which::which(engine).is_ok() => not_there(
                     engine,
                     false,
@@ -165,7 +173,7 @@ fn sandbox_checks(plan: Option<&Plan>) -> Vec<Finding> {
             },
         );
     }
-    let isolated = matches!(wanted, Some(SandboxPlan::Isolated { .. }));
+    let isolated = matches!(wanted, Some(SandboxPlan::Isolated(_)));
     findings.push(match first_line(ProcessBuilder::new("bwrap").arg("--version")) {
         Some(version) => ok("bubblewrap", version),
         None => not_there(
@@ -184,11 +192,35 @@ fn sandbox_checks(plan: Option<&Plan>) -> Vec<Finding> {
     findings
 }
 
+/// The OCI runtimes an engine can run a container under (`sandbox.runtime`): docker's
+/// registered ones; podman's default, and gVisor's `runsc` when it is on `PATH`.
+fn runtimes(engine: &str) -> Vec<String> {
+    let mut found = match engine {
+        "docker" => {
+            let json = first_line(ProcessBuilder::new("docker").args(["info", "--format", "{{json .Runtimes}}"]));
+            let parsed: Option<serde_json::Map<String, serde_json::Value>> =
+                json.and_then(|json| serde_json::from_str(&json).ok());
+            parsed.map(|runtimes| runtimes.keys().cloned().collect()).unwrap_or_default()
+        }
+        _ => first_line(ProcessBuilder::new("podman").args(["info", "--format", "{{.Host.OCIRuntime.Name}}"]))
+            .map(|name| vec![format!("{name} (default)")])
+            .unwrap_or_default(),
+    };
+    if engine == "podman" {
+        if let Ok(path) = which::which("runsc") {
+            found.push(format!("runsc ({})", path.display()));
+        }
+    }
+    if found.is_empty() {
+        found.push("unknown".into());
+    }
+    found
+}
+
 /// Each agent CLI: on PATH, its version, a key or login (never shown); the model host with
 /// `network`. The manifest's agents are required (on this machine when there is no container).
 fn agent_checks(plan: Option<&Plan>, network: bool) -> Vec<Finding> {
-    let in_container =
-        plan.is_some_and(|plan| !matches!(plan.sandbox, SandboxPlan::None | SandboxPlan::Isolated { .. }));
+    let in_container = plan.is_some_and(|plan| !matches!(plan.sandbox, SandboxPlan::None | SandboxPlan::Isolated(_)));
     let wanted: Vec<(AgentKind, Option<std::path::PathBuf>)> = plan
         .map(|plan| {
             plan.steps

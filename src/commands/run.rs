@@ -105,6 +105,7 @@ fn run_inner(
         let preview = workspace::preflight(&plan, &repo, "RUN_ID", usage)?;
         let json = serde_json::json!({
             "plan": plan,
+            "reach": crate::sandbox::reach::of(&plan.sandbox),
             "containment": containment,
             "workspace": {
                 "repo": preview.root,
@@ -168,7 +169,7 @@ fn check_interactive(
 ) -> Result<orchestrator::Interactive, Error> {
     use crate::manifest::hooks_plan::{Phase, Side};
     use crate::manifest::plan::SandboxPlan;
-    if matches!(plan.sandbox, SandboxPlan::Isolated { .. }) {
+    if matches!(plan.sandbox, SandboxPlan::Isolated(_)) {
         return Err(Error::usage("`eden interactive` cannot attach a terminal to an `isolated` sandbox")
             .with_hint("use `--sandbox docker` or `--sandbox podman` (with `sandbox.image`), or `--sandbox none`"));
     }

@@ -13,7 +13,7 @@ pub use super::output_plan::OutputPlan;
 use super::prompt;
 use super::sandbox_plan::resolve_sandbox;
 pub use super::sandbox_plan::{
-    AgentStateMount, AllowEntry, ContainerPlan, Engine, EngineHost, MountPlan, PodPlan, SandboxPlan,
+    AgentStateMount, AllowEntry, ContainerPlan, Engine, EngineHost, IsolatedPlan, MountPlan, PodPlan, SandboxPlan,
 };
 use super::schema::*;
 pub use crate::agent::AgentPlan;
@@ -667,6 +667,7 @@ fn container_keys_need_a_sandbox(manifest: &Manifest, source: &Source) -> Result
         ("expose_worktree", sandbox.expose_worktree.is_some()),
         ("expose_host", sandbox.expose_host.is_some()),
         ("host", sandbox.host.is_some()),
+        ("runtime", sandbox.runtime.is_some()),
     ] {
         if set && !container {
             return Err(source

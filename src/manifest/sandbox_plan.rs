@@ -14,13 +14,23 @@ pub enum SandboxPlan {
     None,
     Container(Box<ContainerPlan>),
     /// A private clone outside the repository, run under bubblewrap.
-    Isolated {
-        network: Network,
-        /// The agent's configuration and transcript folders, writable inside (as in containers).
-        agent_state: Vec<AgentStateMount>,
-    },
+    Isolated(Box<IsolatedPlan>),
     /// A pod on a Kubernetes cluster, reached with `kubectl`.
     Kubernetes(Box<PodPlan>),
+}
+
+/// `sandbox.kind = "isolated"`, resolved.
+#[derive(Debug, Clone, Serialize)]
+pub struct IsolatedPlan {
+    /// `none` (the default) or `host`.
+    pub network: Network,
+    /// Host folders handed over by name (`sandbox.mounts`).
+    pub mounts: Vec<MountPlan>,
+    pub expose_host: bool,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub host_exposures: Vec<String>,
+    /// The agent's configuration and transcript folders, writable inside (as in containers).
+    pub agent_state: Vec<AgentStateMount>,
 }
 
 /// `sandbox.kind = "kubernetes"`, resolved.
@@ -51,7 +61,7 @@ impl SandboxPlan {
         match self {
             SandboxPlan::None => None,
             SandboxPlan::Container(container) => Some(&container.agent_state),
-            SandboxPlan::Isolated { agent_state, .. } => Some(agent_state),
+            SandboxPlan::Isolated(isolated) => Some(&isolated.agent_state),
             SandboxPlan::Kubernetes(pod) => Some(&pod.agent_state),
         }
     }
@@ -60,7 +70,7 @@ impl SandboxPlan {
         match self {
             SandboxPlan::None => None,
             SandboxPlan::Container(container) => Some(&mut container.agent_state),
-            SandboxPlan::Isolated { agent_state, .. } => Some(agent_state),
+            SandboxPlan::Isolated(isolated) => Some(&mut isolated.agent_state),
             SandboxPlan::Kubernetes(pod) => Some(&mut pod.agent_state),
         }
     }
@@ -73,7 +83,7 @@ impl SandboxPlan {
                 Engine::Docker => SandboxKind::Docker,
                 Engine::Podman => SandboxKind::Podman,
             },
-            SandboxPlan::Isolated { .. } => SandboxKind::Isolated,
+            SandboxPlan::Isolated(_) => SandboxKind::Isolated,
             SandboxPlan::Kubernetes(_) => SandboxKind::Kubernetes,
         }
     }
@@ -150,6 +160,9 @@ pub struct ContainerPlan {
     pub pids_limit: Option<u32>,
     pub mounts: Vec<MountPlan>,
     pub run_args: Vec<String>,
+    /// `sandbox.runtime`: the OCI runtime (`runsc`: gVisor); `None`: the engine's default.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<String>,
     /// `network = "allowlist"`: the destinations allowed, as given (names resolved at start).
     pub allow: Vec<AllowEntry>,
     /// The agent's configuration and transcript folders: private copies in the container.
@@ -363,47 +376,7 @@ pub(super) fn resolve_sandbox(section: &SandboxSection, source: &Source) -> Resu
         Some(SandboxKind::Docker) => Engine::Docker,
         Some(SandboxKind::Podman) => Engine::Podman,
         Some(SandboxKind::Kubernetes) => return resolve_pod(section, source, &path),
-        Some(SandboxKind::Isolated) => {
-            for (key, set) in [
-                ("image", section.image.is_some()),
-                ("cpus", section.cpus.is_some()),
-                ("memory", section.memory.is_some()),
-                ("pids_limit", section.pids_limit.is_some()),
-                ("mounts", section.mounts.is_some()),
-                ("run_args", section.run_args.is_some()),
-                ("expose_worktree", section.expose_worktree.is_some()),
-                ("expose_host", section.expose_host.is_some()),
-                ("host", section.host.is_some()),
-            ] {
-                if set {
-                    return Err(source
-                        .error_at_key(
-                            &path.child(key),
-                            format!("`sandbox.{key}` applies to docker and podman, not `isolated`"),
-                        )
-                        .with_hint("remove it, or use `sandbox.kind = \"docker\"` or `\"podman\"`"));
-                }
-            }
-            if section.network == Some(Network::Allowlist) || section.allow.is_some() {
-                return Err(source
-                    .error_at(&path.child("network"), "`isolated` cannot enforce `network = \"allowlist\"`")
-                    .with_hint(
-                        "use `sandbox.kind = \"docker\"` or `\"podman\"` for an allowlist, or `network = \"none\"`",
-                    ));
-            }
-            if section.network == Some(Network::Host) {
-                return Err(source
-                    .error_at(
-                        &path.child("network"),
-                        "`isolated` supports `network = \"none\"` or `\"bridge\"` (the host's)",
-                    )
-                    .with_hint("use `bridge` for network access, `none` for none"));
-            }
-            return Ok(SandboxPlan::Isolated {
-                network: section.network.unwrap_or(Network::Bridge),
-                agent_state: Vec::new(),
-            });
-        }
+        Some(SandboxKind::Isolated) => return resolve_isolated(section, source, &path),
     };
     let Some(image) = section.image.clone().filter(|image| !image.trim().is_empty()) else {
         return Err(source
@@ -422,8 +395,48 @@ pub(super) fn resolve_sandbox(section: &SandboxSection, source: &Source) -> Resu
     if section.pids_limit == Some(0) {
         return Err(source.error_at(&path.child("pids_limit"), "`sandbox.pids_limit` must be at least 1"));
     }
-    let network = section.network.unwrap_or(Network::Bridge);
+    let network = section.network.unwrap_or(Network::Internet);
+    let runtime = resolve_runtime(section, source, &path)?;
     let allow = resolve_allow(section, network, source)?;
+    let run_args = section.run_args.clone().unwrap_or_default();
+    let mut run_arg_exposures = Vec::new();
+    for (index, arg) in run_args.iter().enumerate() {
+        if let Some(exposure) = run_arg_exposure(arg, run_args.get(index + 1).map(String::as_str)) {
+            run_arg_exposures.push((path.child("run_args").index(index), exposure));
+        }
+    }
+    let (mounts, host_exposures) = resolve_mounts(section, source, &path, network, run_arg_exposures)?;
+    let hosts = resolve_hosts(section, source, &path)?;
+    Ok(SandboxPlan::Container(Box::new(ContainerPlan {
+        engine,
+        hosts,
+        image,
+        network,
+        cpus: section.cpus,
+        memory: section.memory.map(|size| size.0),
+        pids_limit: section.pids_limit,
+        mounts,
+        run_args,
+        runtime,
+        allow,
+        agent_state: Vec::new(),
+        expose_worktree: section.expose_worktree == Some(true),
+        exposure: (section.expose_worktree == Some(true)).then_some(EXPOSURE),
+        expose_host: section.expose_host == Some(true),
+        host_exposures,
+    })))
+}
+
+/// `sandbox.mounts`, resolved and checked: each source exists, each target is absolute, and
+/// what hands the sandbox the host (with `exposures`, the `run_args` that do) needs
+/// `expose_host = true` — never with an allowlist. Returns the mounts and what they expose.
+fn resolve_mounts(
+    section: &SandboxSection,
+    source: &Source,
+    path: &KeyPath,
+    network: Network,
+    mut exposures: Vec<(KeyPath, String)>,
+) -> Result<(Vec<MountPlan>, Vec<String>), Error> {
     let mut mounts = Vec::new();
     for (index, mount) in section.mounts.clone().unwrap_or_default().into_iter().enumerate() {
         let at = path.child("mounts").index(index);
@@ -443,19 +456,12 @@ pub(super) fn resolve_sandbox(section: &SandboxSection, source: &Source) -> Resu
         mounts.push(MountPlan { host, sandbox: mount.sandbox, read_only: mount.read_only });
     }
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    let mut host_exposures = Vec::new();
-    let run_args = section.run_args.clone().unwrap_or_default();
-    for (index, arg) in run_args.iter().enumerate() {
-        if let Some(exposure) = run_arg_exposure(arg, run_args.get(index + 1).map(String::as_str)) {
-            host_exposures.push((path.child("run_args").index(index), exposure));
-        }
-    }
     for (index, mount) in mounts.iter().enumerate() {
         if let Some(exposure) = mount_exposure(&mount.host, home.as_deref()) {
-            host_exposures.push((path.child("mounts").index(index).child("host"), exposure));
+            exposures.push((path.child("mounts").index(index).child("host"), exposure));
         }
     }
-    if let Some((at, exposure)) = host_exposures.first() {
+    if let Some((at, exposure)) = exposures.first() {
         if network == Network::Allowlist {
             return Err(source
                 .error_at(at, format!("{exposure}: it would undo `network = \"allowlist\"`"))
@@ -469,24 +475,80 @@ pub(super) fn resolve_sandbox(section: &SandboxSection, source: &Source) -> Resu
                 ));
         }
     }
-    let hosts = resolve_hosts(section, source, &path)?;
-    Ok(SandboxPlan::Container(Box::new(ContainerPlan {
-        engine,
-        hosts,
-        image,
+    Ok((mounts, exposures.into_iter().map(|(_, exposure)| exposure).collect()))
+}
+
+/// `sandbox.kind = "isolated"`: no network unless `network = "host"` (there is no network of
+/// its own to put rules in), and `mounts` checked as a container's are.
+fn resolve_isolated(section: &SandboxSection, source: &Source, path: &KeyPath) -> Result<SandboxPlan, Error> {
+    for (key, set) in [
+        ("image", section.image.is_some()),
+        ("cpus", section.cpus.is_some()),
+        ("memory", section.memory.is_some()),
+        ("pids_limit", section.pids_limit.is_some()),
+        ("run_args", section.run_args.is_some()),
+        ("expose_worktree", section.expose_worktree.is_some()),
+        ("host", section.host.is_some()),
+        ("runtime", section.runtime.is_some()),
+    ] {
+        if set {
+            return Err(source
+                .error_at_key(&path.child(key), format!("`sandbox.{key}` applies to docker and podman, not `isolated`"))
+                .with_hint("remove it, or use `sandbox.kind = \"docker\"` or `\"podman\"`"));
+        }
+    }
+    let network = match section.network {
+        None | Some(Network::None) => Network::None,
+        Some(Network::Host) => Network::Host,
+        Some(Network::Bridge) => {
+            return Err(source
+                .error_at(&path.child("network"), "`network = \"bridge\"` in `isolated` would be this machine's own network, every service on its loopback included")
+                .with_hint("say `network = \"host\"` if the agent is to reach everything this machine reaches; leave `network` out for none (a held key still reaches its provider)"));
+        }
+        Some(other @ (Network::Internet | Network::Allowlist)) => {
+            return Err(source
+                .error_at(
+                    &path.child("network"),
+                    format!("`isolated` cannot enforce `network = \"{}\"`: it has no network of its own to put rules in", other.as_str()),
+                )
+                .with_hint("use `sandbox.kind = \"docker\"` or `\"podman\"` for it, or `network = \"none\"` (the default) or `\"host\"`"));
+        }
+    };
+    if section.allow.is_some() {
+        return Err(source
+            .error_at_key(
+                &path.child("allow"),
+                "`sandbox.allow` needs `network = \"allowlist\"`, which `isolated` cannot enforce",
+            )
+            .with_hint("use `sandbox.kind = \"docker\"` or `\"podman\"` for an allowlist, or remove `allow`"));
+    }
+    let (mounts, host_exposures) = resolve_mounts(section, source, path, network, Vec::new())?;
+    Ok(SandboxPlan::Isolated(Box::new(IsolatedPlan {
         network,
-        cpus: section.cpus,
-        memory: section.memory.map(|size| size.0),
-        pids_limit: section.pids_limit,
         mounts,
-        run_args: section.run_args.clone().unwrap_or_default(),
-        allow,
-        agent_state: Vec::new(),
-        expose_worktree: section.expose_worktree == Some(true),
-        exposure: (section.expose_worktree == Some(true)).then_some(EXPOSURE),
         expose_host: section.expose_host == Some(true),
-        host_exposures: host_exposures.into_iter().map(|(_, exposure)| exposure).collect(),
+        host_exposures,
+        agent_state: Vec::new(),
     })))
+}
+
+/// `sandbox.runtime`: a runtime's name or an absolute path (which only podman takes); never an
+/// option in disguise.
+fn resolve_runtime(section: &SandboxSection, source: &Source, path: &KeyPath) -> Result<Option<String>, Error> {
+    let Some(runtime) = &section.runtime else { return Ok(None) };
+    let at = path.child("runtime");
+    let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | '/');
+    if runtime.is_empty() || runtime.starts_with('-') || !runtime.chars().all(plain) {
+        return Err(source.error_at(&at, format!("`{runtime}` is not a runtime's name or path")).with_hint(
+            "name a runtime the engine knows (`runsc` for gVisor, `runc`, `crun`), or for podman its absolute path",
+        ));
+    }
+    if runtime.contains('/') && (section.kind != Some(SandboxKind::Podman) || !runtime.starts_with('/')) {
+        return Err(source
+            .error_at(&at, format!("`{runtime}` is a path; only podman takes a runtime by its absolute path"))
+            .with_hint("give docker the name the runtime is registered under in `/etc/docker/daemon.json` (`docker info` lists them)"));
+    }
+    Ok(Some(runtime.clone()))
 }
 
 /// `sandbox.host`, checked: each an address or a name, none twice.
@@ -542,6 +604,11 @@ fn resolve_pod(section: &SandboxSection, source: &Source, path: &KeyPath) -> Res
         ),
         ("mounts", section.mounts.is_some(), "the cluster's nodes cannot see this machine's folders"),
         ("run_args", section.run_args.is_some(), "they are `docker run`'s and `podman run`'s"),
+        (
+            "runtime",
+            section.runtime.is_some(),
+            "a pod's runtime is a RuntimeClass of the cluster's, which eden does not set yet",
+        ),
         ("expose_worktree", section.expose_worktree.is_some(), "a pod cannot see this machine's worktree"),
         ("expose_host", section.expose_host.is_some(), "a pod is given nothing of this machine"),
         ("host", section.host.is_some(), "the cluster is the kubeconfig's (`sandbox.context`)"),

@@ -93,11 +93,27 @@ pub enum SandboxKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Network {
+    /// A container's default: the bridge, with every connection to this machine, the bridge's
+    /// gateway, private ranges and link-local refused (DNS to the resolver aside).
+    Internet,
+    /// The engine's bridge as it is: the internet, and this machine through the bridge's gateway.
     Bridge,
     None,
     Host,
     /// Bridge, with every connection refused but to `sandbox.allow` (and DNS to the resolver).
     Allowlist,
+}
+
+impl Network {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Network::Bridge => "bridge",
+            Network::None => "none",
+            Network::Host => "host",
+            Network::Allowlist => "allowlist",
+            Network::Internet => "internet",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
@@ -134,6 +150,9 @@ pub struct SandboxSection {
     /// one invocation over those engines. Unset: the client's own default (`DOCKER_HOST`,
     /// `DOCKER_CONTEXT`, the current context, `CONTAINER_HOST`).
     pub host: Option<HostSetting>,
+    /// docker/podman: the OCI runtime the container runs under (`runsc` for gVisor; any runtime
+    /// the engine knows, or a path for podman). Unset: the engine's default.
+    pub runtime: Option<String>,
     /// kubernetes: the namespace (default: the context's), the kubeconfig context (default:
     /// the current one), the image pull policy (default: the cluster's), the pod's service
     /// account, node selector and tolerations, how long the pod may stay pending

@@ -32,7 +32,6 @@ use crate::git::Discovered;
 use crate::hooks::{self, HookRunner, PhaseRun};
 use crate::manifest::hooks_plan::Phase;
 use crate::manifest::plan::{ContainerPlan, Plan, SandboxPlan};
-use crate::manifest::schema::Network;
 use crate::process::{listen_for_signals, Abort, Stopping};
 use crate::record::{RunKind, RunPhase, RunRecord, StepRecord};
 use crate::report::{Event, Reporter, RunEvents};
@@ -600,7 +599,11 @@ impl Run<'_> {
         let started = started.and_then(|()| match &self.plan.sandbox {
             SandboxPlan::Container(container) => self.start_container(container, pre, &site),
             SandboxPlan::Kubernetes(pod) => self.start_pod(pod, &site),
-            SandboxPlan::Isolated { network, .. } => sandbox::isolated::start(&site, *network != Network::None),
+            SandboxPlan::Isolated(isolated) => {
+                let programs: Vec<std::path::PathBuf> =
+                    self.plan.steps.iter().filter_map(|step| step.agent.binary()).map(Into::into).collect();
+                sandbox::isolated::start(&site, isolated, &programs)
+            }
             SandboxPlan::None => Ok(Box::new(Host) as Box<dyn SandboxHandle>),
         });
         if started.is_err() {
@@ -627,7 +630,7 @@ impl Run<'_> {
         }
         let dir = site.scratch.join("proxy");
         let inside = match &self.plan.sandbox {
-            SandboxPlan::Container(_) => std::path::PathBuf::from(sandbox::PROXY_INSIDE),
+            SandboxPlan::Container(_) | SandboxPlan::Isolated(_) => std::path::PathBuf::from(sandbox::PROXY_INSIDE),
             _ => dir.clone(),
         };
         let holder = crate::proxy::held::Holder::start(&held, &dir, &inside)?;
@@ -645,7 +648,7 @@ impl Run<'_> {
         private: &[sandbox::agent_state::PrivateState],
     ) -> Result<(), Error> {
         let cwd = match &self.plan.sandbox {
-            SandboxPlan::Isolated { .. } => crate::layout::isolated_copy(&self.run_id).copy,
+            SandboxPlan::Isolated(_) => crate::layout::isolated_copy(&self.run_id).copy,
             _ => pre.worktree.clone(),
         };
         let env =

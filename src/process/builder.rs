@@ -29,6 +29,8 @@ pub struct ProcessBuilder {
     stdin: Stdin,
     /// Run under eden's containment (see `contain`) when spawned for supervision.
     contained: bool,
+    /// Start from an empty environment instead of eden's (`env` on top).
+    clear_env: bool,
 }
 
 /// The result of a command run to completion.
@@ -54,6 +56,7 @@ impl ProcessBuilder {
             env: Vec::new(),
             stdin: Stdin::Null,
             contained: false,
+            clear_env: false,
         }
     }
 
@@ -111,6 +114,13 @@ impl ProcessBuilder {
         self.env(key, value)
     }
 
+    /// The child inherits nothing of eden's environment: only what `env` sets.
+    pub fn env_clear(mut self) -> Self {
+        self.clear_env = true;
+        self.env.retain(|(_, value)| value.is_some());
+        self
+    }
+
     pub fn env_remove(mut self, key: impl AsRef<OsStr>) -> Self {
         self.env.retain(|(set, _)| set != key.as_ref());
         self.env.push((key.as_ref().to_owned(), None));
@@ -153,6 +163,9 @@ impl ProcessBuilder {
     fn command(&self) -> std::process::Command {
         let mut command = std::process::Command::new(&self.program);
         command.args(&self.args);
+        if self.clear_env {
+            command.env_clear();
+        }
         if let Some(cwd) = &self.cwd {
             command.current_dir(cwd);
             // Programs that honour `$PWD` over getcwd() (opencode does) must not see the
@@ -469,6 +482,18 @@ mod tests {
     fn pwd_follows_the_working_directory() {
         let output = ProcessBuilder::new("sh").args(["-c", "echo \"$PWD\""]).cwd("/tmp").output().unwrap();
         assert_eq!(output.stdout.trim(), "/tmp");
+    }
+
+    #[test]
+    fn a_cleared_environment_holds_only_what_is_set() {
+        assert!(std::env::var_os("HOME").is_some());
+        let output = ProcessBuilder::new("/bin/sh")
+            .args(["-c", "echo \"${HOME:-none} $ONLY\""])
+            .env_clear()
+            .env("ONLY", "set")
+            .output()
+            .unwrap();
+        assert_eq!(output.stdout.trim(), "none set");
     }
 
     #[test]

@@ -71,6 +71,22 @@ const START_SCRIPT: &str = r#"set -e
 chown "$1" "$2" && mkdir -p "$3" && chown "$1" "$3"
 for stat in /proc/[0-9]*/stat; do read -r pid comm state ppid rest < "$stat"; if [ "$ppid" = 1 ]; then echo "$pid"; fi; done"#;
 
+/// Every container runs without capabilities and cannot gain any (setuid programs, file
+/// capabilities): nothing inside can change the network rules, forge packets, mount, or load
+/// anything into the kernel. `run_args` that would give some back need `expose_host`.
+const PRIVILEGES: [&str; 4] = ["--cap-drop", "ALL", "--security-opt", "no-new-privileges"];
+
+/// When the run's user is not root, eden's own set-up commands, which run as root in the
+/// container before (and between) the agent's (`as_root`: the workspace handed to the user,
+/// state folders carried in and out), need these back in the container's bounding set. The
+/// agent, never root there, holds none of them and cannot gain them (no-new-privileges).
+const SETUP_CAPABILITIES: [&str; 6] = ["--cap-add", "CHOWN", "--cap-add", "DAC_OVERRIDE", "--cap-add", "FOWNER"];
+
+/// gVisor's runtime (`runsc`, by name or path).
+pub fn is_gvisor(runtime: &str) -> bool {
+    runtime.rsplit('/').next().is_some_and(|name| name.starts_with("runsc"))
+}
+
 /// Git inside works on a repository owned by the same uid, but a mount may make it look
 /// foreign; allow it per command, never through anyone's global config.
 const GIT_SAFE_DIRECTORY: [(&str, &str); 1] = [("safe.directory", "*")];
@@ -167,6 +183,12 @@ pub fn preflight_on(plan: &ContainerPlan, host: Option<&EngineHost>) -> Result<E
     let remote = matches!(reach, Reach::Remote { .. });
     if remote {
         refuse_on_remote(plan, &target)?;
+    } else if !nix::unistd::geteuid().is_root() {
+        match plan.network {
+            Network::Allowlist => return Err(super::firewall::needs_root(&super::firewall::Policy::Allow(Vec::new()))),
+            Network::Internet => return Err(super::firewall::needs_root(&super::firewall::Policy::Internet)),
+            _ => {}
+        }
     }
     let info = engine::run(target.command().args(["version", "--format", "{{.Server.Version}}"]))?;
     if !info.success() {
@@ -199,7 +221,41 @@ pub fn preflight_on(plan: &ContainerPlan, host: Option<&EngineHost>) -> Result<E
             Error::sandbox(format!("image `{image}` is not available to {}", target.describe())).with_hint(hint)
         );
     }
+    if let Some(runtime) = &plan.runtime {
+        check_runtime(&target, runtime)?;
+    }
     Ok(Engaged { target, reach })
+}
+
+/// `sandbox.runtime` is one the engine can run: registered with docker (`docker info`), or for
+/// podman a path that exists or a name on `PATH` or in its configuration (podman itself then
+/// says which it lacks).
+fn check_runtime(target: &Target, runtime: &str) -> Result<(), Error> {
+    let known = match target.engine {
+        Engine::Docker => {
+            let info = engine::run(target.command().args(["info", "--format", "{{json .Runtimes}}"]))?;
+            let registered: Option<serde_json::Map<String, serde_json::Value>> =
+                serde_json::from_str(info.stdout.trim()).ok();
+            let names: Vec<String> = registered.map(|map| map.keys().cloned().collect()).unwrap_or_default();
+            if names.iter().any(|name| name == runtime) {
+                return Ok(());
+            }
+            format!("it has {}", if names.is_empty() { "none eden can read".to_owned() } else { names.join(", ") })
+        }
+        Engine::Podman if runtime.starts_with('/') => {
+            if Path::new(runtime).is_file() || target.host.is_some() {
+                return Ok(());
+            }
+            format!("`{runtime}` does not exist")
+        }
+        Engine::Podman => return Ok(()),
+    };
+    let hint = match target.engine {
+        Engine::Docker => "register it in `/etc/docker/daemon.json` (gVisor: `{\"runtimes\": {\"runsc\": {\"path\": \"/usr/bin/runsc\", \"runtimeArgs\": [\"--network=host\"]}}}`) and reload the daemon (`systemctl reload docker`, or `kill -HUP` dockerd); or remove `sandbox.runtime`".to_owned(),
+        Engine::Podman => "install it (gVisor: `apt-get install runsc`), or give its path in `sandbox.runtime`".to_owned(),
+    };
+    Err(Error::sandbox(format!("{} has no runtime `{runtime}` (`sandbox.runtime`): {known}", target.describe()))
+        .with_hint(hint))
 }
 
 /// What needs the engine to see this machine's files, refused before anything starts.
@@ -217,8 +273,12 @@ fn refuse_on_remote(plan: &ContainerPlan, target: &Target) -> Result<(), Error> 
             "their sources are folders on this machine, which a remote engine cannot see",
             "remove them, or run on a local engine",
         ))
-    } else if plan.network == Network::Allowlist {
-        Some(("`network = \"allowlist\"`", "eden installs its rules from this machine into the container's network namespace, which a remote engine does not allow", "use `network = \"none\"` or `\"bridge\"` there, or run on a local engine"))
+    } else if matches!(plan.network, Network::Allowlist | Network::Internet) {
+        Some((
+            if plan.network == Network::Allowlist { "`network = \"allowlist\"`" } else { "the default network (`network = \"internet\"`: the internet, but not the engine's machine)" },
+            "eden installs its rules from this machine into the container's network namespace, which a remote engine does not allow",
+            "choose `network = \"bridge\"` there (the engine's bridge as it is: it reaches the engine's machine) or `\"none\"`, or run on a local engine",
+        ))
     } else {
         None
     };
@@ -334,13 +394,18 @@ fn run_command(
     command = command
         .args(["--user", &format!("{uid}:{gid}")])
         .args(["--network", network_name(plan.network)])
-        // Nothing inside may change the namespace's rules (the allowlist) or forge packets.
-        .args(if plan.network == Network::Allowlist {
-            &["--cap-drop", "NET_ADMIN", "--cap-drop", "NET_RAW"][..]
-        } else {
-            &[]
-        })
+        .args(PRIVILEGES)
+        .args(if uid == 0 { &[][..] } else { &SETUP_CAPABILITIES[..] })
         .args(["-w", &worktree]);
+    if let Some(runtime) = &plan.runtime {
+        command = command.args(["--runtime", runtime]);
+        if plan.engine == Engine::Podman && is_gvisor(runtime) {
+            // podman hands gVisor the container's network namespace; runsc is to use that
+            // namespace's stack (where eden's rules are), or none.
+            let flag = if plan.network == Network::None { "network=none" } else { "network=host" };
+            command = command.args(["--runtime-flag", flag]);
+        }
+    }
     if plan.engine == Engine::Podman {
         command = command.arg("--pull=never");
         if uid != 0 {
@@ -435,9 +500,15 @@ impl Container {
             let exec = |command, stdin| self.as_root(command, stdin);
             carry::push_state(&self.states, &exec, Some(&owner), "container")?;
         }
-        if plan.network == Network::Allowlist {
-            self.firewall = super::firewall::install(self.target.engine, &self.name, &plan.allow)?;
-        }
+        // The network rules go in while the workspace is seeded (eden's own commands, which
+        // connect nowhere); both are done before any hook or agent command runs.
+        let policy = match plan.network {
+            Network::Allowlist => Some(super::firewall::Policy::Allow(plan.allow.clone())),
+            Network::Internet => Some(super::firewall::Policy::Internet),
+            _ => None,
+        };
+        let (engine, name) = (self.target.engine, self.name.clone());
+        let rules = policy.map(|policy| std::thread::spawn(move || super::firewall::install(engine, &name, &policy)));
         let seed = repository::SeedRequest {
             host_worktree: &request.site.worktree,
             branch: &request.site.branch,
@@ -445,7 +516,12 @@ impl Container {
             alternates: &run.alternates,
             separate_git_dir: plan.expose_worktree.then_some(GIT_DIR_INSIDE),
         };
-        repository::seed(self, &seed).map(|_| ())
+        let seeded = repository::seed(self, &seed).map(|_| ());
+        if let Some(rules) = rules {
+            let installed = rules.join().map_err(|_| Error::internal("installing the network rules panicked"))?;
+            self.firewall = installed?;
+        }
+        seeded
     }
 
     /// The workspace volume (made by the engine, owned by root) handed to the run's user, the
@@ -479,8 +555,8 @@ fn network_name(network: Network) -> &'static str {
         Network::Bridge => "bridge",
         Network::None => "none",
         Network::Host => "host",
-        // The engine's bridge, with the allowlist's rules installed in the namespace.
-        Network::Allowlist => "bridge",
+        // The engine's bridge, with eden's rules installed in the namespace.
+        Network::Allowlist | Network::Internet => "bridge",
     }
 }
 

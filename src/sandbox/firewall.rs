@@ -1,15 +1,24 @@
-//! `network = "allowlist"`: the container's outgoing connections are refused by the kernel, in
-//! the container's own network namespace, except to `sandbox.allow` and DNS to its resolver.
+//! Rules in a container's own network namespace, installed by eden from the host before any
+//! hook or agent command runs in it, which nothing inside can undo (the container holds no
+//! capability, and `run_args` that would give one back are refused at load):
 //!
-//! eden installs the rules from the host (`nsenter` into the namespace, `iptables-restore`),
-//! after the container starts and before any hook or agent command runs in it. Nothing inside
-//! can undo them: the container runs without `CAP_NET_ADMIN` (and `CAP_NET_RAW`), and
-//! `run_args` that would give it back are refused at load. Then a self-test from inside the
-//! namespace: a denied address must be refused at once, and the first allowed destination must
-//! connect. If the rules cannot be installed or the self-test fails, the run stops (exit 6)
-//! before the agent starts: never silently open. Names are resolved at the start and again
-//! every minute while the run goes (`Refresher`); the rules follow their addresses, and a name
-//! that stops resolving keeps the addresses it had.
+//! - `network = "internet"` (a container's default): every connection to this machine (each of
+//!   its addresses), the bridge's gateway, private and shared ranges, link-local (where cloud
+//!   metadata lives), multicast and reserved addresses is refused; the internet is not. DNS to
+//!   the container's own resolver stays open.
+//! - `network = "allowlist"`: every outgoing connection is refused but to `sandbox.allow` and
+//!   DNS to the resolver.
+//!
+//! eden enters the namespace from the host (`nsenter`, `iptables-restore`). Then a self-test
+//! against a target eden controls: a listener on the host at the sandbox's gateway, which the
+//! sandbox reached before the rules, must be refused after them and have seen nothing (the
+//! first allowed destination must connect). Where the container's runtime is not one whose
+//! traffic goes through the namespace's kernel stack (runc, crun), gVisor's or a VM's, the
+//! probes after the rules run inside the container itself, so rules that do not reach its
+//! traffic cannot pass. If the rules cannot be installed or the self-test fails, the run stops
+//! (exit 6) before the agent starts: never silently open. Names are resolved at the start and
+//! again every minute while the run goes (`Refresher`); the rules follow their addresses, and a
+//! name that stops resolving keeps the addresses it had.
 
 use crate::error::Error;
 use crate::manifest::plan::{AllowEntry, Engine};
@@ -108,35 +117,137 @@ struct Rule {
     port: Option<u16>,
 }
 
-/// Install the allowlist in the running container `name` and test it; the `Refresher` keeps
-/// the names' addresses current (none when every entry is an address).
-pub fn install(engine: Engine, name: &str, allow: &[AllowEntry]) -> Result<Option<Refresher>, Error> {
-    if !nix::unistd::geteuid().is_root() {
-        return Err(Error::sandbox("`network = \"allowlist\"` needs eden to run as root (it enters the container's network namespace to install the rules)")
-            .with_hint("run eden as root, or use `network = \"none\"` or `\"bridge\"`"));
+/// What the rules let through.
+#[derive(Debug, Clone)]
+pub enum Policy {
+    /// `network = "internet"`: everything but this machine, private ranges and the like.
+    Internet,
+    /// `network = "allowlist"`: only these (and DNS to the resolver).
+    Allow(Vec<AllowEntry>),
+}
+
+/// Never reached with `network = "internet"`: "this network", private ranges (RFC 1918), shared
+/// address space (RFC 6598), loopback, link-local (cloud metadata), IETF protocol assignments,
+/// the documentation and benchmarking ranges, multicast and reserved (broadcast included).
+const NOT_THE_INTERNET: [&str; 14] = [
+    "0.0.0.0/8",
+    "10.0.0.0/8",
+    "100.64.0.0/10",
+    "127.0.0.0/8",
+    "169.254.0.0/16",
+    "172.16.0.0/12",
+    "192.0.0.0/24",
+    "192.0.2.0/24",
+    "192.168.0.0/16",
+    "198.18.0.0/15",
+    "198.51.100.0/24",
+    "203.0.113.0/24",
+    "224.0.0.0/4",
+    "240.0.0.0/4",
+];
+
+/// The container's network namespace, as the firewall finds it.
+struct Namespace {
+    engine: Engine,
+    name: String,
+    /// A process of the container's on the host (in its network namespace).
+    pid: u32,
+    /// Its traffic goes through that namespace's kernel stack (runc, crun): probes can run
+    /// there from the host. Otherwise (gVisor, a VM) they run inside the container.
+    kernel_stack: bool,
+    resolvers: Vec<Ipv4Addr>,
+}
+
+impl Namespace {
+    fn find(engine: Engine, name: &str) -> Result<Namespace, Error> {
+        let runtime = match engine {
+            Engine::Docker => "{{.HostConfig.Runtime}}",
+            Engine::Podman => "{{.OCIRuntime}}",
+        };
+        let format = format!("{{{{.State.Pid}}}}\t{runtime}\t{{{{.ResolvConfPath}}}}");
+        let found = engine_output(engine, &["inspect", "--format", &format, name])?;
+        let mut fields = found.trim_end().split('\t');
+        let pid = fields.next().and_then(|pid| pid.trim().parse::<u32>().ok()).filter(|pid| *pid > 0);
+        let pid = pid.ok_or_else(|| {
+            Error::sandbox(format!("cannot find the process of container `{name}` to install its network rules"))
+        })?;
+        let runtime = fields.next().unwrap_or_default();
+        let base = runtime.rsplit('/').next().unwrap_or_default();
+        let kernel_stack = matches!(base, "" | "runc" | "crun" | "youki" | "io.containerd.runc.v2");
+        // The container's own `resolv.conf` is a file on the host (the engine writes it).
+        let resolv = match fields.next().map(str::trim).filter(|path| path.starts_with('/')) {
+            Some(path) => std::fs::read_to_string(path).ok(),
+            None => None,
+        };
+        let resolv = match resolv {
+            Some(text) => text,
+            None => engine_output(engine, &["exec", name, "cat", "/etc/resolv.conf"])?,
+        };
+        let resolvers = resolv
+            .lines()
+            .filter_map(|line| line.strip_prefix("nameserver"))
+            .filter_map(|address| address.trim().parse().ok())
+            .collect();
+        Ok(Namespace { engine, name: name.to_owned(), pid, kernel_stack, resolvers })
     }
-    let pid = engine_output(engine, &["inspect", "--format", "{{.State.Pid}}", name])?;
-    let pid = pid.trim().parse::<u32>().ok().filter(|pid| *pid > 0).ok_or_else(|| {
-        Error::sandbox(format!("cannot find the process of container `{name}` to install the allowlist"))
-    })?;
-    let resolvers: Vec<Ipv4Addr> = engine_output(engine, &["exec", name, "cat", "/etc/resolv.conf"])?
-        .lines()
-        .filter_map(|line| line.strip_prefix("nameserver"))
-        .filter_map(|address| address.trim().parse().ok())
-        .collect();
-    let rules = resolve(allow)?;
+
+    /// Try to connect to `address:port` as the sandbox would: exit code (0 connected, 1
+    /// refused, 2 no answer) and what was said.
+    fn connect(&self, address: &str, port: u16) -> Result<(i32, String), Error> {
+        if self.kernel_stack {
+            return connect_inside(self.pid, address, port);
+        }
+        let command = super::engine::Target::new(self.engine, None).command().args([
+            "exec",
+            &self.name,
+            super::carry::EDEN_INSIDE,
+            CONNECT_SUBCOMMAND,
+            address,
+            &port.to_string(),
+        ]);
+        let output = super::engine::run(command)?;
+        match output.status.code() {
+            Some(code @ 0..=2) => Ok((code, output.stderr.trim().to_owned())),
+            _ => Err(Error::sandbox(format!(
+                "cannot test the network rules from inside container `{}`: {}",
+                self.name,
+                output.stderr.trim()
+            ))
+            .with_hint("under a runtime other than runc or crun, eden tests its rules by running its own executable in the container; the image needs glibc (a Debian or Ubuntu base), or choose `network = \"none\"`")),
+        }
+    }
+}
+
+/// Install the rules of `policy` in the running container `name` and test them; the
+/// `Refresher` keeps an allowlist's names' addresses current (none when every entry is an
+/// address, and for `Internet`).
+pub fn install(engine: Engine, name: &str, policy: &Policy) -> Result<Option<Refresher>, Error> {
+    if !nix::unistd::geteuid().is_root() {
+        return Err(needs_root(policy));
+    }
+    let namespace = Namespace::find(engine, name)?;
+    let pid = namespace.pid;
+    let resolvers = namespace.resolvers.clone();
+    let allow = match policy {
+        Policy::Allow(allow) => allow.clone(),
+        Policy::Internet => Vec::new(),
+    };
+    let rules = resolve(&allow)?;
     // A target eden controls, reachable from the sandbox before the rules: after them it must
     // be refused. (Only an address nobody answers proves nothing: its own network may refuse.)
     let target = Target::open(pid, &rules);
-    let (v4, v6) = rule_sets(&resolvers, &rules);
+    let (v4, v6) = match policy {
+        Policy::Allow(_) => rule_sets(&resolvers, &rules),
+        Policy::Internet => internet_rule_sets(&resolvers, &blocked(target.as_ref().map(|t| t.address))),
+    };
     in_namespace(pid, "iptables-restore", v4)?;
     in_namespace(pid, "ip6tables-restore", v6)?;
-    self_test(pid, allow, &rules, target.as_ref())?;
+    self_test(&namespace, &allow, &rules, target.as_ref())?;
     if allow.iter().all(|entry| is_address(&entry.host)) {
         return Ok(None);
     }
     let stop = Arc::new(AtomicBool::new(false));
-    let (flag, allow) = (stop.clone(), allow.to_vec());
+    let flag = stop.clone();
     let refresh = move || {
         let mut current = rules;
         loop {
@@ -157,6 +268,44 @@ pub fn install(engine: Engine, name: &str, allow: &[AllowEntry]) -> Result<Optio
         .spawn(refresh)
         .map_err(|err| Error::sandbox(format!("cannot start the allowlist's refresh: {err}")))?;
     Ok(Some(Refresher { stop }))
+}
+
+/// The error of rules eden cannot install, not being root.
+pub fn needs_root(policy: &Policy) -> Error {
+    let (what, instead) = match policy {
+        Policy::Internet => (
+            "the default network (`network = \"internet\"`: the internet, but not this machine)",
+            "`network = \"bridge\"` (the engine's bridge as it is, which reaches this machine) or `\"none\"`",
+        ),
+        Policy::Allow(_) => ("`network = \"allowlist\"`", "`network = \"none\"`"),
+    };
+    Error::sandbox(format!(
+        "{what} needs eden to run as root: it enters the container's network namespace to install its rules"
+    ))
+    .with_hint(format!("run eden as root, or choose {instead} in `[sandbox]`"))
+}
+
+/// What `network = "internet"` refuses: `NOT_THE_INTERNET`, and every address this machine has
+/// (a public one too: from a container it is this machine), and the sandbox's gateway.
+fn blocked(gateway: Option<Ipv4Addr>) -> Vec<String> {
+    let mut blocked: Vec<String> = NOT_THE_INTERNET.iter().map(|net| (*net).to_owned()).collect();
+    let mut own: Vec<Ipv4Addr> = nix::ifaddrs::getifaddrs()
+        .map(|addresses| {
+            addresses
+                .filter_map(|interface| interface.address)
+                .filter_map(|address| address.as_sockaddr_in().map(|v4| v4.ip()))
+                .collect()
+        })
+        .unwrap_or_default();
+    own.extend(gateway);
+    own.sort();
+    own.dedup();
+    for address in own {
+        if !NOT_THE_INTERNET.iter().any(|net| covers(net, address)) {
+            blocked.push(format!("{address}/32"));
+        }
+    }
+    blocked
 }
 
 fn is_address(host: &str) -> bool {
@@ -237,6 +386,27 @@ fn rule_sets(resolvers: &[Ipv4Addr], rules: &[Vec<Rule>]) -> (String, String) {
     (v4, v6)
 }
 
+/// The `iptables-restore` input for `network = "internet"`: loopback, replies and DNS to the
+/// resolvers open, every `blocked` network refused, everything else open; IPv6 refused but
+/// loopback (the engines' bridges have none by default).
+fn internet_rule_sets(resolvers: &[Ipv4Addr], blocked: &[String]) -> (String, String) {
+    let head = "*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n\
+                -A OUTPUT -o lo -j ACCEPT\n-A OUTPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT\n";
+    let mut v4 = head.to_owned();
+    for resolver in resolvers {
+        for protocol in ["udp", "tcp"] {
+            v4.push_str(&format!("-A OUTPUT -d {resolver}/32 -p {protocol} --dport 53 -j ACCEPT\n"));
+        }
+    }
+    for network in blocked {
+        v4.push_str(&format!("-A OUTPUT -d {network} -p tcp -j REJECT --reject-with tcp-reset\n"));
+        v4.push_str(&format!("-A OUTPUT -d {network} -j REJECT --reject-with icmp-admin-prohibited\n"));
+    }
+    v4.push_str("COMMIT\n");
+    let v6 = format!("{}-A OUTPUT -j REJECT\nCOMMIT\n", head.replace(":OUTPUT ACCEPT", ":OUTPUT DROP"));
+    (v4, v6)
+}
+
 fn in_namespace(pid: u32, program: &str, rules: String) -> Result<(), Error> {
     let command = ProcessBuilder::new("nsenter")
         .args(["-t", &pid.to_string(), "-n", program])
@@ -252,15 +422,20 @@ fn in_namespace(pid: u32, program: &str, rules: String) -> Result<(), Error> {
     Ok(())
 }
 
-/// From inside the namespace: a denied address is refused, the first allowed destination
-/// (with its port, or 443) connects.
-fn self_test(pid: u32, allow: &[AllowEntry], rules: &[Vec<Rule>], target: Option<&Target>) -> Result<(), Error> {
+/// From inside the namespace (or the container): a denied address is refused, the first
+/// allowed destination (with its port, or 443) connects.
+fn self_test(
+    namespace: &Namespace,
+    allow: &[AllowEntry],
+    rules: &[Vec<Rule>],
+    target: Option<&Target>,
+) -> Result<(), Error> {
     let (denied, port) = target.map_or(DENIED_PROBE, |target| (target.address, target.port));
-    match connect_inside(pid, &denied.to_string(), port)? {
+    match namespace.connect(&denied.to_string(), port)? {
         (1, _) if target.is_none_or(|target| !target.reached()) => {}
         (code, said) => {
             return Err(Error::sandbox(format!(
-                "the allowlist's self-test failed: a connection to {denied}:{port} was not refused ({})",
+                "the network rules' self-test failed: a connection to {denied}:{port} was not refused ({})",
                 if code <= 1 { "it reached eden's own listener".to_owned() } else { said }
             ))
             .with_hint("the rules are not in force; nothing ran in the sandbox"))
@@ -276,7 +451,7 @@ fn self_test(pid: u32, allow: &[AllowEntry], rules: &[Vec<Rule>], target: Option
         return Ok(());
     }
     let port = entry.port.unwrap_or(443);
-    match connect_inside(pid, address, port)? {
+    match namespace.connect(address, port)? {
         (0, _) => Ok(()),
         (_, said) => Err(Error::sandbox(format!(
             "the allowlist's self-test failed: the allowed destination `{shown}` ({address}:{port}) cannot be reached from the sandbox: {said}"
@@ -299,9 +474,26 @@ fn connect_inside(pid: u32, address: &str, port: u16) -> Result<(i32, String), E
     Ok((output.status.code().unwrap_or(1), output.stderr.trim().to_owned()))
 }
 
-/// `__eden-connect ADDR PORT`: 0 connected, 1 refused or unreachable, 2 no answer in 5 s.
+/// `__eden-connect ADDR PORT` (or `__eden-connect unix:PATH`, `unix:@ABSTRACT`): 0 connected, 1 refused or
+/// unreachable, 2 no answer in 5 s.
 pub fn run_connect(args: &[std::ffi::OsString]) -> i32 {
     use std::io::Write;
+    if let Some(path) = args.first().and_then(|arg| arg.to_str()).and_then(|arg| arg.strip_prefix("unix:")) {
+        use std::os::linux::net::SocketAddrExt;
+        use std::os::unix::net::{SocketAddr, UnixStream};
+        // `unix:@NAME`: an abstract socket (of the network namespace).
+        let connected = match path.strip_prefix('@') {
+            Some(name) => SocketAddr::from_abstract_name(name).and_then(|addr| UnixStream::connect_addr(&addr)),
+            None => UnixStream::connect(path),
+        };
+        return match connected {
+            Ok(_) => 0,
+            Err(err) => {
+                let _ = writeln!(std::io::stderr(), "{err}");
+                1
+            }
+        };
+    }
     let (Some(address), Some(port)) = (args.first(), args.get(1)) else { return 3 };
     let target = format!("{}:{}", address.to_string_lossy(), port.to_string_lossy());
     let Ok(Some(target)) = target.to_socket_addrs().map(|mut a| a.next()) else { return 3 };

@@ -1,7 +1,9 @@
 //! `isolated`: the agent works in a private copy of the worktree outside the repository, under
-//! bubblewrap — the whole system read-only, only the copy (and a private `TMPDIR`, and its
-//! private state folders) writable, optionally without network. It cannot touch the host
-//! repository or other worktrees.
+//! bubblewrap, in a world made for it (`bubble`): the system's program folders and a filtered
+//! `/etc` read-only; its copy, a private `/tmp` and home, its private state folders writable;
+//! no capability; no network but loopback unless `network = "host"`; only the environment it
+//! is handed. It cannot touch or read the host repository, other worktrees, the person's home
+//! or this machine's sockets.
 //!
 //! The copy is a repository of its own, seeded like a container's workspace
 //! (`repository::seed`; the host's object stores, readable anyway, are its alternates). The host
@@ -9,11 +11,15 @@
 //! the host only receives a checked bundle after each iteration and a checked patch at the end.
 //! If bringing work back fails, what the copy holds is saved under `.eden/patches/` first.
 
+use super::bubble;
 use super::ledger::Ledger;
 use super::repository::{self, Channel};
 use super::{Prepared, RunSite, SandboxHandle};
 use crate::error::Error;
+use crate::manifest::plan::IsolatedPlan;
+use crate::manifest::schema::Network;
 use crate::process::ProcessBuilder;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 /// Written beside the copy (`eden-isolated-<run>.json`, where the agent cannot write): whose
@@ -35,35 +41,29 @@ impl Owner {
     }
 }
 
-/// bubblewrap around a command: the whole system read-only, the copy, its `TMPDIR` and the
-/// private state folders writable, the copy the working directory.
+/// bubblewrap around a command: the sandbox `bubble::tree` builds, the copy the working
+/// directory, an environment of its own.
 struct Bubble {
     copy: PathBuf,
-    tmp: PathBuf,
-    writable: Vec<PathBuf>,
+    /// bwrap's arguments that build the sandbox (all but the network and working directory).
+    tree: Vec<OsString>,
+    /// The agent may use this machine's network (`network = "host"`).
     network: bool,
 }
 
 impl Bubble {
+    fn new(paths: &crate::layout::IsolatedPaths, view: &bubble::View<'_>, network: bool) -> Bubble {
+        Bubble { copy: paths.copy.clone(), tree: bubble::tree(view), network }
+    }
+
     fn wrap(&self, command: ProcessBuilder, network: bool) -> ProcessBuilder {
         // The agent works in the copy: its directory moves there, everything else stays.
         let cwd = command.get_cwd().map_or_else(|| self.copy.clone(), Path::to_path_buf);
-        let mut wrapped = ProcessBuilder::new("bwrap")
-            .args(["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"])
-            .arg("--bind")
-            .arg(&self.copy)
-            .arg(&self.copy)
-            .arg("--bind")
-            .arg(&self.tmp)
-            .arg(&self.tmp);
-        for folder in &self.writable {
-            wrapped = wrapped.arg("--bind").arg(folder).arg(folder);
-        }
-        // A host name of its own too (its own UTS namespace): what runs inside is told apart.
-        wrapped = wrapped.args(["--unshare-pid", "--unshare-uts", "--die-with-parent"]);
+        let mut wrapped = ProcessBuilder::new("bwrap").args(&self.tree);
         if !network {
             wrapped = wrapped.arg("--unshare-net");
         }
+        // Nothing of eden's environment but `bubble::base_env`: the command's own on top.
         wrapped = wrapped
             .arg("--chdir")
             .arg(&cwd)
@@ -71,9 +71,9 @@ impl Bubble {
             .arg(command.program())
             .args(command.get_args())
             .cwd(&cwd)
-            .env("TMPDIR", &self.tmp);
-        for key in crate::git::GIT_ENV_TO_REMOVE {
-            wrapped = wrapped.env_remove(key);
+            .env_clear();
+        for (key, value) in bubble::base_env() {
+            wrapped = wrapped.env(key, value);
         }
         for (key, value) in command.get_env() {
             wrapped = match value {
@@ -99,27 +99,44 @@ impl Channel for Bubble {
 
 pub struct Isolated {
     bubble: Bubble,
+    /// The host folder behind the private `/tmp` and home.
+    private: PathBuf,
     ledger: Ledger,
     owner: PathBuf,
     state_env: Vec<(&'static str, PathBuf)>,
     closed: bool,
 }
 
-/// The run's isolated copy, seeded; with network unless `network` is false.
-pub fn start(site: &RunSite, network: bool) -> Result<Box<dyn SandboxHandle>, Error> {
+/// The run's isolated copy, seeded. `programs` are what the sandbox runs from this machine
+/// besides eden (the steps' agents, as found on its `PATH`).
+pub fn start(site: &RunSite, plan: &IsolatedPlan, programs: &[PathBuf]) -> Result<Box<dyn SandboxHandle>, Error> {
     if which::which("bwrap").is_err() {
         return Err(Error::sandbox("sandbox kind `isolated` needs bubblewrap (`bwrap`), which is not installed")
             .with_hint("install it (Debian: `apt-get install bubblewrap`), or use `docker` or `podman`"));
     }
+    let eden =
+        std::env::current_exe().map_err(|err| Error::sandbox(format!("cannot find eden's executable: {err}")))?;
     let paths = crate::layout::isolated_copy(&site.run_id);
     let base = site.base()?;
+    let stores = repository::object_stores(&site.common_dir);
+    let writable: Vec<PathBuf> = site.agent_state.iter().map(|state| state.folder.clone()).collect();
+    let mut exposed = vec![eden];
+    exposed.extend(programs.iter().filter_map(|program| bubble::find_program(program)));
+    let (tmp, home) = (paths.tmp.join("tmp"), paths.tmp.join("home"));
+    let view = bubble::View {
+        copy: &paths.copy,
+        tmp: &tmp,
+        home: &home,
+        writable: &writable,
+        read_only: &stores,
+        programs: &exposed,
+        proxy: site.proxy.as_deref(),
+        mounts: &plan.mounts,
+        host_network: plan.network == Network::Host,
+    };
     let isolated = Isolated {
-        bubble: Bubble {
-            copy: paths.copy.clone(),
-            tmp: paths.tmp.clone(),
-            writable: site.agent_state.iter().map(|state| state.folder.clone()).collect(),
-            network,
-        },
+        bubble: Bubble::new(&paths, &view, plan.network == Network::Host),
+        private: paths.tmp.clone(),
         ledger: Ledger::new(site, base.clone()),
         owner: paths.owner.clone(),
         state_env: site.agent_state.iter().map(|state| (state.var, state.value.clone())).collect(),
@@ -138,14 +155,15 @@ pub fn start(site: &RunSite, network: bool) -> Result<Box<dyn SandboxHandle>, Er
         .and_then(|json| fs_err::write(&paths.owner, json))
         .and_then(|()| fs_err::create_dir(&paths.copy))
         .and_then(|()| fs_err::create_dir(&paths.tmp))
+        .and_then(|()| fs_err::create_dir(&tmp))
+        .and_then(|()| fs_err::create_dir(&home))
         .map_err(|err| Error::sandbox(format!("cannot make the isolated copy: {err}")));
     let mut handle = Box::new(isolated);
     if let Err(err) = made {
         handle.remove();
         return Err(err);
     }
-    let alternates: Vec<String> =
-        repository::object_stores(&site.common_dir).iter().map(|store| store.display().to_string()).collect();
+    let alternates: Vec<String> = stores.iter().map(|store| store.display().to_string()).collect();
     let seed = repository::SeedRequest {
         host_worktree: &site.worktree,
         branch: &site.branch,
@@ -164,7 +182,7 @@ impl Isolated {
     fn remove(&mut self) {
         self.closed = true;
         let _ = crate::safe_fs::remove_tree(&self.bubble.copy);
-        let _ = crate::safe_fs::remove_tree(&self.bubble.tmp);
+        let _ = crate::safe_fs::remove_tree(&self.private);
         let _ = crate::safe_fs::remove_tree(self.ledger.scratch());
         let _ = std::fs::remove_file(&self.owner);
     }
@@ -228,10 +246,24 @@ impl Drop for Isolated {
 /// Returns the files saved.
 pub fn salvage_and_remove(run_id: &str, owner: &Owner) -> Vec<PathBuf> {
     let paths = crate::layout::isolated_copy(run_id);
-    let bubble = Bubble { copy: paths.copy.clone(), tmp: paths.tmp.clone(), writable: Vec::new(), network: false };
-    let patches = crate::layout::Layout::new(&owner.repo, owner.repo.join(".git")).patches();
+    let layout = crate::layout::Layout::new(&owner.repo, owner.repo.join(".git"));
+    let (tmp, home) = (paths.tmp.join("tmp"), paths.tmp.join("home"));
+    let stores = repository::object_stores(&layout.common_dir);
+    let view = bubble::View {
+        copy: &paths.copy,
+        tmp: &tmp,
+        home: &home,
+        writable: &[],
+        read_only: &stores,
+        programs: &[],
+        proxy: None,
+        mounts: &[],
+        host_network: false,
+    };
+    let bubble = Bubble::new(&paths, &view, false);
+    let patches = layout.patches();
     let saved = if paths.copy.is_dir() {
-        let _ = fs_err::create_dir_all(&paths.tmp);
+        let _ = fs_err::create_dir_all(&tmp).and_then(|()| fs_err::create_dir_all(&home));
         repository::salvage(&bubble, &owner.branch, &owner.base, &patches, run_id)
     } else {
         Vec::new()

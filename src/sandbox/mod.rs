@@ -9,6 +9,7 @@
 //! objects, a checked patch; transcripts read through `safe_fs`).
 
 pub mod agent_state;
+pub mod bubble;
 mod carry;
 pub mod container;
 pub mod engine;
@@ -16,6 +17,7 @@ pub mod firewall;
 pub mod isolated;
 mod ledger;
 pub mod pod;
+pub mod reach;
 pub(crate) mod repository;
 mod unpack;
 
@@ -60,12 +62,12 @@ pub struct RunSite {
     pub repository_lock: PathBuf,
     /// The agent's private state folders.
     pub agent_state: Vec<agent_state::PrivateState>,
-    /// The folder of the proxies that hold the agent's keys, which the sandbox is given (a
-    /// container at `PROXY_INSIDE`; an isolated copy sees it where it is).
+    /// The folder of the proxies that hold the agent's keys, which the sandbox is given (at
+    /// `PROXY_INSIDE`, read-only).
     pub proxy: Option<PathBuf>,
 }
 
-/// Where a container sees the run's proxy folder.
+/// Where a container or an isolated sandbox sees the run's proxy folder.
 pub const PROXY_INSIDE: &str = "/run/eden-proxy";
 
 impl RunSite {

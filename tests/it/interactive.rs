@@ -226,7 +226,7 @@ fn container_terminal(engine: &str, remote: Option<&crate::remote_engines::Remot
     let mut script = String::new();
     if let Some(engines) = remote {
         let host = &engines.hosts[0];
-        extra.push_str(&format!(" --host {}", host.docker));
+        extra.push_str(&format!(" --host {} --set sandbox.network=bridge", host.docker));
         for (key, value) in engines.tls_env() {
             script.push_str(&format!("export {key}={value}; "));
         }

@@ -4,6 +4,7 @@
 mod support;
 
 mod adapters;
+mod boundary;
 mod budget;
 mod checks;
 mod clean;

@@ -309,8 +309,42 @@ fn container_keys_need_a_container_and_an_image() {
     ");
     insta::assert_snapshot!(rejected(&format!("{OK}[sandbox]\nkind = \"docker\"\nimage = \"x\"\nnetwork = \"wifi\"\n"), &[]), @"
     error: [TMP]/plan.toml:7:11: `sandbox.network` has an unknown value `wifi`
-    hint: expected one of: `bridge`, `none`, `host`, `allowlist`
+    hint: expected one of: `internet`, `bridge`, `none`, `host`, `allowlist`
     ");
+}
+
+/// `isolated` has no network of its own to put rules in: the host's only when named `host`.
+#[test]
+fn isolated_network_is_none_or_this_machines_by_name() {
+    insta::assert_snapshot!(rejected(&format!("{OK}[sandbox]\nkind = \"isolated\"\nnetwork = \"bridge\"\n"), &[]), @r#"
+    error: [TMP]/plan.toml:6:11: `network = "bridge"` in `isolated` would be this machine's own network, every service on its loopback included
+    hint: say `network = "host"` if the agent is to reach everything this machine reaches; leave `network` out for none (a held key still reaches its provider)
+    "#);
+    insta::assert_snapshot!(rejected(&format!("{OK}[sandbox]\nkind = \"isolated\"\nnetwork = \"internet\"\n"), &[]), @r#"
+    error: [TMP]/plan.toml:6:11: `isolated` cannot enforce `network = "internet"`: it has no network of its own to put rules in
+    hint: use `sandbox.kind = "docker"` or `"podman"` for it, or `network = "none"` (the default) or `"host"`
+    "#);
+    insta::assert_snapshot!(rejected(&format!("{OK}[sandbox]\nkind = \"isolated\"\nruntime = \"runsc\"\n"), &[]), @r#"
+    error: [TMP]/plan.toml:6:1: `sandbox.runtime` applies to docker and podman, not `isolated`
+    hint: remove it, or use `sandbox.kind = "docker"` or `"podman"`
+    "#);
+}
+
+/// `sandbox.runtime`: a name, or for podman an absolute path; never an option.
+#[test]
+fn runtimes_are_names_or_podman_paths() {
+    insta::assert_snapshot!(rejected(&format!("{OK}[sandbox]\nkind = \"docker\"\nimage = \"x\"\nruntime = \"--privileged\"\n"), &[]), @r#"
+    error: [TMP]/plan.toml:7:11: `--privileged` is not a runtime's name or path
+    hint: name a runtime the engine knows (`runsc` for gVisor, `runc`, `crun`), or for podman its absolute path
+    "#);
+    insta::assert_snapshot!(rejected(&format!("{OK}[sandbox]\nkind = \"docker\"\nimage = \"x\"\nruntime = \"/usr/bin/runsc\"\n"), &[]), @r#"
+    error: [TMP]/plan.toml:7:11: `/usr/bin/runsc` is a path; only podman takes a runtime by its absolute path
+    hint: give docker the name the runtime is registered under in `/etc/docker/daemon.json` (`docker info` lists them)
+    "#);
+    insta::assert_snapshot!(rejected(&format!("{OK}[sandbox]\nruntime = \"runsc\"\n"), &[]), @r#"
+    error: [TMP]/plan.toml:5:1: `sandbox.runtime` has no effect without a container sandbox
+    hint: set `sandbox.kind` to `docker` or `podman`, or remove the key
+    "#);
 }
 
 #[test]

@@ -28,6 +28,9 @@ pub struct Stats {
     /// Answer the first Anthropic agent turn with a message that reports `COSTLY_INPUT_TOKENS`
     /// input tokens at its start and asks for a slow shell call (30 s, then `late.txt`).
     pub costly_slow_turn: AtomicBool,
+    /// The shell command the commit step asks an Anthropic agent to run, instead of the plain
+    /// commit (a payload that tries to send something home in its output, say).
+    pub commit_command: Mutex<Option<String>>,
 }
 
 pub const COSTLY_INPUT_TOKENS: u64 = 5000;
@@ -196,7 +199,8 @@ fn serve(
             continue;
         } else if path.ends_with("/messages") {
             let costly = stats.costly_slow_turn.load(Ordering::SeqCst) && tool_results == 0 && has_tools;
-            anthropic(&body, &workdir, stream_wanted, answers.as_ref(), costly)
+            let commit = stats.commit_command.lock().unwrap().clone();
+            anthropic(&body, &workdir, stream_wanted, answers.as_ref(), costly, commit)
         } else if path.ends_with("/responses") {
             responses(&body, &workdir)
         } else if path.ends_with("/chat/completions") {
@@ -346,7 +350,14 @@ fn asked_to_fix(body: &Value) -> bool {
 }
 
 /// Anthropic Messages, for Claude (`Write`/`Bash`) and pi (`write`/`bash`).
-fn anthropic(body: &Value, workdir: &str, stream: bool, answers: Option<&Answers>, costly: bool) -> Reply {
+fn anthropic(
+    body: &Value,
+    workdir: &str,
+    stream: bool,
+    answers: Option<&Answers>,
+    costly: bool,
+    commit: Option<String>,
+) -> Reply {
     let tool_results = body["messages"]
         .as_array()
         .into_iter()
@@ -377,7 +388,8 @@ fn anthropic(body: &Value, workdir: &str, stream: bool, answers: Option<&Answers
             ("I'll do that now.".to_owned(), Some((tool, input)))
         }
         Step::Commit => {
-            let commit = if asked_to_fix(body) { COMMIT_FIX } else { COMMIT };
+            let plain = if asked_to_fix(body) { COMMIT_FIX } else { COMMIT };
+            let commit = commit.unwrap_or_else(|| plain.to_owned());
             ("I'll do that now.".to_owned(), Some((if claude { "Bash" } else { "bash" }, json!({"command": commit}))))
         }
         Step::Done => (FINAL_TEXT.to_owned(), None),

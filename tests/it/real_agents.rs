@@ -162,6 +162,12 @@ pub(crate) fn claude_env(env: &TestEnv, server: &ModelServer) -> Vec<(String, St
     ]
 }
 
+/// `[agent] env` handing a sandboxed Claude Code what `claude_env` gives eden (a sandbox gets
+/// only what the manifest names, never eden's environment).
+pub(crate) const CLAUDE_AGENT_ENV: &str = "env = { ANTHROPIC_BASE_URL = \"${ANTHROPIC_BASE_URL}\", \
+    ANTHROPIC_API_KEY = \"${ANTHROPIC_API_KEY}\", DISABLE_TELEMETRY = \"1\", \
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = \"1\", CLAUDE_CODE_MAX_RETRIES = \"0\" }";
+
 pub(crate) const CLAUDE: Agent = Agent { kind: "claude-code", binary: "claude", model: None, configure: claude_env };
 
 #[test]

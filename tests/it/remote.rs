@@ -2,9 +2,18 @@
 //! conventions), against the real engines of `remote_engines`, which see none of this
 //! machine's files.
 
-use crate::containers::{manifest, IMAGE};
+use crate::containers::IMAGE;
 use crate::remote_engines::{engines, RemoteEngines, RemoteHost};
 use crate::support::{Run, TestEnv};
+
+/// `containers::manifest` with the engine's bridge as it is: a remote engine cannot be given
+/// the default network's rules from this machine (`network = "internet"` is refused there).
+fn manifest(engine: &str, script: &str, extra: &str) -> String {
+    match extra.contains("network =") {
+        true => crate::containers::manifest(engine, script, extra),
+        false => crate::containers::manifest(engine, script, &format!("network = \"bridge\"\n{extra}")),
+    }
+}
 
 const COMMIT_AND_LEAVE: &str = "cat README.md > copy.txt && git add copy.txt && git -c user.name=far -c user.email=far@example.com commit -qm 'made far away' && echo left > loose.txt && echo '<promise>COMPLETE</promise>'";
 
@@ -109,7 +118,7 @@ fn the_simulated_agent_runs_on_a_remote_engine() {
     let Some(engines) = engines() else { return };
     let host = &engines.hosts[0];
     let env = TestEnv::new();
-    let manifest = format!("name = \"sim\"\nprompt = \"hi\"\n[agent]\nkind = \"simulated\"\n[sandbox]\nkind = \"docker\"\nimage = \"{IMAGE}\"\nhost = \"{}\"\n", host.docker);
+    let manifest = format!("name = \"sim\"\nprompt = \"hi\"\n[agent]\nkind = \"simulated\"\n[sandbox]\nkind = \"docker\"\nimage = \"{IMAGE}\"\nnetwork = \"bridge\"\nhost = \"{}\"\n", host.docker);
     let run = run_on(&env, engines, &manifest, &[], &[]);
     run.assert_code(0);
     assert!(run.stderr.contains("| simulated agent: working"), "eden's executable was copied in: {}", run.stderr);
@@ -125,6 +134,7 @@ fn what_needs_this_machines_files_is_refused_on_a_remote_engine() {
         ("expose_worktree = true", "`sandbox.expose_worktree`"),
         ("mounts = [{ host = \"cache\", sandbox = \"/cache\" }]", "`sandbox.mounts`"),
         ("network = \"allowlist\"\nallow = [\"example.com\"]", "allowlist"),
+        ("network = \"internet\"", "the default network"),
     ] {
         let run = run_on(&env, engines, &manifest("docker", "true", extra), &["--host", &host.docker], &[]);
         run.assert_code(2);
@@ -471,7 +481,7 @@ fn claude_code_works_on_a_remote_engine() {
             "name = \"far\"\nprompt = \"create hello.txt and commit it\"\n[agent]\nkind = \"claude-code\"\n\
              binary = \"/opt/claude\"\nenv = {{ ANTHROPIC_BASE_URL = \"${{ANTHROPIC_BASE_URL}}\", ANTHROPIC_API_KEY = \"${{ANTHROPIC_API_KEY}}\", \
              DISABLE_TELEMETRY = \"1\", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = \"1\", CLAUDE_CODE_MAX_RETRIES = \"0\" }}\n\
-             [sandbox]\nkind = \"docker\"\nimage = \"{image}\"\nhost = \"{address}\"\n[loop]\nmax_iterations = 1\nidle_timeout = \"90s\"\n"
+             [sandbox]\nkind = \"docker\"\nimage = \"{image}\"\nnetwork = \"bridge\"\nhost = \"{address}\"\n[loop]\nmax_iterations = 1\nidle_timeout = \"90s\"\n"
         );
         let mut vars = crate::real_agents::claude_env(&env, &server);
         if address.starts_with("ssh://") {
@@ -573,7 +583,7 @@ fn held_keys_are_refused_or_said_on_a_remote_engine() {
     let manifest = |hold: &str| {
         format!(
             "name = \"far\"\nprompt = \"x\"\n[agent]\nkind = \"claude-code\"\nbinary = \"/bin/true\"\nenv = {{ ANTHROPIC_API_KEY = \"sk-far\" }}\n\
-             [sandbox]\nkind = \"docker\"\nimage = \"{IMAGE}\"\n{hold}\n[loop]\nmax_iterations = 1\n"
+             [sandbox]\nkind = \"docker\"\nimage = \"{IMAGE}\"\nnetwork = \"bridge\"\n{hold}\n[loop]\nmax_iterations = 1\n"
         )
     };
     let refused = run_on(&env, engines, &manifest("hold_keys = true"), &["--host", &host.docker], &[]);
