@@ -112,11 +112,12 @@ fn manifest(agent: &str, sandbox: &str, tag: &str) -> String {
     };
     let sandbox_lines = match sandbox {
         "docker" | "podman" => format!(
-            "kind = \"{sandbox}\"\nimage = \"{tag}\"        # `eden image build` makes it\nnetwork = \"bridge\"\n"
+            "kind = \"{sandbox}\"\nimage = \"{tag}\"        # `eden image build` makes it\nnetwork = \"internet\"   # the internet, not this machine; \"none\", \"allowlist\", \"bridge\" (reaches this machine)\n"
         ),
         "kubernetes" => format!(
             "kind = \"kubernetes\"\nimage = \"{tag}\"        # an image your cluster's nodes can get: build it, push it to their registry\n# namespace = \"agents\"   # default: the context's\n"
         ),
+        "isolated" => "kind = \"isolated\"\n# network = \"host\"     # default none: only the provider, through eden's relay\n".to_owned(),
         other => format!("kind = \"{other}\"\n"),
     };
     format!(

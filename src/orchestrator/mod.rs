@@ -726,6 +726,15 @@ impl Run<'_> {
 fn refuse_held_keys_on(engaged: &sandbox::container::Engaged, plan: &Plan) -> Result<(), Error> {
     use crate::manifest::held_plan::Held;
     let asked = plan.steps.iter().any(|step| matches!(step.held, Held::Keys { asked: true, .. }));
+    let holds = plan.steps.iter().any(|step| matches!(step.held, Held::Keys { .. }));
+    if let SandboxPlan::Container(container) = &plan.sandbox {
+        if holds && !engaged.remote() && engaged.gvisor_refuses_host_sockets(container) {
+            return Err(Error::sandbox(
+                "the agent's key is held by eden's proxy, whose unix socket gVisor does not let the sandbox connect to as docker registered it",
+            )
+            .with_hint("add `\"--host-uds=open\"` to the runtime's `runtimeArgs` in `/etc/docker/daemon.json` and reload the daemon, or set `sandbox.hold_keys = false`"));
+        }
+    }
     if asked && engaged.remote() {
         let host = engaged.host_to_record().unwrap_or_default();
         return Err(Error::usage(format!(

@@ -141,6 +141,8 @@ pub struct ContainerRequest<'a> {
 pub struct Engaged {
     pub target: Target,
     pub reach: Reach,
+    /// With docker and `sandbox.runtime`: the arguments the runtime is registered with.
+    pub runtime_args: Vec<String>,
 }
 
 impl Engaged {
@@ -221,37 +223,54 @@ pub fn preflight_on(plan: &ContainerPlan, host: Option<&EngineHost>) -> Result<E
             Error::sandbox(format!("image `{image}` is not available to {}", target.describe())).with_hint(hint)
         );
     }
-    if let Some(runtime) = &plan.runtime {
-        check_runtime(&target, runtime)?;
-    }
-    Ok(Engaged { target, reach })
+    let runtime_args = match &plan.runtime {
+        Some(runtime) => check_runtime(&target, runtime)?,
+        None => Vec::new(),
+    };
+    Ok(Engaged { target, reach, runtime_args })
 }
 
-/// `sandbox.runtime` is one the engine can run: registered with docker (`docker info`), or for
-/// podman a path that exists or a name on `PATH` or in its configuration (podman itself then
-/// says which it lacks).
-fn check_runtime(target: &Target, runtime: &str) -> Result<(), Error> {
+impl Engaged {
+    /// Under gVisor, can the sandbox connect to a unix socket mounted into it (the held keys'
+    /// proxy)? runsc refuses unless told `--host-uds=open` (docker: in its registration; podman:
+    /// eden passes it).
+    pub fn gvisor_refuses_host_sockets(&self, plan: &ContainerPlan) -> bool {
+        let gvisor = plan.runtime.as_deref().is_some_and(is_gvisor);
+        let allowed = self.runtime_args.iter().any(|arg| {
+            let arg = arg.trim_start_matches('-');
+            matches!(arg, "host-uds=open" | "host-uds=all" | "fsgofer-host-uds" | "fsgofer-host-uds=true")
+        });
+        gvisor && plan.engine == Engine::Docker && !allowed
+    }
+}
+
+/// `sandbox.runtime` is one the engine can run: registered with docker (`docker info`; returns
+/// the arguments it is registered with), or for podman a path that exists or a name on `PATH`
+/// or in its configuration (podman itself then says which it lacks).
+fn check_runtime(target: &Target, runtime: &str) -> Result<Vec<String>, Error> {
     let known = match target.engine {
         Engine::Docker => {
             let info = engine::run(target.command().args(["info", "--format", "{{json .Runtimes}}"]))?;
             let registered: Option<serde_json::Map<String, serde_json::Value>> =
                 serde_json::from_str(info.stdout.trim()).ok();
-            let names: Vec<String> = registered.map(|map| map.keys().cloned().collect()).unwrap_or_default();
-            if names.iter().any(|name| name == runtime) {
-                return Ok(());
+            let registered = registered.unwrap_or_default();
+            if let Some(entry) = registered.get(runtime) {
+                let args = entry["runtimeArgs"].as_array().into_iter().flatten();
+                return Ok(args.filter_map(|arg| arg.as_str().map(str::to_owned)).collect());
             }
+            let names: Vec<&str> = registered.keys().map(String::as_str).collect();
             format!("it has {}", if names.is_empty() { "none eden can read".to_owned() } else { names.join(", ") })
         }
         Engine::Podman if runtime.starts_with('/') => {
             if Path::new(runtime).is_file() || target.host.is_some() {
-                return Ok(());
+                return Ok(Vec::new());
             }
             format!("`{runtime}` does not exist")
         }
-        Engine::Podman => return Ok(()),
+        Engine::Podman => return Ok(Vec::new()),
     };
     let hint = match target.engine {
-        Engine::Docker => "register it in `/etc/docker/daemon.json` (gVisor: `{\"runtimes\": {\"runsc\": {\"path\": \"/usr/bin/runsc\", \"runtimeArgs\": [\"--network=host\"]}}}`) and reload the daemon (`systemctl reload docker`, or `kill -HUP` dockerd); or remove `sandbox.runtime`".to_owned(),
+        Engine::Docker => "register it in `/etc/docker/daemon.json` (gVisor: `{\"runtimes\": {\"runsc\": {\"path\": \"/usr/bin/runsc\", \"runtimeArgs\": [\"--network=host\", \"--host-uds=open\"]}}}`) and reload the daemon (`systemctl reload docker`, or `kill -HUP` dockerd); or remove `sandbox.runtime`".to_owned(),
         Engine::Podman => "install it (gVisor: `apt-get install runsc`), or give its path in `sandbox.runtime`".to_owned(),
     };
     Err(Error::sandbox(format!("{} has no runtime `{runtime}` (`sandbox.runtime`): {known}", target.describe()))
@@ -404,6 +423,11 @@ fn run_command(
             // namespace's stack (where eden's rules are), or none.
             let flag = if plan.network == Network::None { "network=none" } else { "network=host" };
             command = command.args(["--runtime-flag", flag]);
+            // The held keys' proxy is a unix socket in a folder mounted in, which gVisor
+            // connects to only when told (sockets mounted in, nothing else of this machine's).
+            if request.site.proxy.is_some() {
+                command = command.args(["--runtime-flag", "host-uds=open"]);
+            }
         }
     }
     if plan.engine == Engine::Podman {
@@ -484,8 +508,16 @@ impl Container {
     fn set_up(&mut self, request: &ContainerRequest<'_>, run: &RunCommand, output: &Output) -> Result<(), Error> {
         let (plan, binary) = (request.plan, self.target.binary());
         if !output.success() {
+            let gvisor = plan.runtime.as_deref().is_some_and(is_gvisor);
+            let hint = match (gvisor, plan.pids_limit) {
+                (true, Some(limit)) => format!(
+                    "under gVisor its own threads count toward `pids_limit` ({limit}): raise it (a few hundred), or remove it; the command was `{}`",
+                    run.command
+                ),
+                _ => format!("the command was `{}`", run.command),
+            };
             return Err(Error::sandbox(format!("the {binary} container failed to start: {}", output.stderr.trim()))
-                .with_hint(format!("the command was `{}`", run.command)));
+                .with_hint(hint));
         }
         // A limit the engine accepted but cannot enforce is reported as a warning: refuse the run.
         if let Some(warning) =

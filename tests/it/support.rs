@@ -120,7 +120,7 @@ impl TestEnv {
 
     pub fn write_manifest(&self, manifest: &str) -> PathBuf {
         let path = self.root().join("plan.toml");
-        std::fs::write(&path, manifest).unwrap();
+        std::fs::write(&path, with_test_runtime(manifest)).unwrap();
         path
     }
 
@@ -323,6 +323,25 @@ impl Marker {
 /// A test that cannot run here (an engine, bubblewrap or an agent CLI missing) says so instead
 /// of passing quietly: a `SKIPPED` line on stderr, and a line in `target/tmp/skipped-tests.txt`,
 /// which `.ci/run` and the README's note count. In CI (`CI` set) nothing may be skipped: it fails.
+/// With `EDEN_TEST_RUNTIME` set (`.ci/run` runs the container suites again with `runsc`, gVisor),
+/// every docker or podman manifest a test writes runs under that runtime, unless it names one.
+pub fn with_test_runtime(manifest: &str) -> String {
+    let Some(runtime) = std::env::var("EDEN_TEST_RUNTIME").ok().filter(|runtime| !runtime.is_empty()) else {
+        return manifest.to_owned();
+    };
+    if manifest.contains("\nruntime = ") {
+        return manifest.to_owned();
+    }
+    let mut out = String::new();
+    for line in manifest.split_inclusive('\n') {
+        out.push_str(line);
+        if matches!(line.trim(), "kind = \"docker\"" | "kind = \"podman\"") {
+            out.push_str(&format!("runtime = \"{runtime}\"\n"));
+        }
+    }
+    out
+}
+
 pub fn skip(reason: &str) {
     let test = std::thread::current().name().unwrap_or("a test").to_owned();
     assert!(std::env::var_os("CI").is_none(), "{test} cannot run in CI: {reason} (see .ci/run)");
