@@ -118,6 +118,9 @@ pub const LABEL_BRANCH: &str = "eden.branch";
 pub const LABEL_PID: &str = "eden.pid";
 pub const LABEL_WORKSPACE: &str = "eden.workspace";
 pub const LABEL_BASE: &str = "eden.base";
+/// The `uid:gid` the run's commands run as in its container (whose own user is root, holding
+/// only what eden's set-up commands need).
+pub const LABEL_USER: &str = "eden.user";
 
 /// The file name of the repository lock inside `.eden/locks/`.
 pub const REPOSITORY_LOCK: &str = "repository.lock";

@@ -28,7 +28,7 @@ use super::ledger::Ledger;
 use super::repository::{self, Channel};
 use super::{Prepared, RunSite, SandboxHandle};
 use crate::error::Error;
-use crate::layout::{LABEL_BASE, LABEL_BRANCH, LABEL_PID, LABEL_REPO, LABEL_RUN, LABEL_WORKSPACE};
+use crate::layout::{LABEL_BASE, LABEL_BRANCH, LABEL_PID, LABEL_REPO, LABEL_RUN, LABEL_USER, LABEL_WORKSPACE};
 use crate::manifest::plan::{ContainerPlan, Engine, EngineHost};
 use crate::manifest::schema::Network;
 use crate::process::{Inside, Output, ProcessBuilder, Stdin};
@@ -78,9 +78,15 @@ const PRIVILEGES: [&str; 4] = ["--cap-drop", "ALL", "--security-opt", "no-new-pr
 
 /// When the run's user is not root, eden's own set-up commands, which run as root in the
 /// container before (and between) the agent's (`as_root`: the workspace handed to the user,
-/// state folders carried in and out), need these back in the container's bounding set. The
-/// agent, never root there, holds none of them and cannot gain them (no-new-privileges).
+/// state folders carried in and out), need these back. The container's own user is root (under
+/// no-new-privileges an exec as root holds capabilities only then); every command of the run's
+/// is an exec as the run's user, which holds none of them and cannot gain them.
 const SETUP_CAPABILITIES: [&str; 6] = ["--cap-add", "CHOWN", "--cap-add", "DAC_OVERRIDE", "--cap-add", "FOWNER"];
+
+/// The run's user in its container: this machine's `uid:gid`.
+fn run_user() -> String {
+    format!("{}:{}", nix::unistd::getuid().as_raw(), nix::unistd::getgid().as_raw())
+}
 
 /// gVisor's runtime (`runsc`, by name or path).
 pub fn is_gvisor(runtime: &str) -> bool {
@@ -359,7 +365,7 @@ pub fn start(request: &ContainerRequest<'_>) -> Result<Box<dyn SandboxHandle>, E
 
 /// The labels that say whose a container (and its volume: the first two) is, for `eden clean`,
 /// the salvage and the next run's prune.
-fn labels(request: &ContainerRequest<'_>, base: &str) -> [(&'static str, String); 6] {
+fn labels(request: &ContainerRequest<'_>, base: &str) -> [(&'static str, String); 7] {
     [
         (LABEL_RUN, request.site.run_id.to_owned()),
         (LABEL_REPO, request.site.repo_root.display().to_string()),
@@ -367,6 +373,7 @@ fn labels(request: &ContainerRequest<'_>, base: &str) -> [(&'static str, String)
         (LABEL_PID, std::process::id().to_string()),
         (LABEL_WORKSPACE, request.site.worktree.display().to_string()),
         (LABEL_BASE, base.to_owned()),
+        (LABEL_USER, run_user()),
     ]
 }
 
@@ -403,7 +410,7 @@ fn run_command(
     labels: &[(&str, String)],
 ) -> Result<RunCommand, Error> {
     let plan = request.plan;
-    let (uid, gid) = (nix::unistd::getuid().as_raw(), nix::unistd::getgid().as_raw());
+    let uid = nix::unistd::getuid().as_raw();
     let worktree = request.site.worktree.to_string_lossy();
     let remote = request.engaged.remote();
     let mut command = request.engaged.target.command().args(["run", "-d", "--init", "--name", name]);
@@ -411,7 +418,9 @@ fn run_command(
         command = command.args(["--label", &format!("{key}={value}")]);
     }
     command = command
-        .args(["--user", &format!("{uid}:{gid}")])
+        // The container's own user is root, holding (when the run's user is not) only what
+        // eden's set-up commands need; every command of the run's is an exec as its user.
+        .args(["--user", "0:0"])
         .args(["--network", network_name(plan.network)])
         .args(PRIVILEGES)
         .args(if uid == 0 { &[][..] } else { &SETUP_CAPABILITIES[..] })
@@ -727,11 +736,15 @@ impl SandboxHandle for Container {
 }
 
 impl Container {
-    /// `ENGINE exec [flags] -w CWD -e NAME… NAME PROGRAM ARGS…` for `command`, its environment
-    /// passed by name only (the values travel in the client's own environment).
+    /// `ENGINE exec [flags] -u USER -w CWD -e NAME… NAME PROGRAM ARGS…` for `command`, as the
+    /// run's user unless `flags` name one, its environment passed by name only (the values
+    /// travel in the client's own environment).
     fn exec(&self, command: ProcessBuilder, flags: &[&str]) -> ProcessBuilder {
         let command = crate::git::with_config(command, &GIT_SAFE_DIRECTORY);
         let mut exec = self.target.command().arg("exec").args(flags);
+        if !flags.contains(&"-u") {
+            exec = exec.args(["-u", &run_user()]);
+        }
         if let Some(cwd) = command.get_cwd() {
             exec = exec.args(["-w".as_ref(), cwd.as_os_str()]);
         }
@@ -915,11 +928,16 @@ struct Labelled {
     target: Target,
     name: String,
     workspace: PathBuf,
+    /// The run's `uid:gid` (`eden.user`; a container of an older eden ran as it by default).
+    user: String,
 }
 
 impl Channel for Labelled {
     fn inside(&self, command: ProcessBuilder) -> ProcessBuilder {
         let mut exec = self.target.command().arg("exec");
+        if !self.user.is_empty() {
+            exec = exec.args(["-u", &self.user]);
+        }
         if let Some(cwd) = command.get_cwd() {
             exec = exec.args(["-w".as_ref(), cwd.as_os_str()]);
         }
@@ -941,21 +959,22 @@ impl Channel for Labelled {
 /// `<run>.salvaged.patch`, in the repository its labels name (`repository::salvage`). Returns
 /// the paths saved.
 pub fn salvage_and_remove(target: &Target, name: &str) -> Result<Vec<PathBuf>, Error> {
-    let format = [LABEL_RUN, LABEL_REPO, LABEL_BRANCH, LABEL_WORKSPACE, LABEL_BASE]
+    let format = [LABEL_RUN, LABEL_REPO, LABEL_BRANCH, LABEL_WORKSPACE, LABEL_BASE, LABEL_USER]
         .map(|key| format!("{{{{index .Config.Labels \"{key}\"}}}}"))
         .join("\t");
     let format = format!("{{{{.State.Running}}}}\t{format}");
     let inspected = engine::run(target.command().args(["inspect", "--format", &format, name]))?;
     let fields: Vec<String> = inspected.stdout.trim_end().split('\t').map(str::to_owned).collect();
     let mut saved = Vec::new();
-    if let (true, [running, run_id, repo, branch, workspace, base]) = (inspected.success(), &fields[..]) {
+    if let (true, [running, run_id, repo, branch, workspace, base, user]) = (inspected.success(), &fields[..]) {
         if !run_id.is_empty() && !repo.is_empty() && !workspace.is_empty() {
             if running != "true" {
                 let _ = engine::run(target.command().args(["start", name]));
             }
             let patches = crate::layout::Layout::new(repo, Path::new(repo).join(".git")).patches();
+            let user = if user.contains(':') { user.clone() } else { String::new() };
             let channel =
-                Labelled { target: target.clone(), name: name.to_owned(), workspace: PathBuf::from(workspace) };
+                Labelled { target: target.clone(), name: name.to_owned(), workspace: PathBuf::from(workspace), user };
             saved = repository::salvage(&channel, branch, base, &patches, run_id);
         }
     }

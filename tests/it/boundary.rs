@@ -28,6 +28,8 @@ struct Bait {
     /// A link-local address on a dummy interface of the test's, and a listener there.
     link_local: Option<LinkLocal>,
     run_socket: PathBuf,
+    /// eden runs as this unprivileged user (`setpriv` arguments), not as root.
+    user: Option<Vec<String>>,
 }
 
 struct LinkLocal {
@@ -105,7 +107,21 @@ impl Bait {
             }
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
-        Bait { env, marker, unix, tcp, ssh_agent, ssh_socket, link_local: None, run_socket }
+        Bait { env, marker, unix, tcp, ssh_agent, ssh_socket, link_local: None, run_socket, user: None }
+    }
+
+    /// eden runs as `nobody` (in `groups`, e.g. docker's): the test's folder is theirs, and the
+    /// sockets are open to them outside the sandbox, so only the sandbox can keep them out.
+    fn run_by_nobody(mut self, groups: &str) -> Bait {
+        let chown = std::process::Command::new("chown").arg("-R").arg("65534:65534").arg(self.env.root()).status();
+        assert!(chown.unwrap().success());
+        use std::os::unix::fs::PermissionsExt;
+        for path in self.unix.iter().map(|(path, _)| PathBuf::from(path)).chain([self.ssh_socket.clone()]) {
+            let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777));
+        }
+        let groups = if groups.is_empty() { "--clear-groups".to_owned() } else { format!("--groups={groups}") };
+        self.user = Some(vec!["--reuid=65534".into(), "--regid=65534".into(), groups]);
+        self
     }
 
     /// A listener on a link-local address (169.254.0.0/16) of an interface the test makes on
@@ -200,7 +216,17 @@ echo '<promise>COMPLETE</promise>'
              env = {{ API_TOKEN = \"${{MY_KEY}}\" }}\n[sandbox]\n{sandbox}\n[loop]\nmax_iterations = 1\nidle_timeout = \"60s\"\n"
         );
         let path = self.env.write_manifest(&manifest);
+        if self.user.is_some() {
+            let _ = std::process::Command::new("chown").arg("65534:65534").arg(&path).status();
+        }
         let mut command = self.env.eden_command(&["run", path.to_str().unwrap(), "--json"]);
+        if let Some(user) = &self.user {
+            let mut setpriv = std::process::Command::new("setpriv");
+            setpriv.args(user).arg(crate::support::EDEN).args(["run", path.to_str().unwrap(), "--json"]);
+            setpriv.current_dir(&self.env.repo).env("PWD", &self.env.repo).stdin(std::process::Stdio::null());
+            self.env.apply_env(&mut setpriv);
+            command = setpriv;
+        }
         command
             .env("UNNAMED_SECRET", format!("{}-unnamed", self.marker))
             .env("MY_KEY", format!("{}-my-key", self.marker))
@@ -245,8 +271,10 @@ enum Kind {
     Gvisor,
 }
 
-/// Every probe line is `SHUT`, no capability is held, no-new-privileges is set.
-fn assert_shut(output: &str, kind: Kind) {
+/// Every probe line is `SHUT`, no capability is held, no-new-privileges is set; with
+/// `no_bounding`, none is left to gain either (a container run for an unprivileged user keeps
+/// eden's set-up capabilities in its bounding set, which its agent cannot reach).
+fn assert_shut(output: &str, kind: Kind, no_bounding: bool) {
     let user_namespaces = matches!(kind, Kind::Podman | Kind::Gvisor);
     let open: Vec<&str> = output
         .lines()
@@ -256,7 +284,7 @@ fn assert_shut(output: &str, kind: Kind) {
     for (field, want) in [("CapEff", "0000000000000000"), ("CapPrm", "0000000000000000")] {
         assert!(output.contains(&format!("STATUS {field}:\t{want}")), "{field} is not empty:\n{output}");
     }
-    if nix::unistd::geteuid().is_root() {
+    if no_bounding {
         assert!(output.contains("STATUS CapBnd:\t0000000000000000"), "capabilities to gain:\n{output}");
     }
     if kind != Kind::Gvisor {
@@ -283,7 +311,7 @@ fn isolated_keeps_the_agent_in() {
     let eden = std::fs::canonicalize(crate::support::EDEN).unwrap();
     let probe = bait.probe(&eden.display().to_string(), Some("127.0.0.1"));
     let output = bait.run("kind = \"isolated\"", &probe);
-    assert_shut(&output, Kind::Isolated);
+    assert_shut(&output, Kind::Isolated, true);
     bait.assert_unreached();
     bait.env.assert_pristine();
 
@@ -304,6 +332,65 @@ fn isolated_keeps_the_agent_in() {
     assert!(bait.tcp.accept().is_ok(), "the control reached the listener");
 }
 
+/// eden run by an unprivileged user: the same ways are shut, and the agent holds nothing.
+#[test]
+fn isolated_keeps_an_unprivileged_users_agent_in() {
+    if !crate::isolated::bwrap() || !root_to_switch() {
+        return;
+    }
+    let bait = Bait::new().run_by_nobody("");
+    let eden = std::fs::canonicalize(crate::support::EDEN).unwrap();
+    let output = bait.run("kind = \"isolated\"", &bait.probe(&eden.display().to_string(), Some("127.0.0.1")));
+    assert_shut(&output, Kind::Isolated, true);
+    bait.assert_unreached();
+}
+
+/// eden run by an unprivileged user in docker's group: the default network's rules need root,
+/// so it is refused before anything starts; with `network = "none"` the container's own user
+/// keeps what eden's set-up needs, and the agent (the user) holds nothing and gains nothing.
+#[test]
+fn docker_keeps_an_unprivileged_users_agent_in() {
+    if !crate::containers::ready("docker") || !root_to_switch() {
+        return;
+    }
+    let group = std::process::Command::new("getent").args(["group", "docker"]).output().unwrap();
+    let group = String::from_utf8_lossy(&group.stdout).split(':').nth(2).unwrap_or_default().to_owned();
+    let bait = Bait::new().run_by_nobody(&group);
+    let sandbox = format!("kind = \"docker\"\nimage = \"{}\"\n", crate::containers::IMAGE);
+    let path =
+        bait.env.write_manifest(&format!("prompt = \"go\"\n[agent]\nkind = \"simulated\"\n[sandbox]\n{sandbox}"));
+    let _ = std::process::Command::new("chown").arg("65534:65534").arg(&path).status();
+    let mut refused = std::process::Command::new("setpriv");
+    refused.args(bait.user.as_ref().unwrap()).arg(crate::support::EDEN).args(["run", path.to_str().unwrap()]);
+    refused.current_dir(&bait.env.repo).stdin(std::process::Stdio::null());
+    bait.env.apply_env(&mut refused);
+    let refused = crate::support::Run::from(refused.output().unwrap());
+    refused.assert_code(6);
+    assert!(
+        refused.stderr.contains("needs eden to run as root") && refused.stderr.contains("hint:"),
+        "{}",
+        refused.stderr
+    );
+    for made in ["runs", "worktrees"] {
+        assert!(!bait.env.repo.join(".eden").join(made).exists(), "nothing created: {made}");
+    }
+
+    let output =
+        bait.run(&format!("{sandbox}network = \"none\"\n"), &bait.probe("/opt/eden/bin/eden", Some("127.0.0.1")));
+    assert_shut(&output, Kind::Docker, false);
+    assert!(output.contains("STATUS CapBnd:\t000000000000000b"), "only eden's set-up capabilities:\n{output}");
+    bait.assert_unreached();
+}
+
+/// Switching to an unprivileged user needs root.
+fn root_to_switch() -> bool {
+    if nix::unistd::geteuid().is_root() {
+        return true;
+    }
+    crate::support::skip("switching to an unprivileged user needs root");
+    false
+}
+
 /// A container sandbox on `engine`, under `runtime` (the engine's default when `None`).
 fn container_keeps_the_agent_in(engine: &str, runtime: Option<&str>) {
     if !crate::containers::ready(engine) || runtime.is_some() && !gvisor_ready(engine) {
@@ -319,7 +406,7 @@ fn container_keeps_the_agent_in(engine: &str, runtime: Option<&str>) {
         ("docker", true) => Kind::Docker,
         _ => Kind::Podman,
     };
-    assert_shut(&output, kind);
+    assert_shut(&output, kind, true);
     assert!(output.contains("SHUT link-local"), "{output}");
     // Under gVisor the agent's system calls meet gVisor's kernel, not this machine's.
     let ours = format!("KERNEL {}", nix::sys::utsname::uname().unwrap().release().to_string_lossy());
