@@ -144,8 +144,14 @@ fn sandbox_checks(plan: Option<&Plan>) -> Vec<Finding> {
     let wanted = plan.map(|plan| &plan.sandbox);
     if let Some(SandboxPlan::Container(container)) = wanted {
         match crate::sandbox::container::preflight(container) {
-            Ok(_) => findings
-                .push(ok(container.engine.binary(), format!("answers, and has the image `{}`", container.image))),
+            Ok(_) => findings.push(ok(
+                container.engine.binary(),
+                format!(
+                    "answers, and has the image `{}`; runtimes: {}",
+                    container.image,
+                    runtimes(container.engine.binary()).join(", ")
+                ),
+            )),
             Err(err) => findings.push(not_there(
                 container.engine.binary(),
                 true,

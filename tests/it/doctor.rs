@@ -80,3 +80,36 @@ fn a_key_is_named_never_shown() {
     run.assert_code(1);
     assert!(run.stderr.contains("✗ claude-code:") && run.stderr.contains("no key or login found"), "{}", run.stderr);
 }
+
+/// Given a manifest, doctor says what its agent reads, where it connects and what it holds, as
+/// `--dry-run` does (`reach`); and it lists each engine's runtimes.
+#[test]
+fn what_the_agent_reads_and_reaches_is_said() {
+    if !crate::containers::ready("docker") {
+        return;
+    }
+    let env = TestEnv::new();
+    let manifest = |sandbox: &str| {
+        env.write_manifest(&format!(
+            "name = \"x\"\nprompt = \"p\"\n[agent]\nkind = \"simulated\"\n[sandbox]\n{sandbox}\n"
+        ))
+    };
+    let image = crate::containers::IMAGE;
+    let run = doctor(&env, &[manifest(&format!("kind = \"docker\"\nimage = \"{image}\"")).to_str().unwrap()], &[], &[]);
+    run.assert_code(0);
+    assert!(run.stderr.contains("✓ docker: answers") && run.stderr.contains("runtimes: runc"), "{}", run.stderr);
+    assert!(run.stderr.contains("✓ the agent connects to: the internet, but not this machine"), "{}", run.stderr);
+    assert!(run.stderr.contains("✓ the agent's privileges: none: every capability dropped"), "{}", run.stderr);
+    assert!(run.stderr.contains(&format!("the image `{image}`")), "{}", run.stderr);
+    let bridge =
+        manifest(&format!("kind = \"docker\"\nimage = \"{image}\"\nnetwork = \"bridge\"\nruntime = \"runsc\""));
+    let dry = env.eden(&["run", bridge.to_str().unwrap(), "--dry-run"]);
+    dry.assert_code(0);
+    let reach = &dry.json()["reach"];
+    assert!(reach["connects"].as_str().unwrap().contains("the internet and this machine"), "{reach}");
+    assert!(reach["privileges"].as_str().unwrap().contains("under gVisor"), "{reach}");
+    let isolated = env.eden(&["run", manifest("kind = \"isolated\"").to_str().unwrap(), "--dry-run"]);
+    let reach = &isolated.json()["reach"];
+    assert!(reach["connects"].as_str().unwrap().starts_with("nothing but its own loopback"), "{reach}");
+    assert!(reach["reads"].to_string().contains("/etc without its secrets"), "{reach}");
+}
