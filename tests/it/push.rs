@@ -28,6 +28,8 @@ impl GitDaemon {
                 .arg(&root)
                 .stdout(Stdio::null())
                 .stderr(Stdio::null());
+            // A group of its own: `git daemon` runs `git-daemon` as a child, which must go too.
+            std::os::unix::process::CommandExt::process_group(&mut command, 0);
             let mut child = command.spawn().expect("git daemon");
             let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
             while std::time::Instant::now() < deadline {
@@ -39,7 +41,10 @@ impl GitDaemon {
                 }
                 std::thread::sleep(std::time::Duration::from_millis(20));
             }
-            let _ = child.kill();
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(child.id() as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
             let _ = child.wait();
         }
         panic!("git daemon did not start");
@@ -63,7 +68,8 @@ impl GitDaemon {
 
 impl Drop for GitDaemon {
     fn drop(&mut self) {
-        let _ = self.child.kill();
+        let group = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
         let _ = self.child.wait();
     }
 }
