@@ -14,8 +14,8 @@ pub struct Layout {
     pub common_dir: PathBuf,
 }
 
-/// Prefix of an isolated copy's folder in the temporary folder; its private `TMPDIR` adds `-tmp`,
-/// its owner file `.json`.
+/// Prefix of an isolated copy's folder in the temporary folder; its private `/tmp` and home are in
+/// the folder that adds `-tmp`, its owner file adds `.json`.
 pub const ISOLATED_PREFIX: &str = "eden-isolated-";
 
 impl Layout {
@@ -129,14 +129,14 @@ pub const REPOSITORY_LOCK: &str = "repository.lock";
 pub struct IsolatedPaths {
     /// The copy the agent works in.
     pub copy: PathBuf,
-    /// Its private `TMPDIR`.
+    /// What is private to its sandbox: `tmp/` (its `/tmp`) and `home/` (its home).
     pub tmp: PathBuf,
     /// Whose run it is (`sandbox::isolated::Owner`), beside the copy where the agent cannot write.
     pub owner: PathBuf,
 }
 
-/// The isolated copy of a run: its folder in the temporary folder, its private `TMPDIR`, and
-/// its owner file.
+/// The isolated copy of a run: its folder in the temporary folder, its private `/tmp` and home,
+/// and its owner file.
 pub fn isolated_copy(run_id: &str) -> IsolatedPaths {
     let temp = std::env::temp_dir();
     IsolatedPaths {
