@@ -294,7 +294,8 @@ pub(crate) struct CommitsBack<'a> {
     pub channel: &'a dyn Channel,
     pub host_worktree: &'a Path,
     pub branch: &'a str,
-    /// Commits the host has that the sandbox's branch started from or came back with.
+    /// Commits the host has that the sandbox's branch started from or came back with (newest
+    /// first; the last is where the run started).
     pub known: &'a [String],
     pub scratch: &'a Path,
     /// The repository lock, held while the fetch reads the repository's worktrees.
@@ -399,12 +400,51 @@ fn receive(back: &CommitsBack<'_>, stream: &Path) -> Result<Returned, Error> {
     if host.resolve(tip)?.as_deref() != Some(tip) {
         return Err(Error::sandbox(format!("the sandbox's branch names `{tip}`, which did not come back")));
     }
+    if let Some(base) = back.known.last() {
+        check_what_came_back(&host, base, tip, back.branch)?;
+    }
     let mode = if back.shared_files { "--mixed" } else { "--keep" };
     host.run(["reset", "--quiet", mode, tip]).map_err(|err| {
         Error::git(format!("cannot move the worktree to the agent's commit {}: {}", short(tip), err.message))
             .with_hint("a file the host side put in the worktree is in the way of the agent's commit")
     })?;
     Ok(Returned::MovedTo(tip.to_owned()))
+}
+
+/// What the sandbox's branch now holds must be the run's own work: it grows from where the run
+/// started (an agent that pointed its branch at another of the person's branches would have
+/// that branch merged), and no commit of it adds, changes or removes anything under `.eden/`,
+/// eden's own state (records, sessions, `.env`), which a merge would otherwise write into the
+/// person's checkout.
+fn check_what_came_back(host: &Git, base: &str, tip: &str, branch: &str) -> Result<(), Error> {
+    if !host.check(["merge-base", "--is-ancestor", base, tip])? {
+        return Err(Error::sandbox(format!(
+            "the sandbox's branch `{branch}` is at {}, which does not grow from the run's start {}",
+            short(tip),
+            short(base)
+        ))
+        .with_hint(
+            "the agent pointed its branch elsewhere (another branch, a rewritten history); nothing of it is merged",
+        ));
+    }
+    let touched = host.run(["log", "--no-renames", "--name-only", "--format=", "-z", &format!("{base}..{tip}")])?;
+    let mut state: Vec<&str> = touched.split('\0').filter(|path| in_eden_state(path)).collect();
+    state.sort_unstable();
+    state.dedup();
+    if state.is_empty() {
+        return Ok(());
+    }
+    let shown: Vec<String> = state.iter().take(5).map(|path| format!("`{path}`")).collect();
+    let more = if state.len() > 5 { format!(" and {} more", state.len() - 5) } else { String::new() };
+    Err(Error::sandbox(format!("the agent's commits touch eden's own folder: {}{more}", shown.join(", ")))
+        .with_hint("`.eden/` holds eden's records, sessions and your `.env`; nothing an agent commits there is merged"))
+}
+
+/// Is `path` (relative to the repository's top) under `.eden/` (in any case, as a filesystem
+/// that folds case or trailing dots would see it)?
+fn in_eden_state(path: &str) -> bool {
+    let first = path.split('/').next().unwrap_or_default();
+    first.trim_end_matches(['.', ' ']).eq_ignore_ascii_case(".eden") && !path.is_empty()
 }
 
 /// In a worktree the agent wrote directly: a `.git` anywhere below its top (a repository, or a
@@ -526,6 +566,11 @@ pub(crate) fn check_patch(patch: &Path) -> Result<usize, Error> {
             if !plain_path(path) {
                 return Err(refuse(path));
             }
+            if in_eden_state(path) {
+                return Err(Error::sandbox(format!(
+                    "the agent's uncommitted work names `{path}`, in eden's own folder, which eden does not apply"
+                )));
+            }
         }
     }
     Ok(files)
@@ -636,6 +681,18 @@ mod tests {
         assert!(check_patch(&patch).unwrap_err().message.contains(".git/hooks/post-checkout"));
         std::fs::write(&patch, "diff --git a/a b/a\n--- a/a\n+++ b/../../escape\n").unwrap();
         assert!(check_patch(&patch).is_err());
+        for state in [".eden/.env", ".EDEN/runs/x.json", ".eden./sessions/x"] {
+            std::fs::write(&patch, format!("diff --git a/{state} b/{state}\nnew file mode 100644\n")).unwrap();
+            assert!(check_patch(&patch).unwrap_err().message.contains("eden's own folder"), "{state}");
+        }
+        std::fs::write(&patch, "diff --git a/x b/y\nrename from x\nrename to .eden/runs/last.json\n").unwrap();
+        assert!(check_patch(&patch).is_err());
+    }
+
+    #[test]
+    fn eden_state_is_the_top_folder_only() {
+        assert!(in_eden_state(".eden/.env") && in_eden_state(".Eden/runs/a.json") && in_eden_state(".eden"));
+        assert!(!in_eden_state("src/.eden/x") && !in_eden_state(".edenrc") && !in_eden_state(""));
     }
 
     #[test]

@@ -35,6 +35,7 @@ mod push;
 mod real_agents;
 mod remote;
 mod remote_engines;
+mod returns;
 mod review;
 mod sessions;
 mod signals;
