@@ -40,6 +40,8 @@ pub enum ErrorKind {
     Budget { exceeded: Box<BudgetExceeded> },
     /// `[[check]]`s still failed when the iterations ran out.
     ChecksFailed,
+    /// The run's commits change these files, which steer eden or `branch.protect` names: not merged.
+    Protected { files: Vec<String> },
     /// eden itself, or the machine under it, failed.
     Internal,
 }
@@ -100,6 +102,7 @@ impl ErrorKind {
             ErrorKind::Internal => Exit::Internal,
             ErrorKind::Budget { .. } => Exit::Budget,
             ErrorKind::ChecksFailed => Exit::ChecksFailed,
+            ErrorKind::Protected { .. } => Exit::Protected,
         }
     }
 
@@ -127,6 +130,7 @@ impl ErrorKind {
             ErrorKind::Internal => "internal",
             ErrorKind::Budget { .. } => "budget_exceeded",
             ErrorKind::ChecksFailed => "checks_failed",
+            ErrorKind::Protected { .. } => "protected",
         }
     }
 }

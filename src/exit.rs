@@ -17,6 +17,8 @@ pub enum Exit {
     Budget,
     /// `[[check]]`s still failed when the iterations ran out.
     ChecksFailed,
+    /// The run changed files that steer eden's next run: not merged.
+    Protected,
     Internal,
     /// Stopped by this signal: the code is 128 + its number.
     Interrupted(i32),
@@ -26,7 +28,7 @@ const SIGINT: i32 = 2;
 
 impl Exit {
     /// Every exit code, in the order the docs list them.
-    pub const ALL: [Exit; 12] = [
+    pub const ALL: [Exit; 13] = [
         Exit::Success,
         Exit::NotFinished,
         Exit::Usage,
@@ -37,13 +39,14 @@ impl Exit {
         Exit::Git,
         Exit::Budget,
         Exit::ChecksFailed,
+        Exit::Protected,
         Exit::Internal,
         Exit::Interrupted(SIGINT),
     ];
 
     /// Most severe first: with several runs, eden exits with the first of these that any run
     /// ended with.
-    pub const SEVERITY: [Exit; 12] = [
+    pub const SEVERITY: [Exit; 13] = [
         Exit::Interrupted(SIGINT),
         Exit::Internal,
         Exit::Usage,
@@ -51,6 +54,7 @@ impl Exit {
         Exit::Git,
         Exit::HookFailed,
         Exit::Timeout,
+        Exit::Protected,
         Exit::Budget,
         Exit::ChecksFailed,
         Exit::AgentFailed,
@@ -70,6 +74,7 @@ impl Exit {
             Exit::Git => 7,
             Exit::Budget => 8,
             Exit::ChecksFailed => 9,
+            Exit::Protected => 10,
             Exit::Internal => 70,
             Exit::Interrupted(signal) => 128 + signal,
         }
@@ -106,6 +111,7 @@ impl Exit {
             Exit::Git => "7",
             Exit::Budget => "8",
             Exit::ChecksFailed => "9",
+            Exit::Protected => "10",
             Exit::Internal => "70",
             Exit::Interrupted(_) => "130/143/129",
         }
@@ -124,6 +130,7 @@ impl Exit {
             Exit::Git => "git error or merge conflict",
             Exit::Budget => "budget exceeded",
             Exit::ChecksFailed => "checks failed",
+            Exit::Protected => "changed what steers eden",
             Exit::Internal => "internal error",
             Exit::Interrupted(_) => "interrupted",
         }
@@ -166,6 +173,12 @@ impl Exit {
                 "the agent signalled completion, but a `[[check]]` still failed when `max_iterations` ran out \
                  (each failure went back to the agent in the next prompt); the work is kept on its branch, nothing \
                  merged; the record's `checks` has each run of each check"
+            }
+            Exit::Protected => {
+                "the run's commits change a file that steers eden's next run of the manifest (the manifest itself, \
+                 its prompt files, a `cli` agent's script, the scripts its hooks and checks run, `Dockerfile.eden`) \
+                 or one `branch.protect` names: nothing merged, the branch kept; the error and the record's \
+                 `error.conflicts` say which files; `eden diff RUN` to review, `eden merge RUN` to merge"
             }
             Exit::Internal => {
                 "eden itself or the machine under it failed (an I/O error where none was expected; a full disk, \

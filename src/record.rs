@@ -98,6 +98,8 @@ pub enum ExitReason {
     BudgetExceeded,
     /// `[[check]]`s still failed when the iterations ran out.
     ChecksFailed,
+    /// The run changed files that steer eden (or `branch.protect` names): not merged.
+    Protected,
 }
 
 impl ExitReason {
@@ -115,6 +117,7 @@ impl ExitReason {
             ErrorKind::Internal => ExitReason::Internal,
             ErrorKind::Budget { .. } => ExitReason::BudgetExceeded,
             ErrorKind::ChecksFailed => ExitReason::ChecksFailed,
+            ErrorKind::Protected { .. } => ExitReason::Protected,
         }
     }
 
@@ -136,6 +139,7 @@ impl ExitReason {
             ExitReason::Internal => "internal",
             ExitReason::BudgetExceeded => "budget_exceeded",
             ExitReason::ChecksFailed => "checks_failed",
+            ExitReason::Protected => "protected",
         }
     }
 }

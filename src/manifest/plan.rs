@@ -116,6 +116,9 @@ pub struct BranchPlan {
     pub push: Option<String>,
     /// `branch.push_base`: the base too, once merged into (merge-to-head).
     pub push_base: bool,
+    /// `branch.protect`: globs a run may not change and still merge by itself.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub protect: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -859,6 +862,17 @@ fn resolve_branch(section: &BranchSection, source: &Source) -> Result<BranchPlan
     if strategy != Strategy::MergeToHead {
         only_for("rebase", section.rebase.is_some(), "strategy `merge-to-head`")?;
         only_for("push_base", section.push_base.is_some(), "strategy `merge-to-head`")?;
+        only_for("protect", section.protect.is_some(), "strategy `merge-to-head` (the others merge nothing)")?;
+    }
+    for (index, glob) in section.protect.iter().flatten().enumerate() {
+        let bad = glob.trim().is_empty() || glob.starts_with('/') || glob.split('/').any(|part| part == "..");
+        if bad {
+            return Err(source
+                .error_at(&path.child("protect").index(index), format!("`{glob}` is not a path in the repository"))
+                .with_hint(
+                    "give globs relative to the repository's top: `.github/workflows/**`, `.claude/**`, `*.lock`",
+                ));
+        }
     }
     if section.push_base == Some(true) && section.push.is_none() {
         return Err(source
@@ -898,6 +912,7 @@ fn resolve_branch(section: &BranchSection, source: &Source) -> Result<BranchPlan
         commit_leftovers: section.commit_leftovers.unwrap_or(false),
         push: section.push.clone(),
         push_base: section.push_base.unwrap_or(false),
+        protect: section.protect.clone().unwrap_or_default(),
     })
 }
 

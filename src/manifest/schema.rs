@@ -262,6 +262,9 @@ pub struct BranchSection {
     pub push: Option<String>,
     /// `merge-to-head` with `push`: push the base too once the run merged into it.
     pub push_base: Option<bool>,
+    /// `merge-to-head`: globs of paths (relative to the repository) a run may not change and
+    /// still merge by itself, beside the files that steer eden (exit 10, the branch kept).
+    pub protect: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]

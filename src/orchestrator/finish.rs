@@ -43,6 +43,8 @@ pub(crate) struct MergeSettings<'a> {
     /// A worktree left dirty by a run that otherwise ended well fails it (exit 1): the agent's
     /// own work, not landed (false for interactive sessions and checkouts dirty from the start).
     pub leftovers_fail: bool,
+    /// What the run may not change and still merge by itself.
+    pub protected: super::protect::Protected,
 }
 
 /// What the run's work lands as: the decision, before anything is done.
@@ -105,6 +107,9 @@ pub(crate) fn finish(
             None
         }
     };
+    if error.is_none() && !commits.is_empty() {
+        guard_what_steers(&workspace, &settings.protected, &mut error, reporter);
+    }
     let landing = decide(pre.strategy, error.is_some(), !commits.is_empty(), pre.base_branch.as_deref());
     let merged = match &landing {
         Landing::Merge { target } => match merge(&workspace, target, &settings, &mut commits, reporter) {
@@ -250,6 +255,35 @@ fn explain_unmerged(error: &mut Error, strategy: Strategy, branch: &str, (run_id
     let hint = error.hint.take().unwrap_or_default();
     error.hint =
         Some(format!("to review and merge the work as it is: `eden diff {run_id}`, `eden merge {run_id}`; or {hint}"));
+}
+
+/// A `merge-to-head` run whose commits change what steers eden is not merged (exit 10); with
+/// `head` they are in the checkout already, and with `named` on a branch kept anyway: said.
+fn guard_what_steers(
+    workspace: &Workspace,
+    protected: &super::protect::Protected,
+    error: &mut Option<Error>,
+    reporter: &mut RunEvents,
+) {
+    let pre = &workspace.pre;
+    let touched = match protected.touched(&workspace.repo, &pre.base_commit, &format!("refs/heads/{}", pre.branch)) {
+        Ok(touched) if touched.is_empty() => return,
+        Ok(touched) => touched,
+        Err(err) => {
+            *error = Some(err);
+            return;
+        }
+    };
+    if pre.strategy == Strategy::MergeToHead {
+        *error = Some(super::protect::refused(&touched, &workspace.run_id));
+        return;
+    }
+    let files: Vec<String> = touched.iter().map(|path| format!("`{path}`")).collect();
+    let message = format!(
+        "the run's commits change {}, which steer eden's next run: review them before running the manifest again",
+        files.join(", ")
+    );
+    reporter.report(&Event::Warning { message: message.as_str().into() });
 }
 
 fn short(commit: &str) -> &str {

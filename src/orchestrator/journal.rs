@@ -127,7 +127,7 @@ impl Journal {
                 kind: ExitReason::of(&e.kind),
                 agent_failure: if e.kind == ErrorKind::Agent { agent_failure } else { None },
                 conflicts: match &e.kind {
-                    ErrorKind::MergeConflict { files } => files.clone(),
+                    ErrorKind::MergeConflict { files } | ErrorKind::Protected { files } => files.clone(),
                     _ => Vec::new(),
                 },
                 budget: match &e.kind {

@@ -18,6 +18,7 @@ mod invoke;
 mod iterate;
 mod journal;
 mod judge;
+mod protect;
 mod push;
 mod session;
 mod steps;
@@ -423,6 +424,7 @@ impl<'p> Run<'p> {
             rebase: self.plan.branch.rebase,
             batch: self.options.batch.as_deref(),
             leftovers_fail: ours && self.options.interactive.is_none(),
+            protected: protect::Protected::of(self.plan, &workspace.pre.root),
         }
     }
 

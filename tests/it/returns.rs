@@ -90,8 +90,60 @@ macro_rules! per_sandbox {
             fn a_branch_pointed_elsewhere_is_refused() {
                 super::a_branch_pointed_elsewhere_is_refused(stringify!($sandbox));
             }
+            #[test]
+            fn a_run_cannot_rewrite_what_steers_it() {
+                super::a_run_cannot_rewrite_what_steers_it(stringify!($sandbox));
+            }
         }
     )*};
 }
 
 per_sandbox!(isolated, docker, podman);
+
+/// A run whose commits rewrite the manifest that started it — to `kind = "none"` with a host
+/// hook, for the next run of a script that chains runs — is not merged: exit 10, the branch
+/// kept, the files named; the next run of the manifest still runs what the person wrote, and
+/// `eden merge RUN` merges the work once reviewed. `branch.protect` adds the person's own paths.
+fn a_run_cannot_rewrite_what_steers_it(sandbox: &str) {
+    if !ready(sandbox) {
+        return;
+    }
+    let env = TestEnv::new();
+    let marker = env.root().join("hook-ran-on-the-host");
+    let rewrite = format!(
+        "printf '[hooks.host]\\non_close = [\\\"touch {}\\\"]\\n' >> eden.toml && sed -i 's/^kind = \\\"{sandbox}\\\"/kind = \\\"none\\\"/' eden.toml && \
+         echo work > work.txt && git add eden.toml work.txt && {COMMIT} 'steer the next run'; echo '<promise>COMPLETE</promise>'",
+        marker.display()
+    );
+    env.write("eden.toml", &manifest(sandbox, &rewrite));
+    env.git(&["add", "eden.toml"]);
+    env.git(&["commit", "-q", "-m", "the manifest"]);
+    let before = env.git(&["rev-parse", "main"]);
+    let run = env.eden(&["run", "eden.toml", "--json"]);
+    run.assert_code(10);
+    let error = run.error_text();
+    assert!(error.contains("`eden.toml`") && error.contains("not merged"), "{error}");
+    let record = run.record();
+    assert_eq!(record["exit_reason"], "protected");
+    assert_eq!(record["error"]["conflicts"][0], "eden.toml");
+    let id = record["id"].as_str().unwrap().to_owned();
+    assert!(error.contains(&format!("eden merge {id}")), "{error}");
+    assert_eq!(env.git(&["rev-parse", "main"]), before, "nothing merged");
+    let kept = record["preserved_branch"].as_str().expect("the branch is kept").to_owned();
+    assert!(env.git(&["show", &format!("{kept}:eden.toml")]).contains("kind = \"none\""));
+    assert!(!marker.exists(), "the planted hook never ran");
+    // The person reviews and merges: now the manifest is theirs to run.
+    env.eden(&["merge", &id]).assert_code(0);
+    assert_eq!(env.log_subjects("main")[0], "steer the next run");
+
+    // `branch.protect`: the person's own paths under the same rule.
+    let env = TestEnv::new();
+    let script = format!("mkdir -p .github/workflows && echo x > .github/workflows/ci.yml && git add .github && {COMMIT} ci; echo '<promise>COMPLETE</promise>'");
+    let guarded =
+        manifest(sandbox, &script).replace("[loop]", "[branch]\nprotect = [\".github/workflows/**\"]\n[loop]");
+    let run = env.run_manifest(&guarded, &[]);
+    run.assert_code(10);
+    assert!(run.error_text().contains("`.github/workflows/ci.yml`"), "{}", run.stderr);
+    let unguarded = env.run_manifest(&manifest(sandbox, &script), &[]);
+    unguarded.assert_code(0);
+}
