@@ -199,7 +199,8 @@ fn show(args: SessionsShowArgs) -> Result<i32, Error> {
         }
         None => crate::ui::replay::from_record(&record, args.full),
     };
-    page(&crate::redact::apply(&text), args.no_pager);
+    // What the agent printed, neutralized in every mode (a pager, `--no-pager`, a file).
+    page(&crate::ui::for_terminal(&text), args.no_pager);
     Ok(0)
 }
 

@@ -88,7 +88,8 @@ impl<W: Write> Reporter for JsonLinesReporter<W> {
         let Ok(line) = serde_json::to_string(&logged(run_id, event)) else {
             return;
         };
-        let _ = self.writer.write_all(crate::redact::apply(&line).as_bytes());
+        let line = crate::redact::apply(&line);
+        let _ = self.writer.write_all(super::defuse(&line, true).as_bytes());
         let _ = self.writer.write_all(b"\n");
         if self.flush_every_event
             || !matches!(event, Event::AgentText { .. } | Event::AgentStderr { .. } | Event::HookOutput { .. })

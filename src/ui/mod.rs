@@ -63,17 +63,59 @@ pub fn configure_colors() {
     }
 }
 
-/// Text on its way to people's terminals: secrets redacted, escape sequences neutralized.
+/// Text on its way to people's terminals: secrets redacted, escape sequences neutralized, and
+/// in a GitHub Actions job no workflow command (`defuse`).
 pub(crate) fn for_terminal(text: &str) -> String {
-    neutralize(&crate::redact::apply(text)).into_owned()
+    let text = crate::redact::apply(text);
+    let text = neutralize(&text);
+    defuse(&text, false).into_owned()
 }
 
-/// Write data to stdout (secrets redacted). A reader that went away (`eden run --json | head -1`)
-/// is not an error worth a panic: the work itself is over by now.
+/// Write data to stdout (secrets redacted; in a GitHub Actions job, no workflow command). A
+/// reader that went away (`eden run --json | head -1`) is not an error worth a panic: the work
+/// itself is over by now.
 pub fn print_data(text: &str) {
     use std::io::Write;
+    let text = crate::redact::apply(text);
+    let json = text.trim_start().starts_with(['{', '[']);
     let mut stdout = std::io::stdout().lock();
-    let _ = writeln!(stdout, "{}", crate::redact::apply(text)).and_then(|()| stdout.flush());
+    let _ = writeln!(stdout, "{}", defuse(&text, json)).and_then(|()| stdout.flush());
+}
+
+/// Are we a step of a GitHub Actions job (`GITHUB_ACTIONS=true`)?
+pub(crate) fn in_actions() -> bool {
+    static IN_ACTIONS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *IN_ACTIONS.get_or_init(|| std::env::var("GITHUB_ACTIONS").is_ok_and(|value| value == "true"))
+}
+
+/// In a GitHub Actions job the runner reads every line a step prints for workflow commands:
+/// `::name …::` at a line's start (after whitespace) and the legacy `##[name]` anywhere, which
+/// could set outputs, mask or unmask values, or stop command processing. Nothing an agent, a
+/// commit or a check printed may form one in eden's output: a zero-width space goes between the
+/// colons or hashes. In JSON (`json`) `##[` becomes `#\u0023[`, the same string to a parser
+/// (a line of JSON never starts with `::`). Elsewhere the text is as it was.
+pub(crate) fn defuse(text: &str, json: bool) -> std::borrow::Cow<'_, str> {
+    if !in_actions() {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    defuse_for_actions(text, json)
+}
+
+fn defuse_for_actions(text: &str, json: bool) -> std::borrow::Cow<'_, str> {
+    let starts_command = |line: &str| line.trim_start().starts_with("::");
+    if !text.contains("##[") && !text.lines().any(starts_command) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let hashes = if json { "#\\u0023[" } else { "#\u{200b}#[" };
+    let text = text.replace("##[", hashes);
+    let lines: Vec<String> = text
+        .split('\n')
+        .map(|line| match starts_command(line) {
+            true => line.replacen("::", ":\u{200b}:", 1),
+            false => line.to_owned(),
+        })
+        .collect();
+    std::borrow::Cow::Owned(lines.join("\n"))
 }
 
 /// Bytes as they are on stdout (a completion script): data, written whole; a reader that went
@@ -186,3 +228,30 @@ pub(crate) fn usage_line(usage: &crate::agent::Usage) -> String {
 }
 
 pub(crate) use crate::values::thousands;
+
+#[cfg(test)]
+mod tests {
+    use super::defuse_for_actions;
+
+    #[test]
+    fn no_workflow_command_survives() {
+        let text =
+            "plain\n  ::set-output name=x::y\n::error::boom\nsee ##[error]here and ##[command]x\nnot :: at start";
+        let defused = defuse_for_actions(text, false);
+        for line in defused.lines() {
+            assert!(!line.trim_start().starts_with("::"), "{line}");
+            assert!(!line.contains("##["), "{line}");
+        }
+        assert!(defused.contains("not :: at start"), "the rest is as it was: {defused}");
+        assert_eq!(defuse_for_actions("nothing here", false), "nothing here");
+    }
+
+    #[test]
+    fn json_stays_the_same_json() {
+        let json = serde_json::json!({"text": "##[error] and\n::warning::x"}).to_string();
+        let defused = defuse_for_actions(&json, true);
+        assert!(!defused.contains("##["), "{defused}");
+        let back: serde_json::Value = serde_json::from_str(&defused).unwrap();
+        assert_eq!(back["text"], "##[error] and\n::warning::x");
+    }
+}

@@ -21,6 +21,7 @@ mod generated;
 mod github;
 mod held_keys;
 mod hooks;
+mod hostile_text;
 mod image;
 mod interactive;
 mod isolated;
