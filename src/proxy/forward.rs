@@ -20,36 +20,46 @@ pub(super) struct Request {
     pub path: String,
     /// Name and value, as they came (the placeholder swapped).
     pub headers: Vec<(String, String)>,
+    /// How its body ends.
+    framing: Framing,
 }
 
-impl Request {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(key, _)| key.eq_ignore_ascii_case(name)).map(|(_, value)| value.as_str())
-    }
+/// The most headers a request or response may have.
+const MAX_HEADERS: usize = 100;
+
+/// Reads a request head (parsed by `httparse`); `Err` says why it is refused (sent back as a
+/// 400): not HTTP/1, not for the provider's API (an absolute URL, `CONNECT`, a path that would
+/// leave the base URL's path), a malformed header (a bare CR or LF in a value, an invalid name),
+/// or a body whose length is not said one clear way (both `Content-Length` and
+/// `Transfer-Encoding`, two or a malformed `Content-Length`, a coding other than `chunked`).
+pub(super) fn read_head(client: &mut impl BufRead) -> Result<Request, Refused> {
+    let head = read_head_bytes(client, "request").map_err(|why| Refused { why, method: None, path: None })?;
+    parse_head(&head).map_err(|why| {
+        // What the first line asked for, for the audit.
+        let first = String::from_utf8_lossy(head.split(|b| *b == b'\n').next().unwrap_or_default()).into_owned();
+        let mut words = first.split(' ');
+        let (method, path) = (words.next().map(str::to_owned), words.next().map(str::to_owned));
+        Refused { why, method, path }
+    })
 }
 
-/// Reads a request head; `Err` says why it is refused (sent back as a 400).
-pub(super) fn read_head(client: &mut impl BufRead) -> Result<Request, String> {
-    let mut head = Vec::new();
-    loop {
-        let before = head.len();
-        let read =
-            client.take((MAX_HEAD - head.len()) as u64).read_until(b'\n', &mut head).map_err(|e| e.to_string())?;
-        if read == 0 {
-            return Err("the request ended before its head did".into());
-        }
-        if head[before..] == *b"\r\n" || head[before..] == *b"\n" {
-            break;
-        }
-        if head.len() >= MAX_HEAD {
-            return Err("the request's head is too long".into());
-        }
+/// A request eden refused, and what its first line asked for (for the audit).
+pub(super) struct Refused {
+    pub why: String,
+    pub method: Option<String>,
+    pub path: Option<String>,
+}
+
+fn parse_head(head: &[u8]) -> Result<Request, String> {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut parsed = httparse::Request::new(&mut headers);
+    match parsed.parse(head) {
+        Ok(httparse::Status::Complete(_)) => {}
+        Ok(httparse::Status::Partial) => return Err("the request's head is incomplete".into()),
+        Err(err) => return Err(format!("a malformed request head ({err})")),
     }
-    let text = std::str::from_utf8(&head).map_err(|_| "the request's head is not UTF-8".to_owned())?;
-    let mut lines = text.lines();
-    let mut first = lines.next().unwrap_or("").split(' ');
-    let (method, path, version) = (first.next().unwrap_or(""), first.next().unwrap_or(""), first.next().unwrap_or(""));
-    if !version.starts_with("HTTP/1.") || method.is_empty() || !method.chars().all(|c| c.is_ascii_uppercase()) {
+    let (method, path) = (parsed.method.unwrap_or(""), parsed.path.unwrap_or(""));
+    if method.is_empty() || !method.chars().all(|c| c.is_ascii_uppercase()) {
         return Err("not an HTTP/1 request".into());
     }
     // Origin form only: this is not a proxy to anywhere else.
@@ -57,12 +67,76 @@ pub(super) fn read_head(client: &mut impl BufRead) -> Result<Request, String> {
         let shown: String = path.chars().take(100).collect();
         return Err(format!("only requests for the provider's API are forwarded, not `{method} {shown}`"));
     }
-    let mut headers = Vec::new();
-    for line in lines.filter(|line| !line.is_empty()) {
-        let (name, value) = line.split_once(':').ok_or_else(|| "a malformed header line".to_owned())?;
-        headers.push((name.trim().to_owned(), value.trim().to_owned()));
+    if leaves_its_prefix(path) {
+        let shown: String = path.chars().take(100).collect();
+        return Err(format!("the path `{shown}` would leave the provider's base URL"));
     }
-    Ok(Request { method: method.to_owned(), path: path.to_owned(), headers })
+    let mut fields = Vec::new();
+    for header in parsed.headers.iter() {
+        let value =
+            std::str::from_utf8(header.value).map_err(|_| format!("the header `{}` is not UTF-8", header.name))?;
+        fields.push((header.name.to_owned(), value.trim().to_owned()));
+    }
+    let framing = request_framing(&fields)?;
+    Ok(Request { method: method.to_owned(), path: path.to_owned(), headers: fields, framing })
+}
+
+/// The head's bytes (a request's, or with `what` a response's), up to and with its empty line,
+/// at most `MAX_HEAD`.
+fn read_head_bytes(client: &mut impl BufRead, what: &str) -> Result<Vec<u8>, String> {
+    let mut head = Vec::new();
+    loop {
+        let before = head.len();
+        let read =
+            client.take((MAX_HEAD - head.len()) as u64).read_until(b'\n', &mut head).map_err(|e| e.to_string())?;
+        if read == 0 {
+            return Err(format!("the {what} ended before its head did"));
+        }
+        if head[before..] == *b"\r\n" || head[before..] == *b"\n" {
+            return Ok(head);
+        }
+        if head.len() >= MAX_HEAD {
+            return Err(format!("the {what}'s head is too long"));
+        }
+    }
+}
+
+/// A path whose `.` or `..` segments (as they are, or percent-encoded), or encoded slashes and
+/// backslashes, could take it out of the base URL's path once a server normalizes it.
+fn leaves_its_prefix(path: &str) -> bool {
+    let path = path.split(['?', '#']).next().unwrap_or("");
+    let lower = path.to_ascii_lowercase();
+    if lower.contains("%2f") || lower.contains("%5c") || path.contains('\\') {
+        return true;
+    }
+    lower.split('/').any(|segment| {
+        let decoded = segment.replace("%2e", ".");
+        decoded == "." || decoded == ".."
+    })
+}
+
+/// How a request's body ends, said one clear way.
+fn request_framing(headers: &[(String, String)]) -> Result<Framing, String> {
+    let named = |name: &'static str| -> Vec<&String> {
+        headers.iter().filter(|(key, _)| key.eq_ignore_ascii_case(name)).map(|(_, value)| value).collect()
+    };
+    let (lengths, codings) = (named("content-length"), named("transfer-encoding"));
+    match (&lengths[..], &codings[..]) {
+        ([], []) => Ok(Framing::Length(0)),
+        ([length], []) => {
+            parse_length(length).map(Framing::Length).ok_or_else(|| format!("a malformed Content-Length `{length}`"))
+        }
+        ([], [coding]) if coding.eq_ignore_ascii_case("chunked") => Ok(Framing::Chunked),
+        ([], [coding]) => Err(format!("the transfer coding `{coding}` is not forwarded (only `chunked`)")),
+        (_, []) => Err("more than one Content-Length".into()),
+        ([], _) => Err("more than one Transfer-Encoding".into()),
+        _ => Err("both Content-Length and Transfer-Encoding".into()),
+    }
+}
+
+/// A `Content-Length`: digits only.
+fn parse_length(text: &str) -> Option<u64> {
+    (!text.is_empty() && text.bytes().all(|b| b.is_ascii_digit())).then(|| text.parse().ok()).flatten()
 }
 
 /// The placeholder swapped for the real credential in the one header that carries it; `Err`
@@ -93,7 +167,8 @@ pub(super) fn forward(
     tls: &std::sync::Arc<rustls::ClientConfig>,
 ) -> Audit {
     let started = Instant::now();
-    let mut audit = Audit::new(&request.method, &upstream.authority(), &request.path);
+    let sent = format!("{}{}", upstream.prefix, request.path);
+    let mut audit = Audit::new(&request.method, &upstream.authority(), &sent);
     if let Err(why) = swap_credential(&mut request, keys) {
         respond(client.get_mut(), 403, &why);
         audit.refused = Some(why);
@@ -141,12 +216,11 @@ fn exchange(
 
 /// The request's body, as its headers frame it (a length, or chunks); its size.
 fn copy_body(request: &Request, client: &mut impl BufRead, server: &mut dyn Write) -> std::io::Result<u64> {
-    let chunked = request.header("transfer-encoding").is_some_and(|te| te.to_ascii_lowercase().contains("chunked"));
-    let length = request.header("content-length").and_then(|n| n.parse().ok()).unwrap_or(0);
-    copy_framed(client, server, if chunked { Framing::Chunked } else { Framing::Length(length) })
+    copy_framed(client, server, request.framing)
 }
 
 /// How a message's body ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Framing {
     Length(u64),
     Chunked,
@@ -166,31 +240,56 @@ fn copy_framed(from: &mut impl BufRead, to: &mut dyn Write, framing: Framing) ->
             }
         }
         Framing::Close => copy_flushing(from, to),
-        Framing::Chunked => {
-            let mut total = 0;
+        Framing::Chunked => copy_chunks(from, to),
+    }
+}
+
+/// Chunks as RFC 9112 frames them, checked as they pass: a hexadecimal size (extensions after
+/// `;`) and CRLF, that many bytes and CRLF, until the size 0 and the trailers' empty line.
+fn copy_chunks(from: &mut impl BufRead, to: &mut dyn Write) -> std::io::Result<u64> {
+    let malformed = |what: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, what.to_owned());
+    let mut total = 0;
+    loop {
+        let mut size_line = Vec::new();
+        if from.take(1024).read_until(b'\n', &mut size_line)? == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        let digits = size_line.strip_suffix(b"\r\n").ok_or_else(|| malformed("a chunk size line without CRLF"))?;
+        let digits = digits.split(|b| *b == b';').next().unwrap_or_default();
+        let size = std::str::from_utf8(digits)
+            .ok()
+            .filter(|digits| !digits.is_empty() && digits.len() <= 16 && digits.bytes().all(|b| b.is_ascii_hexdigit()))
+            .and_then(|digits| u64::from_str_radix(digits, 16).ok())
+            .ok_or_else(|| malformed("a malformed chunk size"))?;
+        to.write_all(&size_line)?;
+        if size == 0 {
+            // Trailers, up to the empty line.
             loop {
-                let mut size_line = String::new();
-                if from.take(1024).read_line(&mut size_line)? == 0 {
+                let mut line = Vec::new();
+                if from.take(8192).read_until(b'\n', &mut line)? == 0 {
                     return Err(std::io::ErrorKind::UnexpectedEof.into());
                 }
-                to.write_all(size_line.as_bytes())?;
-                let size = u64::from_str_radix(size_line.trim().split(';').next().unwrap_or(""), 16)
-                    .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "a malformed chunk size"))?;
-                if size == 0 {
-                    // Trailers, up to the empty line.
-                    loop {
-                        let mut line = String::new();
-                        if from.take(8192).read_line(&mut line)? == 0 || line.trim().is_empty() {
-                            to.write_all(line.as_bytes())?;
-                            to.flush()?;
-                            return Ok(total);
-                        }
-                        to.write_all(line.as_bytes())?;
-                    }
+                if !line.ends_with(b"\r\n") || line[..line.len() - 2].contains(&b'\r') {
+                    return Err(malformed("a malformed trailer"));
                 }
-                total += copy_flushing(&mut from.take(size.saturating_add(2)), to)?;
+                to.write_all(&line)?;
+                if line == b"\r\n" {
+                    to.flush()?;
+                    return Ok(total);
+                }
             }
         }
+        let copied = copy_flushing(&mut from.take(size), to)?;
+        if copied != size {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        total += copied;
+        let mut end = [0u8; 2];
+        from.read_exact(&mut end)?;
+        if end != *b"\r\n" {
+            return Err(malformed("a chunk not ended by CRLF"));
+        }
+        to.write_all(&end)?;
     }
 }
 
@@ -223,40 +322,36 @@ fn stream_back(
     audit: &mut Audit,
 ) -> std::io::Result<()> {
     let mut server = BufReader::new(server);
-    let mut head = Vec::new();
-    let (mut length, mut chunked) = (None, false);
-    loop {
-        let mut line = String::new();
-        if server.by_ref().take(MAX_HEAD as u64).read_line(&mut line)? == 0 {
-            return Err(std::io::ErrorKind::UnexpectedEof.into());
-        }
-        if audit.status.is_none() {
-            audit.status = line.split(' ').nth(1).and_then(|code| code.parse().ok()).or(Some(0));
-        } else if let Some((name, value)) = line.split_once(':') {
-            let (name, value) = (name.trim().to_ascii_lowercase(), value.trim());
-            if name == "content-length" {
-                length = value.parse::<u64>().ok();
-            } else if name == "transfer-encoding" && value.to_ascii_lowercase().contains("chunked") {
-                chunked = true;
-            }
-        }
-        head.extend_from_slice(line.as_bytes());
-        if line == "\r\n" || line == "\n" {
-            break;
-        }
+    let invalid = |why: String| std::io::Error::new(std::io::ErrorKind::InvalidData, why);
+    let head = read_head_bytes(&mut server, "response").map_err(invalid)?;
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut parsed = httparse::Response::new(&mut headers);
+    match parsed.parse(&head) {
+        Ok(httparse::Status::Complete(_)) => {}
+        _ => return Err(invalid("the upstream's response head is malformed".into())),
     }
+    audit.status = parsed.code;
+    let fields: Vec<(String, String)> = parsed
+        .headers
+        .iter()
+        .map(|header| (header.name.to_owned(), String::from_utf8_lossy(header.value).trim().to_owned()))
+        .collect();
+    let said = fields
+        .iter()
+        .any(|(name, _)| name.eq_ignore_ascii_case("content-length") || name.eq_ignore_ascii_case("transfer-encoding"));
+    let body = if said {
+        request_framing(&fields).map_err(|why| invalid(format!("the upstream's response: {why}")))?
+    } else {
+        Framing::Close
+    };
     client.write_all(&head)?;
     client.flush()?;
     audit.bytes_down = head.len() as u64;
     let status = audit.status.unwrap_or(0);
     let framing = if method == "HEAD" || (100..200).contains(&status) || status == 204 || status == 304 {
         Framing::Length(0)
-    } else if chunked {
-        Framing::Chunked
-    } else if let Some(length) = length {
-        Framing::Length(length)
     } else {
-        Framing::Close
+        body
     };
     audit.bytes_down += copy_framed(&mut server, client, framing)?;
     Ok(())
@@ -279,4 +374,91 @@ fn respond(client: &mut dyn Write, status: u16, message: &str) {
 
 pub(super) fn refuse(client: &mut dyn Write, message: &str) {
     respond(client, 400, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::credentials::CredentialHeader;
+
+    fn head(text: &str) -> Result<Request, String> {
+        read_head(&mut std::io::Cursor::new(text.as_bytes().to_vec())).map_err(|refused| refused.why)
+    }
+
+    #[test]
+    fn a_plain_request_is_read() {
+        let request = head("POST /v1/messages HTTP/1.1\r\nx-api-key: p\r\ncontent-length: 2\r\n\r\n{}").unwrap();
+        assert_eq!((request.method.as_str(), request.path.as_str()), ("POST", "/v1/messages"));
+        assert_eq!(request.framing, Framing::Length(2));
+        let chunked = head("POST /v1/x HTTP/1.1\r\nTransfer-Encoding: Chunked\r\n\r\n").unwrap();
+        assert_eq!(chunked.framing, Framing::Chunked);
+        assert_eq!(head("GET /v1/models?x=1 HTTP/1.1\r\n\r\n").unwrap().framing, Framing::Length(0));
+    }
+
+    #[test]
+    fn malformed_heads_are_refused() {
+        for (request, why) in [
+            ("POST /v1/m HTTP/1.1\r\nx-api-key: p\rinjected: 1\r\n\r\n", "a bare CR in a value"),
+            ("POST /v1/m HTTP/1.1\r\nbad name: 1\r\n\r\n", "a space in a header's name"),
+            ("POST /v1/m HTTP/1.1\r\ncontent-length: 5\r\ntransfer-encoding: chunked\r\n\r\n", "both framings"),
+            ("POST /v1/m HTTP/1.1\r\ncontent-length: 5\r\ncontent-length: 6\r\n\r\n", "two lengths"),
+            ("POST /v1/m HTTP/1.1\r\ncontent-length: 5\r\ncontent-length: 5\r\n\r\n", "two equal lengths"),
+            ("POST /v1/m HTTP/1.1\r\ncontent-length: 5a\r\n\r\n", "a malformed length"),
+            ("POST /v1/m HTTP/1.1\r\ncontent-length: -1\r\n\r\n", "a negative length"),
+            ("POST /v1/m HTTP/1.1\r\ncontent-length: \r\n\r\n", "an empty length"),
+            ("POST /v1/m HTTP/1.1\r\ntransfer-encoding: gzip, chunked\r\n\r\n", "another coding"),
+            ("POST /v1/m HTTP/1.1\r\ntransfer-encoding: chunked\r\ntransfer-encoding: chunked\r\n\r\n", "two codings"),
+            ("GET http://evil.example/x HTTP/1.1\r\n\r\n", "an absolute URL"),
+            ("CONNECT evil.example:443 HTTP/1.1\r\n\r\n", "CONNECT"),
+            ("GET /../../admin HTTP/1.1\r\n\r\n", "a climb out of the prefix"),
+            ("GET /v1/%2e%2e/%2E%2e/admin HTTP/1.1\r\n\r\n", "an encoded climb"),
+            ("GET /v1/..%2fadmin HTTP/1.1\r\n\r\n", "an encoded slash"),
+            ("GET /v1/./x HTTP/1.1\r\n\r\n", "a dot segment"),
+            ("get /v1/x HTTP/1.1\r\n\r\n", "a lowercase method"),
+            ("POST /v1/m HTTP/2.0\r\n\r\n", "not HTTP/1"),
+        ] {
+            assert!(head(request).is_err(), "{why} was accepted: {request:?}");
+        }
+        assert!(head("GET /v1/a.b/c..d HTTP/1.1\r\n\r\n").is_ok(), "dots inside names are fine");
+    }
+
+    #[test]
+    fn the_placeholder_is_swapped_only_in_the_credential_header() {
+        let keys = [HeldKey {
+            header: CredentialHeader::XApiKey,
+            placeholder: "eden-held-p".into(),
+            value: crate::redact::Secret("sk-real".into()),
+        }];
+        let mut request =
+            head("POST /v1/m HTTP/1.1\r\nx-api-key: eden-held-p\r\nx-other: eden-held-p\r\nauthorization: Bearer eden-held-p\r\n\r\n")
+                .unwrap();
+        swap_credential(&mut request, &keys).unwrap();
+        let value = |name: &str| request.headers.iter().find(|(key, _)| key == name).map(|(_, v)| v.clone()).unwrap();
+        assert_eq!(value("x-api-key"), "sk-real");
+        assert_eq!(value("x-other"), "eden-held-p", "another header keeps the placeholder");
+        assert_eq!(value("authorization"), "Bearer eden-held-p", "a header of the other kind too");
+        let mut without = head("POST /v1/m HTTP/1.1\r\nx-api-key: sk-other\r\n\r\n").unwrap();
+        assert!(swap_credential(&mut without, &keys).is_err());
+    }
+
+    #[test]
+    fn chunks_are_checked_as_they_pass() {
+        let copy = |body: &str| {
+            let mut out = Vec::new();
+            copy_chunks(&mut std::io::Cursor::new(body.as_bytes().to_vec()), &mut out).map(|n| (n, out))
+        };
+        let good = "4;ext=1\r\nwiki\r\n5\r\npedia\r\n0\r\nx-trailer: 1\r\n\r\n";
+        assert_eq!(copy(good).unwrap(), (9, good.as_bytes().to_vec()));
+        for bad in [
+            "4\r\nwikiXX5\r\npedia\r\n0\r\n\r\n",
+            "zz\r\nwiki\r\n0\r\n\r\n",
+            "\r\nwiki\r\n0\r\n\r\n",
+            "4\nwiki\r\n0\r\n\r\n",
+            "4\r\nwi",
+            "0\r\nbad\rtrailer\r\n\r\n",
+            "10000000000000000\r\n",
+        ] {
+            assert!(copy(bad).is_err(), "{bad:?} passed");
+        }
+    }
 }

@@ -183,11 +183,14 @@ fn serve(
     let mut client = BufReader::new(connection);
     match forward::read_head(&mut client) {
         Ok(request) => Some(forward::forward(request, &mut client, upstream, keys, tls)),
-        Err(why) => {
-            forward::refuse(client.get_mut(), &why);
-            let mut audit = Audit::new("-", &upstream.authority(), "-");
+        Err(refused) => {
+            forward::refuse(client.get_mut(), &refused.why);
+            // The path as it would have gone upstream, under the base URL's own.
+            let path = refused.path.map_or_else(|| "-".to_owned(), |path| format!("{}{path}", upstream.prefix));
+            let method: String = refused.method.as_deref().unwrap_or("-").chars().take(16).collect();
+            let mut audit = Audit::new(&method, &upstream.authority(), &path);
             audit.status = Some(400);
-            audit.refused = Some(why);
+            audit.refused = Some(refused.why);
             Some(audit)
         }
     }
