@@ -193,6 +193,21 @@ impl Serialize for MaybeZeroDuration {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Size(pub u64);
 
+/// A size as people read it: `512 B`, `20 MiB`, `2 GiB` (whole units when exact, else one
+/// decimal).
+pub fn format_size(bytes: u64) -> String {
+    let units = [("GiB", 1u64 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
+    for (unit, size) in units {
+        if bytes >= size {
+            return match bytes % size {
+                0 => format!("{} {unit}", bytes / size),
+                _ => format!("{:.1} {unit}", bytes as f64 / size as f64),
+            };
+        }
+    }
+    format!("{bytes} B")
+}
+
 pub fn parse_size(text: &str) -> Result<u64, String> {
     let invalid = || format!("invalid size `{text}`, expected bytes or a size like \"512m\" or \"4g\"");
     let trimmed = text.trim().to_ascii_lowercase();

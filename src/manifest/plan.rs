@@ -671,6 +671,7 @@ fn container_keys_need_a_sandbox(manifest: &Manifest, source: &Source) -> Result
         ("expose_host", sandbox.expose_host.is_some()),
         ("host", sandbox.host.is_some()),
         ("runtime", sandbox.runtime.is_some()),
+        ("max_return", sandbox.max_return.is_some()),
     ] {
         if set && !container {
             return Err(source

@@ -31,6 +31,8 @@ pub struct IsolatedPlan {
     pub host_exposures: Vec<String>,
     /// The agent's configuration and transcript folders, writable inside (as in containers).
     pub agent_state: Vec<AgentStateMount>,
+    /// `sandbox.max_return`, in bytes.
+    pub max_return: u64,
 }
 
 /// `sandbox.kind = "kubernetes"`, resolved.
@@ -53,6 +55,8 @@ pub struct PodPlan {
     /// After this the cluster ends the pod whatever else happens (`activeDeadlineSeconds`).
     pub deadline: std::time::Duration,
     pub agent_state: Vec<AgentStateMount>,
+    /// `sandbox.max_return`, in bytes.
+    pub max_return: u64,
 }
 
 impl SandboxPlan {
@@ -72,6 +76,16 @@ impl SandboxPlan {
             SandboxPlan::Container(container) => Some(&mut container.agent_state),
             SandboxPlan::Isolated(isolated) => Some(&mut isolated.agent_state),
             SandboxPlan::Kubernetes(pod) => Some(&mut pod.agent_state),
+        }
+    }
+
+    /// `sandbox.max_return`: the most one iteration may send back (`None` without a sandbox).
+    pub fn max_return(&self) -> Option<u64> {
+        match self {
+            SandboxPlan::None => None,
+            SandboxPlan::Container(container) => Some(container.max_return),
+            SandboxPlan::Isolated(isolated) => Some(isolated.max_return),
+            SandboxPlan::Kubernetes(pod) => Some(pod.max_return),
         }
     }
 
@@ -175,6 +189,8 @@ pub struct ContainerPlan {
     /// `expose_host = true`: `run_args` and `mounts` that hand the container the host (or this
     /// repository) are accepted.
     pub expose_host: bool,
+    /// `sandbox.max_return`, in bytes.
+    pub max_return: u64,
     /// `run_args` and `mounts` that hand the container the host, accepted with
     /// `expose_host = true` (listed for `--dry-run`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -424,7 +440,21 @@ pub(super) fn resolve_sandbox(section: &SandboxSection, source: &Source) -> Resu
         exposure: (section.expose_worktree == Some(true)).then_some(EXPOSURE),
         expose_host: section.expose_host == Some(true),
         host_exposures,
+        max_return: resolve_max_return(section, source, &path)?,
     })))
+}
+
+/// `sandbox.max_return`: at least 1 MiB (default `DEFAULT_MAX_RETURN`).
+fn resolve_max_return(section: &SandboxSection, source: &Source, path: &KeyPath) -> Result<u64, Error> {
+    match section.max_return {
+        None => Ok(crate::sandbox::DEFAULT_MAX_RETURN),
+        Some(size) if size.0 >= 1 << 20 => Ok(size.0),
+        Some(size) => Err(source
+            .error_at(&path.child("max_return"), format!("`sandbox.max_return` is {} bytes, less than 1 MiB", size.0))
+            .with_hint(
+                "give a size like \"512m\" or \"4g\"; it caps what one iteration may send back from the sandbox",
+            )),
+    }
 }
 
 /// `sandbox.mounts`, resolved and checked: each source exists, each target is absolute, and
@@ -529,6 +559,7 @@ fn resolve_isolated(section: &SandboxSection, source: &Source, path: &KeyPath) -
         expose_host: section.expose_host == Some(true),
         host_exposures,
         agent_state: Vec::new(),
+        max_return: resolve_max_return(section, source, path)?,
     })))
 }
 
@@ -669,6 +700,7 @@ fn resolve_pod(section: &SandboxSection, source: &Source, path: &KeyPath) -> Res
         start_timeout: section.start_timeout.map_or(std::time::Duration::from_secs(300), |d| d.0),
         deadline: section.deadline.map_or(std::time::Duration::from_secs(24 * 3600), |d| d.0),
         agent_state: Vec::new(),
+        max_return: resolve_max_return(section, source, path)?,
     })))
 }
 

@@ -153,6 +153,9 @@ pub struct SandboxSection {
     /// docker/podman: the OCI runtime the container runs under (`runsc` for gVisor; any runtime
     /// the engine knows, or a path for podman). Unset: the engine's default.
     pub runtime: Option<String>,
+    /// The most one iteration may send back from the sandbox (commits, uncommitted work, state),
+    /// counted as it streams; default 2 GiB.
+    pub max_return: Option<Size>,
     /// kubernetes: the namespace (default: the context's), the kubeconfig context (default:
     /// the current one), the image pull policy (default: the cluster's), the pod's service
     /// account, node selector and tolerations, how long the pod may stay pending

@@ -595,6 +595,7 @@ impl Run<'_> {
             patches: layout.patches(),
             repository_lock: layout.repository_lock(),
             agent_state: private,
+            max_return: self.plan.sandbox.max_return().unwrap_or(sandbox::DEFAULT_MAX_RETURN),
         };
         let started = self.carry_sessions_into(pre, &site.agent_state);
         let started = started.and_then(|()| self.hold_keys(pre, &mut site));

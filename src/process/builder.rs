@@ -31,6 +31,17 @@ pub struct ProcessBuilder {
     contained: bool,
     /// Start from an empty environment instead of eden's (`env` on top).
     clear_env: bool,
+    /// The most bytes any one file it writes may hold (`RLIMIT_FSIZE`).
+    file_size_limit: Option<u64>,
+}
+
+/// What `output_to_file_capped` did: the command's result, the bytes written, and whether it
+/// went past the limit (and was killed).
+#[derive(Debug)]
+pub struct Capped {
+    pub output: Output,
+    pub bytes: u64,
+    pub over: bool,
 }
 
 /// The result of a command run to completion.
@@ -57,6 +68,7 @@ impl ProcessBuilder {
             stdin: Stdin::Null,
             contained: false,
             clear_env: false,
+            file_size_limit: None,
         }
     }
 
@@ -114,6 +126,13 @@ impl ProcessBuilder {
         self.env(key, value)
     }
 
+    /// No file the command writes may grow past `bytes` (`RLIMIT_FSIZE`: the write fails and
+    /// the command gets SIGXFSZ).
+    pub fn file_size_limit(mut self, bytes: u64) -> Self {
+        self.file_size_limit = Some(bytes);
+        self
+    }
+
     /// The child inherits nothing of eden's environment: only what `env` sets.
     pub fn env_clear(mut self) -> Self {
         self.clear_env = true;
@@ -165,6 +184,16 @@ impl ProcessBuilder {
         command.args(&self.args);
         if self.clear_env {
             command.env_clear();
+        }
+        if let Some(bytes) = self.file_size_limit {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: setrlimit(2) is async-signal-safe.
+            unsafe {
+                command.pre_exec(move || {
+                    nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_FSIZE, bytes, bytes)
+                        .map_err(std::io::Error::from)
+                });
+            }
         }
         if let Some(cwd) = &self.cwd {
             command.current_dir(cwd);
@@ -219,6 +248,48 @@ impl ProcessBuilder {
             stdout: String::new(),
             stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
         })
+    }
+
+    /// `output_to_file`, at most `limit` bytes of it: past that the command's process group is
+    /// killed and `Capped` says so (what was written stays in `file` for the caller to remove).
+    /// The count is kept as the bytes arrive, so nothing past the limit is ever written.
+    pub fn output_to_file_capped(&self, mut file: std::fs::File, limit: u64) -> std::io::Result<Capped> {
+        use std::io::{Read, Write};
+        use std::os::unix::process::CommandExt;
+        let mut command = self.command();
+        command.process_group(0).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = command.spawn()?;
+        let mut stderr = child.stderr.take().expect("stderr is piped");
+        let errors = std::thread::spawn(move || {
+            let mut text = Vec::new();
+            let _ = (&mut stderr).take(1 << 20).read_to_end(&mut text);
+            let _ = std::io::copy(&mut stderr, &mut std::io::sink());
+            text
+        });
+        let mut stdout = child.stdout.take().expect("stdout is piped");
+        let (mut total, mut over) = (0u64, false);
+        let mut buffer = vec![0u8; 64 * 1024];
+        loop {
+            let read = match stdout.read(&mut buffer) {
+                Ok(0) => break,
+                Ok(read) => read,
+                Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(err) => return Err(err),
+            };
+            if total + read as u64 > limit {
+                over = true;
+                let group = nix::unistd::Pid::from_raw(child.id() as i32);
+                let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
+                break;
+            }
+            file.write_all(&buffer[..read])?;
+            total += read as u64;
+        }
+        drop(stdout);
+        let status = child.wait()?;
+        let stderr = errors.join().unwrap_or_default();
+        let output = Output { status, stdout: String::new(), stderr: String::from_utf8_lossy(&stderr).into_owned() };
+        Ok(Capped { output, bytes: total, over })
     }
 
     /// Run this command with its stdout piped into `consumer`'s stdin (`tar -c … | docker exec
@@ -482,6 +553,25 @@ mod tests {
     fn pwd_follows_the_working_directory() {
         let output = ProcessBuilder::new("sh").args(["-c", "echo \"$PWD\""]).cwd("/tmp").output().unwrap();
         assert_eq!(output.stdout.trim(), "/tmp");
+    }
+
+    #[test]
+    fn capped_output_stops_at_the_limit_and_kills_the_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out");
+        let started = std::time::Instant::now();
+        let capped = ProcessBuilder::new("sh")
+            .args(["-c", "yes 0123456789; echo never"])
+            .output_to_file_capped(std::fs::File::create(&path).unwrap(), 100_000)
+            .unwrap();
+        assert!(capped.over && capped.bytes <= 100_000, "{capped:?}");
+        assert!(std::fs::metadata(&path).unwrap().len() <= 100_000);
+        assert!(started.elapsed() < std::time::Duration::from_secs(10), "the writer was killed");
+        let small = ProcessBuilder::new("sh")
+            .args(["-c", "printf abc; echo oops >&2"])
+            .output_to_file_capped(std::fs::File::create(&path).unwrap(), 100)
+            .unwrap();
+        assert!(!small.over && small.bytes == 3 && small.output.stderr.trim() == "oops", "{small:?}");
     }
 
     #[test]

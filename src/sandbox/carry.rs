@@ -12,8 +12,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Where eden's executable goes inside (the simulated agent runs it).
 pub(crate) const EDEN_INSIDE: &str = "/opt/eden/bin/eden";
-/// The most of an agent's state a sandbox may send back (its transcripts).
-const STATE_LIMIT: u64 = 4 << 30;
 
 /// Runs a command inside, with its stdin open when `stdin` is set, as a user that may write
 /// where the command writes (the container's root, or the pod's only user).
@@ -57,15 +55,33 @@ pub(crate) fn push_state(
 /// What the agent wrote in its state folders (its transcripts), streamed back into the private
 /// folders on this machine, which only eden writes. The stream is spooled in `scratch` and read
 /// as hostile (`unpack`): regular files and folders only, names confined, size capped.
-pub(crate) fn pull_state(states: &[PrivateState], exec: Exec<'_>, scratch: &Path, place: &str) -> Result<(), Error> {
+/// The agent's state folders brought back from where nothing is mounted, each a tar stream of
+/// at most `limit` bytes (`sandbox.max_return`, counted as it streams, headers and all).
+pub(crate) fn pull_state(
+    states: &[PrivateState],
+    exec: Exec<'_>,
+    scratch: &Path,
+    place: &str,
+    limit: u64,
+) -> Result<(), Error> {
     for state in states {
         let archive = exec(ProcessBuilder::new("tar").args(["-c", "-f", "-", "-C"]).arg(&state.folder).arg("."), false);
         fs_err::create_dir_all(scratch).map_err(|err| Error::sandbox(err.to_string()))?;
         let spool = scratch.join("state.tar");
         let file = fs_err::File::create(&spool).map_err(|err| Error::sandbox(err.to_string()))?;
-        let output = archive
-            .output_to_file(file.into_parts().0)
+        let capped = archive
+            .output_to_file_capped(file.into_parts().0, limit)
             .map_err(|err| Error::sandbox(format!("cannot run `{archive}`: {err}")))?;
+        if capped.over {
+            let _ = std::fs::remove_file(&spool);
+            return Err(Error::sandbox(format!(
+                "the agent's state folder `{}` in the {place} is more than `sandbox.max_return` ({}): it was not taken back",
+                state.folder.display(),
+                crate::values::format_size(limit)
+            ))
+            .with_hint("raise `sandbox.max_return`, or keep the agent's transcripts smaller"));
+        }
+        let output = capped.output;
         if !output.success() {
             let _ = std::fs::remove_file(&spool);
             return Err(Error::sandbox(format!(
@@ -75,7 +91,7 @@ pub(crate) fn pull_state(states: &[PrivateState], exec: Exec<'_>, scratch: &Path
             )));
         }
         let read = std::fs::File::open(&spool)
-            .and_then(|file| super::unpack::unpack(std::io::BufReader::new(file), &state.folder, STATE_LIMIT));
+            .and_then(|file| super::unpack::unpack(std::io::BufReader::new(file), &state.folder, limit));
         let _ = std::fs::remove_file(&spool);
         read.map_err(|err| Error::sandbox(format!("the agent's state from the {place} was not taken back: {err}")))?;
     }

@@ -664,7 +664,7 @@ impl SandboxHandle for Container {
     }
 
     fn sync(&self, reported_tip: Option<&str>) -> Result<Option<String>, Error> {
-        self.ledger.sync(self, reported_tip, self.exposed)?;
+        self.ledger.sync(self, reported_tip, self.exposed).map_err(|err| self.kept_if_over(err))?;
         Ok(None)
     }
 
@@ -675,6 +675,7 @@ impl SandboxHandle for Container {
                 &|command, stdin| self.as_root(command, stdin),
                 self.ledger.scratch(),
                 "container",
+                self.ledger.limit(),
             )?;
         }
         Ok(())
@@ -730,12 +731,29 @@ impl SandboxHandle for Container {
             )));
         }
         let brought = self.ledger.bring_home(self, self.exposed);
+        // Work too big to come back stays in the workspace volume, for the person to look at.
+        if self.ledger.over_limit() {
+            self.keep_volume = true;
+        }
+        let brought = brought.map_err(|err| self.kept_if_over(err));
         self.close_quietly()?;
         brought
     }
 }
 
 impl Container {
+    /// Work too big to come back (`sandbox.max_return`) stays in the workspace volume, which
+    /// the container's removal keeps: the error says where.
+    fn kept_if_over(&self, err: Error) -> Error {
+        if !self.ledger.over_limit() {
+            return err;
+        }
+        let (engine, name) = (self.target.binary(), &self.name);
+        err.with_hint(format!(
+            "the agent's work is kept in the {engine} volume `{name}` (`{engine} run --rm -it -v {name}:/w IMAGE sh` to look; `eden clean --force` removes it); raise `sandbox.max_return` if its work is meant to be that big"
+        ))
+    }
+
     /// `ENGINE exec [flags] -u USER -w CWD -e NAME… NAME PROGRAM ARGS…` for `command`, as the
     /// run's user unless `flags` name one, its environment passed by name only (the values
     /// travel in the client's own environment).
@@ -975,7 +993,7 @@ pub fn salvage_and_remove(target: &Target, name: &str) -> Result<Vec<PathBuf>, E
             let user = if user.contains(':') { user.clone() } else { String::new() };
             let channel =
                 Labelled { target: target.clone(), name: name.to_owned(), workspace: PathBuf::from(workspace), user };
-            saved = repository::salvage(&channel, branch, base, &patches, run_id);
+            saved = repository::salvage(&channel, branch, base, &patches, run_id, super::DEFAULT_MAX_RETURN);
         }
     }
     remove(target, name)?;

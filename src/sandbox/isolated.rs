@@ -179,6 +179,17 @@ pub fn start(site: &RunSite, plan: &IsolatedPlan, programs: &[PathBuf]) -> Resul
 }
 
 impl Isolated {
+    /// Work too big to come back (`sandbox.max_return`) stays in the copy: the error says where.
+    fn kept_if_over(&self, err: Error) -> Error {
+        if !self.ledger.over_limit() {
+            return err;
+        }
+        err.with_hint(format!(
+            "the agent's work is kept in its copy at {} (`eden clean --force` removes it); raise `sandbox.max_return` if its work is meant to be that big",
+            self.bubble.copy.display()
+        ))
+    }
+
     fn remove(&mut self) {
         self.closed = true;
         let _ = crate::safe_fs::remove_tree(&self.bubble.copy);
@@ -219,7 +230,7 @@ impl SandboxHandle for Isolated {
     }
 
     fn sync(&self, reported_tip: Option<&str>) -> Result<Option<String>, Error> {
-        self.ledger.sync(&self.bubble, reported_tip, false)?;
+        self.ledger.sync(&self.bubble, reported_tip, false).map_err(|err| self.kept_if_over(err))?;
         Ok(None)
     }
 
@@ -228,6 +239,13 @@ impl SandboxHandle for Isolated {
             return Ok(None);
         }
         let brought = self.ledger.bring_home(&self.bubble, false);
+        if self.ledger.over_limit() {
+            // Work too big to come back stays in the copy, for the person to look at.
+            self.closed = true;
+            let _ = crate::safe_fs::remove_tree(&self.private);
+            let _ = crate::safe_fs::remove_tree(self.ledger.scratch());
+            return brought.map_err(|err| self.kept_if_over(err));
+        }
         self.remove();
         brought
     }
@@ -264,7 +282,7 @@ pub fn salvage_and_remove(run_id: &str, owner: &Owner) -> Vec<PathBuf> {
     let patches = layout.patches();
     let saved = if paths.copy.is_dir() {
         let _ = fs_err::create_dir_all(&tmp).and_then(|()| fs_err::create_dir_all(&home));
-        repository::salvage(&bubble, &owner.branch, &owner.base, &patches, run_id)
+        repository::salvage(&bubble, &owner.branch, &owner.base, &patches, run_id, super::DEFAULT_MAX_RETURN)
     } else {
         Vec::new()
     };

@@ -20,6 +20,10 @@ pub(crate) struct Ledger {
     /// Commits the host has that the sandbox's branch grew from: the start, then each one
     /// fetched, newest first.
     known: Mutex<Vec<String>>,
+    /// `sandbox.max_return`.
+    limit: u64,
+    /// Bringing work back found more than `limit`: the sandbox's workspace is to be kept.
+    over: std::sync::atomic::AtomicBool,
 }
 
 impl Ledger {
@@ -33,7 +37,20 @@ impl Ledger {
             repository_lock: site.repository_lock.clone(),
             patches: site.patches.clone(),
             known: Mutex::new(vec![base]),
+            limit: site.max_return,
+            over: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// `sandbox.max_return`: the most one iteration may send back.
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    /// Did the sandbox send back more than `sandbox.max_return`? Then nothing of it came back
+    /// and its workspace is kept (the work is there, and nowhere else).
+    pub fn over_limit(&self) -> bool {
+        self.over.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// The run's worktree on the host (and the workspace's path in a container or pod).
@@ -72,8 +89,10 @@ impl Ledger {
             repository_lock: &self.repository_lock,
             run_id: &self.run_id,
             shared_files,
+            limit: self.limit,
         };
-        if let Returned::MovedTo(tip) = repository::bring_commits(&back)? {
+        let brought = repository::bring_commits(&back).inspect_err(|err| self.note_over(err))?;
+        if let Returned::MovedTo(tip) = brought {
             self.known.lock().unwrap_or_else(|e| e.into_inner()).insert(0, tip);
         }
         Ok(())
@@ -89,20 +108,31 @@ impl Ledger {
             false => self.bring_uncommitted(channel),
         });
         brought.map_err(|err| {
+            // Too big to come back, it is too big to salvage: the sandbox keeps it.
+            if self.over_limit() {
+                return err;
+            }
             let base = self.known().last().cloned().unwrap_or_default();
-            let saved = repository::salvage(channel, &self.branch, &base, &self.patches, &self.run_id);
+            let saved = repository::salvage(channel, &self.branch, &base, &self.patches, &self.run_id, self.limit);
             repository::salvaged_error(err, &saved)
         })
+    }
+
+    fn note_over(&self, err: &Error) {
+        if err.message.contains(repository::OVER_MAX_RETURN) {
+            self.over.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
     }
 
     fn bring_uncommitted(&self, channel: &dyn Channel) -> Result<Option<String>, Error> {
         let tip = self.known()[0].clone();
         let patch = self.patches.join(format!("{}.patch", self.run_id));
-        let files = repository::save_uncommitted(channel, &tip, &self.scratch, &patch)?;
+        let files = repository::save_uncommitted(channel, &tip, &self.scratch, &patch, self.limit)
+            .inspect_err(|err| self.note_over(err))?;
         if files == 0 {
             return Ok(None);
         }
-        repository::apply_patch(&self.worktree, &patch)?;
+        repository::apply_patch(&self.worktree, &patch, self.limit)?;
         Ok(Some(format!(
             "the agent left {files} file(s) uncommitted: saved as {} and applied to the worktree",
             patch.display()

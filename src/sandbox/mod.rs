@@ -65,7 +65,13 @@ pub struct RunSite {
     /// The folder of the proxies that hold the agent's keys, which the sandbox is given (at
     /// `PROXY_INSIDE`, read-only).
     pub proxy: Option<PathBuf>,
+    /// `sandbox.max_return`: the most one iteration may send back.
+    pub max_return: u64,
 }
+
+/// What one iteration may send back from a sandbox when the manifest does not say
+/// (`sandbox.max_return`), and what a killed run's salvage may take.
+pub const DEFAULT_MAX_RETURN: u64 = 2 << 30;
 
 /// Where a container or an isolated sandbox sees the run's proxy folder.
 pub const PROXY_INSIDE: &str = "/run/eden-proxy";

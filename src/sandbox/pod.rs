@@ -550,7 +550,8 @@ impl SandboxHandle for Pod {
 
     fn bring_state_back(&self) -> Result<(), Error> {
         let scratch = self.ledger.scratch();
-        carry::pull_state(&self.states, &|command, stdin| self.exec_plain(command, stdin), scratch, "pod")
+        let limit = self.ledger.limit();
+        carry::pull_state(&self.states, &|command, stdin| self.exec_plain(command, stdin), scratch, "pod", limit)
     }
 
     fn close(&mut self) -> Result<Option<String>, Error> {
@@ -651,7 +652,7 @@ pub fn salvage_and_delete(kube: &Kube, name: &str, repo: &Path, run_id: &str) ->
     if got.success() && pod["status"]["phase"] == "Running" && plain && !workspace.is_empty() {
         let patches = crate::layout::Layout::new(repo, repo.join(".git")).patches();
         let channel = Annotated { kube: kube.clone(), name: name.to_owned(), workspace: PathBuf::from(workspace) };
-        saved = repository::salvage(&channel, &branch, &base, &patches, run_id);
+        saved = repository::salvage(&channel, &branch, &base, &patches, run_id, super::DEFAULT_MAX_RETURN);
     }
     delete_pod(kube, name)?;
     Ok(saved)

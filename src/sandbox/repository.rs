@@ -305,6 +305,20 @@ pub(crate) struct CommitsBack<'a> {
     /// and index are moved, the files left as they are; and no git runs there while the
     /// agent has made a repository of its own in it.
     pub shared_files: bool,
+    /// `sandbox.max_return`: the most the bundle may be.
+    pub limit: u64,
+}
+
+/// What an error of a sandbox that sent back more than `sandbox.max_return` says.
+pub(crate) const OVER_MAX_RETURN: &str = "more than `sandbox.max_return`";
+
+/// The error of `what` being more than `limit`: nothing of it was taken.
+fn over_max_return(what: &str, limit: u64) -> Error {
+    Error::sandbox(format!(
+        "the sandbox sent back {OVER_MAX_RETURN} ({}) of {what}: nothing of it was taken",
+        crate::values::format_size(limit)
+    ))
+    .with_hint("raise `sandbox.max_return` if the agent's work is meant to be that big")
 }
 
 /// What came back.
@@ -324,10 +338,14 @@ pub(crate) fn bring_commits(back: &CommitsBack<'_>) -> Result<Returned, Error> {
     let file = fs_err::File::create(&stream).map_err(|err| Error::sandbox(err.to_string()))?;
     let mut args = vec![back.branch];
     args.extend(back.known.iter().map(String::as_str));
-    let output = shell(back.channel, BUNDLE_SCRIPT, &args).output_to_file(file.into_parts().0);
+    let output = shell(back.channel, BUNDLE_SCRIPT, &args).output_to_file_capped(file.into_parts().0, back.limit);
     let result = output
         .map_err(|err| Error::sandbox(format!("cannot ask the sandbox for its commits: {err}")))
-        .and_then(|output| {
+        .and_then(|capped| {
+            if capped.over {
+                return Err(over_max_return("commits", back.limit));
+            }
+            let output = capped.output;
             if !output.success() {
                 return Err(Error::sandbox(format!(
                     "cannot read the sandbox's commits: {}",
@@ -506,18 +524,29 @@ rm -f "$index""#;
 /// The agent's uncommitted work, saved as `patch` on the host (written in `scratch` first, so
 /// no patch file or folder appears when there is nothing). `Ok(0)` when there is none; else how
 /// many files it touches.
-pub(crate) fn save_uncommitted(channel: &dyn Channel, tip: &str, scratch: &Path, patch: &Path) -> Result<usize, Error> {
+pub(crate) fn save_uncommitted(
+    channel: &dyn Channel,
+    tip: &str,
+    scratch: &Path,
+    patch: &Path,
+    limit: u64,
+) -> Result<usize, Error> {
     fs_err::create_dir_all(scratch).map_err(|err| Error::sandbox(err.to_string()))?;
     let incoming = scratch.join("uncommitted.patch");
     let file = fs_err::File::create(&incoming).map_err(|err| Error::sandbox(err.to_string()))?;
-    let output = shell(channel, PATCH_SCRIPT, &[tip])
-        .output_to_file(file.into_parts().0)
+    let capped = shell(channel, PATCH_SCRIPT, &[tip])
+        .output_to_file_capped(file.into_parts().0, limit)
         .map_err(|err| Error::sandbox(format!("cannot ask the sandbox for its uncommitted work: {err}")))?;
+    if capped.over {
+        let _ = std::fs::remove_file(&incoming);
+        return Err(over_max_return("uncommitted work", limit));
+    }
+    let output = capped.output;
     if !output.success() {
         let _ = std::fs::remove_file(&incoming);
         return Err(Error::sandbox(format!("cannot read the agent's uncommitted work: {}", last_line(&output.stderr))));
     }
-    let files = check_patch(&incoming);
+    let files = check_patch(&incoming, limit);
     if files.as_ref().is_ok_and(|files| *files == 0) {
         let _ = std::fs::remove_file(&incoming);
         return Ok(0);
@@ -534,18 +563,32 @@ pub(crate) fn save_uncommitted(channel: &dyn Channel, tip: &str, scratch: &Path,
 }
 
 /// Every path a patch names must be a plain relative path with no `.git` component (in any
-/// case): the patch is the agent's words. Returns how many files it touches.
-pub(crate) fn check_patch(patch: &Path) -> Result<usize, Error> {
+/// case): the patch is the agent's words. The files it writes whole (binary `literal` hunks)
+/// may add up to at most `limit` bytes, and it may touch at most `MAX_PATCH_FILES` files.
+/// Returns how many files it touches.
+pub(crate) fn check_patch(patch: &Path, limit: u64) -> Result<usize, Error> {
     let file = fs_err::File::open(patch).map_err(|err| Error::sandbox(err.to_string()))?;
     let mut files = 0;
+    let mut literal: u64 = 0;
     let refuse = |path: &str| {
         Error::sandbox(format!("the agent's uncommitted work names the path `{path}`, which eden does not apply"))
     };
     for line in std::io::BufReader::new(file).split(b'\n') {
         let line = line.map_err(|err| Error::sandbox(err.to_string()))?;
         let line = String::from_utf8_lossy(&line);
+        if let Some(size) = line.strip_prefix("literal ").or_else(|| line.strip_prefix("delta ")) {
+            literal = literal.saturating_add(size.trim().parse::<u64>().unwrap_or(u64::MAX));
+            if literal > limit {
+                return Err(over_max_return("binary files in its uncommitted work", limit));
+            }
+        }
         let paths: Vec<&str> = if let Some(rest) = line.strip_prefix("diff --git ") {
             files += 1;
+            if files > MAX_PATCH_FILES {
+                return Err(Error::sandbox(format!(
+                    "the agent's uncommitted work touches more than {MAX_PATCH_FILES} files, which eden does not apply"
+                )));
+            }
             match rest.split_once(" b/") {
                 Some((a, b)) => vec![a.strip_prefix("a/").unwrap_or(a), b],
                 None => return Err(refuse(rest)),
@@ -589,16 +632,28 @@ fn plain_path(path: &str) -> bool {
         })
 }
 
+/// The most files one patch of uncommitted work may touch.
+const MAX_PATCH_FILES: usize = 100_000;
+
 /// Apply a checked patch to the host worktree with git's own safety (`git apply` refuses paths
-/// beyond a symlink and outside the worktree).
-pub(crate) fn apply_patch(host_worktree: &Path, patch: &Path) -> Result<(), Error> {
-    Git::new(host_worktree)
-        .run(["apply".as_ref(), "--whitespace=nowarn".as_ref(), patch.as_os_str()])
-        .map(drop)
-        .map_err(|err| {
-            Error::sandbox(format!("cannot apply the agent's uncommitted work to the worktree: {}", err.message))
-                .with_hint(format!("the patch is kept at {}; apply it by hand with `git apply`", patch.display()))
-        })
+/// beyond a symlink and outside the worktree), no file it writes larger than `limit` (a binary
+/// delta may inflate far past its own size).
+pub(crate) fn apply_patch(host_worktree: &Path, patch: &Path, limit: u64) -> Result<(), Error> {
+    let apply = Git::new(host_worktree)
+        .command(["apply".as_ref(), "--whitespace=nowarn".as_ref(), patch.as_os_str()])
+        .file_size_limit(limit);
+    let applied = apply.output().map_err(|err| Error::sandbox(format!("cannot run `{apply}`: {err}")));
+    use std::os::unix::process::ExitStatusExt;
+    let failed = match applied {
+        Ok(output) if output.success() => return Ok(()),
+        Ok(output) if output.status.signal() == Some(nix::sys::signal::Signal::SIGXFSZ as i32) => {
+            format!("a file it writes would be {OVER_MAX_RETURN} ({})", crate::values::format_size(limit))
+        }
+        Ok(output) => last_line(&output.stderr).to_owned(),
+        Err(err) => err.message,
+    };
+    Err(Error::sandbox(format!("cannot apply the agent's uncommitted work to the worktree: {failed}"))
+        .with_hint(format!("the patch is kept at {}; apply it by hand with `git apply`", patch.display())))
 }
 
 /// Commits since `base` as a bundle, and every uncommitted change as a patch.
@@ -608,14 +663,22 @@ const SALVAGE_BUNDLE_SCRIPT: &str = r#"git bundle create -q - "refs/heads/$1" "^
 /// commits since `base` as `<patches>/<run>.salvaged.bundle`, everything uncommitted as
 /// `<run>.salvaged.patch`. Nothing is applied. Returns the files saved (none when there was
 /// nothing, or the sandbox could not be asked).
-pub(crate) fn salvage(channel: &dyn Channel, branch: &str, base: &str, patches: &Path, run_id: &str) -> Vec<PathBuf> {
+pub(crate) fn salvage(
+    channel: &dyn Channel,
+    branch: &str,
+    base: &str,
+    patches: &Path,
+    run_id: &str,
+    limit: u64,
+) -> Vec<PathBuf> {
     let _ = fs_err::create_dir_all(patches);
     let mut saved = Vec::new();
     let jobs = [(SALVAGE_BUNDLE_SCRIPT, "bundle", vec![branch, base]), (PATCH_SCRIPT, "patch", vec!["HEAD"])];
     for (script, extension, args) in jobs {
         let path = patches.join(format!("{run_id}.salvaged.{extension}"));
         let Ok(file) = std::fs::File::create(&path) else { continue };
-        let ok = shell(channel, script, &args).output_to_file(file).is_ok_and(|output| output.success());
+        let capped = shell(channel, script, &args).output_to_file_capped(file, limit);
+        let ok = capped.is_ok_and(|capped| !capped.over && capped.output.success());
         if ok && std::fs::metadata(&path).is_ok_and(|meta| meta.len() > 0) {
             saved.push(path);
         } else {
@@ -676,17 +739,27 @@ mod tests {
             "diff --git a/ok.txt b/ok.txt\nnew file mode 100644\n--- /dev/null\n+++ b/ok.txt\n@@ -0,0 +1 @@\n+x\n",
         )
         .unwrap();
-        assert_eq!(check_patch(&patch).unwrap(), 1);
+        assert_eq!(check_patch(&patch, 1 << 30).unwrap(), 1);
         std::fs::write(&patch, "diff --git a/x b/x\nrename from x\nrename to .git/hooks/post-checkout\n").unwrap();
-        assert!(check_patch(&patch).unwrap_err().message.contains(".git/hooks/post-checkout"));
+        assert!(check_patch(&patch, 1 << 30).unwrap_err().message.contains(".git/hooks/post-checkout"));
         std::fs::write(&patch, "diff --git a/a b/a\n--- a/a\n+++ b/../../escape\n").unwrap();
-        assert!(check_patch(&patch).is_err());
+        assert!(check_patch(&patch, 1 << 30).is_err());
         for state in [".eden/.env", ".EDEN/runs/x.json", ".eden./sessions/x"] {
             std::fs::write(&patch, format!("diff --git a/{state} b/{state}\nnew file mode 100644\n")).unwrap();
-            assert!(check_patch(&patch).unwrap_err().message.contains("eden's own folder"), "{state}");
+            assert!(check_patch(&patch, 1 << 30).unwrap_err().message.contains("eden's own folder"), "{state}");
         }
         std::fs::write(&patch, "diff --git a/x b/y\nrename from x\nrename to .eden/runs/last.json\n").unwrap();
-        assert!(check_patch(&patch).is_err());
+        assert!(check_patch(&patch, 1 << 30).is_err());
+    }
+
+    #[test]
+    fn a_patch_whose_binary_files_would_be_too_big_is_refused() {
+        let temp = tempfile::tempdir().unwrap();
+        let patch = temp.path().join("p.patch");
+        let bomb = "diff --git a/z.bin b/z.bin\nnew file mode 100644\nGIT binary patch\nliteral 4294967296\nzcmeIu0Sy2E00062\n\n";
+        std::fs::write(&patch, bomb).unwrap();
+        assert!(check_patch(&patch, 20 << 20).unwrap_err().message.contains(OVER_MAX_RETURN));
+        assert_eq!(check_patch(&patch, 8 << 30).unwrap(), 1, "within the limit it is taken");
     }
 
     #[test]

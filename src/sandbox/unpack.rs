@@ -9,6 +9,9 @@ use std::path::{Component, Path, PathBuf};
 
 const BLOCK: usize = 512;
 
+/// The most entries (files, folders, links, headers) one stream may hold.
+const MAX_ENTRIES: usize = 200_000;
+
 /// What one unpack did.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Unpacked {
@@ -22,6 +25,7 @@ pub struct Unpacked {
 /// of file contents.
 pub fn unpack(mut stream: impl Read, into: &Path, limit: u64) -> std::io::Result<Unpacked> {
     let mut done = Unpacked::default();
+    let mut entries = 0usize;
     let mut long_name: Option<Vec<u8>> = None;
     let mut header = [0u8; BLOCK];
     loop {
@@ -37,6 +41,10 @@ pub fn unpack(mut stream: impl Read, into: &Path, limit: u64) -> std::io::Result
             Some(name) => name,
             None => header_name(&header),
         };
+        entries += 1;
+        if entries > MAX_ENTRIES {
+            return Err(invalid("the sandbox's state has more entries than eden takes back"));
+        }
         match kind {
             // GNU long name, or a pax header whose `path` names the next entry.
             b'L' => long_name = Some(trim_nul(&read_data(&mut stream, size, 64 * 1024)?).to_vec()),

@@ -94,6 +94,14 @@ macro_rules! per_sandbox {
             fn a_run_cannot_rewrite_what_steers_it() {
                 super::a_run_cannot_rewrite_what_steers_it(stringify!($sandbox));
             }
+            #[test]
+            fn what_comes_back_is_bounded() {
+                super::what_comes_back_is_bounded(stringify!($sandbox));
+            }
+            #[test]
+            fn a_patch_bomb_is_refused() {
+                super::a_patch_bomb_is_refused(stringify!($sandbox));
+            }
         }
     )*};
 }
@@ -146,4 +154,66 @@ fn a_run_cannot_rewrite_what_steers_it(sandbox: &str) {
     assert!(run.error_text().contains("`.github/workflows/ci.yml`"), "{}", run.stderr);
     let unguarded = env.run_manifest(&manifest(sandbox, &script), &[]);
     unguarded.assert_code(0);
+}
+
+/// What comes back is bounded: a 60 MB commit against `max_return = "20m"` is refused as it
+/// streams (exit 6, naming `max_return`), nothing of it is fetched or merged, and the work stays
+/// in the sandbox's workspace for the person; so is 30 MB left uncommitted; and a patch that
+/// declares a file of 4 GiB (a fake `git` in the sandbox prints it) is refused unapplied.
+fn what_comes_back_is_bounded(sandbox: &str) {
+    if !ready(sandbox) {
+        return;
+    }
+    let env = TestEnv::new();
+    // `[loop]` follows `[sandbox]` in these manifests.
+    let capped = |script: &str| manifest(sandbox, script).replace("[loop]", "max_return = \"20m\"\n[loop]");
+    let big = "head -c 62914560 /dev/urandom > big.bin";
+    let before = env.git(&["rev-parse", "main"]);
+    let run = env.run_manifest(
+        &capped(&format!("{big} && git add big.bin && {COMMIT} big; echo '<promise>COMPLETE</promise>'")),
+        &[],
+    );
+    run.assert_code(6);
+    let error = run.error_text();
+    assert!(error.contains("more than `sandbox.max_return` (20 MiB) of commits"), "{error}");
+    assert!(error.contains("is kept"), "the work stays where the person can get it: {error}");
+    assert_eq!(env.git(&["rev-parse", "main"]), before, "nothing merged");
+    let objects = std::process::Command::new("du").args(["-sk"]).arg(env.repo.join(".git/objects")).output().unwrap();
+    let kib: u64 = String::from_utf8_lossy(&objects.stdout).split_whitespace().next().unwrap().parse().unwrap();
+    assert!(kib < 20 * 1024, "nothing of it was fetched: {kib} KiB of objects");
+    assert!(
+        !env.repo.join(".eden/patches").read_dir().is_ok_and(|mut dir| dir.next().is_some()),
+        "no salvage past the cap"
+    );
+    // Uncommitted, the same.
+    let run = env.run_manifest(&capped(&format!("{big}; echo '<promise>COMPLETE</promise>'")), &[]);
+    run.assert_code(6);
+    assert!(run.error_text().contains("more than `sandbox.max_return` (20 MiB) of uncommitted work"), "{}", run.stderr);
+    if sandbox != "isolated" {
+        crate::containers::remove_volumes_of(sandbox, &std::fs::canonicalize(&env.repo).unwrap());
+    } else {
+        let _ = env.eden(&["clean", "--force"]);
+    }
+}
+
+/// A patch bomb: the sandbox's own `git` (the agent, root in its container, can replace it)
+/// prints a patch declaring a 4 GiB file; it is refused before `git apply` sees it.
+fn a_patch_bomb_is_refused(sandbox: &str) {
+    if sandbox == "isolated" || !ready(sandbox) {
+        return;
+    }
+    let env = TestEnv::new();
+    let fake = env.root().join("fake");
+    std::fs::create_dir_all(&fake).unwrap();
+    std::fs::write(
+        fake.join("git"),
+        "#!/bin/sh\ncase \"$*\" in *--binary*) printf 'diff --git a/z.bin b/z.bin\\nnew file mode 100644\\nGIT binary patch\\nliteral 4294967296\\nzcmeIu0Sy2E00062\\n\\n'; exit 0;; esac\nexec /usr/bin/git \"$@\"\n",
+    )
+    .unwrap();
+    let script = "cp /fake/git /usr/local/bin/git && chmod 755 /usr/local/bin/git && echo x > loose.txt; echo '<promise>COMPLETE</promise>'";
+    let mounts = format!("mounts = [{{ host = \"{}\", sandbox = \"/fake\", read_only = true }}]", fake.display());
+    let manifest = crate::containers::manifest(sandbox, script, &mounts);
+    let run = env.run_manifest(&manifest, &[]);
+    run.assert_code(6);
+    assert!(run.error_text().contains("binary files in its uncommitted work"), "{}", run.stderr);
 }
