@@ -85,15 +85,26 @@ pub struct LoopEnd {
 pub async fn run(plan: &Plan, options: &RunOptions, reporters: Vec<Box<dyn Reporter>>) -> RunResult {
     let (mut run, pre) = match Run::prepare(plan, options, reporters) {
         Ok(prepared) => prepared,
-        Err(error) => return RunResult { record: None, error: Some(error) },
+        Err(error) => return RunResult { record: None, error: Some(interrupted_instead(error)) },
     };
     let workspace = match run.open_workspace(pre) {
         Ok(workspace) => workspace,
-        Err(error) => return run.refused(error),
+        Err(error) => return run.refused(interrupted_instead(error)),
     };
     let mut sandbox = None;
-    let outcome = run.start(&workspace, &mut sandbox).await;
+    let outcome = run.start(&workspace, &mut sandbox).await.map_err(interrupted_instead);
     run.teardown(workspace, sandbox, outcome).await
+}
+
+/// An error that follows a signal (a helper command, an engine call, a lock wait eden stopped
+/// because of it) is the interruption: exit 130, 143 or 129, whatever the step said.
+fn interrupted_instead(error: Error) -> Error {
+    match crate::process::signal_received() {
+        Some(signal) if !matches!(error.kind, crate::error::ErrorKind::Interrupted { .. }) => {
+            Error::interrupted(signal)
+        }
+        _ => error,
+    }
 }
 
 /// One run's context, carried through its phases. What a phase makes (the preflight, the
@@ -324,6 +335,8 @@ impl<'p> Run<'p> {
         outcome: Result<LoopEnd, Error>,
     ) -> RunResult {
         self.journal.phase(RunPhase::Closing);
+        // The end is made whatever happened: only a further signal cuts its steps short.
+        crate::process::rearm_signals();
         let outcome = self.close_hooks(sandbox.as_deref(), outcome).await;
         let outcome = self.close_sandbox(&workspace, sandbox, outcome);
         self.remove_unchanged_copies(&workspace);

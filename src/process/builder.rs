@@ -33,6 +33,11 @@ pub struct ProcessBuilder {
     clear_env: bool,
     /// The most bytes any one file it writes may hold (`RLIMIT_FSIZE`).
     file_size_limit: Option<u64>,
+    /// Run to completion (`output` and the like): stopped, with its process group, past this.
+    timeout: Option<std::time::Duration>,
+    /// Cleaning up (removing a sandbox): a signal already received does not stop it, a further
+    /// one does.
+    finishing: bool,
 }
 
 /// What `output_to_file_capped` did: the command's result, the bytes written, and whether it
@@ -69,6 +74,8 @@ impl ProcessBuilder {
             contained: false,
             clear_env: false,
             file_size_limit: None,
+            timeout: None,
+            finishing: false,
         }
     }
 
@@ -130,6 +137,20 @@ impl ProcessBuilder {
     /// the command gets SIGXFSZ).
     pub fn file_size_limit(mut self, bytes: u64) -> Self {
         self.file_size_limit = Some(bytes);
+        self
+    }
+
+    /// Run to completion (`output`, `output_to_file`, `pipe_into`) within `timeout`, else stopped
+    /// with its whole process group (a signal to eden stops it in any case).
+    pub fn timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// A clean-up that must run after Ctrl-C too (removing what a run made): only a signal that
+    /// comes while it runs stops it.
+    pub fn finishing(mut self) -> Self {
+        self.finishing = true;
         self
     }
 
@@ -224,16 +245,22 @@ impl ProcessBuilder {
         });
         command.stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child = command.spawn()?;
-        if let (Stdin::Bytes(bytes), Some(mut stdin)) = (&self.stdin, child.stdin.take()) {
+        let stdin = child.stdin.take();
+        let stdout = super::watch::Drained::start(child.stdout.take().expect("stdout is piped"), u64::MAX);
+        let stderr = super::watch::Drained::start(child.stderr.take().expect("stderr is piped"), u64::MAX);
+        let watched = super::watch::Watched::new(child, self.timeout, self.finishing);
+        if let (Stdin::Bytes(bytes), Some(mut stdin)) = (&self.stdin, stdin) {
             use std::io::Write;
-            let _ = stdin.write_all(bytes);
+            // On a thread: a child that does not read its stdin must not hold eden here.
+            let bytes = bytes.clone();
+            std::thread::spawn(move || {
+                let _ = stdin.write_all(&bytes);
+            });
         }
-        let output = child.wait_with_output()?;
-        Ok(Output {
-            status: output.status,
-            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        })
+        let status = watched.wait()?;
+        let text = |bytes: Vec<u8>| String::from_utf8_lossy(&bytes).into_owned();
+        let patience = std::time::Duration::from_secs(2);
+        Ok(Output { status, stdout: text(stdout.take(patience)), stderr: text(stderr.take(patience)) })
     }
 
     /// Run to completion with stdout written to `file` as it comes (bytes, any size: a git
@@ -242,54 +269,50 @@ impl ProcessBuilder {
         use std::os::unix::process::CommandExt;
         let mut command = self.command();
         command.process_group(0).stdin(Stdio::null()).stdout(file).stderr(Stdio::piped());
-        let output = command.spawn()?.wait_with_output()?;
-        Ok(Output {
-            status: output.status,
-            stdout: String::new(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        })
+        let mut child = command.spawn()?;
+        let stderr = super::watch::Drained::start(child.stderr.take().expect("stderr is piped"), 1 << 20);
+        let status = super::watch::Watched::new(child, self.timeout, self.finishing).wait()?;
+        let stderr = stderr.take(std::time::Duration::from_secs(2));
+        Ok(Output { status, stdout: String::new(), stderr: String::from_utf8_lossy(&stderr).into_owned() })
     }
 
     /// `output_to_file`, at most `limit` bytes of it: past that the command's process group is
     /// killed and `Capped` says so (what was written stays in `file` for the caller to remove).
     /// The count is kept as the bytes arrive, so nothing past the limit is ever written.
-    pub fn output_to_file_capped(&self, mut file: std::fs::File, limit: u64) -> std::io::Result<Capped> {
+    pub fn output_to_file_capped(&self, file: std::fs::File, limit: u64) -> std::io::Result<Capped> {
         use std::io::{Read, Write};
         use std::os::unix::process::CommandExt;
         let mut command = self.command();
         command.process_group(0).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child = command.spawn()?;
-        let mut stderr = child.stderr.take().expect("stderr is piped");
-        let errors = std::thread::spawn(move || {
-            let mut text = Vec::new();
-            let _ = (&mut stderr).take(1 << 20).read_to_end(&mut text);
-            let _ = std::io::copy(&mut stderr, &mut std::io::sink());
-            text
-        });
+        let group = nix::unistd::Pid::from_raw(child.id() as i32);
+        let stderr = super::watch::Drained::start(child.stderr.take().expect("stderr is piped"), 1 << 20);
         let mut stdout = child.stdout.take().expect("stdout is piped");
-        let (mut total, mut over) = (0u64, false);
-        let mut buffer = vec![0u8; 64 * 1024];
-        loop {
-            let read = match stdout.read(&mut buffer) {
-                Ok(0) => break,
-                Ok(read) => read,
-                Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(err) => return Err(err),
-            };
-            if total + read as u64 > limit {
-                over = true;
-                let group = nix::unistd::Pid::from_raw(child.id() as i32);
-                let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
-                break;
+        // Counted as it arrives, on a thread of its own: past `limit` the group is killed.
+        let copier = std::thread::spawn(move || -> std::io::Result<(u64, bool)> {
+            let mut file = file;
+            let mut total = 0u64;
+            let mut buffer = vec![0u8; 64 * 1024];
+            loop {
+                let read = match stdout.read(&mut buffer) {
+                    Ok(0) => return Ok((total, false)),
+                    Ok(read) => read,
+                    Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(err) => return Err(err),
+                };
+                if total + read as u64 > limit {
+                    let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
+                    return Ok((total, true));
+                }
+                file.write_all(&buffer[..read])?;
+                total += read as u64;
             }
-            file.write_all(&buffer[..read])?;
-            total += read as u64;
-        }
-        drop(stdout);
-        let status = child.wait()?;
-        let stderr = errors.join().unwrap_or_default();
+        });
+        let status = super::watch::Watched::new(child, self.timeout, self.finishing).wait()?;
+        let (bytes, over) = copier.join().map_err(|_| std::io::Error::other("the copy panicked"))??;
+        let stderr = stderr.take(std::time::Duration::from_secs(2));
         let output = Output { status, stdout: String::new(), stderr: String::from_utf8_lossy(&stderr).into_owned() };
-        Ok(Capped { output, bytes: total, over })
+        Ok(Capped { output, bytes, over })
     }
 
     /// Run this command with its stdout piped into `consumer`'s stdin (`tar -c … | docker exec
@@ -311,10 +334,15 @@ impl ProcessBuilder {
         });
         let mut command = consumer.command();
         command.process_group(0).stdin(Stdio::from(pipe)).stdout(Stdio::piped()).stderr(Stdio::piped());
-        let consumed = match command.spawn() {
-            Ok(child) => child.wait_with_output(),
-            Err(err) => Err(err),
-        };
+        let producer_group = producer.id() as i32;
+        let consumed = command.spawn().and_then(|mut child| {
+            let stdout = super::watch::Drained::start(child.stdout.take().expect("stdout is piped"), u64::MAX);
+            let stderr = super::watch::Drained::start(child.stderr.take().expect("stderr is piped"), 1 << 20);
+            let watched = super::watch::Watched::new(child, self.timeout, self.finishing).with_group(producer_group);
+            let status = watched.wait()?;
+            let patience = std::time::Duration::from_secs(2);
+            Ok(std::process::Output { status, stdout: stdout.take(patience), stderr: stderr.take(patience) })
+        });
         if !consumed.as_ref().is_ok_and(|output| output.status.success()) {
             let _ = producer.kill();
         }

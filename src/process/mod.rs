@@ -12,10 +12,14 @@ mod lines;
 mod liveness;
 mod signals;
 mod supervise;
+mod watch;
 
 pub use builder::{Output, ProcessBuilder, Stdin};
 pub use group::GroupGuard;
 pub use lines::{sandbox_note, LineSplitter, Tail};
 pub use liveness::ProcessStamp;
-pub use signals::{deliver_to as deliver_signals_to, flag as signal_flag, listen as listen_for_signals};
+pub use signals::{
+    deliver_to as deliver_signals_to, flag as signal_flag, listen as listen_for_signals, rearm as rearm_signals,
+    received as signal_received, stopping,
+};
 pub use supervise::{supervise, Abort, Flow, Handlers, Inside, Outcome, OutputTails, Stopping, Watchdogs};

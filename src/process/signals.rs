@@ -3,8 +3,56 @@
 //! bumps a counter; a second one means "kill now".
 
 use super::Abort;
+use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::watch;
+
+/// The first signal eden received (0: none yet), and how many: set from the signal handler
+/// itself, so code that blocks the async runtime's thread (a helper command, a lock wait) sees
+/// a signal at once (`received`, `count`).
+static FIRST: AtomicI32 = AtomicI32::new(0);
+static COUNT: AtomicU32 = AtomicU32::new(0);
+
+/// Only atomic operations: async-signal-safe.
+fn note(signal: i32) {
+    let _ = FIRST.compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst);
+    COUNT.fetch_add(1, Ordering::SeqCst);
+}
+
+/// The first SIGINT, SIGTERM or SIGHUP eden received, if any.
+pub fn received() -> Option<i32> {
+    let signal = FIRST.load(Ordering::SeqCst);
+    (signal != 0).then_some(signal)
+}
+
+/// How many of them eden has received.
+pub fn count() -> u32 {
+    COUNT.load(Ordering::SeqCst)
+}
+
+/// How many signals had come when what eden does now began (`rearm`).
+static BASELINE: AtomicU32 = AtomicU32::new(0);
+
+/// Is what eden does now to stop? A signal came since it began: at first any signal; after
+/// `rearm` (a run's teardown, which Ctrl-C starts) only a further one.
+pub fn stopping() -> bool {
+    count() > BASELINE.load(Ordering::SeqCst)
+}
+
+/// From here on only a signal that comes from now stops what eden does (`stopping`).
+pub fn rearm() {
+    BASELINE.store(count(), Ordering::SeqCst);
+}
+
+/// Note every SIGINT, SIGTERM and SIGHUP in `FIRST` and `COUNT`, beside whatever else handles
+/// them.
+fn note_all() -> std::io::Result<()> {
+    for signal in [libc_signal::SIGINT, libc_signal::SIGTERM, libc_signal::SIGHUP] {
+        // SAFETY: `note` only does atomic operations, which are async-signal-safe.
+        unsafe { signal_hook_registry::register(signal, move || note(signal)) }?;
+    }
+    Ok(())
+}
 
 /// Start listening. From here on SIGINT/SIGTERM no longer end eden by default: they are
 /// requests the run honours at its next safe point.
@@ -13,6 +61,7 @@ pub fn listen() -> std::io::Result<watch::Receiver<Option<Abort>>> {
     let mut terminate = signal(SignalKind::terminate())?;
     // The terminal went away (an ssh session dropped): stop as for Ctrl-C, exit 129.
     let mut hangup = signal(SignalKind::hangup())?;
+    note_all()?;
     let (sender, receiver) = watch::channel(None);
     tokio::spawn(async move {
         let mut count = 0;
@@ -42,22 +91,15 @@ mod libc_signal {
 /// so far, if any.
 pub fn flag() -> fn() -> Option<i32> {
     use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
-    use std::sync::atomic::{AtomicI32, Ordering};
-    static RECEIVED: AtomicI32 = AtomicI32::new(0);
     extern "C" fn record(signal: i32) {
-        // Only an atomic store: async-signal-safe.
-        let _ = RECEIVED.compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst);
+        note(signal);
     }
     let action = SigAction::new(SigHandler::Handler(record), SaFlags::SA_RESTART, SigSet::empty());
     for signal in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
         // SAFETY: the handler only stores to an atomic.
         let _ = unsafe { sigaction(signal, &action) };
     }
-    fn check() -> Option<i32> {
-        let signal = RECEIVED.load(Ordering::SeqCst);
-        (signal != 0).then_some(signal)
-    }
-    check
+    received
 }
 
 /// For a coordinator of several eden processes (`eden run A.toml B.toml`): block SIGINT,

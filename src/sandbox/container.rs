@@ -329,7 +329,10 @@ pub fn start(request: &ContainerRequest<'_>) -> Result<Box<dyn SandboxHandle>, E
     let run = run_command(request, &name, &eden, &labels).inspect_err(|_| {
         let _ = remove_volume(target, &name);
     })?;
-    let output = engine::run(run.command.clone()).inspect_err(|_| {
+    // Not cut short by Ctrl-C (the engine would make the container all the same, after eden
+    // looked): a quick call, bounded by its timeout, and a further signal still stops it.
+    let output = engine::run(run.command.clone().finishing()).inspect_err(|_| {
+        let _ = remove(target, &name);
         let _ = remove_volume(target, &name);
     })?;
     let mut container = Container {
@@ -632,6 +635,7 @@ impl SandboxHandle for Container {
     }
 
     fn prepare(&self, command: ProcessBuilder) -> Result<Prepared, Error> {
+        self.ledger.note_used();
         let mut command = command;
         let stdin = command.take_stdin();
         let program = if carry::runs_eden(&command) {
@@ -924,7 +928,7 @@ pub fn list_volumes(target: &Target, repo: Option<&Path>) -> Result<Vec<(String,
 
 /// Remove a container, running or not. Gone already is fine.
 pub fn remove(target: &Target, name: &str) -> Result<(), Error> {
-    let output = engine::run(target.command().args(["rm", "-f", name]))?;
+    let output = engine::run(target.command().args(["rm", "-f", name]).finishing())?;
     if output.success() || output.stderr.to_lowercase().contains("no such container") {
         return Ok(());
     }
@@ -933,7 +937,7 @@ pub fn remove(target: &Target, name: &str) -> Result<(), Error> {
 
 /// Remove a workspace volume. Gone already is fine.
 pub fn remove_volume(target: &Target, name: &str) -> Result<(), Error> {
-    let output = engine::run(target.command().args(["volume", "rm", "-f", name]))?;
+    let output = engine::run(target.command().args(["volume", "rm", "-f", name]).finishing())?;
     let stderr = output.stderr.to_lowercase();
     if output.success() || stderr.contains("no such volume") || stderr.contains("no volume with name") {
         return Ok(());

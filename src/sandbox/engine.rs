@@ -160,6 +160,7 @@ fn podman_connection_uri(name: &str) -> Result<String, Error> {
 
 /// Run an engine command to completion; not starting at all is a sandbox error.
 pub fn run(command: ProcessBuilder) -> Result<Output, Error> {
+    let command = command.timeout(super::ENGINE_CALL);
     command.output().map_err(|err| Error::sandbox(format!("cannot run `{command}`: {err}")))
 }
 

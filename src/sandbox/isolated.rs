@@ -213,6 +213,7 @@ impl SandboxHandle for Isolated {
     }
 
     fn prepare(&self, command: ProcessBuilder) -> Result<Prepared, Error> {
+        self.ledger.note_used();
         let mut command = command;
         // The working directory moves from the worktree to the same place in the copy.
         if let Some(cwd) = command.get_cwd().map(Path::to_path_buf) {

@@ -24,6 +24,8 @@ pub(crate) struct Ledger {
     limit: u64,
     /// Bringing work back found more than `limit`: the sandbox's workspace is to be kept.
     over: std::sync::atomic::AtomicBool,
+    /// A command of the run's ran in the sandbox: until then there is nothing to bring back.
+    used: std::sync::atomic::AtomicBool,
 }
 
 impl Ledger {
@@ -39,7 +41,13 @@ impl Ledger {
             known: Mutex::new(vec![base]),
             limit: site.max_return,
             over: std::sync::atomic::AtomicBool::new(false),
+            used: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// A command of the run's is about to run in the sandbox.
+    pub fn note_used(&self) {
+        self.used.store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// `sandbox.max_return`: the most one iteration may send back.
@@ -103,6 +111,10 @@ impl Ledger {
     /// worked in the worktree's own files). If any of it fails, what the sandbox holds is
     /// saved first and the error says where. Returns a note for the display, if any.
     pub fn bring_home(&self, channel: &dyn Channel, shared_files: bool) -> Result<Option<String>, Error> {
+        // Seeded and nothing run in it (a start cut short): nothing to bring back, no time lost.
+        if !self.used.load(std::sync::atomic::Ordering::SeqCst) {
+            return Ok(None);
+        }
         let brought = self.sync(channel, None, shared_files).and_then(|()| match shared_files {
             true => Ok(None),
             false => self.bring_uncommitted(channel),

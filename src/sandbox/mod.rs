@@ -69,6 +69,14 @@ pub struct RunSite {
     pub max_return: u64,
 }
 
+/// The longest one of eden's own commands in a sandbox (seeding it, bringing work back, a
+/// salvage) may take; then it is stopped, with everything it started.
+pub const SANDBOX_STEP: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// The longest one call of an engine's or a cluster's client (`docker run`, `kubectl get`, …)
+/// may take, on this machine or over a network.
+pub const ENGINE_CALL: std::time::Duration = std::time::Duration::from_secs(300);
+
 /// What one iteration may send back from a sandbox when the manifest does not say
 /// (`sandbox.max_return`), and what a killed run's salvage may take.
 pub const DEFAULT_MAX_RETURN: u64 = 2 << 30;

@@ -97,6 +97,7 @@ impl Kube {
 }
 
 fn run(command: ProcessBuilder) -> Result<crate::process::Output, Error> {
+    let command = command.timeout(super::ENGINE_CALL);
     command.output().map_err(|err| Error::sandbox(format!("cannot run `{command}`: {err}")))
 }
 
@@ -325,6 +326,9 @@ impl Pod {
     fn wait_running(&self, timeout: std::time::Duration) -> Result<String, Error> {
         let started = std::time::Instant::now();
         loop {
+            if crate::process::stopping() {
+                return Err(Error::interrupted(crate::process::signal_received().unwrap_or(2)));
+            }
             let got = run(self.kube.command().args(["get", "pod", &self.name, "-o", "json"]))?;
             let pod: serde_json::Value = serde_json::from_str(&got.stdout).unwrap_or_default();
             let phase = pod["status"]["phase"].as_str().unwrap_or("");
@@ -478,7 +482,7 @@ fn mark() -> Result<String, Error> {
 
 /// Delete a pod now (its processes killed at once). Gone already is fine.
 fn delete_pod(kube: &Kube, name: &str) -> Result<(), Error> {
-    let output = run(kube.command().args([
+    let output = run(kube.command().finishing().args([
         "delete",
         "pod",
         name,
@@ -528,6 +532,7 @@ impl SandboxHandle for Pod {
     }
 
     fn prepare(&self, command: ProcessBuilder) -> Result<Prepared, Error> {
+        self.ledger.note_used();
         let mut command = command;
         let stdin = command.take_stdin();
         if carry::runs_eden(&command) {

@@ -41,12 +41,13 @@ pub(crate) trait Channel {
 
 /// `sh -c SCRIPT sh ARGS...` in the sandbox's workspace, with git settings of its own: no
 /// background maintenance (eden ends what a command leaves running), no prompts, no quoting of
-/// non-ASCII paths.
+/// non-ASCII paths, no system or global configuration; stopped after `SANDBOX_STEP`.
 fn shell(channel: &dyn Channel, script: &str, args: &[&str]) -> ProcessBuilder {
     let command = ProcessBuilder::new("sh").args(["-c", script, "sh"]).args(args).cwd(channel.workspace());
+    let command = command.env("GIT_CONFIG_NOSYSTEM", "1").env("GIT_CONFIG_GLOBAL", "/dev/null");
     let command = crate::git::with_config(command, &crate::git::NO_BACKGROUND_WORK);
     let command = crate::git::with_config(command, &[("core.quotePath", "false")]);
-    channel.inside(command.env("GIT_TERMINAL_PROMPT", "0").env("LC_ALL", "C"))
+    channel.inside(command.env("GIT_TERMINAL_PROMPT", "0").env("LC_ALL", "C")).timeout(super::SANDBOX_STEP)
 }
 
 /// What seeding needs from the host.
@@ -274,9 +275,45 @@ fn exclude(host: &Git) -> Result<String, Error> {
     Ok(text)
 }
 
+/// First in every script of eden's that reads the sandbox's repository once the agent has had it:
+/// the repository's own config (the agent's to write: an `include` of a FIFO would hang eden's
+/// git, an `fsmonitor` would run its program) is set aside for a config of eden's (the object
+/// format read from the agent's file without following its includes; the checks that fit copied
+/// files), and put back when the script ends. A config that is not a plain file is not read.
+macro_rules! with_eden_config {
+    ($script:expr) => {
+        concat!(
+            r#"g=.git
+if [ -f .git ] && [ ! -L .git ]; then g=$(sed -n 's/^gitdir: //p' .git | head -n 1); fi
+if [ -n "$g" ] && [ -d "$g" ]; then
+  if [ ! -e "$g/config.eden-agent" ] && { [ -e "$g/config" ] || [ -L "$g/config" ]; }; then mv -f "$g/config" "$g/config.eden-agent"; fi
+  format=sha1
+  if [ -f "$g/config.eden-agent" ] && [ ! -L "$g/config.eden-agent" ]; then
+    format=$(git config --no-includes --file "$g/config.eden-agent" --get extensions.objectformat 2>/dev/null) || format=sha1
+  fi
+  case $format in sha1|sha256) ;; *) format=sha1;; esac
+  if [ $format = sha1 ]; then version=0; else version=1; fi
+  printf '[core]
+	repositoryformatversion = %s
+	bare = false
+	checkStat = minimal
+	trustctime = false
+' $version > "$g/config"
+  [ $format = sha1 ] || printf '[extensions]
+	objectformat = %s
+' $format >> "$g/config"
+  trap 'mv -f "$g/config.eden-agent" "$g/config" 2>/dev/null' EXIT
+fi
+"#,
+            $script
+        )
+    };
+}
+
 /// Prints `tip <id>` for the branch (or `missing`), then, when the host lacks commits, a bundle
 /// of them: everything reachable from the tip but not from what the host already has.
-const BUNDLE_SCRIPT: &str = r#"branch=$1
+const BUNDLE_SCRIPT: &str = with_eden_config!(
+    r#"branch=$1
 shift
 tip=$(git rev-parse -q --verify "refs/heads/$branch^{commit}") || { echo missing; exit 0; }
 printf 'tip %s\n' "$tip"
@@ -287,7 +324,8 @@ exclude=
 for known in "$@"; do
   if git cat-file -e "$known^{commit}" 2>/dev/null; then exclude="$exclude ^$known"; fi
 done
-exec git bundle create -q - "refs/heads/$branch" $exclude"#;
+git bundle create -q - "refs/heads/$branch" $exclude"#
+);
 
 /// How the host learns what the sandbox committed.
 pub(crate) struct CommitsBack<'a> {
@@ -513,13 +551,15 @@ fn short(commit: &str) -> &str {
 
 /// Prints a binary diff of everything the agent left uncommitted (tracked and untracked, what
 /// its git ignores aside) against the commit the host has, through a scratch index.
-pub(crate) const PATCH_SCRIPT: &str = r#"set -e
+pub(crate) const PATCH_SCRIPT: &str = with_eden_config!(
+    r#"set -e
 index="$(git rev-parse --git-dir)/eden-patch-index"
 cp "$(git rev-parse --git-path index)" "$index" 2>/dev/null || :
 export GIT_INDEX_FILE="$index"
 git add -A .
 git diff --cached --binary --full-index --no-color --no-ext-diff --no-textconv --no-renames "$1" --
-rm -f "$index""#;
+rm -f "$index""#
+);
 
 /// The agent's uncommitted work, saved as `patch` on the host (written in `scratch` first, so
 /// no patch file or folder appears when there is nothing). `Ok(0)` when there is none; else how
@@ -657,7 +697,7 @@ pub(crate) fn apply_patch(host_worktree: &Path, patch: &Path, limit: u64) -> Res
 }
 
 /// Commits since `base` as a bundle, and every uncommitted change as a patch.
-const SALVAGE_BUNDLE_SCRIPT: &str = r#"git bundle create -q - "refs/heads/$1" "^$2""#;
+const SALVAGE_BUNDLE_SCRIPT: &str = with_eden_config!(r#"git bundle create -q - "refs/heads/$1" "^$2""#);
 
 /// Save what a sandbox holds that did not come back, as data for the person: the branch's
 /// commits since `base` as `<patches>/<run>.salvaged.bundle`, everything uncommitted as

@@ -41,6 +41,7 @@ mod review;
 mod sessions;
 mod signals;
 mod steps;
+mod stopping;
 mod storage;
 mod strategies;
 mod structure;
