@@ -14,6 +14,7 @@ use super::prompt;
 use super::sandbox_plan::resolve_sandbox;
 pub use super::sandbox_plan::{
     AgentStateMount, AllowEntry, ContainerPlan, Engine, EngineHost, IsolatedPlan, MountPlan, PodPlan, SandboxPlan,
+    DEFAULT_MAX_RETURN,
 };
 use super::schema::*;
 pub use crate::agent::AgentPlan;

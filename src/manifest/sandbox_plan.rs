@@ -444,10 +444,14 @@ pub(super) fn resolve_sandbox(section: &SandboxSection, source: &Source) -> Resu
     })))
 }
 
+/// What one iteration may send back from a sandbox when the manifest does not say
+/// (`sandbox.max_return`), and what a killed run's salvage may take.
+pub const DEFAULT_MAX_RETURN: u64 = 2 << 30;
+
 /// `sandbox.max_return`: at least 1 MiB (default `DEFAULT_MAX_RETURN`).
 fn resolve_max_return(section: &SandboxSection, source: &Source, path: &KeyPath) -> Result<u64, Error> {
     match section.max_return {
-        None => Ok(crate::sandbox::DEFAULT_MAX_RETURN),
+        None => Ok(DEFAULT_MAX_RETURN),
         Some(size) if size.0 >= 1 << 20 => Ok(size.0),
         Some(size) => Err(source
             .error_at(&path.child("max_return"), format!("`sandbox.max_return` is {} bytes, less than 1 MiB", size.0))

@@ -77,9 +77,7 @@ pub const SANDBOX_STEP: std::time::Duration = std::time::Duration::from_secs(600
 /// may take, on this machine or over a network.
 pub const ENGINE_CALL: std::time::Duration = std::time::Duration::from_secs(300);
 
-/// What one iteration may send back from a sandbox when the manifest does not say
-/// (`sandbox.max_return`), and what a killed run's salvage may take.
-pub const DEFAULT_MAX_RETURN: u64 = 2 << 30;
+pub use crate::manifest::plan::DEFAULT_MAX_RETURN;
 
 /// Where a container or an isolated sandbox sees the run's proxy folder.
 pub const PROXY_INSIDE: &str = "/run/eden-proxy";

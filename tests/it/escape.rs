@@ -244,8 +244,11 @@ fn nothing_escapes(sandbox: &str) {
     let (host_marks, inside_marks) = marks(&world);
     assert!(host_marks.is_empty(), "payloads ran on the host: {host_marks:?} (inside: {inside_marks:?})");
     if sandbox != "isolated" {
-        // They did run, inside (the container can write the marks folder).
-        assert!(inside_marks.iter().any(|mark| mark.starts_with("filter-clean-")), "{inside_marks:?}");
+        // They did run, inside (the container can write the marks folder): the agent's own git
+        // ran its fsmonitor. eden's own git there reads a config of eden's: it ran none of them
+        // (the clean filter would run in its `git add -A`).
+        assert!(!inside_marks.is_empty(), "no payload ran at all: the test proves nothing");
+        assert!(!inside_marks.iter().any(|mark| mark.starts_with("filter-")), "{inside_marks:?}");
     }
     assert_eq!(tree_digest(&world.claude), claude_before, "the person's agent state is untouched");
     assert_eq!(std::fs::read_to_string(env.repo.join("conf/app.toml")).unwrap(), "key = 1\n");
