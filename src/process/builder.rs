@@ -246,8 +246,6 @@ impl ProcessBuilder {
         command.stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child = command.spawn()?;
         let stdin = child.stdin.take();
-        let stdout = super::watch::Drained::start(child.stdout.take().expect("stdout is piped"), u64::MAX);
-        let stderr = super::watch::Drained::start(child.stderr.take().expect("stderr is piped"), u64::MAX);
         let watched = super::watch::Watched::new(child, self.timeout, self.finishing);
         if let (Stdin::Bytes(bytes), Some(mut stdin)) = (&self.stdin, stdin) {
             use std::io::Write;
@@ -257,10 +255,12 @@ impl ProcessBuilder {
                 let _ = stdin.write_all(&bytes);
             });
         }
-        let status = watched.wait()?;
-        let text = |bytes: Vec<u8>| String::from_utf8_lossy(&bytes).into_owned();
-        let patience = std::time::Duration::from_secs(2);
-        Ok(Output { status, stdout: text(stdout.take(patience)), stderr: text(stderr.take(patience)) })
+        let output = watched.wait()?;
+        Ok(Output {
+            status: output.status,
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        })
     }
 
     /// Run to completion with stdout written to `file` as it comes (bytes, any size: a git
@@ -269,11 +269,12 @@ impl ProcessBuilder {
         use std::os::unix::process::CommandExt;
         let mut command = self.command();
         command.process_group(0).stdin(Stdio::null()).stdout(file).stderr(Stdio::piped());
-        let mut child = command.spawn()?;
-        let stderr = super::watch::Drained::start(child.stderr.take().expect("stderr is piped"), 1 << 20);
-        let status = super::watch::Watched::new(child, self.timeout, self.finishing).wait()?;
-        let stderr = stderr.take(std::time::Duration::from_secs(2));
-        Ok(Output { status, stdout: String::new(), stderr: String::from_utf8_lossy(&stderr).into_owned() })
+        let output = super::watch::Watched::new(command.spawn()?, self.timeout, self.finishing).wait()?;
+        Ok(Output {
+            status: output.status,
+            stdout: String::new(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        })
     }
 
     /// `output_to_file`, at most `limit` bytes of it: past that the command's process group is
@@ -286,7 +287,6 @@ impl ProcessBuilder {
         command.process_group(0).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child = command.spawn()?;
         let group = nix::unistd::Pid::from_raw(child.id() as i32);
-        let stderr = super::watch::Drained::start(child.stderr.take().expect("stderr is piped"), 1 << 20);
         let mut stdout = child.stdout.take().expect("stdout is piped");
         // Counted as it arrives, on a thread of its own: past `limit` the group is killed.
         let copier = std::thread::spawn(move || -> std::io::Result<(u64, bool)> {
@@ -308,10 +308,10 @@ impl ProcessBuilder {
                 total += read as u64;
             }
         });
-        let status = super::watch::Watched::new(child, self.timeout, self.finishing).wait()?;
+        let waited = super::watch::Watched::new(child, self.timeout, self.finishing).wait()?;
         let (bytes, over) = copier.join().map_err(|_| std::io::Error::other("the copy panicked"))??;
-        let stderr = stderr.take(std::time::Duration::from_secs(2));
-        let output = Output { status, stdout: String::new(), stderr: String::from_utf8_lossy(&stderr).into_owned() };
+        let stderr = String::from_utf8_lossy(&waited.stderr).into_owned();
+        let output = Output { status: waited.status, stdout: String::new(), stderr };
         Ok(Capped { output, bytes, over })
     }
 
@@ -335,13 +335,8 @@ impl ProcessBuilder {
         let mut command = consumer.command();
         command.process_group(0).stdin(Stdio::from(pipe)).stdout(Stdio::piped()).stderr(Stdio::piped());
         let producer_group = producer.id() as i32;
-        let consumed = command.spawn().and_then(|mut child| {
-            let stdout = super::watch::Drained::start(child.stdout.take().expect("stdout is piped"), u64::MAX);
-            let stderr = super::watch::Drained::start(child.stderr.take().expect("stderr is piped"), 1 << 20);
-            let watched = super::watch::Watched::new(child, self.timeout, self.finishing).with_group(producer_group);
-            let status = watched.wait()?;
-            let patience = std::time::Duration::from_secs(2);
-            Ok(std::process::Output { status, stdout: stdout.take(patience), stderr: stderr.take(patience) })
+        let consumed = command.spawn().and_then(|child| {
+            super::watch::Watched::new(child, self.timeout, self.finishing).with_group(producer_group).wait()
         });
         if !consumed.as_ref().is_ok_and(|output| output.status.success()) {
             let _ = producer.kill();

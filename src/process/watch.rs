@@ -5,8 +5,7 @@
 //! at once and says which. So eden answers Ctrl-C within a moment in every phase, and nothing an
 //! agent made (a FIFO a git reads, an engine that never answers) can hold it for ever.
 
-use std::io::Read;
-use std::process::{Child, ExitStatus};
+use std::process::{Child, Output};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -31,7 +30,7 @@ pub fn stopped(kind: std::io::ErrorKind, timeout: Option<Duration>) -> std::io::
 /// A spawned command (the leader of its own process group) being watched.
 pub struct Watched {
     group: i32,
-    exited: mpsc::Receiver<std::io::Result<ExitStatus>>,
+    exited: mpsc::Receiver<std::io::Result<Output>>,
     /// A clean-up: the signals there were when it began do not stop it.
     since: Option<u32>,
     deadline: Option<Instant>,
@@ -42,14 +41,14 @@ pub struct Watched {
 
 impl Watched {
     /// Watch `child`; stop it at `timeout`, or when eden is to stop (`signals::stopping`; for
-    /// a clean-up, `finishing`, when a signal comes after it began).
+    /// a clean-up, `finishing`, when a signal comes after it began). Its piped stdout and stderr
+    /// are read to their end beside it (one thread: the standard library polls both).
     pub fn new(child: Child, timeout: Option<Duration>, finishing: bool) -> Watched {
         let since = finishing.then(super::signals::count);
         let group = child.id() as i32;
         let (sender, exited) = mpsc::channel();
-        let mut child = child;
         std::thread::spawn(move || {
-            let _ = sender.send(child.wait());
+            let _ = sender.send(child.wait_with_output());
         });
         Watched { group, exited, since, deadline: timeout.map(|t| Instant::now() + t), timeout, also: Vec::new() }
     }
@@ -60,9 +59,9 @@ impl Watched {
         self
     }
 
-    /// Its exit status; or, when a signal came or the deadline passed first, its groups killed
-    /// and an `Interrupted` or `TimedOut` error.
-    pub fn wait(&self) -> std::io::Result<ExitStatus> {
+    /// Its exit status and what it printed on the pipes it had; or, when a signal came or the
+    /// deadline passed first, its groups killed and an `Interrupted` or `TimedOut` error.
+    pub fn wait(&self) -> std::io::Result<Output> {
         loop {
             match self.exited.recv_timeout(LOOK) {
                 Ok(status) => return status,
@@ -94,32 +93,6 @@ impl Watched {
     }
 }
 
-/// A pipe read to its end on a thread of its own (at most `limit` bytes kept); `take` gives
-/// what it read, not waiting past `patience` for a pipe something outside the group still
-/// holds open.
-pub struct Drained {
-    read: mpsc::Receiver<Vec<u8>>,
-}
-
-impl Drained {
-    pub fn start(pipe: impl Read + Send + 'static, limit: u64) -> Drained {
-        let (sender, read) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut pipe = pipe;
-            let mut text = Vec::new();
-            let _ = (&mut pipe).take(limit).read_to_end(&mut text);
-            let _ = sender.send(text);
-            // The rest is read and dropped, so the writer never blocks on a full pipe.
-            let _ = std::io::copy(&mut pipe, &mut std::io::sink());
-        });
-        Drained { read }
-    }
-
-    pub fn take(&self, patience: Duration) -> Vec<u8> {
-        self.read.recv_timeout(patience).unwrap_or_default()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -140,6 +113,6 @@ mod tests {
     #[test]
     fn a_quick_command_is_waited_for() {
         let child = std::process::Command::new("true").spawn().unwrap();
-        assert!(Watched::new(child, Some(Duration::from_secs(5)), false).wait().unwrap().success());
+        assert!(Watched::new(child, Some(Duration::from_secs(5)), false).wait().unwrap().status.success());
     }
 }
