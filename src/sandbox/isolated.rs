@@ -227,7 +227,11 @@ impl SandboxHandle for Isolated {
             }
         }
         let stdin = command.take_stdin();
-        Ok(Prepared { command: self.bubble.wrap(command, self.bubble.network).stdin(stdin), inside: None })
+        // Under eden's containment, as a command on the host: bubblewrap's own `--die-with-parent`
+        // does not always hold once it has made a user namespace (its credentials change), and
+        // a killed eden must leave nothing of the sandbox running.
+        let command = self.bubble.wrap(command, self.bubble.network).stdin(stdin).contained();
+        Ok(Prepared { command, inside: None })
     }
 
     fn sync(&self, reported_tip: Option<&str>) -> Result<Option<String>, Error> {
