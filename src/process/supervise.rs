@@ -122,6 +122,12 @@ pub trait Inside: Send + Sync {
     /// End everything the command left running inside. Needed only when the command was
     /// SIGKILLed: otherwise it cleans up after itself as it exits.
     fn sweep_command(&self) -> ProcessBuilder;
+    /// A command that ends with success when the sandbox itself has stopped or gone: the
+    /// messenger reaching inside (an engine's exec client) does not always notice (under gVisor
+    /// it can wait for ever on a removed container), so the supervisor ends it then.
+    fn gone_command(&self) -> Option<ProcessBuilder> {
+        None
+    }
 }
 
 /// Why the supervisor is ending the command.
@@ -380,6 +386,15 @@ pub async fn supervise(
         act(state.begin_kill(KillReason::Aborted(request.signal), Signal::SIGKILL, Instant::now()));
     }
     let mut abort_open = true;
+    let sentinel = inside.and_then(Inside::gone_command);
+    let gone = async move {
+        match sentinel {
+            Some(command) => command.output_async().await.is_ok_and(|output| output.success()),
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(gone);
+    let mut gone_open = true;
     while !state.done() {
         act(state.take_stop(Instant::now()));
         let next = state.next_timer();
@@ -399,6 +414,14 @@ pub async fn supervise(
             },
             status = child.wait(), if state.exit_code.is_none() => {
                 state.exited(status.map_or(1, status_code), Instant::now());
+            },
+            // The sandbox went: what still waits on it here is ended, and the caller asks the
+            // sandbox why the command failed. A sentinel that failed itself only stops watching.
+            gone = &mut gone, if state.exit_code.is_none() && gone_open => {
+                gone_open = false;
+                if gone {
+                    guard.signal(Signal::SIGKILL);
+                }
             },
             changed = abort.changed(), if state.exit_code.is_none() && abort_open => {
                 match (changed, *abort.borrow_and_update()) {

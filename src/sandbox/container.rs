@@ -840,6 +840,10 @@ impl Inside for InsideContainer {
         let script = SWEEP.replace("KEEP", &self.keep);
         self.target.command().args(["exec", &self.name, "sh", "-c", &script])
     }
+
+    fn gone_command(&self) -> Option<ProcessBuilder> {
+        Some(self.target.command().args(["wait", &self.name]))
+    }
 }
 
 /// An eden container, as `ps` lists it.
