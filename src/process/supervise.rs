@@ -385,16 +385,9 @@ pub async fn supervise(
         // eden was told to stop before the command started: it gets no grace.
         act(state.begin_kill(KillReason::Aborted(request.signal), Signal::SIGKILL, Instant::now()));
     }
-    let mut abort_open = true;
-    let sentinel = inside.and_then(Inside::gone_command);
-    let gone = async move {
-        match sentinel {
-            Some(command) => command.output_async().await.is_ok_and(|output| output.success()),
-            None => std::future::pending().await,
-        }
-    };
+    let (mut abort_open, mut gone_open) = (true, true);
+    let gone = sandbox_gone(inside);
     tokio::pin!(gone);
-    let mut gone_open = true;
     while !state.done() {
         act(state.take_stop(Instant::now()));
         let next = state.next_timer();
@@ -402,21 +395,12 @@ pub async fn supervise(
             read = pipes.stdout.read(&mut pipes.out_buffer), if state.stdout_open => {
                 read_stdout(read, &mut pipes, &mut state, handlers);
             },
-            read = pipes.stderr.read(&mut pipes.err_buffer), if state.stderr_open => match read {
-                Ok(0) | Err(_) => {
-                    state.stderr_open = false;
-                    pipes.err_lines.finish(|line, _| handlers.stderr_line(line));
-                }
-                Ok(n) => {
-                    pipes.tails.stderr.push(&pipes.err_buffer[..n]);
-                    pipes.err_lines.feed(&pipes.err_buffer[..n], |line, _| handlers.stderr_line(line));
-                }
+            read = pipes.stderr.read(&mut pipes.err_buffer), if state.stderr_open => {
+                state.stderr_open = read_stderr(read, &mut pipes, handlers);
             },
             status = child.wait(), if state.exit_code.is_none() => {
                 state.exited(status.map_or(1, status_code), Instant::now());
             },
-            // The sandbox went: what still waits on it here is ended, and the caller asks the
-            // sandbox why the command failed. A sentinel that failed itself only stops watching.
             gone = &mut gone, if state.exit_code.is_none() && gone_open => {
                 gone_open = false;
                 if gone {
@@ -424,11 +408,10 @@ pub async fn supervise(
                 }
             },
             changed = abort.changed(), if state.exit_code.is_none() && abort_open => {
-                match (changed, *abort.borrow_and_update()) {
-                    (Ok(()), Some(request)) => act(state.aborted(request, Instant::now())),
-                    (Ok(()), None) => {}
+                match changed.map(|()| *abort.borrow_and_update()) {
+                    Ok(request) => act(request.map_or(Act::Nothing, |request| state.aborted(request, Instant::now()))),
                     // The sender is gone: nobody can abort any more; stop polling it.
-                    (Err(_), _) => abort_open = false,
+                    Err(_) => abort_open = false,
                 }
             },
             () = sleep_until(next.map_or_else(Instant::now, |(at, _)| at)), if next.is_some() => {
@@ -453,6 +436,31 @@ pub async fn supervise(
     // containment) goes with it.
     super::contain::reap_orphans();
     Ok((state.outcome(), pipes.tails))
+}
+
+/// Ends when the sandbox the command runs in has gone (`true`): what still waits on it here is
+/// then ended, and the caller asks the sandbox why the command failed. A sentinel that failed
+/// itself (`false`) only stops the watching; without one it never ends.
+async fn sandbox_gone(inside: Option<&dyn Inside>) -> bool {
+    match inside.and_then(Inside::gone_command) {
+        Some(command) => command.output_async().await.is_ok_and(|output| output.success()),
+        None => std::future::pending().await,
+    }
+}
+
+/// A read of stderr: its lines to the handlers. Returns whether stderr is still open.
+fn read_stderr(read: std::io::Result<usize>, pipes: &mut Pipes, handlers: &mut dyn Handlers) -> bool {
+    match read {
+        Ok(0) | Err(_) => {
+            pipes.err_lines.finish(|line, _| handlers.stderr_line(line));
+            false
+        }
+        Ok(n) => {
+            pipes.tails.stderr.push(&pipes.err_buffer[..n]);
+            pipes.err_lines.feed(&pipes.err_buffer[..n], |line, _| handlers.stderr_line(line));
+            true
+        }
+    }
 }
 
 /// A read of stdout: its lines to the handlers, what they answer to the state.
