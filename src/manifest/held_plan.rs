@@ -89,14 +89,8 @@ pub(super) fn resolve(agent: &AgentPlan, setting: Option<bool>, around: &Surroun
     if setting == Some(false) {
         return Ok(Held::Nothing { why: "turned off (`sandbox.hold_keys = false`)".into() });
     }
-    match sandbox {
-        SandboxPlan::None => {
-            return nothing("there is no sandbox: the agent runs as you, with your environment".into())
-        }
-        SandboxPlan::Kubernetes(_) => {
-            return nothing("not for a pod yet: the proxy's socket cannot be handed to one".into());
-        }
-        _ => {}
+    if matches!(sandbox, SandboxPlan::None) {
+        return nothing("there is no sandbox: the agent runs as you, with your environment".into());
     }
     let AgentPlan::Adapter(settings) = agent else {
         return nothing(format!("a `{}` agent's provider is unknown to eden", agent.kind().as_str()));

@@ -57,7 +57,16 @@ pub struct PodPlan {
     pub agent_state: Vec<AgentStateMount>,
     /// `sandbox.max_return`, in bytes.
     pub max_return: u64,
+    /// `sandbox.runtime_class`: the pod's `runtimeClassName`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runtime_class: Option<String>,
+    /// The uid and gid the pod runs as: eden's own, or `POD_USER` when eden runs as root (a pod
+    /// never runs as root).
+    pub run_as: (u32, u32),
 }
+
+/// The uid and gid a pod runs as when eden runs as root.
+pub const POD_USER: (u32, u32) = (1000, 1000);
 
 impl SandboxPlan {
     /// The agent's state folders the sandbox gets private copies of (`None` without a sandbox).
@@ -618,7 +627,7 @@ fn resolve_hosts(section: &SandboxSection, source: &Source, path: &KeyPath) -> R
 }
 
 /// The keys only a pod has.
-const POD_KEYS: [&str; 8] = [
+const POD_KEYS: [&str; 9] = [
     "namespace",
     "context",
     "image_pull_policy",
@@ -627,6 +636,7 @@ const POD_KEYS: [&str; 8] = [
     "tolerations",
     "start_timeout",
     "deadline",
+    "runtime_class",
 ];
 
 /// `sandbox.kind = "kubernetes"`: what a pod can be given, and a clear refusal of what it cannot.
@@ -642,7 +652,7 @@ fn resolve_pod(section: &SandboxSection, source: &Source, path: &KeyPath) -> Res
         (
             "runtime",
             section.runtime.is_some(),
-            "a pod's runtime is a RuntimeClass of the cluster's, which eden does not set yet",
+            "a pod's runtime is a RuntimeClass of the cluster's: use `sandbox.runtime_class`",
         ),
         ("expose_worktree", section.expose_worktree.is_some(), "a pod cannot see this machine's worktree"),
         ("expose_host", section.expose_host.is_some(), "a pod is given nothing of this machine"),
@@ -684,6 +694,16 @@ fn resolve_pod(section: &SandboxSection, source: &Source, path: &KeyPath) -> Res
             && name.len() <= 63
             && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
     };
+    if let Some(class) = section.runtime_class.as_deref() {
+        let ok = !class.is_empty()
+            && class.len() <= 253
+            && class.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.');
+        if !ok {
+            return Err(source
+                .error_at(&path.child("runtime_class"), format!("`{class}` is not a RuntimeClass's name"))
+                .with_hint("lowercase letters, digits, `-` and `.`: the name of a RuntimeClass of the cluster (`kubectl get runtimeclass`)"));
+        }
+    }
     for (key, value) in [("namespace", &section.namespace), ("service_account", &section.service_account)] {
         if let Some(value) = value.as_deref().filter(|value| !name_ok(value)) {
             return Err(source
@@ -705,6 +725,11 @@ fn resolve_pod(section: &SandboxSection, source: &Source, path: &KeyPath) -> Res
         deadline: section.deadline.map_or(std::time::Duration::from_secs(24 * 3600), |d| d.0),
         agent_state: Vec::new(),
         max_return: resolve_max_return(section, source, path)?,
+        runtime_class: section.runtime_class.clone(),
+        run_as: match (nix::unistd::getuid().as_raw(), nix::unistd::getgid().as_raw()) {
+            (0, _) => POD_USER,
+            ids => ids,
+        },
     })))
 }
 
@@ -719,6 +744,7 @@ pub(super) fn refuse_pod_keys(section: &SandboxSection, source: &Source, path: &
         section.tolerations.is_some(),
         section.start_timeout.is_some(),
         section.deadline.is_some(),
+        section.runtime_class.is_some(),
     ];
     match POD_KEYS.iter().zip(set).find(|(_, set)| *set) {
         Some((key, _)) => Err(source

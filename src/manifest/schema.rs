@@ -168,6 +168,8 @@ pub struct SandboxSection {
     pub tolerations: Option<Vec<Toleration>>,
     pub start_timeout: Option<Duration>,
     pub deadline: Option<Duration>,
+    /// kubernetes: the pod's `runtimeClassName` (gVisor or Kata through a RuntimeClass).
+    pub runtime_class: Option<String>,
 }
 
 /// `sandbox.image_pull_policy`, as Kubernetes names them.

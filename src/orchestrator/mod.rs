@@ -611,7 +611,7 @@ impl Run<'_> {
             max_return: self.plan.sandbox.max_return().unwrap_or(sandbox::DEFAULT_MAX_RETURN),
         };
         let started = self.carry_sessions_into(pre, &site.agent_state);
-        let started = started.and_then(|()| self.hold_keys(pre, &mut site));
+        let started = started.and_then(|()| self.hold_keys(&mut site));
         let started = started.and_then(|()| match &self.plan.sandbox {
             SandboxPlan::Container(container) => self.start_container(container, pre, &site),
             SandboxPlan::Kubernetes(pod) => self.start_pod(pod, &site),
@@ -629,25 +629,18 @@ impl Run<'_> {
     }
 
     /// The proxies that hold the steps' keys, listening in the run's proxy folder, which the
-    /// sandbox is given (`RunSite::proxy`). A remote engine cannot be given it: there the keys
-    /// go to the agent as before, with a warning, unless `sandbox.hold_keys = true` asked.
-    fn hold_keys(&mut self, pre: &Preflight, site: &mut RunSite) -> Result<(), Error> {
+    /// sandbox is given (`RunSite::proxy`): bound in on this machine, carried through a tunnel
+    /// (`proxy::tunnel`) to a remote engine's container or a pod.
+    fn hold_keys(&mut self, site: &mut RunSite) -> Result<(), Error> {
         use crate::manifest::held_plan::Held;
         let held: Vec<&Held> = self.plan.steps.iter().map(|step| &step.held).collect();
         if !held.iter().any(|held| matches!(held, Held::Keys { .. })) {
             return Ok(());
         }
-        if pre.engine.as_ref().is_some_and(|engaged| engaged.remote()) {
-            let message =
-                "the agent's keys are not held: the engine is remote, and eden's proxy cannot be handed to it";
-            self.events.report(&Event::Warning { message: message.into() });
-            let _ = self.journal.update(|record| record.held_keys.clear());
-            return Ok(());
-        }
         let dir = site.scratch.join("proxy");
         let inside = match &self.plan.sandbox {
-            SandboxPlan::Container(_) | SandboxPlan::Isolated(_) => std::path::PathBuf::from(sandbox::PROXY_INSIDE),
-            _ => dir.clone(),
+            SandboxPlan::None => dir.clone(),
+            _ => std::path::PathBuf::from(sandbox::PROXY_INSIDE),
         };
         let holder = crate::proxy::held::Holder::start(&held, &dir, &inside)?;
         hold_logins(&held, &holder, &site.agent_state)?;
@@ -737,11 +730,10 @@ impl Run<'_> {
     }
 }
 
-/// `sandbox.hold_keys = true` on a remote engine, refused before anything is made: eden's proxy
-/// listens on a socket of this machine, which a remote engine's container cannot be given.
+/// Held keys under a gVisor that docker registered without `--host-uds=open`, refused before
+/// anything is made: the sandbox could not connect to the proxy's socket.
 fn refuse_held_keys_on(engaged: &sandbox::container::Engaged, plan: &Plan) -> Result<(), Error> {
     use crate::manifest::held_plan::Held;
-    let asked = plan.steps.iter().any(|step| matches!(step.held, Held::Keys { asked: true, .. }));
     let holds = plan.steps.iter().any(|step| matches!(step.held, Held::Keys { .. }));
     if let SandboxPlan::Container(container) = &plan.sandbox {
         if holds && !engaged.remote() && engaged.gvisor_refuses_host_sockets(container) {
@@ -750,13 +742,6 @@ fn refuse_held_keys_on(engaged: &sandbox::container::Engaged, plan: &Plan) -> Re
             )
             .with_hint("add `\"--host-uds=open\"` to the runtime's `runtimeArgs` in `/etc/docker/daemon.json` and reload the daemon, or set `sandbox.hold_keys = false`"));
         }
-    }
-    if asked && engaged.remote() {
-        let host = engaged.host_to_record().unwrap_or_default();
-        return Err(Error::usage(format!(
-            "`sandbox.hold_keys = true`, but the engine `{host}` is remote: eden's proxy listens on this machine, and a remote container cannot be handed its socket"
-        ))
-        .with_hint("run on a local engine, or remove `sandbox.hold_keys` (the agent then gets its keys, with a warning)"));
     }
     Ok(())
 }

@@ -511,6 +511,17 @@ impl ProcessBuilder {
         command.spawn()
     }
 
+    /// Spawn a channel that lives beside the run (a tunnel through an engine's exec): stdin,
+    /// stdout and stderr piped, in a process group of its own (the terminal's Ctrl-C reaches
+    /// only eden), SIGKILLed when the spawning thread's process dies.
+    pub fn spawn_channel(&self) -> std::io::Result<std::process::Child> {
+        use std::os::unix::process::CommandExt;
+        let mut command = self.command();
+        command.process_group(0).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        die_with_parent(&mut command, nix::sys::signal::Signal::SIGKILL, false);
+        command.spawn()
+    }
+
     /// Spawn in a session of its own (no signal for eden's group or terminal reaches it), with
     /// stdin piped from eden and no output: for guards that must outlive eden (see `guard`).
     pub fn spawn_detached(&self) -> std::io::Result<std::process::Child> {

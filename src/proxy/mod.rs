@@ -10,6 +10,7 @@
 mod forward;
 pub mod held;
 pub mod relay;
+pub mod tunnel;
 pub mod upstream;
 
 use crate::agent::credentials::CredentialHeader;

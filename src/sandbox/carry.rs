@@ -1,11 +1,12 @@
 //! What a sandbox that shares no files with this machine (a remote engine's container, a pod)
 //! is sent besides its repository, and what it sends back: the agent's private state folders
-//! as tar streams (read back as hostile input by `unpack`), and eden's own executable for the
-//! simulated agent. All of it crosses the sandbox's channel (`exec -i`).
+//! as tar streams (read back as hostile input by `unpack`), eden's own executable (for the
+//! simulated agent, the relay and the tunnel), and the held keys' proxy as a tunnel. All of it
+//! crosses the sandbox's channel (`exec -i`).
 
 use super::agent_state::PrivateState;
 use crate::error::Error;
-use crate::process::ProcessBuilder;
+use crate::process::{ProcessBuilder, Stdin};
 use nix::sys::signal::Signal;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,6 +17,30 @@ pub(crate) const EDEN_INSIDE: &str = "/opt/eden/bin/eden";
 /// Runs a command inside, with its stdin open when `stdin` is set, as a user that may write
 /// where the command writes (the container's root, or the pod's only user).
 pub(crate) type Exec<'a> = &'a dyn Fn(ProcessBuilder, bool) -> ProcessBuilder;
+
+/// A folder's own entries (`./NAME`, sorted), for tar to pack instead of `.` itself: the
+/// folder they go into inside (a pod's volume) is not the sandbox user's to change, and tar
+/// would try to give it this folder's mode and times. Never an entry named in `leave_out`. An
+/// empty folder is `-T /dev/null` (tar refuses to pack nothing unless told so).
+pub(crate) fn top_level(folder: &Path, leave_out: &[&str]) -> Result<Vec<std::ffi::OsString>, Error> {
+    let entries =
+        fs_err::read_dir(folder).map_err(|err| Error::sandbox(format!("cannot read `{}`: {err}", folder.display())))?;
+    let mut names: Vec<std::ffi::OsString> = entries
+        .filter_map(Result::ok)
+        .map(|entry| entry.file_name())
+        .filter(|name| !leave_out.iter().any(|left| name == left))
+        .map(|name| {
+            let mut entry = std::ffi::OsString::from("./");
+            entry.push(name);
+            entry
+        })
+        .collect();
+    names.sort();
+    if names.is_empty() {
+        return Ok(vec!["-T".into(), "/dev/null".into()]);
+    }
+    Ok(names)
+}
 
 /// The agent's private state folders streamed in, at the paths the agent is pointed at, then
 /// handed to `owner` (`UID:GID`) when the stream was unpacked as someone else. `place` names
@@ -31,7 +56,10 @@ pub(crate) fn push_state(
         None => r#"mkdir -p "$1" && tar -x -f - -C "$1""#,
     };
     for state in states {
-        let archive = ProcessBuilder::new("tar").args(["-c", "-f", "-", "-C"]).arg(&state.folder).arg(".");
+        let archive = ProcessBuilder::new("tar")
+            .args(["-c", "-f", "-", "-C"])
+            .arg(&state.folder)
+            .args(top_level(&state.folder, &[])?);
         let extract = ProcessBuilder::new("sh")
             .args(["-c", script, "sh"])
             .arg(&state.folder)
@@ -120,6 +148,58 @@ pub(crate) fn copy_eden_in(done: &AtomicBool, exec: Exec<'_>, place: &str) -> Re
     }
     done.store(true, Ordering::SeqCst);
     Ok(())
+}
+
+/// The run's proxy folder (`proxy`, on this machine) carried into a sandbox that cannot be
+/// given it (a remote engine's container, a pod): its configuration templates copied to
+/// `PROXY_INSIDE`, and a tunnel there (`proxy::tunnel`) listening for each of its sockets, to
+/// the proxies here. `exec` runs as the user that owns `PROXY_INSIDE` there; eden is inside.
+pub(crate) fn tunnel_proxy(proxy: &Path, exec: Exec<'_>, place: &str) -> Result<crate::proxy::tunnel::Tunnel, Error> {
+    use crate::proxy::tunnel::{Tunnel, TUNNEL_SUBCOMMAND};
+    let inside = super::PROXY_INSIDE;
+    let failed = |why: String| {
+        Error::sandbox(format!("cannot carry the held keys' proxy into the {place}: {why}"))
+            .with_hint("set `sandbox.hold_keys = false` to hand the agent its keys instead")
+    };
+    let mut sockets = Vec::new();
+    let mut names = Vec::new();
+    // Root's and closed to others in a container; a pod's volume is not the pod user's to change.
+    let script = r#"mkdir -p "$0" && { chmod 755 "$0" 2>/dev/null || [ -w "$0" ]; }"#;
+    let made = exec(ProcessBuilder::new("sh").args(["-c", script, inside]), false)
+        .timeout(super::ENGINE_CALL)
+        .output()
+        .map_err(|err| failed(err.to_string()))?;
+    if !made.success() {
+        return Err(failed(first_line(&made.stderr).to_owned()));
+    }
+    let mut entries: Vec<_> = fs_err::read_dir(proxy)
+        .map_err(|err| failed(err.to_string()))?
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        let Some(name) = path.file_name().and_then(|name| name.to_str()).map(str::to_owned) else { continue };
+        if name.ends_with(".sock") {
+            sockets.push(path);
+            names.push(name);
+            continue;
+        }
+        // A template: readable by the agent, written by eden only.
+        let bytes = fs_err::read(&path).map_err(|err| failed(err.to_string()))?;
+        let script = r#"cat > "$0/$1" && chmod 644 "$0/$1""#;
+        let copied = exec(ProcessBuilder::new("sh").args(["-c", script, inside, &name]), true)
+            .stdin(Stdin::Bytes(bytes))
+            .timeout(super::ENGINE_CALL)
+            .output()
+            .map_err(|err| failed(err.to_string()))?;
+        if !copied.success() {
+            return Err(failed(first_line(&copied.stderr).to_owned()));
+        }
+    }
+    let command = exec(ProcessBuilder::new(EDEN_INSIDE).arg(TUNNEL_SUBCOMMAND).arg(inside).args(&names), true);
+    let child = command.spawn_channel().map_err(|err| failed(format!("cannot run `{command}`: {err}")))?;
+    Tunnel::open(child, sockets, std::time::Duration::from_secs(60)).map_err(failed)
 }
 
 /// Programs already found inside a sandbox (each checked once, before its first run).

@@ -125,6 +125,8 @@ pub struct Container {
     guard: Option<crate::process::guard::Guard>,
     /// Keeps the allowlist following its names' addresses (`network = "allowlist"`).
     firewall: Option<super::firewall::Refresher>,
+    /// A remote engine's way to the held keys' proxy (`proxy::tunnel`).
+    tunnel: Option<crate::proxy::tunnel::Tunnel>,
     /// The workspace volume, kept when work could not be brought back from it.
     keep_volume: bool,
     /// `expose_worktree`: the host worktree is bind-mounted; only the repository is the
@@ -351,6 +353,7 @@ pub fn start(request: &ContainerRequest<'_>) -> Result<Box<dyn SandboxHandle>, E
         eden_inside: std::sync::atomic::AtomicBool::new(!request.engaged.remote()),
         guard: None,
         firewall: None,
+        tunnel: None,
         keep_volume: false,
         exposed: plan.expose_worktree,
         removed: false,
@@ -437,7 +440,7 @@ fn run_command(
             command = command.args(["--runtime-flag", flag]);
             // The held keys' proxy is a unix socket in a folder mounted in, which gVisor
             // connects to only when told (sockets mounted in, nothing else of this machine's).
-            if request.site.proxy.is_some() {
+            if request.site.proxy.is_some() && !remote {
                 command = command.args(["--runtime-flag", "host-uds=open"]);
             }
         }
@@ -464,9 +467,9 @@ fn run_command(
             command = command.args(["-v", &format!("{path}:{path}")]);
         }
     }
-    if let Some(proxy) = &request.site.proxy {
-        // Read-only: connecting to a socket needs no write access to its folder, and nothing
-        // inside may put files where eden's proxy lives.
+    // Read-only: connecting to a socket needs no write access to its folder, and nothing
+    // inside may put files where eden's proxy lives. A remote engine gets a tunnel instead.
+    if let Some(proxy) = request.site.proxy.as_ref().filter(|_| !remote) {
         command = command.args(["-v", &format!("{}:{}:ro", proxy.display(), super::PROXY_INSIDE)]);
     }
     for mount in &plan.mounts {
@@ -543,6 +546,13 @@ impl Container {
             let owner = format!("{}:{}", nix::unistd::getuid().as_raw(), nix::unistd::getgid().as_raw());
             let exec = |command, stdin| self.as_root(command, stdin);
             carry::push_state(&self.states, &exec, Some(&owner), "container")?;
+            if let Some(proxy) = &request.site.proxy {
+                carry::copy_eden_in(&self.eden_inside, &exec, "container")?;
+                let tunnel = carry::tunnel_proxy(proxy, &exec, "container")?;
+                // Root's, out of the agent's reach when it is not root; sweeps spare it.
+                self.keep = format!("{}|{}", self.keep, tunnel.pid_inside());
+                self.tunnel = Some(tunnel);
+            }
         }
         // The network rules go in while the workspace is seeded (eden's own commands, which
         // connect nowhere); both are done before any hook or agent command runs.
@@ -803,6 +813,7 @@ impl Container {
         }
         self.removed = true;
         self.firewall = None;
+        self.tunnel = None;
         let _ = crate::safe_fs::remove_tree(self.ledger.scratch());
         remove(&self.target, &self.name)?;
         if !self.keep_volume {

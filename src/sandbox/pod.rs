@@ -32,7 +32,7 @@ const EXEC_DIR: &str = "/tmp/.eden-exec";
 
 /// Kills every process in the pod but its first (the keep-alive) and the shell running this,
 /// twice over for processes forked during the first pass.
-const SWEEP: &str = r#"for pass in 1 2; do for p in /proc/[0-9]*; do p=${p#/proc/}; case $p in 1|$$) ;; *) kill -9 "$p" 2>/dev/null;; esac; done; done"#;
+const SWEEP: &str = r#"for pass in 1 2; do for p in /proc/[0-9]*; do p=${p#/proc/}; case $p in 1|KEEP|$$) ;; *) kill -9 "$p" 2>/dev/null;; esac; done; done"#;
 
 /// `sh -c WRAPPER sh ENV PIDFILE CWD PROGRAM ARGS...`: takes the command's variables (ENV `-`:
 /// none; `<MARK`: on its stdin, up to a line MARK, ahead of the command's own input; otherwise
@@ -46,6 +46,16 @@ const WRAPPER: &str = r#"case $1 in
 *) . "$1"; rm -f "$1";;
 esac
 pid_file=$2; cd "$3" || exit 127; shift 3; trap : INT TERM HUP QUIT; echo $$ > "$pid_file"; "$@"; status=$?; SWEEP; NOTE exit $status"#;
+
+/// The workspace's folder is the pod volume's, owned by root, and the pod's user is not root:
+/// git inside is told the repository there is to be trusted, per command (never through a
+/// configuration file in the pod, which the agent could change).
+const GIT_SAFE_DIRECTORY: [(&str, &str); 1] = [("safe.directory", "*")];
+
+/// `sh -c SALVAGE_WRAPPER CWD PROGRAM ARGS...`: a salvage's command, in CWD, with git trusting
+/// the workspace (`GIT_SAFE_DIRECTORY`).
+const SALVAGE_WRAPPER: &str =
+    r#"cd "$0" && GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=safe.directory GIT_CONFIG_VALUE_0='*' exec "$@""#;
 
 /// The `kubectl` that reaches the run's cluster and namespace.
 #[derive(Debug, Clone)]
@@ -160,6 +170,8 @@ pub struct Pod {
     /// Programs already found in the image.
     found: carry::Found,
     guard: Option<crate::process::guard::Guard>,
+    /// The way to the held keys' proxy (`proxy::tunnel`), and its pid inside, which sweeps spare.
+    tunnel: Option<crate::proxy::tunnel::Tunnel>,
     removed: bool,
 }
 
@@ -192,6 +204,7 @@ pub fn start(plan: &PodPlan, site: &RunSite) -> Result<Box<dyn SandboxHandle>, E
         eden_inside: AtomicBool::new(false),
         found: Default::default(),
         guard: None,
+        tunnel: None,
         removed: false,
     };
     let salvage = ProcessBuilder::new(&eden)
@@ -218,7 +231,7 @@ fn pod_spec(plan: &PodPlan, site: &RunSite, name: &str, base: &str) -> serde_jso
             text.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '-' }).collect();
         clean.trim_matches(|c: char| !c.is_ascii_alphanumeric()).chars().take(63).collect::<String>()
     };
-    let (mounts, volumes) = volumes(site);
+    let (_, volumes) = volumes(site);
     let mut resources = serde_json::Map::new();
     if let Some(cpus) = plan.cpus {
         resources.insert("cpu".into(), serde_json::json!(format!("{}m", (cpus * 1000.0).round() as u64)));
@@ -226,18 +239,7 @@ fn pod_spec(plan: &PodPlan, site: &RunSite, name: &str, base: &str) -> serde_jso
     if let Some(memory) = plan.memory {
         resources.insert("memory".into(), serde_json::json!(memory.to_string()));
     }
-    let mut container = serde_json::json!({
-        "name": "agent",
-        "image": plan.image,
-        "command": ["tail", "-f", "/dev/null"],
-        "workingDir": site.worktree,
-        "volumeMounts": mounts,
-        "resources": {"requests": resources, "limits": resources},
-    });
-    if let Some(policy) = plan.image_pull_policy {
-        container["imagePullPolicy"] = serde_json::to_value(policy).expect("policies serialize");
-    }
-    let (uid, gid) = (nix::unistd::getuid().as_raw(), nix::unistd::getgid().as_raw());
+    let container = agent_container(plan, site, resources);
     let tolerations: Vec<serde_json::Value> = plan
         .tolerations
         .iter()
@@ -252,12 +254,23 @@ fn pod_spec(plan: &PodPlan, site: &RunSite, name: &str, base: &str) -> serde_jso
         "terminationGracePeriodSeconds": 1,
         "activeDeadlineSeconds": plan.deadline.as_secs().max(1),
         "automountServiceAccountToken": plan.service_account.is_some(),
-        "securityContext": {"runAsUser": uid, "runAsGroup": gid, "fsGroup": gid},
+        // Every service's address in the agent's environment: not handed over.
+        "enableServiceLinks": false,
+        "securityContext": {
+            "runAsUser": plan.run_as.0,
+            "runAsGroup": plan.run_as.1,
+            "fsGroup": plan.run_as.1,
+            "runAsNonRoot": true,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
         "containers": [container],
         "volumes": volumes,
     });
     if let Some(account) = &plan.service_account {
         spec["serviceAccountName"] = serde_json::json!(account);
+    }
+    if let Some(class) = &plan.runtime_class {
+        spec["runtimeClassName"] = serde_json::json!(class);
     }
     if !plan.node_selector.is_empty() {
         spec["nodeSelector"] = serde_json::json!(plan.node_selector);
@@ -284,13 +297,45 @@ fn pod_spec(plan: &PodPlan, site: &RunSite, name: &str, base: &str) -> serde_jso
     })
 }
 
-/// The pod's `emptyDir`s and where they go: the workspace, eden's executable, each state folder.
+/// The pod's one container: the image's keep-alive in the worktree, with the pod's volumes and
+/// `resources` as requests and limits. No capability, no privilege to gain, never root: the
+/// "restricted" Pod Security Standard (the pod adds the runtime's seccomp profile).
+fn agent_container(
+    plan: &PodPlan,
+    site: &RunSite,
+    resources: serde_json::Map<String, serde_json::Value>,
+) -> serde_json::Value {
+    let (mounts, _) = volumes(site);
+    let mut container = serde_json::json!({
+        "name": "agent",
+        "image": plan.image,
+        "command": ["tail", "-f", "/dev/null"],
+        "workingDir": site.worktree,
+        "volumeMounts": mounts,
+        "resources": {"requests": resources, "limits": resources},
+        "securityContext": {
+            "allowPrivilegeEscalation": false,
+            "capabilities": {"drop": ["ALL"]},
+            "runAsNonRoot": true,
+        },
+    });
+    if let Some(policy) = plan.image_pull_policy {
+        container["imagePullPolicy"] = serde_json::to_value(policy).expect("policies serialize");
+    }
+    container
+}
+
+/// The pod's `emptyDir`s and where they go: the workspace, eden's executable, each state folder,
+/// the held keys' proxy folder.
 fn volumes(site: &RunSite) -> (Vec<serde_json::Value>, Vec<serde_json::Value>) {
     let eden_folder = Path::new(EDEN_INSIDE).parent().expect("a folder").to_owned();
     let mut places: Vec<(String, PathBuf)> =
         vec![("workspace".into(), site.worktree.clone()), ("eden".into(), eden_folder)];
     for (n, state) in site.agent_state.iter().enumerate() {
         places.push((format!("state-{n}"), state.value.clone()));
+    }
+    if site.proxy.is_some() {
+        places.push(("proxy".into(), PathBuf::from(super::PROXY_INSIDE)));
     }
     let mounts = places.iter().map(|(name, path)| serde_json::json!({"name": name, "mountPath": path})).collect();
     let volumes = places.iter().map(|(name, _)| serde_json::json!({"name": name, "emptyDir": {}})).collect();
@@ -310,7 +355,12 @@ impl Pod {
             ))
             .with_hint("the image must have `sh`, `mkdir`, `tar` and `git`, and a writable `/tmp`"));
         }
-        carry::push_state(&self.states, &|command, stdin| self.exec_plain(command, stdin), None, "pod")?;
+        let exec = |command, stdin| self.exec_plain(command, stdin);
+        carry::push_state(&self.states, &exec, None, "pod")?;
+        if let Some(proxy) = &site.proxy {
+            carry::copy_eden_in(&self.eden_inside, &exec, "pod")?;
+            self.tunnel = Some(carry::tunnel_proxy(proxy, &exec, "pod")?);
+        }
         let seed = repository::SeedRequest {
             host_worktree: &site.worktree,
             branch: &site.branch,
@@ -416,6 +466,8 @@ impl Pod {
     /// (`pipe_into`, `stdin` `None`), gets it through a file written first.
     fn wrapped(&self, command: &ProcessBuilder, stdin: Option<Stdin>) -> Result<(ProcessBuilder, String), Error> {
         let n = self.next_exec.fetch_add(1, Ordering::SeqCst);
+        let command = crate::git::with_config(command.clone(), &GIT_SAFE_DIRECTORY);
+        let command = &command;
         let text = Pod::env_text(command);
         let (env, stdin) = match stdin {
             _ if text.is_empty() => ("-".to_owned(), stdin),
@@ -440,7 +492,7 @@ impl Pod {
             Some(Stdin::Terminal { .. }) => String::new(),
             _ => carry::tip_note(self.ledger.worktree(), self.ledger.branch()),
         };
-        let script = WRAPPER.replace("SWEEP", SWEEP).replace("NOTE", &note);
+        let script = WRAPPER.replace("SWEEP", &self.sweep()).replace("NOTE", &note);
         let flags: &[&str] = match stdin {
             Some(Stdin::Null) => &[],
             // A terminal inside, sized and resized by kubectl from ours.
@@ -461,11 +513,18 @@ impl Pod {
         Ok((exec, pid_file))
     }
 
+    /// `SWEEP`, sparing the tunnel.
+    fn sweep(&self) -> String {
+        let keep = self.tunnel.as_ref().map_or_else(|| "1".to_owned(), |tunnel| tunnel.pid_inside().to_string());
+        SWEEP.replace("KEEP", &keep)
+    }
+
     fn delete(&mut self) -> Result<(), Error> {
         if self.removed {
             return Ok(());
         }
         self.removed = true;
+        self.tunnel = None;
         let _ = crate::safe_fs::remove_tree(self.ledger.scratch());
         delete_pod(&self.kube, &self.name)?;
         self.guard = None;
@@ -544,7 +603,7 @@ impl SandboxHandle for Pod {
         let exec = |command, stdin| self.exec_plain(command, stdin);
         carry::check_program(&self.found, &exec, command.program(), &sandbox)?;
         let (exec, pid_file) = self.wrapped(&command, Some(stdin))?;
-        let inside = InsidePod { kube: self.kube.clone(), name: self.name.clone(), pid_file };
+        let inside = InsidePod { kube: self.kube.clone(), name: self.name.clone(), pid_file, sweep: self.sweep() };
         Ok(Prepared { command: exec, inside: Some(Box::new(inside)) })
     }
 
@@ -579,6 +638,7 @@ struct InsidePod {
     kube: Kube,
     name: String,
     pid_file: String,
+    sweep: String,
 }
 
 impl Inside for InsidePod {
@@ -599,7 +659,7 @@ impl Inside for InsidePod {
     }
 
     fn sweep_command(&self) -> ProcessBuilder {
-        self.kube.command().args(["exec", &self.name, "-c", "agent", "--", "sh", "-c", SWEEP])
+        self.kube.command().args(["exec", &self.name, "-c", "agent", "--", "sh", "-c", &self.sweep])
     }
 }
 
@@ -618,7 +678,7 @@ impl Channel for Annotated {
             .unwrap_or_else(|| self.workspace.to_string_lossy().into_owned());
         self.kube
             .command()
-            .args(["exec", "-i", &self.name, "-c", "agent", "--", "sh", "-c", r#"cd "$0" && exec "$@""#, &cwd])
+            .args(["exec", "-i", &self.name, "-c", "agent", "--", "sh", "-c", SALVAGE_WRAPPER, &cwd])
             .arg(command.program())
             .args(command.get_args())
     }

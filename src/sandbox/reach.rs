@@ -34,7 +34,12 @@ pub fn of(plan: &SandboxPlan) -> Reach {
                 format!("the image `{}`", pod.image),
             ],
             connects: "the cluster's network: its services, its nodes, and whatever they reach (eden sets no network rules for pods yet)".into(),
-            privileges: "what the cluster gives a pod by default (its own user when eden runs as non-root)".into(),
+            privileges: format!(
+                "none: every capability dropped, no privilege escalation, the runtime's seccomp profile, as uid {} (never root), no service links{}{}",
+                pod.run_as.0,
+                if pod.service_account.is_some() { "" } else { ", no service-account token" },
+                pod.runtime_class.as_ref().map(|class| format!(", under the RuntimeClass `{class}`")).unwrap_or_default()
+            ),
         },
     }
 }

@@ -113,7 +113,7 @@ pub(crate) fn seed(channel: &dyn Channel, request: &SeedRequest<'_>) -> Result<S
                     // it: other runs' worktrees, records, `.env` secrets) never goes in.
                     .args(["--exclude=./.git", "--exclude=./.eden", "-C"])
                     .arg(request.host_worktree)
-                    .arg("."),
+                    .args(super::carry::top_level(request.host_worktree, &[".git", ".eden"])?),
                 ".",
             ),
         };

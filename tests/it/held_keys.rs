@@ -146,6 +146,41 @@ fn spy_for(dir: &Path, claude: &str, dump: &str, key: &str) -> PathBuf {
     path
 }
 
+/// What `committing_spy` writes into the workspace and commits: every process's environment
+/// and command line, the agent's environment, and the files in the sandbox that hold the key.
+const SPIED: [&str; 3] = ["spied-procs.txt", "spied-env.txt", "spied-files.txt"];
+
+/// A spy for a sandbox nothing can be mounted into (a remote engine's container, a pod): it
+/// commits what it sees (`SPIED`) in the workspace, then runs the real Claude Code (`claude`).
+/// (A home of `/`, a pod user's without an entry in the image's `passwd`, is not searched.)
+/// The key is split in two, so the spy itself is not a file that holds it.
+pub(crate) fn committing_spy(claude: &str, key: &str) -> String {
+    format!(
+        "#!/bin/sh\nfor p in /proc/[0-9]*; do cat $p/environ $p/cmdline 2>/dev/null; echo; done > {}\nenv > {}\n\
+         k1={}; k2={}\nh=$HOME; [ \"$h\" = / ] && h=/nonexistent\n\
+         grep -rlF \"$k1$k2\" \"$h\" \"$PWD\" /tmp /run ${{CLAUDE_CONFIG_DIR:-}} > {} 2>/dev/null\n\
+         git add spied-*.txt && git -c user.name=spy -c user.email=spy@example.com commit -qm spied\nexec {claude} \"$@\"\n",
+        SPIED[0],
+        SPIED[1],
+        &key[..8],
+        &key[8..],
+        SPIED[2]
+    )
+}
+
+/// After a run with `committing_spy` merged: the agent had a placeholder and the relay's URL,
+/// and no process, file or output held `key`.
+pub(crate) fn assert_spied(env: &TestEnv, run: &Run, key: &str) {
+    let spied = |name: &str| std::fs::read_to_string(env.repo.join(name)).unwrap();
+    let agent = spied(SPIED[1]);
+    assert!(agent.contains("ANTHROPIC_API_KEY=eden-held-"), "the agent has a placeholder:\n{agent}");
+    assert!(agent.contains("ANTHROPIC_BASE_URL=http://127.0.0.1:"), "{agent}");
+    assert!(!agent.contains(key) && !spied(SPIED[0]).contains(key), "a process in the sandbox holds the key");
+    assert_eq!(spied(SPIED[2]), "", "files in the sandbox hold the key");
+    assert!(!run.stdout.contains(key) && !run.stderr.contains(key));
+    assert_eq!(run.json()["held_keys"][0]["var"], "ANTHROPIC_API_KEY", "{}", run.stdout);
+}
+
 fn agent_env(front: &TlsFront) -> String {
     format!(
         "env = {{ ANTHROPIC_BASE_URL = \"{}\", ANTHROPIC_API_KEY = \"{KEY}\", DISABLE_TELEMETRY = \"1\", \

@@ -368,16 +368,23 @@ fn several_runs_are_several_pods() {
 /// scripted model server at.
 const NODE_ADDRESS: &str = "10.213.79.1";
 
+/// The key the Claude Code in a pod is given, which eden's proxy holds.
+const POD_KEY: &str = "sk-ant-pod-4711-real-key";
+
 /// The test image with the real Claude Code's executable on its PATH (a pod mounts nothing from
-/// this machine), built in the docker the kubelet uses; once per test process.
+/// this machine) and a spy in front of it (`held_keys::committing_spy`), built in the docker
+/// the kubelet uses; once per test process.
 fn claude_image(claude: &Path) -> &'static str {
     static BUILT: OnceLock<()> = OnceLock::new();
     const TAG: &str = "localhost/eden-test:claude";
     BUILT.get_or_init(|| {
         let context = tempfile::tempdir().unwrap();
         std::fs::copy(claude, context.path().join("claude")).unwrap();
-        std::fs::write(context.path().join("Dockerfile"), format!("FROM {IMAGE}\nCOPY claude /usr/local/bin/claude\n"))
+        std::fs::write(context.path().join("spy"), crate::held_keys::committing_spy("/usr/local/bin/claude", POD_KEY))
             .unwrap();
+        let dockerfile =
+            format!("FROM {IMAGE}\nCOPY claude /usr/local/bin/claude\nCOPY spy /usr/local/bin/spy\nRUN chmod 755 /usr/local/bin/spy\n");
+        std::fs::write(context.path().join("Dockerfile"), dockerfile).unwrap();
         let built =
             std::process::Command::new("docker").args(["build", "-q", "-t", TAG]).arg(context.path()).output().unwrap();
         assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
@@ -387,6 +394,8 @@ fn claude_image(claude: &Path) -> &'static str {
 
 /// The real Claude Code CLI in a pod, against the scripted model server on the node's address:
 /// its commit merged, its transcript (written in the pod's state folder) captured, the pod gone.
+/// Its key is held: the server receives the real key through eden's proxy here, reached through
+/// `kubectl exec` (`proxy::tunnel`); in the pod only the placeholder exists.
 #[test]
 fn claude_code_runs_in_a_pod() {
     let Some(cluster) = cluster() else { return };
@@ -400,8 +409,8 @@ fn claude_code_runs_in_a_pod() {
         None,
     );
     let manifest = format!(
-        "name = \"podded\"\nprompt = \"create hello.txt and commit it\"\n[agent]\nkind = \"claude-code\"\n\
-         env = {{ ANTHROPIC_BASE_URL = \"${{ANTHROPIC_BASE_URL}}\", ANTHROPIC_API_KEY = \"${{ANTHROPIC_API_KEY}}\", \
+        "name = \"podded\"\nprompt = \"create hello.txt and commit it\"\n[agent]\nkind = \"claude-code\"\nbinary = \"/usr/local/bin/spy\"\n\
+         env = {{ ANTHROPIC_BASE_URL = \"${{ANTHROPIC_BASE_URL}}\", ANTHROPIC_API_KEY = \"{POD_KEY}\", \
          DISABLE_TELEMETRY = \"1\", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = \"1\", CLAUDE_CODE_MAX_RETRIES = \"0\" }}\n\
          [sandbox]\nkind = \"kubernetes\"\nimage = \"{image}\"\nimage_pull_policy = \"Never\"\n\
          [loop]\nmax_iterations = 1\nidle_timeout = \"90s\"\n"
@@ -416,6 +425,9 @@ fn claude_code_runs_in_a_pod() {
     crate::real_agents::assert_transcript(&env, &record, 0);
     assert!(!env.root().join("claude/projects").exists(), "nothing written to the person's folder");
     assert!(cluster.pods(&env.repo).is_empty(), "the pod is deleted");
+    let keys = server.stats.keys.lock().unwrap().clone();
+    assert!(!keys.is_empty() && keys.iter().all(|key| key == POD_KEY), "the server got {keys:?}");
+    crate::held_keys::assert_spied(&env, &run, POD_KEY);
 }
 
 /// An agent's variables reach it in the pod exactly (a line break and quotes in a value), and
@@ -457,4 +469,71 @@ fn the_agents_environment_reaches_the_pod_off_the_command_line() {
     assert!(seen_pod, "the pod was never seen running");
     assert_eq!(std::fs::read_to_string(env.repo.join("token.txt")).unwrap(), secret);
     assert!(!run.stdout.contains("pod-secret-4711") && !run.stderr.contains("pod-secret-4711"));
+}
+
+/// A pod is hardened by default, as the "restricted" Pod Security Standard asks: never root
+/// (uid 1000 when eden runs as root), no privilege escalation, every capability dropped, the
+/// runtime's seccomp profile, no service links, no service-account token. Read back from the
+/// API server while it runs, and seen from inside; `runtime_class` is its `runtimeClassName`.
+#[test]
+fn a_pod_is_hardened_by_default() {
+    let Some(cluster) = cluster() else { return };
+    let kubectl = |args: &[&str], input: Option<&str>| {
+        let mut command = std::process::Command::new(format!("{BUILD}/bin/kubectl"));
+        command.env("KUBECONFIG", cluster.state.join("admin.conf")).args(args);
+        command.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped());
+        let mut child = command.spawn().unwrap();
+        if let Some(input) = input {
+            use std::io::Write;
+            child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+        }
+        String::from_utf8_lossy(&child.wait_with_output().unwrap().stdout).into_owned()
+    };
+    // A RuntimeClass for the node's own runtime: what a gVisor or Kata one would be named. And
+    // a service in the pod's namespace, whose address service links would hand the agent.
+    kubectl(
+        &["apply", "-f", "-"],
+        Some("apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata:\n  name: eden-test\nhandler: docker\n---\n\
+              apiVersion: v1\nkind: Service\nmetadata:\n  name: eden-probe\n  namespace: default\nspec:\n  ports:\n  - port: 80\n"),
+    );
+    let env = TestEnv::new();
+    let script = "echo \"uid $(id -u)\"; grep -E '^(CapEff|NoNewPrivs)' /proc/self/status; env | grep -c EDEN_PROBE_SERVICE | sed 's/^/links /'; \
+                  sleep 3; echo '<promise>COMPLETE</promise>'";
+    let path = env.write_manifest(&manifest(script, "runtime_class = \"eden-test\""));
+    let mut command = env.eden_command(&["run", path.to_str().unwrap(), "--json"]);
+    command.envs(cluster.env("admin"));
+    let child = command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let mut spec = serde_json::Value::Null;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::time::Instant::now() < deadline && spec.is_null() {
+        if let Some(pod) = cluster.pods(&env.repo).first() {
+            let read: serde_json::Value =
+                serde_json::from_str(&kubectl(&["get", "pod", pod, "-o", "json"], None)).unwrap_or_default();
+            if read["status"]["phase"] == "Running" {
+                spec = read["spec"].clone();
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let run = Run::from(child.wait_with_output().unwrap());
+    run.assert_code(0);
+    assert!(!spec.is_null(), "the pod was never seen running: {}", run.stderr);
+    let pod = &spec["securityContext"];
+    let container = &spec["containers"][0]["securityContext"];
+    let expected_uid = if nix::unistd::getuid().is_root() { 1000 } else { nix::unistd::getuid().as_raw() };
+    assert_eq!(pod["runAsNonRoot"], true, "{spec:#}");
+    assert_eq!(pod["runAsUser"], expected_uid);
+    assert_eq!(pod["seccompProfile"]["type"], "RuntimeDefault");
+    assert_eq!(container["allowPrivilegeEscalation"], false);
+    assert_eq!(container["capabilities"]["drop"][0], "ALL");
+    assert_eq!(spec["enableServiceLinks"], false);
+    assert_eq!(spec["automountServiceAccountToken"], false);
+    assert_eq!(spec["runtimeClassName"], "eden-test");
+    // Seen from inside.
+    assert!(run.stderr.contains(&format!("| uid {expected_uid}")), "{}", run.stderr);
+    assert!(run.stderr.contains("| CapEff:\t0000000000000000"), "{}", run.stderr);
+    assert!(run.stderr.contains("| NoNewPrivs:\t1"), "{}", run.stderr);
+    assert!(run.stderr.contains("| links 0"), "no service's address in the environment: {}", run.stderr);
+    kubectl(&["delete", "runtimeclass", "eden-test"], None);
+    kubectl(&["delete", "service", "eden-probe", "-n", "default"], None);
 }

@@ -22,6 +22,8 @@ pub struct Stats {
     pub output_tokens: AtomicU64,
     /// Paths of the requests, for debugging a CLI that talks to something unexpected.
     pub paths: Mutex<Vec<String>>,
+    /// The credential each request carried (`x-api-key`, else `authorization`), as it came.
+    pub keys: Mutex<Vec<String>>,
     /// Answer the next agent turn that carries one tool result (the write done, the commit
     /// next) with a 429 usage limit, once.
     pub rate_limit_once: AtomicBool,
@@ -99,6 +101,7 @@ impl Drop for ModelServer {
 struct Request {
     method: String,
     path: String,
+    key: Option<String>,
     body: Vec<u8>,
 }
 
@@ -110,7 +113,7 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> std::io::Result<Option<Req
     let mut parts = line.split_whitespace();
     let method = parts.next().unwrap_or("").to_owned();
     let path = parts.next().unwrap_or("").to_owned();
-    let (mut length, mut chunked) = (0usize, false);
+    let (mut length, mut chunked, mut key) = (0usize, false, None);
     loop {
         let mut header = String::new();
         reader.read_line(&mut header)?;
@@ -123,6 +126,8 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> std::io::Result<Option<Req
             length = value.trim().parse().unwrap_or(0);
         } else if lower.starts_with("transfer-encoding:") && lower.contains("chunked") {
             chunked = true;
+        } else if lower.starts_with("x-api-key:") || (lower.starts_with("authorization:") && key.is_none()) {
+            key = header.split_once(':').map(|(_, value)| value.trim().to_owned());
         }
     }
     let mut body = Vec::new();
@@ -142,7 +147,7 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> std::io::Result<Option<Req
         body.resize(length, 0);
         reader.read_exact(&mut body)?;
     }
-    Ok(Some(Request { method, path, body }))
+    Ok(Some(Request { method, path, key, body }))
 }
 
 fn serve(
@@ -157,6 +162,7 @@ fn serve(
     while let Some(request) = read_request(&mut reader)? {
         stats.requests.fetch_add(1, Ordering::SeqCst);
         stats.paths.lock().unwrap().push(format!("{} {}", request.method, request.path));
+        stats.keys.lock().unwrap().extend(request.key.clone());
         let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
         // Debugging aid: EDEN_TEST_DUMP_REQUESTS=DIR writes every request body there.
         if let Some(dir) = std::env::var_os("EDEN_TEST_DUMP_REQUESTS") {

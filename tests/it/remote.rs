@@ -434,8 +434,12 @@ fn images_are_built_on_and_copied_to_a_remote_engine() {
     );
 }
 
-/// The test image with Claude Code's native executable in it, built on `host`'s engine (the
-/// executable sent as the build context): on another machine nothing can be mounted in.
+/// The key the remote Claude Code is given, which eden's proxy holds.
+const KEY: &str = "sk-ant-far-4711-real-key";
+
+/// The test image with Claude Code's native executable in it, and a spy in front of it
+/// (`/opt/spy`, see `SPIED`), built on `host`'s engine (the files sent as the build context): on
+/// another machine nothing can be mounted in.
 fn claude_image(
     engines: &RemoteEngines,
     host: &RemoteHost,
@@ -446,7 +450,13 @@ fn claude_image(
     let context = scratch.join("claude-context");
     std::fs::create_dir_all(&context).unwrap();
     std::fs::copy(claude, context.join("claude")).unwrap();
-    std::fs::write(context.join("Dockerfile"), format!("FROM {IMAGE}\nCOPY claude /opt/claude\n")).unwrap();
+    let spy = crate::held_keys::committing_spy("/opt/claude", KEY);
+    std::fs::write(context.join("spy"), spy).unwrap();
+    std::fs::write(
+        context.join("Dockerfile"),
+        format!("FROM {IMAGE}\nCOPY claude /opt/claude\nCOPY spy /opt/spy\nRUN chmod 755 /opt/spy\n"),
+    )
+    .unwrap();
     let built = host
         .docker_command(engines)
         .env("DOCKER_BUILDKIT", "0")
@@ -458,9 +468,12 @@ fn claude_image(
     tag
 }
 
-/// The real Claude Code, in a container on a remote engine over TLS, against the scripted model
-/// server on this machine: it commits, the commit is merged here, and its transcript (written
-/// in the container's private state folder) is copied back and captured.
+/// The real Claude Code, in a container on a remote engine over TLS and over ssh, against the
+/// scripted model server on this machine: it commits, the commit is merged here, and its
+/// transcript (written in the container's private state folder) is copied back and captured.
+/// Its key is held: the server receives the real key through eden's proxy here, reached
+/// through the engine's exec channel (`proxy::tunnel`), while every process and file in the
+/// container holds only the placeholder.
 #[test]
 fn claude_code_works_on_a_remote_engine() {
     let Some(claude) = crate::real_agents::require("claude") else { return };
@@ -479,7 +492,7 @@ fn claude_code_works_on_a_remote_engine() {
         );
         let manifest = format!(
             "name = \"far\"\nprompt = \"create hello.txt and commit it\"\n[agent]\nkind = \"claude-code\"\n\
-             binary = \"/opt/claude\"\nenv = {{ ANTHROPIC_BASE_URL = \"${{ANTHROPIC_BASE_URL}}\", ANTHROPIC_API_KEY = \"${{ANTHROPIC_API_KEY}}\", \
+             binary = \"/opt/spy\"\nenv = {{ ANTHROPIC_BASE_URL = \"${{ANTHROPIC_BASE_URL}}\", ANTHROPIC_API_KEY = \"{KEY}\", \
              DISABLE_TELEMETRY = \"1\", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = \"1\", CLAUDE_CODE_MAX_RETRIES = \"0\" }}\n\
              [sandbox]\nkind = \"docker\"\nimage = \"{image}\"\nnetwork = \"bridge\"\nhost = \"{address}\"\n[loop]\nmax_iterations = 1\nidle_timeout = \"90s\"\n"
         );
@@ -500,6 +513,12 @@ fn claude_code_works_on_a_remote_engine() {
         assert!(source.starts_with(&private.display().to_string()), "copied back into the private folder: {source}");
         assert!(!env.root().join("claude/projects").exists(), "nothing written to the person's folder");
         assert!(host.containers(engines, &env.repo).is_empty());
+        // Held: the real key reached the server, and only there.
+        let keys = server.stats.keys.lock().unwrap().clone();
+        assert!(!keys.is_empty() && keys.iter().all(|key| key == KEY), "{address}: the server got {keys:?}");
+        assert_eq!(record["held_keys"][0]["var"], "ANTHROPIC_API_KEY", "{record:#}");
+        crate::held_keys::assert_spied(&env, &run, KEY);
+        assert!(!run.stderr.contains("not held"), "{}", run.stderr);
     }
 }
 
@@ -572,27 +591,56 @@ fn limits_hold_on_a_remote_engine() {
     assert!(host.containers(engines, &env.repo).is_empty());
 }
 
-/// Held keys cannot reach a remote engine (the proxy's socket is on this machine): asked for,
-/// that is refused before anything is made; by default the run goes on with the keys handed
-/// to the agent as before, and says so.
+/// Held keys reach a remote engine through its own exec channel: `hold_keys = true` is taken
+/// there, the record names what is held, and nothing is left on the engine, also when the run
+/// is refused later (the tunnel goes with the container). The real key's way there and back is
+/// `claude_code_works_on_a_remote_engine`.
 #[test]
-fn held_keys_are_refused_or_said_on_a_remote_engine() {
+fn held_keys_are_held_on_a_remote_engine() {
     let Some(engines) = engines() else { return };
     let host = &engines.hosts[0];
     let env = TestEnv::new();
-    let manifest = |hold: &str| {
-        format!(
-            "name = \"far\"\nprompt = \"x\"\n[agent]\nkind = \"claude-code\"\nbinary = \"/bin/true\"\nenv = {{ ANTHROPIC_API_KEY = \"sk-far\" }}\n\
-             [sandbox]\nkind = \"docker\"\nimage = \"{IMAGE}\"\nnetwork = \"bridge\"\n{hold}\n[loop]\nmax_iterations = 1\n"
-        )
-    };
-    let refused = run_on(&env, engines, &manifest("hold_keys = true"), &["--host", &host.docker], &[]);
-    refused.assert_code(2);
-    assert!(refused.error_text().contains("is remote: eden's proxy listens on this machine"), "{}", refused.stderr);
-    env.assert_pristine();
-    assert!(host.containers(engines, &env.repo).is_empty());
-    let said = run_on(&env, engines, &manifest(""), &["--host", &host.docker], &[]);
-    assert!(said.stderr.contains("the agent's keys are not held: the engine is remote"), "{}", said.stderr);
-    assert!(said.json()["held_keys"].is_null(), "{}", said.stdout);
+    // A stand-in that calls the proxy through the relay, as Claude Code would (git's own HTTP
+    // client: the image has no other), and commits what it sees.
+    let script = "#!/bin/sh\ngit -c http.extraHeader=\"x-api-key: $ANTHROPIC_API_KEY\" ls-remote \"$ANTHROPIC_BASE_URL/v1/far\" > called.txt 2>&1\n\
+                  ls -l /run/eden-proxy > proxy.txt\ngit add called.txt proxy.txt && git -c user.name=far -c user.email=far@example.com commit -qm called\n\
+                  echo '{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"<promise>COMPLETE</promise>\"}'\n";
+    let context = env.root().join("stand-in");
+    std::fs::create_dir_all(&context).unwrap();
+    std::fs::write(context.join("agent"), script).unwrap();
+    std::fs::write(
+        context.join("Dockerfile"),
+        format!("FROM {IMAGE}\nCOPY agent /opt/agent\nRUN chmod 755 /opt/agent\n"),
+    )
+    .unwrap();
+    let image = "localhost/eden-test:stand-in";
+    let built = host
+        .docker_command(engines)
+        .env("DOCKER_BUILDKIT", "0")
+        .args(["build", "-q", "-t", image])
+        .arg(&context)
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    let server = crate::model_server::ModelServer::start(std::fs::canonicalize(&env.repo).unwrap(), false);
+    let manifest = format!(
+        "name = \"far\"\nprompt = \"x\"\n[agent]\nkind = \"claude-code\"\nbinary = \"/opt/agent\"\n\
+         env = {{ ANTHROPIC_API_KEY = \"sk-far-4711\", ANTHROPIC_BASE_URL = \"{}\" }}\n\
+         [sandbox]\nkind = \"docker\"\nimage = \"{image}\"\nnetwork = \"none\"\nhold_keys = true\n[loop]\nmax_iterations = 1\n",
+        server.url()
+    );
+    let run = run_on(&env, engines, &manifest, &["--host", &host.docker], &[]);
+    run.assert_code(0);
+    assert!(!run.stderr.contains("not held"), "{}", run.stderr);
+    assert_eq!(run.json()["held_keys"][0]["var"], "ANTHROPIC_API_KEY", "{}", run.stdout);
+    // With no network at all, the request reached the server on this machine, with the key.
+    let keys = server.stats.keys.lock().unwrap().clone();
+    assert!(!keys.is_empty() && keys.iter().all(|key| key == "sk-far-4711"), "{keys:?}: {}", run.stderr);
+    assert!(server.stats.paths.lock().unwrap()[0].starts_with("GET /v1/far/info/refs"));
+    let proxy = std::fs::read_to_string(env.repo.join("proxy.txt")).unwrap();
+    assert!(
+        proxy.contains("srw-rw-rw- 1 root root") && proxy.contains("0.sock"),
+        "the tunnel's socket, root's: {proxy}"
+    );
     assert!(host.containers(engines, &env.repo).is_empty());
 }

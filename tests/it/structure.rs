@@ -136,8 +136,9 @@ fn processes_start_only_in_process() {
 }
 
 /// eden's helper processes (hidden subcommands: the containment init, the allowlist's probe,
-/// the simulated agent, the credential relay) talk on their own stdout and stderr, which eden reads.
-const HELPERS: [&str; 4] = ["process/contain.rs", "sandbox/firewall.rs", "agent/simulated.rs", "proxy/relay.rs"];
+/// the simulated agent, the credential relay and its tunnel) talk on their own stdout and stderr, which eden reads.
+const HELPERS: [&str; 5] =
+    ["process/contain.rs", "sandbox/firewall.rs", "agent/simulated.rs", "proxy/relay.rs", "proxy/tunnel.rs"];
 
 #[test]
 fn only_ui_and_main_print() {
