@@ -49,6 +49,9 @@ pub fn main_with_args(args: Vec<std::ffi::OsString>) -> i32 {
     if args.get(1).is_some_and(|a| a == proxy::tunnel::TUNNEL_SUBCOMMAND) {
         return proxy::tunnel::run(&args[2..]);
     }
+    if args.get(1).is_some_and(|a| a == sandbox::remote_rules::LISTEN_SUBCOMMAND) {
+        return sandbox::remote_rules::run_listen(&args[2..]);
+    }
     if args.get(1).is_some_and(|a| a == sandbox::firewall::CONNECT_SUBCOMMAND) {
         return sandbox::firewall::run_connect(&args[2..]);
     }

@@ -217,6 +217,10 @@ pub struct RunRecord {
     /// lacked besides (its tip rewound during the run, say).
     #[serde(default)]
     pub merged_commits: Option<u32>,
+    /// How long the merge waited for the repository lock, in milliseconds: its wait in the
+    /// merge queue behind other runs' merges (and worktree changes) in the same repository.
+    #[serde(default)]
+    pub merge_wait_ms: Option<u64>,
     pub preserved_branch: Option<String>,
     pub preserved_worktree: Option<PathBuf>,
     pub started_at: String,

@@ -32,6 +32,8 @@ pub(crate) struct Merged {
     pub queue_position: Option<u32>,
     /// How many commits entered the target.
     pub commits: Option<u32>,
+    /// How long the merge waited for the repository lock: its wait in the merge queue.
+    pub waited_ms: u64,
 }
 
 /// How the merge is done and numbered.
@@ -98,6 +100,7 @@ pub(crate) fn finish(
     };
     // Merging, removing the worktree and deleting the branch change what every run of this
     // repository shares: one eden process at a time.
+    let asked = std::time::Instant::now();
     let shared = match workspace.repository_lock("merging and cleaning up", &mut |message| {
         reporter.report(&Event::Info { message: message.into() })
     }) {
@@ -111,9 +114,10 @@ pub(crate) fn finish(
         guard_what_steers(&workspace, &settings.protected, &mut error, reporter);
     }
     let landing = decide(pre.strategy, error.is_some(), !commits.is_empty(), pre.base_branch.as_deref());
+    let waited_ms = u64::try_from(asked.elapsed().as_millis()).unwrap_or(u64::MAX);
     let merged = match &landing {
         Landing::Merge { target } => match merge(&workspace, target, &settings, &mut commits, reporter) {
-            Ok(merged) => Some(merged),
+            Ok(merged) => Some(Merged { waited_ms, ..merged }),
             Err(err) => {
                 error = Some(err);
                 None
@@ -137,6 +141,13 @@ pub(crate) fn finish(
         explain_unmerged(error, pre.strategy, branch, (&workspace.run_id, commits.len()));
     }
     drop(shared);
+    // Deleting the worktree's files, the slow part of removing it, waits for no lock.
+    let trash = worktree_trash(&workspace);
+    if trash.exists() {
+        let _ = crate::safe_fs::remove_tree(&trash);
+        // The run's scratch folder, if that was all it held.
+        let _ = trash.parent().map(std::fs::remove_dir);
+    }
     Finished { lock: workspace.lock, commits, merged, preserved_branch, preserved_worktree, error }
 }
 
@@ -171,7 +182,7 @@ fn merge(
         _ => Some(0),
     };
     let queue_position = settings.batch.and_then(|batch| queue_position(&workspace.pre.layout(), batch, target));
-    let merged = Merged { into: target.to_owned(), kind, commit, onto, queue_position, commits: landed };
+    let merged = Merged { into: target.to_owned(), kind, commit, onto, queue_position, commits: landed, waited_ms: 0 };
     report_merge(&merged, branch, commits.len() as u32, reporter);
     Ok(merged)
 }
@@ -210,7 +221,7 @@ fn close_worktree(workspace: &Workspace, locked: bool, reporter: &mut RunEvents)
         WorktreeAction::Reuse => WorktreeEnd::Untouched,
         WorktreeAction::CreateWithNewBranch | WorktreeAction::CreateForExistingBranch if !locked => kept,
         WorktreeAction::CreateWithNewBranch | WorktreeAction::CreateForExistingBranch => {
-            match workspace.repo.remove_worktree(&pre.worktree) {
+            match workspace.repo.detach_worktree(&pre.worktree, &worktree_trash(workspace)) {
                 Ok(Removal::Removed) => WorktreeEnd::Removed,
                 Ok(Removal::KeptDirty) => kept,
                 Err(err) => {
@@ -227,6 +238,12 @@ fn close_worktree(workspace: &Workspace, locked: bool, reporter: &mut RunEvents)
         });
     }
     end
+}
+
+/// Where the run's worktree goes when it is taken out under the repository lock, to be deleted
+/// once the lock is released (`finish`): the run's scratch folder, on the same file system.
+fn worktree_trash(workspace: &Workspace) -> PathBuf {
+    workspace.pre.layout().scratch(&workspace.run_id).join("worktree-removed")
 }
 
 /// The run's branch: kept with `named`, and with `merge-to-head` unless its work landed (or

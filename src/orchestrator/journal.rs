@@ -66,6 +66,7 @@ impl Journal {
             merge_onto: None,
             merge_queue_position: None,
             merged_commits: None,
+            merge_wait_ms: None,
             preserved_branch: None,
             preserved_worktree: None,
             started_at: now_rfc3339(),

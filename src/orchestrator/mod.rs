@@ -361,6 +361,7 @@ impl<'p> Run<'p> {
                 record.merge_onto = merged.onto;
                 record.merge_queue_position = merged.queue_position;
                 record.merged_commits = merged.commits;
+                record.merge_wait_ms = Some(merged.waited_ms);
             }
             record.preserved_branch = preserved_branch;
             record.preserved_worktree = preserved_worktree;

@@ -300,12 +300,6 @@ fn refuse_on_remote(plan: &ContainerPlan, target: &Target) -> Result<(), Error> 
             "their sources are folders on this machine, which a remote engine cannot see",
             "remove them, or run on a local engine",
         ))
-    } else if matches!(plan.network, Network::Allowlist | Network::Internet) {
-        Some((
-            if plan.network == Network::Allowlist { "`network = \"allowlist\"`" } else { "the default network (`network = \"internet\"`: the internet, but not the engine's machine)" },
-            "eden installs its rules from this machine into the container's network namespace, which a remote engine does not allow",
-            "choose `network = \"bridge\"` there (the engine's bridge as it is: it reaches the engine's machine) or `\"none\"`, or run on a local engine",
-        ))
     } else {
         None
     };
@@ -562,7 +556,12 @@ impl Container {
             _ => None,
         };
         let (engine, name) = (self.target.engine, self.name.clone());
-        let rules = policy.map(|policy| std::thread::spawn(move || super::firewall::install(engine, &name, &policy)));
+        // A remote engine's rules go in from a helper there, after the seeding (below).
+        let (local, remote) = match self.remote {
+            true => (None, policy),
+            false => (policy, None),
+        };
+        let rules = local.map(|policy| std::thread::spawn(move || super::firewall::install(engine, &name, &policy)));
         let seed = repository::SeedRequest {
             host_worktree: &request.site.worktree,
             branch: &request.site.branch,
@@ -575,7 +574,21 @@ impl Container {
             let installed = rules.join().map_err(|_| Error::internal("installing the network rules panicked"))?;
             self.firewall = installed?;
         }
-        seeded
+        seeded?;
+        if let Some(policy) = remote {
+            let sandbox = super::remote_rules::RemoteSandbox {
+                target: &self.target,
+                name: &self.name,
+                image: &self.image,
+                network: network_name(plan.network),
+                endpoint: self.recorded_host.as_deref(),
+                as_root: &|command, stdin| self.as_root(command, stdin),
+                eden_inside: &self.eden_inside,
+                scratch: request.site.scratch.as_path(),
+            };
+            super::remote_rules::install(&sandbox, &policy)?;
+        }
+        Ok(())
     }
 
     /// The workspace volume (made by the engine, owned by root) handed to the run's user, the

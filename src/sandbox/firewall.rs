@@ -47,7 +47,7 @@ impl Drop for Refresher {
 pub const CONNECT_SUBCOMMAND: &str = "__eden-connect";
 
 /// An address nobody is allowed to (TEST-NET-1, RFC 5737): it must be refused.
-const DENIED_PROBE: (Ipv4Addr, u16) = (Ipv4Addr::new(192, 0, 2, 1), 9);
+pub(super) const DENIED_PROBE: (Ipv4Addr, u16) = (Ipv4Addr::new(192, 0, 2, 1), 9);
 
 /// eden's own listener on the host, at the sandbox's gateway (the host's end of the engine's
 /// network), which the sandbox reached before the rules were installed.
@@ -89,7 +89,7 @@ impl Target {
 }
 
 /// The default route's gateway in `/proc/net/route` (hexadecimal, host byte order).
-fn default_gateway(route: &str) -> Option<Ipv4Addr> {
+pub(super) fn default_gateway(route: &str) -> Option<Ipv4Addr> {
     route.lines().skip(1).find_map(|line| {
         let fields: Vec<&str> = line.split_whitespace().collect();
         let (destination, gateway) = (fields.get(1)?, fields.get(2)?);
@@ -103,7 +103,7 @@ fn default_gateway(route: &str) -> Option<Ipv4Addr> {
 }
 
 /// Does `network` (an address, or `address/prefix`) hold `address`?
-fn covers(network: &str, address: Ipv4Addr) -> bool {
+pub(super) fn covers(network: &str, address: Ipv4Addr) -> bool {
     let (base, prefix) = network.split_once('/').unwrap_or((network, "32"));
     let (Ok(base), Ok(prefix)) = (base.parse::<Ipv4Addr>(), prefix.parse::<u32>()) else { return false };
     let mask = if prefix == 0 { 0 } else { u32::MAX << (32 - prefix.min(32)) };
@@ -112,9 +112,9 @@ fn covers(network: &str, address: Ipv4Addr) -> bool {
 
 /// A destination as the rules see it: an address or network, and a port (any when `None`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Rule {
-    network: String,
-    port: Option<u16>,
+pub(super) struct Rule {
+    pub(super) network: String,
+    pub(super) port: Option<u16>,
 }
 
 /// What the rules let through.
@@ -287,7 +287,7 @@ pub fn needs_root(policy: &Policy) -> Error {
 
 /// What `network = "internet"` refuses: `NOT_THE_INTERNET`, and every address this machine has
 /// (a public one too: from a container it is this machine), and the sandbox's gateway.
-fn blocked(gateway: Option<Ipv4Addr>) -> Vec<String> {
+pub(super) fn blocked(gateway: Option<Ipv4Addr>) -> Vec<String> {
     let mut blocked: Vec<String> = NOT_THE_INTERNET.iter().map(|net| (*net).to_owned()).collect();
     let mut own: Vec<Ipv4Addr> = nix::ifaddrs::getifaddrs()
         .map(|addresses| {
@@ -335,7 +335,7 @@ fn next_rules(
 
 /// Every entry as rules (one list per entry): names resolved (on the host, now) to their IPv4
 /// addresses.
-fn resolve(allow: &[AllowEntry]) -> Result<Vec<Vec<Rule>>, Error> {
+pub(super) fn resolve(allow: &[AllowEntry]) -> Result<Vec<Vec<Rule>>, Error> {
     allow.iter().map(resolve_entry).collect()
 }
 
@@ -360,7 +360,7 @@ fn resolve_entry(entry: &AllowEntry) -> Result<Vec<Rule>, Error> {
 
 /// The `iptables-restore` input for IPv4 and IPv6: everything out refused but loopback,
 /// replies, DNS to the resolvers and the allowed destinations.
-fn rule_sets(resolvers: &[Ipv4Addr], rules: &[Vec<Rule>]) -> (String, String) {
+pub(super) fn rule_sets(resolvers: &[Ipv4Addr], rules: &[Vec<Rule>]) -> (String, String) {
     let head = "*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT DROP [0:0]\n\
                 -A OUTPUT -o lo -j ACCEPT\n-A OUTPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT\n";
     let mut v4 = head.to_owned();
@@ -389,7 +389,7 @@ fn rule_sets(resolvers: &[Ipv4Addr], rules: &[Vec<Rule>]) -> (String, String) {
 /// The `iptables-restore` input for `network = "internet"`: loopback, replies and DNS to the
 /// resolvers open, every `blocked` network refused, everything else open; IPv6 refused but
 /// loopback (the engines' bridges have none by default).
-fn internet_rule_sets(resolvers: &[Ipv4Addr], blocked: &[String]) -> (String, String) {
+pub(super) fn internet_rule_sets(resolvers: &[Ipv4Addr], blocked: &[String]) -> (String, String) {
     let head = "*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n\
                 -A OUTPUT -o lo -j ACCEPT\n-A OUTPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT\n";
     let mut v4 = head.to_owned();

@@ -18,6 +18,7 @@ pub mod isolated;
 mod ledger;
 pub mod pod;
 pub mod reach;
+pub mod remote_rules;
 pub(crate) mod repository;
 mod unpack;
 

@@ -397,7 +397,8 @@ fn a_pod_gives_a_terminal_that_follows_the_window() {
     );
     let exports: String = cluster.env("admin").iter().map(|(key, value)| format!("export {key}='{value}'; ")).collect();
     let Some(tmux) = Tmux::start(&env, &env.repo, &format!("{exports}{}", eden_bash(&extra))) else { return };
-    tmux.wait_for("# ");
+    // A pod never runs as root: the shell's prompt is a user's.
+    tmux.wait_for("$ ");
     tmux.line("tty; echo SIZE-$(stty size | tr ' ' x)");
     let screen = tmux.wait_for("SIZE-30x120");
     assert!(screen.contains("/dev/pts/"), "{screen}");

@@ -85,6 +85,7 @@ fn eight_manifests_four_at_a_time_all_land_on_main() {
         let onto = record["merge_onto"].as_str().unwrap();
         env.git(&["merge-base", "--is-ancestor", onto, "main"]);
         positions.push(record["merge_queue_position"].as_u64().unwrap());
+        assert!(record["merge_wait_ms"].is_u64(), "the wait in the queue is recorded: {record}");
         assert_eq!(std::fs::read_to_string(env.repo.join(format!("file{i}.txt"))).unwrap(), format!("{i}\n"));
     }
     positions.sort_unstable();

@@ -6,8 +6,8 @@ use crate::containers::IMAGE;
 use crate::remote_engines::{engines, RemoteEngines, RemoteHost};
 use crate::support::{Run, TestEnv};
 
-/// `containers::manifest` with the engine's bridge as it is: a remote engine cannot be given
-/// the default network's rules from this machine (`network = "internet"` is refused there).
+/// `containers::manifest` with the engine's bridge as it is (the default network's rules and
+/// their self-test are `network_rules_hold_on_a_remote_engine`'s, and cost each run a helper).
 fn manifest(engine: &str, script: &str, extra: &str) -> String {
     match extra.contains("network =") {
         true => crate::containers::manifest(engine, script, extra),
@@ -133,8 +133,6 @@ fn what_needs_this_machines_files_is_refused_on_a_remote_engine() {
     for (extra, what) in [
         ("expose_worktree = true", "`sandbox.expose_worktree`"),
         ("mounts = [{ host = \"cache\", sandbox = \"/cache\" }]", "`sandbox.mounts`"),
-        ("network = \"allowlist\"\nallow = [\"example.com\"]", "allowlist"),
-        ("network = \"internet\"", "the default network"),
     ] {
         let run = run_on(&env, engines, &manifest("docker", "true", extra), &["--host", &host.docker], &[]);
         run.assert_code(2);
@@ -643,4 +641,99 @@ fn held_keys_are_held_on_a_remote_engine() {
         "the tunnel's socket, root's: {proxy}"
     );
     assert!(host.containers(engines, &env.repo).is_empty());
+}
+
+/// Accepts connections on `address` (two ports), counting each port's.
+struct Listening {
+    ports: [u16; 2],
+    seen: [std::sync::Arc<std::sync::atomic::AtomicU32>; 2],
+}
+
+impl Listening {
+    fn on(address: &str) -> Listening {
+        let mut ports = [0; 2];
+        let seen = [std::sync::Arc::default(), std::sync::Arc::default()];
+        for (n, count) in seen.iter().enumerate() {
+            let listener = std::net::TcpListener::bind((address, 0)).unwrap();
+            ports[n] = listener.local_addr().unwrap().port();
+            let count: std::sync::Arc<std::sync::atomic::AtomicU32> = std::sync::Arc::clone(count);
+            std::thread::spawn(move || {
+                for _ in listener.incoming().flatten() {
+                    count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                }
+            });
+        }
+        Listening { ports, seen }
+    }
+
+    fn seen(&self, n: usize) -> u32 {
+        self.seen[n].load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// An agent that tries `targets` (address and port) with eden's own probe and commits what
+/// each came to (`eden __eden-connect`: 0 connected, 1 refused, 2 no answer).
+fn trying(targets: &[(String, u16)]) -> String {
+    let tries: String = targets
+        .iter()
+        .map(|(address, port)| {
+            format!("/opt/eden/bin/eden __eden-connect {address} {port}; echo \"{address}:{port} $?\" >> tried.txt; ")
+        })
+        .collect();
+    format!("{tries}git add tried.txt && git -c user.name=far -c user.email=far@example.com commit -qm tried && echo '<promise>COMPLETE</promise>'")
+}
+
+/// The network rules hold on a remote engine, installed there by a helper container that
+/// alone holds `NET_ADMIN`, and proved by the self-test against eden's probe on that engine:
+/// the default network refuses this machine (a private address), an allowlist lets through
+/// only its address and port (another port of the same address is refused), on docker and on
+/// podman's remote API; the work merges each time, and no helper or probe is left there.
+#[test]
+fn network_rules_hold_on_a_remote_engine() {
+    let Some(engines) = engines() else { return };
+    let host = &engines.hosts[0];
+    let here = engines.local_address();
+    let listening = Listening::on(&here);
+    let targets = [(here.clone(), listening.ports[0]), (here.clone(), listening.ports[1])];
+    let tried = |env: &TestEnv| std::fs::read_to_string(env.repo.join("tried.txt")).unwrap();
+    let left = |env: &TestEnv| {
+        let all = host.docker_command(engines).args(["ps", "-a", "--format", "{{.Names}}"]).output().unwrap();
+        let names = String::from_utf8_lossy(&all.stdout).into_owned();
+        assert!(!names.contains("-probe"), "a probe left on the engine: {names}");
+        assert!(host.containers(engines, &env.repo).is_empty());
+    };
+
+    // The default: the internet, not this machine.
+    let env = TestEnv::new();
+    let manifest = crate::containers::manifest("docker", &trying(&targets), "");
+    let run = run_on(&env, engines, &manifest, &["--host", &host.docker], &[]);
+    run.assert_code(0);
+    let said = tried(&env);
+    assert!(said.contains(&format!("{here}:{} 1", listening.ports[0])), "refused: {said}");
+    assert_eq!(listening.seen(0) + listening.seen(1), 0, "this machine was reached");
+    left(&env);
+
+    // An allowlist: its address and port, nothing else.
+    let env = TestEnv::new();
+    let allow = format!("network = \"allowlist\"\nallow = [\"{here}:{}\"]", listening.ports[0]);
+    let manifest = crate::containers::manifest("docker", &trying(&targets), &allow);
+    let run = run_on(&env, engines, &manifest, &["--host", &host.docker], &[]);
+    run.assert_code(0);
+    let said = tried(&env);
+    assert!(said.contains(&format!("{here}:{} 0", listening.ports[0])), "the allowed port answers: {said}");
+    assert!(said.contains(&format!("{here}:{} 1", listening.ports[1])), "another port is refused: {said}");
+    assert_eq!(listening.seen(1), 0, "the other port was reached");
+    assert!(listening.seen(0) >= 2, "the self-test and the agent reached the allowed port");
+    left(&env);
+
+    // The same on podman over its remote API.
+    let env = TestEnv::new();
+    let url = host.podman.as_deref().unwrap();
+    let manifest = crate::containers::manifest("podman", &trying(&targets), &allow);
+    let run = run_on(&env, engines, &manifest, &["--host", url], &[]);
+    run.assert_code(0);
+    let said = tried(&env);
+    assert!(said.contains(&format!("{here}:{} 0", listening.ports[0])), "podman: {said}");
+    assert!(said.contains(&format!("{here}:{} 1", listening.ports[1])), "podman: {said}");
+    assert_eq!(listening.seen(1), 0, "the other port was reached");
 }

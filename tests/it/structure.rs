@@ -135,10 +135,16 @@ fn processes_start_only_in_process() {
     assert!(found.is_empty(), "processes start outside src/process (use ProcessBuilder): {found:#?}");
 }
 
-/// eden's helper processes (hidden subcommands: the containment init, the allowlist's probe,
+/// eden's helper processes (hidden subcommands: the containment init, the allowlist's probes,
 /// the simulated agent, the credential relay and its tunnel) talk on their own stdout and stderr, which eden reads.
-const HELPERS: [&str; 5] =
-    ["process/contain.rs", "sandbox/firewall.rs", "agent/simulated.rs", "proxy/relay.rs", "proxy/tunnel.rs"];
+const HELPERS: [&str; 6] = [
+    "process/contain.rs",
+    "sandbox/firewall.rs",
+    "sandbox/remote_rules.rs",
+    "agent/simulated.rs",
+    "proxy/relay.rs",
+    "proxy/tunnel.rs",
+];
 
 #[test]
 fn only_ui_and_main_print() {
