@@ -131,39 +131,6 @@ impl Git {
         Err(super::git_failure(&command, &output.stderr))
     }
 
-    /// Take a clean worktree out of the repository at once, leaving the slow part for later:
-    /// its folder renamed to `trash` (on the same file system) and its registration under
-    /// `.git/worktrees/` removed, so deleting its files (seconds, on a big repository) can wait
-    /// until the repository lock is released. One with modified or untracked files (its
-    /// submodules' too) stays. Where the quick way cannot be taken, `remove_worktree`.
-    pub fn detach_worktree(&self, path: &Path, trash: &Path) -> Result<Removal, Error> {
-        let status =
-            Git::new(path).run(["status", "--porcelain", "--untracked-files=normal", "--ignore-submodules=none"])?;
-        if !status.trim().is_empty() {
-            return Ok(Removal::KeptDirty);
-        }
-        let Some(admin) = self.registration(path) else { return self.remove_worktree(path) };
-        let made = trash.parent().is_none_or(|parent| std::fs::create_dir_all(parent).is_ok());
-        if !made || std::fs::rename(path, trash).is_err() {
-            return self.remove_worktree(path);
-        }
-        std::fs::remove_dir_all(&admin).map_err(|err| {
-            Error::git(format!("cannot remove the worktree's registration `{}`: {err}", admin.display()))
-        })?;
-        Ok(Removal::Removed)
-    }
-
-    /// A worktree's own folder under this repository's `.git/worktrees/`, from its `.git` file;
-    /// `None` unless it is exactly that.
-    fn registration(&self, path: &Path) -> Option<PathBuf> {
-        let pointer = std::fs::read_to_string(path.join(".git")).ok()?;
-        let admin = PathBuf::from(pointer.trim().strip_prefix("gitdir: ")?);
-        let admin = std::fs::canonicalize(admin).ok()?;
-        let common = self.run(["rev-parse", "--path-format=absolute", "--git-common-dir"]).ok()?;
-        let common = std::fs::canonicalize(common.trim()).ok()?;
-        (admin.parent()? == common.join("worktrees")).then_some(admin)
-    }
-
     /// Delete a branch whose commits are safe elsewhere (merged, or none of its own).
     pub fn delete_branch(&self, branch: &str) -> Result<(), Error> {
         self.run(["branch", "-D", "--quiet", branch]).map(drop)

@@ -141,13 +141,6 @@ pub(crate) fn finish(
         explain_unmerged(error, pre.strategy, branch, (&workspace.run_id, commits.len()));
     }
     drop(shared);
-    // Deleting the worktree's files, the slow part of removing it, waits for no lock.
-    let trash = worktree_trash(&workspace);
-    if trash.exists() {
-        let _ = crate::safe_fs::remove_tree(&trash);
-        // The run's scratch folder, if that was all it held.
-        let _ = trash.parent().map(std::fs::remove_dir);
-    }
     Finished { lock: workspace.lock, commits, merged, preserved_branch, preserved_worktree, error }
 }
 
@@ -221,7 +214,7 @@ fn close_worktree(workspace: &Workspace, locked: bool, reporter: &mut RunEvents)
         WorktreeAction::Reuse => WorktreeEnd::Untouched,
         WorktreeAction::CreateWithNewBranch | WorktreeAction::CreateForExistingBranch if !locked => kept,
         WorktreeAction::CreateWithNewBranch | WorktreeAction::CreateForExistingBranch => {
-            match workspace.repo.detach_worktree(&pre.worktree, &worktree_trash(workspace)) {
+            match workspace.repo.remove_worktree(&pre.worktree) {
                 Ok(Removal::Removed) => WorktreeEnd::Removed,
                 Ok(Removal::KeptDirty) => kept,
                 Err(err) => {
@@ -238,12 +231,6 @@ fn close_worktree(workspace: &Workspace, locked: bool, reporter: &mut RunEvents)
         });
     }
     end
-}
-
-/// Where the run's worktree goes when it is taken out under the repository lock, to be deleted
-/// once the lock is released (`finish`): the run's scratch folder, on the same file system.
-fn worktree_trash(workspace: &Workspace) -> PathBuf {
-    workspace.pre.layout().scratch(&workspace.run_id).join("worktree-removed")
 }
 
 /// The run's branch: kept with `named`, and with `merge-to-head` unless its work landed (or
