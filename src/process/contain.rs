@@ -6,10 +6,8 @@
 //! - **PID namespace** (preferred): every supervised command on the host runs under a tiny init
 //!   (`eden __eden-init`, this module) that is process 1 of a fresh PID namespace (inside a user
 //!   namespace when eden is not root). When the command exits, the init exits, and the kernel
-//!   kills everything left in the namespace. The init learns of its parent's death
-//!   (`PR_SET_PDEATHSIG`; the parent dies with eden), gives everything in the namespace SIGTERM
-//!   and a second (a git removes its lock files), and leaves: a SIGKILLed eden takes the whole
-//!   namespace down too.
+//!   kills everything left in the namespace. The init dies with its parent (`PR_SET_PDEATHSIG`),
+//!   which dies with eden, so a SIGKILLed eden takes the whole namespace down too.
 //! - **Subreaper** (fallback, where namespaces are not allowed): eden marks itself a child
 //!   subreaper, so orphans of a command are re-parented to eden instead of to PID 1; when the
 //!   command ends, eden kills whatever was re-parented to it. This cannot cover eden being
@@ -116,15 +114,6 @@ fn probe() -> bool {
     super::ProcessBuilder::new(eden).args([INIT_SUBCOMMAND, "--probe"]).output().is_ok_and(|output| output.success())
 }
 
-/// The init's death signal (`PR_SET_PDEATHSIG`): eden, and with it the outer process, is gone.
-/// One nothing else sends, so that it means only that.
-const PARENT_GONE: Signal = Signal::SIGPWR;
-
-/// How long the command has, once eden is gone, between SIGTERM and the namespace's end: long
-/// enough for a git to remove its lock files (`.git/packed-refs.lock` left by a SIGKILLed
-/// `git commit` blocks every later ref update in the repository).
-const WIND_DOWN: std::time::Duration = std::time::Duration::from_millis(1000);
-
 /// Signals that would end the outer process or the init before the command: blocked in both
 /// (the init collects them with `sigwait`), unblocked again for the command.
 fn held_signals() -> SigSet {
@@ -141,7 +130,6 @@ fn held_signals() -> SigSet {
         Signal::SIGTTIN,
         Signal::SIGTTOU,
         Signal::SIGCHLD,
-        PARENT_GONE,
     ] {
         set.add(signal);
     }
@@ -225,7 +213,7 @@ pub fn run_init(args: &[OsString]) -> i32 {
 
 /// Process 1 of the namespace: start the command, reap everything, leave with the command.
 fn be_init(program: &OsString, rest: &[OsString], alive: std::os::fd::OwnedFd) -> i32 {
-    if nix::sys::prctl::set_pdeathsig(PARENT_GONE).is_err() || parent_gone(&alive) {
+    if nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).is_err() || parent_gone(&alive) {
         return 1;
     }
     drop(alive);
@@ -247,10 +235,8 @@ fn be_init(program: &OsString, rest: &[OsString], alive: std::os::fd::OwnedFd) -
     loop {
         // Termination signals are for the command (which got them with its process group);
         // SIGCHLD is our cue to reap.
-        match held.wait() {
-            Ok(Signal::SIGCHLD) => {}
-            Ok(PARENT_GONE) => return wind_down(command),
-            _ => continue,
+        if held.wait() != Ok(Signal::SIGCHLD) {
+            continue;
         }
         loop {
             match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
@@ -261,26 +247,6 @@ fn be_init(program: &OsString, rest: &[OsString], alive: std::os::fd::OwnedFd) -
             }
         }
     }
-}
-
-/// eden is gone: every process of the namespace gets SIGTERM and `WIND_DOWN` to end (a git
-/// removes its lock files then); then the init leaves, and the kernel kills what is left.
-fn wind_down(command: Pid) -> i32 {
-    // From process 1 of the namespace, pid -1 is every other process in it.
-    let _ = nix::sys::signal::kill(Pid::from_raw(-1), Signal::SIGTERM);
-    let deadline = std::time::Instant::now() + WIND_DOWN;
-    let mut code = 128 + Signal::SIGKILL as i32;
-    while std::time::Instant::now() < deadline {
-        match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
-            Ok(WaitStatus::Exited(pid, exited)) if pid == command => code = exited,
-            Ok(WaitStatus::Signaled(pid, signal, _)) if pid == command => code = 128 + signal as i32,
-            Ok(WaitStatus::StillAlive) => std::thread::sleep(std::time::Duration::from_millis(10)),
-            // None left.
-            Err(nix::errno::Errno::ECHILD) => break,
-            _ => {}
-        }
-    }
-    code
 }
 
 /// Start the namespace's pids at a random place rather than 2: scripts name shared temporary

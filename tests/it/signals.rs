@@ -90,40 +90,6 @@ fn the_agent_does_not_outlive_a_killed_eden() {
     assert!(left.is_empty(), "the agent outlived eden: {left:?}");
 }
 
-/// A SIGKILLed eden cannot stop its agent politely itself, but the agent's containment does:
-/// SIGTERM and a moment before the namespace goes, so a `git commit` the agent was in the
-/// middle of removes its lock files (a stale `.git/packed-refs.lock` blocks every ref update).
-#[test]
-fn a_killed_edens_agent_gets_sigterm_and_a_moment() {
-    let env = TestEnv::new();
-    let (ready, politely) = (env.root().join("ready"), env.root().join("politely"));
-    let agent = env.script(
-        "agent.sh",
-        &format!(
-            // (stderr to nowhere: eden is gone, and bash would die of SIGPIPE saying `Terminated`.)
-            "exec 2>/dev/null\ntrap 'echo term > {}; exit 0' TERM\ncat >/dev/null\ntouch {}\nwhile true; do sleep 0.05; done",
-            politely.display(),
-            ready.display()
-        ),
-    );
-    let path = env.write_manifest(&cli_manifest(&agent, ""));
-    let mut command = env.eden_command(&["run", path.to_str().unwrap(), "--quiet"]);
-    command.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
-    let mut child = command.spawn().unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while !ready.exists() {
-        assert!(std::time::Instant::now() < deadline, "the agent never started");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(3);
-    while !politely.exists() && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert_eq!(std::fs::read_to_string(&politely).unwrap_or_default(), "term\n", "the agent got no SIGTERM");
-}
-
 /// The run record exists from the start (`running`, with eden's pid), is updated as the run
 /// goes, and is still there, as far as the run got, when eden is killed outright.
 #[test]
