@@ -110,3 +110,21 @@ from datetime import datetime
 r = json.load(open(sys.argv[1])); p = lambda t: datetime.fromisoformat(t.replace("Z", "+00:00"))
 print(int((p(r["iterations"][0]["started_at"]) - p(r["started_at"])).total_seconds() * 1000))' "$1"
 }
+
+# Runs "$@" while sampling the summed RSS (KB) of every process of this eden binary; prints
+# "elapsed_ns peak_kb".
+sampled() {
+  local peak_file=$work/peak
+  echo 0 > "$peak_file"
+  ( peak=0
+    while :; do
+      now=$(ps -eo rss=,args= | awk -v bin="$eden" 'index($0, bin) { s += $1 } END { print s + 0 }')
+      [ "$now" -gt "$peak" ] && peak=$now && echo "$peak" > "$peak_file"
+      sleep 0.02
+    done ) &
+  local sampler=$! start=$(now_ns)
+  "$@"
+  local elapsed=$(( $(now_ns) - start ))
+  kill "$sampler"; wait "$sampler" 2>/dev/null || true
+  echo "$elapsed $(cat "$peak_file")"
+}

@@ -25,23 +25,6 @@ for i in $(seq 0 15); do
 done
 cd "$repo"
 
-# Runs "$@" while sampling the summed RSS (KB) of every process of this eden binary; prints
-# "elapsed_ns peak_kb".
-sampled() {
-  local peak_file=$work/peak
-  echo 0 > "$peak_file"
-  ( peak=0
-    while :; do
-      now=$(ps -eo rss=,args= | awk -v bin="$eden" 'index($0, bin) { s += $1 } END { print s + 0 }')
-      [ "$now" -gt "$peak" ] && peak=$now && echo "$peak" > "$peak_file"
-      sleep 0.02
-    done ) &
-  local sampler=$! start=$(now_ns)
-  "$@"
-  local elapsed=$(( $(now_ns) - start ))
-  kill "$sampler"; wait "$sampler" 2>/dev/null || true
-  echo "$elapsed $(cat "$peak_file")"
-}
 one_after_another() { for i in $(seq 0 $(( $1 - 1 ))); do "$eden" run "$work/m$i.toml" --quiet; done; }
 all_at_once() {
   local manifests=()

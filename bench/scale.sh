@@ -7,7 +7,7 @@
 # every run merges into `main` through the merge queue.
 # Reports runs per minute, the merge queue's wait (`merge_wait_ms` of the records: median and
 # longest), and what it cost this machine: eden's CPU (eden and every client it started, from
-# `/usr/bin/time`) and the peak of the summed RSS of every eden process (sampled every 50 ms).
+# `/usr/bin/time`) and the peak of the summed RSS of every eden process (`sampled`, every 20 ms).
 # The remote engines are dockerds of their own in network namespaces, reached over TCP, with
 # the benchmark's folders and eden's executable hidden from them (a tmpfs over them in their
 # mount namespace), as on other machines. Needs root, iproute2, the cluster's binaries (`bash
@@ -77,20 +77,19 @@ image_pull_policy = \"Never\""
 done
 cd "$repo"
 
-peak_file=$work/peak
-echo 0 > "$peak_file"
-( peak=0
-  while :; do
-    now=$(ps -eo rss=,args= | awk -v bin="$eden" 'index($0, bin) { s += $1 } END { print s + 0 }')
-    [ "$now" -gt "$peak" ] && peak=$now && echo "$peak" > "$peak_file"
-    sleep 0.05
-  done ) &
-sampler=$!
-/usr/bin/time -f "%e %U %S" -o "$work/time" "$eden" run "${manifests[@]}" --jobs 20 --quiet --json > "$work/records.json" \
-  || { echo "the runs failed:"; python3 -c 'import json,sys; [print(r["name"], r["status"], r.get("error")) for r in json.load(open(sys.argv[1]))]' "$work/records.json"; exit 1; }
-kill "$sampler"; wait "$sampler" 2>/dev/null || true
+# The runs, their status kept (a failure is reported below, after the sampling has stopped).
+run_all() {
+  /usr/bin/time -f "%e %U %S" -o "$work/time" "$eden" run "${manifests[@]}" --jobs 20 --quiet --json \
+    > "$work/records.json" && echo 0 > "$work/status" || echo 1 > "$work/status"
+}
+read -r _ peak_kb <<< "$(sampled run_all)"
+if [ "$(cat "$work/status")" != 0 ]; then
+  echo "the runs failed:"
+  python3 -c 'import json,sys; [print(r["name"], r["status"], r.get("error")) for r in json.load(open(sys.argv[1]))]' "$work/records.json"
+  exit 1
+fi
 
-python3 - "$work/records.json" "$work/time" "$(cat "$peak_file")" "$agent_seconds" <<'PY'
+python3 - "$work/records.json" "$work/time" "$peak_kb" "$agent_seconds" <<'PY'
 import json, statistics, sys
 records = json.load(open(sys.argv[1]))
 wall, user, system = (float(x) for x in open(sys.argv[2]).read().split())
