@@ -273,6 +273,9 @@ pub struct ContainerRecord {
     /// The node a pod ran on (`kubernetes`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
+    /// The NetworkPolicy made for a pod's network rules, where the cluster took it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network_policy: Option<String>,
 }
 
 impl RunRecord {

@@ -63,6 +63,13 @@ pub struct PodPlan {
     /// The uid and gid the pod runs as: eden's own, or `POD_USER` when eden runs as root (a pod
     /// never runs as root).
     pub run_as: (u32, u32),
+    /// `internet` (the default), `none` and `allowlist`: rules in the pod's network namespace,
+    /// installed by an init container before the agent's starts (`sandbox::pod_rules`), and a
+    /// NetworkPolicy. `bridge`: the cluster's own network as it is.
+    pub network: Network,
+    /// `network = "allowlist"`: the destinations allowed, as given (names resolved at start).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub allow: Vec<AllowEntry>,
 }
 
 /// The uid and gid a pod runs as when eden runs as root.
@@ -665,18 +672,14 @@ fn resolve_pod(section: &SandboxSection, source: &Source, path: &KeyPath) -> Res
                 .with_hint("remove it"));
         }
     }
-    match section.network {
-        None | Some(Network::Bridge) => {}
-        Some(other) => {
-            let shown =
-                serde_json::to_value(other).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
-            return Err(source
-                .error_at(&path.child("network"), format!("`network = \"{shown}\"` is not built for `kubernetes`"))
-                .with_hint(
-                    "a pod gets the cluster's own network; eden enforces no NetworkPolicy yet (leave `network` out)",
-                ));
-        }
+    // The default, as for a container: the internet but not the cluster, the node or this machine.
+    let network = section.network.unwrap_or(Network::Internet);
+    if network == Network::Host {
+        return Err(source
+            .error_at(&path.child("network"), "`network = \"host\"` is not for `kubernetes`: eden never runs a pod in its node's network")
+            .with_hint("leave `network` out (the internet, not the cluster), or use `\"none\"`, `\"allowlist\"`, or `\"bridge\"` for the cluster's own network as it is"));
     }
+    let allow = resolve_allow(section, network, source)?;
     let Some(image) = section.image.clone().filter(|image| !image.trim().is_empty()) else {
         return Err(source.error_at(path, "sandbox kind `kubernetes` needs `sandbox.image`").with_hint(
             "set `sandbox.image` to an image the cluster's nodes can get (a registry, or one loaded on the node)",
@@ -726,6 +729,8 @@ fn resolve_pod(section: &SandboxSection, source: &Source, path: &KeyPath) -> Res
         agent_state: Vec::new(),
         max_return: resolve_max_return(section, source, path)?,
         runtime_class: section.runtime_class.clone(),
+        network,
+        allow,
         run_as: match (nix::unistd::getuid().as_raw(), nix::unistd::getgid().as_raw()) {
             (0, _) => POD_USER,
             ids => ids,

@@ -650,6 +650,7 @@ impl SandboxHandle for Container {
             id: self.id.clone(),
             image: self.image.clone(),
             node: None,
+            network_policy: None,
         })
     }
 

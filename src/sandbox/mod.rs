@@ -17,6 +17,7 @@ pub mod firewall;
 pub mod isolated;
 mod ledger;
 pub mod pod;
+mod pod_rules;
 pub mod reach;
 pub mod remote_rules;
 pub(crate) mod repository;

@@ -172,6 +172,8 @@ pub struct Pod {
     guard: Option<crate::process::guard::Guard>,
     /// The way to the held keys' proxy (`proxy::tunnel`), and its pid inside, which sweeps spare.
     tunnel: Option<crate::proxy::tunnel::Tunnel>,
+    /// The NetworkPolicy made for the pod (it goes with the pod), if the cluster took it.
+    network_policy: Option<String>,
     removed: bool,
 }
 
@@ -205,6 +207,7 @@ pub fn start(plan: &PodPlan, site: &RunSite) -> Result<Box<dyn SandboxHandle>, E
         found: Default::default(),
         guard: None,
         tunnel: None,
+        network_policy: None,
         removed: false,
     };
     let salvage = ProcessBuilder::new(&eden)
@@ -214,6 +217,9 @@ pub fn start(plan: &PodPlan, site: &RunSite) -> Result<Box<dyn SandboxHandle>, E
         .arg(&site.run_id)
         .arg(&name);
     pod.guard = crate::process::guard::Guard::start(&salvage).ok();
+    if super::pod_rules::has_rules(plan) {
+        pod.network_policy = make_network_policy(&kube, plan, &name, &pod.uid, site);
+    }
     match pod.set_up(plan, site) {
         Ok(()) => Ok(Box::new(pod)),
         Err(err) => {
@@ -223,14 +229,34 @@ pub fn start(plan: &PodPlan, site: &RunSite) -> Result<Box<dyn SandboxHandle>, E
     }
 }
 
-/// The pod: the image's keep-alive as the run's user, the workspace and state folders as
-/// `emptyDir`s at their paths, the limits as requests and limits, the deadline.
-fn pod_spec(plan: &PodPlan, site: &RunSite, name: &str, base: &str) -> serde_json::Value {
+/// The pod's NetworkPolicy (`pod_rules::network_policy`), for clusters that enforce them: its
+/// name, or `None` where the cluster would not take it (no permission, no such API). The rules
+/// in the pod's namespace hold either way.
+fn make_network_policy(kube: &Kube, plan: &PodPlan, name: &str, uid: &str, site: &RunSite) -> Option<String> {
+    let labels = pod_labels(site);
+    let selector = serde_json::json!({"eden.run": labels["eden.run"]});
+    let policy = super::pod_rules::network_policy(plan, name, uid, &selector).ok()?;
+    let created = run(kube
+        .command()
+        .args(["create", "-f", "-", "-o", "name"])
+        .stdin(Stdin::Bytes(policy.to_string().into_bytes())))
+    .ok()?;
+    created.success().then(|| name.to_owned())
+}
+
+/// The pod's labels (Kubernetes' spelling of the run's and branch's names).
+fn pod_labels(site: &RunSite) -> serde_json::Value {
     let label = |text: &str| {
         let clean: String =
             text.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '-' }).collect();
         clean.trim_matches(|c: char| !c.is_ascii_alphanumeric()).chars().take(63).collect::<String>()
     };
+    serde_json::json!({"eden.run": label(&site.run_id), "eden.branch": label(&site.branch), "app.kubernetes.io/managed-by": "eden"})
+}
+
+/// The pod: the image's keep-alive as the run's user, the workspace and state folders as
+/// `emptyDir`s at their paths, the limits as requests and limits, the deadline.
+fn pod_spec(plan: &PodPlan, site: &RunSite, name: &str, base: &str) -> serde_json::Value {
     let (_, volumes) = volumes(site);
     let mut resources = serde_json::Map::new();
     if let Some(cpus) = plan.cpus {
@@ -266,6 +292,11 @@ fn pod_spec(plan: &PodPlan, site: &RunSite, name: &str, base: &str) -> serde_jso
         "containers": [container],
         "volumes": volumes,
     });
+    if super::pod_rules::has_rules(plan) {
+        let eden_folder = Path::new(EDEN_INSIDE).parent().expect("a folder");
+        let mount = serde_json::json!({"name": "eden", "mountPath": eden_folder});
+        spec["initContainers"] = serde_json::json!([super::pod_rules::init_container(plan, mount)]);
+    }
     if let Some(account) = &plan.service_account {
         spec["serviceAccountName"] = serde_json::json!(account);
     }
@@ -283,7 +314,7 @@ fn pod_spec(plan: &PodPlan, site: &RunSite, name: &str, base: &str) -> serde_jso
         "kind": "Pod",
         "metadata": {
             "name": name,
-            "labels": {"eden.run": label(&site.run_id), "eden.branch": label(&site.branch), "app.kubernetes.io/managed-by": "eden"},
+            "labels": pod_labels(site),
             "annotations": {
                 LABEL_RUN: site.run_id,
                 LABEL_REPO: site.repo_root.display().to_string(),
@@ -344,7 +375,12 @@ fn volumes(site: &RunSite) -> (Vec<serde_json::Value>, Vec<serde_json::Value>) {
 
 impl Pod {
     fn set_up(&mut self, plan: &PodPlan, site: &RunSite) -> Result<(), Error> {
-        self.node = self.wait_running(plan.start_timeout)?;
+        let started = std::time::Instant::now();
+        let rules = match super::pod_rules::has_rules(plan) {
+            true => Some(self.install_rules(plan, site, started)?),
+            false => None,
+        };
+        self.node = self.wait_for(Stage::Running, started, plan.start_timeout)?.node;
         let made = run(self.exec_plain(ProcessBuilder::new("mkdir").args(["-p", EXEC_DIR]), false))?;
         if !made.success() {
             return Err(Error::sandbox(format!(
@@ -354,6 +390,9 @@ impl Pod {
                 first_line(&made.stderr)
             ))
             .with_hint("the image must have `sh`, `mkdir`, `tar` and `git`, and a writable `/tmp`"));
+        }
+        if let Some(rules) = rules {
+            super::pod_rules::verify(&rules, &|command, stdin| self.exec_plain(command, stdin), &self.name)?;
         }
         let exec = |command, stdin| self.exec_plain(command, stdin);
         carry::push_state(&self.states, &exec, None, "pod")?;
@@ -371,10 +410,35 @@ impl Pod {
         repository::seed(self, &seed).map(|_| ())
     }
 
-    /// Until the pod runs: the node it landed on. Stuck pulling its image, or pending past
-    /// `timeout`, is an error that says why, as the cluster does.
-    fn wait_running(&self, timeout: std::time::Duration) -> Result<String, Error> {
-        let started = std::time::Instant::now();
+    /// The network rules, from the init container while it waits (`pod_rules`).
+    fn install_rules(
+        &self,
+        plan: &PodPlan,
+        site: &RunSite,
+        started: std::time::Instant,
+    ) -> Result<super::pod_rules::Installed, Error> {
+        let waiting = self.wait_for(Stage::Init, started, plan.start_timeout)?;
+        let rules = |command, stdin| self.exec_in(super::pod_rules::RULES_CONTAINER, command, stdin);
+        let helper = self.exec_in(super::pod_rules::RULES_CONTAINER, ProcessBuilder::new("sh"), true);
+        let pod = super::pod_rules::WaitingPod {
+            name: &self.name,
+            host_ip: waiting.host_ip,
+            rules: &rules,
+            helper,
+            eden_inside: &self.eden_inside,
+            scratch: &site.scratch,
+        };
+        super::pod_rules::install(&pod, plan)
+    }
+
+    /// Until the pod is at `stage`: where it landed. Stuck pulling its image, or pending past
+    /// `timeout` since `started`, is an error that says why, as the cluster does.
+    fn wait_for(
+        &self,
+        stage: Stage,
+        started: std::time::Instant,
+        timeout: std::time::Duration,
+    ) -> Result<Landed, Error> {
         loop {
             if crate::process::stopping() {
                 return Err(Error::interrupted(crate::process::signal_received().unwrap_or(2)));
@@ -382,11 +446,23 @@ impl Pod {
             let got = run(self.kube.command().args(["get", "pod", &self.name, "-o", "json"]))?;
             let pod: serde_json::Value = serde_json::from_str(&got.stdout).unwrap_or_default();
             let phase = pod["status"]["phase"].as_str().unwrap_or("");
-            let node = pod["spec"]["nodeName"].as_str().unwrap_or("").to_owned();
-            let waiting = &pod["status"]["containerStatuses"][0]["state"]["waiting"];
+            let landed = Landed {
+                node: pod["spec"]["nodeName"].as_str().unwrap_or("").to_owned(),
+                host_ip: pod["status"]["hostIP"].as_str().and_then(|ip| ip.parse().ok()),
+            };
+            let statuses = match stage {
+                Stage::Init => "initContainerStatuses",
+                Stage::Running => "containerStatuses",
+            };
+            let state = &pod["status"][statuses][0]["state"];
+            let waiting = &state["waiting"];
             let reason = waiting["reason"].as_str().unwrap_or("");
-            if phase == "Running" {
-                return Ok(node);
+            let there = match stage {
+                Stage::Init => state["running"].is_object(),
+                Stage::Running => phase == "Running",
+            };
+            if there {
+                return Ok(landed);
             }
             if ["ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName"].contains(&reason) {
                 return Err(Error::sandbox(format!("the cluster cannot get image `{}` for the pod ({reason}: {})", self.image, waiting["message"].as_str().unwrap_or("")))
@@ -404,17 +480,7 @@ impl Pod {
                 .with_hint("`kubectl describe pod` shows the cluster's events (eden deleted the pod)"));
             }
             if started.elapsed() >= timeout {
-                let scheduled = pod["status"]["conditions"]
-                    .as_array()
-                    .and_then(|c| c.iter().find(|c| c["type"] == "PodScheduled" && c["status"] == "False"))
-                    .map(|c| {
-                        format!("{}: {}", c["reason"].as_str().unwrap_or(""), c["message"].as_str().unwrap_or(""))
-                    });
-                let why = scheduled.unwrap_or_else(|| {
-                    format!("phase {phase}{}", if reason.is_empty() { String::new() } else { format!(", {reason}") })
-                });
-                return Err(Error::sandbox(format!("the pod was not running after {} ({why})", crate::values::format_duration(timeout)))
-                    .with_hint("the scheduler's reason is above; check `sandbox.node_selector`, `tolerations` and the requests, or raise `sandbox.start_timeout`"));
+                return Err(not_running(&pod, phase, reason, timeout));
             }
             std::thread::sleep(std::time::Duration::from_millis(250));
         }
@@ -423,11 +489,16 @@ impl Pod {
     /// `kubectl exec [-i] POD -c agent -- PROGRAM ARGS…`: `command` with no environment and
     /// in the image's working directory.
     fn exec_plain(&self, command: ProcessBuilder, stdin: bool) -> ProcessBuilder {
+        self.exec_in("agent", command, stdin)
+    }
+
+    /// `kubectl exec [-i] POD -c CONTAINER -- PROGRAM ARGS…`.
+    fn exec_in(&self, container: &str, command: ProcessBuilder, stdin: bool) -> ProcessBuilder {
         let mut exec = self.kube.command().arg("exec");
         if stdin {
             exec = exec.arg("-i");
         }
-        exec.args([self.name.as_str(), "-c", "agent", "--"]).arg(command.program()).args(command.get_args())
+        exec.args([self.name.as_str(), "-c", container, "--"]).arg(command.program()).args(command.get_args())
     }
 
     /// The variables of `command`, as `export` lines for the wrapper (empty for none).
@@ -532,6 +603,32 @@ impl Pod {
     }
 }
 
+/// How far `wait_for` waits: the rules' init container running, or the pod.
+#[derive(Clone, Copy)]
+enum Stage {
+    Init,
+    Running,
+}
+
+/// Where the pod landed: its node's name and address.
+struct Landed {
+    node: String,
+    host_ip: Option<std::net::Ipv4Addr>,
+}
+
+/// Not running after `timeout`: the scheduler's reason, or the phase.
+fn not_running(pod: &serde_json::Value, phase: &str, reason: &str, timeout: std::time::Duration) -> Error {
+    let scheduled = pod["status"]["conditions"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["type"] == "PodScheduled" && c["status"] == "False"))
+        .map(|c| format!("{}: {}", c["reason"].as_str().unwrap_or(""), c["message"].as_str().unwrap_or("")));
+    let why = scheduled.unwrap_or_else(|| {
+        format!("phase {phase}{}", if reason.is_empty() { String::new() } else { format!(", {reason}") })
+    });
+    Error::sandbox(format!("the pod was not running after {} ({why})", crate::values::format_duration(timeout)))
+        .with_hint("the scheduler's reason is above; check `sandbox.node_selector`, `tolerations` and the requests, or raise `sandbox.start_timeout`")
+}
+
 /// A line no environment holds: ends the variables the wrapper reads from stdin.
 fn mark() -> Result<String, Error> {
     let random =
@@ -583,6 +680,7 @@ impl SandboxHandle for Pod {
             id: self.uid.clone(),
             image: self.image.clone(),
             node: Some(self.node.clone()),
+            network_policy: self.network_policy.clone(),
         })
     }
 

@@ -1,7 +1,7 @@
 //! What the agent can read, connect to and do, in words, from the plan alone: what `--dry-run`
 //! (`reach`) and `eden doctor MANIFEST` say of a run.
 
-use crate::manifest::plan::{ContainerPlan, IsolatedPlan, MountPlan, SandboxPlan};
+use crate::manifest::plan::{ContainerPlan, IsolatedPlan, MountPlan, PodPlan, SandboxPlan};
 use crate::manifest::schema::Network;
 use serde::Serialize;
 
@@ -33,14 +33,27 @@ pub fn of(plan: &SandboxPlan) -> Reach {
                 "its private state folders (copies of your agent's login and settings)".into(),
                 format!("the image `{}`", pod.image),
             ],
-            connects: "the cluster's network: its services, its nodes, and whatever they reach (eden sets no network rules for pods yet)".into(),
+            connects: pod_connects(pod),
             privileges: format!(
                 "none: every capability dropped, no privilege escalation, the runtime's seccomp profile, as uid {} (never root), no service links{}{}",
                 pod.run_as.0,
                 if pod.service_account.is_some() { "" } else { ", no service-account token" },
                 pod.runtime_class.as_ref().map(|class| format!(", under the RuntimeClass `{class}`")).unwrap_or_default()
-            ),
+            ) + if pod.network == Network::Bridge { "" } else { "; the network rules' init container, which ends before the agent's starts, alone is root, with `NET_ADMIN` and no other capability" },
         },
+    }
+}
+
+fn pod_connects(pod: &PodPlan) -> String {
+    let rules = "enforced by rules an init container installs in the pod's network namespace before the agent's starts, and a NetworkPolicy";
+    match pod.network {
+        Network::Bridge => "the cluster's network as it is: its services, its nodes, the API server, and whatever they reach (`network = \"bridge\"`)".into(),
+        Network::None => format!("nothing ({rules}), and {RELAY}"),
+        Network::Allowlist => {
+            let allowed: Vec<&str> = pod.allow.iter().map(|entry| entry.host.as_str()).collect();
+            format!("only {} and DNS at its resolver ({rules}); and {RELAY}", allowed.join(", "))
+        }
+        _ => format!("the internet, but not the node, the API server, the cluster's pods and services, private ranges, link-local addresses or this machine (`network = \"internet\"`, {rules}); and {RELAY}"),
     }
 }
 

@@ -33,10 +33,11 @@ const EXTENSIONS: [&str; 6] = [
     "libip6t_REJECT.so",
 ];
 
-/// Run by the helper: unpack the bundle in a folder of its own and restore both rule sets.
-const INSTALL_SCRIPT: &str = r#"set -e
+/// Run by the helper: unpack the bundle in a folder of its own (as its own files: the helper
+/// may not give them eden's owner) and restore both rule sets.
+pub(super) const INSTALL_SCRIPT: &str = r#"set -e
 d=$(mktemp -d)
-tar -x -f - -C "$d"
+tar -x -o -f - -C "$d"
 export XTABLES_LIBDIR="$d/xtables"
 "$d/ld.so" --library-path "$d/lib" "$d/xtables-nft-multi" iptables-restore "$d/v4"
 "$d/ld.so" --library-path "$d/lib" "$d/xtables-nft-multi" ip6tables-restore "$d/v6""#;
@@ -148,18 +149,19 @@ fn test_first_allowed(
 
 /// `eden __eden-connect ADDRESS PORT` in the sandbox: its exit code and what it said.
 fn connect(sandbox: &RemoteSandbox<'_>, address: &str, port: u16) -> Result<(i32, String), Error> {
-    let command = (sandbox.as_root)(
-        ProcessBuilder::new(EDEN_INSIDE).args([CONNECT_SUBCOMMAND, address, &port.to_string()]),
-        false,
-    );
+    connect_through(sandbox.as_root, address, port, &format!("container `{}`", sandbox.name))
+}
+
+/// `eden __eden-connect ADDRESS PORT` run through `exec` (eden is inside): its exit code (0
+/// connected, 1 refused, 2 no answer) and what it said.
+pub(super) fn connect_through(exec: Exec<'_>, address: &str, port: u16, place: &str) -> Result<(i32, String), Error> {
+    let command = exec(ProcessBuilder::new(EDEN_INSIDE).args([CONNECT_SUBCOMMAND, address, &port.to_string()]), false);
     let output = super::engine::run(command)?;
     match output.status.code() {
         Some(code @ 0..=2) => Ok((code, output.stderr.trim().to_owned())),
-        _ => Err(Error::sandbox(format!(
-            "cannot test the network rules from inside container `{}`: {}",
-            sandbox.name,
-            output.stderr.trim()
-        ))),
+        _ => {
+            Err(Error::sandbox(format!("cannot test the network rules from inside {place}: {}", output.stderr.trim())))
+        }
     }
 }
 
@@ -174,9 +176,6 @@ fn inside_output(sandbox: &RemoteSandbox<'_>, command: ProcessBuilder) -> Result
 
 /// The rules restored by a helper in the sandbox's network namespace.
 fn restore(sandbox: &RemoteSandbox<'_>, v4: &str, v6: &str) -> Result<(), Error> {
-    let bundle = sandbox.scratch.join("rules");
-    let _ = crate::safe_fs::remove_tree(&bundle);
-    make_bundle(&bundle, v4, v6)?;
     let helper =
         sandbox.target.command().args(["run", "--rm", "-i", "--network"]).arg(format!("container:{}", sandbox.name));
     let helper = helper
@@ -184,6 +183,27 @@ fn restore(sandbox: &RemoteSandbox<'_>, v4: &str, v6: &str) -> Result<(), Error>
         .args(["--user", "0:0", "--entrypoint", "sh", "--label", "eden.helper=rules"])
         .arg(sandbox.image)
         .args(["-c", INSTALL_SCRIPT]);
+    send_rules(helper, sandbox.scratch, v4, v6)?.map_err(|said| {
+        Error::sandbox(format!(
+            "{} could not install the network rules in container `{}`: {said}",
+            sandbox.target.describe(),
+            sandbox.name,
+        ))
+        .with_hint("the engine must run a helper container with `NET_ADMIN` in the sandbox's network namespace, on the same architecture as this machine, with nf_tables in its kernel; or choose `network = \"bridge\"` or `\"none\"`")
+    })
+}
+
+/// The bundle (`make_bundle`, made in `scratch`) as a tar stream into `helper`, which runs
+/// `INSTALL_SCRIPT` where the rules go: `Ok(Err(said))` when the helper or tar failed.
+pub(super) fn send_rules(
+    helper: ProcessBuilder,
+    scratch: &Path,
+    v4: &str,
+    v6: &str,
+) -> Result<Result<(), String>, Error> {
+    let bundle = scratch.join("rules");
+    let _ = crate::safe_fs::remove_tree(&bundle);
+    make_bundle(&bundle, v4, v6)?;
     let archive = ProcessBuilder::new("tar").args(["-c", "-f", "-", "-C"]).arg(&bundle).arg(".");
     let helper = helper.timeout(super::ENGINE_CALL);
     let (archived, installed) = archive
@@ -192,23 +212,19 @@ fn restore(sandbox: &RemoteSandbox<'_>, v4: &str, v6: &str) -> Result<(), Error>
     let _ = crate::safe_fs::remove_tree(&bundle);
     if !archived.success() || !installed.success() {
         let said = if archived.success() { &installed.stderr } else { &archived.stderr };
-        return Err(Error::sandbox(format!(
-            "{} could not install the network rules in container `{}`: {}",
-            sandbox.target.describe(),
-            sandbox.name,
-            said.trim()
-        ))
-        .with_hint("the engine must run a helper container with `NET_ADMIN` in the sandbox's network namespace, on the same architecture as this machine, with nf_tables in its kernel; or choose `network = \"bridge\"` or `\"none\"`"));
+        return Ok(Err(said.trim().to_owned()));
     }
-    Ok(())
+    Ok(Ok(()))
 }
 
 /// This machine's `iptables-restore` (nf_tables), its libraries and loader, the extensions the
 /// rules use, and the rule sets, in `bundle`.
 fn make_bundle(bundle: &Path, v4: &str, v6: &str) -> Result<(), Error> {
     let failed = |why: String| {
-        Error::sandbox(format!("cannot gather this machine's `iptables` for the remote engine's rules: {why}"))
-            .with_hint("the rules on a remote engine need `iptables` (nf_tables) installed on this machine")
+        Error::sandbox(format!("cannot gather this machine's `iptables` for the sandbox's network rules: {why}"))
+            .with_hint(
+                "the rules on a remote engine and in a pod need `iptables` (nf_tables) installed on this machine",
+            )
     };
     let program = which("xtables-nft-multi").ok_or_else(|| failed("`xtables-nft-multi` is not installed".into()))?;
     let ldd = ProcessBuilder::new("ldd").arg(&program).output().map_err(|err| failed(err.to_string()))?;

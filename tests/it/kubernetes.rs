@@ -217,11 +217,9 @@ fn errors_are_said_in_the_persons_terms() {
 #[test]
 fn what_a_pod_cannot_do_is_refused_at_load() {
     let env = TestEnv::new();
-    for (extra, key) in [
-        ("pids_limit = 10", "pids_limit"),
-        ("network = \"allowlist\"\nallow = [\"example.com\"]", "network"),
-        ("host = \"tcp://x:1\"", "host"),
-    ] {
+    for (extra, key) in
+        [("pids_limit = 10", "pids_limit"), ("network = \"host\"", "network"), ("host = \"tcp://x:1\"", "host")]
+    {
         let path = env.write_manifest(&manifest("true", extra));
         let run = env.eden(&["run", path.to_str().unwrap()]);
         run.assert_code(2);
@@ -475,6 +473,7 @@ fn the_agents_environment_reaches_the_pod_off_the_command_line() {
 /// (uid 1000 when eden runs as root), no privilege escalation, every capability dropped, the
 /// runtime's seccomp profile, no service links, no service-account token. Read back from the
 /// API server while it runs, and seen from inside; `runtime_class` is its `runtimeClassName`.
+/// Its network rules' init container and NetworkPolicy are there too.
 #[test]
 fn a_pod_is_hardened_by_default() {
     let Some(cluster) = cluster() else { return };
@@ -504,6 +503,7 @@ fn a_pod_is_hardened_by_default() {
     command.envs(cluster.env("admin"));
     let child = command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
     let mut spec = serde_json::Value::Null;
+    let mut policy = serde_json::Value::Null;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while std::time::Instant::now() < deadline && spec.is_null() {
         if let Some(pod) = cluster.pods(&env.repo).first() {
@@ -511,6 +511,8 @@ fn a_pod_is_hardened_by_default() {
                 serde_json::from_str(&kubectl(&["get", "pod", pod, "-o", "json"], None)).unwrap_or_default();
             if read["status"]["phase"] == "Running" {
                 spec = read["spec"].clone();
+                let read = kubectl(&["get", "networkpolicy", pod, "-o", "json"], None);
+                policy = serde_json::from_str(&read).unwrap_or_default();
             }
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
@@ -529,6 +531,16 @@ fn a_pod_is_hardened_by_default() {
     assert_eq!(spec["enableServiceLinks"], false);
     assert_eq!(spec["automountServiceAccountToken"], false);
     assert_eq!(spec["runtimeClassName"], "eden-test");
+    // The network rules' init container: root with `NET_ADMIN` alone; the agent's has none.
+    let init = &spec["initContainers"][0];
+    assert_eq!(init["name"], "eden-rules", "{spec:#}");
+    assert_eq!(init["securityContext"]["capabilities"], serde_json::json!({"drop": ["ALL"], "add": ["NET_ADMIN"]}));
+    assert_eq!(init["securityContext"]["allowPrivilegeEscalation"], false);
+    assert!(container["capabilities"].get("add").is_none());
+    // Its NetworkPolicy, owned by the pod: egress to the internet but private ranges.
+    assert_eq!(policy["metadata"]["ownerReferences"][0]["kind"], "Pod", "{policy:#}");
+    let except = &policy["spec"]["egress"][0]["to"][0]["ipBlock"]["except"];
+    assert!(except.as_array().unwrap().iter().any(|net| net == "169.254.0.0/16"), "{policy:#}");
     // Seen from inside.
     assert!(run.stderr.contains(&format!("| uid {expected_uid}")), "{}", run.stderr);
     assert!(run.stderr.contains("| CapEff:\t0000000000000000"), "{}", run.stderr);
@@ -536,4 +548,45 @@ fn a_pod_is_hardened_by_default() {
     assert!(run.stderr.contains("| links 0"), "no service's address in the environment: {}", run.stderr);
     kubectl(&["delete", "runtimeclass", "eden-test"], None);
     kubectl(&["delete", "service", "eden-probe", "-n", "default"], None);
+}
+
+/// The network rules hold in a pod, installed before the agent's container starts by an init
+/// container that alone holds `NET_ADMIN`, and proved by the self-test: by default neither the
+/// API server nor a listener on the node answers; with `network = "none"` neither does, and
+/// the work merges; an allowlist lets through its address and port, not another port of the
+/// same address. The API server listens on the node's address too (`cluster.sh`).
+#[test]
+fn network_rules_hold_in_a_pod() {
+    let Some(cluster) = cluster() else { return };
+    let listening = crate::remote::Listening::on(NODE_ADDRESS);
+    let targets = [
+        (NODE_ADDRESS.to_owned(), listening.ports[0]),
+        (NODE_ADDRESS.to_owned(), listening.ports[1]),
+        (NODE_ADDRESS.to_owned(), 6443),
+    ];
+    let script = crate::remote::trying(&targets);
+    let tried = |env: &TestEnv| std::fs::read_to_string(env.repo.join("tried.txt")).unwrap();
+    for network in ["", "network = \"none\""] {
+        let env = TestEnv::new();
+        let run = run(&env, &cluster.env("admin"), &manifest(&script, network));
+        run.assert_code(0);
+        let said = tried(&env);
+        for (address, port) in &targets {
+            assert!(said.contains(&format!("{address}:{port} 1")), "{network}: {address}:{port} refused: {said}");
+        }
+        assert!(run.json()["container"]["network_policy"].as_str().is_some_and(|name| name.starts_with("eden-")));
+        assert!(cluster.pods(&env.repo).is_empty());
+    }
+    assert_eq!(listening.seen(0) + listening.seen(1), 0, "the node was reached");
+
+    let env = TestEnv::new();
+    let allow = format!("network = \"allowlist\"\nallow = [\"{NODE_ADDRESS}:{}\"]", listening.ports[0]);
+    let run = run(&env, &cluster.env("admin"), &manifest(&script, &allow));
+    run.assert_code(0);
+    let said = tried(&env);
+    assert!(said.contains(&format!("{NODE_ADDRESS}:{} 0", listening.ports[0])), "the allowed port answers: {said}");
+    assert!(said.contains(&format!("{NODE_ADDRESS}:{} 1", listening.ports[1])), "another port is refused: {said}");
+    assert!(said.contains(&format!("{NODE_ADDRESS}:6443 1")), "the API server is refused: {said}");
+    assert_eq!(listening.seen(1), 0, "the other port was reached");
+    assert!(listening.seen(0) >= 2, "the self-test and the agent reached the allowed port");
 }

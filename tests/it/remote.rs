@@ -644,13 +644,13 @@ fn held_keys_are_held_on_a_remote_engine() {
 }
 
 /// Accepts connections on `address` (two ports), counting each port's.
-struct Listening {
-    ports: [u16; 2],
+pub struct Listening {
+    pub ports: [u16; 2],
     seen: [std::sync::Arc<std::sync::atomic::AtomicU32>; 2],
 }
 
 impl Listening {
-    fn on(address: &str) -> Listening {
+    pub fn on(address: &str) -> Listening {
         let mut ports = [0; 2];
         let seen = [std::sync::Arc::default(), std::sync::Arc::default()];
         for (n, count) in seen.iter().enumerate() {
@@ -666,14 +666,14 @@ impl Listening {
         Listening { ports, seen }
     }
 
-    fn seen(&self, n: usize) -> u32 {
+    pub fn seen(&self, n: usize) -> u32 {
         self.seen[n].load(std::sync::atomic::Ordering::SeqCst)
     }
 }
 
 /// An agent that tries `targets` (address and port) with eden's own probe and commits what
 /// each came to (`eden __eden-connect`: 0 connected, 1 refused, 2 no answer).
-fn trying(targets: &[(String, u16)]) -> String {
+pub fn trying(targets: &[(String, u16)]) -> String {
     let tries: String = targets
         .iter()
         .map(|(address, port)| {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A single-node Kubernetes for the kubernetes sandbox's tests, from the binaries build.sh made:
-# etcd, kube-apiserver (127.0.0.1:6443, TLS from openssl, static tokens, RBAC), the controller
-# manager, the scheduler and a kubelet driving the local dockerd (dockershim, no CNI: pods get
+# etcd, kube-apiserver (:6443 on every address, so that pods reach it at the node's; TLS from
+# openssl, static tokens, RBAC), the controller manager, the scheduler and a kubelet driving the local dockerd (dockershim, no CNI: pods get
 # docker0 addresses; the node at 10.213.79.1 on a bridge of its own). Everything lives
 # in STATE; every process is stopped by the pid it wrote.
 #   tests/kubernetes/cluster.sh start BUILD STATE   (writes STATE/admin.conf, STATE/nobody.conf)
@@ -92,7 +92,7 @@ wait_for() { # WHAT COMMAND...
 start etcd etcd --name eden-test --data-dir "$state/etcd" --listen-client-urls http://127.0.0.1:23790 \
   --advertise-client-urls http://127.0.0.1:23790 --listen-peer-urls http://127.0.0.1:23800 \
   --initial-advertise-peer-urls http://127.0.0.1:23800 --initial-cluster eden-test=http://127.0.0.1:23800
-start kube-apiserver "$bin/kube-apiserver" --etcd-servers http://127.0.0.1:23790 --bind-address 127.0.0.1 \
+start kube-apiserver "$bin/kube-apiserver" --etcd-servers http://127.0.0.1:23790 --bind-address 0.0.0.0 \
   --advertise-address 127.0.0.1 --secure-port 6443 --insecure-port 0 --tls-cert-file api.pem --tls-private-key-file api-key.pem \
   --client-ca-file ca.pem --token-auth-file tokens.csv --authorization-mode Node,RBAC \
   --service-account-issuer https://kubernetes.default.svc --service-account-key-file sa.pub \
