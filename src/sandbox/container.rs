@@ -586,7 +586,8 @@ impl Container {
                 eden_inside: &self.eden_inside,
                 scratch: request.site.scratch.as_path(),
             };
-            super::remote_rules::install(&sandbox, &policy)?;
+            let refresher = super::remote_rules::install(&sandbox, &policy)?;
+            self.firewall = refresher;
         }
         Ok(())
     }

@@ -243,6 +243,19 @@ pub fn install(engine: Engine, name: &str, policy: &Policy) -> Result<Option<Ref
     in_namespace(pid, "iptables-restore", v4)?;
     in_namespace(pid, "ip6tables-restore", v6)?;
     self_test(&namespace, &allow, &rules, target.as_ref())?;
+    refresh_allowlist(rules, allow, move |next| {
+        in_namespace(pid, "iptables-restore", rule_sets(&resolvers, next).0).is_ok()
+    })
+}
+
+/// Every `REFRESH` while the run goes, the allowlist's names resolved again; `apply` gets the
+/// rules when their addresses changed and says whether they are in force (if not, the old
+/// ones stay, and the next look tries again). `None` when every entry is an address.
+pub(super) fn refresh_allowlist(
+    rules: Vec<Vec<Rule>>,
+    allow: Vec<AllowEntry>,
+    apply: impl Fn(&[Vec<Rule>]) -> bool + Send + 'static,
+) -> Result<Option<Refresher>, Error> {
     if allow.iter().all(|entry| is_address(&entry.host)) {
         return Ok(None);
     }
@@ -257,7 +270,7 @@ pub fn install(engine: Engine, name: &str, policy: &Policy) -> Result<Option<Ref
             }
             if let Some(next) = next_rules(&current, &allow, &|entry| resolve_entry(entry).ok()) {
                 // The whole table is replaced at once; if that fails the old rules stay.
-                if in_namespace(pid, "iptables-restore", rule_sets(&resolvers, &next).0).is_ok() {
+                if apply(&next) {
                     current = next;
                 }
             }

@@ -60,8 +60,9 @@ pub struct RemoteSandbox<'a> {
 }
 
 /// Install `policy`'s rules in the sandbox and test them. Names in an allowlist are resolved
-/// on this machine, once: on a remote engine they are not followed while the run goes.
-pub fn install(sandbox: &RemoteSandbox<'_>, policy: &Policy) -> Result<(), Error> {
+/// on this machine, and again every minute while the run goes (the `Refresher`: a helper
+/// restores the rules when their addresses change).
+pub fn install(sandbox: &RemoteSandbox<'_>, policy: &Policy) -> Result<Option<firewall::Refresher>, Error> {
     carry::copy_eden_in(sandbox.eden_inside, sandbox.as_root, "container")?;
     let read = |path: &str| inside_output(sandbox, ProcessBuilder::new("cat").arg(path));
     let resolvers: Vec<Ipv4Addr> = read("/etc/resolv.conf")?
@@ -93,7 +94,7 @@ pub fn install(sandbox: &RemoteSandbox<'_>, policy: &Policy) -> Result<(), Error
             Some(probe) => Some(probe.reached_from(sandbox)?).filter(|(code, _)| *code == 0).map(|_| probe),
             None => None,
         };
-        restore(sandbox, &v4, &v6)?;
+        Helper::of(sandbox).restore(&v4, &v6)?;
         let (target, after) = match before {
             Some(probe) => (format!("eden's probe at {}", probe.address), probe.reached_from(sandbox)?),
             None => {
@@ -113,7 +114,12 @@ pub fn install(sandbox: &RemoteSandbox<'_>, policy: &Policy) -> Result<(), Error
     if let Some(probe) = probe {
         probe.remove(sandbox);
     }
-    result
+    result?;
+    let helper = Helper::of(sandbox);
+    firewall::refresh_allowlist(rules, allow, move |next| {
+        let (v4, v6) = firewall::rule_sets(&resolvers, next);
+        helper.restore(&v4, &v6).is_ok()
+    })
 }
 
 /// The remote engine's own address, when the client reaches it by one (`tcp://10.0.0.5:2376`):
@@ -174,23 +180,43 @@ fn inside_output(sandbox: &RemoteSandbox<'_>, command: ProcessBuilder) -> Result
     Ok(output.stdout)
 }
 
-/// The rules restored by a helper in the sandbox's network namespace.
-fn restore(sandbox: &RemoteSandbox<'_>, v4: &str, v6: &str) -> Result<(), Error> {
-    let helper =
-        sandbox.target.command().args(["run", "--rm", "-i", "--network"]).arg(format!("container:{}", sandbox.name));
-    let helper = helper
-        .args(["--cap-drop", "ALL", "--cap-add", "NET_ADMIN", "--security-opt", "no-new-privileges"])
-        .args(["--user", "0:0", "--entrypoint", "sh", "--label", "eden.helper=rules"])
-        .arg(sandbox.image)
-        .args(["-c", INSTALL_SCRIPT]);
-    send_rules(helper, sandbox.scratch, v4, v6)?.map_err(|said| {
-        Error::sandbox(format!(
-            "{} could not install the network rules in container `{}`: {said}",
-            sandbox.target.describe(),
-            sandbox.name,
-        ))
-        .with_hint("the engine must run a helper container with `NET_ADMIN` in the sandbox's network namespace, on the same architecture as this machine, with nf_tables in its kernel; or choose `network = \"bridge\"` or `\"none\"`")
-    })
+/// What a helper needs to restore the rules in the sandbox's network namespace (owned: the
+/// allowlist's refresh does it again later).
+struct Helper {
+    target: Target,
+    name: String,
+    image: String,
+    scratch: PathBuf,
+}
+
+impl Helper {
+    fn of(sandbox: &RemoteSandbox<'_>) -> Helper {
+        Helper {
+            target: sandbox.target.clone(),
+            name: sandbox.name.to_owned(),
+            image: sandbox.image.to_owned(),
+            scratch: sandbox.scratch.to_owned(),
+        }
+    }
+
+    /// The rules restored by a helper container in the sandbox's network namespace.
+    fn restore(&self, v4: &str, v6: &str) -> Result<(), Error> {
+        let helper =
+            self.target.command().args(["run", "--rm", "-i", "--network"]).arg(format!("container:{}", self.name));
+        let helper = helper
+            .args(["--cap-drop", "ALL", "--cap-add", "NET_ADMIN", "--security-opt", "no-new-privileges"])
+            .args(["--user", "0:0", "--entrypoint", "sh", "--label", "eden.helper=rules"])
+            .arg(&self.image)
+            .args(["-c", INSTALL_SCRIPT]);
+        send_rules(helper, &self.scratch, v4, v6)?.map_err(|said| {
+            Error::sandbox(format!(
+                "{} could not install the network rules in container `{}`: {said}",
+                self.target.describe(),
+                self.name,
+            ))
+            .with_hint("the engine must run a helper container with `NET_ADMIN` in the sandbox's network namespace, on the same architecture as this machine, with nf_tables in its kernel; or choose `network = \"bridge\"` or `\"none\"`")
+        })
+    }
 }
 
 /// The bundle (`make_bundle`, made in `scratch`) as a tar stream into `helper`, which runs
