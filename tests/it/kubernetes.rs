@@ -590,3 +590,39 @@ fn network_rules_hold_in_a_pod() {
     assert_eq!(listening.seen(1), 0, "the other port was reached");
     assert!(listening.seen(0) >= 2, "the self-test and the agent reached the allowed port");
 }
+
+/// `eden interactive` in a pod holds the key as a run does: the agent sees a placeholder and a
+/// base URL on its own loopback, where the relay answers (through the tunnel to eden's proxy
+/// here), under the pod's network rules; the key is nowhere in what it prints.
+#[test]
+fn an_interactive_session_in_a_pod_holds_the_key() {
+    let Some(cluster) = cluster() else { return };
+    static BUILT: OnceLock<()> = OnceLock::new();
+    const TAG: &str = "localhost/eden-test:show";
+    BUILT.get_or_init(|| {
+        let context = tempfile::tempdir().unwrap();
+        let show = "#!/bin/sh\nenv | grep -E '^ANTHROPIC_(API_KEY|BASE_URL)=' | sort\n\
+                    p=${ANTHROPIC_BASE_URL##*:}; p=${p%%/*}\n/opt/eden/bin/eden __eden-connect 127.0.0.1 \"$p\" && echo RELAY-ANSWERS\n";
+        std::fs::write(context.path().join("show"), show).unwrap();
+        let dockerfile = format!("FROM {IMAGE}\nCOPY show /opt/show\nRUN chmod 755 /opt/show\n");
+        std::fs::write(context.path().join("Dockerfile"), dockerfile).unwrap();
+        let built =
+            std::process::Command::new("docker").args(["build", "-q", "-t", TAG]).arg(context.path()).output().unwrap();
+        assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    });
+    let env = TestEnv::new();
+    let manifest = format!(
+        "name = \"held\"\nprompt = \"\"\n[agent]\nkind = \"claude-code\"\nbinary = \"/opt/show\"\nenv = {{ ANTHROPIC_API_KEY = \"{POD_KEY}\" }}\n\
+         [sandbox]\nkind = \"kubernetes\"\nimage = \"{TAG}\"\nimage_pull_policy = \"Never\"\n"
+    );
+    let path = env.write_manifest(&manifest);
+    let mut command = env.eden_command(&["interactive", path.to_str().unwrap(), "--no-tty"]);
+    command.envs(cluster.env("admin"));
+    let run = Run::from(command.stdin(std::process::Stdio::null()).output().unwrap());
+    run.assert_code(0);
+    assert!(run.stdout.contains("ANTHROPIC_API_KEY=eden-held-"), "{}\n{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("ANTHROPIC_BASE_URL=http://127.0.0.1:"), "{}", run.stdout);
+    assert!(run.stdout.contains("RELAY-ANSWERS"), "the relay answers in the pod: {}\n{}", run.stdout, run.stderr);
+    assert!(!run.stdout.contains(POD_KEY) && !run.stderr.contains(POD_KEY));
+    assert!(cluster.pods(&env.repo).is_empty());
+}

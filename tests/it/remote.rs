@@ -737,3 +737,29 @@ fn network_rules_hold_on_a_remote_engine() {
     assert!(said.contains(&format!("{here}:{} 1", listening.ports[1])), "podman: {said}");
     assert_eq!(listening.seen(1), 0, "the other port was reached");
 }
+
+/// Under gVisor on a remote engine (`runtime = "runsc"`, registered there with its network on
+/// the namespace's own stack) the rules hold the same: the helper installs them in the
+/// sandbox's namespace, the self-test's probes after them run inside gVisor, this machine is
+/// refused and the work merges.
+#[test]
+fn network_rules_hold_under_gvisor_on_a_remote_engine() {
+    let Some(engines) = engines() else { return };
+    if !std::path::Path::new(crate::remote_engines::RUNSC).exists() {
+        return crate::support::skip("gVisor (runsc) is not installed");
+    }
+    let host = &engines.hosts[0];
+    let here = engines.local_address();
+    let listening = Listening::on(&here);
+    let targets = [(here.clone(), listening.ports[0])];
+    let env = TestEnv::new();
+    let manifest = crate::containers::manifest("docker", &trying(&targets), "runtime = \"runsc\"");
+    let run = run_on(&env, engines, &manifest, &["--host", &host.docker], &[]);
+    run.assert_code(0);
+    let said = std::fs::read_to_string(env.repo.join("tried.txt")).unwrap();
+    assert!(said.contains(&format!("{here}:{} 1", listening.ports[0])), "refused under gVisor: {said}");
+    assert_eq!(listening.seen(0), 0, "this machine was reached");
+    let inspected = host.docker_command(engines).args(["info", "--format", "{{json .Runtimes}}"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&inspected.stdout).contains("runsc"));
+    assert!(host.containers(engines, &env.repo).is_empty());
+}

@@ -20,6 +20,8 @@ use std::sync::OnceLock;
 
 const SUBNET: &str = "10.213.77";
 const HOSTS: usize = 2;
+/// gVisor's runtime, where `.ci/run` installs it: the engines register it as this machine's dockerd does.
+pub const RUNSC: &str = "/usr/bin/runsc";
 
 pub struct RemoteEngines {
     base: PathBuf,
@@ -123,7 +125,12 @@ impl RemoteEngines {
         ))?;
         let dir = base.join(&name);
         std::fs::create_dir_all(dir.join("data")).map_err(|err| err.to_string())?;
-        std::fs::write(dir.join("daemon.json"), "{}").map_err(|err| err.to_string())?;
+        // gVisor registered as on this machine (`.ci/run`), where it is installed.
+        let daemon = match std::path::Path::new(RUNSC).exists() {
+            true => format!("{{\"runtimes\": {{\"runsc\": {{\"path\": \"{RUNSC}\", \"runtimeArgs\": [\"--network=host\", \"--host-uds=open\"]}}}}}}"),
+            false => "{}".to_owned(),
+        };
+        std::fs::write(dir.join("daemon.json"), daemon).map_err(|err| err.to_string())?;
         let tls = n == 0;
         let listen = if tls {
             format!(
