@@ -143,7 +143,10 @@ fn a_shell_agent_owns_the_terminal_on_the_host() {
 #[test]
 fn the_terminal_is_restored_after_the_agent_is_killed_from_outside() {
     let env = TestEnv::new();
-    let script = format!("stty -a > ../before.txt; {}; stty -a > ../after.txt", eden_bash("--strategy merge-to-head"));
+    // The modes after, written before the test is told eden is done (it reads them then).
+    let eden =
+        eden_bash("--strategy merge-to-head").replace("echo EDEN-DONE", "stty -a > ../after.txt; echo EDEN-DONE");
+    let script = format!("stty -a > ../before.txt; {eden}");
     let Some(tmux) = Tmux::start(&env, &env.repo, &script) else { return };
     tmux.wait_for("PROMPT$ ");
     // What a TUI does to the terminal, then it dies without undoing it.

@@ -696,10 +696,12 @@ fn network_rules_hold_on_a_remote_engine() {
     let listening = Listening::on(&here);
     let targets = [(here.clone(), listening.ports[0]), (here.clone(), listening.ports[1])];
     let tried = |env: &TestEnv| std::fs::read_to_string(env.repo.join("tried.txt")).unwrap();
-    let left = |env: &TestEnv| {
+    // This run's probe (other tests' runs share the engine).
+    let left = |env: &TestEnv, run: &Run| {
+        let probe = format!("{}-probe", run.json()["container"]["name"].as_str().unwrap());
         let all = host.docker_command(engines).args(["ps", "-a", "--format", "{{.Names}}"]).output().unwrap();
         let names = String::from_utf8_lossy(&all.stdout).into_owned();
-        assert!(!names.contains("-probe"), "a probe left on the engine: {names}");
+        assert!(!names.lines().any(|name| name == probe), "a probe left on the engine: {names}");
         assert!(host.containers(engines, &env.repo).is_empty());
     };
 
@@ -711,7 +713,7 @@ fn network_rules_hold_on_a_remote_engine() {
     let said = tried(&env);
     assert!(said.contains(&format!("{here}:{} 1", listening.ports[0])), "refused: {said}");
     assert_eq!(listening.seen(0) + listening.seen(1), 0, "this machine was reached");
-    left(&env);
+    left(&env, &run);
 
     // An allowlist: its address and port, nothing else.
     let env = TestEnv::new();
@@ -724,7 +726,7 @@ fn network_rules_hold_on_a_remote_engine() {
     assert!(said.contains(&format!("{here}:{} 1", listening.ports[1])), "another port is refused: {said}");
     assert_eq!(listening.seen(1), 0, "the other port was reached");
     assert!(listening.seen(0) >= 2, "the self-test and the agent reached the allowed port");
-    left(&env);
+    left(&env, &run);
 
     // The same on podman over its remote API.
     let env = TestEnv::new();

@@ -1,0 +1,223 @@
+//! `--attempts N` / `attempts = N`: several runs of one manifest at once from the same base, the
+//! first to pass its checks lands, the others keep their branches (or are stopped).
+
+use crate::support::{Marker, Run, TestEnv};
+use std::path::Path;
+
+/// An agent that says which attempt it is (`{{ATTEMPT}}` in its prompt), waits until `want`
+/// attempts have started (a barrier in `meeting`, so attempts run one after the other could
+/// never pass it), then commits `attempt.txt` and signals completion after `pause` (a shell
+/// expression of `$n`, the attempt's number).
+fn agent(env: &TestEnv, meeting: &Path, want: usize, pause: &str) -> std::path::PathBuf {
+    std::fs::create_dir_all(meeting).unwrap();
+    env.script(
+        "attempt.sh",
+        &format!(
+            "read -r prompt; n=${{prompt##* }}; touch '{meeting}'/$n\n\
+             for _ in $(seq 600); do [ $(ls '{meeting}' | wc -l) -ge {want} ] && break; sleep 0.05; done\n\
+             [ $(ls '{meeting}' | wc -l) -ge {want} ] || {{ echo 'the attempts did not run at once'; exit 1; }}\n\
+             sleep {pause}\n\
+             echo \"$prompt\" > attempt.txt && git add attempt.txt && git -c user.name=a -c user.email=a@e commit -qm \"$prompt\"\n\
+             echo '<promise>COMPLETE</promise>'",
+            meeting = meeting.display()
+        ),
+    )
+}
+
+fn manifest(script: &Path, extra: &str, check: &str) -> String {
+    format!(
+        "name = \"try\"\nprompt = \"attempt {{{{ATTEMPT}}}}\"\n{extra}\n[agent]\nkind = \"cli\"\nbinary = \"{}\"\n\
+         [loop]\nmax_iterations = 1\nidle_timeout = \"60s\"\n[[check]]\nname = \"wanted\"\ncmd = \"{check}\"\n",
+        script.display()
+    )
+}
+
+fn attempts_of(run: &Run) -> Vec<serde_json::Value> {
+    let array = run.json();
+    let mut entries = array.as_array().expect("an array of attempts").clone();
+    entries.sort_by_key(|entry| entry["attempt"]["number"].as_u64());
+    entries
+}
+
+/// `--attempts 3`, all three at once (they meet before any commits): only attempt 2 writes what
+/// the check wants, and only it lands; the others' branches are kept with their commits; the
+/// JSON says which was chosen.
+#[test]
+fn the_attempt_that_passes_its_checks_lands() {
+    let env = TestEnv::new();
+    let script = agent(&env, &env.root().join("meeting"), 3, "0");
+    let path = env.write_manifest(&manifest(&script, "", "grep -q 'attempt 2' attempt.txt"));
+    let run = env.eden(&["run", path.to_str().unwrap(), "--attempts", "3", "--json"]);
+    run.assert_code(0);
+    assert_eq!(env.log_subjects("main")[0], "attempt 2", "{}", run.stderr);
+    let attempts = attempts_of(&run);
+    assert_eq!(attempts.len(), 3, "{attempts:#?}");
+    let chosen: Vec<u64> = attempts
+        .iter()
+        .filter(|entry| entry["attempt"]["chosen"] == true)
+        .map(|entry| entry["attempt"]["number"].as_u64().unwrap())
+        .collect();
+    assert_eq!(chosen, [2]);
+    assert_eq!(attempts[1]["merged_into"], "main");
+    let group = attempts[0]["attempt"]["group"].as_str().unwrap();
+    for (entry, number) in attempts.iter().zip(1..) {
+        assert_eq!(entry["attempt"]["number"], number);
+        assert_eq!(entry["attempt"]["of"], 3);
+        assert_eq!(entry["attempt"]["group"], group, "one group");
+    }
+    for lost in [&attempts[0], &attempts[2]] {
+        assert_eq!(lost["exit_reason"], "checks_failed", "{lost:#}");
+        assert!(lost["merged_into"].is_null());
+        let branch = lost["preserved_branch"].as_str().expect("its branch is kept");
+        let number = lost["attempt"]["number"].as_u64().unwrap();
+        assert_eq!(env.git(&["log", "-1", "--format=%s", branch]).trim(), format!("attempt {number}"));
+    }
+    assert!(run.stderr.contains("chosen: merged into main"), "the table marks it: {}", run.stderr);
+    assert_eq!(env.worktree_count(), 1, "no worktree left");
+    assert!(!env
+        .repo
+        .join(".eden/locks")
+        .read_dir()
+        .unwrap()
+        .any(|entry| { entry.unwrap().file_name().to_string_lossy().starts_with("attempts-") }));
+}
+
+/// `attempts = 2` in the manifest, and no attempt passes: exit 9 as for one run, nothing
+/// merged, both branches kept.
+#[test]
+fn when_no_attempt_passes_every_branch_is_kept() {
+    let env = TestEnv::new();
+    let script = agent(&env, &env.root().join("meeting"), 2, "0");
+    let path = env.write_manifest(&manifest(&script, "attempts = 2", "false"));
+    let run = env.eden(&["run", path.to_str().unwrap(), "--json"]);
+    run.assert_code(9);
+    assert_eq!(env.log_subjects("main"), ["initial commit"], "nothing merged: {}", run.stderr);
+    let attempts = attempts_of(&run);
+    assert_eq!(attempts.len(), 2);
+    for entry in &attempts {
+        assert_eq!(entry["attempt"]["chosen"], false);
+        assert!(entry["preserved_branch"].is_string(), "{entry:#}");
+    }
+    assert_eq!(env.branches().len(), 3, "main and both attempts' branches: {:?}", env.branches());
+}
+
+/// Every attempt passes: the first to finish lands, and the others, still working, are stopped
+/// at once (their processes gone), not merged.
+#[test]
+fn the_first_to_pass_lands_and_the_others_are_stopped() {
+    let env = TestEnv::new();
+    let marker = Marker::new();
+    let digits = marker.digits();
+    let script = agent(&env, &env.root().join("meeting"), 3, &format!("$([ $n = 1 ] && echo 0 || echo 300.{digits})"));
+    let path = env.write_manifest(&manifest(&script, "attempts = 3", "true"));
+    let run = env.eden(&["run", path.to_str().unwrap(), "--json"]);
+    run.assert_code(0);
+    assert_eq!(env.log_subjects("main")[0], "attempt 1", "{}", run.stderr);
+    let attempts = attempts_of(&run);
+    assert_eq!(attempts[0]["attempt"]["chosen"], true, "{attempts:#?}");
+    for stopped in &attempts[1..] {
+        assert_eq!(stopped["attempt"]["chosen"], false);
+        assert_eq!(stopped["exit_reason"], "interrupted", "{stopped:#}");
+        assert!(stopped["merged_into"].is_null());
+    }
+    assert!(run.stderr.contains("attempt 1 landed: stopping the other attempts"), "{}", run.stderr);
+    assert!(marker.gone_within(std::time::Duration::from_secs(5)).is_empty(), "the others' agents are gone");
+    assert_eq!(env.worktree_count(), 1);
+}
+
+/// What attempts cannot do is refused before anything starts, with the place and a hint.
+#[test]
+fn bad_attempts_are_refused_before_anything_starts() {
+    let env = TestEnv::new();
+    let script = env.script("noop.sh", "echo '<promise>COMPLETE</promise>'");
+    for (extra, said) in [
+        ("attempts = 0", "`attempts = 0`: give a number from 1 to 16"),
+        ("attempts = 17", "`attempts = 17`"),
+        ("attempts = 2\n[branch]\nstrategy = \"head\"", "strategy `head` shares one"),
+        ("attempts = 2\nattempts_pick = \"best\"", "not built yet"),
+        ("attempts_pick = \"worst\"", "attempts_pick"),
+    ] {
+        let path = env.write_manifest(&manifest(&script, extra, "true"));
+        let run = env.eden(&["run", path.to_str().unwrap()]);
+        run.assert_code(2);
+        assert!(run.stderr.contains(said) && run.stderr.contains("hint:"), "{extra}: {}", run.stderr);
+        assert!(run.stderr.contains("plan.toml:"), "{extra}: the place: {}", run.stderr);
+    }
+    let path = env.write_manifest(&manifest(&script, "", "true"));
+    let path = path.to_str().unwrap();
+    for args in [
+        vec!["run", path, "--attempts", "0"],
+        vec!["run", path, path, "--attempts", "2"],
+        vec!["interactive", path, "--attempts", "2", "--no-tty"],
+    ] {
+        let run = env.eden(&args);
+        run.assert_code(2);
+        assert!(run.stderr.contains("attempts"), "{args:?}: {}", run.stderr);
+    }
+    env.assert_pristine();
+}
+
+/// `--dry-run` says how the attempt that lands is chosen: with no `[[check]]`, by the
+/// completion signal alone.
+#[test]
+fn the_dry_run_says_how_an_attempt_is_chosen() {
+    let env = TestEnv::new();
+    let script = env.script("noop.sh", "echo '<promise>COMPLETE</promise>'");
+    let manifest = format!(
+        "name = \"try\"\nprompt = \"go\"\nattempts = 2\n[agent]\nkind = \"cli\"\nbinary = \"{}\"\n",
+        script.display()
+    );
+    let path = env.write_manifest(&manifest);
+    let run = env.eden(&["run", path.to_str().unwrap(), "--dry-run"]);
+    run.assert_code(0);
+    let plans = run.json();
+    let plans = plans.as_array().expect("a plan per attempt");
+    assert_eq!(plans.len(), 2);
+    let attempts = &plans[0]["plan"]["attempts"];
+    assert_eq!(attempts["count"], 2, "{attempts:#}");
+    assert!(attempts["chosen_by"].as_str().unwrap().contains("the signal alone"), "{attempts:#}");
+    env.assert_pristine();
+}
+
+/// Ctrl-C stops every attempt in docker and removes every container.
+#[test]
+fn ctrl_c_stops_every_attempt_in_docker() {
+    if !crate::containers::ready("docker") {
+        return;
+    }
+    let env = TestEnv::new();
+    let meeting = env.root().join("meeting");
+    std::fs::create_dir_all(&meeting).unwrap();
+    // The attempts cannot see this machine's folders: each says it started on its stdout.
+    let script = "read -r prompt; echo \"started $prompt\"; sleep 300";
+    let manifest = crate::containers::manifest("docker", script, "")
+        .replace("prompt = \"go\"", "prompt = \"attempt {{ATTEMPT}}\"\nattempts = 2");
+    let path = env.write_manifest(&manifest);
+    let mut command = env.eden_command(&["run", path.to_str().unwrap(), "--json-events"]);
+    command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = sender.send(line);
+        }
+    });
+    let mut started = std::collections::BTreeSet::new();
+    let mut events = Vec::new();
+    while started.len() < 2 {
+        let line = receiver.recv_timeout(std::time::Duration::from_secs(120)).expect("both attempts start");
+        if line.contains("started attempt") {
+            let event: serde_json::Value = serde_json::from_str(&line).unwrap();
+            started.insert(event["attempt"].as_u64().expect("the event says which attempt"));
+        }
+        events.push(line);
+    }
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{events:#?}");
+    let repo = std::fs::canonicalize(&env.repo).unwrap();
+    assert!(crate::containers::containers_of("docker", &repo).is_empty(), "no container left");
+    assert_eq!(env.log_subjects("main"), ["initial commit"]);
+}
