@@ -494,6 +494,12 @@ pub struct RunArgs {
     #[arg(long)]
     pub fail_fast: bool,
 
+    /// Run the manifest N times at once from the same base, each on a branch of its own; the
+    /// first attempt to finish with its completion signal and every check passing lands, the
+    /// others are stopped and keep their branches (the manifest's `attempts`; this wins)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=16))]
+    pub attempts: Option<u32>,
+
     /// Run each manifest once per value of a key, e.g. `--matrix agent.kind=claude-code,codex`;
     /// the run names get the value as a suffix (repeatable: every combination)
     #[arg(long, value_name = "KEY=V1,V2,...", value_hint = ValueHint::Other)]

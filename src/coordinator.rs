@@ -22,6 +22,10 @@ use std::time::{Duration, Instant};
 /// their merges into each target (`merge_queue_position` in the record).
 pub const BATCH_ENV: &str = "EDEN_BATCH";
 
+/// The variable that tells a run it is one of several attempts at the same task:
+/// `NUMBER/OF/GROUP` (`record::AttemptRecord`).
+pub const ATTEMPT_ENV: &str = "EDEN_ATTEMPT";
+
 /// One run of the invocation.
 pub struct Member {
     pub name: String,
@@ -33,6 +37,8 @@ pub struct Member {
     pub layout: crate::layout::Layout,
     /// The engines it may go on (`sandbox.host`), in order; empty: its plan's own choice.
     pub hosts: Vec<String>,
+    /// One of several attempts at the same task (`--attempts`): which.
+    pub attempt: Option<crate::record::AttemptRecord>,
 }
 
 /// How the runs are coordinated.
@@ -99,6 +105,9 @@ pub fn run(members: &[Member], options: &Options, display: BatchDisplay) -> Resu
     let coordinated = batch.drive(options.jobs, &receiver)?;
     for member in members {
         let _ = std::fs::remove_file(member.layout.batch_merges(&batch_id));
+        if let Some(attempt) = &member.attempt {
+            let _ = std::fs::remove_file(member.layout.attempt_claim(&attempt.group));
+        }
     }
     Ok(coordinated)
 }
@@ -174,7 +183,10 @@ impl Batch<'_> {
             // The last word on the member's command line: this one host of its list.
             extra.extend(["--set".to_owned(), format!("sandbox.host={}", toml::Value::String(host.clone()))]);
         }
-        let command = member.command.clone().args(extra).env(BATCH_ENV, &self.batch_id);
+        let mut command = member.command.clone().args(extra).env(BATCH_ENV, &self.batch_id);
+        if let Some(attempt) = &member.attempt {
+            command = command.env(ATTEMPT_ENV, attempt.to_env());
+        }
         let mut child = command.spawn_member().map_err(|err| Error::internal("cannot start eden").with_source(err))?;
         let stdout = child.stdout.take().expect("piped");
         let stderr = child.stderr.take().expect("piped");
@@ -198,8 +210,13 @@ impl Batch<'_> {
                 if self.options.json_events {
                     // A key of its own: events have a `name` of their own (a tool's).
                     let name = serde_json::Value::String(self.members[index].name.clone());
+                    // Of several attempts, which one's.
+                    let attempt = match &self.members[index].attempt {
+                        Some(attempt) => format!("\"attempt\":{},", attempt.number),
+                        None => String::new(),
+                    };
                     let line = match line.strip_prefix('{') {
-                        Some(rest) => format!("{{\"run_name\":{name},{rest}"),
+                        Some(rest) => format!("{{\"run_name\":{name},{attempt}{rest}"),
                         None => line,
                     };
                     crate::ui::print_data(&line);
@@ -245,6 +262,19 @@ impl Batch<'_> {
             self.children.remove(&index);
             let ended = &self.ended[index];
             self.display.finished(index, &row(&self.members[index], ended));
+            let chosen = ended.record.as_ref().and_then(|record| record.attempt.as_ref()).filter(|a| a.chosen);
+            if let Some(attempt) = chosen.filter(|_| !self.stopping()) {
+                self.failed_fast = true;
+                self.display.note(&format!(
+                    "attempt {} landed: stopping the other attempts (their work stays on their branches)",
+                    attempt.number
+                ));
+                for (other, (child, _)) in &self.children {
+                    self.ended[*other].stopped = true;
+                    send(child, nix::sys::signal::Signal::SIGINT as i32);
+                }
+                continue;
+            }
             let failed = ended.code != Some(0) && !ended.stopped;
             if failed && self.options.fail_fast && !self.stopping() {
                 self.failed_fast = true;
@@ -341,12 +371,16 @@ pub fn json_entry(member: &Member, ended: &Ended) -> serde_json::Value {
     } else {
         "failed"
     };
-    serde_json::json!({
+    let mut entry = serde_json::json!({
         "name": member.name,
         "status": status,
         "exit_code": ended.code,
         "error": ended.error,
-    })
+    });
+    if let Some(attempt) = &member.attempt {
+        entry["attempt"] = serde_json::to_value(attempt).expect("attempts serialize");
+    }
+    entry
 }
 
 #[cfg(test)]

@@ -43,6 +43,12 @@ impl Layout {
         self.locks().join(format!("batch-{batch_id}.merges"))
     }
 
+    /// Made by the attempt of an invocation of `--attempts` that lands, under the repository
+    /// lock: the others see it and keep their branches. Removed when the invocation ends.
+    pub fn attempt_claim(&self, group: &str) -> PathBuf {
+        self.locks().join(format!("attempts-{group}.chosen"))
+    }
+
     /// Held around every git operation that changes what runs share (see `lock::RepoLock`).
     /// Never removed: removing an flock file while others wait on it would split the lock.
     pub fn repository_lock(&self) -> PathBuf {

@@ -221,6 +221,9 @@ pub struct RunRecord {
     /// merge queue behind other runs' merges (and worktree changes) in the same repository.
     #[serde(default)]
     pub merge_wait_ms: Option<u64>,
+    /// One of several attempts at the same task (`--attempts`): which, and whether it landed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<AttemptRecord>,
     pub preserved_branch: Option<String>,
     pub preserved_worktree: Option<PathBuf>,
     pub started_at: String,
@@ -276,6 +279,34 @@ pub struct ContainerRecord {
     /// The NetworkPolicy made for a pod's network rules, where the cluster took it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network_policy: Option<String>,
+}
+
+/// A run's place among the attempts of one invocation (`--attempts N`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttemptRecord {
+    /// From 1.
+    pub number: u32,
+    pub of: u32,
+    /// The invocation's id, shared by its attempts.
+    pub group: String,
+    /// This attempt's work landed; the others' are kept on their branches.
+    pub chosen: bool,
+}
+
+impl AttemptRecord {
+    /// `NUMBER/OF/GROUP`, as the coordinator hands it to each attempt (`ATTEMPT_ENV`).
+    pub fn parse(text: &str) -> Option<AttemptRecord> {
+        let mut parts = text.splitn(3, '/');
+        let number: u32 = parts.next()?.parse().ok()?;
+        let of: u32 = parts.next()?.parse().ok()?;
+        let group = parts.next()?.to_owned();
+        let group_ok = !group.is_empty() && group.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+        (number >= 1 && number <= of && group_ok).then_some(AttemptRecord { number, of, group, chosen: false })
+    }
+
+    pub fn to_env(&self) -> String {
+        format!("{}/{}/{}", self.number, self.of, self.group)
+    }
 }
 
 impl RunRecord {

@@ -44,8 +44,13 @@ pub(crate) fn run(args: &RunArgs, settings: &RunSettings, printed: &mut bool) ->
         crate::ui::print_data(&serde_json::to_string_pretty(&array).expect("records serialize"));
     }
     *printed = args.json || args.json_events;
+    let landed = ended.iter().any(|ended| {
+        ended.record.as_ref().and_then(|record| record.attempt.as_ref()).is_some_and(|attempt| attempt.chosen)
+    });
     let code = match coordinated.interrupted {
         Some(signal) => Exit::Interrupted(signal).code(),
+        // Of several attempts, one landed: what the others came to is on their branches.
+        None if landed => Exit::Success.code(),
         None => {
             let codes =
                 ended.iter().filter(|ended| ended.started && !ended.stopped).filter_map(|ended: &Ended| ended.code);
@@ -155,19 +160,42 @@ fn members(
                 );
             }
             crate::redact::register(plan.secrets.iter().map(|secret| secret.0.clone()));
-            members.push(Member {
-                name: plan.name.clone(),
-                agent: plan.steps[0].agent.kind().as_str().to_owned(),
-                command: member_command(settings, file.as_deref(), combination, &plan.name)?,
-                layout: pre.layout(),
-                hosts: match &plan.sandbox {
-                    crate::manifest::plan::SandboxPlan::Container(container) => {
-                        container.hosts.iter().map(|host| host.as_str().to_owned()).collect()
-                    }
-                    _ => Vec::new(),
-                },
-            });
-            sources.push(source);
+            let attempts = plan.attempts.count;
+            if attempts > 1 && (files.len() > 1 || !args.matrix.is_empty()) {
+                errors.push(
+                    Error::usage(format!(
+                        "{source}: `attempts` runs one manifest several times, not several manifests or a `--matrix`"
+                    ))
+                    .with_hint("run the attempts of each manifest in an `eden run` of its own"),
+                );
+                continue;
+            }
+            let group = crate::record::new_run_id();
+            for number in 1..=attempts {
+                let attempt = (attempts > 1).then(|| crate::record::AttemptRecord {
+                    number,
+                    of: attempts,
+                    group: group.clone(),
+                    chosen: false,
+                });
+                members.push(Member {
+                    name: match attempts {
+                        1 => plan.name.clone(),
+                        _ => format!("{} #{number}", plan.name),
+                    },
+                    agent: plan.steps[0].agent.kind().as_str().to_owned(),
+                    command: member_command(settings, file.as_deref(), combination, &plan.name)?,
+                    layout: pre.layout(),
+                    hosts: match &plan.sandbox {
+                        crate::manifest::plan::SandboxPlan::Container(container) => {
+                            container.hosts.iter().map(|host| host.as_str().to_owned()).collect()
+                        }
+                        _ => Vec::new(),
+                    },
+                    attempt,
+                });
+                sources.push(source.clone());
+            }
         }
     }
     let mut errors = errors.into_iter();
@@ -241,7 +269,10 @@ fn member_command(
 fn dry_run(members: &[Member], sources: &[String], printed: &mut bool) -> Result<i32, Error> {
     let mut plans = Vec::new();
     for (member, source) in members.iter().zip(sources) {
-        let command = member.command.clone().arg("--dry-run");
+        let mut command = member.command.clone().arg("--dry-run");
+        if let Some(attempt) = &member.attempt {
+            command = command.env(crate::coordinator::ATTEMPT_ENV, attempt.to_env());
+        }
         let output = command.output().map_err(|err| Error::internal("cannot start eden").with_source(err))?;
         if !output.success() {
             return Err(Error::usage(format!("{}: {}", source, output.stderr.trim())));

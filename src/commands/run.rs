@@ -29,7 +29,11 @@ pub fn execute(args: RunArgs, interactive: Option<InteractiveMode>) -> Result<i3
     let json = args.json || args.json_events;
     let args_json = args.json && !args.json_events;
     let mut printed = false;
-    let several = args.manifests.len() > 1 || !args.matrix.is_empty();
+    // An attempt of several (`--attempts`) is one run: the coordinator made it.
+    let an_attempt = std::env::var_os(crate::coordinator::ATTEMPT_ENV).is_some();
+    let several = args.manifests.len() > 1
+        || !args.matrix.is_empty()
+        || (args.attempts.is_some_and(|attempts| attempts > 1) && !an_attempt);
     let manifests: Vec<String> = args.manifests.iter().map(|path| path.display().to_string()).collect();
     let settings = RunSettings::from_args(&args);
     let result = match interactive {
@@ -40,10 +44,18 @@ pub fn execute(args: RunArgs, interactive: Option<InteractiveMode>) -> Result<i3
                 "`--json` prints the run record at the end; `--json-events` prints every event, and the last one carries the record"
             }))
         }
-        Some(_) if several || args.jobs.is_some() || args.jobs_per_host.is_some() || args.fail_fast => Err(Error::usage(
-            "`eden interactive` runs one session: one manifest, no `--matrix`, `--jobs`, `--jobs-per-host` or `--fail-fast`",
+        Some(_)
+            if several
+                || args.jobs.is_some()
+                || args.jobs_per_host.is_some()
+                || args.fail_fast
+                || args.attempts.is_some() =>
+        {
+            Err(Error::usage(
+            "`eden interactive` runs one session: one manifest, no `--matrix`, `--attempts`, `--jobs`, `--jobs-per-host` or `--fail-fast`",
         )
-        .with_hint("run several at once with `eden run A.toml B.toml`")),
+        .with_hint("run several at once with `eden run A.toml B.toml`"))
+        }
         None if several => super::batch::run(&args, &settings, &mut printed),
         _ => run_inner(args, &settings, interactive, &mut printed),
     };
@@ -93,6 +105,10 @@ fn run_inner(
         crate::ui::print_note(&format!("warning: {note}"));
     }
     let (plan, repo, given) = (loaded.plan, loaded.repo, loaded.given);
+    // The manifest's `attempts`: several runs of it at once.
+    if plan.attempts.count > 1 && interactive.is_none() && std::env::var_os(crate::coordinator::ATTEMPT_ENV).is_none() {
+        return super::batch::run(&args, settings, printed);
+    }
     let attached = match &interactive {
         Some(mode) => Some(check_interactive(&plan, mode, &args)?),
         None => None,
@@ -129,8 +145,19 @@ fn run_inner(
     let batch = std::env::var(crate::coordinator::BATCH_ENV)
         .ok()
         .filter(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'));
-    let options =
-        RunOptions { repo, stopping, overrides: given, open_log: LogFileReporter::open, interactive: attached, batch };
+    let attempt = std::env::var(crate::coordinator::ATTEMPT_ENV)
+        .ok()
+        .and_then(|text| crate::record::AttemptRecord::parse(&text))
+        .filter(|_| batch.is_some());
+    let options = RunOptions {
+        repo,
+        stopping,
+        overrides: given,
+        open_log: LogFileReporter::open,
+        interactive: attached,
+        batch,
+        attempt,
+    };
     let display = match Display::detect(args.quiet) {
         // The agent draws on the terminal: eden's own lines only before and after, no spinner.
         Display::Live if options.interactive.is_some() => Display::Plain,

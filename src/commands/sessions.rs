@@ -523,6 +523,8 @@ fn resume(args: SessionsResumeArgs) -> Result<i32, Error> {
         (None, false) => RESUME_PROMPT.to_owned(),
     };
     set.push(format!("prompt={}", quote(&prompt)));
+    // A follow-up continues one session: one run, whatever the manifest's `attempts`.
+    set.push("attempts=1".to_owned());
     set.extend(args.set.iter().cloned());
     let interactive = args.interactive.then_some(crate::commands::run::InteractiveMode { no_tty: false, resume: None });
     crate::commands::run::execute(
@@ -531,6 +533,7 @@ fn resume(args: SessionsResumeArgs) -> Result<i32, Error> {
             jobs: None,
             jobs_per_host: None,
             fail_fast: false,
+            attempts: None,
             matrix: Vec::new(),
             set,
             prompt_args: Vec::new(),

@@ -24,7 +24,7 @@ pub(crate) struct KeyFlag {
 
 /// Every flag that stands for a manifest key, in the order they apply (`--set` comes after
 /// them all: the last word wins).
-static KEY_FLAGS: [KeyFlag; 12] = [
+static KEY_FLAGS: [KeyFlag; 13] = [
     KeyFlag { key: "agent.kind", flag: "--agent", value: |args| args.agent.clone(), integer: false },
     KeyFlag { key: "agent.binary", flag: "--binary", value: |args| args.binary.clone(), integer: false },
     KeyFlag { key: "agent.model", flag: "--model", value: |args| args.model.clone(), integer: false },
@@ -36,6 +36,7 @@ static KEY_FLAGS: [KeyFlag; 12] = [
     KeyFlag { key: "branch.strategy", flag: "--strategy", value: |args| args.strategy.clone(), integer: false },
     KeyFlag { key: "branch.name", flag: "--branch", value: |args| args.branch.clone(), integer: false },
     KeyFlag { key: "branch.base", flag: "--base", value: |args| args.base.clone(), integer: false },
+    KeyFlag { key: "attempts", flag: "--attempts", value: |args| args.attempts.map(|n| n.to_string()), integer: true },
     KeyFlag {
         key: "loop.max_iterations",
         flag: "--max-iterations",

@@ -45,10 +45,25 @@ pub struct Plan {
     pub logging: LoggingPlan,
     /// `[budget]`: caps on the whole run.
     pub budget: BudgetPlan,
+    /// `attempts`: how many runs of this manifest go at once, and which lands.
+    pub attempts: AttemptsPlan,
     /// Values replaced by `***` in everything eden writes.
     #[serde(skip)]
     pub secrets: Vec<Secret>,
 }
+
+/// `attempts = N` and `attempts_pick`, resolved (`--attempts` wins over the key).
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct AttemptsPlan {
+    pub count: u32,
+    pub pick: crate::manifest::schema::AttemptsPick,
+    /// What the choice goes by: the completion signal and the checks, or the signal alone
+    /// (no `[[check]]`), as `--dry-run` says.
+    pub chosen_by: &'static str,
+}
+
+/// The most attempts of one manifest at once.
+pub const MAX_ATTEMPTS: u32 = 16;
 
 /// Environment shared by what runs in a run (the agent's own is in `AgentPlan`).
 #[derive(Debug, Clone, Default, Serialize)]
@@ -247,6 +262,7 @@ pub fn resolve(
     }
     let agents: Vec<&AgentPlan> = steps.iter().map(|step| &step.agent).collect();
     let budget = resolve_budget(&manifest.budget, &at("budget"), &agents, source)?;
+    let attempts = resolve_attempts(&manifest, &branch, &steps, source)?;
     let dotenv_plan: BTreeMap<String, Secret> = dotenv
         .values
         .iter()
@@ -285,8 +301,48 @@ pub fn resolve(
         env,
         logging: LoggingPlan { file: log_file },
         budget,
+        attempts,
         secrets,
     })
+}
+
+/// `attempts` and `attempts_pick`: a number from 1 to `MAX_ATTEMPTS`, each attempt on a branch
+/// of its own (`merge-to-head`), and what is not built yet refused.
+fn resolve_attempts(
+    manifest: &Manifest,
+    branch: &BranchPlan,
+    steps: &[StepPlan],
+    source: &Source,
+) -> Result<AttemptsPlan, Error> {
+    use crate::manifest::schema::AttemptsPick;
+    let at = |key: &str| KeyPath::parse(key);
+    let count = manifest.attempts.unwrap_or(1);
+    if !(1..=MAX_ATTEMPTS).contains(&count) {
+        return Err(source
+            .error_at(&at("attempts"), format!("`attempts = {count}`: give a number from 1 to {MAX_ATTEMPTS}"))
+            .with_hint("e.g. `attempts = 3` (or `--attempts 3`)"));
+    }
+    let pick = manifest.attempts_pick.unwrap_or_default();
+    if pick == AttemptsPick::Best {
+        return Err(source
+            .error_at(&at("attempts_pick"), "`attempts_pick = \"best\"` is not built yet")
+            .with_hint("use `attempts_pick = \"first\"` (the default): the first attempt whose checks pass lands"));
+    }
+    if count > 1 && branch.strategy != Strategy::MergeToHead {
+        return Err(source
+            .error_at(
+                &at("attempts"),
+                format!("attempts need branches of their own: strategy `{}` shares one", branch.strategy.as_str()),
+            )
+            .with_hint("use `branch.strategy = \"merge-to-head\"` (the default) with `attempts`"));
+    }
+    let checked = steps.iter().any(|step| !step.checks.is_empty());
+    let chosen_by = match (count, checked) {
+        (1, _) => "the one attempt",
+        (_, true) => "the first to finish with its completion signal and every check passing",
+        (_, false) => "the first to finish with its completion signal (no `[[check]]`: the signal alone)",
+    };
+    Ok(AttemptsPlan { count, pick, chosen_by })
 }
 
 /// `result`'s value, or `None` with its error added to `errors`.

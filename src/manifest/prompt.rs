@@ -12,8 +12,8 @@ pub const PREVIOUS_STEP_RESULT: &str = "PREVIOUS_STEP_RESULT";
 pub const CHECK_FAILURES: &str = "CHECK_FAILURES";
 
 /// Keys eden fills in itself.
-pub const BUILT_INS: [&str; 7] =
-    ["BRANCH", "BASE_BRANCH", "ITERATION", "MAX_ITERATIONS", "RUN_ID", "NAME", CHECK_FAILURES];
+pub const BUILT_INS: [&str; 8] =
+    ["BRANCH", "BASE_BRANCH", "ITERATION", "MAX_ITERATIONS", "RUN_ID", "NAME", "ATTEMPT", CHECK_FAILURES];
 
 /// The placeholders a template uses, in order of appearance (`{{ KEY }}` may have spaces).
 pub fn placeholders(template: &str) -> Vec<&str> {

@@ -42,6 +42,21 @@ pub struct Manifest {
     /// `[[check]]`: commands that must pass before the work merges.
     #[serde(default)]
     pub check: Vec<CheckSection>,
+    /// `attempts = N`: N runs of this manifest at once from the same base; one lands.
+    pub attempts: Option<u32>,
+    /// How the attempt that lands is chosen.
+    pub attempts_pick: Option<AttemptsPick>,
+}
+
+/// `attempts_pick`: which attempt lands.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AttemptsPick {
+    /// The first to finish with its completion signal and every check passing.
+    #[default]
+    First,
+    /// Every attempt finishes; the lowest `attempts_score` of those that pass.
+    Best,
 }
 
 /// `[[check]]`, or a step's `[[step.check]]`: a command run in the sandbox, in the worktree,

@@ -19,6 +19,8 @@ pub(crate) struct Finished {
     pub preserved_branch: Option<String>,
     pub preserved_worktree: Option<PathBuf>,
     pub error: Option<Error>,
+    /// One of several attempts: this one's work landed.
+    pub chosen: bool,
 }
 
 /// A merge into the run's target that happened.
@@ -42,6 +44,8 @@ pub(crate) struct MergeSettings<'a> {
     pub rebase: bool,
     /// The invocation of several runs, whose merges are numbered.
     pub batch: Option<&'a str>,
+    /// One of several attempts at the same task: it merges only if no other attempt did.
+    pub attempt: Option<&'a crate::record::AttemptRecord>,
     /// A worktree left dirty by a run that otherwise ended well fails it (exit 1): the agent's
     /// own work, not landed (false for interactive sessions and checkouts dirty from the start).
     pub leftovers_fail: bool,
@@ -113,7 +117,19 @@ pub(crate) fn finish(
     if error.is_none() && !commits.is_empty() {
         guard_what_steers(&workspace, &settings.protected, &mut error, reporter);
     }
-    let landing = decide(pre.strategy, error.is_some(), !commits.is_empty(), pre.base_branch.as_deref());
+    let mut landing = decide(pre.strategy, error.is_some(), !commits.is_empty(), pre.base_branch.as_deref());
+    // Of several attempts, the first to get here with work to merge lands; under the repository
+    // lock, so two cannot both be first.
+    let claim = match (&landing, settings.attempt, &shared) {
+        (Landing::Merge { .. }, Some(attempt), Some(_)) => match claim_attempt(&workspace, attempt, reporter) {
+            Some(claim) => Some(claim),
+            None => {
+                landing = Landing::Branch;
+                None
+            }
+        },
+        _ => None,
+    };
     let waited_ms = u64::try_from(asked.elapsed().as_millis()).unwrap_or(u64::MAX);
     let merged = match &landing {
         Landing::Merge { target } => match merge(&workspace, target, &settings, &mut commits, reporter) {
@@ -125,6 +141,11 @@ pub(crate) fn finish(
         },
         _ => None,
     };
+    // A claimed attempt whose merge failed gives the others their chance.
+    if let (Some(claim), None) = (&claim, &merged) {
+        let _ = std::fs::remove_file(claim);
+    }
+    let chosen = claim.is_some() && merged.is_some();
     let worktree = close_worktree(&workspace, shared.is_some(), reporter);
     let worktree_removed = matches!(worktree, WorktreeEnd::Removed);
     let preserved_worktree = match worktree {
@@ -141,7 +162,37 @@ pub(crate) fn finish(
         explain_unmerged(error, pre.strategy, branch, (&workspace.run_id, commits.len()));
     }
     drop(shared);
-    Finished { lock: workspace.lock, commits, merged, preserved_branch, preserved_worktree, error }
+    Finished { lock: workspace.lock, commits, merged, preserved_branch, preserved_worktree, error, chosen }
+}
+
+/// Claim the landing for `attempt` among its group (`Layout::attempt_claim`, made only if
+/// absent): the claim's path, or `None` (said) when another attempt landed first.
+fn claim_attempt(
+    workspace: &Workspace,
+    attempt: &crate::record::AttemptRecord,
+    reporter: &mut RunEvents,
+) -> Option<PathBuf> {
+    let claim = workspace.pre.layout().attempt_claim(&attempt.group);
+    let made = std::fs::OpenOptions::new().write(true).create_new(true).open(&claim);
+    match made {
+        Ok(mut file) => {
+            use std::io::Write;
+            let _ = writeln!(file, "{} {}", attempt.number, workspace.run_id);
+            Some(claim)
+        }
+        Err(_) => {
+            let first = std::fs::read_to_string(&claim).unwrap_or_default();
+            let number = first.split_whitespace().next().unwrap_or("another");
+            reporter.report(&Event::Info {
+                message: format!(
+                    "attempt {number} of {} landed first: this attempt's work stays on its branch",
+                    attempt.of
+                )
+                .into(),
+            });
+            None
+        }
+    }
 }
 
 /// Merge the run's branch into `target`, and say so. What the target now holds of a rebase

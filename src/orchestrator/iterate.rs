@@ -55,6 +55,7 @@ impl<'a> StepRun<'a> {
         values.insert("MAX_ITERATIONS".into(), step.loop_.max_iterations.to_string());
         values.insert("RUN_ID".into(), shared.run_id.to_owned());
         values.insert("NAME".into(), shared.plan.name.clone());
+        values.insert("ATTEMPT".into(), shared.journal.attempt_number().to_string());
         if let Some(previous) = previous_result {
             values.insert(prompt::PREVIOUS_STEP_RESULT.into(), previous.to_owned());
         }

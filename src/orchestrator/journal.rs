@@ -67,6 +67,7 @@ impl Journal {
             merge_queue_position: None,
             merged_commits: None,
             merge_wait_ms: None,
+            attempt: None,
             preserved_branch: None,
             preserved_worktree: None,
             started_at: now_rfc3339(),
@@ -90,6 +91,16 @@ impl Journal {
     }
 
     /// Has the run begun (its record been written)?
+    /// One of several attempts at the same task: which (its `chosen` is set at the end).
+    pub fn note_attempt(&self, attempt: Option<crate::record::AttemptRecord>) {
+        self.record.borrow_mut().attempt = attempt;
+    }
+
+    /// Which of several attempts this run is (1 when it is the only one): `{{ATTEMPT}}`.
+    pub fn attempt_number(&self) -> u32 {
+        self.record.borrow().attempt.as_ref().map_or(1, |attempt| attempt.number)
+    }
+
     pub fn started(&self) -> bool {
         self.started.get()
     }

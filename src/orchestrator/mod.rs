@@ -58,6 +58,9 @@ pub struct RunOptions {
     /// The invocation of several runs this one belongs to (`eden run A.toml B.toml`), whose
     /// merges it numbers.
     pub batch: Option<String>,
+    /// One of several attempts at the same task (`--attempts`): only the first of them to end
+    /// well lands (`finish`).
+    pub attempt: Option<crate::record::AttemptRecord>,
 }
 
 /// How an interactive session is attached.
@@ -171,6 +174,7 @@ impl<'p> Run<'p> {
         let log = plan.logging.file.path(&layout.root, &layout.logs(), &plan.name, &branch_slug, &run_id);
         let kind = if options.interactive.is_some() { RunKind::Interactive } else { RunKind::Run };
         let journal = Journal::start(&run_id, kind, plan, &pre, &options.overrides, log.clone());
+        journal.note_attempt(options.attempt.clone());
         let hooks = HookRunner {
             plan: &plan.hooks,
             worktree: pre.worktree.clone(),
@@ -346,7 +350,8 @@ impl<'p> Run<'p> {
         let repo = crate::git::Git::new(&workspace.pre.root);
         let tip = workspace.repo.branch_commit(&workspace.pre.branch).ok().flatten();
         let finished = finish::finish(workspace, outcome, known_commits, settings, &mut self.events);
-        let finish::Finished { lock, commits, merged, mut preserved_branch, preserved_worktree, error } = finished;
+        let finish::Finished { lock, commits, merged, mut preserved_branch, preserved_worktree, error, chosen } =
+            finished;
         let landed = (tip.filter(|_| !commits.is_empty()), merged.as_ref().map(|merged| merged.into.as_str()));
         let (pushed, error) = self.push(&repo, landed, &mut preserved_branch, error);
         // A signal that arrived during the finish still counts.
@@ -365,6 +370,9 @@ impl<'p> Run<'p> {
             }
             record.preserved_branch = preserved_branch;
             record.preserved_worktree = preserved_worktree;
+            if let Some(attempt) = &mut record.attempt {
+                attempt.chosen = chosen;
+            }
         });
         // Held until the record says how the run ended.
         drop(lock);
@@ -437,6 +445,7 @@ impl<'p> Run<'p> {
         finish::MergeSettings {
             rebase: self.plan.branch.rebase,
             batch: self.options.batch.as_deref(),
+            attempt: self.options.attempt.as_ref(),
             leftovers_fail: ours && self.options.interactive.is_none(),
             protected: protect::Protected::of(self.plan, &workspace.pre.root),
         }

@@ -170,6 +170,7 @@ impl Run<'_> {
         values.insert("NAME".into(), self.plan.name.clone());
         values.insert("ITERATION".into(), "1".into());
         values.insert("MAX_ITERATIONS".into(), "1".into());
+        values.insert("ATTEMPT".into(), "1".into());
         let mut rendered = String::new();
         for piece in crate::manifest::prompt::pieces(&step.prompt.template) {
             match piece {

@@ -39,6 +39,11 @@ impl Row {
             (None, None) if record.commits.is_empty() => "no commits".to_owned(),
             (None, None) => format!("on {}", record.branch),
         };
+        // Of several attempts, the one that landed.
+        let landed = match record.attempt.as_ref().is_some_and(|attempt| attempt.chosen) {
+            true => format!("chosen: {landed}"),
+            false => landed,
+        };
         // Where it ran: a pod's node, or a container's engine when not the default one.
         let host =
             record.container.as_ref().and_then(|container| container.node.clone().or_else(|| container.host.clone()));
