@@ -847,7 +847,7 @@ _eden() {
             return 0
             ;;
         eden__subcmd__interactive)
-            opts="-j -q -h --jobs --jobs-per-host --fail-fast --matrix --set --arg --agent --binary --model --prompt --prompt-file --name --max-iterations --sandbox --host --strategy --branch --base --repo --dry-run --json --json-events --quiet --no-tty --resume --help"
+            opts="-j -q -h --jobs --jobs-per-host --fail-fast --attempts --matrix --set --arg --agent --binary --model --prompt --prompt-file --name --max-iterations --sandbox --host --strategy --branch --base --repo --dry-run --json --json-events --quiet --no-tty --resume --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -862,6 +862,10 @@ _eden() {
                     return 0
                     ;;
                 --jobs-per-host)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --attempts)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1009,7 +1013,7 @@ _eden() {
             return 0
             ;;
         eden__subcmd__run)
-            opts="-j -q -h --jobs --jobs-per-host --fail-fast --matrix --set --arg --agent --binary --model --prompt --prompt-file --name --max-iterations --sandbox --host --strategy --branch --base --repo --dry-run --json --json-events --quiet --help"
+            opts="-j -q -h --jobs --jobs-per-host --fail-fast --attempts --matrix --set --arg --agent --binary --model --prompt --prompt-file --name --max-iterations --sandbox --host --strategy --branch --base --repo --dry-run --json --json-events --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1024,6 +1028,10 @@ _eden() {
                     return 0
                     ;;
                 --jobs-per-host)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --attempts)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -40,6 +40,7 @@ complete -c eden -n "__fish_eden_needs_command" -f -a "sessions" -d 'The run his
 complete -c eden -n "__fish_eden_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c eden -n "__fish_eden_using_subcommand run" -s j -l jobs -d 'With several runs: how many go at once (default: all of them, at most 8)' -r
 complete -c eden -n "__fish_eden_using_subcommand run" -l jobs-per-host -d 'With several runs spread over hosts (`sandbox.host = [..]`): at most N of them on one host' -r
+complete -c eden -n "__fish_eden_using_subcommand run" -l attempts -d 'Run the manifest N times at once from the same base, each on a branch of its own; the first attempt to finish with its completion signal and every check passing lands, the others are stopped and keep their branches (the manifest\'s `attempts`; this wins)' -r
 complete -c eden -n "__fish_eden_using_subcommand run" -l matrix -d 'Run each manifest once per value of a key, e.g. `--matrix agent.kind=claude-code,codex`; the run names get the value as a suffix (repeatable: every combination)' -r -f
 complete -c eden -n "__fish_eden_using_subcommand run" -l set -d 'Override any manifest key, e.g. `--set agent.model=opus` (repeatable)' -r -f
 complete -c eden -n "__fish_eden_using_subcommand run" -l arg -d 'A prompt argument for `{{KEY}}` in the prompt (repeatable)' -r -f
@@ -77,6 +78,7 @@ complete -c eden -n "__fish_eden_using_subcommand run" -s q -l quiet -d 'No prog
 complete -c eden -n "__fish_eden_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c eden -n "__fish_eden_using_subcommand interactive" -s j -l jobs -d 'With several runs: how many go at once (default: all of them, at most 8)' -r
 complete -c eden -n "__fish_eden_using_subcommand interactive" -l jobs-per-host -d 'With several runs spread over hosts (`sandbox.host = [..]`): at most N of them on one host' -r
+complete -c eden -n "__fish_eden_using_subcommand interactive" -l attempts -d 'Run the manifest N times at once from the same base, each on a branch of its own; the first attempt to finish with its completion signal and every check passing lands, the others are stopped and keep their branches (the manifest\'s `attempts`; this wins)' -r
 complete -c eden -n "__fish_eden_using_subcommand interactive" -l matrix -d 'Run each manifest once per value of a key, e.g. `--matrix agent.kind=claude-code,codex`; the run names get the value as a suffix (repeatable: every combination)' -r -f
 complete -c eden -n "__fish_eden_using_subcommand interactive" -l set -d 'Override any manifest key, e.g. `--set agent.model=opus` (repeatable)' -r -f
 complete -c eden -n "__fish_eden_using_subcommand interactive" -l arg -d 'A prompt argument for `{{KEY}}` in the prompt (repeatable)' -r -f

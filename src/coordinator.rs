@@ -107,6 +107,7 @@ pub fn run(members: &[Member], options: &Options, display: BatchDisplay) -> Resu
         let _ = std::fs::remove_file(member.layout.batch_merges(&batch_id));
         if let Some(attempt) = &member.attempt {
             let _ = std::fs::remove_file(member.layout.attempt_claim(&attempt.group));
+            let _ = std::fs::remove_file(member.layout.attempt_spend(&attempt.group, attempt.number));
         }
     }
     Ok(coordinated)

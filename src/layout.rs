@@ -49,6 +49,12 @@ impl Layout {
         self.locks().join(format!("attempts-{group}.chosen"))
     }
 
+    /// What attempt `number` of an invocation of `--attempts` has spent so far (its usage, as
+    /// JSON), for the others' `[budget]`. Removed when the invocation ends.
+    pub fn attempt_spend(&self, group: &str, number: u32) -> PathBuf {
+        self.locks().join(format!("attempts-{group}.{number}.spend"))
+    }
+
     /// Held around every git operation that changes what runs share (see `lock::RepoLock`).
     /// Never removed: removing an flock file while others wait on it would split the lock.
     pub fn repository_lock(&self) -> PathBuf {

@@ -66,6 +66,7 @@ fn list(args: SessionsListArgs) -> Result<i32, Error> {
     let layout = layout(args.repo.as_ref())?;
     let summaries: Vec<RunSummary> =
         runs(&layout).iter().map(Light::summary).filter(|summary| filter.keeps(summary)).collect();
+    let summaries = attempts_together(summaries);
     if args.json {
         print_data(&serde_json::to_string_pretty(&summaries).expect("summaries serialize"));
     } else if summaries.is_empty() {
@@ -74,6 +75,29 @@ fn list(args: SessionsListArgs) -> Result<i32, Error> {
         print_data(&list_table(&summaries));
     }
     Ok(0)
+}
+
+/// The attempts of one invocation of `--attempts` next to each other, in their order, where
+/// the first of them would be.
+fn attempts_together(summaries: Vec<RunSummary>) -> Vec<RunSummary> {
+    let mut ordered: Vec<RunSummary> = Vec::with_capacity(summaries.len());
+    let mut rest: Vec<Option<RunSummary>> = summaries.into_iter().map(Some).collect();
+    for index in 0..rest.len() {
+        let Some(summary) = rest[index].take() else { continue };
+        let Some(group) = summary.attempt.as_ref().map(|attempt| attempt.group.clone()) else {
+            ordered.push(summary);
+            continue;
+        };
+        let mut members = vec![summary];
+        for later in rest.iter_mut().skip(index + 1) {
+            if later.as_ref().and_then(|s| s.attempt.as_ref()).is_some_and(|attempt| attempt.group == group) {
+                members.extend(later.take());
+            }
+        }
+        members.sort_by_key(|member| member.attempt.as_ref().map_or(0, |attempt| attempt.number));
+        ordered.extend(members);
+    }
+    ordered
 }
 
 fn list_table(summaries: &[RunSummary]) -> String {
@@ -104,9 +128,15 @@ fn list_table(summaries: &[RunSummary]) -> String {
                     serde_json::to_value(status).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
                 }
             };
+            // An attempt: its number, and which landed.
+            let name = match &run.attempt {
+                Some(attempt) if attempt.chosen => format!("{} #{} (chosen)", run.name, attempt.number),
+                Some(attempt) => format!("{} #{}", run.name, attempt.number),
+                None => run.name.clone(),
+            };
             let mut row = vec![
                 run.id.clone(),
-                run.name.clone(),
+                name,
                 agents.join(","),
                 run.sandbox.clone(),
                 run.branch.clone(),

@@ -12,6 +12,9 @@ use std::time::Instant;
 #[derive(Debug, Clone)]
 pub(crate) struct Budget {
     scopes: Vec<Scope>,
+    /// Of several attempts, whose `[budget]` counts them all together: where they note what
+    /// each has spent.
+    attempts: Option<(crate::layout::Layout, crate::record::AttemptRecord)>,
 }
 
 #[derive(Debug, Clone)]
@@ -34,7 +37,26 @@ impl Budget {
         if !step.1.is_empty() {
             scopes.push(Scope { step: Some(step.0.to_owned()), caps: step.1.clone(), before: step.2, started: step.3 });
         }
-        Budget { scopes }
+        Budget { scopes, attempts: None }
+    }
+
+    /// One of several attempts: the run's caps count what the others spent too, as each last
+    /// noted it (this one notes its own at every look).
+    pub fn counting_attempts(
+        mut self,
+        layout: crate::layout::Layout,
+        attempt: Option<crate::record::AttemptRecord>,
+    ) -> Budget {
+        self.attempts = attempt.map(|attempt| (layout, attempt));
+        self
+    }
+
+    /// What a scope has spent: its own `total`, and for the run's, the other attempts'.
+    fn with_others(&self, scope: &Scope, total: Usage) -> Usage {
+        match (&self.attempts, &scope.step) {
+            (Some((layout, attempt)), None) => with_other_attempts(total, layout, Some(attempt)),
+            _ => total,
+        }
     }
 
     /// The first moment a duration cap ends, for the supervisor.
@@ -47,15 +69,15 @@ impl Budget {
         self.scopes.iter().find_map(|scope| {
             let mut total = scope.before;
             total.add(current);
-            scope.over(&total, |spent, cap| spent > cap)
+            scope.over(&self.with_others(scope, total), |spent, cap| spent > cap)
         })
     }
 
     /// Before an iteration: a cap already reached (another iteration could only go over it).
     pub fn reached(&self) -> Option<BudgetExceeded> {
-        self.scopes
-            .iter()
-            .find_map(|scope| scope.over(&scope.before, |spent, cap| spent >= cap).or_else(|| scope.late()))
+        self.scopes.iter().find_map(|scope| {
+            scope.over(&self.with_others(scope, scope.before), |spent, cap| spent >= cap).or_else(|| scope.late())
+        })
     }
 
     /// After the supervisor's deadline stopped the agent: the duration cap that ended.
@@ -97,6 +119,26 @@ impl Scope {
         let scope = if self.step.is_some() { BudgetScope::Step } else { BudgetScope::Run };
         BudgetExceeded { scope, step: self.step.clone(), cap, limit, used }
     }
+}
+
+/// Of several attempts at the same task (`--attempts`), whose `[budget]` counts them all
+/// together: `own` spending noted for the others (`Layout::attempt_spend`), and theirs, as they
+/// last noted it, added to it. One run alone: `own`.
+fn with_other_attempts(
+    own: Usage,
+    layout: &crate::layout::Layout,
+    attempt: Option<&crate::record::AttemptRecord>,
+) -> Usage {
+    let Some(attempt) = attempt else { return own };
+    let _ = crate::record::save_json(&layout.attempt_spend(&attempt.group, attempt.number), &own);
+    let mut total = own;
+    for number in (1..=attempt.of).filter(|number| *number != attempt.number) {
+        let theirs = std::fs::read_to_string(layout.attempt_spend(&attempt.group, number)).ok();
+        if let Some(theirs) = theirs.and_then(|text| serde_json::from_str::<Usage>(&text).ok()) {
+            total.add(&theirs);
+        }
+    }
+    total
 }
 
 /// The run's error for a crossed cap: work is kept as on any failure.

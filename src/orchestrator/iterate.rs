@@ -215,6 +215,7 @@ impl<'a> StepRun<'a> {
             (&self.shared.plan.budget, progress.spent, self.shared.started),
             (&self.step.name, &self.step.budget, progress.step_spent, self.started),
         )
+        .counting_attempts(self.shared.workspace.pre.layout(), self.shared.journal.attempt())
     }
 
     async fn hooks(&self, phase: Phase, iteration: u32, live: &mut Live<'_>) -> Result<(), Error> {

@@ -96,6 +96,11 @@ impl Journal {
         self.record.borrow_mut().attempt = attempt;
     }
 
+    /// Of several attempts, which this run is.
+    pub fn attempt(&self) -> Option<crate::record::AttemptRecord> {
+        self.record.borrow().attempt.clone()
+    }
+
     /// Which of several attempts this run is (1 when it is the only one): `{{ATTEMPT}}`.
     pub fn attempt_number(&self) -> u32 {
         self.record.borrow().attempt.as_ref().map_or(1, |attempt| attempt.number)

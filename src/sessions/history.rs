@@ -44,6 +44,9 @@ pub struct RunSummary {
     pub sessions: Vec<String>,
     pub record: PathBuf,
     pub log: Option<PathBuf>,
+    /// One of several attempts at the same task (`--attempts`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<crate::record::AttemptRecord>,
 }
 
 /// The parts of a run record a summary and the cost report read.
@@ -75,6 +78,8 @@ pub struct Light {
     pub manifest: Option<PathBuf>,
     #[serde(default)]
     pub overrides: Vec<String>,
+    #[serde(default)]
+    pub attempt: Option<crate::record::AttemptRecord>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -168,6 +173,7 @@ impl Light {
             sessions,
             record: self.record_path.clone(),
             log: self.log.clone(),
+            attempt: self.attempt.clone(),
         }
     }
 }

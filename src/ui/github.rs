@@ -121,11 +121,21 @@ pub fn outputs(runs: &[Summarized<'_>], exit_code: i32) -> String {
                 "cost_usd": run.row.cost,
                 "merged_into": run.record.and_then(|record| record.merged_into.clone()),
                 "pushed": run.record.and_then(|record| record.push.as_ref()).map(|push| push.pushed),
+                "attempt": run.record.and_then(|record| record.attempt.as_ref()).map(|attempt| attempt.number),
+                "chosen": run.record.and_then(|record| record.attempt.as_ref()).map(|attempt| attempt.chosen),
             })
         })
         .collect();
+    // Of several attempts, the branch of the one that landed (empty when none did).
+    let chosen = runs
+        .iter()
+        .filter_map(|run| run.record)
+        .find(|record| record.attempt.as_ref().is_some_and(|attempt| attempt.chosen))
+        .map(|record| record.branch.clone())
+        .unwrap_or_default();
     let pairs = [
         ("branch", values(&branch)),
+        ("chosen_branch", chosen),
         ("status", if runs.len() == 1 { values(&status) } else { status_of(exit_code) }),
         ("exit_reason", values(&reason)),
         ("exit_code", exit_code.to_string()),

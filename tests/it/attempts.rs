@@ -47,7 +47,11 @@ fn the_attempt_that_passes_its_checks_lands() {
     let env = TestEnv::new();
     let script = agent(&env, &env.root().join("meeting"), 3, "0");
     let path = env.write_manifest(&manifest(&script, "", "grep -q 'attempt 2' attempt.txt"));
-    let run = env.eden(&["run", path.to_str().unwrap(), "--attempts", "3", "--json"]);
+    // As a step of a GitHub Actions job: the outputs name the chosen branch.
+    let (summary, output) = (env.root().join("summary.md"), env.root().join("output.txt"));
+    let mut command = env.eden_command(&["run", path.to_str().unwrap(), "--attempts", "3", "--json"]);
+    command.env("GITHUB_STEP_SUMMARY", &summary).env("GITHUB_OUTPUT", &output);
+    let run = Run::from(command.output().unwrap());
     run.assert_code(0);
     assert_eq!(env.log_subjects("main")[0], "attempt 2", "{}", run.stderr);
     let attempts = attempts_of(&run);
@@ -73,6 +77,20 @@ fn the_attempt_that_passes_its_checks_lands() {
         assert_eq!(env.git(&["log", "-1", "--format=%s", branch]).trim(), format!("attempt {number}"));
     }
     assert!(run.stderr.contains("chosen: merged into main"), "the table marks it: {}", run.stderr);
+    let outputs = crate::github::read_outputs(&output);
+    assert_eq!(outputs["chosen_branch"], attempts[1]["branch"].as_str().unwrap());
+    let runs: serde_json::Value = serde_json::from_str(&outputs["runs"]).unwrap();
+    assert_eq!(runs.as_array().unwrap().iter().filter(|run| run["chosen"] == true).count(), 1);
+    assert!(std::fs::read_to_string(&summary).unwrap().contains("chosen: merged into main"));
+    // The kept attempts are runs like any other: their diff by id; the list groups them.
+    let loser = attempts[0]["id"].as_str().unwrap();
+    let diff = env.eden(&["diff", loser]);
+    diff.assert_code(0);
+    assert!(diff.stdout.contains("+attempt 1"), "{}", diff.stdout);
+    let listed = env.eden(&["sessions", "list"]);
+    let names: Vec<&str> = listed.stdout.lines().filter_map(|line| line.split("  ").nth(1)).collect();
+    assert!(listed.stdout.contains("try #2 (chosen)"), "{}", listed.stdout);
+    assert!(listed.stdout.contains("try #1") && listed.stdout.contains("try #3"), "{names:?}");
     assert_eq!(env.worktree_count(), 1, "no worktree left");
     assert!(!env
         .repo
@@ -186,12 +204,11 @@ fn ctrl_c_stops_every_attempt_in_docker() {
         return;
     }
     let env = TestEnv::new();
-    let meeting = env.root().join("meeting");
-    std::fs::create_dir_all(&meeting).unwrap();
     // The attempts cannot see this machine's folders: each says it started on its stdout.
     let script = "read -r prompt; echo \"started $prompt\"; sleep 300";
     let manifest = crate::containers::manifest("docker", script, "")
-        .replace("prompt = \"go\"", "prompt = \"attempt {{ATTEMPT}}\"\nattempts = 2");
+        .replace("prompt = \"go\"", "prompt = \"attempt {{ATTEMPT}}\"\nattempts = 2")
+        .replace("cat >/dev/null; ", "");
     let path = env.write_manifest(&manifest);
     let mut command = env.eden_command(&["run", path.to_str().unwrap(), "--json-events"]);
     command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
@@ -220,4 +237,47 @@ fn ctrl_c_stops_every_attempt_in_docker() {
     let repo = std::fs::canonicalize(&env.repo).unwrap();
     assert!(crate::containers::containers_of("docker", &repo).is_empty(), "no container left");
     assert_eq!(env.log_subjects("main"), ["initial commit"]);
+}
+
+/// `[budget]` counts every attempt together: two attempts that each spend 400 tokens an
+/// iteration cross `max_tokens = 1000` in their second iteration (800 alone would not), and
+/// the record says what all of them spent.
+#[test]
+fn the_budget_counts_every_attempt_together() {
+    let env = TestEnv::new();
+    let meeting = env.root().join("meeting");
+    std::fs::create_dir_all(&meeting).unwrap();
+    let result = r#"{"type":"result","subtype":"success","is_error":false,"result":"working","session_id":"s-1","total_cost_usd":0,"usage":{"input_tokens":400,"output_tokens":0,"cache_read_input_tokens":0,"cache_creation_input_tokens":0}}"#;
+    // Both attempts are in the same iteration before either reports: each has noted what it
+    // spent before it (`{{ITERATION}} {{ATTEMPT}}` in the prompt).
+    let script = env.script(
+        "spend.sh",
+        &format!(
+            "read -r it n; touch '{m}'/$it-$n\n\
+             for _ in $(seq 600); do [ $(ls '{m}' | grep -c \"^$it-\") -ge 2 ] && break; sleep 0.05; done\n\
+             echo '{result}'\nsleep 1\n",
+            m = meeting.display()
+        ),
+    );
+    let manifest = format!(
+        "name = \"spend\"\nprompt = \"{{{{ITERATION}}}} {{{{ATTEMPT}}}}\"\nattempts = 2\n[agent]\nkind = \"cli\"\nbinary = \"{}\"\nparser = \"claude-code\"\n\
+         [loop]\nmax_iterations = 2\nidle_timeout = \"60s\"\n[budget]\nmax_tokens = 1000\n",
+        script.display()
+    );
+    let path = env.write_manifest(&manifest);
+    let run = env.eden(&["run", path.to_str().unwrap(), "--json"]);
+    run.assert_code(8);
+    for entry in attempts_of(&run) {
+        assert_eq!(entry["exit_reason"], "budget_exceeded", "{entry:#}");
+        // Its own 800 and the other's 400 or 800, as the other last noted it.
+        let used = entry["error"]["budget"]["used"].as_str().unwrap();
+        assert!(["1,200 tokens", "1,600 tokens"].contains(&used), "{entry:#}");
+        assert_eq!(entry["iterations"].as_array().unwrap().len(), 2);
+    }
+    let left: Vec<_> = std::fs::read_dir(env.repo.join(".eden/locks"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("attempts-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
 }

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// The outputs in `GITHUB_OUTPUT`'s `name<<DELIMITER` form, checked to be well formed.
-fn read_outputs(path: &Path) -> BTreeMap<String, String> {
+pub fn read_outputs(path: &Path) -> BTreeMap<String, String> {
     let text = std::fs::read_to_string(path).unwrap();
     let mut outputs = BTreeMap::new();
     let mut lines = text.lines();
@@ -167,7 +167,10 @@ fn the_action_declares_what_eden_writes() {
         .filter(|line| line.starts_with("  ") && !line.starts_with("    ") && line.trim_end().ends_with(':'))
         .map(|line| line.trim().trim_end_matches(':'))
         .collect();
-    assert_eq!(declared, ["branch", "status", "exit_reason", "exit_code", "commits", "cost_usd", "runs"]);
+    assert_eq!(
+        declared,
+        ["branch", "chosen_branch", "status", "exit_reason", "exit_code", "commits", "cost_usd", "runs"]
+    );
     for name in declared {
         assert!(action.contains(&format!("value: ${{{{ steps.run.outputs.{name} }}}}")), "{name}");
     }
@@ -179,10 +182,11 @@ fn the_action_declares_what_eden_writes() {
     github.apply(&mut command);
     Run::from(command.output().unwrap()).assert_code(0);
     let written: Vec<String> = read_outputs(&github.output).into_keys().collect();
-    let mut expected: Vec<String> = ["branch", "status", "exit_reason", "exit_code", "commits", "cost_usd", "runs"]
-        .iter()
-        .map(|s| (*s).to_owned())
-        .collect();
+    let mut expected: Vec<String> =
+        ["branch", "chosen_branch", "status", "exit_reason", "exit_code", "commits", "cost_usd", "runs"]
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect();
     expected.sort();
     assert_eq!(written, expected);
 }
