@@ -39,6 +39,8 @@ pub struct Member {
     pub hosts: Vec<String>,
     /// One of several attempts at the same task (`--attempts`): which.
     pub attempt: Option<crate::record::AttemptRecord>,
+    /// `attempts_pick = "best"`: the choice is made once every attempt has ended.
+    pub best: bool,
 }
 
 /// How the runs are coordinated.
@@ -270,9 +272,10 @@ impl Batch<'_> {
                     "attempt {} landed: stopping the other attempts (their work stays on their branches)",
                     attempt.number
                 ));
+                // Stopped as Ctrl-C would, unless one is finishing already: left to finish.
                 for (other, (child, _)) in &self.children {
                     self.ended[*other].stopped = true;
-                    send(child, nix::sys::signal::Signal::SIGINT as i32);
+                    send(child, crate::process::STOP_REQUEST);
                 }
                 continue;
             }
@@ -349,7 +352,12 @@ pub fn row(member: &Member, ended: &Ended) -> Row {
         Some(record) => Row::from_record(&member.name, &member.agent, record, ended.code),
         None => Row { name: member.name.clone(), agent: member.agent.clone(), code: ended.code, ..Row::default() },
     };
-    row.status = match (ended.started, ended.stopped, &ended.record, ended.code) {
+    // Asked to stop, it may have been finishing already: then it ended as it would have.
+    let finished_anyway = ended
+        .record
+        .as_ref()
+        .is_some_and(|record| record.exit_reason.is_some_and(|r| r != crate::record::ExitReason::Interrupted));
+    row.status = match (ended.started, ended.stopped && !finished_anyway, &ended.record, ended.code) {
         (false, _, _, _) => "not started".to_owned(),
         (_, true, _, _) => "stopped".to_owned(),
         (_, _, Some(_), _) => row.status,

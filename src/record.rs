@@ -282,7 +282,7 @@ pub struct ContainerRecord {
 }
 
 /// A run's place among the attempts of one invocation (`--attempts N`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AttemptRecord {
     /// From 1.
     pub number: u32,
@@ -291,6 +291,9 @@ pub struct AttemptRecord {
     pub group: String,
     /// This attempt's work landed; the others' are kept on their branches.
     pub chosen: bool,
+    /// `attempts_pick = "best"`: what its `attempts_score` printed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score: Option<f64>,
 }
 
 impl AttemptRecord {
@@ -301,7 +304,13 @@ impl AttemptRecord {
         let of: u32 = parts.next()?.parse().ok()?;
         let group = parts.next()?.to_owned();
         let group_ok = !group.is_empty() && group.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
-        (number >= 1 && number <= of && group_ok).then_some(AttemptRecord { number, of, group, chosen: false })
+        (number >= 1 && number <= of && group_ok).then_some(AttemptRecord {
+            number,
+            of,
+            group,
+            chosen: false,
+            score: None,
+        })
     }
 
     pub fn to_env(&self) -> String {

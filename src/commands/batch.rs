@@ -35,7 +35,10 @@ pub(crate) fn run(args: &RunArgs, settings: &RunSettings, printed: &mut bool) ->
         per_host: args.jobs_per_host.map(|n| n as usize),
     };
     let coordinated = coordinator::run(&members, &options, display)?;
-    let (mut display, ended) = (coordinated.display, coordinated.ended);
+    let (mut display, mut ended) = (coordinated.display, coordinated.ended);
+    if coordinated.interrupted.is_none() && members.iter().any(|member| member.best) {
+        land_best(&mut ended, &mut display);
+    }
     let rows: Vec<Row> = members.iter().zip(&ended).map(|(member, ended)| coordinator::row(member, ended)).collect();
     display.finish(&rows);
     if args.json {
@@ -65,6 +68,60 @@ pub(crate) fn run(args: &RunArgs, settings: &RunSettings, printed: &mut bool) ->
         .collect();
     crate::ui::github::write(&summarized, code);
     Ok(code)
+}
+
+/// `attempts_pick = "best"`, once every attempt has ended: of those that ended well with a
+/// score, the lowest (ties: the fewest changed lines) is merged as `eden merge` merges (under
+/// the repository lock, the merge queue), and its record says it was chosen. The others keep
+/// their branches.
+fn land_best(ended: &mut [Ended], display: &mut BatchDisplay) {
+    let changed = |record: &crate::record::RunRecord| -> u64 {
+        let Some(branch) = &record.preserved_branch else { return u64::MAX };
+        let git = crate::git::Git::new(&record.repo);
+        let stat = git.run(["diff", "--shortstat", &format!("{}..refs/heads/{branch}", record.base_commit)]);
+        stat.map_or(u64::MAX, |stat| {
+            // ` 3 files changed, 10 insertions(+), 2 deletions(-)`
+            stat.split(',')
+                .filter(|part| part.contains("insertion") || part.contains("deletion"))
+                .filter_map(|part| part.split_whitespace().next()?.parse::<u64>().ok())
+                .sum()
+        })
+    };
+    let best = ended
+        .iter()
+        .enumerate()
+        .filter(|(_, ended)| ended.code == Some(0))
+        .filter_map(|(index, ended)| {
+            let record = ended.record.as_ref()?;
+            let score = record.attempt.as_ref()?.score?;
+            Some((index, score, changed(record)))
+        })
+        .min_by(|a, b| a.1.total_cmp(&b.1).then(a.2.cmp(&b.2)));
+    let Some((index, score, _)) = best else {
+        display.note("no attempt ended well with a score: nothing lands, every attempt's branch is kept");
+        return;
+    };
+    let Some(record) = ended[index].record.clone() else { return };
+    let number = record.attempt.as_ref().map_or(0, |attempt| attempt.number);
+    display.note(&format!("attempt {number} has the best score ({score}): merging it"));
+    let merged = super::review::merge(crate::cli::ReviewArgs {
+        run: record.id.clone(),
+        repo: Some(record.repo.clone()),
+        json: false,
+    });
+    if let Err(error) = merged {
+        display.note(&format!("attempt {number} could not be merged: {}", error.message));
+        ended[index].code = Some(error.kind.exit_code());
+        return;
+    }
+    // The record as the merge left it, marked chosen.
+    if let Ok(mut merged) = crate::record::RunRecord::load(&record.record_path) {
+        if let Some(attempt) = &mut merged.attempt {
+            attempt.chosen = true;
+        }
+        let _ = merged.save();
+        ended[index].record = Some(merged);
+    }
 }
 
 /// The runs the arguments name, loaded and checked; any problem is an error before anything
@@ -177,6 +234,7 @@ fn members(
                     of: attempts,
                     group: group.clone(),
                     chosen: false,
+                    score: None,
                 });
                 members.push(Member {
                     name: match attempts {
@@ -193,6 +251,7 @@ fn members(
                         _ => Vec::new(),
                     },
                     attempt,
+                    best: plan.attempts.score.is_some(),
                 });
                 sources.push(source.clone());
             }

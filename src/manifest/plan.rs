@@ -53,10 +53,13 @@ pub struct Plan {
 }
 
 /// `attempts = N` and `attempts_pick`, resolved (`--attempts` wins over the key).
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct AttemptsPlan {
     pub count: u32,
     pub pick: crate::manifest::schema::AttemptsPick,
+    /// `attempts_score`, for `"best"`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub score: Option<String>,
     /// What the choice goes by: the completion signal and the checks, or the signal alone
     /// (no `[[check]]`), as `--dry-run` says.
     pub chosen_by: &'static str,
@@ -323,10 +326,19 @@ fn resolve_attempts(
             .with_hint("e.g. `attempts = 3` (or `--attempts 3`)"));
     }
     let pick = manifest.attempts_pick.unwrap_or_default();
-    if pick == AttemptsPick::Best {
-        return Err(source
-            .error_at(&at("attempts_pick"), "`attempts_pick = \"best\"` is not built yet")
-            .with_hint("use `attempts_pick = \"first\"` (the default): the first attempt whose checks pass lands"));
+    let score = manifest.attempts_score.clone().filter(|score| !score.trim().is_empty());
+    match (pick, &score, manifest.attempts_score.is_some()) {
+        (AttemptsPick::Best, None, _) => {
+            return Err(source
+                .error_at(&at("attempts_pick"), "`attempts_pick = \"best\"` needs `attempts_score`")
+                .with_hint("a command run in each attempt's sandbox that prints a number, the lower the better: `attempts_score = \"cargo clippy 2>&1 | grep -c warning\"`"));
+        }
+        (AttemptsPick::First, _, true) => {
+            return Err(source
+                .error_at(&at("attempts_score"), "`attempts_score` applies to `attempts_pick = \"best\"` only")
+                .with_hint("set `attempts_pick = \"best\"`, or remove `attempts_score`"));
+        }
+        _ => {}
     }
     if count > 1 && branch.strategy != Strategy::MergeToHead {
         return Err(source
@@ -337,12 +349,20 @@ fn resolve_attempts(
             .with_hint("use `branch.strategy = \"merge-to-head\"` (the default) with `attempts`"));
     }
     let checked = steps.iter().any(|step| !step.checks.is_empty());
-    let chosen_by = match (count, checked) {
-        (1, _) => "the one attempt",
-        (_, true) => "the first to finish with its completion signal and every check passing",
-        (_, false) => "the first to finish with its completion signal (no `[[check]]`: the signal alone)",
+    let chosen_by = match (count, pick, checked) {
+        (1, _, _) => "the one attempt",
+        (_, AttemptsPick::First, true) => "the first to finish with its completion signal and every check passing",
+        (_, AttemptsPick::First, false) => {
+            "the first to finish with its completion signal (no `[[check]]`: the signal alone)"
+        }
+        (_, AttemptsPick::Best, true) => {
+            "of those that finish with their completion signal and every check passing, the lowest `attempts_score` (ties: fewer changed lines)"
+        }
+        (_, AttemptsPick::Best, false) => {
+            "of those that finish with their completion signal (no `[[check]]`: the signal alone), the lowest `attempts_score` (ties: fewer changed lines)"
+        }
     };
-    Ok(AttemptsPlan { count, pick, chosen_by })
+    Ok(AttemptsPlan { count, pick, score, chosen_by })
 }
 
 /// `result`'s value, or `None` with its error added to `errors`.

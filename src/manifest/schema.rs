@@ -46,6 +46,9 @@ pub struct Manifest {
     pub attempts: Option<u32>,
     /// How the attempt that lands is chosen.
     pub attempts_pick: Option<AttemptsPick>,
+    /// `attempts_pick = "best"`: a command run in each attempt's sandbox that prints a number;
+    /// the lowest wins.
+    pub attempts_score: Option<String>,
 }
 
 /// `attempts_pick`: which attempt lands.

@@ -46,6 +46,8 @@ pub(crate) struct MergeSettings<'a> {
     pub batch: Option<&'a str>,
     /// One of several attempts at the same task: it merges only if no other attempt did.
     pub attempt: Option<&'a crate::record::AttemptRecord>,
+    /// `attempts_pick = "best"`: no attempt merges by itself; the choice is made when all end.
+    pub hold: bool,
     /// A worktree left dirty by a run that otherwise ended well fails it (exit 1): the agent's
     /// own work, not landed (false for interactive sessions and checkouts dirty from the start).
     pub leftovers_fail: bool,
@@ -121,6 +123,13 @@ pub(crate) fn finish(
     // Of several attempts, the first to get here with work to merge lands; under the repository
     // lock, so two cannot both be first.
     let claim = match (&landing, settings.attempt, &shared) {
+        (Landing::Merge { .. }, Some(_), _) if settings.hold => {
+            reporter.report(&Event::Info {
+                message: "the branch is kept until every attempt has ended: the best of them lands".into(),
+            });
+            landing = Landing::Branch;
+            None
+        }
         (Landing::Merge { .. }, Some(attempt), Some(_)) => match claim_attempt(&workspace, attempt, reporter) {
             Some(claim) => Some(claim),
             None => {

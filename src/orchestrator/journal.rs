@@ -96,6 +96,11 @@ impl Journal {
         self.record.borrow_mut().attempt = attempt;
     }
 
+    /// How many iterations the record holds.
+    pub fn iterations(&self) -> usize {
+        self.record.borrow().iterations.len()
+    }
+
     /// Of several attempts, which this run is.
     pub fn attempt(&self) -> Option<crate::record::AttemptRecord> {
         self.record.borrow().attempt.clone()

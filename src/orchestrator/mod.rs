@@ -341,6 +341,7 @@ impl<'p> Run<'p> {
         self.journal.phase(RunPhase::Closing);
         // The end is made whatever happened: only a further signal cuts its steps short.
         crate::process::rearm_signals();
+        let outcome = self.score_attempt(sandbox.as_deref(), outcome).await;
         let outcome = self.close_hooks(sandbox.as_deref(), outcome).await;
         let outcome = self.close_sandbox(&workspace, sandbox, outcome);
         self.remove_unchanged_copies(&workspace);
@@ -446,6 +447,7 @@ impl<'p> Run<'p> {
             rebase: self.plan.branch.rebase,
             batch: self.options.batch.as_deref(),
             attempt: self.options.attempt.as_ref(),
+            hold: self.plan.attempts.score.is_some(),
             leftovers_fail: ours && self.options.interactive.is_none(),
             protected: protect::Protected::of(self.plan, &workspace.pre.root),
         }
@@ -471,6 +473,42 @@ impl<'p> Run<'p> {
         let mut later = hooks::later_signals(&self.abort);
         let closed = self.hooks.run_phase(&close, &mut self.events, &mut later, &mut self.progress.hooks).await;
         self.first_error(outcome, closed)
+    }
+
+    /// `attempts_pick = "best"`: an attempt that ended well runs `attempts_score` in its
+    /// sandbox, and its record keeps the number printed (the last line). A score that cannot
+    /// be had fails the attempt (it cannot be compared).
+    async fn score_attempt(
+        &mut self,
+        sandbox: Option<&dyn SandboxHandle>,
+        outcome: Result<LoopEnd, Error>,
+    ) -> Result<LoopEnd, Error> {
+        let (Ok(_), Some(sandbox), Some(score), Some(_)) =
+            (&outcome, sandbox, &self.plan.attempts.score, &self.options.attempt)
+        else {
+            return outcome;
+        };
+        let iteration = u32::try_from(self.journal.iterations()).unwrap_or(u32::MAX).max(1);
+        let printed = self.hooks.prompt_command(score, iteration, sandbox, &mut self.events, &mut self.abort).await;
+        let number = printed.and_then(|printed| {
+            let last = printed.lines().rev().find(|line| !line.trim().is_empty()).unwrap_or("").trim().to_owned();
+            last.parse::<f64>().ok().filter(|n| n.is_finite()).ok_or_else(|| {
+                Error::hook(format!("`attempts_score` printed `{last}`, not a number"))
+                    .with_hint("make its last line of output one number, the lower the better")
+            })
+        });
+        match number {
+            Ok(number) => {
+                self.events.report(&Event::Info { message: format!("attempts_score: {number}").into() });
+                let _ = self.journal.update(|record| {
+                    if let Some(attempt) = &mut record.attempt {
+                        attempt.score = Some(number);
+                    }
+                });
+                outcome
+            }
+            Err(error) => Err(error),
+        }
     }
 
     /// The sandbox goes first, whatever happened: nothing may be left running, and an isolated

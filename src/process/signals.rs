@@ -1,6 +1,8 @@
 //! eden owns SIGINT, SIGTERM and SIGHUP: the agent runs in its own process group, so the terminal's
 //! Ctrl-C reaches only eden, which forwards it, waits a grace period, then kills. Each signal
-//! bumps a counter; a second one means "kill now".
+//! bumps a counter; a second one means "kill now". SIGUSR1 is a coordinator's request that one
+//! of several attempts stop (`STOP_REQUEST`): Ctrl-C until the run's teardown began, nothing
+//! after.
 
 use super::Abort;
 use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
@@ -30,6 +32,22 @@ pub fn count() -> u32 {
     COUNT.load(Ordering::SeqCst)
 }
 
+/// Set once a run's teardown began (`rearm`): a request to stop (`STOP_REQUEST`) is then
+/// moot, and is not noted.
+static FINISHING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The signal with which a coordinator asks one of several attempts to stop because another
+/// landed: the run stops as for Ctrl-C while it is working, and is left to finish once it is
+/// finishing (a SIGINT would cut its clean-up short).
+pub const STOP_REQUEST: i32 = nix::sys::signal::Signal::SIGUSR1 as i32;
+
+/// Only atomic operations: async-signal-safe.
+fn note_stop_request() {
+    if !FINISHING.load(Ordering::SeqCst) {
+        note(libc_signal::SIGINT);
+    }
+}
+
 /// How many signals had come when what eden does now began (`rearm`).
 static BASELINE: AtomicU32 = AtomicU32::new(0);
 
@@ -41,6 +59,7 @@ pub fn stopping() -> bool {
 
 /// From here on only a signal that comes from now stops what eden does (`stopping`).
 pub fn rearm() {
+    FINISHING.store(true, Ordering::SeqCst);
     BASELINE.store(count(), Ordering::SeqCst);
 }
 
@@ -51,6 +70,8 @@ fn note_all() -> std::io::Result<()> {
         // SAFETY: `note` only does atomic operations, which are async-signal-safe.
         unsafe { signal_hook_registry::register(signal, move || note(signal)) }?;
     }
+    // SAFETY: `note_stop_request` only does atomic operations, which are async-signal-safe.
+    unsafe { signal_hook_registry::register(STOP_REQUEST, note_stop_request) }?;
     Ok(())
 }
 
@@ -61,6 +82,7 @@ pub fn listen() -> std::io::Result<watch::Receiver<Option<Abort>>> {
     let mut terminate = signal(SignalKind::terminate())?;
     // The terminal went away (an ssh session dropped): stop as for Ctrl-C, exit 129.
     let mut hangup = signal(SignalKind::hangup())?;
+    let mut stop_request = signal(SignalKind::user_defined1())?;
     note_all()?;
     let (sender, receiver) = watch::channel(None);
     tokio::spawn(async move {
@@ -70,6 +92,11 @@ pub fn listen() -> std::io::Result<watch::Receiver<Option<Abort>>> {
                 _ = interrupt.recv() => libc_signal::SIGINT,
                 _ = terminate.recv() => libc_signal::SIGTERM,
                 _ = hangup.recv() => libc_signal::SIGHUP,
+                // Another attempt landed: as Ctrl-C, unless the run is finishing already.
+                _ = stop_request.recv() => match FINISHING.load(Ordering::SeqCst) {
+                    true => continue,
+                    false => libc_signal::SIGINT,
+                },
             };
             count += 1;
             // The first signal decides the exit code (130, 143 or 129).

@@ -91,7 +91,13 @@ fn the_attempt_that_passes_its_checks_lands() {
     let names: Vec<&str> = listed.stdout.lines().filter_map(|line| line.split("  ").nth(1)).collect();
     assert!(listed.stdout.contains("try #2 (chosen)"), "{}", listed.stdout);
     assert!(listed.stdout.contains("try #1") && listed.stdout.contains("try #3"), "{names:?}");
-    assert_eq!(env.worktree_count(), 1, "no worktree left");
+    assert_eq!(
+        env.worktree_count(),
+        1,
+        "no worktree left: {}\n{attempts:#?}\n{}",
+        env.git(&["worktree", "list"]),
+        run.stderr
+    );
     assert!(!env
         .repo
         .join(".eden/locks")
@@ -152,7 +158,8 @@ fn bad_attempts_are_refused_before_anything_starts() {
         ("attempts = 0", "`attempts = 0`: give a number from 1 to 16"),
         ("attempts = 17", "`attempts = 17`"),
         ("attempts = 2\n[branch]\nstrategy = \"head\"", "strategy `head` shares one"),
-        ("attempts = 2\nattempts_pick = \"best\"", "not built yet"),
+        ("attempts = 2\nattempts_pick = \"best\"", "`attempts_pick = \"best\"` needs `attempts_score`"),
+        ("attempts = 2\nattempts_score = \"echo 1\"", "`attempts_score` applies to `attempts_pick = \"best\"` only"),
         ("attempts_pick = \"worst\"", "attempts_pick"),
     ] {
         let path = env.write_manifest(&manifest(&script, extra, "true"));
@@ -280,4 +287,52 @@ fn the_budget_counts_every_attempt_together() {
         .filter(|name| name.starts_with("attempts-"))
         .collect();
     assert!(left.is_empty(), "{left:?}");
+}
+
+/// `attempts_pick = "best"`: every attempt finishes, none merges by itself, and of those whose
+/// checks pass the lowest `attempts_score` (run in each attempt's sandbox) lands; the others
+/// keep their branches, each record has its score.
+#[test]
+fn the_best_score_lands() {
+    let env = TestEnv::new();
+    // Attempt n writes (2n mod 5) + 1 lines: 3, 5, 2; the score counts them.
+    let script = env.script(
+        "lines.sh",
+        "read -r prompt; n=${prompt##* }; seq $(( (n * 2) % 5 + 1 )) > lines.txt\n\
+         git add lines.txt && git -c user.name=a -c user.email=a@e commit -qm \"$prompt\"\necho '<promise>COMPLETE</promise>'",
+    );
+    let extra = "attempts = 3\nattempts_pick = \"best\"\nattempts_score = \"echo scoring; wc -l < lines.txt\"";
+    let path = env.write_manifest(&manifest(&script, extra, "test -s lines.txt"));
+    let run = env.eden(&["run", path.to_str().unwrap(), "--json"]);
+    run.assert_code(0);
+    assert_eq!(env.log_subjects("main")[0], "attempt 3", "{}", run.stderr);
+    let attempts = attempts_of(&run);
+    let scores: Vec<f64> = attempts.iter().map(|entry| entry["attempt"]["score"].as_f64().unwrap()).collect();
+    assert_eq!(scores, [3.0, 5.0, 2.0]);
+    let chosen: Vec<bool> = attempts.iter().map(|entry| entry["attempt"]["chosen"] == true).collect();
+    assert_eq!(chosen, [false, false, true]);
+    assert_eq!(attempts[2]["merged_into"], "main");
+    for kept in &attempts[..2] {
+        assert!(kept["merged_into"].is_null() && kept["preserved_branch"].is_string(), "{kept:#}");
+        assert_eq!(kept["exit_code"], 0);
+    }
+    assert!(run.stderr.contains("attempt 3 has the best score (2)"), "{}", run.stderr);
+}
+
+/// Equal scores: the attempt that changed fewer lines lands.
+#[test]
+fn a_tied_score_goes_to_fewer_changed_lines() {
+    let env = TestEnv::new();
+    let script = env.script(
+        "lines.sh",
+        "read -r prompt; n=${prompt##* }; seq $(( n == 1 ? 10 : 2 )) > lines.txt\n\
+         git add lines.txt && git -c user.name=a -c user.email=a@e commit -qm \"$prompt\"\necho '<promise>COMPLETE</promise>'",
+    );
+    let extra = "attempts = 2\nattempts_pick = \"best\"\nattempts_score = \"echo 1\"";
+    let path = env.write_manifest(&manifest(&script, extra, "true"));
+    let run = env.eden(&["run", path.to_str().unwrap(), "--json"]);
+    run.assert_code(0);
+    assert_eq!(env.log_subjects("main")[0], "attempt 2", "{}", run.stderr);
+    let attempts = attempts_of(&run);
+    assert_eq!(attempts[1]["attempt"]["chosen"], true, "{attempts:#?}");
 }
