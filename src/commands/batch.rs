@@ -104,15 +104,23 @@ fn land_best(ended: &mut [Ended], display: &mut BatchDisplay) {
     let Some(record) = ended[index].record.clone() else { return };
     let number = record.attempt.as_ref().map_or(0, |attempt| attempt.number);
     display.note(&format!("attempt {number} has the best score ({score}): merging it"));
-    let merged = super::review::merge(crate::cli::ReviewArgs {
-        run: record.id.clone(),
-        repo: Some(record.repo.clone()),
-        json: false,
-    });
-    if let Err(error) = merged {
-        display.note(&format!("attempt {number} could not be merged: {}", error.message));
-        ended[index].code = Some(error.kind.exit_code());
-        return;
+    // `eden merge RUN`, as a person would land a kept run.
+    let merge = std::env::current_exe()
+        .map(|eden| ProcessBuilder::new(eden).args(["merge", record.id.as_str(), "--repo"]).arg(&record.repo));
+    let merged = merge.and_then(|merge| merge.output());
+    match merged {
+        Ok(output) if output.success() => {}
+        Ok(output) => {
+            let said = output.stderr.lines().find(|line| line.starts_with("error:")).unwrap_or("").to_owned();
+            display.note(&format!("attempt {number} could not be merged: {said}"));
+            ended[index].code = output.status.code();
+            return;
+        }
+        Err(err) => {
+            display.note(&format!("attempt {number} could not be merged: cannot run `eden merge`: {err}"));
+            ended[index].code = Some(Exit::Internal.code());
+            return;
+        }
     }
     // The record as the merge left it, marked chosen.
     if let Ok(mut merged) = crate::record::RunRecord::load(&record.record_path) {

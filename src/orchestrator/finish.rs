@@ -120,25 +120,7 @@ pub(crate) fn finish(
         guard_what_steers(&workspace, &settings.protected, &mut error, reporter);
     }
     let mut landing = decide(pre.strategy, error.is_some(), !commits.is_empty(), pre.base_branch.as_deref());
-    // Of several attempts, the first to get here with work to merge lands; under the repository
-    // lock, so two cannot both be first.
-    let claim = match (&landing, settings.attempt, &shared) {
-        (Landing::Merge { .. }, Some(_), _) if settings.hold => {
-            reporter.report(&Event::Info {
-                message: "the branch is kept until every attempt has ended: the best of them lands".into(),
-            });
-            landing = Landing::Branch;
-            None
-        }
-        (Landing::Merge { .. }, Some(attempt), Some(_)) => match claim_attempt(&workspace, attempt, reporter) {
-            Some(claim) => Some(claim),
-            None => {
-                landing = Landing::Branch;
-                None
-            }
-        },
-        _ => None,
-    };
+    let claim = settle_attempt(&mut landing, &settings, shared.is_some(), &workspace, reporter);
     let waited_ms = u64::try_from(asked.elapsed().as_millis()).unwrap_or(u64::MAX);
     let merged = match &landing {
         Landing::Merge { target } => match merge(&workspace, target, &settings, &mut commits, reporter) {
@@ -172,6 +154,34 @@ pub(crate) fn finish(
     }
     drop(shared);
     Finished { lock: workspace.lock, commits, merged, preserved_branch, preserved_worktree, error, chosen }
+}
+
+/// Of several attempts, the first to get here with work to merge lands (the claim's path);
+/// under the repository lock (`locked`), so two cannot both be first. The others, and every
+/// attempt when the best is chosen at the end (`hold`), keep their branches.
+fn settle_attempt(
+    landing: &mut Landing,
+    settings: &MergeSettings<'_>,
+    locked: bool,
+    workspace: &Workspace,
+    reporter: &mut RunEvents,
+) -> Option<PathBuf> {
+    let (Landing::Merge { .. }, Some(attempt)) = (&*landing, settings.attempt) else { return None };
+    if settings.hold {
+        reporter.report(&Event::Info {
+            message: "the branch is kept until every attempt has ended: the best of them lands".into(),
+        });
+        *landing = Landing::Branch;
+        return None;
+    }
+    if !locked {
+        return None;
+    }
+    let claim = claim_attempt(workspace, attempt, reporter);
+    if claim.is_none() {
+        *landing = Landing::Branch;
+    }
+    claim
 }
 
 /// Claim the landing for `attempt` among its group (`Layout::attempt_claim`, made only if

@@ -336,3 +336,41 @@ fn a_tied_score_goes_to_fewer_changed_lines() {
     let attempts = attempts_of(&run);
     assert_eq!(attempts[1]["attempt"]["chosen"], true, "{attempts:#?}");
 }
+
+/// The real Claude Code in docker, two attempts at once against the scripted model server,
+/// each with its key held: one lands, the work is merged once.
+#[test]
+fn claude_code_attempts_in_docker() {
+    const KEY: &str = "sk-ant-attempts-4711";
+    let Some(claude) = crate::real_agents::require("claude") else { return };
+    if !crate::containers::ready("docker") {
+        return;
+    }
+    let env = TestEnv::new();
+    let server = crate::model_server::ModelServer::start(std::fs::canonicalize(&env.repo).unwrap(), false);
+    let claude = std::fs::canonicalize(claude).unwrap();
+    let manifest = format!(
+        "name = \"claude\"\nprompt = \"create hello.txt and commit it\"\nattempts = 2\n[agent]\nkind = \"claude-code\"\nbinary = \"/opt/claude\"\n\
+         env = {{ ANTHROPIC_BASE_URL = \"${{ANTHROPIC_BASE_URL}}\", ANTHROPIC_API_KEY = \"{KEY}\", DISABLE_TELEMETRY = \"1\", \
+         CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = \"1\", CLAUDE_CODE_MAX_RETRIES = \"0\" }}\n\
+         [sandbox]\nkind = \"docker\"\nimage = \"{}\"\nnetwork = \"none\"\n\
+         mounts = [{{ host = \"{}\", sandbox = \"/opt/claude\", read_only = true }}]\n\
+         [loop]\nmax_iterations = 1\nidle_timeout = \"90s\"\n[[check]]\nname = \"hello\"\ncmd = \"test -f hello.txt\"\n",
+        crate::containers::IMAGE,
+        claude.display()
+    );
+    let path = env.write_manifest(&manifest);
+    let mut command = env.eden_command(&["run", path.to_str().unwrap(), "--json"]);
+    command.envs(crate::real_agents::claude_env(&env, &server));
+    let run = Run::from(command.output().unwrap());
+    run.assert_code(0);
+    assert_eq!(env.log_subjects("main")[0], "add hello.txt", "{}", run.stderr);
+    let attempts = attempts_of(&run);
+    assert_eq!(attempts.len(), 2);
+    assert_eq!(attempts.iter().filter(|entry| entry["attempt"]["chosen"] == true).count(), 1, "{attempts:#?}");
+    let keys = server.stats.keys.lock().unwrap().clone();
+    assert!(!keys.is_empty() && keys.iter().all(|key| key == KEY), "the server got {keys:?}");
+    assert!(!run.stdout.contains(KEY) && !run.stderr.contains(KEY));
+    let repo = std::fs::canonicalize(&env.repo).unwrap();
+    assert!(crate::containers::containers_of("docker", &repo).is_empty(), "no container left");
+}

@@ -626,3 +626,28 @@ fn an_interactive_session_in_a_pod_holds_the_key() {
     assert!(!run.stdout.contains(POD_KEY) && !run.stderr.contains(POD_KEY));
     assert!(cluster.pods(&env.repo).is_empty());
 }
+
+/// Attempts as pods (`attempts = 2`): each attempt a pod of its own under the default network
+/// rules; only attempt 2 writes what the check wants, and only it lands; no pod is left.
+#[test]
+fn attempts_run_as_pods() {
+    let Some(cluster) = cluster() else { return };
+    let env = TestEnv::new();
+    let script = "read -r p; echo \"$p\" > attempt.txt && git add attempt.txt && git -c user.name=pod -c user.email=pod@example.com commit -qm \"$p\" && echo '<promise>COMPLETE</promise>'";
+    let manifest = manifest(script, "")
+        .replace("prompt = \"go\"", "prompt = \"attempt {{ATTEMPT}}\"\nattempts = 2")
+        .replace("cat >/dev/null; ", "")
+        + "[[check]]\nname = \"two\"\ncmd = \"grep -q 'attempt 2' attempt.txt\"\n";
+    let run = run(&env, &cluster.env("admin"), &manifest);
+    run.assert_code(0);
+    assert_eq!(env.log_subjects("main")[0], "attempt 2", "{}", run.stderr);
+    let attempts = run.json();
+    let attempts = attempts.as_array().unwrap();
+    assert_eq!(attempts.len(), 2);
+    for entry in attempts {
+        let number = entry["attempt"]["number"].as_u64().unwrap();
+        assert_eq!(entry["attempt"]["chosen"], number == 2, "{entry:#}");
+        assert_eq!(entry["container"]["engine"], "kubernetes");
+    }
+    assert!(cluster.pods(&env.repo).is_empty(), "no pod left");
+}
