@@ -1,7 +1,8 @@
 //! One held request: read from the sandbox's side, checked, its placeholder swapped for the
 //! real credential, sent to the upstream, and the response streamed back as it comes (server-
 //! sent events pass through unbuffered). One request per connection (`Connection: close` both
-//! ways), so nothing of a response is ever parsed but its status line.
+//! ways: the response's head says so to the client whatever the upstream said), so nothing of
+//! a response is parsed but its head.
 
 use super::upstream::Upstream;
 use super::{Audit, HeldKey};
@@ -344,6 +345,9 @@ fn stream_back(
     } else {
         Framing::Close
     };
+    // The head as it came, but that the connection ends with this response: one request per
+    // connection, and a client told otherwise may send its next on it as it closes (a reset).
+    let head = closing_head(&head, parsed.headers);
     client.write_all(&head)?;
     client.flush()?;
     audit.bytes_down = head.len() as u64;
@@ -355,6 +359,25 @@ fn stream_back(
     };
     audit.bytes_down += copy_framed(&mut server, client, framing)?;
     Ok(())
+}
+
+/// A response's head (`head`, parsed into `headers`) with its connection headers replaced by
+/// `Connection: close`; every other header as it came, byte for byte.
+fn closing_head(head: &[u8], headers: &[httparse::Header<'_>]) -> Vec<u8> {
+    let status_line = head.split(|byte| *byte == b'\n').next().unwrap_or_default();
+    let mut out = status_line.strip_suffix(b"\r").unwrap_or(status_line).to_vec();
+    out.extend_from_slice(b"\r\n");
+    for header in headers {
+        if ["connection", "keep-alive", "proxy-connection"].iter().any(|hop| header.name.eq_ignore_ascii_case(hop)) {
+            continue;
+        }
+        out.extend_from_slice(header.name.as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(header.value);
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"Connection: close\r\n\r\n");
+    out
 }
 
 /// A response of eden's own (a refusal).
@@ -383,6 +406,20 @@ mod tests {
 
     fn head(text: &str) -> Result<Request, String> {
         read_head(&mut std::io::Cursor::new(text.as_bytes().to_vec())).map_err(|refused| refused.why)
+    }
+
+    #[test]
+    fn the_client_is_told_the_connection_closes() {
+        let raw = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nConnection: keep-alive\r\nKeep-Alive: timeout=5\r\nx-odd: a\xffb\r\n\r\n";
+        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut parsed = httparse::Response::new(&mut headers);
+        parsed.parse(raw).unwrap();
+        let closing = closing_head(raw, parsed.headers);
+        assert_eq!(
+            closing,
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nx-odd: a\xffb\r\nConnection: close\r\n\r\n"
+                .to_vec()
+        );
     }
 
     #[test]
