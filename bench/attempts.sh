@@ -15,12 +15,12 @@ cat > "$agent" <<'AGENT'
 #!/usr/bin/env bash
 read -r prompt
 sleep 1
-echo "$prompt $RANDOM" >> src/d0/f0.txt
+echo "$prompt $RANDOM" >> src/d1/f600.txt
 git add -A && git commit -q -m "$prompt"
 echo "done <promise>COMPLETE</promise>"
 AGENT
 chmod +x "$agent"
-printf 'name = "task"\nprompt = "attempt {{ATTEMPT}}"\n[agent]\nkind = "cli"\nbinary = "%s"\n[loop]\nmax_iterations = 1\n[[check]]\nname = "built"\ncmd = "test -s src/d0/f0.txt"\n' \
+printf 'name = "task"\nprompt = "attempt {{ATTEMPT}}"\n[agent]\nkind = "cli"\nbinary = "%s"\n[loop]\nmax_iterations = 1\n[[check]]\nname = "built"\ncmd = "git log -1 --format=%%s | grep -q attempt"\n' \
   "$agent" > "$work/task.toml"
 cd "$repo"
 printf '%9s  %12s  %12s\n' attempts "wall (med)" "peak RSS"

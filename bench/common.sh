@@ -122,9 +122,11 @@ sampled() {
       [ "$now" -gt "$peak" ] && peak=$now && echo "$peak" > "$peak_file"
       sleep 0.02
     done ) &
-  local sampler=$! start=$(now_ns)
-  "$@"
+  local sampler=$! start=$(now_ns) status=0
+  "$@" || status=$?
   local elapsed=$(( $(now_ns) - start ))
   kill "$sampler"; wait "$sampler" 2>/dev/null || true
+  # A failed command is no measurement: say so, and print nothing to read.
+  if [ "$status" -ne 0 ]; then echo "failed (exit $status): $*" >&2; return "$status"; fi
   echo "$elapsed $(cat "$peak_file")"
 }

@@ -176,7 +176,8 @@ impl RepoLock {
             // Ctrl-C stops the wait (in a run's teardown, which Ctrl-C starts, a second one).
             if crate::process::stopping() {
                 let signal = crate::process::signal_received().unwrap_or(2);
-                return Err(Error::interrupted(signal).with_hint(format!("stopped while waiting to {what}")));
+                return Err(Error::interrupted(signal)
+                    .with_hint(format!("stopped while waiting for the repository lock ({what})")));
             }
             let holder = match Held::try_take(path, run_id).map_err(io_error)? {
                 Attempt::Taken(held, _) => return Ok(RepoLock { _held: held }),
