@@ -579,6 +579,15 @@ impl<'p> Run<'p> {
 
     /// The record gets the end, is written, and is shown.
     fn end(mut self, error: Option<Error>, change: impl FnOnce(&mut RunRecord)) -> RunResult {
+        // One of several attempts, asked to stop because another landed: said so, not as Ctrl-C.
+        let error = error.map(|mut error| {
+            if matches!(error.kind, crate::error::ErrorKind::Interrupted { .. }) && crate::process::stop_requested() {
+                error.message = "stopped: another attempt landed first".to_owned();
+                error.hint =
+                    Some("what it committed is on its branch: `eden diff` and `eden merge` take its run id".into());
+            }
+            error
+        });
         let (mut record, written) = self.journal.finish(error.as_ref(), change);
         let mut error = error;
         if let Err(err) = written {

@@ -41,11 +41,20 @@ static FINISHING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool:
 /// finishing (a SIGINT would cut its clean-up short).
 pub const STOP_REQUEST: i32 = nix::sys::signal::Signal::SIGUSR1 as i32;
 
+/// A coordinator's request to stop was honoured (`STOP_REQUEST`).
+static STOP_REQUESTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Only atomic operations: async-signal-safe.
 fn note_stop_request() {
     if !FINISHING.load(Ordering::SeqCst) {
+        STOP_REQUESTED.store(true, Ordering::SeqCst);
         note(libc_signal::SIGINT);
     }
+}
+
+/// Did this run stop because a coordinator asked it to (another attempt landed)?
+pub fn stop_requested() -> bool {
+    STOP_REQUESTED.load(Ordering::SeqCst)
 }
 
 /// How many signals had come when what eden does now began (`rearm`).

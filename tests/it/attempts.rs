@@ -142,6 +142,7 @@ fn the_first_to_pass_lands_and_the_others_are_stopped() {
     for stopped in &attempts[1..] {
         assert_eq!(stopped["attempt"]["chosen"], false);
         assert_eq!(stopped["exit_reason"], "interrupted", "{stopped:#}");
+        assert_eq!(stopped["error"]["message"], "stopped: another attempt landed first", "{stopped:#}");
         assert!(stopped["merged_into"].is_null());
     }
     assert!(run.stderr.contains("attempt 1 landed: stopping the other attempts"), "{}", run.stderr);
