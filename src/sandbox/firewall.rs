@@ -102,6 +102,15 @@ pub(super) fn default_gateway(route: &str) -> Option<Ipv4Addr> {
     })
 }
 
+/// The IPv4 name servers a `resolv.conf` names.
+pub(super) fn resolvers(resolv_conf: &str) -> Vec<Ipv4Addr> {
+    resolv_conf
+        .lines()
+        .filter_map(|line| line.strip_prefix("nameserver"))
+        .filter_map(|address| address.trim().parse().ok())
+        .collect()
+}
+
 /// Does `network` (an address, or `address/prefix`) hold `address`?
 pub(super) fn covers(network: &str, address: Ipv4Addr) -> bool {
     let (base, prefix) = network.split_once('/').unwrap_or((network, "32"));
@@ -183,11 +192,7 @@ impl Namespace {
             Some(text) => text,
             None => engine_output(engine, &["exec", name, "cat", "/etc/resolv.conf"])?,
         };
-        let resolvers = resolv
-            .lines()
-            .filter_map(|line| line.strip_prefix("nameserver"))
-            .filter_map(|address| address.trim().parse().ok())
-            .collect();
+        let resolvers = resolvers(&resolv);
         Ok(Namespace { engine, name: name.to_owned(), pid, kernel_stack, resolvers })
     }
 

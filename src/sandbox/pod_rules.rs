@@ -99,11 +99,7 @@ pub fn install(pod: &WaitingPod<'_>, plan: &PodPlan) -> Result<Installed, Error>
             false => Err(Error::sandbox(format!("cannot read the pod's network settings: {}", output.stderr.trim()))),
         }
     };
-    let resolvers: Vec<Ipv4Addr> = read("cat /etc/resolv.conf")?
-        .lines()
-        .filter_map(|line| line.strip_prefix("nameserver"))
-        .filter_map(|address| address.trim().parse().ok())
-        .collect();
+    let resolvers = firewall::resolvers(&read("cat /etc/resolv.conf")?);
     let gateway = firewall::default_gateway(&read("cat /proc/net/route")?);
     let api_server = read(r#"echo "$KUBERNETES_SERVICE_HOST $KUBERNETES_SERVICE_PORT""#)?;
     let rules = firewall::resolve(&plan.allow)?;

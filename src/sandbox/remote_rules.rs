@@ -65,11 +65,7 @@ pub struct RemoteSandbox<'a> {
 pub fn install(sandbox: &RemoteSandbox<'_>, policy: &Policy) -> Result<Option<firewall::Refresher>, Error> {
     carry::copy_eden_in(sandbox.eden_inside, sandbox.as_root, "container")?;
     let read = |path: &str| inside_output(sandbox, ProcessBuilder::new("cat").arg(path));
-    let resolvers: Vec<Ipv4Addr> = read("/etc/resolv.conf")?
-        .lines()
-        .filter_map(|line| line.strip_prefix("nameserver"))
-        .filter_map(|address| address.trim().parse().ok())
-        .collect();
+    let resolvers = firewall::resolvers(&read("/etc/resolv.conf")?);
     let gateway = firewall::default_gateway(&read("/proc/net/route")?);
     let allow = match policy {
         Policy::Allow(allow) => allow.clone(),
