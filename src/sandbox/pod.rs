@@ -420,6 +420,18 @@ impl Pod {
         let waiting = self.wait_for(Stage::Init, started, plan.start_timeout)?;
         let rules = |command, stdin| self.exec_in(super::pod_rules::RULES_CONTAINER, command, stdin);
         let helper = self.exec_in(super::pod_rules::RULES_CONTAINER, ProcessBuilder::new("sh"), true);
+        // Asked a few times: the cluster may not have noted the end yet.
+        let init_succeeded = || {
+            let path = "jsonpath={.status.initContainerStatuses[0].state.terminated.exitCode}";
+            (0..20).any(|_| {
+                let got = run(self.kube.command().args(["get", "pod", &self.name, "-o", path]));
+                let ended = got.is_ok_and(|got| got.success() && got.stdout.trim() == "0");
+                if !ended {
+                    std::thread::sleep(std::time::Duration::from_millis(250));
+                }
+                ended
+            })
+        };
         let pod = super::pod_rules::WaitingPod {
             name: &self.name,
             host_ip: waiting.host_ip,
@@ -427,6 +439,7 @@ impl Pod {
             helper,
             eden_inside: &self.eden_inside,
             scratch: &site.scratch,
+            init_succeeded: &init_succeeded,
         };
         super::pod_rules::install(&pod, plan)
     }
