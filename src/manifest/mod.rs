@@ -15,6 +15,7 @@ pub mod plan;
 pub mod prompt;
 mod sandbox_plan;
 pub mod schema;
+pub mod services_plan;
 
 pub use load::{load, LoadRequest};
 pub use plan::Plan;

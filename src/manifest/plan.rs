@@ -191,6 +191,7 @@ pub fn resolve(
     );
     let branch = keep(&mut errors, resolve_branch(&manifest.branch, source));
     let redact_checked = keep(&mut errors, check_redact(&manifest, source));
+    let services = keep(&mut errors, super::services_plan::resolve_services(&manifest, source, host_env));
     // With a bad name, the log file is still checked, against a stand-in name.
     let name_for_log = name.as_deref().unwrap_or("run");
     let log_file =
@@ -232,6 +233,7 @@ pub fn resolve(
         Some(steps),
         Some(copy_to_worktree),
         Some(()),
+        Some(services),
     ) = (
         name,
         sandbox,
@@ -243,11 +245,13 @@ pub fn resolve(
         steps,
         copy_to_worktree,
         exposure_checked,
+        services,
     )
     else {
         // A part is missing only because it, or a part it depends on, recorded an error.
         return Err(Error::first_of(errors).unwrap_or_else(|| Error::internal("a manifest part failed silently")));
     };
+    sandbox.set_services(services);
     let agent_state = sandbox.agent_state_mut();
     if let (Some(agent_state), false) = (agent_state, manifest.sandbox.mount_agent_config == Some(false)) {
         for step in &steps {
@@ -807,6 +811,7 @@ fn secrets(manifest: &Manifest, dotenv: &DotEnv, host_env: &dyn Fn(&str) -> Opti
     let mut tables: Vec<&BTreeMap<String, String>> = vec![&dotenv.values];
     tables.extend(manifest.agent.env.as_ref());
     tables.extend(manifest.sandbox.env.as_ref());
+    tables.extend(manifest.service.iter().filter_map(|service| service.env.as_ref()));
     for phases in [&manifest.hooks.host, &manifest.hooks.sandbox] {
         for phase in Phase::ALL {
             tables.extend(hooks_of(phases, phase).iter().filter_map(|hook| match hook {

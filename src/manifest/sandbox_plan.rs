@@ -70,12 +70,33 @@ pub struct PodPlan {
     /// `network = "allowlist"`: the destinations allowed, as given (names resolved at start).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub allow: Vec<AllowEntry>,
+    /// `[[service]]`: containers of the pod's own, beside the agent's.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub services: Vec<super::services_plan::ServicePlan>,
 }
 
 /// The uid and gid a pod runs as when eden runs as root.
 pub const POD_USER: (u32, u32) = (1000, 1000);
 
 impl SandboxPlan {
+    /// `[[service]]`, beside a container or in a pod (none elsewhere).
+    pub fn services(&self) -> &[super::services_plan::ServicePlan] {
+        match self {
+            SandboxPlan::Container(container) => &container.services,
+            SandboxPlan::Kubernetes(pod) => &pod.services,
+            _ => &[],
+        }
+    }
+
+    /// Where the services go: into the container's or the pod's plan.
+    pub fn set_services(&mut self, services: Vec<super::services_plan::ServicePlan>) {
+        match self {
+            SandboxPlan::Container(container) => container.services = services,
+            SandboxPlan::Kubernetes(pod) => pod.services = services,
+            _ => {}
+        }
+    }
+
     /// The agent's state folders the sandbox gets private copies of (`None` without a sandbox).
     pub fn agent_state(&self) -> Option<&Vec<AgentStateMount>> {
         match self {
@@ -211,6 +232,9 @@ pub struct ContainerPlan {
     /// `expose_host = true` (listed for `--dry-run`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub host_exposures: Vec<String>,
+    /// `[[service]]`: containers in the sandbox's network namespace.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub services: Vec<super::services_plan::ServicePlan>,
 }
 
 /// A `run_args` entry that hands the container the host: the flag and what it gives away.
@@ -457,6 +481,7 @@ pub(super) fn resolve_sandbox(section: &SandboxSection, source: &Source) -> Resu
         expose_host: section.expose_host == Some(true),
         host_exposures,
         max_return: resolve_max_return(section, source, &path)?,
+        services: Vec::new(),
     })))
 }
 
@@ -731,6 +756,7 @@ fn resolve_pod(section: &SandboxSection, source: &Source, path: &KeyPath) -> Res
         runtime_class: section.runtime_class.clone(),
         network,
         allow,
+        services: Vec::new(),
         run_as: match (nix::unistd::getuid().as_raw(), nix::unistd::getgid().as_raw()) {
             (0, _) => POD_USER,
             ids => ids,

@@ -42,6 +42,9 @@ pub struct Manifest {
     /// `[[check]]`: commands that must pass before the work merges.
     #[serde(default)]
     pub check: Vec<CheckSection>,
+    /// `[[service]]`: containers beside the sandbox (a database, a cache), for the whole run.
+    #[serde(default)]
+    pub service: Vec<ServiceSection>,
     /// `attempts = N`: N runs of this manifest at once from the same base; one lands.
     pub attempts: Option<u32>,
     /// How the attempt that lands is chosen.
@@ -60,6 +63,22 @@ pub enum AttemptsPick {
     First,
     /// Every attempt finishes; the lowest `attempts_score` of those that pass.
     Best,
+}
+
+/// `[[service]]`: a container the agent's code needs, started beside the sandbox before the
+/// first iteration and removed with it.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServiceSection {
+    /// The hostname the agent reaches it by.
+    pub name: Option<String>,
+    pub image: Option<String>,
+    /// The image's command replaced (its entrypoint kept), as `docker run IMAGE COMMAND…`.
+    pub command: Option<Vec<String>>,
+    pub env: Option<BTreeMap<String, String>>,
+    /// A shell command run in the service's container until it succeeds.
+    pub ready: Option<String>,
+    pub ready_timeout: Option<Duration>,
 }
 
 /// `[[check]]`, or a step's `[[step.check]]`: a command run in the sandbox, in the worktree,

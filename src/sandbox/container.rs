@@ -132,6 +132,8 @@ pub struct Container {
     /// `expose_worktree`: the host worktree is bind-mounted; only the repository is the
     /// container's own.
     exposed: bool,
+    /// The containers of its `[[service]]`s made so far (`services`), removed before it.
+    services: Vec<String>,
     removed: bool,
 }
 
@@ -231,14 +233,31 @@ pub fn preflight_on(plan: &ContainerPlan, host: Option<&EngineHost>) -> Result<E
             Error::sandbox(format!("image `{image}` is not available to {}", target.describe())).with_hint(hint)
         );
     }
+    super::services::check_images(&target, &plan.services)?;
     let runtime_args = match &plan.runtime {
         Some(runtime) => check_runtime(&target, runtime)?,
         None => Vec::new(),
     };
-    Ok(Engaged { target, reach, runtime_args })
+    let engaged = Engaged { target, reach, runtime_args };
+    engaged.refuse_services_under_gvisor(plan)?;
+    Ok(engaged)
 }
 
 impl Engaged {
+    /// Services reach the agent on the namespace's loopback, which under docker's gVisor is the
+    /// namespace's only when runsc is registered with `--network=host` (podman: eden passes it).
+    fn refuse_services_under_gvisor(&self, plan: &ContainerPlan) -> Result<(), Error> {
+        let gvisor = plan.runtime.as_deref().is_some_and(is_gvisor);
+        let host_stack = self.runtime_args.iter().any(|arg| arg.trim_start_matches('-') == "network=host");
+        if plan.services.is_empty() || !gvisor || plan.engine != Engine::Docker || host_stack {
+            return Ok(());
+        }
+        Err(Error::sandbox(
+            "`[[service]]` under gVisor needs runsc to use the container's network namespace: as docker registered it, the agent's loopback is gVisor's own, where no service is",
+        )
+        .with_hint("add `\"--network=host\"` to the runtime's `runtimeArgs` in `/etc/docker/daemon.json` and reload the daemon (the namespace is still the container's own), or remove `sandbox.runtime`"))
+    }
+
     /// Under gVisor, can the sandbox connect to a unix socket mounted into it (the held keys'
     /// proxy)? runsc refuses unless told `--host-uds=open` (docker: in its registration; podman:
     /// eden passes it).
@@ -350,11 +369,17 @@ pub fn start(request: &ContainerRequest<'_>) -> Result<Box<dyn SandboxHandle>, E
         tunnel: None,
         keep_volume: false,
         exposed: plan.expose_worktree,
+        services: Vec::new(),
         removed: false,
     };
     let salvage = ProcessBuilder::new(&eden).arg(super::SALVAGE_SUBCOMMAND).args(target.to_args()).arg(&name);
     container.guard = crate::process::guard::Guard::start(&salvage).ok();
-    match container.set_up(request, &run, &output) {
+    // Services join the namespace once its rules are in; they are ready before any hook runs.
+    let set_up = container.set_up(request, &run, &output).and_then(|()| {
+        let labels = service_labels(&labels);
+        super::services::start(target, &name, &labels, &plan.services, &mut container.services)
+    });
+    match set_up {
         Ok(()) => Ok(Box::new(container)),
         Err(err) => {
             let _ = container.close_quietly();
@@ -375,6 +400,12 @@ fn labels(request: &ContainerRequest<'_>, base: &str) -> [(&'static str, String)
         (LABEL_BASE, base.to_owned()),
         (LABEL_USER, run_user()),
     ]
+}
+
+/// A service's labels: the run's, without the workspace's (a salvage finds nothing to save in
+/// it, and only removes it).
+fn service_labels<'a>(labels: &'a [(&'static str, String)]) -> Vec<(&'a str, String)> {
+    labels.iter().filter(|(key, _)| ![LABEL_WORKSPACE, LABEL_BASE].contains(key)).map(|(key, value)| (*key, value.clone())).collect()
 }
 
 fn create_volume(target: &Target, name: &str, labels: &[(&str, String)]) -> Result<(), Error> {
@@ -422,6 +453,7 @@ fn run_command(
         // eden's set-up commands need; every command of the run's is an exec as its user.
         .args(["--user", "0:0"])
         .args(["--network", network_name(plan.network)])
+        .args(super::services::host_entries(&plan.services))
         .args(PRIVILEGES)
         .args(if uid == 0 { &[][..] } else { &SETUP_CAPABILITIES[..] })
         .args(["-w", &worktree]);
@@ -430,7 +462,9 @@ fn run_command(
         if plan.engine == Engine::Podman && is_gvisor(runtime) {
             // podman hands gVisor the container's network namespace; runsc is to use that
             // namespace's stack (where eden's rules are), or none.
-            let flag = if plan.network == Network::None { "network=none" } else { "network=host" };
+            // With services, the namespace's own stack: its loopback is theirs too.
+            let own_stack = plan.network == Network::None && plan.services.is_empty();
+            let flag = if own_stack { "network=none" } else { "network=host" };
             command = command.args(["--runtime-flag", flag]);
             // The held keys' proxy is a unix socket in a folder mounted in, which gVisor
             // connects to only when told (sockets mounted in, nothing else of this machine's).
@@ -830,6 +864,7 @@ impl Container {
         self.firewall = None;
         self.tunnel = None;
         let _ = crate::safe_fs::remove_tree(self.ledger.scratch());
+        super::services::remove(&self.target, &self.services)?;
         remove(&self.target, &self.name)?;
         if !self.keep_volume {
             remove_volume(&self.target, &self.name)?;
@@ -1028,6 +1063,9 @@ pub fn salvage_and_remove(target: &Target, name: &str) -> Result<Vec<PathBuf>, E
             let channel =
                 Labelled { target: target.clone(), name: name.to_owned(), workspace: PathBuf::from(workspace), user };
             saved = repository::salvage(&channel, branch, base, &patches, run_id, super::DEFAULT_MAX_RETURN);
+        }
+        if !run_id.is_empty() && !workspace.is_empty() {
+            super::services::remove_of_run(target, run_id)?;
         }
     }
     remove(target, name)?;

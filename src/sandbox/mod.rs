@@ -21,6 +21,7 @@ mod pod_rules;
 pub mod reach;
 pub mod remote_rules;
 pub(crate) mod repository;
+pub mod services;
 mod unpack;
 
 pub use container::{prune_abandoned, start as start_container};

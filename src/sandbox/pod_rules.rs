@@ -268,6 +268,7 @@ mod tests {
             run_as: (1000, 1000),
             network: Network::Bridge,
             allow: Vec::new(),
+            services: Vec::new(),
         };
         plan.network = network;
         plan.allow = allow.iter().map(|entry| AllowEntry::parse(entry).expect("an entry")).collect();
