@@ -170,6 +170,9 @@ pub struct RunRecord {
     /// The provider keys eden held outside the sandbox (`sandbox.hold_keys`): never the values.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub held_keys: Vec<HeldKeyRecord>,
+    /// `[[service]]`: the containers beside the sandbox (never their environment).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub services: Vec<ServiceRecord>,
     /// `head`, `merge-to-head` or `named`.
     pub strategy: crate::manifest::schema::Strategy,
     pub branch: String,
@@ -260,6 +263,13 @@ pub enum MergeKind {
 pub struct HeldKeyRecord {
     pub var: String,
     pub upstream: String,
+}
+
+/// A `[[service]]` of the run: the name the agent reached it by, and its image.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServiceRecord {
+    pub name: String,
+    pub image: String,
 }
 
 /// The run's container.

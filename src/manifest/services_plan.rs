@@ -61,12 +61,14 @@ fn refuse_sandbox(manifest: &Manifest, at: &KeyPath, source: &Source) -> Result<
         let shown = if kind == Some(SandboxKind::Isolated) { "isolated" } else { "none" };
         return Err(source
             .error_at_key(at, format!("`[[service]]` needs a container sandbox, not `{shown}`"))
-            .with_hint("set `sandbox.kind` to `docker`, `podman` or `kubernetes`: services run as containers beside the agent's"));
+            .with_hint(
+            "set `sandbox.kind` to `docker`, `podman` or `kubernetes`: services run as containers beside the agent's",
+        ));
     }
     if manifest.sandbox.network == Some(super::schema::Network::Host) {
-        return Err(source
-            .error_at_key(at, "`[[service]]` cannot go with `network = \"host\"`")
-            .with_hint("services share the sandbox's own network namespace, which `host` does not have: choose another `network`"));
+        return Err(source.error_at_key(at, "`[[service]]` cannot go with `network = \"host\"`").with_hint(
+            "services share the sandbox's own network namespace, which `host` does not have: choose another `network`",
+        ));
     }
     Ok(())
 }
@@ -83,15 +85,15 @@ fn resolve_service(
             .with_hint("give the hostname the agent reaches it by, e.g. `name = \"db\"`")
     })?;
     if let Some(problem) = hostname_problem(&name) {
-        return Err(source
-            .error_at(&at.child("name"), format!("invalid service name `{name}`: {problem}"))
-            .with_hint("the name is a hostname: lowercase letters, digits and `-`, starting with a letter, e.g. `db`"));
+        return Err(source.error_at(&at.child("name"), format!("invalid service name `{name}`: {problem}")).with_hint(
+            "the name is a hostname: lowercase letters, digits and `-`, starting with a letter, e.g. `db`",
+        ));
     }
     let image = section.image.clone().filter(|image| !image.trim().is_empty()).ok_or_else(|| {
         let key = if section.image.is_some() { at.child("image") } else { at.child("name") };
-        source
-            .error_at_key(&key, format!("service `{name}` has no `image`"))
-            .with_hint("give the image it runs, e.g. `image = \"postgres:16\"` (eden never pulls: it must be on the engine)")
+        source.error_at_key(&key, format!("service `{name}` has no `image`")).with_hint(
+            "give the image it runs, e.g. `image = \"postgres:16\"` (eden never pulls: it must be on the engine)",
+        )
     })?;
     let command = section.command.clone().unwrap_or_default();
     if section.command.as_ref().is_some_and(|command| command.is_empty() || command[0].trim().is_empty()) {
@@ -100,9 +102,9 @@ fn resolve_service(
             .with_hint("give the program and its arguments, e.g. `command = [\"redis-server\", \"--save\", \"\"]`, or remove the key to run the image's own"));
     }
     if section.ready.as_ref().is_some_and(|ready| ready.trim().is_empty()) {
-        return Err(source
-            .error_at(&at.child("ready"), format!("service `{name}`'s `ready` is empty"))
-            .with_hint("give a command that succeeds once it serves, e.g. `ready = \"pg_isready -q\"`, or remove the key"));
+        return Err(source.error_at(&at.child("ready"), format!("service `{name}`'s `ready` is empty")).with_hint(
+            "give a command that succeeds once it serves, e.g. `ready = \"pg_isready -q\"`, or remove the key",
+        ));
     }
     if section.ready_timeout.is_some() && section.ready.is_none() {
         return Err(source

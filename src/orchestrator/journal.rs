@@ -43,6 +43,15 @@ impl Journal {
             sandbox: plan.sandbox.kind(),
             container: None,
             held_keys: held_keys(plan),
+            services: plan
+                .sandbox
+                .services()
+                .iter()
+                .map(|service| crate::record::ServiceRecord {
+                    name: service.name.clone(),
+                    image: service.image.clone(),
+                })
+                .collect(),
             strategy: pre.strategy,
             branch: pre.branch.clone(),
             base_branch: pre.base_branch.clone(),

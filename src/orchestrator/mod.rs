@@ -682,6 +682,13 @@ impl Run<'_> {
         if started.is_err() {
             let _ = sandbox::agent_state::remove(&state_dir);
         }
+        let services = self.plan.sandbox.services();
+        if started.is_ok() && !services.is_empty() {
+            let named: Vec<String> =
+                services.iter().map(|service| format!("`{}` ({})", service.name, service.image)).collect();
+            let message = format!("service(s) ready beside the sandbox: {}", named.join(", "));
+            self.events.report(&Event::Info { message: message.into() });
+        }
         started
     }
 

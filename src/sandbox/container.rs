@@ -405,7 +405,11 @@ fn labels(request: &ContainerRequest<'_>, base: &str) -> [(&'static str, String)
 /// A service's labels: the run's, without the workspace's (a salvage finds nothing to save in
 /// it, and only removes it).
 fn service_labels<'a>(labels: &'a [(&'static str, String)]) -> Vec<(&'a str, String)> {
-    labels.iter().filter(|(key, _)| ![LABEL_WORKSPACE, LABEL_BASE].contains(key)).map(|(key, value)| (*key, value.clone())).collect()
+    labels
+        .iter()
+        .filter(|(key, _)| ![LABEL_WORKSPACE, LABEL_BASE].contains(key))
+        .map(|(key, value)| (*key, value.clone()))
+        .collect()
 }
 
 fn create_volume(target: &Target, name: &str, labels: &[(&str, String)]) -> Result<(), Error> {

@@ -164,9 +164,33 @@ pub fn run(command: ProcessBuilder) -> Result<Output, Error> {
     command.output().map_err(|err| Error::sandbox(format!("cannot run `{command}`: {err}")))
 }
 
+/// kubectl's own reason in its stderr: the last line that is neither a log line (`W1124 …]`)
+/// nor a `Warning:`.
+pub(super) fn kubectl_reason(stderr: &str) -> &str {
+    let log_line = |line: &str| {
+        let mut chars = line.chars();
+        matches!(chars.next(), Some('I' | 'W' | 'E' | 'F')) && chars.take(4).all(|c| c.is_ascii_digit())
+    };
+    stderr
+        .lines()
+        .map(str::trim)
+        .rfind(|line| !line.is_empty() && !line.starts_with("Warning:") && !log_line(line))
+        .unwrap_or_else(|| super::carry::first_line(stderr))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kubectls_reason_is_its_last_word() {
+        let stderr = "W1124 16:39:32.503406   14559 loader.go:223] Config not found: /nonexistent\nWarning: the server doesn't have a resource type 'pods'\nThe connection to the server localhost:8080 was refused - did you specify the right host or port?\n";
+        assert_eq!(
+            kubectl_reason(stderr),
+            "The connection to the server localhost:8080 was refused - did you specify the right host or port?"
+        );
+        assert_eq!(kubectl_reason("error: context \"x\" does not exist\n"), "error: context \"x\" does not exist");
+    }
 
     #[test]
     fn a_host_is_the_clients_own_flag() {

@@ -18,6 +18,7 @@ pub mod isolated;
 mod ledger;
 pub mod pod;
 mod pod_rules;
+mod pod_services;
 pub mod reach;
 pub mod remote_rules;
 pub(crate) mod repository;

@@ -16,6 +16,7 @@
 
 use super::agent_state::PrivateState;
 use super::carry::{self, first_line, EDEN_INSIDE};
+use super::engine::kubectl_reason;
 use super::ledger::Ledger;
 use super::repository::{self, Channel};
 use super::{Prepared, RunSite, SandboxHandle};
@@ -143,20 +144,6 @@ pub fn preflight(plan: &PodPlan) -> Result<(), Error> {
     Err(Error::sandbox(format!("kubectl cannot reach the cluster: {why}")).with_hint(hint))
 }
 
-/// kubectl's own reason in its stderr: the last line that is neither a log line (`W1124 …]`)
-/// nor a `Warning:`.
-fn kubectl_reason(stderr: &str) -> &str {
-    let log_line = |line: &str| {
-        let mut chars = line.chars();
-        matches!(chars.next(), Some('I' | 'W' | 'E' | 'F')) && chars.take(4).all(|c| c.is_ascii_digit())
-    };
-    stderr
-        .lines()
-        .map(str::trim)
-        .rfind(|line| !line.is_empty() && !line.starts_with("Warning:") && !log_line(line))
-        .unwrap_or_else(|| first_line(stderr))
-}
-
 pub struct Pod {
     kube: Kube,
     name: String,
@@ -184,14 +171,17 @@ pub fn start(plan: &PodPlan, site: &RunSite) -> Result<Box<dyn SandboxHandle>, E
     let name = format!("eden-{}", site.run_id);
     let base = site.base()?;
     let spec = pod_spec(plan, site, &name, &base);
+    super::pod_services::create_secret(&|| kube.command(), plan, &name, &pod_labels(site))?;
     let created = run(kube
         .command()
         .args(["create", "-f", "-", "-o", "jsonpath={.metadata.uid}"])
-        .stdin(Stdin::Bytes(spec.to_string().into_bytes())))?;
-    if !created.success() {
-        return Err(Error::sandbox(format!("the cluster refused the pod: {}", kubectl_reason(&created.stderr)))
-            .with_hint("see the cluster's message; `--dry-run` shows the pod's settings"));
-    }
+        .stdin(Stdin::Bytes(spec.to_string().into_bytes())));
+    let created = created.and_then(|created| match created.success() {
+        true => Ok(created),
+        false => Err(Error::sandbox(format!("the cluster refused the pod: {}", kubectl_reason(&created.stderr)))
+            .with_hint("see the cluster's message; `--dry-run` shows the pod's settings")),
+    });
+    let created = created.inspect_err(|_| super::pod_services::delete_secret(&|| kube.command(), &name))?;
     let eden =
         std::env::current_exe().map_err(|err| Error::sandbox(format!("cannot find eden's executable: {err}")))?;
     let mut pod = Pod {
@@ -220,7 +210,9 @@ pub fn start(plan: &PodPlan, site: &RunSite) -> Result<Box<dyn SandboxHandle>, E
     if super::pod_rules::has_rules(plan) {
         pod.network_policy = make_network_policy(&kube, plan, &name, &pod.uid, site);
     }
-    match pod.set_up(plan, site) {
+    let set_up = super::pod_services::own_secret(&|| kube.command(), plan, &name, &pod.uid)
+        .and_then(|()| pod.set_up(plan, site));
+    match set_up {
         Ok(()) => Ok(Box::new(pod)),
         Err(err) => {
             let _ = pod.delete();
@@ -292,6 +284,12 @@ fn pod_spec(plan: &PodPlan, site: &RunSite, name: &str, base: &str) -> serde_jso
         "containers": [container],
         "volumes": volumes,
     });
+    if let Some(containers) = spec["containers"].as_array_mut() {
+        containers.extend(super::pod_services::containers(plan, name));
+    }
+    if let Some(aliases) = super::pod_services::host_aliases(plan) {
+        spec["hostAliases"] = aliases;
+    }
     if super::pod_rules::has_rules(plan) {
         let eden_folder = Path::new(EDEN_INSIDE).parent().expect("a folder");
         let mount = serde_json::json!({"name": "eden", "mountPath": eden_folder});
@@ -394,6 +392,7 @@ impl Pod {
         if let Some(rules) = rules {
             super::pod_rules::verify(&rules, &|command, stdin| self.exec_plain(command, stdin), &self.name)?;
         }
+        super::pod_services::wait_ready(&|| self.kube.command(), &self.name, &plan.services)?;
         let exec = |command, stdin| self.exec_plain(command, stdin);
         carry::push_state(&self.states, &exec, None, "pod")?;
         if let Some(proxy) = &site.proxy {
@@ -467,9 +466,17 @@ impl Pod {
                 Stage::Init => "initContainerStatuses",
                 Stage::Running => "containerStatuses",
             };
-            let state = &pod["status"][statuses][0]["state"];
+            // The first container stuck on its image or configuration (a service's too), else the first.
+            let all = pod["status"][statuses].as_array().cloned().unwrap_or_default();
+            let stuck =
+                all.iter().find(|status| STUCK.contains(&status["state"]["waiting"]["reason"].as_str().unwrap_or("")));
+            let status = stuck.or(all.first()).cloned().unwrap_or_default();
+            let state = &status["state"];
             let waiting = &state["waiting"];
             let reason = waiting["reason"].as_str().unwrap_or("");
+            let image = status["image"].as_str().unwrap_or(&self.image);
+            let service = status["name"].as_str().and_then(|name| name.strip_prefix("svc-"));
+            let whose = service.map(|name| format!("service `{name}`'s ")).unwrap_or_default();
             let there = match stage {
                 Stage::Init => state["running"].is_object(),
                 Stage::Running => phase == "Running",
@@ -477,8 +484,8 @@ impl Pod {
             if there {
                 return Ok(landed);
             }
-            if ["ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName"].contains(&reason) {
-                return Err(Error::sandbox(format!("the cluster cannot get image `{}` for the pod ({reason}: {})", self.image, waiting["message"].as_str().unwrap_or("")))
+            if STUCK[..4].contains(&reason) {
+                return Err(Error::sandbox(format!("the cluster cannot get {whose}image `{image}` for the pod ({reason}: {})", waiting["message"].as_str().unwrap_or("")))
                     .with_hint("push the image where the cluster's nodes pull from, or load it on the node; `sandbox.image_pull_policy` says when nodes pull"));
             }
             if ["Failed", "Succeeded"].contains(&phase)
@@ -611,10 +618,21 @@ impl Pod {
         self.tunnel = None;
         let _ = crate::safe_fs::remove_tree(self.ledger.scratch());
         delete_pod(&self.kube, &self.name)?;
+        super::pod_services::delete_secret(&|| self.kube.command(), &self.name);
         self.guard = None;
         Ok(())
     }
 }
+
+/// A container's waiting reasons that do not pass: its image (the first four), its configuration.
+const STUCK: [&str; 6] = [
+    "ErrImagePull",
+    "ImagePullBackOff",
+    "ErrImageNeverPull",
+    "InvalidImageName",
+    "CreateContainerConfigError",
+    "CreateContainerError",
+];
 
 /// How far `wait_for` waits: the rules' init container running, or the pod.
 #[derive(Clone, Copy)]
@@ -831,22 +849,13 @@ pub fn salvage_and_delete(kube: &Kube, name: &str, repo: &Path, run_id: &str) ->
         saved = repository::salvage(&channel, &branch, &base, &patches, run_id, super::DEFAULT_MAX_RETURN);
     }
     delete_pod(kube, name)?;
+    super::pod_services::delete_secret(&|| kube.command(), name);
     Ok(saved)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn kubectls_reason_is_its_last_word() {
-        let stderr = "W1124 16:39:32.503406   14559 loader.go:223] Config not found: /nonexistent\nWarning: the server doesn't have a resource type 'pods'\nThe connection to the server localhost:8080 was refused - did you specify the right host or port?\n";
-        assert_eq!(
-            kubectl_reason(stderr),
-            "The connection to the server localhost:8080 was refused - did you specify the right host or port?"
-        );
-        assert_eq!(kubectl_reason("error: context \"x\" does not exist\n"), "error: context \"x\" does not exist");
-    }
 
     #[test]
     fn the_guard_finds_the_cluster_again() {

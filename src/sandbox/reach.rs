@@ -19,6 +19,20 @@ pub struct Reach {
 const RELAY: &str = "its provider, when eden holds its key, through eden's relay";
 
 pub fn of(plan: &SandboxPlan) -> Reach {
+    let mut reach = without_services(plan);
+    let services = plan.services();
+    if !services.is_empty() {
+        let names: Vec<String> = services.iter().map(|service| format!("`{}`", service.name)).collect();
+        reach.connects = format!(
+            "{}; and its services {} at 127.0.0.1, in its network namespace (which they share, rules and all)",
+            reach.connects,
+            names.join(", ")
+        );
+    }
+    reach
+}
+
+fn without_services(plan: &SandboxPlan) -> Reach {
     match plan {
         SandboxPlan::None => Reach {
             reads: vec!["everything you can: it runs as you, on this machine, with your environment".into()],

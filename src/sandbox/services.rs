@@ -18,6 +18,7 @@ use crate::error::Error;
 use crate::manifest::plan::Engine;
 use crate::manifest::services_plan::ServicePlan;
 use crate::process::ProcessBuilder;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// The label naming a container's service (absent on the sandbox's own container).
@@ -34,7 +35,8 @@ const LOG_LINES: usize = 20;
 
 /// All a service may hold: an entrypoint's `chown` and switch to its own user (postgres'
 /// `gosu`), signals to its own processes, a port under 1024. Not `NET_ADMIN` or `NET_RAW`.
-const CAPABILITIES: [&str; 8] = ["CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "SETUID", "SETGID", "KILL", "NET_BIND_SERVICE"];
+const CAPABILITIES: [&str; 8] =
+    ["CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "SETUID", "SETGID", "KILL", "NET_BIND_SERVICE"];
 
 /// The container of `service` beside `sandbox`.
 pub fn container_name(sandbox: &str, service: &str) -> String {
@@ -93,15 +95,27 @@ pub fn start(
         }
     }
     let since = Instant::now();
+    // The first failure ends the others' waits.
+    let failed = AtomicBool::new(false);
     std::thread::scope(|scope| {
         let waits: Vec<_> = services
             .iter()
             .map(|service| {
-                let name = container_name(sandbox, &service.name);
-                scope.spawn(move || wait_ready(target, &name, service, since))
+                let (name, failed) = (container_name(sandbox, &service.name), &failed);
+                scope.spawn(move || {
+                    let waited = wait_ready(target, &name, service, since, failed);
+                    failed.fetch_or(waited.is_err(), Ordering::SeqCst);
+                    waited
+                })
             })
             .collect();
-        waits.into_iter().map(|wait| wait.join().unwrap_or_else(|_| Err(Error::internal("a readiness wait panicked")))).collect()
+        let panicked = || Err(Error::internal("a readiness wait panicked"));
+        let mut results: Vec<Result<(), Error>> =
+            waits.into_iter().map(|wait| wait.join().unwrap_or_else(|_| panicked())).collect();
+        match results.iter().position(Result::is_err) {
+            Some(first) => results.swap_remove(first),
+            None => Ok(()),
+        }
     })
 }
 
@@ -135,12 +149,22 @@ fn run_command(
 
 /// Until `service` answers its `ready` (or, without one, while it runs): an error naming it,
 /// with its last log lines, when it exits first or its `ready_timeout` passes.
-fn wait_ready(target: &Target, name: &str, service: &ServicePlan, since: Instant) -> Result<(), Error> {
+fn wait_ready(
+    target: &Target,
+    name: &str,
+    service: &ServicePlan,
+    since: Instant,
+    failed: &AtomicBool,
+) -> Result<(), Error> {
     loop {
+        if failed.load(Ordering::SeqCst) {
+            return Ok(());
+        }
         if crate::process::stopping() {
             return Err(Error::interrupted(crate::process::signal_received().unwrap_or(2)));
         }
-        let state = engine::run(target.command().args(["inspect", "--format", "{{.State.Status}} {{.State.ExitCode}}", name]))?;
+        let state =
+            engine::run(target.command().args(["inspect", "--format", "{{.State.Status}} {{.State.ExitCode}}", name]))?;
         let state = state.stdout.trim().to_owned();
         if !state.starts_with("running") {
             let code = state.split_whitespace().nth(1).unwrap_or("?");
@@ -175,7 +199,11 @@ fn wait_ready(target: &Target, name: &str, service: &ServicePlan, since: Instant
 fn last_lines(target: &Target, name: &str) -> String {
     let logs = engine::run(target.command().args(["logs", "--tail", &LOG_LINES.to_string(), name]));
     let Ok(logs) = logs else { return String::new() };
-    let text = format!("{}{}", logs.stdout, logs.stderr);
+    last_lines_block(&format!("{}{}", logs.stdout, logs.stderr))
+}
+
+/// A service's last `LOG_LINES` lines of output, as the end of its error (empty for none).
+pub(super) fn last_lines_block(text: &str) -> String {
     let lines: Vec<&str> = text.lines().filter(|line| !line.trim().is_empty()).collect();
     let lines = &lines[lines.len().saturating_sub(LOG_LINES)..];
     match lines.is_empty() {
@@ -186,7 +214,15 @@ fn last_lines(target: &Target, name: &str) -> String {
 
 /// Remove the services' containers (running or not; gone already is fine).
 pub fn remove(target: &Target, names: &[String]) -> Result<(), Error> {
-    names.iter().try_for_each(|name| super::container::remove(target, name))
+    if names.is_empty() {
+        return Ok(());
+    }
+    let output = engine::run(target.command().args(["rm", "-f"]).args(names).finishing())?;
+    let stderr = output.stderr.to_lowercase();
+    if output.success() || stderr.lines().all(|line| line.contains("no such container")) {
+        return Ok(());
+    }
+    Err(Error::sandbox(format!("cannot remove the services' containers: {}", output.stderr.trim())))
 }
 
 /// Remove the services of run `run_id` on `target`, found by their labels (the guard's salvage,

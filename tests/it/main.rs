@@ -39,6 +39,7 @@ mod remote;
 mod remote_engines;
 mod returns;
 mod review;
+mod services;
 mod sessions;
 mod signals;
 mod steps;
