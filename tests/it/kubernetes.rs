@@ -651,3 +651,41 @@ fn attempts_run_as_pods() {
     }
     assert!(cluster.pods(&env.repo).is_empty(), "no pod left");
 }
+
+/// `[[service]]` in a pod: a container of the pod's own, reached by its name from the agent and
+/// a check; its environment from a Secret the pod owns (gone with it); its own try to reach this
+/// machine refused by the pod's rules, as the agent's is.
+#[test]
+fn services_are_containers_of_the_pod() {
+    use crate::services::{got, machine_address, web_service, Listener, FETCH_AND_COMMIT, SECRET, SERVICE_IMAGE};
+    let Some(cluster) = cluster() else { return };
+    if !crate::services::services_ready("docker") {
+        return;
+    }
+    let env = TestEnv::new();
+    let listener = Listener::open();
+    let script = FETCH_AND_COMMIT.replace("OUTSIDE", &format!("{}:{}", machine_address(), listener.port()));
+    let check = "\n[[check]]\nname = \"served\"\ncmd = \"busybox wget -qO- http://web:8080/ | grep -q 'hello from the service'\"\n";
+    let manifest = format!("{}{}{check}", manifest(&script, ""), web_service(&format!("GATEWAY:{}", listener.port())))
+        .replace(&format!("image = \"{IMAGE}\""), &format!("image = \"{SERVICE_IMAGE}\""));
+    let mut vars = cluster.env("admin");
+    vars.push(("SERVICE_SECRET".into(), SECRET.into()));
+    let run = run(&env, &vars, &manifest);
+    run.assert_code(0);
+    assert_eq!(got(&env, "index.html"), "hello from the service", "{}", run.stderr);
+    assert_eq!(got(&env, "secret"), SECRET, "the service got its environment");
+    assert_eq!(got(&env, "probe"), "refused", "the service cannot reach this machine");
+    assert_eq!(got(&env, "outside"), "refused");
+    assert!(!listener.reached());
+    let record = run.json();
+    assert_eq!(record["checks"][0]["outcome"], "ok", "{}", record["checks"]);
+    crate::services::assert_secret_kept(&env, &run);
+    assert!(cluster.pods(&env.repo).is_empty(), "the pod is deleted");
+    let secret = format!("{}-services", record["container"]["name"].as_str().unwrap());
+    let left = std::process::Command::new(format!("{BUILD}/bin/kubectl"))
+        .env("KUBECONFIG", cluster.state.join("admin.conf"))
+        .args(["get", "secret", &secret, "--ignore-not-found", "-o", "name"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&left.stdout).trim(), "", "the Secret goes with the pod");
+}

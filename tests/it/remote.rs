@@ -765,3 +765,52 @@ fn network_rules_hold_under_gvisor_on_a_remote_engine() {
     assert!(String::from_utf8_lossy(&inspected.stdout).contains("runsc"));
     assert!(host.containers(engines, &env.repo).is_empty());
 }
+
+/// `[[service]]` on a remote engine (docker over TLS, podman over its remote API): the service
+/// runs there, in the sandbox's namespace; the agent and a check reach it by its name; its own
+/// try to reach this machine is refused by the rules the helper installed; nothing is left.
+#[test]
+fn services_run_beside_a_remote_sandbox() {
+    use crate::services::{
+        assert_secret_kept, build_service_image, got, web_service, Listener, FETCH_AND_COMMIT, SECRET, SERVICE_IMAGE,
+    };
+    let Some(engines) = engines() else { return };
+    let host = &engines.hosts[0];
+    let here = engines.local_address();
+    let url = host.podman.as_deref().unwrap();
+    let mut podman = std::process::Command::new("podman");
+    podman.args(["--remote", "--url", url]);
+    build_service_image(host.docker_command(engines));
+    build_service_image(podman);
+    let listener = Listener::open();
+    let script = FETCH_AND_COMMIT.replace("OUTSIDE", &format!("{here}:{}", listener.port()));
+    let check = "\n[[check]]\nname = \"served\"\ncmd = \"busybox wget -qO- http://web:8080/ | grep -q 'hello from the service'\"\n";
+    for (engine, address) in [("docker", host.docker.as_str()), ("podman", url)] {
+        let env = TestEnv::new();
+        let manifest = format!(
+            "{}{}{check}",
+            crate::containers::manifest(engine, &script, ""),
+            web_service(&format!("{here}:{}", listener.port()))
+        )
+        .replace(&format!("image = \"{IMAGE}\""), &format!("image = \"{SERVICE_IMAGE}\""));
+        let vars = [("SERVICE_SECRET".to_owned(), SECRET.to_owned())];
+        let run = run_on(&env, engines, &manifest, &["--host", address], &vars);
+        run.assert_code(0);
+        assert_eq!(got(&env, "index.html"), "hello from the service", "{engine}: {}", run.stderr);
+        assert_eq!(got(&env, "secret"), SECRET, "{engine}: the service got its environment");
+        assert_eq!(got(&env, "probe"), "refused", "{engine}: the service cannot reach this machine");
+        assert_eq!(got(&env, "outside"), "refused", "{engine}");
+        assert!(!listener.reached(), "{engine}: this machine was reached");
+        assert_eq!(run.json()["checks"][0]["outcome"], "ok", "{engine}");
+        assert_secret_kept(&env, &run);
+        if engine == "docker" {
+            assert!(host.containers(engines, &env.repo).is_empty(), "nothing left on {}", host.name);
+        }
+        let listed = std::process::Command::new("podman")
+            .args(["--remote", "--url", url, "ps", "-a", "--filter", "label=eden.service", "--format", "{{.Names}}"])
+            .output()
+            .unwrap();
+        let name = run.json()["container"]["name"].as_str().unwrap().to_owned();
+        assert!(!String::from_utf8_lossy(&listed.stdout).contains(&name), "nothing left on podman");
+    }
+}

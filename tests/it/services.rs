@@ -118,7 +118,7 @@ fn run(env: &TestEnv, manifest: &str) -> Run {
 }
 
 /// What the agent fetched, committed and merged: `got-NAME`.
-fn got(env: &TestEnv, name: &str) -> String {
+pub fn got(env: &TestEnv, name: &str) -> String {
     std::fs::read_to_string(env.repo.join(format!("got-{name}"))).unwrap_or_default().trim().to_owned()
 }
 
