@@ -64,9 +64,16 @@ pub fn web_service(probe: &str) -> String {
     )
 }
 
-/// The agent fetches what `web` serves into files and commits them.
-pub const FETCH_AND_COMMIT: &str = "for f in index.html probe secret; do timeout 5 busybox wget -qO- http://web:8080/$f > got-$f; done; \
-    timeout 3 busybox wget -qO- http://OUTSIDE/ > got-outside 2>/dev/null || echo refused > got-outside; \
+/// The agent fetches what `web` serves into files and commits them. (perl, waiting for the
+/// socket before each read: under gVisor on the namespace's own stack a blocking read that
+/// must wait fails with `EAGAIN` now and then, measured with busybox's `wget` and perl's
+/// `readline`; clients that poll first, as libpq, node and curl do, never see it.)
+pub const FETCH_AND_COMMIT: &str = "get() { perl -MIO::Socket::INET -MIO::Select -e '$s = IO::Socket::INET->new(PeerAddr => $ARGV[0], Timeout => 5) or exit 1; \
+    print $s \"GET /$ARGV[1] HTTP/1.0\\r\\n\\r\\n\"; $t = \"\"; $w = IO::Select->new($s); \
+    while ($w->can_read(5)) { $n = sysread($s, $b, 65536); next if !defined $n && $!{EAGAIN}; last unless $n; $t .= $b } \
+    $t =~ s/^.*?\\r?\\n\\r?\\n//s; print $t' \"$1\" \"$2\"; }; \
+    for f in index.html probe secret; do get web:8080 $f > got-$f; done; \
+    get OUTSIDE '' > got-outside || echo refused > got-outside; \
     git add got-* && git -c user.name=box -c user.email=box@example.com commit -qm served && echo '<promise>COMPLETE</promise>'";
 
 pub const SECRET: &str = "s3rvice-secret-value-4417";
@@ -253,6 +260,69 @@ fn ctrl_c_or_a_killed_eden_leaves_no_service(engine: &str) {
     }
 }
 
+pub const POSTGRES_IMAGE: &str = "localhost/eden-test:postgres";
+
+/// Debian's PostgreSQL on the test image (from Debian's archive, as the README's recipe builds
+/// images without a registry), run as its own user, trusting connections from the pod's or
+/// container's own loopback.
+const POSTGRES_CONTAINERFILE: &str = r#"FROM localhost/eden-test:git
+RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends postgresql \
+ && rm -rf /var/lib/apt/lists/* \
+ && v=$(ls /etc/postgresql) \
+ && printf 'local all all trust\nhost all all 127.0.0.1/32 trust\n' > /etc/postgresql/$v/main/pg_hba.conf \
+ && printf '#!/bin/sh\nexec /usr/lib/postgresql/%s/bin/postgres -D /var/lib/postgresql/%s/main -c config_file=/etc/postgresql/%s/main/postgresql.conf -c listen_addresses=127.0.0.1\n' $v $v $v > /usr/local/bin/pg-start \
+ && chmod +x /usr/local/bin/pg-start
+USER postgres
+CMD ["pg-start"]
+"#;
+
+fn postgres_ready(engine: &str) -> bool {
+    if !ready(engine) {
+        return false;
+    }
+    static BUILD_POSTGRES: Mutex<()> = Mutex::new(());
+    let _serial = BUILD_POSTGRES.lock().unwrap_or_else(|e| e.into_inner());
+    let there = Command::new(engine).args(["image", "inspect", POSTGRES_IMAGE]).output();
+    if there.is_ok_and(|o| o.status.success()) {
+        return true;
+    }
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("eden-postgres-image-{engine}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("Containerfile"), POSTGRES_CONTAINERFILE).unwrap();
+    let built = Command::new(engine)
+        .env("DOCKER_BUILDKIT", "0")
+        .args(["build", "-q", "-t", POSTGRES_IMAGE, "-f"])
+        .arg(dir.join("Containerfile"))
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "building the postgres image: {}", String::from_utf8_lossy(&built.stderr));
+    true
+}
+
+/// A real PostgreSQL as a service: the agent creates a table and a row with `psql`, a check
+/// reads the row back; `pg_isready` says when it serves.
+fn a_check_queries_a_real_postgres(engine: &str) {
+    if !postgres_ready(engine) {
+        return;
+    }
+    let env = TestEnv::new();
+    let script = "psql -h db -U postgres -qc \"create table notes (body text); insert into notes values ('from the agent')\" && \
+        echo done > done.txt && git add done.txt && git -c user.name=box -c user.email=box@example.com commit -qm stored && echo '<promise>COMPLETE</promise>'";
+    let extra = format!(
+        "\n[[service]]\nname = \"db\"\nimage = \"{POSTGRES_IMAGE}\"\nready = \"pg_isready -h 127.0.0.1 -q\"\n\
+         \n[[check]]\nname = \"stored\"\ncmd = \"psql -h db -U postgres -tAc 'select body from notes' | grep -qx 'from the agent'\"\n"
+    );
+    let manifest = format!("{}{extra}", crate::containers::manifest(engine, script, "network = \"none\""))
+        .replace(&format!("image = \"{IMAGE}\""), &format!("image = \"{POSTGRES_IMAGE}\""));
+    let run = run(&env, &manifest);
+    run.assert_code(0);
+    let record = run.json();
+    assert_eq!(record["checks"][0]["outcome"], "ok", "{}", run.stderr);
+    assert_eq!(record["services"][0]["name"], "db");
+    assert!(containers_of(engine, &std::fs::canonicalize(&env.repo).unwrap()).is_empty(), "nothing left");
+}
+
 macro_rules! per_engine {
     ($($engine:ident),*) => {$(
         mod $engine {
@@ -269,6 +339,11 @@ macro_rules! per_engine {
             #[test]
             fn a_failing_service_is_exit_6_and_leaves_nothing() {
                 super::a_failing_service_is_exit_6_and_leaves_nothing(stringify!($engine));
+            }
+
+            #[test]
+            fn a_check_queries_a_real_postgres() {
+                super::a_check_queries_a_real_postgres(stringify!($engine));
             }
 
             #[test]
@@ -334,5 +409,30 @@ fn services_that_cannot_work_are_refused_at_load() {
         );
         assert!(run.stderr.contains("hint:"), "{}", run.stderr);
         env.assert_pristine();
+    }
+}
+
+/// Under gVisor (`runtime = "runsc"`, on the namespace's own stack) the agent reaches its
+/// services the same, and the rules hold for them the same.
+#[test]
+fn services_beside_a_gvisor_sandbox() {
+    for engine in ["docker", "podman"] {
+        if !services_ready(engine) || !crate::boundary::gvisor_ready(engine) {
+            return;
+        }
+        let env = TestEnv::new();
+        let listener = Listener::open();
+        let manifest = manifest(engine, "internet", &listener, "").replacen(
+            "network = \"internet\"",
+            "network = \"internet\"\nruntime = \"runsc\"",
+            1,
+        );
+        let run = run(&env, &manifest);
+        run.assert_code(0);
+        assert_eq!(got(&env, "index.html"), "hello from the service", "{engine}: {}", run.stderr);
+        assert_eq!(got(&env, "probe"), "refused", "{engine}");
+        assert_eq!(got(&env, "outside"), "refused", "{engine}");
+        assert!(!listener.reached(), "{engine}");
+        assert!(containers_of(engine, &std::fs::canonicalize(&env.repo).unwrap()).is_empty(), "nothing left");
     }
 }
