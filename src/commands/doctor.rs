@@ -147,8 +147,9 @@ fn sandbox_checks(plan: Option<&Plan>) -> Vec<Finding> {
             Ok(_) => findings.push(ok(
                 container.engine.binary(),
                 format!(
-                    "answers, and has the image `{}`; runtimes: {}",
+                    "answers, and has the image `{}`{}; runtimes: {}",
                     container.image,
+                    services_images(&container.services),
                     runtimes(container.engine.binary()).join(", ")
                 ),
             )),
@@ -196,6 +197,15 @@ fn sandbox_checks(plan: Option<&Plan>) -> Vec<Finding> {
         });
     }
     findings
+}
+
+/// ` and the services' images …`, for the engine's finding (empty without services).
+fn services_images(services: &[crate::manifest::services_plan::ServicePlan]) -> String {
+    let images: Vec<String> = services.iter().map(|service| format!("`{}` ({})", service.image, service.name)).collect();
+    match images.is_empty() {
+        true => String::new(),
+        false => format!(" and the services' images {}", images.join(", ")),
+    }
 }
 
 /// The OCI runtimes an engine can run a container under (`sandbox.runtime`): docker's
