@@ -201,7 +201,8 @@ fn sandbox_checks(plan: Option<&Plan>) -> Vec<Finding> {
 
 /// ` and the services' images …`, for the engine's finding (empty without services).
 fn services_images(services: &[crate::manifest::services_plan::ServicePlan]) -> String {
-    let images: Vec<String> = services.iter().map(|service| format!("`{}` ({})", service.image, service.name)).collect();
+    let images: Vec<String> =
+        services.iter().map(|service| format!("`{}` ({})", service.image, service.name)).collect();
     match images.is_empty() {
         true => String::new(),
         false => format!(" and the services' images {}", images.join(", ")),

@@ -688,4 +688,32 @@ fn services_are_containers_of_the_pod() {
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&left.stdout).trim(), "", "the Secret goes with the pod");
+
+    // A service never ready, and one whose image the node cannot get: exit 6 naming it, no pod.
+    let service = |image: &str, extra: &str| {
+        format!(
+            "{}\n[[service]]\nname = \"db\"\nimage = \"{image}\"\n{extra}\n",
+            self::manifest("echo '<promise>COMPLETE</promise>'", "")
+        )
+    };
+    let cases = [
+        (
+            service(SERVICE_IMAGE, "command = [\"sh\", \"-c\", \"echo still warming up; exec sleep 300\"]\nready = \"false\"\nready_timeout = \"3s\""),
+            ["service `db` (localhost/eden-test:services) was not ready after 3 s", "still warming up"],
+        ),
+        (
+            service("localhost/not-there:1", ""),
+            ["the cluster cannot get service `db`'s image `localhost/not-there:1`", "ErrImageNeverPull"],
+        ),
+    ];
+    for (manifest, said) in cases {
+        let env = TestEnv::new();
+        let run = self::run(&env, &cluster.env("admin"), &manifest);
+        run.assert_code(6);
+        for said in said {
+            assert!(run.stderr.contains(said), "{said}: {}", run.stderr);
+        }
+        assert!(cluster.pods(&env.repo).is_empty(), "the pod is deleted");
+        env.assert_pristine();
+    }
 }

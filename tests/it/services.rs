@@ -133,7 +133,7 @@ pub fn got(env: &TestEnv, name: &str) -> String {
 pub fn assert_secret_kept(env: &TestEnv, run: &Run) {
     assert!(!run.stderr.contains(SECRET) && !run.stdout.contains(SECRET), "{}", run.stderr);
     for folder in [".eden/runs", ".eden/logs"] {
-        for entry in std::fs::read_dir(env.repo.join(folder)).unwrap().flatten() {
+        for entry in std::fs::read_dir(env.repo.join(folder)).into_iter().flatten().flatten() {
             let text = std::fs::read_to_string(entry.path()).unwrap();
             assert!(!text.contains(SECRET), "the secret is in {}", entry.path().display());
         }
@@ -192,8 +192,9 @@ fn a_failing_service_is_exit_6_and_leaves_nothing(engine: &str) {
     let service = |extra: &str| format!("\n[[service]]\nname = \"db\"\nimage = \"{SERVICE_IMAGE}\"\n{extra}\n");
     let cases = [
         (
-            service("command = [\"sh\", \"-c\", \"echo bad setting in db.conf; exit 3\"]"),
-            vec!["service `db` (localhost/eden-test:services) exited with code 3 before it was ready", "bad setting in db.conf"],
+            // Its last lines, secrets redacted.
+            service("command = [\"sh\", \"-c\", \"echo bad setting in db.conf, password $DB_PASSWORD; exit 3\"]\nenv = { DB_PASSWORD = \"${SERVICE_SECRET}\" }"),
+            vec!["service `db` (localhost/eden-test:services) exited with code 3 before it was ready", "bad setting in db.conf, password ***"],
         ),
         (
             service("command = [\"sh\", \"-c\", \"echo still warming up; exec sleep 300\"]\nready = \"false\"\nready_timeout = \"2s\""),
@@ -213,6 +214,7 @@ fn a_failing_service_is_exit_6_and_leaves_nothing(engine: &str) {
             assert!(run.stderr.contains(said), "{said}: {}", run.stderr);
         }
         assert!(run.stderr.contains("hint:"), "{}", run.stderr);
+        assert_secret_kept(&env, &run);
         assert!(containers_of(engine, &std::fs::canonicalize(&env.repo).unwrap()).is_empty(), "nothing left");
         env.assert_pristine();
     }
@@ -258,6 +260,26 @@ fn ctrl_c_or_a_killed_eden_leaves_no_service(engine: &str) {
         assert!(std::time::Instant::now() < deadline, "the guard left {:?}", containers_of(engine, &repo));
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
+    // eden and its guard both die: `eden clean` removes the sandbox and its service.
+    std::fs::remove_file(shared.join("ready")).unwrap();
+    let mut child = env
+        .eden_command(&["run", path.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    crate::support::wait_for(&shared.join("ready"));
+    let mut left = containers_of(engine, &repo);
+    left.sort();
+    let sandbox = left[0].clone();
+    assert_eq!(left, [sandbox.clone(), format!("{sandbox}-web")]);
+    let guard = Command::new("pkill").args(["-9", "-f", &format!("__eden-guard .* {sandbox}$")]).status();
+    assert!(guard.unwrap().success(), "the guard was running");
+    child.kill().unwrap();
+    let _ = child.wait();
+    assert_eq!(containers_of(engine, &repo).len(), 2, "left behind");
+    env.eden(&["clean"]).assert_code(0);
+    assert!(containers_of(engine, &repo).is_empty(), "eden clean left {:?}", containers_of(engine, &repo));
 }
 
 pub const POSTGRES_IMAGE: &str = "localhost/eden-test:postgres";
