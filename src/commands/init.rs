@@ -120,6 +120,10 @@ fn manifest(agent: &str, sandbox: &str, tag: &str) -> String {
         "isolated" => "kind = \"isolated\"\n# network = \"host\"     # default none: only the provider, through eden's relay\n".to_owned(),
         other => format!("kind = \"{other}\"\n"),
     };
+    let services = match sandbox {
+        "docker" | "podman" | "kubernetes" => "\n# [[service]]                     # a database or a cache beside the sandbox, reached by its name\n# name = \"db\"\n# image = \"postgres:16\"           # on the engine (eden never pulls)\n# ready = \"pg_isready -h 127.0.0.1 -q\"\n",
+        _ => "",
+    };
     format!(
         r#"# eden manifest: `eden run eden.toml`. Reference: the README's "Manifest reference".
 name = "task"
@@ -141,7 +145,7 @@ strategy = "merge-to-head"        # merge back into the current branch when done
 max_iterations = 10
 completion_signal = "<promise>COMPLETE</promise>"
 idle_timeout = "10m"
-"#,
+{services}"#,
         placeholder = crate::manifest::PLACEHOLDER_TASK
     )
 }
