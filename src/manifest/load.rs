@@ -395,6 +395,8 @@ fn describe_serde_error(source: &Source, err: serde_path_to_error::Error<toml::d
         error.with_hint("write a duration like `90s`, `10m`, `1h30m` or `2d` (each unit once, largest first), or a number of seconds")
     } else if message.starts_with("invalid size") {
         error.with_hint("write a number and a unit with no space: `512m`, `4g`; or a number of bytes")
+    } else if message.starts_with("invalid type") && message.ends_with("expected a sequence") {
+        error.with_hint("write a list of strings, e.g. `[\"redis-server\", \"--save\", \"\"]`")
     } else {
         error
     };

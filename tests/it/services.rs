@@ -413,6 +413,7 @@ fn services_that_cannot_work_are_refused_at_load() {
             "`ready_timeout` has no effect without `ready`",
         ),
         (format!("{docker}[[service]]\nname = \"db\"\nimage = \"x\"\nport = 5432\n"), "unknown key `port`"),
+        (format!("{docker}[[service]]\nname = \"db\"\nimage = \"x\"\ncommand = \"postgres\"\n"), "expected a sequence"),
         (
             format!(
                 "{docker}[[service]]\nname = \"db\"\nimage = \"x\"\nenv = {{ PASSWORD = \"${{NOT_SET_ANYWHERE}}\" }}\n"
