@@ -217,6 +217,14 @@ fn a_failing_service_is_exit_6_and_leaves_nothing(engine: &str) {
         assert_secret_kept(&env, &run);
         assert!(containers_of(engine, &std::fs::canonicalize(&env.repo).unwrap()).is_empty(), "nothing left");
         env.assert_pristine();
+        if extra.contains("not-there") {
+            // `eden doctor MANIFEST` finds it too.
+            let path = env.write_manifest(&format!("{manifest}{extra}"));
+            let doctor = env.eden(&["doctor", path.to_str().unwrap()]);
+            doctor.assert_code(1);
+            let said = format!("{}{}", doctor.stdout, doctor.stderr);
+            assert!(said.contains("service `db`'s image `localhost/not-there:1`"), "{said}");
+        }
     }
 }
 
