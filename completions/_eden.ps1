@@ -168,7 +168,7 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             break
         }
         'eden;clean' {
-            [CompletionResult]::new('--older-than', '--older-than', [CompletionResultType]::ParameterName, 'Also remove logs, run records, sessions and patches older than this (e.g. `7d`, `12h`)')
+            [CompletionResult]::new('--older-than', '--older-than', [CompletionResultType]::ParameterName, 'Also remove logs, run records, sessions, patches and artifacts older than this (e.g. `7d`, `12h`)')
             [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'The repository to clean (default: the current directory''s)')
             [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Only list what would be removed and what kept, and why')
             [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Also remove dirty worktrees, unmerged `eden/*` branches and isolated copies with work in them')

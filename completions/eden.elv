@@ -152,7 +152,7 @@ set edit:completion:arg-completer[eden] = {|@words|
         &'eden;image;help;help'= {
         }
         &'eden;clean'= {
-            cand --older-than 'Also remove logs, run records, sessions and patches older than this (e.g. `7d`, `12h`)'
+            cand --older-than 'Also remove logs, run records, sessions, patches and artifacts older than this (e.g. `7d`, `12h`)'
             cand --repo 'The repository to clean (default: the current directory''s)'
             cand --dry-run 'Only list what would be removed and what kept, and why'
             cand --force 'Also remove dirty worktrees, unmerged `eden/*` branches and isolated copies with work in them'

@@ -164,7 +164,7 @@ complete -c eden -n "__fish_eden_using_subcommand image; and __fish_seen_subcomm
 complete -c eden -n "__fish_eden_using_subcommand image; and __fish_seen_subcommand_from help" -f -a "remove" -d 'Remove the image'
 complete -c eden -n "__fish_eden_using_subcommand image; and __fish_seen_subcommand_from help" -f -a "push" -d 'Copy a local image to another engine (`docker save | docker --host HOST load`)'
 complete -c eden -n "__fish_eden_using_subcommand image; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c eden -n "__fish_eden_using_subcommand clean" -l older-than -d 'Also remove logs, run records, sessions and patches older than this (e.g. `7d`, `12h`)' -r -f
+complete -c eden -n "__fish_eden_using_subcommand clean" -l older-than -d 'Also remove logs, run records, sessions, patches and artifacts older than this (e.g. `7d`, `12h`)' -r -f
 complete -c eden -n "__fish_eden_using_subcommand clean" -l repo -d 'The repository to clean (default: the current directory\'s)' -r -f -a "(__fish_complete_directories)"
 complete -c eden -n "__fish_eden_using_subcommand clean" -l dry-run -d 'Only list what would be removed and what kept, and why'
 complete -c eden -n "__fish_eden_using_subcommand clean" -l force -d 'Also remove dirty worktrees, unmerged `eden/*` branches and isolated copies with work in them'

@@ -1,6 +1,6 @@
 //! `eden clean`: find everything eden left behind — worktrees, `eden/*` branches, containers and
 //! their workspace volumes, locks nobody holds, isolated copies, agents' private state folders,
-//! scratch folders, and (on request) old logs, records, sessions and patches — and remove what
+//! scratch folders, and (on request) old logs, records, sessions, patches and artifacts — and remove what
 //! is safe to remove.
 //!
 //! What a sandbox wrote is never trusted here: no git runs in an isolated copy or a container's
@@ -62,6 +62,8 @@ pub enum Kind {
     Log,
     Session,
     Patch,
+    /// A run's kept files (`.eden/artifacts/<run>`).
+    Artifacts,
 }
 
 impl Kind {
@@ -81,6 +83,7 @@ impl Kind {
             Kind::Log => "log",
             Kind::Session => "session",
             Kind::Patch => "patch",
+            Kind::Artifacts => "artifacts",
         }
     }
 }
@@ -677,7 +680,7 @@ fn isolated_copies(layout: Option<&Layout>, settings: &Settings, live: &Live, su
     }
 }
 
-/// Logs, records, sessions and patches: kept unless older than `--older-than`.
+/// Logs, records, sessions, patches and artifacts: kept unless older than `--older-than`.
 fn history(layout: &Layout, settings: &Settings, live: &Live, survey: &mut Survey) {
     let mut files: Vec<(Kind, PathBuf, bool)> = Vec::new();
     for path in files_in(&layout.logs()) {
@@ -691,6 +694,9 @@ fn history(layout: &Layout, settings: &Settings, live: &Live, survey: &mut Surve
     }
     for path in files_in(&layout.patches()) {
         files.push((Kind::Patch, path, false));
+    }
+    for path in dirs_in(&layout.artifacts_root()) {
+        files.push((Kind::Artifacts, path, true));
     }
     let Some(older_than) = settings.older_than else {
         survey.history_kept = files.len();

@@ -363,7 +363,7 @@ pub struct CleanArgs {
     #[arg(long)]
     pub force: bool,
 
-    /// Also remove logs, run records, sessions and patches older than this (e.g. `7d`, `12h`)
+    /// Also remove logs, run records, sessions, patches and artifacts older than this (e.g. `7d`, `12h`)
     #[arg(long, value_name = "DURATION", value_hint = ValueHint::Other)]
     pub older_than: Option<String>,
 

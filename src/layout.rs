@@ -94,6 +94,15 @@ impl Layout {
 
     /// `.eden/agent-state/<run-id>/`: the agent's private state folders in a sandbox (its copy of
     /// the person's login and settings, its transcripts), one per variable that names one.
+    /// `.eden/artifacts`: each run's kept files, in a folder named by its id.
+    pub fn artifacts_root(&self) -> PathBuf {
+        self.eden_dir().join("artifacts")
+    }
+
+    pub fn artifacts(&self, run_id: &str) -> PathBuf {
+        self.artifacts_root().join(run_id)
+    }
+
     pub fn agent_states(&self) -> PathBuf {
         self.eden_dir().join("agent-state")
     }

@@ -173,6 +173,11 @@ pub struct RunRecord {
     /// `[[service]]`: the containers beside the sandbox (never their environment).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub services: Vec<ServiceRecord>,
+    /// `artifacts`: the files kept, in `artifacts_dir`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub artifacts: Vec<ArtifactRecord>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifacts_dir: Option<PathBuf>,
     /// `head`, `merge-to-head` or `named`.
     pub strategy: crate::manifest::schema::Strategy,
     pub branch: String,
@@ -263,6 +268,15 @@ pub enum MergeKind {
 pub struct HeldKeyRecord {
     pub var: String,
     pub upstream: String,
+}
+
+/// A file kept from the sandbox's workspace (`artifacts`), under `.eden/artifacts/RUN/`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArtifactRecord {
+    /// Relative to the workspace (and to the run's artifacts folder).
+    pub path: String,
+    pub bytes: u64,
+    pub sha256: String,
 }
 
 /// A `[[service]]` of the run: the name the agent reached it by, and its image.

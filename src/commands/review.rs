@@ -188,6 +188,13 @@ pub fn discard(args: DiscardArgs) -> Result<i32, Error> {
         }
     }
     done.extend(remove_container(&layout, &record)?);
+    // Its kept files go with its work; the record still lists them.
+    let artifacts = layout.artifacts(&id);
+    if artifacts.is_dir() {
+        crate::safe_fs::remove_tree(&artifacts)
+            .map_err(|err| Error::internal("cannot remove the run's artifacts").with_source(err))?;
+        done.push(format!("artifacts `{}`", artifacts.display()));
+    }
     record.save().map_err(|err| Error::internal("cannot write the run record").with_source(err))?;
     match done.is_empty() {
         true => print_note(&format!("run `{id}` left nothing to discard; its record stays")),

@@ -464,6 +464,12 @@ fn rm(args: SessionsRmArgs) -> Result<i32, Error> {
                 .map_err(|err| Error::internal("cannot remove a run's transcripts").with_source(err))?;
             removed.push(sessions);
         }
+        let artifacts = layout.artifacts(&run.id);
+        if artifacts.is_dir() {
+            crate::safe_fs::remove_tree(&artifacts)
+                .map_err(|err| Error::internal("cannot remove a run's artifacts").with_source(err))?;
+            removed.push(artifacts);
+        }
         print_note(&format!("removed run {} ({} file(s) and folders)", run.id, removed.len()));
     }
     Ok(0)

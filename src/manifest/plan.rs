@@ -47,6 +47,8 @@ pub struct Plan {
     pub budget: BudgetPlan,
     /// `attempts`: how many runs of this manifest go at once, and which lands.
     pub attempts: AttemptsPlan,
+    /// `artifacts`: globs of the workspace's files kept after the run (`.eden/artifacts/RUN/`).
+    pub artifacts: Vec<String>,
     /// Values replaced by `***` in everything eden writes.
     #[serde(skip)]
     pub secrets: Vec<Secret>,
@@ -99,6 +101,8 @@ pub struct StepPlan {
     pub checks: Vec<super::checks_plan::CheckPlan>,
     /// The provider keys eden holds for its agent (`sandbox.hold_keys`).
     pub held: super::held_plan::Held,
+    /// The step's own `artifacts`, kept after it.
+    pub artifacts: Vec<String>,
 }
 
 /// Caps on spending; `None` is no cap.
@@ -270,6 +274,7 @@ pub fn resolve(
     let agents: Vec<&AgentPlan> = steps.iter().map(|step| &step.agent).collect();
     let budget = resolve_budget(&manifest.budget, &at("budget"), &agents, source)?;
     let attempts = resolve_attempts(&manifest, &branch, &steps, source)?;
+    let artifacts = resolve_artifacts(manifest.artifacts.as_ref(), &at("artifacts"), source)?;
     let dotenv_plan: BTreeMap<String, Secret> = dotenv
         .values
         .iter()
@@ -309,6 +314,7 @@ pub fn resolve(
         logging: LoggingPlan { file: log_file },
         budget,
         attempts,
+        artifacts,
         secrets,
     })
 }
@@ -655,7 +661,31 @@ fn resolve_step(
         budget,
         checks,
         held: super::held_plan::Held::Nothing { why: String::new() },
+        artifacts: resolve_artifacts(section.and_then(|s| s.artifacts.as_ref()), &own("artifacts"), source)?,
     })
+}
+
+/// `artifacts` globs: relative to the workspace, inside it, not in `.git` or `.eden`.
+fn resolve_artifacts(globs: Option<&Vec<String>>, path: &KeyPath, source: &Source) -> Result<Vec<String>, Error> {
+    let globs = globs.cloned().unwrap_or_default();
+    for (index, glob) in globs.iter().enumerate() {
+        let glob_path = std::path::Path::new(glob);
+        let problem = if glob.trim().is_empty() {
+            Some("it is empty")
+        } else if glob_path.is_absolute() || glob.split('/').any(|part| part == "..") {
+            Some("it must stay inside the workspace (relative, no `..`)")
+        } else if matches!(glob.trim_start_matches("./").split('/').next(), Some(".git" | ".eden")) {
+            Some("`.git` and `.eden` are eden's and git's, never artifacts")
+        } else {
+            None
+        };
+        if let Some(problem) = problem {
+            return Err(source
+                .error_at(&path.index(index), format!("artifact glob `{glob}`: {problem}"))
+                .with_hint("give paths relative to the repository's top: `out/*.txt`, `coverage/**`, `report.html`"));
+        }
+    }
+    Ok(globs)
 }
 
 /// A budget's caps, each checked against what the agents it covers report: a cap on tokens

@@ -45,6 +45,8 @@ pub struct Manifest {
     /// `[[service]]`: containers beside the sandbox (a database, a cache), for the whole run.
     #[serde(default)]
     pub service: Vec<ServiceSection>,
+    /// Globs of files in the sandbox's workspace kept after the run, never merged.
+    pub artifacts: Option<Vec<String>>,
     /// `attempts = N`: N runs of this manifest at once from the same base; one lands.
     pub attempts: Option<u32>,
     /// How the attempt that lands is chosen.
@@ -424,6 +426,8 @@ pub struct StepSection {
     pub budget: Option<BudgetSection>,
     /// The step's own checks, instead of the top-level `[[check]]`s.
     pub check: Option<Vec<CheckSection>>,
+    /// Globs of files kept after this step.
+    pub artifacts: Option<Vec<String>>,
 }
 
 /// `[budget]`, or a step's `budget = { ... }`: the agent is stopped as soon as one is crossed.

@@ -43,6 +43,8 @@ impl Journal {
             sandbox: plan.sandbox.kind(),
             container: None,
             held_keys: held_keys(plan),
+            artifacts: Vec::new(),
+            artifacts_dir: None,
             services: plan
                 .sandbox
                 .services()

@@ -9,6 +9,7 @@
 //! outside world is reached only through `Agent`, `SandboxHandle`, the `Reporter`s handed in,
 //! the git runner and the supervisor.
 
+mod artifacts;
 mod budget;
 mod checks;
 mod context;
@@ -343,6 +344,7 @@ impl<'p> Run<'p> {
         crate::process::rearm_signals();
         let outcome = self.score_attempt(sandbox.as_deref(), outcome).await;
         let outcome = self.close_hooks(sandbox.as_deref(), outcome).await;
+        self.keep_artifacts(sandbox.as_deref(), &workspace, &outcome);
         let outcome = self.close_sandbox(&workspace, sandbox, outcome);
         self.remove_unchanged_copies(&workspace);
         let outcome = self.commit_leftovers(&workspace, outcome);
@@ -378,6 +380,26 @@ impl<'p> Run<'p> {
         // Held until the record says how the run ended.
         drop(lock);
         result
+    }
+
+    /// The run's `artifacts`, from the sandbox before it goes (not after Ctrl-C: the person
+    /// asked to stop).
+    fn keep_artifacts(
+        &mut self,
+        sandbox: Option<&dyn SandboxHandle>,
+        workspace: &Workspace,
+        outcome: &Result<LoopEnd, Error>,
+    ) {
+        let interrupted = outcome.as_ref().is_err_and(|error| matches!(error.kind, ErrorKind::Interrupted { .. }));
+        let Some(sandbox) = sandbox.filter(|_| !interrupted && !self.plan.artifacts.is_empty()) else { return };
+        let keeping = artifacts::Keeping {
+            sandbox,
+            workspace,
+            run_id: &self.run_id,
+            limit: self.plan.sandbox.max_return().unwrap_or(sandbox::DEFAULT_MAX_RETURN),
+            journal: &self.journal,
+        };
+        artifacts::keep(&keeping, &self.plan.artifacts, "the run", &mut self.events);
     }
 
     /// `[branch] push`, once the run's work landed or was kept (`landed`: the branch's tip, if

@@ -51,6 +51,7 @@ pub(crate) async fn run(
             Err(error) => Err(error),
         };
         record.status = if result.is_ok() { StepStatus::Ok } else { StepStatus::Failed };
+        keep_artifacts(shared, step, &result, live);
         if many {
             live.events.report(&Event::StepFinished {
                 step: step.name.as_str().into(),
@@ -88,6 +89,21 @@ pub(crate) async fn run(
         Some(error) => Err(error),
         None => Ok(end),
     }
+}
+
+/// The step's own `artifacts`, once it ended (not after Ctrl-C: the person asked to stop).
+fn keep_artifacts(shared: &Shared<'_>, step: &StepPlan, result: &Result<StepEnd, Error>, live: &mut Live<'_>) {
+    if result.as_ref().is_err_and(|error| matches!(error.kind, ErrorKind::Interrupted { .. })) {
+        return;
+    }
+    let keeping = super::artifacts::Keeping {
+        sandbox: shared.sandbox,
+        workspace: shared.workspace,
+        run_id: shared.run_id,
+        limit: shared.plan.sandbox.max_return().unwrap_or(crate::sandbox::DEFAULT_MAX_RETURN),
+        journal: shared.journal,
+    };
+    super::artifacts::keep(&keeping, &step.artifacts, &format!("step `{}`", step.name), live.events);
 }
 
 /// A step's record before it runs: skipped until it turns out otherwise.

@@ -284,10 +284,16 @@ impl ProcessBuilder {
         use std::io::{Read, Write};
         use std::os::unix::process::CommandExt;
         let mut command = self.command();
-        command.process_group(0).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let stdin = if matches!(self.stdin, Stdin::Bytes(_)) { Stdio::piped() } else { Stdio::null() };
+        command.process_group(0).stdin(stdin).stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child = command.spawn()?;
         let group = nix::unistd::Pid::from_raw(child.id() as i32);
         let mut stdout = child.stdout.take().expect("stdout is piped");
+        // What it reads, fed on a thread of its own (a full pipe must not stall the copy).
+        if let (Stdin::Bytes(bytes), Some(mut pipe)) = (&self.stdin, child.stdin.take()) {
+            let bytes = bytes.clone();
+            std::thread::spawn(move || pipe.write_all(&bytes));
+        }
         // Counted as it arrives, on a thread of its own: past `limit` the group is killed.
         let copier = std::thread::spawn(move || -> std::io::Result<(u64, bool)> {
             let mut file = file;

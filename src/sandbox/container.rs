@@ -677,6 +677,11 @@ impl Channel for Container {
 }
 
 impl SandboxHandle for Container {
+    fn artifacts(&self, request: &super::artifacts::ArtifactRequest<'_>) -> Result<super::artifacts::Collected, Error> {
+        let channel: &dyn Channel = self;
+        super::artifacts::collect(&|command| channel.inside(command), channel.workspace(), request)
+    }
+
     fn kind(&self) -> &'static str {
         self.target.binary()
     }

@@ -200,6 +200,11 @@ impl Isolated {
 }
 
 impl SandboxHandle for Isolated {
+    fn artifacts(&self, request: &super::artifacts::ArtifactRequest<'_>) -> Result<super::artifacts::Collected, Error> {
+        let channel: &dyn Channel = &self.bubble;
+        super::artifacts::collect(&|command| channel.inside(command), channel.workspace(), request)
+    }
+
     fn kind(&self) -> &'static str {
         "isolated"
     }

@@ -9,6 +9,7 @@
 //! objects, a checked patch; transcripts read through `safe_fs`).
 
 pub mod agent_state;
+pub mod artifacts;
 pub mod bubble;
 mod carry;
 pub mod container;
@@ -130,6 +131,11 @@ pub trait SandboxHandle: Send {
     /// there? An error here (exit 6) replaces the command's own failure, which was only a symptom.
     fn check_alive(&self, _exit_code: Option<i32>) -> Result<(), Error> {
         Ok(())
+    }
+    /// The workspace's files `request` selects, copied into its folder (`artifacts`). Without a
+    /// sandbox, the worktree on this machine.
+    fn artifacts(&self, request: &artifacts::ArtifactRequest<'_>) -> Result<artifacts::Collected, Error> {
+        artifacts::collect(&|command| command, request.worktree, request)
     }
     /// Remove the sandbox, bringing back what must come back first (its last commits, its
     /// uncommitted work as a patch). Idempotent. Returns a note for the display, if any.

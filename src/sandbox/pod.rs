@@ -699,6 +699,11 @@ impl Channel for Pod {
 }
 
 impl SandboxHandle for Pod {
+    fn artifacts(&self, request: &super::artifacts::ArtifactRequest<'_>) -> Result<super::artifacts::Collected, Error> {
+        let channel: &dyn Channel = self;
+        super::artifacts::collect(&|command| channel.inside(command), channel.workspace(), request)
+    }
+
     fn kind(&self) -> &'static str {
         "kubernetes"
     }

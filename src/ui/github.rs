@@ -82,6 +82,10 @@ pub fn summary(runs: &[Summarized<'_>], exit_code: i32) -> String {
             let sign = if check.outcome == HookOutcome::Ok { "✅" } else { "❌" };
             let _ = writeln!(out, "- {sign} check `{}`: {how} (iteration {})", cell(&check.name), check.iteration);
         }
+        if let (Some(dir), false) = (&record.artifacts_dir, record.artifacts.is_empty()) {
+            let files: Vec<String> = record.artifacts.iter().map(|file| format!("`{}`", cell(&file.path))).collect();
+            let _ = writeln!(out, "- artifacts in `{}`: {}", dir.display(), files.join(", "));
+        }
         if let Some(error) = &record.error {
             let _ = writeln!(out, "\n> {}", cell(error.message.lines().next().unwrap_or_default()));
         }
@@ -108,6 +112,10 @@ pub fn outputs(runs: &[Summarized<'_>], exit_code: i32) -> String {
     let branch = |run: &Summarized<'_>| run.record.map(|record| record.branch.clone()).unwrap_or_default();
     let commits = |run: &Summarized<'_>| run.row.commits.unwrap_or(0).to_string();
     let cost = |run: &Summarized<'_>| run.row.cost.map(|cost| format!("{cost:.4}")).unwrap_or_default();
+    let artifacts = |run: &Summarized<'_>| {
+        let dir = run.record.and_then(|record| record.artifacts_dir.as_ref());
+        dir.map(|dir| dir.display().to_string()).unwrap_or_default()
+    };
     let json: Vec<serde_json::Value> = runs
         .iter()
         .map(|run| {
@@ -123,6 +131,7 @@ pub fn outputs(runs: &[Summarized<'_>], exit_code: i32) -> String {
                 "pushed": run.record.and_then(|record| record.push.as_ref()).map(|push| push.pushed),
                 "attempt": run.record.and_then(|record| record.attempt.as_ref()).map(|attempt| attempt.number),
                 "chosen": run.record.and_then(|record| record.attempt.as_ref()).map(|attempt| attempt.chosen),
+                "artifacts": run.record.map(|record| record.artifacts.clone()).unwrap_or_default(),
             })
         })
         .collect();
@@ -141,6 +150,7 @@ pub fn outputs(runs: &[Summarized<'_>], exit_code: i32) -> String {
         ("exit_code", exit_code.to_string()),
         ("commits", values(&commits)),
         ("cost_usd", values(&cost)),
+        ("artifacts", values(&artifacts)),
         ("runs", serde_json::Value::Array(json).to_string()),
     ];
     let mut out = String::new();

@@ -4,6 +4,7 @@
 mod support;
 
 mod adapters;
+mod artifacts;
 mod attempts;
 mod boundary;
 mod budget;
