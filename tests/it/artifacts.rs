@@ -25,7 +25,7 @@ fn sha256(text: &str) -> String {
     String::from_utf8_lossy(&out.stdout).split_whitespace().next().unwrap().to_owned()
 }
 
-fn manifest(sandbox: &str) -> String {
+pub fn manifest(sandbox: &str) -> String {
     let script = SCRIPT.replace('\\', "\\\\").replace('"', "\\\"");
     format!(
         "name = \"art\"\nprompt = \"go\"\n{GLOBS}[agent]\nkind = \"cli\"\nbinary = \"sh\"\nargs = [\"-c\", \"cat >/dev/null; {script}\"]\n\
@@ -35,7 +35,7 @@ fn manifest(sandbox: &str) -> String {
 
 /// What every kind must show: the two matching files kept with their sizes and hashes, nothing
 /// else; the link and (where `max_return` is small) the big file said and left behind.
-fn assert_kept(env: &TestEnv, run: &Run, limited: bool) {
+pub fn assert_kept(env: &TestEnv, run: &Run, limited: bool) {
     run.assert_code(0);
     let record = run.json();
     let dir = std::path::PathBuf::from(record["artifacts_dir"].as_str().unwrap_or_else(|| panic!("{}", run.stderr)));
@@ -66,7 +66,7 @@ fn assert_kept(env: &TestEnv, run: &Run, limited: bool) {
     assert!(shown.stdout.contains("artifact(s) after the run"), "{}", shown.stdout);
 }
 
-fn run(env: &TestEnv, manifest: &str, vars: &[(&str, &str)]) -> Run {
+pub fn run(env: &TestEnv, manifest: &str, vars: &[(&str, &str)]) -> Run {
     let path = env.write_manifest(manifest);
     let mut command = env.eden_command(&["run", path.to_str().unwrap(), "--json"]);
     command.envs(vars.iter().map(|(k, v)| (k.to_string(), v.to_string())));

@@ -717,3 +717,16 @@ fn services_are_containers_of_the_pod() {
         env.assert_pristine();
     }
 }
+
+/// `artifacts` from a pod: through `kubectl exec`, as the rest of what comes back.
+#[test]
+fn artifacts_from_a_pod() {
+    let Some(cluster) = cluster() else { return };
+    let env = TestEnv::new();
+    let sandbox = format!("[sandbox]\nkind = \"kubernetes\"\nimage = \"{IMAGE}\"\nimage_pull_policy = \"Never\"\nmax_return = \"1m\"");
+    let vars = cluster.env("admin");
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let run = crate::artifacts::run(&env, &crate::artifacts::manifest(&sandbox), &vars);
+    crate::artifacts::assert_kept(&env, &run, true);
+    assert!(cluster.pods(&env.repo).is_empty(), "the pod is deleted");
+}
