@@ -500,6 +500,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=16))]
     pub attempts: Option<u32>,
 
+    /// Start where another run left off: its branch's tip (or with `RUN@N` the commit after
+    /// its iteration N) and, where the agent can, its session (RUN: an id, a prefix or `last`)
+    #[arg(long, value_name = "RUN[@N]", value_hint = ValueHint::Other)]
+    pub from: Option<String>,
+
     /// Run each manifest once per value of a key, e.g. `--matrix agent.kind=claude-code,codex`;
     /// the run names get the value as a suffix (repeatable: every combination)
     #[arg(long, value_name = "KEY=V1,V2,...", value_hint = ValueHint::Other)]

@@ -173,6 +173,9 @@ pub struct RunRecord {
     /// `[[service]]`: the containers beside the sandbox (never their environment).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub services: Vec<ServiceRecord>,
+    /// `--from`: the run this one started from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<FromRecord>,
     /// `artifacts`: the files kept, in `artifacts_dir`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub artifacts: Vec<ArtifactRecord>,
@@ -268,6 +271,19 @@ pub enum MergeKind {
 pub struct HeldKeyRecord {
     pub var: String,
     pub upstream: String,
+}
+
+/// `--from RUN[@N]`: the run this one started from, and the commit its branch started at.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FromRecord {
+    pub run: String,
+    /// `@N`: the commit after that run's iteration N (else its branch's tip).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iteration: Option<u32>,
+    pub commit: String,
+    /// The session resumed from it, if the agent could.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
 }
 
 /// A file kept from the sandbox's workspace (`artifacts`), under `.eden/artifacts/RUN/`.

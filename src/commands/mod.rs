@@ -4,6 +4,7 @@ pub mod batch;
 pub mod clean;
 pub mod completions;
 pub mod doctor;
+pub mod from;
 pub mod image;
 pub mod init;
 pub mod review;

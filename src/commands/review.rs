@@ -15,7 +15,7 @@ use crate::ui::{print_data, print_note};
 use std::path::PathBuf;
 
 /// The run RUN names, its whole record, and the repository.
-fn the_run(run: &str, repo: Option<&PathBuf>) -> Result<(Layout, Git, RunRecord), Error> {
+pub(super) fn the_run(run: &str, repo: Option<&PathBuf>) -> Result<(Layout, Git, RunRecord), Error> {
     let layout = super::sessions::layout(repo)?;
     let (runs, _) = history::load(&layout);
     let light = history::find(&runs, run)?;
@@ -25,7 +25,7 @@ fn the_run(run: &str, repo: Option<&PathBuf>) -> Result<(Layout, Git, RunRecord)
 }
 
 /// The run's last commit: its branch's tip while it has one, else the last commit it recorded.
-fn tip(git: &Git, record: &RunRecord) -> Result<Option<String>, Error> {
+pub(super) fn tip(git: &Git, record: &RunRecord) -> Result<Option<String>, Error> {
     let branch = record.preserved_branch.as_deref().unwrap_or(&record.branch);
     if let Some(tip) = git.branch_commit(branch)? {
         if tip != record.base_commit {

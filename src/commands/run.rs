@@ -56,6 +56,7 @@ pub fn execute(args: RunArgs, interactive: Option<InteractiveMode>) -> Result<i3
         )
         .with_hint("run several at once with `eden run A.toml B.toml`"))
         }
+        _ if several && args.from.is_some() => Err(from_with_several()),
         None if several => super::batch::run(&args, &settings, &mut printed),
         _ => run_inner(args, &settings, interactive, &mut printed),
     };
@@ -82,6 +83,13 @@ pub fn execute(args: RunArgs, interactive: Option<InteractiveMode>) -> Result<i3
     result
 }
 
+fn from_with_several() -> Error {
+    Error::usage(
+        "`--from` starts one run from another; it does not go with several runs (manifests, `--matrix`, attempts)",
+    )
+    .with_hint("start one run with `--from RUN`; to try several times from there, run it again with `--from` each time")
+}
+
 /// An error as data: kind, message, hint, exit code.
 fn error_json(error: &Error) -> serde_json::Value {
     serde_json::to_value(crate::report::ErrorReport::of(error)).expect("errors serialize")
@@ -104,7 +112,21 @@ fn run_inner(
     for note in &loaded.notes {
         crate::ui::print_note(&format!("warning: {note}"));
     }
-    let (plan, repo, given) = (loaded.plan, loaded.repo, loaded.given);
+    let (mut plan, repo, given) = (loaded.plan, loaded.repo, loaded.given);
+    let from = match &args.from {
+        Some(_) if plan.attempts.count > 1 && std::env::var_os(crate::coordinator::ATTEMPT_ENV).is_none() => {
+            return Err(from_with_several());
+        }
+        Some(text) => {
+            let mut notes = Vec::new();
+            let from = super::from::resolve(text, &mut plan, &mut notes)?;
+            for note in &notes {
+                crate::ui::print_note(&format!("note: {note}"));
+            }
+            Some(from)
+        }
+        None => None,
+    };
     // The manifest's `attempts`: several runs of it at once.
     if plan.attempts.count > 1 && interactive.is_none() && std::env::var_os(crate::coordinator::ATTEMPT_ENV).is_none() {
         return super::batch::run(&args, settings, printed);
@@ -118,7 +140,8 @@ fn run_inner(
     let containment = crate::process::contain::install()?;
     if args.dry_run {
         let usage = if interactive.is_some() { workspace::Use::Session } else { workspace::Use::Run };
-        let preview = workspace::preflight(&plan, &repo, "RUN_ID", usage)?;
+        let mut preview = workspace::preflight(&plan, &repo, "RUN_ID", usage)?;
+        workspace::start_from(&mut preview, from.as_ref())?;
         let json = serde_json::json!({
             "plan": plan,
             "reach": crate::sandbox::reach::of(&plan.sandbox),
@@ -129,6 +152,8 @@ fn run_inner(
                 "branch": preview.branch,
                 "base_branch": preview.base_branch,
                 "base_commit": preview.base_commit,
+                "start_commit": preview.start_commit,
+                "from": from,
                 "worktree": preview.worktree,
             },
             "agent_commands": agent_commands(&plan, &preview.worktree)?,
@@ -157,6 +182,7 @@ fn run_inner(
         interactive: attached,
         batch,
         attempt,
+        from,
     };
     let display = match Display::detect(args.quiet) {
         // The agent draws on the terminal: eden's own lines only before and after, no spinner.

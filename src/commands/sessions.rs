@@ -569,6 +569,7 @@ fn resume(args: SessionsResumeArgs) -> Result<i32, Error> {
             jobs: None,
             jobs_per_host: None,
             fail_fast: false,
+            from: None,
             attempts: None,
             matrix: Vec::new(),
             set,

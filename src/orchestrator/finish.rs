@@ -99,7 +99,7 @@ pub(crate) fn finish(
     // The loop collected the commits after each iteration; ask git only if it could not.
     let mut commits = match known_commits {
         Some(commits) => commits,
-        None => workspace.repo.commits_between(&pre.base_commit, &pre.branch).unwrap_or_else(|err| {
+        None => workspace.repo.commits_between(&pre.start_commit, &pre.branch).unwrap_or_else(|err| {
             error.get_or_insert(err);
             Vec::new()
         }),

@@ -327,7 +327,7 @@ impl<'a> StepRun<'a> {
     /// Commits made this iteration (by the agent or its hooks), oldest first, reported.
     fn collect_commits(&self, iteration: u32, live: &mut Live<'_>) -> Result<Vec<String>, Error> {
         let workspace = self.shared.workspace;
-        let all = workspace.worktree.commits_between(&workspace.pre.base_commit, "HEAD")?;
+        let all = workspace.worktree.commits_between(&workspace.pre.start_commit, "HEAD")?;
         let mut new_commits = Vec::new();
         for commit in &all {
             if live.progress.seen_commits.insert(commit.sha.clone()) {

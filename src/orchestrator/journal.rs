@@ -43,6 +43,7 @@ impl Journal {
             sandbox: plan.sandbox.kind(),
             container: None,
             held_keys: held_keys(plan),
+            from: None,
             artifacts: Vec::new(),
             artifacts_dir: None,
             services: plan

@@ -62,6 +62,8 @@ pub struct RunOptions {
     /// One of several attempts at the same task (`--attempts`): only the first of them to end
     /// well lands (`finish`).
     pub attempt: Option<crate::record::AttemptRecord>,
+    /// `--from RUN[@N]`: the run's branch starts at that run's commit.
+    pub from: Option<crate::record::FromRecord>,
 }
 
 /// How an interactive session is attached.
@@ -151,6 +153,7 @@ impl<'p> Run<'p> {
         let run_id = crate::record::new_run_id();
         let usage = if options.interactive.is_some() { workspace::Use::Session } else { workspace::Use::Run };
         let mut pre = workspace::preflight(plan, &options.repo, &run_id, usage)?;
+        workspace::start_from(&mut pre, options.from.as_ref())?;
         // The engine and image are checked before anything is created.
         match &plan.sandbox {
             SandboxPlan::Container(container) => {
@@ -176,6 +179,7 @@ impl<'p> Run<'p> {
         let kind = if options.interactive.is_some() { RunKind::Interactive } else { RunKind::Run };
         let journal = Journal::start(&run_id, kind, plan, &pre, &options.overrides, log.clone());
         journal.note_attempt(options.attempt.clone());
+        let _ = journal.update(|record| record.from = options.from.clone());
         let hooks = HookRunner {
             plan: &plan.hooks,
             worktree: pre.worktree.clone(),

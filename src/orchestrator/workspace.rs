@@ -22,6 +22,8 @@ pub struct Preflight {
     /// The branch the run started from (and, for merge-to-head, merges back into).
     pub base_branch: Option<String>,
     pub base_commit: String,
+    /// Where the run's branch starts: the base, or with `--from` another run's commit.
+    pub start_commit: String,
     pub worktree: PathBuf,
     pub action: WorktreeAction,
     /// A container sandbox's engine, checked (set by `Run::prepare`).
@@ -91,6 +93,23 @@ pub fn preflight(plan: &Plan, found: &Result<Discovered, Error>, run_id: &str, u
 }
 
 /// `branch.push` names a remote of this repository.
+/// `--from`: the run's branch starts at `from`'s commit instead of the base's. Only where the
+/// run makes a branch of its own (`merge-to-head`, or `named` with a new branch).
+pub fn start_from(pre: &mut Preflight, from: Option<&crate::record::FromRecord>) -> Result<(), Error> {
+    let Some(from) = from else { return Ok(()) };
+    if !matches!(pre.action, WorktreeAction::CreateWithNewBranch) {
+        return Err(Error::usage(format!(
+            "`--from {}` needs a branch of the run's own to start at its commit; strategy `{}` {}",
+            from.run,
+            pre.strategy.as_str(),
+            if pre.strategy == Strategy::Head { "works in your checkout" } else { "continues a branch that exists" }
+        ))
+        .with_hint("use strategy `merge-to-head` (the default), or `named` with a branch that does not exist yet"));
+    }
+    pre.start_commit = from.commit.clone();
+    Ok(())
+}
+
 fn check_remote(repo: &Git, remote: &str) -> Result<(), Error> {
     if repo.check(["remote", "get-url", "--push", remote])? {
         return Ok(());
@@ -160,6 +179,7 @@ fn head(plan: &Plan, found: Discovered, current: Option<String>, usage: Use) -> 
         common_dir: found.common_dir,
         base_branch: Some(branch.clone()),
         branch,
+        start_commit: base_commit.clone(),
         base_commit,
         worktree: found.checkout,
         action: WorktreeAction::UseCheckout,
@@ -200,6 +220,7 @@ fn merge_to_head(plan: &Plan, found: Discovered, current: Option<String>, run_id
         root: found.root,
         branch,
         base_branch: Some(base),
+        start_commit: base_commit.clone(),
         base_commit,
         action: WorktreeAction::CreateWithNewBranch,
         engine: None,
@@ -262,6 +283,7 @@ fn named(plan: &Plan, found: Discovered, current: Option<String>) -> Result<Pref
         root: found.root,
         branch,
         base_branch,
+        start_commit: base_commit.clone(),
         base_commit,
         worktree: eden_path,
         action,
@@ -349,7 +371,7 @@ pub fn create(pre: Preflight, run_id: &str, notes: &mut Vec<String>) -> Result<W
         WorktreeAction::UseCheckout | WorktreeAction::Reuse => {}
         WorktreeAction::CreateWithNewBranch => {
             if let Err(err) =
-                with_pruning(&repo, || repo.add_worktree_new_branch(&pre.worktree, &pre.branch, &pre.base_commit))
+                with_pruning(&repo, || repo.add_worktree_new_branch(&pre.worktree, &pre.branch, &pre.start_commit))
             {
                 // `git worktree add -b` may have made the branch before failing.
                 if repo.branch_commit(&pre.branch).is_ok_and(|tip| tip.is_some()) {

@@ -723,7 +723,9 @@ fn services_are_containers_of_the_pod() {
 fn artifacts_from_a_pod() {
     let Some(cluster) = cluster() else { return };
     let env = TestEnv::new();
-    let sandbox = format!("[sandbox]\nkind = \"kubernetes\"\nimage = \"{IMAGE}\"\nimage_pull_policy = \"Never\"\nmax_return = \"1m\"");
+    let sandbox = format!(
+        "[sandbox]\nkind = \"kubernetes\"\nimage = \"{IMAGE}\"\nimage_pull_policy = \"Never\"\nmax_return = \"1m\""
+    );
     let vars = cluster.env("admin");
     let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let run = crate::artifacts::run(&env, &crate::artifacts::manifest(&sandbox), &vars);

@@ -19,6 +19,7 @@ mod crash;
 mod doctor;
 mod env_secrets;
 mod escape;
+mod from;
 mod generated;
 mod github;
 mod held_keys;
