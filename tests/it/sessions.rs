@@ -362,6 +362,13 @@ fn claude_sessions_transfer_and_resume() {
     assert_eq!(again["branch"], merged["branch"]);
     assert_eq!(again["worktree"], merged["worktree"]);
     assert_eq!(again["iterations"][0]["session_id"], merged["session_id"]);
+    // `--from` the merged run: a new branch from its commit, the same session resumed.
+    let from = eden(&first, &["run", merging.to_str().unwrap(), "--from", merged["id"].as_str().unwrap(), "--json"]);
+    from.assert_code(0);
+    let from = from.json();
+    assert_eq!(from["from"]["session"], merged["session_id"], "{from}");
+    assert_eq!(from["iterations"][0]["session_id"], merged["session_id"]);
+    assert_ne!(from["branch"], merged["branch"]);
     // Interactive needs a terminal; without one it says so and starts nothing.
     let interactive = eden(&first, &["sessions", "resume", &session, "--interactive"]);
     interactive.assert_code(2);
