@@ -33,6 +33,7 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             [CompletionResult]::new('diff', 'diff', [CompletionResultType]::ParameterValue, 'What a run changed against its base, through git''s pager and diff settings')
             [CompletionResult]::new('merge', 'merge', [CompletionResultType]::ParameterValue, 'Merge a kept run''s branch into its base, as the run''s own merge would')
             [CompletionResult]::new('discard', 'discard', [CompletionResultType]::ParameterValue, 'Remove a run''s branch, worktree and container; its record stays')
+            [CompletionResult]::new('steer', 'steer', [CompletionResultType]::ParameterValue, 'Interrupt a live run''s agent and give its next iteration a new prompt')
             [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check what a first run needs, and say what to fix')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script for bash, zsh, fish, elvish or powershell')
             [CompletionResult]::new('sessions', 'sessions', [CompletionResultType]::ParameterValue, 'The run history: list runs, replay one, total tokens and cost, remove runs')
@@ -44,6 +45,7 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             [CompletionResult]::new('--jobs', '--jobs', [CompletionResultType]::ParameterName, 'With several runs: how many go at once (default: all of them, at most 8)')
             [CompletionResult]::new('--jobs-per-host', '--jobs-per-host', [CompletionResultType]::ParameterName, 'With several runs spread over hosts (`sandbox.host = [..]`): at most N of them on one host')
             [CompletionResult]::new('--attempts', '--attempts', [CompletionResultType]::ParameterName, 'Run the manifest N times at once from the same base, each on a branch of its own; the first attempt to finish with its completion signal and every check passing lands, the others are stopped and keep their branches (the manifest''s `attempts`; this wins)')
+            [CompletionResult]::new('--from', '--from', [CompletionResultType]::ParameterName, 'Start where another run left off: its branch''s tip (or with `RUN@N` the commit after its iteration N) and, where the agent can, its session (RUN: an id, a prefix or `last`)')
             [CompletionResult]::new('--matrix', '--matrix', [CompletionResultType]::ParameterName, 'Run each manifest once per value of a key, e.g. `--matrix agent.kind=claude-code,codex`; the run names get the value as a suffix (repeatable: every combination)')
             [CompletionResult]::new('--set', '--set', [CompletionResultType]::ParameterName, 'Override any manifest key, e.g. `--set agent.model=opus` (repeatable)')
             [CompletionResult]::new('--arg', '--arg', [CompletionResultType]::ParameterName, 'A prompt argument for `{{KEY}}` in the prompt (repeatable)')
@@ -75,6 +77,7 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             [CompletionResult]::new('--jobs', '--jobs', [CompletionResultType]::ParameterName, 'With several runs: how many go at once (default: all of them, at most 8)')
             [CompletionResult]::new('--jobs-per-host', '--jobs-per-host', [CompletionResultType]::ParameterName, 'With several runs spread over hosts (`sandbox.host = [..]`): at most N of them on one host')
             [CompletionResult]::new('--attempts', '--attempts', [CompletionResultType]::ParameterName, 'Run the manifest N times at once from the same base, each on a branch of its own; the first attempt to finish with its completion signal and every check passing lands, the others are stopped and keep their branches (the manifest''s `attempts`; this wins)')
+            [CompletionResult]::new('--from', '--from', [CompletionResultType]::ParameterName, 'Start where another run left off: its branch''s tip (or with `RUN@N` the commit after its iteration N) and, where the agent can, its session (RUN: an id, a prefix or `last`)')
             [CompletionResult]::new('--matrix', '--matrix', [CompletionResultType]::ParameterName, 'Run each manifest once per value of a key, e.g. `--matrix agent.kind=claude-code,codex`; the run names get the value as a suffix (repeatable: every combination)')
             [CompletionResult]::new('--set', '--set', [CompletionResultType]::ParameterName, 'Override any manifest key, e.g. `--set agent.model=opus` (repeatable)')
             [CompletionResult]::new('--arg', '--arg', [CompletionResultType]::ParameterName, 'A prompt argument for `{{KEY}}` in the prompt (repeatable)')
@@ -196,6 +199,12 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'The repository whose runs to look in (default: the current directory''s)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print the run''s record, as it is now, on stdout')
             [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Also discard uncommitted changes in the run''s kept worktree')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'eden;steer' {
+            [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'The repository whose runs to look in (default: the current directory''s)')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
@@ -326,6 +335,7 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             [CompletionResult]::new('diff', 'diff', [CompletionResultType]::ParameterValue, 'What a run changed against its base, through git''s pager and diff settings')
             [CompletionResult]::new('merge', 'merge', [CompletionResultType]::ParameterValue, 'Merge a kept run''s branch into its base, as the run''s own merge would')
             [CompletionResult]::new('discard', 'discard', [CompletionResultType]::ParameterValue, 'Remove a run''s branch, worktree and container; its record stays')
+            [CompletionResult]::new('steer', 'steer', [CompletionResultType]::ParameterValue, 'Interrupt a live run''s agent and give its next iteration a new prompt')
             [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check what a first run needs, and say what to fix')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script for bash, zsh, fish, elvish or powershell')
             [CompletionResult]::new('sessions', 'sessions', [CompletionResultType]::ParameterValue, 'The run history: list runs, replay one, total tokens and cost, remove runs')
@@ -366,6 +376,9 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             break
         }
         'eden;help;discard' {
+            break
+        }
+        'eden;help;steer' {
             break
         }
         'eden;help;doctor' {

@@ -52,6 +52,9 @@ _eden() {
             eden,sessions)
                 cmd="eden__subcmd__sessions"
                 ;;
+            eden,steer)
+                cmd="eden__subcmd__steer"
+                ;;
             eden__subcmd__help,clean)
                 cmd="eden__subcmd__help__subcmd__clean"
                 ;;
@@ -87,6 +90,9 @@ _eden() {
                 ;;
             eden__subcmd__help,sessions)
                 cmd="eden__subcmd__help__subcmd__sessions"
+                ;;
+            eden__subcmd__help,steer)
+                cmd="eden__subcmd__help__subcmd__steer"
                 ;;
             eden__subcmd__help__subcmd__image,build)
                 cmd="eden__subcmd__help__subcmd__image__subcmd__build"
@@ -188,7 +194,7 @@ _eden() {
 
     case "${cmd}" in
         eden)
-            opts="-h -V --help --version run interactive init image clean diff merge discard doctor completions sessions help"
+            opts="-h -V --help --version run interactive init image clean diff merge discard steer doctor completions sessions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -307,7 +313,7 @@ _eden() {
             return 0
             ;;
         eden__subcmd__help)
-            opts="run interactive init image clean diff merge discard doctor completions sessions help"
+            opts="run interactive init image clean diff merge discard steer doctor completions sessions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -614,6 +620,20 @@ _eden() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        eden__subcmd__help__subcmd__steer)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         eden__subcmd__image)
             opts="-h --help build remove push help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -847,7 +867,7 @@ _eden() {
             return 0
             ;;
         eden__subcmd__interactive)
-            opts="-j -q -h --jobs --jobs-per-host --fail-fast --attempts --matrix --set --arg --agent --binary --model --prompt --prompt-file --name --max-iterations --sandbox --host --strategy --branch --base --repo --dry-run --json --json-events --quiet --no-tty --resume --help"
+            opts="-j -q -h --jobs --jobs-per-host --fail-fast --attempts --from --matrix --set --arg --agent --binary --model --prompt --prompt-file --name --max-iterations --sandbox --host --strategy --branch --base --repo --dry-run --json --json-events --quiet --no-tty --resume --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -867,6 +887,13 @@ _eden() {
                     ;;
                 --attempts)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --from)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
                     return 0
                     ;;
                 --matrix)
@@ -1013,7 +1040,7 @@ _eden() {
             return 0
             ;;
         eden__subcmd__run)
-            opts="-j -q -h --jobs --jobs-per-host --fail-fast --attempts --matrix --set --arg --agent --binary --model --prompt --prompt-file --name --max-iterations --sandbox --host --strategy --branch --base --repo --dry-run --json --json-events --quiet --help"
+            opts="-j -q -h --jobs --jobs-per-host --fail-fast --attempts --from --matrix --set --arg --agent --binary --model --prompt --prompt-file --name --max-iterations --sandbox --host --strategy --branch --base --repo --dry-run --json --json-events --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1033,6 +1060,13 @@ _eden() {
                     ;;
                 --attempts)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --from)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
                     return 0
                     ;;
                 --matrix)
@@ -1464,6 +1498,27 @@ _eden() {
                     fi
                     return 0
                     ;;
+                --repo)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
+                    fi
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        eden__subcmd__steer)
+            opts="-h --repo --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 --repo)
                     COMPREPLY=()
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then

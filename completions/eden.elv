@@ -30,6 +30,7 @@ set edit:completion:arg-completer[eden] = {|@words|
             cand diff 'What a run changed against its base, through git''s pager and diff settings'
             cand merge 'Merge a kept run''s branch into its base, as the run''s own merge would'
             cand discard 'Remove a run''s branch, worktree and container; its record stays'
+            cand steer 'Interrupt a live run''s agent and give its next iteration a new prompt'
             cand doctor 'Check what a first run needs, and say what to fix'
             cand completions 'Print a shell completion script for bash, zsh, fish, elvish or powershell'
             cand sessions 'The run history: list runs, replay one, total tokens and cost, remove runs'
@@ -40,6 +41,7 @@ set edit:completion:arg-completer[eden] = {|@words|
             cand --jobs 'With several runs: how many go at once (default: all of them, at most 8)'
             cand --jobs-per-host 'With several runs spread over hosts (`sandbox.host = [..]`): at most N of them on one host'
             cand --attempts 'Run the manifest N times at once from the same base, each on a branch of its own; the first attempt to finish with its completion signal and every check passing lands, the others are stopped and keep their branches (the manifest''s `attempts`; this wins)'
+            cand --from 'Start where another run left off: its branch''s tip (or with `RUN@N` the commit after its iteration N) and, where the agent can, its session (RUN: an id, a prefix or `last`)'
             cand --matrix 'Run each manifest once per value of a key, e.g. `--matrix agent.kind=claude-code,codex`; the run names get the value as a suffix (repeatable: every combination)'
             cand --set 'Override any manifest key, e.g. `--set agent.model=opus` (repeatable)'
             cand --arg 'A prompt argument for `{{KEY}}` in the prompt (repeatable)'
@@ -70,6 +72,7 @@ set edit:completion:arg-completer[eden] = {|@words|
             cand --jobs 'With several runs: how many go at once (default: all of them, at most 8)'
             cand --jobs-per-host 'With several runs spread over hosts (`sandbox.host = [..]`): at most N of them on one host'
             cand --attempts 'Run the manifest N times at once from the same base, each on a branch of its own; the first attempt to finish with its completion signal and every check passing lands, the others are stopped and keep their branches (the manifest''s `attempts`; this wins)'
+            cand --from 'Start where another run left off: its branch''s tip (or with `RUN@N` the commit after its iteration N) and, where the agent can, its session (RUN: an id, a prefix or `last`)'
             cand --matrix 'Run each manifest once per value of a key, e.g. `--matrix agent.kind=claude-code,codex`; the run names get the value as a suffix (repeatable: every combination)'
             cand --set 'Override any manifest key, e.g. `--set agent.model=opus` (repeatable)'
             cand --arg 'A prompt argument for `{{KEY}}` in the prompt (repeatable)'
@@ -177,6 +180,11 @@ set edit:completion:arg-completer[eden] = {|@words|
             cand --repo 'The repository whose runs to look in (default: the current directory''s)'
             cand --json 'Print the run''s record, as it is now, on stdout'
             cand --force 'Also discard uncommitted changes in the run''s kept worktree'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'eden;steer'= {
+            cand --repo 'The repository whose runs to look in (default: the current directory''s)'
             cand -h 'Print help'
             cand --help 'Print help'
         }
@@ -289,6 +297,7 @@ set edit:completion:arg-completer[eden] = {|@words|
             cand diff 'What a run changed against its base, through git''s pager and diff settings'
             cand merge 'Merge a kept run''s branch into its base, as the run''s own merge would'
             cand discard 'Remove a run''s branch, worktree and container; its record stays'
+            cand steer 'Interrupt a live run''s agent and give its next iteration a new prompt'
             cand doctor 'Check what a first run needs, and say what to fix'
             cand completions 'Print a shell completion script for bash, zsh, fish, elvish or powershell'
             cand sessions 'The run history: list runs, replay one, total tokens and cost, remove runs'
@@ -318,6 +327,8 @@ set edit:completion:arg-completer[eden] = {|@words|
         &'eden;help;merge'= {
         }
         &'eden;help;discard'= {
+        }
+        &'eden;help;steer'= {
         }
         &'eden;help;doctor'= {
         }

@@ -71,6 +71,13 @@ it merged. Refused for a run still going, one merged already, or one without a b
 run worked on is yours and never deleted; a container a killed run left has what it holds saved under \
 `.eden/patches` first. Refused for a run still going.")]
     Discard(DiscardArgs),
+    /// Interrupt a live run's agent and give its next iteration a new prompt
+    #[command(after_help = "The run's agent is interrupted (SIGINT to its process group, in its sandbox too; \
+nothing it committed is lost) and the next iteration starts at once with PROMPT, resuming the agent's session \
+where it can (every agent kind but `cli` and `simulated`). The interrupted iteration is recorded as `steered`; \
+the iteration count goes on (a steered last iteration gets one more). Works for a run of several at once: each \
+has its own id. Exit codes: 0 delivered · 2 no such run, or it is not running.")]
+    Steer(SteerArgs),
     /// Check what a first run needs, and say what to fix
     #[command(after_help = "One line each: git and its identity, the repository, docker and podman and whether \
 they answer, bubblewrap, each agent CLI on PATH with its version and whether a key or login is there (never \
@@ -341,6 +348,21 @@ pub struct DiffArgs {
     /// More for `git diff`, after `--`
     #[arg(last = true, value_name = "GIT_DIFF_ARGS")]
     pub args: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct SteerArgs {
+    /// The run: an id, a prefix of one, or `last`
+    #[arg(value_name = "RUN", value_hint = ValueHint::Other)]
+    pub run: String,
+
+    /// The new prompt for its next iteration
+    #[arg(value_name = "PROMPT", value_hint = ValueHint::Other)]
+    pub prompt: String,
+
+    /// The repository whose runs to look in (default: the current directory's)
+    #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath)]
+    pub repo: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -330,7 +330,11 @@ fn judge(
             let error = Error::hook(message).with_hint("the command must exit 0; all of its output is above");
             (HookOutcome::Failed, Some(code), Err(error))
         }
-        Outcome::IdleTimeout(_) | Outcome::StepTimeout(_) | Outcome::Overstayed | Outcome::Stopped => {
+        Outcome::IdleTimeout(_)
+        | Outcome::StepTimeout(_)
+        | Outcome::Overstayed
+        | Outcome::Stopped
+        | Outcome::Steered => {
             let error = Error::timeout(format!("{what} ran longer than {} and was stopped", format_duration(timeout)))
                 .with_hint(timeout_hint);
             (HookOutcome::Timeout, None, Err(error))
@@ -341,7 +345,14 @@ fn judge(
 
 /// Only silence is allowed to be long: a build or a test run may print nothing for minutes.
 fn watchdogs(timeout: Duration, stopping: Stopping) -> Watchdogs {
-    Watchdogs { idle_timeout: timeout, idle_warning_interval: timeout, step_timeout: timeout, stopping, deadline: None }
+    Watchdogs {
+        idle_timeout: timeout,
+        idle_warning_interval: timeout,
+        step_timeout: timeout,
+        stopping,
+        deadline: None,
+        steer: None,
+    }
 }
 
 /// `sandbox on_iteration_end (iteration 2)`

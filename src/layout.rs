@@ -94,6 +94,11 @@ impl Layout {
 
     /// `.eden/agent-state/<run-id>/`: the agent's private state folders in a sandbox (its copy of
     /// the person's login and settings, its transcripts), one per variable that names one.
+    /// `.eden/steer/<run>`: the prompt `eden steer` left for a running run's next iteration.
+    pub fn steer(&self, run_id: &str) -> PathBuf {
+        self.eden_dir().join("steer").join(run_id)
+    }
+
     /// `.eden/artifacts`: each run's kept files, in a folder named by its id.
     pub fn artifacts_root(&self) -> PathBuf {
         self.eden_dir().join("artifacts")

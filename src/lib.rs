@@ -80,6 +80,7 @@ pub fn main_with_args(args: Vec<std::ffi::OsString>) -> i32 {
         cli::Command::Diff(args) => commands::review::diff(args),
         cli::Command::Merge(args) => commands::review::merge(args),
         cli::Command::Discard(args) => commands::review::discard(args),
+        cli::Command::Steer(args) => commands::steer::steer(args),
         cli::Command::Doctor(args) => commands::doctor::doctor(args),
         cli::Command::Completions(args) => commands::completions::completions(args),
         cli::Command::Sessions(command) => commands::sessions::sessions(command),

@@ -423,6 +423,8 @@ pub enum IterationOutcome {
     BudgetExceeded,
     /// The provider's usage limit: eden waited and went on in the same session.
     UsageLimit,
+    /// `eden steer` interrupted it; the next iteration has the new prompt.
+    Steered,
 }
 
 impl IterationOutcome {
@@ -437,6 +439,7 @@ impl IterationOutcome {
             IterationOutcome::Interrupted => "interrupted",
             IterationOutcome::OutputInvalid => "output_invalid",
             IterationOutcome::BudgetExceeded => "budget_exceeded",
+            IterationOutcome::Steered => "steered",
             IterationOutcome::UsageLimit => "usage_limit",
         }
     }

@@ -22,14 +22,17 @@ pub fn resolve(text: &str, plan: &mut Plan, notes: &mut Vec<String>) -> Result<F
         }
         None => (text, None),
     };
-    let (layout, git, record) = super::review::the_run(run, None)?;
+    let layout = super::layout(None)?;
+    let (runs, _) = crate::sessions::history::load(&layout);
+    let record = RunRecord::load(&crate::sessions::history::find(&runs, run)?.record_path)?;
+    let git = crate::git::Git::new(&layout.root);
     if record.status.observed(&record.process) == RunStatus::Running {
         return Err(Error::usage(format!("run `{}` is still going: its branch is still moving", record.id))
             .with_hint("wait for it to end, or start from one of its iterations so far with `--from RUN@N`"));
     }
     let commit = match iteration {
         Some(n) => after_iteration(&record, n)?,
-        None => super::review::tip(&git, &record)?.unwrap_or_else(|| record.base_commit.clone()),
+        None => super::last_commit(&git, &record)?.unwrap_or_else(|| record.base_commit.clone()),
     };
     if git.resolve(&format!("{commit}^{{commit}}"))?.is_none() {
         return Err(Error::git(format!(

@@ -11,6 +11,7 @@ pub mod review;
 pub mod run;
 pub mod sessions;
 pub mod settings;
+pub mod steer;
 
 /// The directory eden was started in.
 pub(crate) fn current_dir() -> Result<std::path::PathBuf, crate::error::Error> {
@@ -19,4 +20,26 @@ pub(crate) fn current_dir() -> Result<std::path::PathBuf, crate::error::Error> {
             .with_source(err)
             .with_hint("was it deleted while you were in it? `cd` there again")
     })
+}
+
+/// The repository's layout, from `--repo` or the current directory.
+pub(crate) fn layout(repo: Option<&std::path::PathBuf>) -> Result<crate::layout::Layout, crate::error::Error> {
+    let current = crate::commands::current_dir()?;
+    let dir = repo.map_or_else(|| current.clone(), |repo| current.join(repo));
+    let found = crate::git::Git::discover(&dir)?;
+    Ok(crate::layout::Layout::new(found.root, found.common_dir))
+}
+
+/// The run's last commit: its branch's tip while it has one, else the last commit it recorded.
+pub(crate) fn last_commit(
+    git: &crate::git::Git,
+    record: &crate::record::RunRecord,
+) -> Result<Option<String>, crate::error::Error> {
+    let branch = record.preserved_branch.as_deref().unwrap_or(&record.branch);
+    if let Some(tip) = git.branch_commit(branch)? {
+        if tip != record.base_commit {
+            return Ok(Some(tip));
+        }
+    }
+    Ok(record.commits.last().map(|commit| commit.sha.clone()))
 }

@@ -15,8 +15,8 @@ use crate::ui::{print_data, print_note};
 use std::path::PathBuf;
 
 /// The run RUN names, its whole record, and the repository.
-pub(super) fn the_run(run: &str, repo: Option<&PathBuf>) -> Result<(Layout, Git, RunRecord), Error> {
-    let layout = super::sessions::layout(repo)?;
+fn the_run(run: &str, repo: Option<&PathBuf>) -> Result<(Layout, Git, RunRecord), Error> {
+    let layout = super::layout(repo)?;
     let (runs, _) = history::load(&layout);
     let light = history::find(&runs, run)?;
     let record = RunRecord::load(&light.record_path)?;
@@ -24,20 +24,9 @@ pub(super) fn the_run(run: &str, repo: Option<&PathBuf>) -> Result<(Layout, Git,
     Ok((layout, git, record))
 }
 
-/// The run's last commit: its branch's tip while it has one, else the last commit it recorded.
-pub(super) fn tip(git: &Git, record: &RunRecord) -> Result<Option<String>, Error> {
-    let branch = record.preserved_branch.as_deref().unwrap_or(&record.branch);
-    if let Some(tip) = git.branch_commit(branch)? {
-        if tip != record.base_commit {
-            return Ok(Some(tip));
-        }
-    }
-    Ok(record.commits.last().map(|commit| commit.sha.clone()))
-}
-
 pub fn diff(args: DiffArgs) -> Result<i32, Error> {
     let (_, git, record) = the_run(&args.run, args.repo.as_ref())?;
-    let Some(tip) = tip(&git, &record)? else {
+    let Some(tip) = super::last_commit(&git, &record)? else {
         print_note(&format!("run `{}` made no commits", record.id));
         return Ok(0);
     };

@@ -7,7 +7,6 @@ use crate::cli::{
     SessionsTransferArgs,
 };
 use crate::error::Error;
-use crate::git::Git;
 use crate::layout::Layout;
 use crate::record::RunStatus;
 use crate::sessions::cost::{self, By};
@@ -15,7 +14,7 @@ use crate::sessions::history::{self, Filter, Light, RunSummary};
 use crate::ui::{print_data, print_note};
 use crate::values::{format_duration, parse_duration};
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 pub fn sessions(command: SessionsCommand) -> Result<i32, Error> {
@@ -27,14 +26,6 @@ pub fn sessions(command: SessionsCommand) -> Result<i32, Error> {
         SessionsCommand::Transfer(args) => transfer(args),
         SessionsCommand::Resume(args) => resume(*args),
     }
-}
-
-/// The repository's layout, from `--repo` or the current directory.
-pub(crate) fn layout(repo: Option<&PathBuf>) -> Result<Layout, Error> {
-    let current = crate::commands::current_dir()?;
-    let dir = repo.map_or_else(|| current.clone(), |repo| current.join(repo));
-    let found = Git::discover(&dir)?;
-    Ok(Layout::new(found.root, found.common_dir))
 }
 
 /// The runs, newest first, with unreadable records reported and skipped.
@@ -63,7 +54,7 @@ fn list(args: SessionsListArgs) -> Result<i32, Error> {
         status: args.status,
         branch: args.branch,
     };
-    let layout = layout(args.repo.as_ref())?;
+    let layout = super::layout(args.repo.as_ref())?;
     let summaries: Vec<RunSummary> =
         runs(&layout).iter().map(Light::summary).filter(|summary| filter.keeps(summary)).collect();
     let summaries = attempts_together(summaries);
@@ -195,7 +186,7 @@ fn tokens(count: u64) -> String {
 }
 
 fn show(args: SessionsShowArgs) -> Result<i32, Error> {
-    let layout = layout(args.repo.as_ref())?;
+    let layout = super::layout(args.repo.as_ref())?;
     let runs = runs(&layout);
     let run = history::find(&runs, &args.run)?;
     let session = (!run.id.starts_with(&args.run) && args.run != "last").then_some(args.run.as_str());
@@ -353,7 +344,7 @@ fn cost(args: SessionsCostArgs) -> Result<i32, Error> {
         (None, Some(path)) => cost::load_prices(&path, false)?,
         (None, None) => cost::Prices::default(),
     };
-    let layout = layout(args.repo.as_ref())?;
+    let layout = super::layout(args.repo.as_ref())?;
     let runs = runs(&layout);
     let kept: Vec<&Light> = runs
         .iter()
@@ -431,7 +422,7 @@ fn cost_row(total: &cost::Total) -> Vec<String> {
 }
 
 fn rm(args: SessionsRmArgs) -> Result<i32, Error> {
-    let layout = layout(args.repo.as_ref())?;
+    let layout = super::layout(args.repo.as_ref())?;
     let runs = runs(&layout);
     // Resolve every name first: one that matches nothing removes nothing.
     let mut chosen: Vec<&Light> = Vec::new();
@@ -495,7 +486,7 @@ fn transfer(args: SessionsTransferArgs) -> Result<i32, Error> {
     let current = crate::commands::current_dir()?;
     let to = crate::values::normalize_path(&current.join(&args.to));
     let to = std::fs::canonicalize(&to).unwrap_or(to);
-    let layout = layout(args.repo.as_ref())?;
+    let layout = super::layout(args.repo.as_ref())?;
     let runs = runs(&layout);
     let (run, session, iteration, kind, _) = session_of(&runs, &args.session)?;
     let Some(transcript) = &iteration.transcript else {
@@ -524,7 +515,7 @@ fn transfer(args: SessionsTransferArgs) -> Result<i32, Error> {
 }
 
 fn resume(args: SessionsResumeArgs) -> Result<i32, Error> {
-    let layout = layout(args.repo.as_ref())?;
+    let layout = super::layout(args.repo.as_ref())?;
     let runs = runs(&layout);
     let (run, session, _, kind, model) = session_of(&runs, &args.session)?;
     if !kind.spec().resume {

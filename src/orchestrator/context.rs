@@ -29,6 +29,8 @@ pub(crate) struct Shared<'a> {
     pub started: std::time::Instant,
     /// The proxies that hold the agents' keys, if any.
     pub holder: Option<&'a crate::proxy::held::Holder>,
+    /// `eden steer`'s requests (`process::listen_for_steering`).
+    pub steer: tokio::sync::watch::Receiver<u64>,
 }
 
 /// What the loop works with as it goes: events out, the abort channel in, and its progress.

@@ -179,6 +179,7 @@ fn watchdogs(shared: &Shared<'_>, ask: &Ask<'_>) -> Watchdogs {
         step_timeout: shared.plan.timeouts.iteration_step.0,
         stopping: shared.stopping,
         deadline: ask.budget.deadline().map(tokio::time::Instant::from_std),
+        steer: Some(shared.steer.clone()),
     }
 }
 

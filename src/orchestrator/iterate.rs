@@ -19,6 +19,16 @@ use crate::report::{Event, RunEvents};
 use crate::sandbox::SandboxHandle;
 use std::collections::BTreeMap;
 
+/// How an iteration ended.
+enum Ended {
+    /// The step is done.
+    Step(StepEnd),
+    /// The loop goes on.
+    GoOn,
+    /// `eden steer` interrupted the agent: the next iteration has the new prompt.
+    Steered,
+}
+
 /// One step's loop: its agent, its prompt's values, its output checker.
 pub(crate) struct StepRun<'a> {
     shared: &'a Shared<'a>,
@@ -33,6 +43,8 @@ pub(crate) struct StepRun<'a> {
     check_failures: String,
     /// The checks that failed when the agent last signalled completion, until they pass.
     failed_at_completion: Vec<String>,
+    /// The session the agent reported last (a steered prompt resumes it).
+    session: Option<String>,
 }
 
 impl<'a> StepRun<'a> {
@@ -69,22 +81,28 @@ impl<'a> StepRun<'a> {
             started: std::time::Instant::now(),
             check_failures: String::new(),
             failed_at_completion: Vec::new(),
+            session: None,
         })
     }
 
     /// Iterate until the step completes, fails, or runs out of iterations.
     pub async fn run(mut self, live: &mut Live<'_>) -> Result<StepEnd, Error> {
         live.progress.step_spent = Usage::default();
-        for iteration in 1..=self.step.loop_.max_iterations {
+        // A steered last iteration still gets the prompt it was steered to: one more.
+        let (mut iteration, mut last) = (1, self.step.loop_.max_iterations);
+        while iteration <= last {
             if let Some(error) = super::interrupted(live.abort) {
                 return Err(error);
             }
             if let Some(reached) = self.budget(live.progress).reached() {
                 return Err(super::budget::error(reached, iteration));
             }
-            if let Some(end) = self.iteration(iteration, live).await? {
-                return Ok(end);
+            match self.iteration(iteration, live).await? {
+                Ended::Step(end) => return Ok(end),
+                Ended::Steered if iteration == last => last += 1,
+                _ => {}
             }
+            iteration += 1;
         }
         if !self.failed_at_completion.is_empty() {
             return Err(super::checks::exhausted(&self.failed_at_completion, self.step.loop_.max_iterations));
@@ -103,14 +121,19 @@ impl<'a> StepRun<'a> {
         Ok(StepEnd { completion_signal: None, output: None })
     }
 
-    /// One iteration: hooks around the agent, commits collected, recorded. `Some` ends the step.
-    async fn iteration(&mut self, iteration: u32, live: &mut Live<'_>) -> Result<Option<StepEnd>, Error> {
-        let max_iterations = self.step.loop_.max_iterations;
+    /// One iteration: hooks around the agent, commits collected, recorded.
+    async fn iteration(&mut self, iteration: u32, live: &mut Live<'_>) -> Result<Ended, Error> {
+        // Past the limit only after a steer, which gave it one more.
+        let max_iterations = self.step.loop_.max_iterations.max(iteration);
         live.events.report(&Event::IterationStarted { iteration, max_iterations });
         self.hooks(Phase::OnIterationStart, iteration, live).await?;
         self.values.insert("ITERATION".into(), iteration.to_string());
-        let rendered = self.render_prompt(iteration, live).await?;
-        let (mut invoked, prompt_text, output) = self.ask(iteration, rendered, live).await?;
+        let (rendered, resume) = match self.take_steer(live) {
+            Some(steered) => steered,
+            None => (self.render_prompt(iteration, live).await?, None),
+        };
+        let (mut invoked, prompt_text, output) = self.ask(iteration, rendered, resume, live).await?;
+        self.session = invoked.session_id.clone().or(self.session.take());
         // `on_iteration_end` checks an iteration that went well; a failed one goes to `on_close`.
         if invoked.result.is_ok() && self.shared.hooks.has(Phase::OnIterationEnd) {
             if let Err(error) = self.hooks(Phase::OnIterationEnd, iteration, live).await {
@@ -130,6 +153,7 @@ impl<'a> StepRun<'a> {
         });
         let completed = match invoked.result {
             Err(error) => return Err(error),
+            Ok(_) if outcome == IterationOutcome::Steered => return Ok(Ended::Steered),
             Ok(signalled) => signalled || output.is_some(),
         };
         // The checks that are due: all of them once the agent says it is done, or before a run
@@ -138,9 +162,32 @@ impl<'a> StepRun<'a> {
         let finishing = completed || (iteration == loop_.max_iterations && !loop_.require_completion);
         let due: Vec<&CheckPlan> = self.step.checks.iter().filter(|check| finishing || check.every_iteration).collect();
         if !due.is_empty() && !self.checks(&due, iteration, finishing, live).await? {
-            return Ok(None);
+            return Ok(Ended::GoOn);
         }
-        Ok(completed.then_some(StepEnd { completion_signal: invoked.signal, output }))
+        Ok(match completed {
+            true => Ended::Step(StepEnd { completion_signal: invoked.signal, output }),
+            false => Ended::GoOn,
+        })
+    }
+
+    /// The prompt `eden steer` left for this run, if any (taken: it is used once), and the
+    /// session to resume with it, where the agent can.
+    fn take_steer(&self, live: &mut Live<'_>) -> Option<(String, Option<String>)> {
+        let path = self.shared.workspace.pre.layout().steer(self.shared.run_id);
+        let prompt = std::fs::read_to_string(&path).ok()?;
+        let _ = std::fs::remove_file(&path);
+        let resumes = self.step.agent.kind().spec().resume;
+        let session = self.session.clone().filter(|_| resumes);
+        let message = match &session {
+            Some(session) => format!("steered: the new prompt goes to the agent in session `{session}`"),
+            None if resumes => "steered: the new prompt starts the agent's first session".to_owned(),
+            None => format!(
+                "steered: `{}` cannot resume a session, so the new prompt starts a new one",
+                self.step.agent.kind().as_str()
+            ),
+        };
+        live.events.report(&Event::Info { message: message.into() });
+        Some((prompt, session))
     }
 
     /// Run the checks that are due (all of them, so the agent hears of every failure at once);
@@ -259,9 +306,9 @@ impl<'a> StepRun<'a> {
         &self,
         iteration: u32,
         mut prompt_text: String,
+        mut resume: Option<String>,
         live: &mut Live<'_>,
     ) -> Result<(Invoked, String, Option<serde_json::Value>), Error> {
-        let mut resume: Option<String> = None;
         let mut attempt = 0;
         loop {
             attempt += 1;

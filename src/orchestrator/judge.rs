@@ -102,6 +102,8 @@ fn judge(
         Outcome::Aborted(number) => (IterationOutcome::Interrupted, None, Err(Error::interrupted(number))),
         // Only a budget stops an agent, and the caller judges that.
         Outcome::Stopped => (IterationOutcome::BudgetExceeded, None, Err(Error::internal("the agent was stopped"))),
+        // `eden steer`: not a failure; the next iteration has the new prompt.
+        Outcome::Steered => (IterationOutcome::Steered, None, Ok(false)),
     }
 }
 

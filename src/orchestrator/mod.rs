@@ -122,6 +122,8 @@ pub struct Run<'p> {
     agents: Vec<Box<dyn Agent>>,
     events: RunEvents,
     abort: watch::Receiver<Option<Abort>>,
+    /// `eden steer`'s requests: each ends the agent's invocation; the next has the new prompt.
+    steer: watch::Receiver<u64>,
     journal: Journal,
     log: Option<PathBuf>,
     hooks: HookRunner<'p>,
@@ -149,6 +151,8 @@ impl<'p> Run<'p> {
         // From here on Ctrl-C is ours to handle: nothing below may be cut off half-way.
         let abort =
             listen_for_signals().map_err(|err| Error::internal("cannot install signal handlers").with_source(err))?;
+        let steer = crate::process::listen_for_steering()
+            .map_err(|err| Error::internal("cannot install signal handlers").with_source(err))?;
         let agents = plan.steps.iter().map(|step| agent::from_plan(&step.agent)).collect::<Result<Vec<_>, _>>()?;
         let run_id = crate::record::new_run_id();
         let usage = if options.interactive.is_some() { workspace::Use::Session } else { workspace::Use::Run };
@@ -197,6 +201,7 @@ impl<'p> Run<'p> {
             run_id,
             agents,
             abort,
+            steer,
             journal,
             log,
             hooks,
@@ -330,6 +335,7 @@ impl<'p> Run<'p> {
             journal: &self.journal,
             started: self.started,
             holder: self.holder.as_ref(),
+            steer: self.steer.clone(),
         };
         let mut live = iterate::Live { events: &mut self.events, abort: &mut self.abort, progress: &mut self.progress };
         steps::run(&shared, &self.agents, &mut live, &mut self.steps).await

@@ -116,6 +116,25 @@ pub fn listen() -> std::io::Result<watch::Receiver<Option<Abort>>> {
     Ok(receiver)
 }
 
+/// The signal `eden steer` sends a run's eden: interrupt the agent's invocation; the new prompt
+/// waits in the run's steer file (`Layout::steer`).
+pub const STEER_REQUEST: i32 = nix::sys::signal::Signal::SIGUSR2 as i32;
+
+/// Count every `STEER_REQUEST`: a supervisor ends the agent when the count changes
+/// (`Watchdogs::steer`).
+pub fn listen_for_steering() -> std::io::Result<watch::Receiver<u64>> {
+    let mut steer = signal(SignalKind::user_defined2())?;
+    let (sender, receiver) = watch::channel(0u64);
+    tokio::spawn(async move {
+        let mut count = 0u64;
+        while steer.recv().await.is_some() {
+            count += 1;
+            sender.send_replace(count);
+        }
+    });
+    Ok(receiver)
+}
+
 mod libc_signal {
     pub const SIGINT: i32 = nix::sys::signal::Signal::SIGINT as i32;
     pub const SIGTERM: i32 = nix::sys::signal::Signal::SIGTERM as i32;

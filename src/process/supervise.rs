@@ -33,6 +33,9 @@ pub struct Watchdogs {
     /// A moment the command must not outlive (a budget's `max_duration`): stopped as by
     /// `Flow::Stop`.
     pub deadline: Option<Instant>,
+    /// `eden steer`: a change ends the command as an interrupt would (SIGINT to its group),
+    /// `Outcome::Steered`. What changed before the command started does not count.
+    pub steer: Option<watch::Receiver<u64>>,
 }
 
 /// How a command is ended.
@@ -88,6 +91,8 @@ pub enum Outcome {
     Aborted(i32),
     /// A handler said `Flow::Stop`, or the deadline came.
     Stopped,
+    /// `eden steer` interrupted it: a new prompt follows.
+    Steered,
 }
 
 /// The last output of each stream, kept apart: their relative order is not knowable.
@@ -138,6 +143,7 @@ enum KillReason {
     Step,
     Aborted(i32),
     Stopped,
+    Steered,
 }
 
 /// The moments the supervisor waits for, besides output and the exit.
@@ -317,6 +323,7 @@ impl Supervision {
             Some((KillReason::Step, _)) => Outcome::StepTimeout(self.watchdogs.step_timeout),
             Some((KillReason::Overstayed, _)) => Outcome::Overstayed,
             Some((KillReason::Stopped, _)) => Outcome::Stopped,
+            Some((KillReason::Steered, _)) => Outcome::Steered,
             None => Outcome::Exited { code: self.exit_code.unwrap_or(1) },
         }
     }
@@ -372,12 +379,7 @@ pub async fn supervise(
             Act::GiveUp => Signal::SIGKILL,
             Act::Nothing | Act::Warn(_) => return,
         };
-        // The engine exec that reaches inside runs beside the loop: it may take a while.
-        if let Some(command) = inside.and_then(|inside| inside.signal_command(signal)) {
-            tokio::spawn(async move {
-                let _ = command.output_async().await;
-            });
-        }
+        signal_inside(inside, signal);
         guard.signal(signal);
     };
     let mut state = Supervision::new(watchdogs, Instant::now());
@@ -386,6 +388,7 @@ pub async fn supervise(
         act(state.begin_kill(KillReason::Aborted(request.signal), Signal::SIGKILL, Instant::now()));
     }
     let (mut abort_open, mut gone_open) = (true, true);
+    let mut steer = watchdogs.steer.clone().map(seen);
     let gone = sandbox_gone(inside);
     tokio::pin!(gone);
     while !state.done() {
@@ -414,6 +417,10 @@ pub async fn supervise(
                     Err(_) => abort_open = false,
                 }
             },
+            changed = steered(&mut steer), if steer.is_some() && state.watching() => match changed {
+                true => act(steer_now(&mut state, inside)),
+                false => steer = None,
+            },
             () = sleep_until(next.map_or_else(Instant::now, |(at, _)| at)), if next.is_some() => {
                 let timer = next.map_or(Timer::Drain, |(_, timer)| timer);
                 match state.fire(timer, Instant::now()) {
@@ -432,10 +439,46 @@ pub async fn supervise(
     if let (Some(inside), true) = (inside, state.sigkill_sent) {
         let _ = inside.sweep_command().output_async().await;
     }
-    // Whatever the command left behind (re-parented to eden, where the subreaper is the
-    // containment) goes with it.
+    // What the command left behind (re-parented to eden's containment) goes with it.
     super::contain::reap_orphans();
     Ok((state.outcome(), pipes.tails))
+}
+
+/// What changed before the command started does not count.
+fn seen(mut steer: watch::Receiver<u64>) -> watch::Receiver<u64> {
+    steer.borrow_and_update();
+    steer
+}
+
+/// `eden steer`: interrupt the command (SIGINT). In a sandbox only the command inside is
+/// signalled (the returned `Act` is then nothing): the client that reaches it ends when its
+/// wrapper has, sweep and all, so what eden runs there next cannot meet the sweep. SIGKILL
+/// follows after the grace, as ever.
+fn steer_now(state: &mut Supervision, inside: Option<&dyn Inside>) -> Act {
+    let act = state.begin_kill(KillReason::Steered, Signal::SIGINT, Instant::now());
+    if inside.is_none() {
+        return act;
+    }
+    signal_inside(inside, Signal::SIGINT);
+    Act::Nothing
+}
+
+/// Deliver `signal` to the command inside its sandbox, if it is in one. The engine exec that
+/// reaches inside runs beside the loop: it may take a while.
+fn signal_inside(inside: Option<&dyn Inside>, signal: Signal) {
+    if let Some(command) = inside.and_then(|inside| inside.signal_command(signal)) {
+        tokio::spawn(async move {
+            let _ = command.output_async().await;
+        });
+    }
+}
+
+/// A steer came (`true`), or nobody can steer any more (`false`).
+async fn steered(steer: &mut Option<watch::Receiver<u64>>) -> bool {
+    match steer {
+        Some(steer) => steer.changed().await.is_ok(),
+        None => std::future::pending().await,
+    }
 }
 
 /// Ends when the sandbox the command runs in has gone (`true`): what still waits on it here is
@@ -504,6 +547,7 @@ mod tests {
             step_timeout: 600 * SECOND,
             stopping: Stopping { kill_grace: 5 * SECOND, drain: 2 * SECOND },
             deadline: None,
+            steer: None,
         }
     }
 

@@ -163,7 +163,9 @@ pub(crate) fn summary_lines(record: &RunRecord) -> Vec<String> {
             format!("finished {ran} of {} step(s), {iterations} iteration(s) ({elapsed})", record.steps.len())
         }
         (_, 0) if record.kind == crate::record::RunKind::Interactive => format!("the session ended ({elapsed})"),
-        (Some(_), 0) => format!("completed in iteration {iterations}/{} ({elapsed})", record.max_iterations),
+        (Some(_), 0) => {
+            format!("completed in iteration {iterations}/{} ({elapsed})", record.max_iterations.max(iterations as u32))
+        }
         (None, 0) if record.output.is_some() => format!("finished with a valid output ({elapsed})"),
         (None, 0) => {
             format!("finished {iterations} iteration(s) without the completion signal ({elapsed})")

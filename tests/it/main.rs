@@ -44,6 +44,7 @@ mod review;
 mod services;
 mod sessions;
 mod signals;
+mod steer;
 mod steps;
 mod stopping;
 mod storage;

@@ -1,0 +1,50 @@
+//! `eden steer RUN PROMPT`: the prompt is left in the run's steer file (`Layout::steer`, written
+//! whole before it is named, so the run never reads half of it), then the run's eden gets
+//! `STEER_REQUEST`: it interrupts the agent's invocation, and the next iteration starts with the
+//! prompt (`orchestrator::iterate`).
+
+use crate::cli::SteerArgs;
+use crate::error::Error;
+use crate::record::RunStatus;
+use crate::sessions::history;
+use crate::ui::print_note;
+
+pub fn steer(args: SteerArgs) -> Result<i32, Error> {
+    if args.prompt.trim().is_empty() {
+        return Err(Error::usage("the prompt is empty").with_hint("say what the agent should do instead"));
+    }
+    let layout = super::layout(args.repo.as_ref())?;
+    let (runs, _) = history::load(&layout);
+    let run = history::find(&runs, &args.run)?;
+    if run.status.observed(&run.process) != RunStatus::Running {
+        return Err(Error::usage(format!("run `{}` is not running, so there is nothing to steer", run.id))
+            .with_hint("start from where it ended instead: `eden run MANIFEST --from RUN --prompt \"...\"`"));
+    }
+    let record = crate::record::RunRecord::load(&run.record_path)?;
+    if record.kind == crate::record::RunKind::Interactive {
+        return Err(Error::usage(format!("run `{}` is an interactive session: you are steering it already", run.id))
+            .with_hint("type into the agent's own UI"));
+    }
+    let path = layout.steer(&run.id);
+    let folder = path.parent().expect("the steer file has a folder");
+    let partial = folder.join(format!(".{}.partial", run.id));
+    fs_err::create_dir_all(folder)
+        .and_then(|()| fs_err::write(&partial, &args.prompt))
+        .and_then(|()| fs_err::rename(&partial, &path))
+        .map_err(|err| Error::internal("cannot leave the prompt for the run").with_source(err))?;
+    let pid = nix::unistd::Pid::from_raw(run.process.pid as i32);
+    let signal = nix::sys::signal::Signal::try_from(crate::process::STEER_REQUEST).expect("a signal");
+    if let Err(err) = nix::sys::signal::kill(pid, signal) {
+        let _ = std::fs::remove_file(&path);
+        return Err(Error::usage(format!(
+            "run `{}` could not be reached (eden pid {}): {err}",
+            run.id, run.process.pid
+        ))
+        .with_hint("it may have just ended: `eden sessions show RUN`"));
+    }
+    print_note(&format!(
+        "steered run `{}`: its agent is interrupted; the next iteration starts with your prompt",
+        run.id
+    ));
+    Ok(0)
+}
