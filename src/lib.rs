@@ -24,6 +24,7 @@ pub mod report;
 pub mod safe_fs;
 pub mod sandbox;
 pub mod sessions;
+pub mod telemetry;
 pub mod ui;
 pub mod values;
 

@@ -157,6 +157,13 @@ fn run_inner(
                 "worktree": preview.worktree,
             },
             "agent_commands": agent_commands(&plan, &preview.worktree)?,
+            "telemetry": crate::telemetry::Settings::from_env(&|name| std::env::var(name).ok()).map(|settings| {
+                serde_json::json!({
+                    "traces": settings.endpoint,
+                    "protocol": if settings.json { "http/json" } else { "http/protobuf" },
+                    "service_name": settings.service_name,
+                })
+            }),
         });
         print_data(&serde_json::to_string_pretty(&json).expect("plans serialize"));
         return Ok(0);
@@ -192,6 +199,9 @@ fn run_inner(
     let mut reporters: Vec<Box<dyn Reporter>> = display.reporter().into_iter().collect();
     if args.json_events {
         reporters.push(Box::new(JsonLinesReporter::stdout()));
+    }
+    if let Some(telemetry) = crate::telemetry::Settings::from_env(&|name| std::env::var(name).ok()) {
+        reporters.push(Box::new(crate::telemetry::TraceReporter::new(telemetry)));
     }
     let result = runtime.block_on(orchestrator::run(&plan, &options, reporters));
     // The run is over; nothing left on the runtime may hold eden's exit.

@@ -160,6 +160,10 @@ fn agent_command(shared: &Shared<'_>, ask: &Ask<'_>) -> Result<(Prepared, AgentE
     for (key, value) in shared.sandbox.state_env() {
         command = command.env(key, value);
     }
+    // Traces exported: the agent's own spans join its iteration's (W3C trace context).
+    if let Some(traceparent) = crate::telemetry::agent_traceparent(shared.run_id, &ask.step.name, ask.iteration) {
+        command = command.env("TRACEPARENT", traceparent);
+    }
     // Held keys: placeholders, and the relay in front that points the agent at the proxy.
     if let Some(holder) = shared.holder {
         let eden =

@@ -51,4 +51,5 @@ mod storage;
 mod strategies;
 mod structure;
 mod structured;
+mod telemetry;
 mod usage_limits;
