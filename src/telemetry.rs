@@ -33,6 +33,9 @@ const EXPORT_WAIT: Duration = Duration::from_millis(800);
 pub struct Settings {
     /// The full URL of the traces endpoint.
     pub endpoint: String,
+    /// The metrics endpoint (`OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`, or the base's
+    /// `/v1/metrics`); `None` when only a traces endpoint is named.
+    pub metrics: Option<String>,
     pub json: bool,
     /// `OTEL_EXPORTER_OTLP_HEADERS` (and `…_TRACES_HEADERS`): `key=value,…`.
     pub headers: Vec<(String, String)>,
@@ -48,15 +51,19 @@ impl Settings {
         if set("OTEL_SDK_DISABLED").is_some_and(|value| value.eq_ignore_ascii_case("true")) {
             return None;
         }
+        let base = set("OTEL_EXPORTER_OTLP_ENDPOINT").map(|base| base.trim_end_matches('/').to_owned());
         let endpoint = match set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") {
             Some(endpoint) => endpoint,
-            None => format!("{}/v1/traces", set("OTEL_EXPORTER_OTLP_ENDPOINT")?.trim_end_matches('/')),
+            None => format!("{}/v1/traces", base.as_ref()?),
         };
+        let metrics = set("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")
+            .or_else(|| base.as_ref().map(|base| format!("{base}/v1/metrics")));
         let protocol = set("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL").or_else(|| set("OTEL_EXPORTER_OTLP_PROTOCOL"));
         let mut headers = pairs(&set("OTEL_EXPORTER_OTLP_HEADERS").unwrap_or_default());
         headers.extend(pairs(&set("OTEL_EXPORTER_OTLP_TRACES_HEADERS").unwrap_or_default()));
         Some(Settings {
             endpoint,
+            metrics,
             json: protocol.as_deref() == Some("http/json"),
             headers,
             service_name: set("OTEL_SERVICE_NAME").unwrap_or_else(|| "eden".to_owned()),
@@ -235,6 +242,8 @@ pub struct TraceReporter {
     /// When the last event came: the start of what the next ends (the sandbox's start, the merge).
     last_event: u64,
     tools: u32,
+    /// When the run began (its metrics' start).
+    run_started: Option<u64>,
     done: Vec<Span>,
     dropped: usize,
 }
@@ -252,6 +261,7 @@ impl TraceReporter {
             command: None,
             last_event: now_nanos(),
             tools: 0,
+            run_started: None,
             done: Vec::new(),
             dropped: 0,
         }
@@ -316,6 +326,7 @@ impl TraceReporter {
                 ];
                 attributes.extend(base.as_ref().map(|base| ("eden.base_branch".to_owned(), text(base.as_ref()))));
                 let id = span_id(&[run_id, "run"]);
+                self.run_started = Some(now);
                 self.run = Some(Open { id, parent: context.parent, name: "eden.run".into(), start: now, attributes });
             }
             Event::SandboxStarted { engine, name, host, node, .. } => {
@@ -491,15 +502,21 @@ impl TraceReporter {
         let span = run.end(now, error);
         self.done.push(span);
         let context = self.context.unwrap_or_else(|| TraceContext::from_env(&self.run_id));
-        let body = match self.settings.json {
+        let traces = match self.settings.json {
             true => encode_json(&self.settings, &context, &self.done).into_bytes(),
             false => encode_protobuf(&self.settings, &context, &self.done),
         };
-        if let Err(why) = export(&self.settings, body) {
-            crate::ui::print_note(&format!(
-                "warning: the run's trace was not exported to {}: {why}",
-                self.settings.endpoint
-            ));
+        let mut requests = vec![(self.settings.endpoint.clone(), traces)];
+        if let Some(endpoint) = &self.settings.metrics {
+            let points = metric_points(record, self.run_started.unwrap_or(now), now);
+            let body = match self.settings.json {
+                true => encode_metrics_json(&self.settings, &points).into_bytes(),
+                false => encode_metrics_protobuf(&self.settings, &points),
+            };
+            requests.push((endpoint.clone(), body));
+        }
+        if let Err(why) = export(&self.settings, requests) {
+            crate::ui::print_note(&format!("warning: the run's telemetry was not exported: {why}"));
         }
     }
 }
@@ -515,14 +532,18 @@ fn usage_attributes(usage: &crate::agent::Usage) -> Vec<(String, Value)> {
     attributes
 }
 
-/// POST `body` on a thread of its own, waiting for it at most `EXPORT_WAIT`.
-fn export(settings: &Settings, body: Vec<u8>) -> Result<(), String> {
+/// POST each `(endpoint, body)` on a thread of its own, waiting for them all at most
+/// `EXPORT_WAIT`.
+fn export(settings: &Settings, requests: Vec<(String, Vec<u8>)>) -> Result<(), String> {
     let (sender, receiver) = std::sync::mpsc::channel();
     let settings = settings.clone();
     std::thread::Builder::new()
         .name("otlp".into())
         .spawn(move || {
-            let _ = sender.send(post(&settings, &body));
+            let sent = requests.iter().try_for_each(|(endpoint, body)| {
+                post(&settings, endpoint, body).map_err(|why| format!("{endpoint}: {why}"))
+            });
+            let _ = sender.send(sent);
         })
         .map_err(|err| err.to_string())?;
     match receiver.recv_timeout(EXPORT_WAIT) {
@@ -532,9 +553,9 @@ fn export(settings: &Settings, body: Vec<u8>) -> Result<(), String> {
 }
 
 /// One HTTP/1.1 POST; the status must be 2xx.
-fn post(settings: &Settings, body: &[u8]) -> Result<(), String> {
+fn post(settings: &Settings, endpoint: &str, body: &[u8]) -> Result<(), String> {
     use std::io::{Read, Write};
-    let url = crate::values::BaseUrl::parse(&settings.endpoint)
+    let url = crate::values::BaseUrl::parse(endpoint)
         .ok_or_else(|| "the endpoint is not an `http://` or `https://` URL".to_owned())?;
     let needs_tls = url.tls;
     let tls = crate::proxy::upstream::client_config(needs_tls)?;
@@ -562,6 +583,147 @@ fn post(settings: &Settings, body: &[u8]) -> Result<(), String> {
         true => Ok(()),
         false => Err(format!("the receiver answered `{}`", line.lines().next().unwrap_or("").trim())),
     }
+}
+
+/// One number of a run's metrics.
+#[derive(Debug, Clone)]
+pub struct Point {
+    pub name: &'static str,
+    pub unit: &'static str,
+    pub value: Value,
+    /// A monotonic sum (a count) rather than a gauge.
+    pub sum: bool,
+    pub attributes: Vec<(String, Value)>,
+    pub start: u64,
+    pub end: u64,
+}
+
+/// What a run adds to the counts, as delta sums (and its duration as a gauge): runs,
+/// iterations, tokens by type, cost.
+fn metric_points(record: &crate::record::RunRecord, start: u64, end: u64) -> Vec<Point> {
+    let agent = record.steps.first().map_or("unknown", |step| step.agent.as_str());
+    let base = vec![
+        ("eden.run.name".to_owned(), text(record.name.clone())),
+        ("gen_ai.agent.name".to_owned(), text(agent)),
+        ("eden.exit_reason".to_owned(), text(record.exit_reason.map_or("none", |reason| reason.as_str()))),
+    ];
+    let point = |name, unit, value, sum, extra: Option<(&str, &str)>| {
+        let mut attributes = base.clone();
+        attributes.extend(extra.map(|(key, value)| (key.to_owned(), text(value))));
+        Point { name, unit, value, sum, attributes, start, end }
+    };
+    let mut points = vec![
+        point("eden.runs", "{run}", Value::Int(1), true, None),
+        point("eden.iterations", "{iteration}", Value::Int(record.iterations.len() as i64), true, None),
+        point("eden.run.duration", "s", Value::Float(record.duration_ms as f64 / 1000.0), false, None),
+    ];
+    if let Some(usage) = &record.usage {
+        for (kind, tokens) in [("input", usage.input_tokens), ("output", usage.output_tokens)] {
+            points.push(point(
+                "eden.tokens",
+                "{token}",
+                Value::Int(tokens as i64),
+                true,
+                Some(("gen_ai.token.type", kind)),
+            ));
+        }
+        if let Some(cost) = usage.cost_usd {
+            points.push(point("eden.cost", "USD", Value::Float(cost), true, None));
+        }
+    }
+    points
+}
+
+/// `ExportMetricsServiceRequest` of one `ResourceMetrics`: each point a metric of its own.
+pub fn encode_metrics_protobuf(settings: &Settings, points: &[Point]) -> Vec<u8> {
+    let mut scope = Vec::new();
+    bytes_field(&mut scope, 1, b"eden");
+    bytes_field(&mut scope, 2, env!("CARGO_PKG_VERSION").as_bytes());
+    let mut scope_metrics = Vec::new();
+    bytes_field(&mut scope_metrics, 1, &scope);
+    for point in points {
+        let mut data = Vec::new();
+        for (key, value) in &point.attributes {
+            bytes_field(&mut data, 7, &key_value(key, value));
+        }
+        fixed64_field(&mut data, 2, point.start);
+        fixed64_field(&mut data, 3, point.end.max(point.start));
+        match point.value {
+            Value::Float(number) => fixed64_field(&mut data, 4, number.to_bits()),
+            Value::Int(number) => fixed64_field(&mut data, 6, number as u64),
+            _ => {}
+        }
+        let mut series = Vec::new();
+        bytes_field(&mut series, 1, &data);
+        if point.sum {
+            // Delta, monotonic.
+            varint_field(&mut series, 2, 1);
+            varint_field(&mut series, 3, 1);
+        }
+        let mut metric = Vec::new();
+        bytes_field(&mut metric, 1, point.name.as_bytes());
+        bytes_field(&mut metric, 3, point.unit.as_bytes());
+        bytes_field(&mut metric, if point.sum { 7 } else { 5 }, &series);
+        bytes_field(&mut scope_metrics, 2, &metric);
+    }
+    let mut resource = Vec::new();
+    for (key, value) in resource_attributes(settings) {
+        bytes_field(&mut resource, 1, &key_value(&key, &value));
+    }
+    let mut resource_metrics = Vec::new();
+    bytes_field(&mut resource_metrics, 1, &resource);
+    bytes_field(&mut resource_metrics, 2, &scope_metrics);
+    let mut request = Vec::new();
+    bytes_field(&mut request, 1, &resource_metrics);
+    request
+}
+
+/// The OTLP/JSON mapping of the same.
+pub fn encode_metrics_json(settings: &Settings, points: &[Point]) -> String {
+    let metrics: Vec<serde_json::Value> = points
+        .iter()
+        .map(|point| {
+            let mut data = serde_json::json!({
+                "attributes": json_attributes(&point.attributes),
+                "startTimeUnixNano": point.start.to_string(),
+                "timeUnixNano": point.end.max(point.start).to_string(),
+            });
+            match point.value {
+                Value::Float(number) => data["asDouble"] = serde_json::json!(number),
+                Value::Int(number) => data["asInt"] = serde_json::json!(number.to_string()),
+                _ => {}
+            }
+            let mut metric = serde_json::json!({"name": point.name, "unit": point.unit});
+            match point.sum {
+                true => {
+                    metric["sum"] =
+                        serde_json::json!({"dataPoints": [data], "aggregationTemporality": 1, "isMonotonic": true})
+                }
+                false => metric["gauge"] = serde_json::json!({"dataPoints": [data]}),
+            }
+            metric
+        })
+        .collect();
+    serde_json::json!({"resourceMetrics": [{
+        "resource": {"attributes": json_attributes(&resource_attributes(settings))},
+        "scopeMetrics": [{"scope": {"name": "eden", "version": env!("CARGO_PKG_VERSION")}, "metrics": metrics}],
+    }]})
+    .to_string()
+}
+
+fn json_attributes(attributes: &[(String, Value)]) -> Vec<serde_json::Value> {
+    attributes
+        .iter()
+        .map(|(key, value)| {
+            let value = match value {
+                Value::Text(text) => serde_json::json!({"stringValue": text}),
+                Value::Bool(flag) => serde_json::json!({"boolValue": flag}),
+                Value::Int(number) => serde_json::json!({"intValue": number.to_string()}),
+                Value::Float(number) => serde_json::json!({"doubleValue": number}),
+            };
+            serde_json::json!({"key": key, "value": value})
+        })
+        .collect()
 }
 
 /// Protobuf, by hand: `ExportTraceServiceRequest` of one `ResourceSpans`.
@@ -667,20 +829,7 @@ fn fixed64_field(out: &mut Vec<u8>, field: u64, value: u64) {
 
 /// The OTLP/JSON mapping of the same request: ids in hex, 64-bit integers as strings.
 pub fn encode_json(settings: &Settings, context: &TraceContext, spans: &[Span]) -> String {
-    let attributes = |attributes: &[(String, Value)]| -> Vec<serde_json::Value> {
-        attributes
-            .iter()
-            .map(|(key, value)| {
-                let value = match value {
-                    Value::Text(text) => serde_json::json!({"stringValue": text}),
-                    Value::Bool(flag) => serde_json::json!({"boolValue": flag}),
-                    Value::Int(number) => serde_json::json!({"intValue": number.to_string()}),
-                    Value::Float(number) => serde_json::json!({"doubleValue": number}),
-                };
-                serde_json::json!({"key": key, "value": value})
-            })
-            .collect()
-    };
+    let attributes = json_attributes;
     let spans: Vec<serde_json::Value> = spans
         .iter()
         .map(|span| {

@@ -86,21 +86,8 @@ struct Span {
 
 /// The spans of an `ExportTraceServiceRequest`, decoded with the official definitions.
 fn decode(body: &[u8]) -> (String, Vec<Span>) {
-    let otlp = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/otlp");
-    let mut child = std::process::Command::new("protoc")
-        .arg("--decode=opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest")
-        .arg("-I")
-        .arg(&otlp)
-        .arg("opentelemetry/proto/collector/trace/v1/trace_service.proto")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("protoc (apt-get install protobuf-compiler)");
-    child.stdin.take().unwrap().write_all(body).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "protoc could not decode it: {}", String::from_utf8_lossy(&out.stderr));
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let text =
+        decode_as(body, "collector/trace/v1/trace_service.proto", "collector.trace.v1.ExportTraceServiceRequest");
     let mut spans = Vec::new();
     let mut current: Option<Span> = None;
     let mut key = String::new();
@@ -176,9 +163,9 @@ fn a_run_is_a_trace_whose_parent_is_the_callers() {
     );
     run.assert_code(0);
     let requests = receiver.bodies();
-    assert_eq!(requests.len(), 1, "one request per run");
-    let (path, head, body) = &requests[0];
-    assert_eq!(path, "/v1/traces");
+    let paths: Vec<&str> = requests.iter().map(|(path, _, _)| path.as_str()).collect();
+    assert_eq!(paths, ["/v1/traces", "/v1/metrics"], "one request of each per run");
+    let (_, head, body) = &requests[0];
     assert!(head.contains("x-api-key: s3cret!") && head.contains("application/x-protobuf"), "{head}");
     let (text, spans) = decode(body);
     assert!(text.contains("string_value: \"ci-agents\"") && text.contains("deployment.environment"), "{text}");
@@ -207,6 +194,43 @@ fn a_run_is_a_trace_whose_parent_is_the_callers() {
     let escaped: String =
         (0..8).map(|i| u8::from_str_radix(&parts[2][2 * i..2 * i + 2], 16).unwrap()).map(escape).collect();
     assert_eq!(escaped, iteration.span_id, "the agent's parent is its iteration");
+    // The metrics: a run, its iterations, its duration.
+    let metrics = decode_as(
+        &requests[1].2,
+        "collector/metrics/v1/metrics_service.proto",
+        "collector.metrics.v1.ExportMetricsServiceRequest",
+    );
+    for expected in [
+        "name: \"eden.runs\"",
+        "as_int: 1",
+        "name: \"eden.iterations\"",
+        "name: \"eden.run.duration\"",
+        "AGGREGATION_TEMPORALITY_DELTA",
+        "is_monotonic: true",
+        "string_value: \"ci-agents\"",
+    ] {
+        assert!(metrics.contains(expected), "{expected} in {metrics}");
+    }
+}
+
+/// `protoc --decode` of `body` as `message` (under `opentelemetry.proto.`) of `file` (under
+/// `opentelemetry/proto/`).
+fn decode_as(body: &[u8], file: &str, message: &str) -> String {
+    let otlp = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/otlp");
+    let mut child = std::process::Command::new("protoc")
+        .arg(format!("--decode=opentelemetry.proto.{message}"))
+        .arg("-I")
+        .arg(&otlp)
+        .arg(format!("opentelemetry/proto/{file}"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("protoc (apt-get install protobuf-compiler)");
+    child.stdin.take().unwrap().write_all(body).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "protoc could not decode it: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// protoc's escaping of one byte of a `bytes` field.
@@ -265,7 +289,7 @@ fn a_receiver_down_or_hanging_changes_nothing() {
         let run = run_with(&env, &[("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.clone())]);
         let wall = started.elapsed();
         run.assert_code(0);
-        assert!(run.stderr.contains("warning: the run's trace was not exported"), "{}", run.stderr);
+        assert!(run.stderr.contains("warning: the run's telemetry was not exported"), "{}", run.stderr);
         let record = run.json();
         let recorded = Duration::from_millis(record["duration_ms"].as_u64().unwrap());
         // The loose bound is the machine's; eden's own wait is at most 0.8 s.
@@ -288,7 +312,14 @@ fn claude_codes_tool_calls_and_usage_are_spans() {
     command.env_remove("TRACEPARENT").env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint());
     let run = Run::from(command.output().unwrap());
     run.assert_code(0);
-    let (_, spans) = decode(&receiver.bodies()[0].2);
+    let requests = receiver.bodies();
+    let (_, spans) = decode(&requests[0].2);
+    let metrics = decode_as(
+        &requests[1].2,
+        "collector/metrics/v1/metrics_service.proto",
+        "collector.metrics.v1.ExportMetricsServiceRequest",
+    );
+    assert!(metrics.contains("name: \"eden.tokens\"") && metrics.contains("string_value: \"input\""), "{metrics}");
     let iteration = find(&spans, "eden.iteration 1");
     let tools: Vec<&Span> = spans.iter().filter(|span| span.name.starts_with("eden.tool ")).collect();
     assert!(!tools.is_empty(), "{spans:#?}");
