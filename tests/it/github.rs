@@ -169,7 +169,7 @@ fn the_action_declares_what_eden_writes() {
         .collect();
     assert_eq!(
         declared,
-        ["branch", "chosen_branch", "status", "exit_reason", "exit_code", "commits", "cost_usd", "runs"]
+        ["branch", "chosen_branch", "status", "exit_reason", "exit_code", "commits", "cost_usd", "artifacts", "runs"]
     );
     for name in declared {
         assert!(action.contains(&format!("value: ${{{{ steps.run.outputs.{name} }}}}")), "{name}");
@@ -183,7 +183,7 @@ fn the_action_declares_what_eden_writes() {
     Run::from(command.output().unwrap()).assert_code(0);
     let written: Vec<String> = read_outputs(&github.output).into_keys().collect();
     let mut expected: Vec<String> =
-        ["branch", "chosen_branch", "status", "exit_reason", "exit_code", "commits", "cost_usd", "runs"]
+        ["branch", "chosen_branch", "status", "exit_reason", "exit_code", "commits", "cost_usd", "artifacts", "runs"]
             .iter()
             .map(|s| (*s).to_owned())
             .collect();
