@@ -143,6 +143,18 @@ pub enum Event<'a> {
         exit_code: Option<i32>,
         duration_ms: u64,
     },
+    /// What the iteration did came back from the sandbox (its commits fetched and checked).
+    WorkBack {
+        iteration: u32,
+        duration_ms: u64,
+    },
+    /// `[branch] push`, tried once the run's work landed or was kept.
+    Pushed {
+        remote: Cow<'a, str>,
+        branch: Cow<'a, str>,
+        pushed: bool,
+        duration_ms: u64,
+    },
     /// The structured output, once it is valid.
     Output {
         iteration: u32,

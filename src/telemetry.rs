@@ -4,7 +4,7 @@
 //!
 //! The spans are made from the run's events (`TraceReporter`, one more `Reporter`): the run,
 //! each step, each iteration, each tool call, each check and hook, the sandbox's start (its
-//! seeding included) and the merge. They are sent once, when the run finishes, as one request
+//! seeding included), bringing each iteration's work back, the merge and the push. They are sent once, when the run finishes, as one request
 //! (`http/protobuf`, or `http/json` with `OTEL_EXPORTER_OTLP_PROTOCOL`), on a thread of its own
 //! that the run waits for at most `EXPORT_WAIT`: a receiver that is down or hangs costs the run
 //! a warning and at most that long. At most `MAX_SPANS` spans are kept (a run of many tool calls
@@ -475,6 +475,23 @@ impl TraceReporter {
                 span.parent = self.run.as_ref().map(|run| run.id);
                 span.start = self.last_event;
                 self.keep(span.end(now, None));
+            }
+            Event::WorkBack { iteration, duration_ms } => {
+                let attributes = vec![("eden.iteration".to_owned(), Value::Int(i64::from(*iteration)))];
+                let id = span_id(&[run_id, "back", &self.step_name(), &iteration.to_string(), &now.to_string()]);
+                let mut span = self.open("eden.work_back".into(), id, attributes);
+                span.start = now.saturating_sub(duration_ms * 1_000_000);
+                self.keep(span.end(now, None));
+            }
+            Event::Pushed { remote, branch, pushed, duration_ms } => {
+                let attributes = vec![
+                    ("eden.push.remote".to_owned(), text(remote.as_ref())),
+                    ("eden.push.branch".to_owned(), text(branch.as_ref())),
+                ];
+                let mut span = self.open("eden.push".into(), span_id(&[run_id, "push"]), attributes);
+                span.parent = self.run.as_ref().map(|run| run.id);
+                span.start = now.saturating_sub(duration_ms * 1_000_000);
+                self.keep(span.end(now, (!pushed).then(|| "the push failed".to_owned())));
             }
             Event::RunFinished { record } => self.finish(record, now),
             _ => {}

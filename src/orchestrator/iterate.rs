@@ -139,7 +139,7 @@ impl<'a> StepRun<'a> {
             if let Err(error) = self.hooks(Phase::OnIterationEnd, iteration, live).await {
                 invoked.result = Err(error);
             }
-            sync_into(&mut invoked.result, self.shared.sandbox, None, live.events);
+            sync_into((&mut invoked.result, iteration), self.shared.sandbox, None, live.events);
         }
         let new_commits = self.collect_commits(iteration, live)?;
         let outcome = invoked.outcome;
@@ -323,7 +323,7 @@ impl<'a> StepRun<'a> {
             };
             let mut invoked = invoke(self.shared, &ask, live).await?;
             let tip = invoked.sandbox_tip.take();
-            sync_into(&mut invoked.result, self.shared.sandbox, tip.as_deref(), live.events);
+            sync_into((&mut invoked.result, iteration), self.shared.sandbox, tip.as_deref(), live.events);
             if let Some(next) = self.wait_out_usage_limit(iteration, &invoked, &prompt_text, live).await? {
                 (prompt_text, resume) = next;
                 continue;
@@ -393,8 +393,18 @@ impl<'a> StepRun<'a> {
 
 /// Bring the agent's work into the worktree where it worked elsewhere (an isolated copy); a
 /// failure to do so fails the iteration.
-fn sync_into(result: &mut Result<bool, Error>, sandbox: &dyn SandboxHandle, tip: Option<&str>, events: &mut RunEvents) {
-    match sandbox.sync(tip) {
+fn sync_into(
+    (result, iteration): (&mut Result<bool, Error>, u32),
+    sandbox: &dyn SandboxHandle,
+    tip: Option<&str>,
+    events: &mut RunEvents,
+) {
+    let clock = std::time::Instant::now();
+    let synced = sandbox.sync(tip);
+    if sandbox.kind() != "none" {
+        events.report(&Event::WorkBack { iteration, duration_ms: clock.elapsed().as_millis() as u64 });
+    }
+    match synced {
         Ok(Some(note)) => events.report(&Event::Info { message: note.as_str().into() }),
         Ok(None) => {}
         Err(error) if result.is_ok() => *result = Err(error),

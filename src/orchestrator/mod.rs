@@ -428,7 +428,14 @@ impl<'p> Run<'p> {
             self.events.report(&Event::Warning { message: message.into() });
         }
         let base = merged_into.filter(|_| self.plan.branch.push_base);
+        let clock = std::time::Instant::now();
         let record = push::push(repo, lease, &tip, base);
+        self.events.report(&Event::Pushed {
+            remote: lease.remote.as_str().into(),
+            branch: lease.branch.as_str().into(),
+            pushed: record.pushed && record.error.is_none(),
+            duration_ms: clock.elapsed().as_millis() as u64,
+        });
         if record.pushed && record.error.is_none() {
             let base = base.map(|base| format!(", and `{base}`")).unwrap_or_default();
             let message = format!("pushed `{}` ({}) to `{}`{base}", lease.branch, short_sha(&tip), lease.remote);

@@ -88,7 +88,11 @@ impl Reporter for LiveReporter {
             Event::Usage { usage, .. } => {
                 bar.set_prefix(format!("{} · {} tokens", self.iteration, super::thousands(usage.total_tokens())));
             }
-            Event::SessionId { .. } | Event::Transcript { .. } | Event::ProviderRequest { .. } => {}
+            Event::SessionId { .. }
+            | Event::Transcript { .. }
+            | Event::ProviderRequest { .. }
+            | Event::WorkBack { .. }
+            | Event::Pushed { .. } => {}
             Event::AgentError { message, .. } => {
                 say(bar, format!("{} {message}", style("agent error:").red().bold()));
             }

@@ -110,7 +110,7 @@ impl PlainReporter {
             Event::IterationStarted { iteration, max_iterations } => {
                 self.line(&format!("iteration {iteration}/{max_iterations} started"));
             }
-            Event::Prompt { .. } => {}
+            Event::Prompt { .. } | Event::WorkBack { .. } | Event::Pushed { .. } => {}
             Event::AgentText { text, .. } => self.line(&format!("| {text}")),
             Event::AgentStderr { text, .. } => self.line(&format!("! {text}")),
             Event::IdleWarning { silent_secs, .. } => {

@@ -329,3 +329,35 @@ fn claude_codes_tool_calls_and_usage_are_spans() {
     assert_eq!(iteration.attribute("gen_ai.conversation.id"), run.json()["session_id"].as_str());
     assert!(find(&spans, "eden.run").attribute("gen_ai.usage.output_tokens").is_some());
 }
+
+/// In a sandbox, bringing each iteration's work back is a span of its iteration; the push is one
+/// of the run's.
+#[test]
+fn work_back_and_the_push_are_spans() {
+    if !crate::isolated::bwrap() {
+        return;
+    }
+    let receiver = Receiver::start(false);
+    let env = TestEnv::new();
+    let origin = env.root().join("origin.git");
+    env.git(&["init", "-q", "--bare", origin.to_str().unwrap()]);
+    env.git(&["remote", "add", "origin", origin.to_str().unwrap()]);
+    env.git(&["push", "-q", "origin", "main"]);
+    let manifest = MANIFEST.replace("[loop]", "[sandbox]\nkind = \"isolated\"\n[branch]\npush = \"origin\"\n[loop]");
+    let path = env.write_manifest(&manifest);
+    let mut command = env.eden_command(&["run", path.to_str().unwrap(), "--json"]);
+    command
+        .env_remove("TRACEPARENT")
+        .env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", format!("{}/v1/traces", receiver.endpoint()));
+    let run = Run::from(command.output().unwrap());
+    run.assert_code(0);
+    let (_, spans) = decode(&receiver.bodies()[0].2);
+    let root = find(&spans, "eden.run");
+    let iteration = find(&spans, "eden.iteration 1");
+    let back = find(&spans, "eden.work_back");
+    assert_eq!(back.parent, iteration.span_id);
+    let push = find(&spans, "eden.push");
+    assert_eq!(push.parent, root.span_id);
+    assert_eq!(push.attribute("eden.push.remote"), Some("origin"));
+    assert_eq!(push.status, "STATUS_CODE_OK");
+}
