@@ -15,6 +15,9 @@ fn manifest(ready: &std::path::Path, sandbox: &str) -> String {
     )
 }
 
+/// When the last steer was sent (wall clock, to compare with the record's times).
+static SENT_AT: std::sync::Mutex<Option<std::time::SystemTime>> = std::sync::Mutex::new(None);
+
 /// Start the run, wait for its agent, steer it; the run's result and how long it took from the
 /// steer to its end.
 fn steered(env: &TestEnv, manifest: &str, shared: &std::path::Path, which: &str) -> (Run, Duration) {
@@ -27,6 +30,7 @@ fn steered(env: &TestEnv, manifest: &str, shared: &std::path::Path, which: &str)
         .unwrap();
     wait_for(&shared.join("ready"));
     let sent = Instant::now();
+    *SENT_AT.lock().unwrap() = Some(std::time::SystemTime::now());
     let steer = env.eden(&["steer", which, "STEERED: write it down instead"]);
     steer.assert_code(0);
     assert!(steer.stderr.contains("its agent is interrupted"), "{}", steer.stderr);
@@ -55,7 +59,13 @@ fn a_sleeping_agent_is_steered() {
     let shared = env.root().join("shared");
     std::fs::create_dir_all(&shared).unwrap();
     let (run, took) = steered(&env, &manifest(&shared, ""), &shared, "last");
+    let sent_at = SENT_AT.lock().unwrap().unwrap();
     assert_steered(&env, &run, took);
+    // The next iteration began within a second of the steer.
+    let started = run.json()["iterations"][1]["started_at"].as_str().unwrap().to_owned();
+    let started = humantime::parse_rfc3339(&started).unwrap();
+    let after = started.duration_since(sent_at).unwrap_or_default();
+    assert!(after < Duration::from_secs(1), "{after:?}");
     // Over: nothing to steer.
     let late = env.eden(&["steer", "last", "more"]);
     late.assert_code(2);
