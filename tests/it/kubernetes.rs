@@ -732,3 +732,33 @@ fn artifacts_from_a_pod() {
     crate::artifacts::assert_kept(&env, &run, true);
     assert!(cluster.pods(&env.repo).is_empty(), "the pod is deleted");
 }
+
+/// `eden steer` reaches an agent in a pod: interrupted through `kubectl exec`, the next
+/// iteration has the prompt.
+#[test]
+fn an_agent_in_a_pod_is_steered() {
+    let Some(cluster) = cluster() else { return };
+    let env = TestEnv::new();
+    let sandbox = format!("[sandbox]\nkind = \"kubernetes\"\nimage = \"{IMAGE}\"\nimage_pull_policy = \"Never\"");
+    let path = env.write_manifest(&crate::steer::manifest(Path::new("/tmp"), &sandbox));
+    let mut command = env.eden_command(&["run", path.to_str().unwrap(), "--json"]);
+    command.envs(cluster.env("admin"));
+    let child = command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    // The agent is at work when it has said so (the run's log).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let working =
+        || {
+            std::fs::read_dir(env.repo.join(".eden/logs")).into_iter().flatten().flatten().any(|entry| {
+                std::fs::read_to_string(entry.path()).is_ok_and(|log| log.contains("\"text\":\"working\""))
+            })
+        };
+    while !working() {
+        assert!(std::time::Instant::now() < deadline, "the agent never started");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let sent = std::time::Instant::now();
+    env.eden(&["steer", "last", "STEERED: write it down instead"]).assert_code(0);
+    let run = Run::from(child.wait_with_output().unwrap());
+    crate::steer::assert_steered(&env, &run, sent.elapsed());
+    assert!(cluster.pods(&env.repo).is_empty(), "the pod is deleted");
+}

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 /// An agent that, given the steered prompt, writes it and commits; otherwise touches `ready`
 /// and sleeps.
-fn manifest(ready: &std::path::Path, sandbox: &str) -> String {
+pub fn manifest(ready: &std::path::Path, sandbox: &str) -> String {
     let ready = ready.display();
     format!(
         "name = \"steer\"\nprompt = \"the first prompt\"\n[agent]\nkind = \"cli\"\nbinary = \"sh\"\n\
@@ -38,7 +38,7 @@ fn steered(env: &TestEnv, manifest: &str, shared: &std::path::Path, which: &str)
     (run, sent.elapsed())
 }
 
-fn assert_steered(env: &TestEnv, run: &Run, took: Duration) {
+pub fn assert_steered(env: &TestEnv, run: &Run, took: Duration) {
     run.assert_code(0);
     let record = run.json();
     let iterations = record["iterations"].as_array().unwrap();
@@ -164,4 +164,21 @@ fn the_real_claude_code_is_steered_in_its_session() {
     let session = iterations[0]["session_id"].as_str().expect("a session");
     assert_eq!(iterations[1]["session_id"], session, "the same session: {}", run.stderr);
     assert!(run.stderr.contains(&format!("in session `{session}`")), "{}", run.stderr);
+}
+
+#[test]
+fn an_isolated_agent_is_steered() {
+    if !crate::isolated::bwrap() {
+        return;
+    }
+    let env = TestEnv::new();
+    let shared = env.root().join("shared");
+    std::fs::create_dir_all(&shared).unwrap();
+    let sandbox = format!(
+        "[sandbox]\nkind = \"isolated\"\nmounts = [{{ host = \"{}\", sandbox = \"{}\" }}]",
+        shared.display(),
+        shared.display()
+    );
+    let (run, took) = steered(&env, &manifest(&shared, &sandbox), &shared, "last");
+    assert_steered(&env, &run, took);
 }
