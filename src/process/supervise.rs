@@ -412,7 +412,7 @@ pub async fn supervise(
             },
             changed = abort.changed(), if state.exit_code.is_none() && abort_open => {
                 match changed.map(|()| *abort.borrow_and_update()) {
-                    Ok(request) => act(request.map_or(Act::Nothing, |request| state.aborted(request, Instant::now()))),
+                    Ok(request) => act(request.map_or(Act::Nothing, |request| interrupt(&mut state, request, inside))),
                     // The sender is gone: nobody can abort any more; stop polling it.
                     Err(_) => abort_open = false,
                 }
@@ -442,6 +442,20 @@ pub async fn supervise(
     // What the command left behind (re-parented to eden's containment) goes with it.
     super::contain::reap_orphans();
     Ok((state.outcome(), pipes.tails))
+}
+
+/// eden got a signal: the command's share of it (`Supervision::aborted`). In a sandbox the first,
+/// polite one goes to the command inside alone, as a steer's does (`steer_now`): the client
+/// that reaches it ends when its wrapper has, sweep and all, so what eden runs there next (the
+/// work brought home) cannot meet the sweep.
+fn interrupt(state: &mut Supervision, request: Abort, inside: Option<&dyn Inside>) -> Act {
+    match (state.aborted(request, Instant::now()), inside) {
+        (Act::Signal(signal), Some(_)) if signal != Signal::SIGKILL => {
+            signal_inside(inside, signal);
+            Act::Nothing
+        }
+        (act, _) => act,
+    }
 }
 
 /// What changed before the command started does not count.
