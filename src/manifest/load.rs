@@ -396,7 +396,7 @@ fn describe_serde_error(source: &Source, err: serde_path_to_error::Error<toml::d
     } else if message.starts_with("invalid size") {
         error.with_hint("write a number and a unit with no space: `512m`, `4g`; or a number of bytes")
     } else if message.starts_with("invalid type") && message.ends_with("expected a sequence") {
-        error.with_hint("write a list of strings, e.g. `[\"redis-server\", \"--save\", \"\"]`")
+        error.with_hint("write a list in brackets, e.g. `[\"first\", \"second\"]`")
     } else {
         error
     };
