@@ -743,9 +743,9 @@ fn an_agent_in_a_pod_is_steered() {
     let path = env.write_manifest(&crate::steer::manifest(Path::new("/tmp"), &sandbox));
     let mut command = env.eden_command(&["run", path.to_str().unwrap(), "--json"]);
     command.envs(cluster.env("admin"));
-    let child = command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
-    // The agent is at work when it has said so (the run's log).
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let mut child = command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    // The agent is at work when it has said so (the run's log). A busy machine starts pods slowly.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
     let working =
         || {
             std::fs::read_dir(env.repo.join(".eden/logs")).into_iter().flatten().flatten().any(|entry| {
@@ -753,6 +753,10 @@ fn an_agent_in_a_pod_is_steered() {
             })
         };
     while !working() {
+        if child.try_wait().unwrap().is_some() {
+            let run = Run::from(child.wait_with_output().unwrap());
+            panic!("the run ended before its agent worked: {}", run.stderr);
+        }
         assert!(std::time::Instant::now() < deadline, "the agent never started");
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
