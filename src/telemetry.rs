@@ -653,12 +653,7 @@ fn metric_points(record: &crate::record::RunRecord, start: u64, end: u64) -> Vec
 
 /// `ExportMetricsServiceRequest` of one `ResourceMetrics`: each point a metric of its own.
 pub fn encode_metrics_protobuf(settings: &Settings, points: &[Point]) -> Vec<u8> {
-    let mut scope = Vec::new();
-    bytes_field(&mut scope, 1, b"eden");
-    bytes_field(&mut scope, 2, env!("CARGO_PKG_VERSION").as_bytes());
-    let mut scope_metrics = Vec::new();
-    bytes_field(&mut scope_metrics, 1, &scope);
-    for point in points {
+    let metrics = points.iter().map(|point| {
         let mut data = Vec::new();
         for (key, value) in &point.attributes {
             bytes_field(&mut data, 7, &key_value(key, value));
@@ -681,18 +676,9 @@ pub fn encode_metrics_protobuf(settings: &Settings, points: &[Point]) -> Vec<u8>
         bytes_field(&mut metric, 1, point.name.as_bytes());
         bytes_field(&mut metric, 3, point.unit.as_bytes());
         bytes_field(&mut metric, if point.sum { 7 } else { 5 }, &series);
-        bytes_field(&mut scope_metrics, 2, &metric);
-    }
-    let mut resource = Vec::new();
-    for (key, value) in resource_attributes(settings) {
-        bytes_field(&mut resource, 1, &key_value(&key, &value));
-    }
-    let mut resource_metrics = Vec::new();
-    bytes_field(&mut resource_metrics, 1, &resource);
-    bytes_field(&mut resource_metrics, 2, &scope_metrics);
-    let mut request = Vec::new();
-    bytes_field(&mut request, 1, &resource_metrics);
-    request
+        metric
+    });
+    export_request(settings, metrics)
 }
 
 /// The OTLP/JSON mapping of the same.
@@ -745,23 +731,30 @@ fn json_attributes(attributes: &[(String, Value)]) -> Vec<serde_json::Value> {
 
 /// Protobuf, by hand: `ExportTraceServiceRequest` of one `ResourceSpans`.
 pub fn encode_protobuf(settings: &Settings, context: &TraceContext, spans: &[Span]) -> Vec<u8> {
+    export_request(settings, spans.iter().map(|span| span_bytes(context, span)))
+}
+
+/// An `Export…ServiceRequest` (traces and metrics have the same shape): one resource (eden, and
+/// `OTEL_RESOURCE_ATTRIBUTES`), one scope (`eden` and its version), and `items` in it (spans or
+/// metrics, each field 2 of its scope and already encoded).
+fn export_request(settings: &Settings, items: impl Iterator<Item = Vec<u8>>) -> Vec<u8> {
     let mut scope = Vec::new();
     bytes_field(&mut scope, 1, b"eden");
     bytes_field(&mut scope, 2, env!("CARGO_PKG_VERSION").as_bytes());
-    let mut scope_spans = Vec::new();
-    bytes_field(&mut scope_spans, 1, &scope);
-    for span in spans {
-        bytes_field(&mut scope_spans, 2, &span_bytes(context, span));
+    let mut in_scope = Vec::new();
+    bytes_field(&mut in_scope, 1, &scope);
+    for item in items {
+        bytes_field(&mut in_scope, 2, &item);
     }
     let mut resource = Vec::new();
     for (key, value) in resource_attributes(settings) {
         bytes_field(&mut resource, 1, &key_value(&key, &value));
     }
-    let mut resource_spans = Vec::new();
-    bytes_field(&mut resource_spans, 1, &resource);
-    bytes_field(&mut resource_spans, 2, &scope_spans);
+    let mut in_resource = Vec::new();
+    bytes_field(&mut in_resource, 1, &resource);
+    bytes_field(&mut in_resource, 2, &in_scope);
     let mut request = Vec::new();
-    bytes_field(&mut request, 1, &resource_spans);
+    bytes_field(&mut request, 1, &in_resource);
     request
 }
 

@@ -449,7 +449,13 @@ pub async fn supervise(
 /// that reaches it ends when its wrapper has, sweep and all, so what eden runs there next (the
 /// work brought home) cannot meet the sweep.
 fn interrupt(state: &mut Supervision, request: Abort, inside: Option<&dyn Inside>) -> Act {
-    match (state.aborted(request, Instant::now()), inside) {
+    inside_first(state.aborted(request, Instant::now()), inside)
+}
+
+/// A polite signal for a command in a sandbox goes to the command inside alone (`Act::Nothing`
+/// for the host's group); SIGKILL, and anything outside a sandbox, as `act` says.
+fn inside_first(act: Act, inside: Option<&dyn Inside>) -> Act {
+    match (act, inside) {
         (Act::Signal(signal), Some(_)) if signal != Signal::SIGKILL => {
             signal_inside(inside, signal);
             Act::Nothing
@@ -469,12 +475,7 @@ fn seen(mut steer: watch::Receiver<u64>) -> watch::Receiver<u64> {
 /// wrapper has, sweep and all, so what eden runs there next cannot meet the sweep. SIGKILL
 /// follows after the grace, as ever.
 fn steer_now(state: &mut Supervision, inside: Option<&dyn Inside>) -> Act {
-    let act = state.begin_kill(KillReason::Steered, Signal::SIGINT, Instant::now());
-    if inside.is_none() {
-        return act;
-    }
-    signal_inside(inside, Signal::SIGINT);
-    Act::Nothing
+    inside_first(state.begin_kill(KillReason::Steered, Signal::SIGINT, Instant::now()), inside)
 }
 
 /// Deliver `signal` to the command inside its sandbox, if it is in one. The engine exec that

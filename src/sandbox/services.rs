@@ -33,6 +33,9 @@ const READY_CALL: Duration = Duration::from_secs(10);
 /// How many of a failed service's last log lines its error shows.
 const LOG_LINES: usize = 20;
 
+/// The most of one such line it shows.
+const LOG_LINE_CHARS: usize = 500;
+
 /// All a service may hold: an entrypoint's `chown` and switch to its own user (postgres'
 /// `gosu`), signals to its own processes, a port under 1024. Not `NET_ADMIN` or `NET_RAW`.
 const CAPABILITIES: [&str; 8] =
@@ -204,7 +207,12 @@ fn last_lines(target: &Target, name: &str) -> String {
 
 /// A service's last `LOG_LINES` lines of output, as the end of its error (empty for none).
 pub(super) fn last_lines_block(text: &str) -> String {
-    let lines: Vec<&str> = text.lines().filter(|line| !line.trim().is_empty()).collect();
+    // What a service prints is the agent's to influence: each line cut, like the count.
+    let lines: Vec<String> = text
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| line.chars().take(LOG_LINE_CHARS).collect())
+        .collect();
     let lines = &lines[lines.len().saturating_sub(LOG_LINES)..];
     match lines.is_empty() {
         true => String::new(),
