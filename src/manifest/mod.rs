@@ -3,6 +3,9 @@
 //! the settings of a run (`plan`), and prompt rendering (`prompt`).
 
 mod agent_plan;
+mod attempts_plan;
+mod branch_plan;
+mod budget_plan;
 pub mod checks_plan;
 pub mod dotenv;
 mod env_plan;
@@ -10,12 +13,14 @@ pub mod held_plan;
 pub mod hooks_plan;
 pub mod load;
 pub mod logging_plan;
+mod loop_plan;
 pub mod output_plan;
 pub mod plan;
 pub mod prompt;
 mod sandbox_plan;
 pub mod schema;
 pub mod services_plan;
+mod steps_plan;
 
 pub use load::{load, LoadRequest};
 pub use plan::Plan;

@@ -1,0 +1,80 @@
+//! `attempts`, `attempts_pick` and `attempts_score`: several attempts at one task, and which lands.
+
+use super::branch_plan::BranchPlan;
+use super::load::{KeyPath, Source};
+use super::schema::{Manifest, Strategy};
+use super::steps_plan::StepPlan;
+use crate::error::Error;
+use serde::Serialize;
+
+/// `attempts = N` and `attempts_pick`, resolved (`--attempts` wins over the key).
+#[derive(Debug, Clone, Serialize)]
+pub struct AttemptsPlan {
+    pub count: u32,
+    pub pick: crate::manifest::schema::AttemptsPick,
+    /// `attempts_score`, for `"best"`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub score: Option<String>,
+    /// What the choice goes by: the completion signal and the checks, or the signal alone
+    /// (no `[[check]]`), as `--dry-run` says.
+    pub chosen_by: &'static str,
+}
+
+/// The most attempts of one manifest at once.
+pub const MAX_ATTEMPTS: u32 = 16;
+
+/// `attempts` and `attempts_pick`: a number from 1 to `MAX_ATTEMPTS`, each attempt on a branch
+/// of its own (`merge-to-head`), and what is not built yet refused.
+pub(crate) fn resolve_attempts(
+    manifest: &Manifest,
+    branch: &BranchPlan,
+    steps: &[StepPlan],
+    source: &Source,
+) -> Result<AttemptsPlan, Error> {
+    use crate::manifest::schema::AttemptsPick;
+    let at = |key: &str| KeyPath::parse(key);
+    let count = manifest.attempts.unwrap_or(1);
+    if !(1..=MAX_ATTEMPTS).contains(&count) {
+        return Err(source
+            .error_at(&at("attempts"), format!("`attempts = {count}`: give a number from 1 to {MAX_ATTEMPTS}"))
+            .with_hint("e.g. `attempts = 3` (or `--attempts 3`)"));
+    }
+    let pick = manifest.attempts_pick.unwrap_or_default();
+    let score = manifest.attempts_score.clone().filter(|score| !score.trim().is_empty());
+    match (pick, &score, manifest.attempts_score.is_some()) {
+        (AttemptsPick::Best, None, _) => {
+            return Err(source
+                .error_at(&at("attempts_pick"), "`attempts_pick = \"best\"` needs `attempts_score`")
+                .with_hint("a command run in each attempt's sandbox that prints a number, the lower the better: `attempts_score = \"cargo clippy 2>&1 | grep -c warning\"`"));
+        }
+        (AttemptsPick::First, _, true) => {
+            return Err(source
+                .error_at(&at("attempts_score"), "`attempts_score` applies to `attempts_pick = \"best\"` only")
+                .with_hint("set `attempts_pick = \"best\"`, or remove `attempts_score`"));
+        }
+        _ => {}
+    }
+    if count > 1 && branch.strategy != Strategy::MergeToHead {
+        return Err(source
+            .error_at(
+                &at("attempts"),
+                format!("attempts need branches of their own: strategy `{}` shares one", branch.strategy.as_str()),
+            )
+            .with_hint("use `branch.strategy = \"merge-to-head\"` (the default) with `attempts`"));
+    }
+    let checked = steps.iter().any(|step| !step.checks.is_empty());
+    let chosen_by = match (count, pick, checked) {
+        (1, _, _) => "the one attempt",
+        (_, AttemptsPick::First, true) => "the first to finish with its completion signal and every check passing",
+        (_, AttemptsPick::First, false) => {
+            "the first to finish with its completion signal (no `[[check]]`: the signal alone)"
+        }
+        (_, AttemptsPick::Best, true) => {
+            "of those that finish with their completion signal and every check passing, the lowest `attempts_score` (ties: fewer changed lines)"
+        }
+        (_, AttemptsPick::Best, false) => {
+            "of those that finish with their completion signal (no `[[check]]`: the signal alone), the lowest `attempts_score` (ties: fewer changed lines)"
+        }
+    };
+    Ok(AttemptsPlan { count, pick, score, chosen_by })
+}
