@@ -78,3 +78,28 @@ pub(crate) fn resolve_attempts(
     };
     Ok(AttemptsPlan { count, pick, score, chosen_by })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attempts(text: &str) -> Result<AttemptsPlan, String> {
+        let (manifest, source) = super::super::load::from_text(text).unwrap();
+        let branch = super::super::branch_plan::resolve_branch(&manifest.branch, &source).unwrap();
+        resolve_attempts(&manifest, &branch, &[], &source).map_err(|err| err.message)
+    }
+
+    #[test]
+    fn how_many_and_how_chosen() {
+        assert_eq!(attempts("").unwrap().count, 1);
+        let three = attempts("attempts = 3").unwrap();
+        assert_eq!(three.count, 3);
+        assert!(three.chosen_by.contains("no `[[check]]`"), "{}", three.chosen_by);
+        assert!(attempts("attempts = 0").unwrap_err().contains("from 1 to 16"));
+        assert!(attempts("attempts = 17").is_err());
+        assert!(attempts("attempts_pick = \"best\"").unwrap_err().contains("needs `attempts_score`"));
+        assert!(attempts("attempts_score = \"wc -l\"").unwrap_err().contains("applies to"));
+        let named = "attempts = 2\n[branch]\nstrategy = \"named\"\nname = \"x\"\n";
+        assert!(attempts(named).unwrap_err().contains("branches of their own"));
+    }
+}

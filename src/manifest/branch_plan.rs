@@ -143,3 +143,39 @@ pub(crate) fn resolve_branch(section: &BranchSection, source: &Source) -> Result
         protect: section.protect.clone().unwrap_or_default(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn branch(text: &str) -> Result<BranchPlan, String> {
+        let (manifest, source) = super::super::load::from_text(text).unwrap();
+        resolve_branch(&manifest.branch, &source).map_err(|err| err.message)
+    }
+
+    #[test]
+    fn defaults_and_refusals() {
+        let plan = branch("").unwrap();
+        assert_eq!(plan.strategy, Strategy::MergeToHead);
+        assert!(!plan.push_base && plan.protect.is_empty());
+        let named = branch("[branch]\nstrategy = \"named\"\n").unwrap_err();
+        assert!(named.starts_with("plan.toml:2:12: strategy `named` needs `branch.name`"), "{named}");
+        assert!(branch("[branch]\npush_base = true\n").unwrap_err().contains("needs `branch.push`"));
+        assert!(branch("[branch]\nprotect = [\"../x\"]\n").unwrap_err().contains("not a path in the repository"));
+        assert!(branch("[branch]\nstrategy = \"head\"\nbase = \"main\"\n").unwrap_err().contains("does not apply"));
+        assert!(branch("[branch]\npush = \"-x\"\n").unwrap_err().contains("not a remote's name"));
+        assert!(branch("[branch]\nbase = \"a..b\"\n").unwrap_err().contains("not a valid branch name"));
+    }
+
+    #[test]
+    fn copies_stay_in_the_checkout() {
+        let copies = |text: &str| {
+            let (manifest, source) = super::super::load::from_text(text).unwrap();
+            resolve_copies(&manifest, Strategy::MergeToHead, &source).map_err(|err| err.message)
+        };
+        assert_eq!(copies("copy_to_worktree = [\"./config/local\"]").unwrap(), [PathBuf::from("config/local")]);
+        for bad in ["/etc", "../x", ".git/config", ".", ""] {
+            assert!(copies(&format!("copy_to_worktree = [\"{bad}\"]")).is_err(), "{bad}");
+        }
+    }
+}

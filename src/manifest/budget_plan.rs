@@ -71,3 +71,27 @@ pub(crate) fn resolve_budget(
         max_duration: section.max_duration,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn budget(text: &str) -> Result<BudgetPlan, String> {
+        let (manifest, source) = super::super::load::from_text(text).unwrap();
+        resolve_budget(&manifest.budget, &KeyPath::parse("budget"), &[], &source).map_err(|err| err.message)
+    }
+
+    #[test]
+    fn caps_are_checked() {
+        assert!(budget("").unwrap().is_empty());
+        assert_eq!(budget("[budget]\nmax_duration = \"2h\"\n").unwrap().max_duration, Some(Duration::from_secs(7200)));
+        let negative = budget("[budget]\nmax_cost_usd = -1.0\n").unwrap_err();
+        assert!(negative.contains("positive amount"), "{negative}");
+        assert!(budget("[budget]\nmax_tokens = 0\n").unwrap_err().contains("at least 1"));
+        // A cap the agent cannot report is refused.
+        let (manifest, source) = super::super::load::from_text("[budget]\nmax_cost_usd = 1.0\n").unwrap();
+        let agent = AgentPlan::Simulated { lines: Vec::new(), line_delay: None, exit_code: 0 };
+        let unreported = resolve_budget(&manifest.budget, &KeyPath::parse("budget"), &[&agent], &source).unwrap_err();
+        assert!(unreported.message.contains("`simulated` reports no cost"), "{}", unreported.message);
+    }
+}

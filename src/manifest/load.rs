@@ -201,6 +201,24 @@ pub fn load(request: LoadRequest<'_>) -> Result<(Manifest, Source), Error> {
     Ok((manifest, source))
 }
 
+/// A manifest read from `text` as if from `plan.toml` in the current folder, for the resolvers'
+/// unit tests; `Err` holds the message of what `load` would refuse.
+#[cfg(test)]
+pub(crate) fn from_text(text: &str) -> Result<(Manifest, Source), String> {
+    let table: toml::Table = toml::from_str(text).map_err(|err| err.to_string())?;
+    let document = Some(ImDocument::parse(text.to_owned()).map_err(|err| err.to_string())?);
+    let source = Source {
+        file: Some(PathBuf::from("plan.toml")),
+        base_dir: PathBuf::from("."),
+        document,
+        overrides: Vec::new(),
+        notes: Vec::new(),
+        prompt_optional: false,
+    };
+    let manifest = deserialize(table, &source).map_err(|err| err.message)?;
+    Ok((manifest, source))
+}
+
 /// The manifest from its table, every independent mistake found in one pass: serde stops at the
 /// first, so the key it named is set aside and the rest read again, up to `MAX_ERRORS`.
 fn deserialize(table: toml::Table, source: &Source) -> Result<Manifest, Error> {

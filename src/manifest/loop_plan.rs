@@ -55,3 +55,27 @@ pub(crate) fn resolve_loop(section: &LoopSection, source: &Source) -> Result<Loo
             .unwrap_or(crate::values::MaybeZeroDuration(std::time::Duration::from_secs(6 * 3600))),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resolved(text: &str) -> Result<LoopPlan, String> {
+        let (manifest, source) = super::super::load::from_text(text).unwrap();
+        resolve_loop(&manifest.loop_, &source).map_err(|err| err.message)
+    }
+
+    #[test]
+    fn defaults_and_refusals() {
+        let plan = resolved("").unwrap();
+        assert_eq!(
+            (plan.max_iterations, plan.completion_signal.as_slice()),
+            (10, [DEFAULT_SIGNAL.to_owned()].as_slice())
+        );
+        assert!(plan.require_completion);
+        assert!(resolved("[loop]\nmax_iterations = 0\n").unwrap_err().starts_with("plan.toml:2:18:"));
+        assert!(resolved("[loop]\ncompletion_signal = []\n").unwrap_err().contains("empty list"));
+        assert!(resolved("[loop]\ncompletion_signal = [\"done\", \" \"]\n").unwrap_err().contains("is empty"));
+        assert_eq!(resolved("[loop]\ncompletion_signal = \"done\"\n").unwrap().completion_signal, ["done"]);
+    }
+}

@@ -464,3 +464,61 @@ fn resolve_prompt(
     }
     Ok(resolved)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn steps(text: &str) -> Result<Vec<StepPlan>, String> {
+        let (manifest, source) = super::super::load::from_text(text).unwrap();
+        let context = StepContext {
+            manifest: &manifest,
+            source: &source,
+            host_env: &|_| None,
+            in_container: false,
+            sandbox_env: &BTreeMap::new(),
+        };
+        resolve_steps(&context).map_err(|err| err.message)
+    }
+
+    const AGENT: &str = "[agent]\nkind = \"simulated\"\n";
+
+    #[test]
+    fn one_step_or_several() {
+        let main = steps(&format!("prompt = \"go\"\n{AGENT}")).unwrap();
+        assert_eq!((main.len(), main[0].name.as_str()), (1, "main"));
+        let two =
+            steps(&format!("prompt = \"go\"\n{AGENT}[[step]]\n[[step]]\nname = \"review\"\nmax_iterations = 2\n"))
+                .unwrap();
+        assert_eq!(two.iter().map(|step| step.name.as_str()).collect::<Vec<_>>(), ["step-1", "review"]);
+        assert_eq!((two[0].loop_.max_iterations, two[1].loop_.max_iterations), (10, 2));
+        let twice = steps(&format!("prompt = \"go\"\n{AGENT}[[step]]\nname = \"a\"\n[[step]]\nname = \"a\"\n"));
+        assert!(twice.unwrap_err().contains("two steps are named `a`"));
+    }
+
+    #[test]
+    fn placeholders_need_values() {
+        let missing = steps(&format!("prompt = \"fix {{{{ISSUE}}}}\"\n{AGENT}")).unwrap_err();
+        assert!(missing.starts_with("plan.toml:1:10: the prompt uses `{{ISSUE}}`"), "{missing}");
+        assert!(steps(&format!("prompt = \"fix {{{{ISSUE}}}}\"\n{AGENT}[prompt_args]\nISSUE = \"1\"\n")).is_ok());
+        let built_in = steps(&format!("prompt = \"go\"\n{AGENT}[prompt_args]\nBRANCH = \"x\"\n")).unwrap_err();
+        assert!(built_in.contains("filled in by eden"), "{built_in}");
+        let previous = steps(&format!("prompt = \"{{{{PREVIOUS_STEP_RESULT}}}}\"\n{AGENT}")).unwrap_err();
+        assert!(previous.contains("needs an earlier step"), "{previous}");
+    }
+
+    #[test]
+    fn artifact_globs_stay_in_the_workspace() {
+        let globs = |glob: &str| {
+            resolve_artifacts(
+                Some(&vec![glob.to_owned()]),
+                &KeyPath::parse("artifacts"),
+                &super::super::load::from_text("").unwrap().1,
+            )
+        };
+        assert!(globs("out/*.txt").is_ok());
+        for bad in ["", "/etc/passwd", "../x", ".git/config", "./.eden/x"] {
+            assert!(globs(bad).is_err(), "{bad}");
+        }
+    }
+}
