@@ -6,7 +6,38 @@ use super::schema::*;
 use super::DEFAULT_SIGNAL;
 use crate::agent::{AdapterSettings, AgentPlan, CliPlan, ParserKind};
 use crate::error::Error;
+use crate::redact::Secret;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+/// Where and how an agent is resolved: its table's path, and whether it runs in a container
+/// or a pod (its executable is then looked up there, not on this machine).
+struct AgentAt<'a> {
+    path: KeyPath,
+    source: &'a Source,
+    in_container: bool,
+}
+
+impl AgentAt<'_> {
+    /// An executable named by `agent.binary`: on this machine, or (in a container) a name on
+    /// the image's PATH or an absolute path inside it.
+    fn binary(&self, binary: &str) -> Result<PathBuf, Error> {
+        let found = if !self.in_container {
+            find_binary(binary, &self.source.base_dir)
+        } else if binary.contains('/') && !binary.starts_with('/') {
+            Err(format!(
+                "`{binary}` is a relative path, but the agent runs in a container: give a name on the image's PATH or an absolute path inside the image"
+            ))
+        } else {
+            Ok(PathBuf::from(binary))
+        };
+        found.map_err(|why| {
+            self.source.error_at(&self.path.child("binary"), why).with_hint(
+                "a name is looked up on PATH; a path with `/` is relative to the manifest's folder (to the current directory when given as a flag)",
+            )
+        })
+    }
+}
 
 pub(super) fn resolve_agent(
     agent: &AgentSection,
@@ -15,128 +46,31 @@ pub(super) fn resolve_agent(
     host_env: &dyn Fn(&str) -> Option<String>,
     in_container: bool,
 ) -> Result<AgentPlan, Error> {
-    // In a container or a pod the executable is looked up there, not on the host.
-    let find_binary = |binary: &str, base_dir: &Path| -> Result<PathBuf, String> {
-        if !in_container {
-            return find_binary(binary, base_dir);
-        }
-        if binary.contains('/') && !binary.starts_with('/') {
-            return Err(format!(
-                "`{binary}` is a relative path, but the agent runs in a container: give a name on the image's PATH or an absolute path inside the image"
-            ));
-        }
-        Ok(PathBuf::from(binary))
-    };
-    let path = path.clone();
-    let kinds = "simulated, cli, claude-code, codex, opencode, pi, cursor, copilot";
     let Some(kind) = agent.kind else {
+        let kinds = AgentKind::names().join(", ");
         return Err(source
-            .error_at(&path, "no agent kind given")
+            .error_at(path, "no agent kind given")
             .with_hint(format!("set `agent.kind` (or `--agent`) to one of: {kinds}")));
     };
-    // `owners`: who uses the key, for the hint.
-    let only_for = |key: &str, set: bool, owners: &str| -> Result<(), Error> {
-        if set {
-            return Err(source
-                .error_at_key(
-                    &path.child(key),
-                    format!("`agent.{key}` does not apply to agent kind `{}`", kind.as_str()),
-                )
-                .with_hint(format!("it is used by {owners}; remove it")));
-        }
-        Ok(())
-    };
-    let all_but_simulated = "every agent kind but `simulated`";
-    if kind == AgentKind::Simulated {
-        only_for("binary", agent.binary.is_some(), all_but_simulated)?;
-    }
-    if kind != AgentKind::Cli {
-        only_for("args", agent.args.is_some(), "kind `cli`")?;
-        only_for("prompt_via", agent.prompt_via.is_some(), "kind `cli`")?;
-        only_for("parser", agent.parser.is_some(), "kind `cli`")?;
-    }
-    if kind != AgentKind::Simulated {
-        only_for("lines", agent.lines.is_some(), "kind `simulated`")?;
-        only_for("line_delay", agent.line_delay.is_some(), "kind `simulated`")?;
-        only_for("exit_code", agent.exit_code.is_some(), "kind `simulated`")?;
-    }
-    if !kind.spec().effort {
-        only_for("effort", agent.effort.is_some(), &kinds_where(|spec| spec.effort))?;
-    }
-    if !kind.spec().resume {
-        only_for("resume", agent.resume.is_some(), &kinds_where(|spec| spec.resume))?;
-    }
+    let at = AgentAt { path: path.clone(), source, in_container };
+    check_keys_apply(agent, kind, &at)?;
     let env =
         || super::env_plan::resolve_env(&agent.env.clone().unwrap_or_default(), &path.child("env"), source, host_env);
-
     match kind {
-        AgentKind::Simulated => {
-            only_for("model", agent.model.is_some(), all_but_simulated)?;
-            only_for("extra_args", agent.extra_args.is_some(), all_but_simulated)?;
-            only_for("env", agent.env.is_some(), all_but_simulated)?;
-            Ok(AgentPlan::Simulated {
-                lines: agent.lines.clone().unwrap_or_else(|| {
-                    vec![
-                        "simulated agent: reading the task".into(),
-                        "simulated agent: working".into(),
-                        format!("simulated agent: done {DEFAULT_SIGNAL}"),
-                    ]
-                }),
-                line_delay: agent.line_delay,
-                exit_code: agent.exit_code.unwrap_or(0),
-            })
-        }
-        AgentKind::Cli => {
-            let Some(binary) = &agent.binary else {
-                return Err(source
-                    .error_at(&path, "agent kind `cli` needs `agent.binary`")
-                    .with_hint("set `agent.binary` (or `--binary`) to the agent's executable"));
-            };
-            let binary = find_binary(binary, &source.base_dir).map_err(|why| {
-                source
-                    .error_at(&path.child("binary"), why)
-                    .with_hint("a name is looked up on PATH; a path with `/` is relative to the manifest's folder (to the current directory when given as a flag)")
-            })?;
-            let name = agent.parser.as_deref().unwrap_or("lines");
-            let Some(parser) = ParserKind::named(name) else {
-                return Err(source
-                    .error_at(&path.child("parser"), format!("unknown parser `{name}`"))
-                    .with_hint(format!("parsers: {}", ParserKind::names().collect::<Vec<_>>().join(", "))));
-            };
-            let args = agent.args.clone().unwrap_or_default();
-            if agent.model.is_none() && args.iter().any(|a| a.contains("{model}")) {
-                return Err(source
-                    .error_at(&path.child("args"), "`agent.args` uses `{model}` but `agent.model` is not set")
-                    .with_hint("set `agent.model` (or `--model`)"));
-            }
-            let prompt_via = agent.prompt_via.unwrap_or(PromptVia::Stdin);
-            let mut args = args;
-            if prompt_via == PromptVia::Arg && !args.iter().any(|a| a.contains("{prompt}")) {
-                args.push("{prompt}".into());
-            }
-            args.extend(agent.extra_args.clone().unwrap_or_default());
-            let env = env()?;
-            Ok(AgentPlan::Cli(CliPlan { binary, args, prompt_via, parser, model: agent.model.clone(), env }))
-        }
+        AgentKind::Simulated => Ok(AgentPlan::Simulated {
+            lines: agent.lines.clone().unwrap_or_else(|| {
+                vec![
+                    "simulated agent: reading the task".into(),
+                    "simulated agent: working".into(),
+                    format!("simulated agent: done {DEFAULT_SIGNAL}"),
+                ]
+            }),
+            line_delay: agent.line_delay,
+            exit_code: agent.exit_code.unwrap_or(0),
+        }),
+        AgentKind::Cli => Ok(AgentPlan::Cli(resolve_cli(agent, &at, env()?)?)),
         adapter => {
-            let default = adapter.spec().binary.expect("adapters have a binary");
-            let install = adapter.install_hint();
-            let binary = match &agent.binary {
-                Some(binary) => find_binary(binary, &source.base_dir).map_err(|why| {
-                    source.error_at(&path.child("binary"), why).with_hint(
-                        "a name is looked up on PATH; a path with `/` is relative to the manifest's folder (to the current directory when given as a flag)",
-                    )
-                })?,
-                None if in_container => PathBuf::from(default),
-                None => which::which(default).map_err(|_| {
-                    source
-                        .error_at(
-                            &path.child("kind"),
-                            format!("agent kind `{}` runs `{default}`, which was not found on PATH", adapter.as_str()),
-                        )
-                        .with_hint(format!("{install}; or set `agent.binary` to its path"))
-                })?,
-            };
+            let binary = adapter_binary(agent, adapter, &at)?;
             Ok(AgentPlan::Adapter(AdapterSettings {
                 kind: adapter,
                 binary,
@@ -147,6 +81,87 @@ pub(super) fn resolve_agent(
                 resume: agent.resume.clone(),
             }))
         }
+    }
+}
+
+/// Every key set is one the kind uses; the hint says which kinds use it.
+fn check_keys_apply(agent: &AgentSection, kind: AgentKind, at: &AgentAt<'_>) -> Result<(), Error> {
+    let all_but_simulated = "every agent kind but `simulated`";
+    let simulated = kind == AgentKind::Simulated;
+    let cli = kind == AgentKind::Cli;
+    let rules: [(&str, bool, bool, String); 12] = [
+        ("binary", agent.binary.is_some(), simulated, all_but_simulated.to_owned()),
+        ("args", agent.args.is_some(), !cli, "kind `cli`".to_owned()),
+        ("prompt_via", agent.prompt_via.is_some(), !cli, "kind `cli`".to_owned()),
+        ("parser", agent.parser.is_some(), !cli, "kind `cli`".to_owned()),
+        ("lines", agent.lines.is_some(), !simulated, "kind `simulated`".to_owned()),
+        ("line_delay", agent.line_delay.is_some(), !simulated, "kind `simulated`".to_owned()),
+        ("exit_code", agent.exit_code.is_some(), !simulated, "kind `simulated`".to_owned()),
+        ("effort", agent.effort.is_some(), !kind.spec().effort, kinds_where(|spec| spec.effort)),
+        ("resume", agent.resume.is_some(), !kind.spec().resume, kinds_where(|spec| spec.resume)),
+        ("model", agent.model.is_some(), simulated, all_but_simulated.to_owned()),
+        ("extra_args", agent.extra_args.is_some(), simulated, all_but_simulated.to_owned()),
+        ("env", agent.env.is_some(), simulated, all_but_simulated.to_owned()),
+    ];
+    for (key, set, refused, owners) in rules {
+        if set && refused {
+            return Err(at
+                .source
+                .error_at_key(
+                    &at.path.child(key),
+                    format!("`agent.{key}` does not apply to agent kind `{}`", kind.as_str()),
+                )
+                .with_hint(format!("it is used by {owners}; remove it")));
+        }
+    }
+    Ok(())
+}
+
+/// A `cli` agent: its executable, parser, arguments (the prompt added where `prompt_via =
+/// "arg"` leaves no `{prompt}`) and environment.
+fn resolve_cli(agent: &AgentSection, at: &AgentAt<'_>, env: BTreeMap<String, Secret>) -> Result<CliPlan, Error> {
+    let (path, source) = (&at.path, at.source);
+    let Some(binary) = &agent.binary else {
+        return Err(source
+            .error_at(path, "agent kind `cli` needs `agent.binary`")
+            .with_hint("set `agent.binary` (or `--binary`) to the agent's executable"));
+    };
+    let binary = at.binary(binary)?;
+    let name = agent.parser.as_deref().unwrap_or("lines");
+    let Some(parser) = ParserKind::named(name) else {
+        return Err(source
+            .error_at(&path.child("parser"), format!("unknown parser `{name}`"))
+            .with_hint(format!("parsers: {}", ParserKind::names().collect::<Vec<_>>().join(", "))));
+    };
+    let mut args = agent.args.clone().unwrap_or_default();
+    if agent.model.is_none() && args.iter().any(|a| a.contains("{model}")) {
+        return Err(source
+            .error_at(&path.child("args"), "`agent.args` uses `{model}` but `agent.model` is not set")
+            .with_hint("set `agent.model` (or `--model`)"));
+    }
+    let prompt_via = agent.prompt_via.unwrap_or(PromptVia::Stdin);
+    if prompt_via == PromptVia::Arg && !args.iter().any(|a| a.contains("{prompt}")) {
+        args.push("{prompt}".into());
+    }
+    args.extend(agent.extra_args.clone().unwrap_or_default());
+    Ok(CliPlan { binary, args, prompt_via, parser, model: agent.model.clone(), env })
+}
+
+/// An agent CLI's executable: `agent.binary`, else its usual name (on this machine's PATH, or
+/// left for the container to find).
+fn adapter_binary(agent: &AgentSection, adapter: AgentKind, at: &AgentAt<'_>) -> Result<PathBuf, Error> {
+    let default = adapter.spec().binary.expect("adapters have a binary");
+    match &agent.binary {
+        Some(binary) => at.binary(binary),
+        None if at.in_container => Ok(PathBuf::from(default)),
+        None => which::which(default).map_err(|_| {
+            at.source
+                .error_at(
+                    &at.path.child("kind"),
+                    format!("agent kind `{}` runs `{default}`, which was not found on PATH", adapter.as_str()),
+                )
+                .with_hint(format!("{}; or set `agent.binary` to its path", adapter.install_hint()))
+        }),
     }
 }
 
@@ -178,4 +193,44 @@ fn find_binary(binary: &str, base_dir: &Path) -> Result<PathBuf, String> {
         return Ok(path);
     }
     which::which(binary).map_err(|_| format!("agent binary `{binary}` was not found on PATH"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn agent(text: &str, in_container: bool) -> Result<AgentPlan, String> {
+        let (manifest, source) = super::super::load::from_text(text).unwrap();
+        resolve_agent(&manifest.agent, &KeyPath::parse("agent"), &source, &|_| None, in_container)
+            .map_err(|err| err.message)
+    }
+
+    #[test]
+    fn keys_belong_to_their_kinds() {
+        assert!(matches!(agent("[agent]\nkind = \"simulated\"\n", false), Ok(AgentPlan::Simulated { .. })));
+        let no_kind = agent("[agent]\n", false).unwrap_err();
+        assert!(no_kind.contains("no agent kind given"), "{no_kind}");
+        let binary = agent("[agent]\nkind = \"simulated\"\nbinary = \"x\"\n", false).unwrap_err();
+        assert!(binary.starts_with("plan.toml:3:1: `agent.binary` does not apply"), "{binary}");
+        let lines = agent("[agent]\nkind = \"cli\"\nbinary = \"/bin/sh\"\nlines = []\n", false).unwrap_err();
+        assert!(lines.contains("`agent.lines` does not apply to agent kind `cli`"), "{lines}");
+    }
+
+    #[test]
+    fn a_cli_agent() {
+        assert!(agent("[agent]\nkind = \"cli\"\n", false).unwrap_err().contains("needs `agent.binary`"));
+        let parser = agent("[agent]\nkind = \"cli\"\nbinary = \"/bin/sh\"\nparser = \"nope\"\n", false).unwrap_err();
+        assert!(parser.contains("unknown parser `nope`"), "{parser}");
+        let Ok(AgentPlan::Cli(cli)) =
+            agent("[agent]\nkind = \"cli\"\nbinary = \"/bin/sh\"\nprompt_via = \"arg\"\n", false)
+        else {
+            panic!("a cli agent")
+        };
+        assert_eq!(cli.args, ["{prompt}"]);
+        // In a container a relative path cannot be found; a name is the image's to look up.
+        let relative = agent("[agent]\nkind = \"cli\"\nbinary = \"./agent.sh\"\n", true).unwrap_err();
+        assert!(relative.contains("is a relative path, but the agent runs in a container"), "{relative}");
+        assert!(agent("[agent]\nkind = \"cli\"\nbinary = \"my-agent\"\n", true).is_ok());
+        assert!(agent("[agent]\nkind = \"cli\"\nbinary = \"no-such-agent-here\"\n", false).is_err());
+    }
 }
