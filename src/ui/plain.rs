@@ -91,7 +91,7 @@ impl Reporter for PlainReporter {
 
 impl PlainReporter {
     fn show(&mut self, run_id: &str, event: &Event<'_>) {
-        match event {
+        let text = match event {
             Event::RunStarted { kind, name, agent, strategy, branch, worktree, .. } => {
                 let command = match kind {
                     crate::record::RunKind::Run => "run",
@@ -101,89 +101,121 @@ impl PlainReporter {
                     "eden {command} `{name}` ({run_id}): agent {}, strategy {strategy}, branch `{branch}`",
                     agent.as_str()
                 ));
-                self.line(&format!("worktree {}", worktree.display()));
-            }
-            Event::Info { message } | Event::SandboxStarted { message, .. } | Event::Merged { message, .. } => {
-                self.line(message)
-            }
-            Event::Warning { message } => self.line(&format!("warning: {message}")),
-            Event::IterationStarted { iteration, max_iterations } => {
-                self.line(&format!("iteration {iteration}/{max_iterations} started"));
-            }
-            Event::Prompt { .. } | Event::WorkBack { .. } | Event::Pushed { .. } => {}
-            Event::AgentText { text, .. } => self.line(&format!("| {text}")),
-            Event::AgentStderr { text, .. } => self.line(&format!("! {text}")),
-            Event::IdleWarning { silent_secs, .. } => {
-                self.line(&format!("warning: no output from the agent for {silent_secs}s"));
-            }
-            Event::ToolCall { name, summary, subagent, .. } => {
-                let who = if *subagent { "subagent tool" } else { "tool" };
-                self.line(&format!("{who} {name} {summary}"));
-            }
-            Event::ToolFailed { name, reason, .. } => {
-                let why = reason.as_ref().map(|reason| format!(": {reason}")).unwrap_or_default();
-                self.line(&format!("tool {} failed{why}", name.as_deref().unwrap_or("call")))
-            }
-            Event::Usage { .. } => {}
-            Event::SessionId { session_id, .. } => self.line(&format!("session {session_id}")),
-            Event::ProviderRequest { method, host, path, status, duration_ms, refused, .. } => {
-                let status = status.map_or("-".to_owned(), |status| status.to_string());
-                let why = refused.as_ref().map(|why| format!(": {why}")).unwrap_or_default();
-                self.line(&format!("provider {method} {host}{path} → {status} ({duration_ms} ms){why}"))
-            }
-            Event::Transcript { path, bytes, .. } => {
-                self.line(&format!("transcript {} ({bytes} bytes)", path.display()))
-            }
-            Event::AgentError { message, .. } => self.line(&format!("agent error: {message}")),
-            Event::UsageLimit { wait_secs, until, .. } => self.line(&format!(
-                "usage limit: waiting {} (until {until}), then going on in the same session",
-                crate::values::format_duration(std::time::Duration::from_secs(*wait_secs))
-            )),
-            Event::Notice { message, .. } => self.line(&format!("agent notice: {message}")),
-            Event::CompletionSignal { iteration, signal } => {
-                self.line(&format!("completion signal `{signal}` seen in iteration {iteration}"));
-            }
-            Event::Commit { sha, subject, .. } => self.line(&format!("commit {} {subject}", &sha[..sha.len().min(10)])),
-            Event::IterationFinished { iteration, outcome, duration_ms, .. } => {
-                self.line(&format!(
-                    "iteration {iteration} finished: {} {}",
-                    outcome.as_str(),
-                    super::seconds(*duration_ms)
-                ));
-            }
-            Event::Output { value, .. } => self.line(&format!("output: {value}")),
-            Event::StepStarted { step, index, total, agent } => {
-                self.line(&format!("step {}/{total} `{step}` started (agent {})", index + 1, agent.as_str()));
-            }
-            Event::StepFinished { step, status, reason } => match reason {
-                Some(reason) => self.line(&format!("step `{step}` {}: {reason}", status.as_str())),
-                None => self.line(&format!("step `{step}` {}", status.as_str())),
-            },
-            Event::HookStarted { phase, side, command, .. } => {
-                self.line(&format!("hook {} {}: {command}", side.as_str(), phase.as_str()));
-            }
-            Event::HookOutput { text, stderr: false } => self.line(&format!("> {text}")),
-            Event::HookOutput { text, stderr: true } => self.line(&format!("! {text}")),
-            Event::HookFinished { phase, outcome, duration_ms, .. } => {
-                self.line(&format!(
-                    "hook {} finished: {} {}",
-                    phase.as_str(),
-                    outcome.as_str(),
-                    super::seconds(*duration_ms)
-                ));
-            }
-            Event::CheckStarted { name, command, iteration } => {
-                self.line(&format!("check {name} (iteration {iteration}): {command}"));
-            }
-            Event::CheckFinished { name, outcome, exit_code, duration_ms, .. } => {
-                let code = exit_code.filter(|code| *code != 0).map(|code| format!(", exit {code}")).unwrap_or_default();
-                self.line(&format!("check {name}: {}{code} {}", outcome.as_str(), super::seconds(*duration_ms)));
+                Some(format!("worktree {}", worktree.display()))
             }
             Event::RunFinished { record } => {
                 for line in summary_lines(record) {
                     self.line(&line);
                 }
+                None
             }
+            Event::Info { message } | Event::SandboxStarted { message, .. } | Event::Merged { message, .. } => {
+                Some(message.to_string())
+            }
+            Event::Warning { message } => Some(format!("warning: {message}")),
+            Event::Prompt { .. } | Event::WorkBack { .. } | Event::Pushed { .. } | Event::Usage { .. } => None,
+            Event::IterationStarted { .. }
+            | Event::IterationFinished { .. }
+            | Event::UsageLimit { .. }
+            | Event::SessionId { .. }
+            | Event::ProviderRequest { .. }
+            | Event::Transcript { .. } => iteration_text(event),
+            Event::AgentText { .. }
+            | Event::AgentStderr { .. }
+            | Event::IdleWarning { .. }
+            | Event::ToolCall { .. }
+            | Event::ToolFailed { .. }
+            | Event::AgentError { .. }
+            | Event::Notice { .. }
+            | Event::CompletionSignal { .. }
+            | Event::Commit { .. }
+            | Event::Output { .. } => agent_text(event),
+            Event::StepStarted { .. }
+            | Event::StepFinished { .. }
+            | Event::HookStarted { .. }
+            | Event::HookOutput { .. }
+            | Event::HookFinished { .. }
+            | Event::CheckStarted { .. }
+            | Event::CheckFinished { .. } => step_text(event),
+        };
+        if let Some(text) = text {
+            self.line(&text);
         }
     }
+}
+
+/// An iteration's bounds and what eden saw of it from outside the agent's output.
+fn iteration_text(event: &Event<'_>) -> Option<String> {
+    Some(match event {
+        Event::IterationStarted { iteration, max_iterations } => {
+            format!("iteration {iteration}/{max_iterations} started")
+        }
+        Event::IterationFinished { iteration, outcome, duration_ms, .. } => {
+            format!("iteration {iteration} finished: {} {}", outcome.as_str(), super::seconds(*duration_ms))
+        }
+        Event::UsageLimit { wait_secs, until, .. } => format!(
+            "usage limit: waiting {} (until {until}), then going on in the same session",
+            crate::values::format_duration(std::time::Duration::from_secs(*wait_secs))
+        ),
+        Event::SessionId { session_id, .. } => format!("session {session_id}"),
+        Event::ProviderRequest { method, host, path, status, duration_ms, refused, .. } => {
+            let status = status.map_or("-".to_owned(), |status| status.to_string());
+            let why = refused.as_ref().map(|why| format!(": {why}")).unwrap_or_default();
+            format!("provider {method} {host}{path} → {status} ({duration_ms} ms){why}")
+        }
+        Event::Transcript { path, bytes, .. } => format!("transcript {} ({bytes} bytes)", path.display()),
+        _ => return None,
+    })
+}
+
+/// What the agent printed and did.
+fn agent_text(event: &Event<'_>) -> Option<String> {
+    Some(match event {
+        Event::AgentText { text, .. } => format!("| {text}"),
+        Event::AgentStderr { text, .. } => format!("! {text}"),
+        Event::IdleWarning { silent_secs, .. } => format!("warning: no output from the agent for {silent_secs}s"),
+        Event::ToolCall { name, summary, subagent, .. } => {
+            let who = if *subagent { "subagent tool" } else { "tool" };
+            format!("{who} {name} {summary}")
+        }
+        Event::ToolFailed { name, reason, .. } => {
+            let why = reason.as_ref().map(|reason| format!(": {reason}")).unwrap_or_default();
+            format!("tool {} failed{why}", name.as_deref().unwrap_or("call"))
+        }
+        Event::AgentError { message, .. } => format!("agent error: {message}"),
+        Event::Notice { message, .. } => format!("agent notice: {message}"),
+        Event::CompletionSignal { iteration, signal } => {
+            format!("completion signal `{signal}` seen in iteration {iteration}")
+        }
+        Event::Commit { sha, subject, .. } => format!("commit {} {subject}", &sha[..sha.len().min(10)]),
+        Event::Output { value, .. } => format!("output: {value}"),
+        _ => return None,
+    })
+}
+
+/// Steps, hooks and checks.
+fn step_text(event: &Event<'_>) -> Option<String> {
+    Some(match event {
+        Event::StepStarted { step, index, total, agent } => {
+            format!("step {}/{total} `{step}` started (agent {})", index + 1, agent.as_str())
+        }
+        Event::StepFinished { step, status, reason: Some(reason) } => {
+            format!("step `{step}` {}: {reason}", status.as_str())
+        }
+        Event::StepFinished { step, status, reason: None } => format!("step `{step}` {}", status.as_str()),
+        Event::HookStarted { phase, side, command, .. } => {
+            format!("hook {} {}: {command}", side.as_str(), phase.as_str())
+        }
+        Event::HookOutput { text, stderr: false } => format!("> {text}"),
+        Event::HookOutput { text, stderr: true } => format!("! {text}"),
+        Event::HookFinished { phase, outcome, duration_ms, .. } => {
+            format!("hook {} finished: {} {}", phase.as_str(), outcome.as_str(), super::seconds(*duration_ms))
+        }
+        Event::CheckStarted { name, command, iteration } => format!("check {name} (iteration {iteration}): {command}"),
+        Event::CheckFinished { name, outcome, exit_code, duration_ms, .. } => {
+            let code = exit_code.filter(|code| *code != 0).map(|code| format!(", exit {code}")).unwrap_or_default();
+            format!("check {name}: {}{code} {}", outcome.as_str(), super::seconds(*duration_ms))
+        }
+        _ => return None,
+    })
 }
