@@ -144,11 +144,8 @@ fn members(
         true => vec![None],
         false => args.manifests.iter().cloned().map(Some).collect(),
     };
-    let mut members = Vec::new();
-    let mut sources = Vec::new();
-    let mut errors = Vec::new();
-    let mut names: BTreeMap<String, String> = BTreeMap::new();
-    let mut branches: BTreeMap<String, String> = BTreeMap::new();
+    let several = files.len() > 1 || !args.matrix.is_empty();
+    let mut found = Found::default();
     for file in &files {
         for combination in &matrix {
             let shown = file.as_ref().map_or("the flags".to_owned(), |file| file.display().to_string());
@@ -156,25 +153,10 @@ fn members(
                 true => shown,
                 false => format!("{shown} with {}", combination.join(", ")),
             };
-            let loaded = super::settings::load(settings, file.as_deref(), combination, false, current_dir).and_then(
-                |mut loaded| {
-                    if !combination.is_empty() {
-                        // The value goes into the name (and so the branch): runs stay apart.
-                        let values: Vec<&str> =
-                            combination.iter().filter_map(|pair| pair.split_once('=')).map(|(_, v)| v).collect();
-                        let name =
-                            format!("{}-{}", loaded.plan.name, crate::manifest::plan::name_from(&values.join("-")));
-                        let mut sets = combination.clone();
-                        sets.push(format!("name={}", toml::Value::String(name)));
-                        loaded = super::settings::load(settings, file.as_deref(), &sets, false, current_dir)?;
-                    }
-                    Ok(loaded)
-                },
-            );
-            let loaded = match loaded {
+            let loaded = match load_combination(settings, file.as_deref(), combination, current_dir) {
                 Ok(loaded) => loaded,
                 Err(error) => {
-                    errors.push(error);
+                    found.errors.push(error);
                     continue;
                 }
             };
@@ -182,52 +164,18 @@ fn members(
                 crate::ui::print_note(&format!("warning: {source}: {note}"));
             }
             let plan = &loaded.plan;
-            let checked = crate::orchestrator::workspace::preflight(
-                plan,
-                &loaded.repo,
-                "RUN_ID",
-                crate::orchestrator::workspace::Use::Run,
-            )
-            .and_then(|pre| {
-                if let crate::manifest::plan::SandboxPlan::Kubernetes(pod) = &plan.sandbox {
-                    crate::sandbox::pod::preflight(pod)?;
-                }
-                if let crate::manifest::plan::SandboxPlan::Container(container) = &plan.sandbox {
-                    // Any of its hosts may get the run: each is checked.
-                    if container.hosts.is_empty() {
-                        crate::sandbox::container::preflight(container)?;
-                    }
-                    for host in &container.hosts {
-                        crate::sandbox::container::preflight_on(container, Some(host))?;
-                    }
-                }
-                Ok(pre)
-            });
-            let pre = match checked {
+            let pre = match preflight_everywhere(plan, &loaded.repo) {
                 Ok(pre) => pre,
                 Err(mut error) => {
                     error.message = format!("{source}: {}", error.message);
-                    errors.push(error);
+                    found.errors.push(error);
                     continue;
                 }
             };
-            if let Some(other) = names.insert(plan.name.clone(), source.clone()) {
-                errors.push(
-                    Error::usage(format!("two runs are named `{}`: {other} and {source}", plan.name)).with_hint(
-                        "give each manifest its own `name` (or use `--matrix`, which adds the value to the name)",
-                    ),
-                );
-            }
-            if let Some(other) = branches.insert(pre.branch.clone(), source.clone()) {
-                errors.push(
-                    Error::usage(format!("two runs would work on branch `{}` at once: {other} and {source}", pre.branch))
-                        .with_hint("runs of strategy `head` share your checkout, and `named` runs their branch: give each its own branch, or run them one after the other"),
-                );
-            }
+            found.no_clash(plan, &pre, &source);
             crate::redact::register(plan.secrets.iter().map(|secret| secret.0.clone()));
-            let attempts = plan.attempts.count;
-            if attempts > 1 && (files.len() > 1 || !args.matrix.is_empty()) {
-                errors.push(
+            if plan.attempts.count > 1 && several {
+                found.errors.push(
                     Error::usage(format!(
                         "{source}: `attempts` runs one manifest several times, not several manifests or a `--matrix`"
                     ))
@@ -235,44 +183,135 @@ fn members(
                 );
                 continue;
             }
-            let group = crate::record::new_run_id();
-            for number in 1..=attempts {
-                let attempt = (attempts > 1).then(|| crate::record::AttemptRecord {
-                    number,
-                    of: attempts,
-                    group: group.clone(),
-                    chosen: false,
-                    score: None,
-                });
-                members.push(Member {
-                    name: match attempts {
-                        1 => plan.name.clone(),
-                        _ => format!("{} #{number}", plan.name),
-                    },
-                    agent: plan.steps[0].agent.kind().as_str().to_owned(),
-                    command: member_command(settings, file.as_deref(), combination, &plan.name)?,
-                    layout: pre.layout(),
-                    hosts: match &plan.sandbox {
-                        crate::manifest::plan::SandboxPlan::Container(container) => {
-                            container.hosts.iter().map(|host| host.as_str().to_owned()).collect()
-                        }
-                        _ => Vec::new(),
-                    },
-                    attempt,
-                    best: plan.attempts.score.is_some(),
-                });
-                sources.push(source.clone());
+            let command = member_command(settings, file.as_deref(), combination, &plan.name)?;
+            for member in attempt_members(plan, &pre, command) {
+                found.members.push(member);
+                found.sources.push(source.clone());
             }
         }
     }
-    let mut errors = errors.into_iter();
+    let mut errors = found.errors.into_iter();
     match errors.next() {
         Some(mut first) => {
             first.also.extend(errors);
             Err(first)
         }
-        None => Ok((members, sources)),
+        None => Ok((found.members, found.sources)),
     }
+}
+
+/// What `members` has found so far: the runs, where each came from, the problems, and the
+/// names and branches taken (by which source).
+#[derive(Default)]
+struct Found {
+    members: Vec<Member>,
+    sources: Vec<String>,
+    errors: Vec<Error>,
+    names: BTreeMap<String, String>,
+    branches: BTreeMap<String, String>,
+}
+
+impl Found {
+    /// Two runs may share neither a name nor a branch.
+    fn no_clash(
+        &mut self,
+        plan: &crate::manifest::Plan,
+        pre: &crate::orchestrator::workspace::Preflight,
+        source: &str,
+    ) {
+        if let Some(other) = self.names.insert(plan.name.clone(), source.to_owned()) {
+            self.errors.push(
+                Error::usage(format!("two runs are named `{}`: {other} and {source}", plan.name)).with_hint(
+                    "give each manifest its own `name` (or use `--matrix`, which adds the value to the name)",
+                ),
+            );
+        }
+        if let Some(other) = self.branches.insert(pre.branch.clone(), source.to_owned()) {
+            self.errors.push(
+                Error::usage(format!("two runs would work on branch `{}` at once: {other} and {source}", pre.branch))
+                    .with_hint("runs of strategy `head` share your checkout, and `named` runs their branch: give each its own branch, or run them one after the other"),
+            );
+        }
+    }
+}
+
+/// One manifest (or the flags) with one `--matrix` combination: the value goes into the name
+/// (and so the branch), so that the runs stay apart.
+fn load_combination(
+    settings: &RunSettings,
+    file: Option<&std::path::Path>,
+    combination: &[String],
+    current_dir: &std::path::Path,
+) -> Result<super::settings::Loaded, Error> {
+    let loaded = super::settings::load(settings, file, combination, false, current_dir)?;
+    if combination.is_empty() {
+        return Ok(loaded);
+    }
+    let values: Vec<&str> = combination.iter().filter_map(|pair| pair.split_once('=')).map(|(_, v)| v).collect();
+    let name = format!("{}-{}", loaded.plan.name, crate::manifest::plan::name_from(&values.join("-")));
+    let mut sets = combination.to_vec();
+    sets.push(format!("name={}", toml::Value::String(name)));
+    super::settings::load(settings, file, &sets, false, current_dir)
+}
+
+/// The run's preflight, and its sandbox's: a pod's cluster, and every host a container run
+/// may be placed on.
+fn preflight_everywhere(
+    plan: &crate::manifest::Plan,
+    repo: &Result<crate::git::Discovered, Error>,
+) -> Result<crate::orchestrator::workspace::Preflight, Error> {
+    use crate::manifest::plan::SandboxPlan;
+    let pre =
+        crate::orchestrator::workspace::preflight(plan, repo, "RUN_ID", crate::orchestrator::workspace::Use::Run)?;
+    match &plan.sandbox {
+        SandboxPlan::Kubernetes(pod) => crate::sandbox::pod::preflight(pod)?,
+        SandboxPlan::Container(container) if container.hosts.is_empty() => {
+            crate::sandbox::container::preflight(container)?;
+        }
+        SandboxPlan::Container(container) => {
+            for host in &container.hosts {
+                crate::sandbox::container::preflight_on(container, Some(host))?;
+            }
+        }
+        _ => {}
+    }
+    Ok(pre)
+}
+
+/// The members a plan makes: one run, or its attempts (`#N` in their names, one group).
+fn attempt_members(
+    plan: &crate::manifest::Plan,
+    pre: &crate::orchestrator::workspace::Preflight,
+    command: ProcessBuilder,
+) -> Vec<Member> {
+    let attempts = plan.attempts.count;
+    let group = crate::record::new_run_id();
+    let hosts: Vec<String> = match &plan.sandbox {
+        crate::manifest::plan::SandboxPlan::Container(container) => {
+            container.hosts.iter().map(|host| host.as_str().to_owned()).collect()
+        }
+        _ => Vec::new(),
+    };
+    (1..=attempts)
+        .map(|number| Member {
+            name: match attempts {
+                1 => plan.name.clone(),
+                _ => format!("{} #{number}", plan.name),
+            },
+            agent: plan.steps[0].agent.kind().as_str().to_owned(),
+            command: command.clone(),
+            layout: pre.layout(),
+            hosts: hosts.clone(),
+            attempt: (attempts > 1).then(|| crate::record::AttemptRecord {
+                number,
+                of: attempts,
+                group: group.clone(),
+                chosen: false,
+                score: None,
+            }),
+            best: plan.attempts.score.is_some(),
+        })
+        .collect()
 }
 
 /// `--matrix KEY=V1,V2` flags as every combination of `KEY=VALUE` `--set`s (one empty
