@@ -366,9 +366,23 @@ fn worktrees_and_branches(layout: &Layout, settings: &Settings, live: &Live, sur
             return;
         }
     };
+    let (leaving, registered) = registered_worktrees(layout, settings, live, survey, &list);
+    stray_folders(layout, settings, live, survey, &registered);
+    eden_branches(layout, settings, live, survey, &list, &leaving);
+}
+
+/// Worktrees git knows under `.eden/worktrees`: which go, and which stay and why. Returns the
+/// worktrees that will be gone after this clean (their branches may then go too), and every
+/// registered one.
+fn registered_worktrees(
+    layout: &Layout,
+    settings: &Settings,
+    live: &Live,
+    survey: &mut Survey,
+    list: &WorktreeList,
+) -> (HashSet<PathBuf>, HashSet<PathBuf>) {
     let eden_worktrees = crate::git::dunce_canonical(&layout.worktrees());
     let ours = |path: &Path| path.starts_with(&eden_worktrees) || path.starts_with(layout.worktrees());
-    // Worktrees that will be gone after this clean (their branches may then go too).
     let mut leaving: HashSet<PathBuf> = HashSet::new();
     let mut registered: HashSet<PathBuf> = HashSet::new();
     let mut pruned = false;
@@ -414,7 +428,17 @@ fn worktrees_and_branches(layout: &Layout, settings: &Settings, live: &Live, sur
             }
         }
     }
-    // Folders in `.eden/worktrees` git does not know: empty ones go, others may hold files.
+    (leaving, registered)
+}
+
+/// Folders in `.eden/worktrees` git does not know: empty ones go, others may hold files.
+fn stray_folders(
+    layout: &Layout,
+    settings: &Settings,
+    live: &Live,
+    survey: &mut Survey,
+    registered: &HashSet<PathBuf>,
+) {
     for path in dirs_in(&layout.worktrees()) {
         if registered.contains(&crate::git::dunce_canonical(&path)) {
             continue;
@@ -436,7 +460,19 @@ fn worktrees_and_branches(layout: &Layout, settings: &Settings, live: &Live, sur
             ));
         }
     }
+}
 
+/// `eden/*` branches: leftover git locks of runs that are over, and the branches whose every
+/// commit is elsewhere (or all of them, with `--force`) unless a worktree that stays has them.
+fn eden_branches(
+    layout: &Layout,
+    settings: &Settings,
+    live: &Live,
+    survey: &mut Survey,
+    list: &WorktreeList,
+    leaving: &HashSet<PathBuf>,
+) {
+    let repo = Git::new(&layout.root);
     let branches = match repo.run(["for-each-ref", "--format=%(refname:short)", "refs/heads/eden/"]) {
         Ok(text) => text,
         Err(err) => {
