@@ -113,20 +113,7 @@ fn run_inner(
         crate::ui::print_note(&format!("warning: {note}"));
     }
     let (mut plan, repo, given) = (loaded.plan, loaded.repo, loaded.given);
-    let from = match &args.from {
-        Some(_) if plan.attempts.count > 1 && std::env::var_os(crate::coordinator::ATTEMPT_ENV).is_none() => {
-            return Err(from_with_several());
-        }
-        Some(text) => {
-            let mut notes = Vec::new();
-            let from = super::from::resolve(text, &mut plan, &mut notes)?;
-            for note in &notes {
-                crate::ui::print_note(&format!("note: {note}"));
-            }
-            Some(from)
-        }
-        None => None,
-    };
+    let from = from(&args, &mut plan)?;
     // The manifest's `attempts`: several runs of it at once.
     if plan.attempts.count > 1 && interactive.is_none() && std::env::var_os(crate::coordinator::ATTEMPT_ENV).is_none() {
         return super::batch::run(&args, settings, printed);
@@ -139,40 +126,94 @@ fn run_inner(
 
     let containment = crate::process::contain::install()?;
     if args.dry_run {
-        let usage = if interactive.is_some() { workspace::Use::Session } else { workspace::Use::Run };
-        let mut preview = workspace::preflight(&plan, &repo, "RUN_ID", usage)?;
-        workspace::start_from(&mut preview, from.as_ref())?;
-        let json = serde_json::json!({
-            "plan": plan,
-            "reach": crate::sandbox::reach::of(&plan.sandbox),
-            "containment": containment,
-            "workspace": {
-                "repo": preview.root,
-                "strategy": preview.strategy,
-                "branch": preview.branch,
-                "base_branch": preview.base_branch,
-                "base_commit": preview.base_commit,
-                "start_commit": preview.start_commit,
-                "from": from,
-                "worktree": preview.worktree,
-            },
-            "agent_commands": agent_commands(&plan, &preview.worktree)?,
-            "telemetry": crate::telemetry::Settings::from_env(&|name| std::env::var(name).ok()).map(|settings| {
-                serde_json::json!({
-                    "traces": settings.endpoint,
-                    "protocol": if settings.json { "http/json" } else { "http/protobuf" },
-                    "service_name": settings.service_name,
-                })
-            }),
-        });
-        print_data(&serde_json::to_string_pretty(&json).expect("plans serialize"));
-        return Ok(0);
+        return dry_run(&plan, &repo, interactive.is_some(), from.as_ref(), containment);
     }
 
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|err| Error::internal("cannot start the async runtime").with_source(err))?;
+    let options = options(&plan, repo, given, attached, from);
+    let reporters = reporters(&args, options.interactive.is_some());
+    let result = runtime.block_on(orchestrator::run(&plan, &options, reporters));
+    // The run is over; nothing left on the runtime may hold eden's exit.
+    runtime.shutdown_background();
+    if let Some(record) = &result.record {
+        *printed = true;
+        said(&args, &plan, record, result.error.as_ref(), options.interactive.is_none());
+    }
+    match result.error {
+        Some(error) => Err(error),
+        None => Ok(0),
+    }
+}
+
+/// `--from RUN[@N]`, resolved against the plan (its notes said), or `None`.
+fn from(args: &RunArgs, plan: &mut plan::Plan) -> Result<Option<crate::record::FromRecord>, Error> {
+    Ok(match &args.from {
+        Some(_) if plan.attempts.count > 1 && std::env::var_os(crate::coordinator::ATTEMPT_ENV).is_none() => {
+            return Err(from_with_several());
+        }
+        Some(text) => {
+            let mut notes = Vec::new();
+            let from = super::from::resolve(text, plan, &mut notes)?;
+            for note in &notes {
+                crate::ui::print_note(&format!("note: {note}"));
+            }
+            Some(from)
+        }
+        None => None,
+    })
+}
+
+/// `--dry-run`: the plan, what the agent reaches, the workspace it would get and its commands,
+/// as JSON on stdout; nothing is made.
+fn dry_run(
+    plan: &plan::Plan,
+    repo: &Result<crate::git::Discovered, Error>,
+    interactive: bool,
+    from: Option<&crate::record::FromRecord>,
+    containment: crate::process::contain::Containment,
+) -> Result<i32, Error> {
+    let usage = if interactive { workspace::Use::Session } else { workspace::Use::Run };
+    let mut preview = workspace::preflight(plan, repo, "RUN_ID", usage)?;
+    workspace::start_from(&mut preview, from)?;
+    let json = serde_json::json!({
+        "plan": plan,
+        "reach": crate::sandbox::reach::of(&plan.sandbox),
+        "containment": containment,
+        "workspace": {
+            "repo": preview.root,
+            "strategy": preview.strategy,
+            "branch": preview.branch,
+            "base_branch": preview.base_branch,
+            "base_commit": preview.base_commit,
+            "start_commit": preview.start_commit,
+            "from": from,
+            "worktree": preview.worktree,
+        },
+        "agent_commands": agent_commands(plan, &preview.worktree)?,
+        "telemetry": crate::telemetry::Settings::from_env(&|name| std::env::var(name).ok()).map(|settings| {
+            serde_json::json!({
+                "traces": settings.endpoint,
+                "protocol": if settings.json { "http/json" } else { "http/protobuf" },
+                "service_name": settings.service_name,
+            })
+        }),
+    });
+    print_data(&serde_json::to_string_pretty(&json).expect("plans serialize"));
+    Ok(0)
+}
+
+/// The run's options: how it stops, and what its coordinator (several runs, attempts) says in
+/// eden's environment.
+fn options(
+    plan: &plan::Plan,
+    repo: Result<crate::git::Discovered, Error>,
+    given: Vec<String>,
+    attached: Option<orchestrator::Interactive>,
+    from: Option<crate::record::FromRecord>,
+) -> RunOptions {
     let stopping = Stopping { kill_grace: plan.timeouts.kill_grace.0, drain: plan.timeouts.output_drain.0 };
     let batch = std::env::var(crate::coordinator::BATCH_ENV)
         .ok()
@@ -181,7 +222,7 @@ fn run_inner(
         .ok()
         .and_then(|text| crate::record::AttemptRecord::parse(&text))
         .filter(|_| batch.is_some());
-    let options = RunOptions {
+    RunOptions {
         repo,
         stopping,
         overrides: given,
@@ -190,10 +231,14 @@ fn run_inner(
         batch,
         attempt,
         from,
-    };
+    }
+}
+
+/// Who hears of the run: the display, `--json-events`, and OpenTelemetry.
+fn reporters(args: &RunArgs, interactive: bool) -> Vec<Box<dyn Reporter>> {
     let display = match Display::detect(args.quiet) {
         // The agent draws on the terminal: eden's own lines only before and after, no spinner.
-        Display::Live if options.interactive.is_some() => Display::Plain,
+        Display::Live if interactive => Display::Plain,
         display => display,
     };
     let mut reporters: Vec<Box<dyn Reporter>> = display.reporter().into_iter().collect();
@@ -203,24 +248,20 @@ fn run_inner(
     if let Some(telemetry) = crate::telemetry::Settings::from_env(&|name| std::env::var(name).ok()) {
         reporters.push(Box::new(crate::telemetry::TraceReporter::new(telemetry)));
     }
-    let result = runtime.block_on(orchestrator::run(&plan, &options, reporters));
-    // The run is over; nothing left on the runtime may hold eden's exit.
-    runtime.shutdown_background();
-    if let Some(record) = &result.record {
-        *printed = true;
-        if args.json {
-            print_data(&serde_json::to_string_pretty(record).expect("records serialize"));
-        }
-        // In a GitHub Actions step: the job's summary and the step's outputs.
-        if options.interactive.is_none() {
-            let code = result.error.as_ref().map_or(0, |error| error.kind.exit_code());
-            let row = Row::from_record(&plan.name, plan.steps[0].agent.kind().as_str(), record, Some(code));
-            crate::ui::github::write(&[Summarized { row, record: Some(record) }], code);
-        }
+    reporters
+}
+
+/// The record said: `--json` on stdout and, in a GitHub Actions step, the job's summary and
+/// the step's outputs (not for an interactive session).
+fn said(args: &RunArgs, plan: &plan::Plan, record: &crate::record::RunRecord, error: Option<&Error>, summarize: bool) {
+    if args.json {
+        print_data(&serde_json::to_string_pretty(record).expect("records serialize"));
     }
-    match result.error {
-        Some(error) => Err(error),
-        None => Ok(0),
+    // In a GitHub Actions step: the job's summary and the step's outputs.
+    if summarize {
+        let code = error.map_or(0, |error| error.kind.exit_code());
+        let row = Row::from_record(&plan.name, plan.steps[0].agent.kind().as_str(), record, Some(code));
+        crate::ui::github::write(&[Summarized { row, record: Some(record) }], code);
     }
 }
 
