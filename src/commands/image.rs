@@ -61,46 +61,12 @@ pub fn build(args: ImageBuildArgs) -> Result<i32, Error> {
     let target = engine(args.engine.as_deref(), args.host.as_deref())?;
     let engine = target.engine;
     let tag = tag(args.tag)?;
-    let package = match args.agent.as_str() {
-        "none" => String::new(),
-        name => {
-            let kind = AgentKind::from_name(name).ok_or_else(|| {
-                Error::usage(format!("unknown agent `{name}`"))
-                    .with_hint(format!("agents with an npm package: {}; or `none`", AgentKind::npm_names().join(", ")))
-            })?;
-            match kind.spec().npm_package {
-                Some(package) => package.to_owned(),
-                None => {
-                    return Err(Error::usage(format!("eden cannot install `{name}` from npm"))
-                        .with_hint("use `--agent none` and install it in your own Dockerfile"))
-                }
-            }
-        }
-    };
+    let package = npm_package(&args.agent)?;
     if !args.file.exists() {
         return Err(Error::usage(format!("`{}` does not exist", args.file.display()))
             .with_hint("write it with `eden init --sandbox docker` (or pass `--file`)"));
     }
-    let mut passed: Vec<(String, String)> = Vec::new();
-    for given in &args.build_args {
-        let (key, value) = match given.split_once('=') {
-            Some((key, value)) => (key.to_owned(), value.to_owned()),
-            None => (
-                given.clone(),
-                std::env::var(given).map_err(|_| {
-                    Error::usage(format!("`--build-arg {given}`: `{given}` is not set in eden's environment"))
-                        .with_hint(format!("export it, or give the value: `--build-arg {given}=VALUE`"))
-                })?,
-            ),
-        };
-        let valid = !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-        if !valid || ["UID", "GID", "AGENT_PACKAGE", "BASE"].contains(&key.as_str()) {
-            return Err(Error::usage(format!("`--build-arg {given}`: `{key}` cannot be passed")).with_hint(
-                "names are letters, digits and `_`; UID, GID, AGENT_PACKAGE and BASE are eden's (`--base`, `--agent`)",
-            ));
-        }
-        passed.push((key, value));
-    }
+    let passed = build_args(&args.build_args)?;
     let dockerfile = std::fs::canonicalize(&args.file)
         .map_err(|err| Error::usage(format!("cannot read `{}`", args.file.display())).with_source(err))?;
     // The Dockerfile copies nothing: the build context is an empty folder, not the repository
@@ -146,15 +112,7 @@ pub fn build(args: ImageBuildArgs) -> Result<i32, Error> {
     let _ = fs_err::remove_dir_all(&context);
     let status = status.map_err(|err| Error::sandbox(format!("cannot run `{command}`: {err}")))?;
     if !status.success() {
-        // Its own layers that nothing names now (the last one's tag was never set).
-        let dangling = dangling_images(&target);
-        // Removing a leaf removes the untagged layers under it that nothing else uses; never
-        // forced, so a layer another build stands on stays.
-        let left: Vec<&String> =
-            layers.iter().rev().filter(|layer| dangling.iter().any(|image| image_id_matches(image, layer))).collect();
-        if !left.is_empty() {
-            let _ = target.command().args(["rmi"]).args(left).output();
-        }
+        remove_layers(&target, &layers);
         let hint = match &args.base {
             Some(_) => "see the build output above",
             None => "see the build output above; `--base IMAGE` starts from a local image, `--build-arg` passes a proxy or certificate",
@@ -166,6 +124,62 @@ pub fn build(args: ImageBuildArgs) -> Result<i32, Error> {
         "built `{tag}` (uid {uid}, gid {gid}); use it with `image = \"{tag}\"`{on} in [sandbox]"
     ));
     Ok(0)
+}
+
+/// The npm package `--agent` installs (none for `none`).
+fn npm_package(agent: &str) -> Result<String, Error> {
+    match agent {
+        "none" => Ok(String::new()),
+        name => {
+            let kind = AgentKind::from_name(name).ok_or_else(|| {
+                Error::usage(format!("unknown agent `{name}`"))
+                    .with_hint(format!("agents with an npm package: {}; or `none`", AgentKind::npm_names().join(", ")))
+            })?;
+            match kind.spec().npm_package {
+                Some(package) => Ok(package.to_owned()),
+                None => Err(Error::usage(format!("eden cannot install `{name}` from npm"))
+                    .with_hint("use `--agent none` and install it in your own Dockerfile")),
+            }
+        }
+    }
+}
+
+/// `--build-arg KEY=VALUE` (or `KEY`, its value from eden's environment): names only, none of
+/// eden's own.
+fn build_args(given: &[String]) -> Result<Vec<(String, String)>, Error> {
+    let mut passed: Vec<(String, String)> = Vec::new();
+    for given in given {
+        let (key, value) = match given.split_once('=') {
+            Some((key, value)) => (key.to_owned(), value.to_owned()),
+            None => (
+                given.clone(),
+                std::env::var(given).map_err(|_| {
+                    Error::usage(format!("`--build-arg {given}`: `{given}` is not set in eden's environment"))
+                        .with_hint(format!("export it, or give the value: `--build-arg {given}=VALUE`"))
+                })?,
+            ),
+        };
+        let valid = !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid || ["UID", "GID", "AGENT_PACKAGE", "BASE"].contains(&key.as_str()) {
+            return Err(Error::usage(format!("`--build-arg {given}`: `{key}` cannot be passed")).with_hint(
+                "names are letters, digits and `_`; UID, GID, AGENT_PACKAGE and BASE are eden's (`--base`, `--agent`)",
+            ));
+        }
+        passed.push((key, value));
+    }
+    Ok(passed)
+}
+
+/// A failed build's own layers that nothing names now (the last one's tag was never set).
+/// Removing a leaf removes the untagged layers under it that nothing else uses; never forced,
+/// so a layer another build stands on stays.
+fn remove_layers(target: &Target, layers: &[String]) {
+    let dangling = dangling_images(target);
+    let left: Vec<&String> =
+        layers.iter().rev().filter(|layer| dangling.iter().any(|image| image_id_matches(image, layer))).collect();
+    if !left.is_empty() {
+        let _ = target.command().args(["rmi"]).args(left).output();
+    }
 }
 
 /// Does a full image id (`sha256:…`) match a short one from a build's output?
