@@ -134,21 +134,14 @@ pub(super) fn resolve(agent: &AgentPlan, setting: Option<bool>, around: &Surroun
     let mut keys = keys;
     let mut login = None;
     if keys.is_empty() {
-        let vars: Vec<&str> = front.keys.iter().map(|(var, _)| var.as_str()).collect();
-        let no_key = format!("no key in the agent's environment ({})", vars.join(", "));
-        let Some(can) = front.login else {
-            return nothing(format!("{no_key}; its own login, if it has one, is not held"));
-        };
-        let state_var = spec.state_dirs.first().map_or("", |dir| dir.var);
-        let private = sandbox.agent_state().is_some_and(|states| states.iter().any(|state| state.var == state_var));
-        match folders.first().map_or(Ok(None), |folder| (can.read)(folder)) {
-            Ok(Some(token)) if private => {
-                keys.push(HeldKeyPlan { var: can.file.into(), header: CredentialHeader::Bearer, value: Secret(token) });
-                login = Some(HeldLogin { var: state_var, file: can.file, hold: can.hold });
+        let state = spec.state_dirs.first().map(|dir| (dir.var, folders.first()));
+        match held_login(&front, state, sandbox) {
+            Ok((key, held)) => {
+                keys.push(key);
+                login = Some(held);
             }
-            Ok(Some(_)) => return nothing(format!("{no_key}, and its login is not given to the sandbox")),
-            Ok(None) => return nothing(format!("{no_key}, and no login of its own in its `{}`", can.file)),
-            Err(why) => return nothing(format!("{}: {why}", spec.name)),
+            Err(NotHeld::Why(why)) => return nothing(why),
+            Err(NotHeld::Unreadable(why)) => return nothing(format!("{}: {why}", spec.name)),
         }
     }
     let Some(upstream) = crate::values::BaseUrl::parse(&front.upstream) else {
@@ -168,6 +161,39 @@ pub(super) fn resolve(agent: &AgentPlan, setting: Option<bool>, around: &Surroun
         keys,
         asked: setting == Some(true),
     })
+}
+
+/// Why a login is not held: said as it is, or a file that could not be read (said after the
+/// agent's name).
+enum NotHeld {
+    Why(String),
+    Unreadable(String),
+}
+
+/// With no key in the agent's environment: its own login, held when the agent can have one
+/// (`front.login`), has one in its folder (`state`: its variable and the person's folder), and
+/// the sandbox has a private copy of that folder for eden to put the placeholder in.
+fn held_login(
+    front: &Front,
+    state: Option<(&'static str, Option<&std::path::PathBuf>)>,
+    sandbox: &SandboxPlan,
+) -> Result<(HeldKeyPlan, HeldLogin), NotHeld> {
+    let vars: Vec<&str> = front.keys.iter().map(|(var, _)| var.as_str()).collect();
+    let no_key = format!("no key in the agent's environment ({})", vars.join(", "));
+    let Some(can) = &front.login else {
+        return Err(NotHeld::Why(format!("{no_key}; its own login, if it has one, is not held")));
+    };
+    let (state_var, folder) = state.unwrap_or(("", None));
+    let private = sandbox.agent_state().is_some_and(|states| states.iter().any(|state| state.var == state_var));
+    match folder.map_or(Ok(None), |folder| (can.read)(folder)) {
+        Ok(Some(token)) if private => Ok((
+            HeldKeyPlan { var: can.file.into(), header: CredentialHeader::Bearer, value: Secret(token) },
+            HeldLogin { var: state_var, file: can.file, hold: can.hold },
+        )),
+        Ok(Some(_)) => Err(NotHeld::Why(format!("{no_key}, and its login is not given to the sandbox"))),
+        Ok(None) => Err(NotHeld::Why(format!("{no_key}, and no login of its own in its `{}`", can.file))),
+        Err(why) => Err(NotHeld::Unreadable(why)),
+    }
 }
 
 /// A provider eden can front: the variables that may hold its key, where its requests go, and
