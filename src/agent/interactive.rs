@@ -28,34 +28,62 @@ pub fn command(plan: &AgentPlan, start: &InteractiveStart<'_>) -> Result<Process
             return Err(Error::usage("the `simulated` agent has no interactive mode")
                 .with_hint("use `--agent cli --binary bash` for a shell in the worktree, or a real agent"))
         }
-        AgentPlan::Cli(cli) => {
-            let model = cli.model.as_deref().unwrap_or_default();
-            let mut command = ProcessBuilder::new(&cli.binary).cwd(start.worktree);
-            for arg in &cli.args {
-                if arg.contains("{prompt}") {
-                    // Without a first message the argument that would carry it is left out.
-                    if let Some(prompt) = start.prompt {
-                        command = command.arg(arg.replace("{prompt}", prompt).replace("{model}", model));
-                    }
-                    continue;
-                }
-                command = command.arg(arg.replace("{model}", model));
-            }
-            for (key, value) in &cli.env {
-                command = command.env(key, &value.0);
-            }
-            return Ok(command.stdin(stdin));
-        }
+        AgentPlan::Cli(cli) => return Ok(cli_command(cli, start).stdin(stdin)),
         AgentPlan::Adapter(settings) => settings,
     };
     let resume = start.resume.or(settings.resume.as_deref());
     let model = settings.model.as_deref();
-    let mut command = ProcessBuilder::new(&settings.binary);
-    let mut prompt_flag: Option<&str> = None;
-    match settings.kind {
+    let command = ProcessBuilder::new(&settings.binary);
+    let (mut command, prompt_flag) = adapter_flags(settings.kind, command, model, resume, start.bypass);
+    // The first message before `extra_args`: a flag there that takes several values
+    // (`--allowedTools A B`) would swallow it.
+    if let Some(prompt) = start.prompt {
+        command = match prompt_flag {
+            Some(flag) => command.arg(flag).arg(prompt),
+            None => command.arg(prompt),
+        };
+    }
+    command = command.args(&settings.extra_args);
+    for (key, value) in &settings.env {
+        command = command.env(key, &value.0);
+    }
+    Ok(command.cwd(start.worktree).stdin(stdin))
+}
+
+/// A `cli` agent's own command line: `{prompt}` arguments only with a first message.
+fn cli_command(cli: &super::CliPlan, start: &InteractiveStart<'_>) -> ProcessBuilder {
+    let model = cli.model.as_deref().unwrap_or_default();
+    let mut command = ProcessBuilder::new(&cli.binary).cwd(start.worktree);
+    for arg in &cli.args {
+        if arg.contains("{prompt}") {
+            // Without a first message the argument that would carry it is left out.
+            if let Some(prompt) = start.prompt {
+                command = command.arg(arg.replace("{prompt}", prompt).replace("{model}", model));
+            }
+            continue;
+        }
+        command = command.arg(arg.replace("{model}", model));
+    }
+    for (key, value) in &cli.env {
+        command = command.env(key, &value.0);
+    }
+    command
+}
+
+/// Each agent CLI's flags for the model, a session to resume and the permission bypass, and
+/// the flag that gives its first message, if it takes one by a flag.
+fn adapter_flags(
+    kind: AgentKind,
+    mut command: ProcessBuilder,
+    model: Option<&str>,
+    resume: Option<&str>,
+    bypass: bool,
+) -> (ProcessBuilder, Option<&'static str>) {
+    let mut prompt_flag = None;
+    match kind {
         AgentKind::ClaudeCode => {
             command = command.option("--model", model).option("--resume", resume);
-            if start.bypass {
+            if bypass {
                 command = command.arg("--dangerously-skip-permissions");
                 if nix::unistd::geteuid().is_root() {
                     command = command.env("IS_SANDBOX", "1");
@@ -67,7 +95,7 @@ pub fn command(plan: &AgentPlan, start: &InteractiveStart<'_>) -> Result<Process
                 command = command.args(["resume", session]);
             }
             command = command.option("--model", model);
-            if start.bypass {
+            if bypass {
                 command = command.arg("--dangerously-bypass-approvals-and-sandbox");
             }
         }
@@ -86,32 +114,20 @@ pub fn command(plan: &AgentPlan, start: &InteractiveStart<'_>) -> Result<Process
         }
         AgentKind::Cursor => {
             command = command.option("--model", model).option("--resume", resume);
-            if start.bypass {
+            if bypass {
                 command = command.arg("--force");
             }
         }
         AgentKind::Copilot => {
             command = command.option("--model", model).option("--resume", resume);
-            if start.bypass {
+            if bypass {
                 command = command.arg("--allow-all-tools");
             }
             prompt_flag = Some("-i");
         }
         AgentKind::Cli | AgentKind::Simulated => unreachable!("not adapters"),
     }
-    // The first message before `extra_args`: a flag there that takes several values
-    // (`--allowedTools A B`) would swallow it.
-    if let Some(prompt) = start.prompt {
-        command = match prompt_flag {
-            Some(flag) => command.arg(flag).arg(prompt),
-            None => command.arg(prompt),
-        };
-    }
-    command = command.args(&settings.extra_args);
-    for (key, value) in &settings.env {
-        command = command.env(key, &value.0);
-    }
-    Ok(command.cwd(start.worktree).stdin(stdin))
+    (command, prompt_flag)
 }
 
 #[cfg(test)]
