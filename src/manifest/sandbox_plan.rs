@@ -671,8 +671,8 @@ const POD_KEYS: [&str; 9] = [
     "runtime_class",
 ];
 
-/// `sandbox.kind = "kubernetes"`: what a pod can be given, and a clear refusal of what it cannot.
-fn resolve_pod(section: &SandboxSection, source: &Source, path: &KeyPath) -> Result<SandboxPlan, Error> {
+/// What a container has and a pod cannot, refused with the reason.
+fn refuse_container_keys(section: &SandboxSection, source: &Source, path: &KeyPath) -> Result<(), Error> {
     let refused = [
         (
             "pids_limit",
@@ -697,26 +697,11 @@ fn resolve_pod(section: &SandboxSection, source: &Source, path: &KeyPath) -> Res
                 .with_hint("remove it"));
         }
     }
-    // The default, as for a container: the internet but not the cluster, the node or this machine.
-    let network = section.network.unwrap_or(Network::Internet);
-    if network == Network::Host {
-        return Err(source
-            .error_at(&path.child("network"), "`network = \"host\"` is not for `kubernetes`: eden never runs a pod in its node's network")
-            .with_hint("leave `network` out (the internet, not the cluster), or use `\"none\"`, `\"allowlist\"`, or `\"bridge\"` for the cluster's own network as it is"));
-    }
-    let allow = resolve_allow(section, network, source)?;
-    let Some(image) = section.image.clone().filter(|image| !image.trim().is_empty()) else {
-        return Err(source.error_at(path, "sandbox kind `kubernetes` needs `sandbox.image`").with_hint(
-            "set `sandbox.image` to an image the cluster's nodes can get (a registry, or one loaded on the node)",
-        ));
-    };
-    if let Some(cpus) = section.cpus {
-        if !(cpus > 0.0 && cpus.is_finite()) {
-            return Err(
-                source.error_at(&path.child("cpus"), format!("`sandbox.cpus` must be a positive number, not {cpus}"))
-            );
-        }
-    }
+    Ok(())
+}
+
+/// `runtime_class`, `namespace` and `service_account` are names Kubernetes accepts.
+fn check_pod_names(section: &SandboxSection, source: &Source, path: &KeyPath) -> Result<(), Error> {
     let name_ok = |name: &str| {
         !name.is_empty()
             && name.len() <= 63
@@ -739,6 +724,33 @@ fn resolve_pod(section: &SandboxSection, source: &Source, path: &KeyPath) -> Res
                 .with_hint("lowercase letters, digits and `-`, at most 63"));
         }
     }
+    Ok(())
+}
+
+/// `sandbox.kind = "kubernetes"`: what a pod can be given, and a clear refusal of what it cannot.
+fn resolve_pod(section: &SandboxSection, source: &Source, path: &KeyPath) -> Result<SandboxPlan, Error> {
+    refuse_container_keys(section, source, path)?;
+    // The default, as for a container: the internet but not the cluster, the node or this machine.
+    let network = section.network.unwrap_or(Network::Internet);
+    if network == Network::Host {
+        return Err(source
+            .error_at(&path.child("network"), "`network = \"host\"` is not for `kubernetes`: eden never runs a pod in its node's network")
+            .with_hint("leave `network` out (the internet, not the cluster), or use `\"none\"`, `\"allowlist\"`, or `\"bridge\"` for the cluster's own network as it is"));
+    }
+    let allow = resolve_allow(section, network, source)?;
+    let Some(image) = section.image.clone().filter(|image| !image.trim().is_empty()) else {
+        return Err(source.error_at(path, "sandbox kind `kubernetes` needs `sandbox.image`").with_hint(
+            "set `sandbox.image` to an image the cluster's nodes can get (a registry, or one loaded on the node)",
+        ));
+    };
+    if let Some(cpus) = section.cpus {
+        if !(cpus > 0.0 && cpus.is_finite()) {
+            return Err(
+                source.error_at(&path.child("cpus"), format!("`sandbox.cpus` must be a positive number, not {cpus}"))
+            );
+        }
+    }
+    check_pod_names(section, source, path)?;
     Ok(SandboxPlan::Kubernetes(Box::new(PodPlan {
         image,
         namespace: section.namespace.clone(),
