@@ -94,27 +94,10 @@ fn try_merge(git: &Git, branch: &str, target: &str, rebase: bool) -> Result<Atte
         let commit = commits.last().expect("a diverged branch has commits").sha.clone();
         MergeResult::Rebased { commit, onto, commits }
     } else {
-        let (preview, _) =
-            git.output(["merge-tree", "--write-tree", "--name-only", "--no-messages", &target_commit, &branch_commit])?;
-        let mut lines = preview.stdout.lines();
-        let tree = lines.next().unwrap_or_default().trim().to_owned();
-        match preview.status.code() {
-            Some(0) => {}
-            Some(1) => {
-                let files = lines.map(str::to_owned).filter(|l| !l.is_empty()).collect();
-                return Ok(Attempt::Done(MergeResult::Conflict { files }));
-            }
-            _ => {
-                return Err(Error::git(format!("`git merge-tree` failed: {}", preview.stderr.trim()))
-                    .with_hint("eden needs git 2.38 or newer"))
-            }
+        match three_way(git, (branch, &branch_commit), (target, &target_commit))? {
+            conflict @ MergeResult::Conflict { .. } => return Ok(Attempt::Done(conflict)),
+            merged => merged,
         }
-        let message = format!("Merge branch '{branch}' into {target}");
-        let mut args = identity_args(git)?;
-        args.extend(
-            ["commit-tree", &tree, "-p", &target_commit, "-p", &branch_commit, "-m", &message].map(String::from),
-        );
-        MergeResult::Merged { commit: git.run(&args)?, onto }
     };
     let (MergeResult::FastForward { commit, .. }
     | MergeResult::Merged { commit, .. }
@@ -164,6 +147,34 @@ fn try_merge(git: &Git, branch: &str, target: &str, rebase: bool) -> Result<Atte
         reason.trim()
     ))
     .with_hint(format!("once the checkout is ready, merge by hand there: `git merge {branch}`")))
+}
+
+/// A merge commit of `branch` into `target` (each with its tip), made without a checkout
+/// (`git merge-tree`), or the files that conflict.
+fn three_way(
+    git: &Git,
+    (branch, branch_commit): (&str, &str),
+    (target, target_commit): (&str, &str),
+) -> Result<MergeResult, Error> {
+    let (preview, _) =
+        git.output(["merge-tree", "--write-tree", "--name-only", "--no-messages", target_commit, branch_commit])?;
+    let mut lines = preview.stdout.lines();
+    let tree = lines.next().unwrap_or_default().trim().to_owned();
+    match preview.status.code() {
+        Some(0) => {}
+        Some(1) => {
+            let files = lines.map(str::to_owned).filter(|l| !l.is_empty()).collect();
+            return Ok(MergeResult::Conflict { files });
+        }
+        _ => {
+            return Err(Error::git(format!("`git merge-tree` failed: {}", preview.stderr.trim()))
+                .with_hint("eden needs git 2.38 or newer"))
+        }
+    }
+    let message = format!("Merge branch '{branch}' into {target}");
+    let mut args = identity_args(git)?;
+    args.extend(["commit-tree", &tree, "-p", target_commit, "-p", branch_commit, "-m", &message].map(String::from));
+    Ok(MergeResult::Merged { commit: git.run(&args)?, onto: target_commit.to_owned() })
 }
 
 /// After a fast-forward that moved the index and files but not the ref: back from `advanced`
