@@ -306,54 +306,9 @@ fn apply_override(table: &mut toml::Table, item: &Override) -> Result<Option<Str
             _ => return Err(invalid("a parent of the key is not a table")),
         };
     }
-    let mut note = None;
     match last {
         Segment::Key(key) => {
-            let changes_kind = key == "kind"
-                && matches!(parents.last(), Some(Segment::Key(parent)) if parent == "agent")
-                && current.get("kind").is_some_and(|old| old != &item.value);
-            if changes_kind {
-                let old = current.get("kind").and_then(toml::Value::as_str).unwrap_or_default().to_owned();
-                let dropped: Vec<String> = KIND_BOUND_KEYS
-                    .iter()
-                    .filter(|bound| current.remove(**bound).is_some())
-                    .map(|bound| format!("`{bound}`"))
-                    .collect();
-                if !dropped.is_empty() {
-                    note = Some(format!(
-                        "`{}` replaces agent kind `{old}`, so the manifest's {} for it {} not used",
-                        item.flag,
-                        dropped.join(", "),
-                        if dropped.len() == 1 { "is" } else { "are" }
-                    ));
-                }
-            }
-            let changes_strategy = key == "strategy"
-                && matches!(parents.last(), Some(Segment::Key(parent)) if parent == "branch")
-                && current.get("strategy").is_some_and(|old| old != &item.value);
-            if changes_strategy {
-                // Keys the new strategy has no use for (see the branch rules in `plan`).
-                let unused: &[&str] = match item.value.as_str() {
-                    Some("head") => &["name", "reuse_worktree", "base"],
-                    Some("merge-to-head") => &["name", "reuse_worktree"],
-                    Some("named") => &["allow_dirty"],
-                    _ => &[],
-                };
-                let old = current.get("strategy").and_then(toml::Value::as_str).unwrap_or_default().to_owned();
-                let dropped: Vec<String> = unused
-                    .iter()
-                    .filter(|key| current.remove(**key).is_some())
-                    .map(|key| format!("`branch.{key}`"))
-                    .collect();
-                if !dropped.is_empty() {
-                    note = Some(format!(
-                        "`{}` replaces strategy `{old}`, so the manifest's {} {} not used",
-                        item.flag,
-                        dropped.join(", "),
-                        if dropped.len() == 1 { "is" } else { "are" }
-                    ));
-                }
-            }
+            let note = drop_keys_of_old(current, parents.last(), key, item);
             // `--prompt-file` replaces the manifest's `prompt`, and the other way round.
             let other = match key.as_str() {
                 "prompt" => Some("prompt_file"),
@@ -364,10 +319,45 @@ fn apply_override(table: &mut toml::Table, item: &Override) -> Result<Option<Str
                 current.remove(other);
             }
             current.insert(key.clone(), item.value.clone());
+            Ok(note)
         }
-        Segment::Index(_) => return Err(invalid("the key must end with a name")),
+        Segment::Index(_) => Err(invalid("the key must end with a name")),
     }
-    Ok(note)
+}
+
+/// A flag that changes the agent's kind or the branch strategy drops the manifest's keys that
+/// the old one used and the new one has no use for (see the rules in `agent_plan` and
+/// `branch_plan`); the note says which.
+fn drop_keys_of_old(current: &mut toml::Table, parent: Option<&Segment>, key: &str, item: &Override) -> Option<String> {
+    let Some(Segment::Key(parent)) = parent else { return None };
+    let (unused, what, prefix, for_it): (&[&str], &str, &str, &str) = match (parent.as_str(), key) {
+        ("agent", "kind") => (&KIND_BOUND_KEYS, "agent kind", "", " for it"),
+        ("branch", "strategy") => {
+            let unused: &[&str] = match item.value.as_str() {
+                Some("head") => &["name", "reuse_worktree", "base"],
+                Some("merge-to-head") => &["name", "reuse_worktree"],
+                Some("named") => &["allow_dirty"],
+                _ => &[],
+            };
+            (unused, "strategy", "branch.", "")
+        }
+        _ => return None,
+    };
+    let old = current.get(key).filter(|old| **old != item.value)?;
+    let old = old.as_str().unwrap_or_default().to_owned();
+    let dropped: Vec<String> = unused
+        .iter()
+        .filter(|bound| current.remove(**bound).is_some())
+        .map(|bound| format!("`{prefix}{bound}`"))
+        .collect();
+    (!dropped.is_empty()).then(|| {
+        format!(
+            "`{}` replaces {what} `{old}`, so the manifest's {}{for_it} {} not used",
+            item.flag,
+            dropped.join(", "),
+            if dropped.len() == 1 { "is" } else { "are" }
+        )
+    })
 }
 
 /// Turn a serde error into a located message with a hint.
