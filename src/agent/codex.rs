@@ -57,55 +57,7 @@ impl Parser for CodexParser {
                 }
             }
             kind @ ("item.started" | "item.completed") => {
-                let item = value.get("item").unwrap_or(&Value::Null);
-                let completed = kind == "item.completed";
-                match (str_at(item, "/type").unwrap_or(""), completed) {
-                    ("agent_message", true) => {
-                        let text = str_at(item, "/text").unwrap_or("");
-                        emit(StreamEvent::Text { text: Cow::Borrowed(text), continues: false, subagent: false });
-                    }
-                    ("command_execution", false) => emit(StreamEvent::ToolCall {
-                        name: "Bash".into(),
-                        summary: one_line(&unwrap_shell(str_at(item, "/command").unwrap_or("")), 120),
-                        subagent: false,
-                    }),
-                    ("command_execution", true) => {
-                        let code = item.get("exit_code").and_then(Value::as_i64);
-                        let reason = (code != Some(0)).then(|| {
-                            let output = str_at(item, "/aggregated_output").unwrap_or("");
-                            let exit = code.map_or_else(|| "did not finish".to_owned(), |c| format!("exit {c}"));
-                            failure_reason(&format!("{exit}: {}", output.trim()))
-                        });
-                        emit(StreamEvent::ToolResult { name: Some("Bash".into()), ok: code == Some(0), reason })
-                    }
-                    ("file_change", false) => {
-                        let paths: Vec<&str> = item
-                            .get("changes")
-                            .and_then(Value::as_array)
-                            .into_iter()
-                            .flatten()
-                            .filter_map(|change| str_at(change, "/path"))
-                            .collect();
-                        emit(StreamEvent::ToolCall { name: "Edit".into(), summary: paths.join(", "), subagent: false });
-                    }
-                    ("file_change", true) => emit(StreamEvent::ToolResult {
-                        name: Some("Edit".into()),
-                        ok: str_at(item, "/status") == Some("completed"),
-                        reason: None,
-                    }),
-                    ("mcp_tool_call", false) => emit(StreamEvent::ToolCall {
-                        name: str_at(item, "/tool").unwrap_or("mcp").to_owned(),
-                        summary: tool_summary(item.get("arguments").unwrap_or(&Value::Null)),
-                        subagent: false,
-                    }),
-                    ("web_search", false) => emit(StreamEvent::ToolCall {
-                        name: "WebSearch".into(),
-                        summary: one_line(str_at(item, "/query").unwrap_or(""), 120),
-                        subagent: false,
-                    }),
-                    ("error", true) => emit(StreamEvent::Notice(str_at(item, "/message").unwrap_or("").to_owned())),
-                    _ => {}
-                }
+                item(value.get("item").unwrap_or(&Value::Null), kind == "item.completed", emit);
             }
             "turn.completed" => {
                 let usage = value.get("usage").unwrap_or(&Value::Null);
@@ -130,6 +82,58 @@ impl Parser for CodexParser {
             "error" => emit(StreamEvent::Notice(str_at(&value, "/message").unwrap_or("").to_owned())),
             _ => {}
         }
+    }
+}
+
+/// An item of a turn, started or completed: the agent's message, a command, a file change, an
+/// MCP tool call, a web search, an error.
+fn item(item: &Value, completed: bool, emit: &mut dyn FnMut(StreamEvent<'_>)) {
+    match (str_at(item, "/type").unwrap_or(""), completed) {
+        ("agent_message", true) => {
+            let text = str_at(item, "/text").unwrap_or("");
+            emit(StreamEvent::Text { text: Cow::Borrowed(text), continues: false, subagent: false });
+        }
+        ("command_execution", false) => emit(StreamEvent::ToolCall {
+            name: "Bash".into(),
+            summary: one_line(&unwrap_shell(str_at(item, "/command").unwrap_or("")), 120),
+            subagent: false,
+        }),
+        ("command_execution", true) => {
+            let code = item.get("exit_code").and_then(Value::as_i64);
+            let reason = (code != Some(0)).then(|| {
+                let output = str_at(item, "/aggregated_output").unwrap_or("");
+                let exit = code.map_or_else(|| "did not finish".to_owned(), |c| format!("exit {c}"));
+                failure_reason(&format!("{exit}: {}", output.trim()))
+            });
+            emit(StreamEvent::ToolResult { name: Some("Bash".into()), ok: code == Some(0), reason })
+        }
+        ("file_change", false) => {
+            let paths: Vec<&str> = item
+                .get("changes")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|change| str_at(change, "/path"))
+                .collect();
+            emit(StreamEvent::ToolCall { name: "Edit".into(), summary: paths.join(", "), subagent: false });
+        }
+        ("file_change", true) => emit(StreamEvent::ToolResult {
+            name: Some("Edit".into()),
+            ok: str_at(item, "/status") == Some("completed"),
+            reason: None,
+        }),
+        ("mcp_tool_call", false) => emit(StreamEvent::ToolCall {
+            name: str_at(item, "/tool").unwrap_or("mcp").to_owned(),
+            summary: tool_summary(item.get("arguments").unwrap_or(&Value::Null)),
+            subagent: false,
+        }),
+        ("web_search", false) => emit(StreamEvent::ToolCall {
+            name: "WebSearch".into(),
+            summary: one_line(str_at(item, "/query").unwrap_or(""), 120),
+            subagent: false,
+        }),
+        ("error", true) => emit(StreamEvent::Notice(str_at(item, "/message").unwrap_or("").to_owned())),
+        _ => {}
     }
 }
 
