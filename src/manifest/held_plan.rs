@@ -144,6 +144,18 @@ pub(super) fn resolve(agent: &AgentPlan, setting: Option<bool>, around: &Surroun
             Err(NotHeld::Unreadable(why)) => return nothing(format!("{}: {why}", spec.name)),
         }
     }
+    keys_held(front, keys, login, setting == Some(true), source)
+}
+
+/// The keys held, going to the provider `front` names (an http(s) base URL, else the place
+/// that gave it is refused).
+fn keys_held(
+    front: Front,
+    keys: Vec<HeldKeyPlan>,
+    login: Option<HeldLogin>,
+    asked: bool,
+    source: &Source,
+) -> Result<Held, Error> {
     let Some(upstream) = crate::values::BaseUrl::parse(&front.upstream) else {
         return Err(source
             .error_at(
@@ -159,7 +171,7 @@ pub(super) fn resolve(agent: &AgentPlan, setting: Option<bool>, around: &Surroun
         config: front.config,
         login,
         keys,
-        asked: setting == Some(true),
+        asked,
     })
 }
 
