@@ -2,8 +2,8 @@
 //! target, keep what must be kept (a branch with unmerged commits, a worktree with uncommitted
 //! changes), remove the rest, release the lock. Never deletes uncommitted work.
 
+use super::steps::LoopEnd;
 use super::workspace::{Workspace, WorktreeAction};
-use super::LoopEnd;
 use crate::error::Error;
 use crate::git::{merge_into, Commit, MergeResult, Removal};
 use crate::manifest::schema::Strategy;

@@ -19,6 +19,11 @@ use crate::report::{Event, RunEvents};
 use crate::sandbox::SandboxHandle;
 use std::collections::BTreeMap;
 
+/// The interruption error if eden has received SIGINT, SIGTERM or SIGHUP.
+pub(crate) fn interrupted(abort: &tokio::sync::watch::Receiver<Option<crate::process::Abort>>) -> Option<Error> {
+    abort.borrow().map(|request| Error::interrupted(request.signal))
+}
+
 /// How an iteration ended.
 enum Ended {
     /// The step is done.
@@ -91,7 +96,7 @@ impl<'a> StepRun<'a> {
         // A steered last iteration still gets the prompt it was steered to: one more.
         let (mut iteration, mut last) = (1, self.step.loop_.max_iterations);
         while iteration <= last {
-            if let Some(error) = super::interrupted(live.abort) {
+            if let Some(error) = interrupted(live.abort) {
                 return Err(error);
             }
             if let Some(reached) = self.budget(live.progress).reached() {
@@ -245,7 +250,7 @@ impl<'a> StepRun<'a> {
             // Nobody can interrupt any more (no signal handling): the wait is still owed.
             tokio::time::sleep_until(until_reset).await;
         } else {
-            return Err(super::interrupted(live.abort).unwrap_or_else(|| Error::interrupted(2)));
+            return Err(interrupted(live.abort).unwrap_or_else(|| Error::interrupted(2)));
         }
         live.progress.limit_waits += 1;
         live.progress.limit_waited += wait;

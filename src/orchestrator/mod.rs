@@ -38,10 +38,11 @@ use crate::process::{listen_for_signals, Abort, Stopping};
 use crate::record::{RunKind, RunPhase, RunRecord, StepRecord};
 use crate::report::{Event, Reporter, RunEvents};
 use crate::sandbox::{self, container::ContainerRequest, Host, RunSite, SandboxHandle};
-use iterate::Progress;
+use iterate::{interrupted, Progress};
 use journal::Journal;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+pub use steps::LoopEnd;
 use tokio::sync::watch;
 use workspace::{Preflight, Workspace};
 
@@ -79,12 +80,6 @@ pub struct Interactive {
 pub struct RunResult {
     pub record: Option<RunRecord>,
     pub error: Option<Error>,
-}
-
-/// How the steps ended when they did not fail.
-pub struct LoopEnd {
-    pub completion_signal: Option<String>,
-    pub output: Option<serde_json::Value>,
 }
 
 /// Run a plan from start to end.
@@ -847,11 +842,6 @@ fn refuse_held_keys_on(engaged: &sandbox::container::Engaged, plan: &Plan) -> Re
         }
     }
     Ok(())
-}
-
-/// The interruption error if eden has received SIGINT, SIGTERM or SIGHUP.
-pub(crate) fn interrupted(abort: &watch::Receiver<Option<Abort>>) -> Option<Error> {
-    abort.borrow().map(|request| Error::interrupted(request.signal))
 }
 
 /// A session a step resumes (`agent.resume`) that is not yet where its agent will look for it:

@@ -3,13 +3,18 @@
 //! with `when = "always"`. The first chain-stopping failure is the run's.
 
 use super::iterate::{Live, Shared, StepEnd, StepRun};
-use super::LoopEnd;
 use crate::agent::Agent;
 use crate::error::{Error, ErrorKind};
 use crate::manifest::plan::StepPlan;
 use crate::manifest::schema::When;
 use crate::record::{StepRecord, StepStatus};
 use crate::report::Event;
+
+/// How the steps ended when they did not fail.
+pub struct LoopEnd {
+    pub completion_signal: Option<String>,
+    pub output: Option<serde_json::Value>,
+}
 
 pub(crate) async fn run(
     shared: &Shared<'_>,
@@ -34,7 +39,7 @@ pub(crate) async fn run(
             records.push(record);
             continue;
         }
-        if let Some(error) = super::interrupted(live.abort) {
+        if let Some(error) = super::iterate::interrupted(live.abort) {
             return Err(error);
         }
         if many {

@@ -111,7 +111,14 @@ fn probe() -> bool {
         };
     }
     let Ok(eden) = std::env::current_exe() else { return false };
-    super::ProcessBuilder::new(eden).args([INIT_SUBCOMMAND, "--probe"]).output().is_ok_and(|output| output.success())
+    // Not through `ProcessBuilder`, which wraps its commands in this very containment.
+    std::process::Command::new(eden)
+        .args([INIT_SUBCOMMAND, "--probe"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
 }
 
 /// Signals that would end the outer process or the init before the command: blocked in both

@@ -20,6 +20,6 @@ pub use lines::{sandbox_note, LineSplitter, Tail};
 pub use liveness::ProcessStamp;
 pub use signals::{
     deliver_to as deliver_signals_to, flag as signal_flag, listen as listen_for_signals, listen_for_steering,
-    rearm as rearm_signals, received as signal_received, stop_requested, stopping, STEER_REQUEST, STOP_REQUEST,
+    rearm as rearm_signals, received as signal_received, stop_requested, stopping, Abort, STEER_REQUEST, STOP_REQUEST,
 };
-pub use supervise::{supervise, Abort, Flow, Handlers, Inside, Outcome, OutputTails, Stopping, Watchdogs};
+pub use supervise::{supervise, Flow, Handlers, Inside, Outcome, OutputTails, Stopping, Watchdogs};

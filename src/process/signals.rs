@@ -4,7 +4,6 @@
 //! of several attempts stop (`STOP_REQUEST`): Ctrl-C until the run's teardown began, nothing
 //! after.
 
-use super::Abort;
 use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::watch;
@@ -82,6 +81,13 @@ fn note_all() -> std::io::Result<()> {
     // SAFETY: `note_stop_request` only does atomic operations, which are async-signal-safe.
     unsafe { signal_hook_registry::register(STOP_REQUEST, note_stop_request) }?;
     Ok(())
+}
+
+/// A request from the signal listener: the signal eden received, and how many so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Abort {
+    pub signal: i32,
+    pub count: u32,
 }
 
 /// Start listening. From here on SIGINT/SIGTERM no longer end eden by default: they are

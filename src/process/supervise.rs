@@ -5,6 +5,7 @@
 //! abort (eden got SIGINT/SIGTERM/SIGHUP). Every kill targets the process group, and the
 //! command's processes inside a sandbox: first the polite signal, then SIGKILL after a grace.
 
+use super::signals::Abort;
 use super::{GroupGuard, LineSplitter, ProcessBuilder, Stdin, Tail};
 use nix::sys::signal::Signal;
 use std::time::Duration;
@@ -60,13 +61,6 @@ pub enum Flow {
     FinishWithin(Duration),
     /// Stop the command now, gracefully (a budget was crossed): `Outcome::Stopped`.
     Stop,
-}
-
-/// A request from the signal listener: the signal eden received, and how many so far.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Abort {
-    pub signal: i32,
-    pub count: u32,
 }
 
 /// What the supervisor calls as output arrives.

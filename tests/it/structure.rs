@@ -263,7 +263,49 @@ fn functions_are_short() {
     assert!(found.is_empty(), "functions stay within {MAX_LINES} lines: {found:#?}");
 }
 
-/// Which top-level modules each module's code names (`crate::x`, `use crate::{x, y}`).
+/// The first names of the paths after each `prefix` in `code` (`crate::` in `crate::a::b`,
+/// `use crate::{a::{b, c}, d as e}`: `a`, `d`), read as `use` trees: groups nested to any
+/// depth, `self` left out. A prefix that is the tail of a longer path (`x::crate::`) is not one.
+fn heads_after(code: &str, prefix: &str) -> Vec<String> {
+    let mut heads = Vec::new();
+    for (at, _) in code.match_indices(prefix) {
+        let before = code[..at].chars().next_back();
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+            continue;
+        }
+        heads.extend(tree_heads(&code[at + prefix.len()..]));
+    }
+    heads
+}
+
+/// The first name of each path of the `use` tree at the start of `rest`.
+fn tree_heads(rest: &str) -> Vec<String> {
+    let ident =
+        |text: &str| -> String { text.trim_start().chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect() };
+    let Some(group) = rest.strip_prefix('{') else {
+        return vec![ident(rest)].into_iter().filter(|name| !name.is_empty() && name != "self").collect();
+    };
+    // The group's items, split at its own commas (not those of groups inside it).
+    let (mut depth, mut item, mut heads) = (0, String::new(), Vec::new());
+    for c in group.chars() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => break,
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                heads.push(ident(&item));
+                item.clear();
+                continue;
+            }
+            _ => {}
+        }
+        item.push(c);
+    }
+    heads.push(ident(&item));
+    heads.into_iter().filter(|name| !name.is_empty() && name != "self").collect()
+}
+
+/// Which top-level modules each module's code names (`crate::x`, `use crate::{x, y::{z}}`).
 fn actual_dependencies() -> BTreeMap<String, BTreeSet<String>> {
     let modules: BTreeSet<String> = sources().iter().map(|(file, _)| module_of(file)).collect();
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
@@ -272,18 +314,7 @@ fn actual_dependencies() -> BTreeMap<String, BTreeSet<String>> {
         if ["lib", "main"].contains(&from.as_str()) {
             continue;
         }
-        let code = code(&text);
-        let mut names = Vec::new();
-        for (at, _) in code.match_indices("crate::") {
-            let rest = &code[at + "crate::".len()..];
-            if let Some(group) = rest.strip_prefix('{') {
-                let group = &group[..group.find('}').unwrap_or(group.len())];
-                names.extend(group.split(',').map(|item| item.trim().split("::").next().unwrap_or("").to_owned()));
-            } else {
-                names.push(rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect());
-            }
-        }
-        for name in names {
+        for name in heads_after(&code(&text), "crate::") {
             if modules.contains(&name) && name != from {
                 graph.entry(from.clone()).or_default().insert(name);
             }
@@ -340,8 +371,54 @@ fn the_module_dependencies_are_the_documented_ones() {
     assert!(stale.is_empty(), "ARCHITECTURE.md lists uses the code does not have: {stale:#?}");
 }
 
-/// The files of one folder and which of them each names (`super::x`, `crate::folder::x`, `x::`
-/// of a sibling declared with `mod x`).
+/// The names a `mod.rs` defines itself, at its top level: its types, functions, constants.
+fn defined_items(code: &str) -> BTreeSet<String> {
+    let mut items = BTreeSet::new();
+    for line in code.lines().filter(|line| !line.starts_with(char::is_whitespace)) {
+        let mut words =
+            line.split_whitespace().skip_while(|word| word.starts_with("pub") || ["async", "unsafe"].contains(word));
+        let (Some(kind), Some(name)) = (words.next(), words.next()) else { continue };
+        if ["fn", "struct", "enum", "trait", "type", "const", "static"].contains(&kind) {
+            items.insert(name.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect());
+        }
+    }
+    items
+}
+
+/// A `mod.rs`'s re-exports (`pub use sibling::{A, b::C as D};`): each name it gives, and the
+/// sibling it comes from.
+fn reexports(code: &str, siblings: &BTreeSet<String>) -> BTreeMap<String, String> {
+    let mut names = BTreeMap::new();
+    for statement in code.split(';') {
+        let statement = statement.trim();
+        let Some(path) =
+            ["pub use ", "pub(crate) use ", "pub(super) use "].iter().find_map(|p| statement.strip_prefix(p))
+        else {
+            continue;
+        };
+        let path = path.trim_start_matches("self::");
+        let Some((sibling, rest)) = path.split_once("::") else { continue };
+        if !siblings.contains(sibling) {
+            continue;
+        }
+        // The last name of each item, or its `as` name.
+        let rest = rest.replace(['{', '}'], ",");
+        for item in rest.split(',').map(str::trim).filter(|item| !item.is_empty()) {
+            let given = match item.split_once(" as ") {
+                Some((_, alias)) => alias.trim(),
+                None => item.rsplit("::").next().unwrap_or(item),
+            };
+            names.insert(given.to_owned(), sibling.to_owned());
+        }
+    }
+    names
+}
+
+/// The files of one folder and which of them each depends on, `mod.rs` as a file like the
+/// others: a file names a sibling (`super::x`, `crate::folder::x`, in `use` groups too), a name
+/// `mod.rs` re-exports from a sibling (that sibling), or a name `mod.rs` defines (`mod`).
+/// `mod.rs` depends on the siblings its own code names; its `mod x;` lines and its re-exports
+/// are the folder's outline, not code.
 fn folder_graphs() -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>> {
     let mut folders: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
     for (file, text) in sources() {
@@ -350,25 +427,59 @@ fn folder_graphs() -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>> {
     }
     let mut graphs = BTreeMap::new();
     for (folder, files) in folders {
+        let siblings: BTreeSet<String> = files.keys().filter(|name| *name != "mod").cloned().collect();
+        let outline = files.get("mod").cloned().unwrap_or_default();
+        let defined = defined_items(&outline);
+        let reexported = reexports(&outline, &siblings);
         let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
         for (name, code) in &files {
-            for other in files.keys().filter(|other| *other != name && other.as_str() != "mod") {
-                let named = [
-                    format!("super::{other}"),
-                    format!("crate::{folder}::{other}"),
-                    format!("{{{other}"),
-                    format!(", {other}::"),
-                ]
-                .iter()
-                .any(|pattern| code.contains(pattern.as_str()));
-                if named && name != "mod" {
-                    graph.entry(name.clone()).or_default().insert(other.clone());
-                }
+            let uses: BTreeSet<String> = if name == "mod" {
+                let logic = mod_logic(code);
+                siblings
+                    .iter()
+                    .filter(|sibling| {
+                        !heads_after(&logic, &format!("{sibling}::")).is_empty()
+                            || logic.contains(&format!("self::{sibling}"))
+                    })
+                    .cloned()
+                    .collect()
+            } else {
+                let named = heads_after(code, "super::")
+                    .into_iter()
+                    .chain(heads_after(code, &format!("crate::{}::", folder.replace('/', "::"))));
+                named
+                    .filter_map(|used| match () {
+                        () if siblings.contains(&used) => Some(used),
+                        () if reexported.contains_key(&used) => reexported.get(&used).cloned(),
+                        () if defined.contains(&used) => Some("mod".to_owned()),
+                        () => None,
+                    })
+                    .filter(|used| used != name)
+                    .collect()
+            };
+            if !uses.is_empty() {
+                graph.insert(name.clone(), uses);
             }
         }
         graphs.insert(folder, graph);
     }
     graphs
+}
+
+/// A `mod.rs` without its outline: `mod x;` lines and re-exports (`pub use …;`) blanked.
+fn mod_logic(code: &str) -> String {
+    let outline_starts = ["mod ", "pub mod ", "pub(crate) mod ", "pub use ", "pub(crate) use ", "pub(super) use "];
+    let mut logic = String::new();
+    let mut in_outline = false;
+    for line in code.lines() {
+        in_outline = in_outline || outline_starts.iter().any(|start| line.starts_with(start));
+        if !in_outline {
+            logic.push_str(line);
+        }
+        logic.push('\n');
+        in_outline = in_outline && !line.contains(';');
+    }
+    logic
 }
 
 fn cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
