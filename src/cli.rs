@@ -686,7 +686,7 @@ exit code is the most severe: {}.",
 /// The environment variables eden reads, for the man pages.
 pub const ENVIRONMENT: [(&str, &str); 5] = [
     ("NO_COLOR", "When set and not empty, no colors."),
-    ("TERM", "`dumb` gets plain lines: no spinner, no colors, no cursor movement."),
+    ("TERM", "`dumb` gets plain lines: no spinner, no colors, no lines redrawn."),
     (
         "EDEN_CONTAINMENT",
         "`pid-namespace` or `subreaper`: how eden makes sure nothing a command starts outlives it (default: a PID namespace where the kernel allows one).",

@@ -74,6 +74,8 @@ pub struct AgentSpec {
     /// Where `eden doctor` looks for a key (variables) or a login (files of its first state
     /// folder), and the model host it tries with `--network`.
     pub doctor: Doctor,
+    /// The variable a new manifest (`eden init`) hands the agent its key in, if any.
+    pub init_key: Option<&'static str>,
 }
 
 /// What `eden doctor` checks of an agent.
@@ -130,7 +132,22 @@ const ADAPTER: AgentSpec = AgentSpec {
     reports: Reports::Nothing,
     credentials: Err("eden does not front its provider settings yet"),
     doctor: Doctor { key_vars: &[], login_files: &[], model_host: "" },
+    init_key: None,
 };
+
+/// The agent CLIs (not `cli` or `simulated`) for which `has` holds, in the manifest's order.
+pub fn adapters_where(has: impl Fn(&AgentSpec) -> bool) -> Vec<&'static str> {
+    SPECS.iter().filter(|spec| spec.binary.is_some() && has(spec)).map(|spec| spec.name).collect()
+}
+
+/// Names as a person lists them: `a`, `a and b`, `a, b and c`.
+pub fn spoken(names: &[&str]) -> String {
+    match names.split_last() {
+        None => String::new(),
+        Some((last, [])) => (*last).to_owned(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+    }
+}
 
 /// Every kind, in the order the manifest documents them.
 pub static SPECS: [AgentSpec; 8] = [
@@ -163,6 +180,7 @@ pub static SPECS: [AgentSpec; 8] = [
         command: Some(claude::command),
         reports: Reports::TokensAndCost,
         doctor: Doctor { key_vars: &["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"], login_files: &[".credentials.json"], model_host: "api.anthropic.com" },
+        init_key: Some("ANTHROPIC_API_KEY"),
         ..ADAPTER
     },
     AgentSpec {
@@ -188,6 +206,7 @@ pub static SPECS: [AgentSpec; 8] = [
             login: None,
         })),
         doctor: Doctor { key_vars: &["CODEX_API_KEY", "OPENAI_API_KEY"], login_files: &["auth.json"], model_host: "api.openai.com" },
+        init_key: Some("OPENAI_API_KEY"),
         ..ADAPTER
     },
     AgentSpec {

@@ -320,8 +320,10 @@ fn matrix(flags: &[String]) -> Result<Vec<Vec<String>>, Error> {
     let mut combinations = vec![Vec::new()];
     for flag in flags {
         let bad = || {
-            Error::usage(format!("`--matrix {flag}` is not `KEY=V1,V2,...`"))
-                .with_hint("e.g. `--matrix agent.kind=claude-code,codex,opencode`")
+            Error::usage(format!("`--matrix {flag}` is not `KEY=V1,V2,...`")).with_hint(format!(
+                "e.g. `--matrix agent.kind={}`",
+                crate::agent::spec::adapters_where(|_| true)[..3].join(",")
+            ))
         };
         let (key, values) = flag.split_once('=').ok_or_else(bad)?;
         let values: Vec<&str> = values.split(',').map(str::trim).collect();

@@ -104,11 +104,11 @@ pub fn default_tag(dir: &Path) -> String {
 }
 
 fn manifest(agent: &str, sandbox: &str, tag: &str) -> String {
-    let key = match agent {
-        "claude-code" => "# env = { ANTHROPIC_API_KEY = \"${ANTHROPIC_API_KEY}\" }\n",
-        "codex" => "# env = { OPENAI_API_KEY = \"${OPENAI_API_KEY}\" }\n",
-        "cli" => "binary = \"./my-agent.sh\"\n",
-        _ => "",
+    let init_key = crate::agent::AgentKind::from_name(agent).and_then(|kind| kind.spec().init_key);
+    let key = match (agent, init_key) {
+        (_, Some(var)) => format!("# env = {{ {var} = \"${{{var}}}\" }}\n"),
+        ("cli", None) => "binary = \"./my-agent.sh\"\n".to_owned(),
+        _ => String::new(),
     };
     let sandbox_lines = match sandbox {
         "docker" | "podman" => format!(

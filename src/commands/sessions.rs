@@ -519,8 +519,10 @@ fn resume(args: SessionsResumeArgs) -> Result<i32, Error> {
     let runs = runs(&layout);
     let (run, session, _, kind, model) = session_of(&runs, &args.session)?;
     if !kind.spec().resume {
-        return Err(Error::usage(format!("`{}` agents cannot resume a session", kind.as_str()))
-            .with_hint("resume works for claude-code, codex, opencode, pi, cursor and copilot"));
+        return Err(Error::usage(format!("`{}` agents cannot resume a session", kind.as_str())).with_hint(format!(
+            "resume works for {}",
+            crate::agent::spec::spoken(&crate::agent::spec::adapters_where(|spec| spec.resume))
+        )));
     }
     let manifest = args.manifest.clone().or_else(|| run.manifest.clone().filter(|path| path.is_file()));
     let quote = |value: &str| toml::Value::String(value.to_owned()).to_string();

@@ -2,6 +2,7 @@
 
 use super::load::{KeyPath, Source};
 use super::schema::BudgetSection;
+use crate::agent::spec::{adapters_where, spoken};
 use crate::agent::AgentPlan;
 use crate::error::Error;
 use crate::values::Duration;
@@ -41,12 +42,12 @@ pub(crate) fn resolve_budget(
             AgentPlan::Cli(cli) => format!("a `cli` agent with parser `{}` reports no {what}", cli.parser.as_str()),
             _ => format!("`{}` reports no {what}", kind.as_str()),
         };
-        return Err(source.error_at_key(&path.child(key), format!("`{key}` cannot be checked: {why}")).with_hint(
-            match key {
-                "max_tokens" => "tokens are reported by claude-code, codex, opencode and pi (and `cli` agents with their parsers); cap this agent with `max_duration`",
-                _ => "cost is reported by claude-code, opencode and pi; cap this agent with `max_tokens` or `max_duration`",
-            },
-        ));
+        let reporting = spoken(&adapters_where(|spec| spec.reports >= needed));
+        let hint = match key {
+            "max_tokens" => format!("tokens are reported by {reporting} (and `cli` agents with their parsers); cap this agent with `max_duration`"),
+            _ => format!("cost is reported by {reporting}; cap this agent with `max_tokens` or `max_duration`"),
+        };
+        return Err(source.error_at_key(&path.child(key), format!("`{key}` cannot be checked: {why}")).with_hint(hint));
     }
     if section.max_tokens == Some(0) {
         return Err(source

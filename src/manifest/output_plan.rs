@@ -80,9 +80,10 @@ pub(super) fn resolve_output(
         Some(n) if n > 0 && !can_resume => {
             return Err(source
                 .error_at(&path.child("max_retries"), "retries resume the agent's session, which this agent cannot do")
-                .with_hint(
-                    "use an agent adapter (claude-code, codex, opencode, pi, cursor, copilot), or set it to 0",
-                ));
+                .with_hint(format!(
+                    "use an agent adapter ({}), or set it to 0",
+                    crate::agent::spec::adapters_where(|spec| spec.resume).join(", ")
+                )));
         }
         Some(n) => n,
         None if can_resume => DEFAULT_RETRIES,

@@ -364,7 +364,10 @@ fn check_prompt_fits(
                         MAX_ARGV_PROMPT / 1024
                     ),
                 )
-                .with_hint("shorten the prompt, or use an agent that reads it from stdin (claude-code, codex)"));
+                .with_hint(format!(
+                    "shorten the prompt, or use an agent that reads it from stdin ({})",
+                    crate::agent::spec::adapters_where(|spec| !spec.prompt_on_argv).join(", ")
+                )));
         }
     }
     Ok(())

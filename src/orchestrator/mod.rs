@@ -879,8 +879,9 @@ fn sessions_to_carry(plan: &Plan, pre: &workspace::Preflight) -> Result<Vec<Sess
         };
         if !crate::sessions::transfer::TRANSFERABLE.contains(&kind) || private.is_empty() {
             return Err(Error::usage(format!(
-                "a `{}` session cannot be resumed in a sandbox: the agent there has a private state folder, and eden can carry only claude-code, codex and pi sessions into it",
-                kind.as_str()
+                "a `{}` session cannot be resumed in a sandbox: the agent there has a private state folder, and eden can carry only {} sessions into it",
+                kind.as_str(),
+                crate::agent::spec::spoken(&crate::agent::spec::adapters_where(|spec| crate::sessions::transfer::TRANSFERABLE.contains(&spec.kind)))
             ))
             .with_hint("resume it with `sandbox.kind = \"none\"`, or start a new session (remove `agent.resume`)"));
         }

@@ -66,7 +66,8 @@ async fn export(
     session_id: &str,
     env: &AgentEnv,
 ) -> Result<(Vec<u8>, String), String> {
-    let binary = step.agent.binary().map(Path::to_path_buf).unwrap_or_else(|| "opencode".into());
+    let usual = step.agent.kind().spec().binary.unwrap_or_default();
+    let binary = step.agent.binary().map_or_else(|| usual.into(), Path::to_path_buf);
     let mut command = ProcessBuilder::new(&binary).args(["export", session_id]).cwd(&shared.workspace.pre.worktree);
     for (key, value) in &env.set {
         command = command.env(key, value);

@@ -198,6 +198,113 @@ fn agent_kinds_are_named_only_where_their_facts_live() {
     assert!(found.is_empty(), "a particular agent is named outside {KIND_FACTS:?} (ask its spec instead): {found:#?}");
 }
 
+/// Every string literal of shipped code, with its line: the text between its quotes as written.
+/// Literals in test modules and in attributes (`#[arg(default_value = "…")]`, clap's help
+/// text: documentation, as doc comments are) are left out.
+fn string_literals(text: &str) -> Vec<(usize, String)> {
+    let skipped = skipped_lines(&blank_literals(text));
+    let (bytes, mut literals, mut i, mut line) = (text.as_bytes(), Vec::new(), 0, 1);
+    while i < bytes.len() {
+        let rest = &text[i..];
+        let (taken, literal) = if rest.starts_with("//") {
+            (rest.find('\n').unwrap_or(rest.len()), None)
+        } else if rest.starts_with("r#\"") || rest.starts_with("r\"") {
+            let hashes = rest[1..].chars().take_while(|c| *c == '#').count();
+            let open = rest.find('"').unwrap() + 1;
+            let close = format!("\"{}", "#".repeat(hashes));
+            let end = rest[open..].find(&close).map_or(rest.len(), |at| open + at);
+            (end + close.len().min(rest.len() - end), Some(rest[open..end].to_owned()))
+        } else if rest.starts_with('"') {
+            let mut j = 1;
+            while j < rest.len() && rest.as_bytes()[j] != b'"' {
+                j += if rest.as_bytes()[j] == b'\\' { 2 } else { 1 };
+            }
+            ((j + 1).min(rest.len()), Some(rest[1..j.min(rest.len())].to_owned()))
+        } else if rest.starts_with("'")
+            && rest.len() > 2
+            && rest[1..].find('\'').is_some_and(|at| at <= 4 && (at == 1 || rest.as_bytes()[1] == b'\\'))
+        {
+            (rest[1..].find('\'').unwrap() + 2, None)
+        } else {
+            (rest.chars().next().unwrap().len_utf8(), None)
+        };
+        if let Some(literal) = literal.filter(|_| !skipped.contains(&line)) {
+            literals.push((line, literal));
+        }
+        line += rest[..taken].matches('\n').count();
+        i += taken;
+    }
+    literals
+}
+
+/// The lines (from 1) of test modules and attributes, in text whose literals are blanked.
+fn skipped_lines(blanked: &str) -> BTreeSet<usize> {
+    let mut skipped = BTreeSet::new();
+    let lines: Vec<&str> = blanked.lines().collect();
+    let mut n = 0;
+    while n < lines.len() {
+        let starts = lines[n].trim_start();
+        let (open, close) = match () {
+            () if starts.starts_with("#[cfg(test)]") => ('{', '}'),
+            () if starts.starts_with("#[") => ('[', ']'),
+            _ => {
+                n += 1;
+                continue;
+            }
+        };
+        // To the line where what it opens closes (a test module: its braces).
+        let (mut depth, mut opened, start) = (0i32, false, n);
+        while n < lines.len() {
+            for c in lines[n].chars() {
+                if c == open {
+                    depth += 1;
+                    opened = true;
+                } else if c == close {
+                    depth -= 1;
+                }
+            }
+            n += 1;
+            if opened && depth <= 0 {
+                break;
+            }
+        }
+        skipped.extend(start + 1..=n);
+    }
+    skipped
+}
+
+/// Whether `text` holds `word` as a word of its own (`pi`, not `pip` or `api`).
+fn has_word(text: &str, word: &str) -> bool {
+    text.match_indices(word).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + word.len()..].chars().next();
+        let part = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '/'));
+        !part(before) && !part(after)
+    })
+}
+
+/// An agent's name, or a variable only its key goes in, written into a string outside the
+/// places its facts live: such a fact goes stale when the agent's spec changes (a hint that
+/// lists the agents that report cost, a default binary). Ask the spec instead.
+#[test]
+fn agent_names_are_written_only_where_their_facts_live() {
+    let specs = eden::agent::spec::SPECS.iter().filter(|spec| spec.binary.is_some());
+    let words: BTreeSet<&str> =
+        specs.flat_map(|spec| std::iter::once(spec.name).chain(spec.doctor.key_vars.iter().copied())).collect();
+    let mut found = Vec::new();
+    for (file, text) in sources() {
+        if KIND_FACTS.iter().any(|place| file.starts_with(place)) {
+            continue;
+        }
+        for (line, literal) in string_literals(&text) {
+            for word in words.iter().filter(|word| has_word(&literal, word)) {
+                found.push(format!("src/{file}:{line}: `{word}` in \"{literal}\""));
+            }
+        }
+    }
+    assert!(found.is_empty(), "an agent named outside {KIND_FACTS:?} (ask its spec instead): {found:#?}");
+}
+
 /// Functions of more than `MAX_LINES` lines, by name and length.
 const MAX_LINES: usize = 80;
 
@@ -369,6 +476,15 @@ fn the_module_dependencies_are_the_documented_ones() {
     }
     assert!(missing.is_empty(), "uses ARCHITECTURE.md does not list: {missing:#?}");
     assert!(stale.is_empty(), "ARCHITECTURE.md lists uses the code does not have: {stale:#?}");
+}
+
+/// The documented table itself has no cycle between top-level modules (so neither has the code,
+/// which may use only what it lists).
+#[test]
+fn the_documented_dependencies_have_no_cycle() {
+    let documented: BTreeMap<String, BTreeSet<String>> =
+        documented_dependencies().into_iter().filter(|(_, targets)| !targets.contains("everything")).collect();
+    assert_eq!(cycle(&documented), None, "a cycle in ARCHITECTURE.md's table");
 }
 
 /// The names a `mod.rs` defines itself, at its top level: its types, functions, constants.
@@ -577,4 +693,19 @@ fn the_scanner_sees_what_it_must() {
     let graph: BTreeMap<String, BTreeSet<String>> =
         [("a", "b"), ("b", "a")].iter().map(|(x, y)| (x.to_string(), [y.to_string()].into())).collect();
     assert!(cycle(&graph).is_some());
+    // `use` trees, nested, with `self` and renames.
+    let uses = "use crate::{a::{b, c}, d as e, self};\nuse crate::f::g;\nx::crate::h;\n";
+    assert_eq!(heads_after(uses, "crate::"), ["a", "d", "f"]);
+    // What a `mod.rs` defines, re-exports, and which of its code is logic.
+    let outline =
+        "mod a;\npub mod b;\npub use a::{A, x::B as C};\npub use b::D;\npub struct E;\npub(crate) fn f() { b::g(); }\n";
+    let siblings: BTreeSet<String> = ["a".to_owned(), "b".to_owned()].into();
+    assert_eq!(defined_items(outline), ["E".to_owned(), "f".to_owned()].into());
+    let reexported = reexports(outline, &siblings);
+    assert_eq!((reexported["A"].as_str(), reexported["C"].as_str(), reexported["D"].as_str()), ("a", "a", "b"));
+    assert!(!mod_logic(outline).contains("a::") && mod_logic(outline).contains("b::g"));
+    // Literals and words.
+    let text = "#[arg(help = \"codex\")]\nfn f() { let x = \"uses pi\"; } // \"cursor\"\n";
+    assert_eq!(string_literals(text), [(2, "uses pi".to_owned())]);
+    assert!(has_word("uses pi now", "pi") && !has_word("api pip", "pi") && !has_word("./pi.sh", "pi"));
 }
