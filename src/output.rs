@@ -12,9 +12,9 @@ pub struct Checker {
 }
 
 impl Checker {
-    pub fn new(plan: &OutputPlan) -> Result<Checker, String> {
+    pub fn new(plan: &OutputPlan) -> Result<Checker, jsonschema::ValidationError<'static>> {
         let validator = match &plan.schema {
-            Some(schema) => Some(jsonschema::validator_for(schema).map_err(|err| err.to_string())?),
+            Some(schema) => Some(jsonschema::validator_for(schema)?),
             None => None,
         };
         Ok(Checker { plan: plan.clone(), validator })

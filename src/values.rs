@@ -18,18 +18,60 @@ impl Duration {
 }
 
 const DURATION_EXPECTED: &str = "a duration like \"90s\", \"10m\" or \"1h30m\", or a number of seconds";
+const SIZE_EXPECTED: &str = "bytes or a size like \"512m\" or \"4g\"";
+
+/// Why a duration or a size could not be read, said with the text as it was given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ValueError {
+    EmptyDuration,
+    /// Not a duration (or a size) at all; `expected` says what is.
+    Invalid {
+        what: &'static str,
+        text: String,
+        expected: &'static str,
+    },
+    /// A unit twice, or a smaller before a larger (`30m1h`).
+    UnitOrder {
+        text: String,
+    },
+    Zero {
+        text: String,
+    },
+    /// A number of seconds that is not a positive number eden can wait for.
+    OutOfRange {
+        text: String,
+    },
+}
+
+impl fmt::Display for ValueError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ValueError::EmptyDuration => write!(f, "empty duration, expected {DURATION_EXPECTED}"),
+            ValueError::Invalid { what, text, expected } => write!(f, "invalid {what} `{text}`, expected {expected}"),
+            ValueError::UnitOrder { text } => {
+                write!(f, "invalid duration `{text}`: each unit may come once, largest first (like \"1h30m\")")
+            }
+            ValueError::Zero { text } => write!(f, "duration `{text}` is zero, expected a positive duration"),
+            ValueError::OutOfRange { text } => {
+                write!(f, "duration {text} is out of range, expected a positive number of seconds")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ValueError {}
 
 /// Parse `"1h30m"`-style durations. Each part is a whole number followed by `ms`, `s`, `m`, `h`
 /// or `d`; parts may be separated by spaces.
-pub fn parse_duration(text: &str) -> Result<StdDuration, String> {
+pub fn parse_duration(text: &str) -> Result<StdDuration, ValueError> {
     let trimmed = text.trim();
     if trimmed.is_empty() {
-        return Err(format!("empty duration, expected {DURATION_EXPECTED}"));
+        return Err(ValueError::EmptyDuration);
     }
     if let Ok(secs) = trimmed.parse::<f64>() {
         return seconds(secs);
     }
-    let invalid = || format!("invalid duration `{text}`, expected {DURATION_EXPECTED}");
+    let invalid = || ValueError::Invalid { what: "duration", text: text.to_owned(), expected: DURATION_EXPECTED };
     let mut total = StdDuration::ZERO;
     let mut rest = trimmed;
     // Each unit once, largest first: `1h1h` or `30m1h` is a typo, not a sum.
@@ -48,7 +90,7 @@ pub fn parse_duration(text: &str) -> Result<StdDuration, String> {
             _ => return Err(invalid()),
         };
         if unit_secs >= previous_unit {
-            return Err(format!("invalid duration `{text}`: each unit may come once, largest first (like \"1h30m\")"));
+            return Err(ValueError::UnitOrder { text: text.to_owned() });
         }
         previous_unit = unit_secs;
         let part = StdDuration::try_from_secs_f64(number * unit_secs).map_err(|_| invalid())?;
@@ -56,14 +98,14 @@ pub fn parse_duration(text: &str) -> Result<StdDuration, String> {
         rest = rest[unit_len..].trim_start();
     }
     if total.is_zero() {
-        return Err(format!("duration `{text}` is zero, expected a positive duration"));
+        return Err(ValueError::Zero { text: text.to_owned() });
     }
     Ok(total)
 }
 
-fn seconds(secs: f64) -> Result<StdDuration, String> {
+fn seconds(secs: f64) -> Result<StdDuration, ValueError> {
     if !secs.is_finite() || secs <= 0.0 || secs > 1e9 {
-        return Err(format!("duration {secs} is out of range, expected a positive number of seconds"));
+        return Err(ValueError::OutOfRange { text: secs.to_string() });
     }
     Ok(StdDuration::from_secs_f64(secs))
 }
@@ -208,8 +250,8 @@ pub fn format_size(bytes: u64) -> String {
     format!("{bytes} B")
 }
 
-pub fn parse_size(text: &str) -> Result<u64, String> {
-    let invalid = || format!("invalid size `{text}`, expected bytes or a size like \"512m\" or \"4g\"");
+pub fn parse_size(text: &str) -> Result<u64, ValueError> {
+    let invalid = || ValueError::Invalid { what: "size", text: text.to_owned(), expected: SIZE_EXPECTED };
     let trimmed = text.trim().to_ascii_lowercase();
     let trimmed = trimmed.strip_suffix('b').unwrap_or(&trimmed);
     let split = trimmed.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(trimmed.len());

@@ -2,6 +2,7 @@
 //! `assistant` line per content block, `user` lines with tool results, a final `result` line
 //! with the totals (and `is_error` for failures the CLI reports on stdout, exit code 1).
 
+use super::credentials::NotHeld;
 use super::stream::*;
 use super::{AdapterSettings, Invocation, Parser};
 use crate::process::{ProcessBuilder, Stdin};
@@ -16,7 +17,7 @@ use std::borrow::Cow;
 const LOGIN_MARGIN_MS: i64 = 30 * 60 * 1000;
 
 /// The access token of the person's `/login` (`.credentials.json`, `claudeAiOauth`), if any.
-pub fn login_token(folder: &std::path::Path) -> Result<Option<String>, String> {
+pub fn login_token(folder: &std::path::Path) -> Result<Option<String>, NotHeld> {
     let path = folder.join(".credentials.json");
     let Ok(text) = std::fs::read_to_string(&path) else { return Ok(None) };
     let value: Value =
@@ -27,10 +28,10 @@ pub fn login_token(folder: &std::path::Path) -> Result<Option<String>, String> {
     };
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
     match oauth.get("expiresAt").and_then(Value::as_i64) {
-        Some(expires) if expires - now < LOGIN_MARGIN_MS => Err(format!(
+        Some(expires) if expires - now < LOGIN_MARGIN_MS => Err(NotHeld::from(format!(
             "its login in `{}` expires within 30 minutes and only Claude can refresh it: run `claude` once to refresh it",
             path.display()
-        )),
+        ))),
         _ => Ok(Some(token.to_owned())),
     }
 }

@@ -13,7 +13,7 @@ pub enum Fronting {
     Env(Credentials),
     /// Its provider is chosen by its model and its own configuration, which eden reads for the
     /// run and rewrites in the run's private copy of its folder.
-    Config(fn(&FrontQuery<'_>) -> Result<ConfigFront, String>),
+    Config(fn(&FrontQuery<'_>) -> Result<ConfigFront, NotHeld>),
 }
 
 /// What a `Fronting::Config` agent's provider is chosen from.
@@ -84,11 +84,36 @@ pub struct Login {
     pub file: &'static str,
     /// The token in the person's state folder (given): `Ok(None)` when not logged in, `Err` why
     /// it cannot be held.
-    pub read: fn(&Path) -> Result<Option<String>, String>,
+    pub read: fn(&Path) -> Result<Option<String>, NotHeld>,
     /// Put the placeholder in place of the token in the run's private copy of the file (the
     /// folder, the placeholder).
     pub hold: fn(&Path, &str) -> std::io::Result<()>,
 }
+
+/// Why eden cannot hold an agent's key, in the person's terms: said in `--dry-run`'s `held` and
+/// the record, or, with `sandbox.hold_keys = true`, as the error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotHeld(pub String);
+
+impl From<String> for NotHeld {
+    fn from(why: String) -> Self {
+        NotHeld(why)
+    }
+}
+
+impl From<&str> for NotHeld {
+    fn from(why: &str) -> Self {
+        NotHeld(why.to_owned())
+    }
+}
+
+impl std::fmt::Display for NotHeld {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NotHeld {}
 
 /// An environment, looked up by name.
 pub type EnvLookup<'a> = dyn Fn(&str) -> Option<String> + 'a;

@@ -2,7 +2,7 @@
 //! `sessionID` and a `part`: `text`, `tool_use` (with its state), `step_finish` with the step's
 //! tokens and cost, and `error`.
 
-use super::credentials::{ConfigFile, ConfigFront, CredentialHeader, FrontQuery, RELAY_URL_MARK};
+use super::credentials::{ConfigFile, ConfigFront, CredentialHeader, FrontQuery, NotHeld, RELAY_URL_MARK};
 use super::stream::*;
 use super::{AdapterSettings, Invocation, Parser};
 use crate::process::ProcessBuilder;
@@ -32,8 +32,8 @@ const BUILT_IN: &[(&str, &str, &str)] = &[
 /// `.opencode/`, then `OPENCODE_CONFIG_CONTENT`, the last one winning: eden reads them all for
 /// the provider's `baseURL` and `apiKey`, and points it at the relay through
 /// `OPENCODE_CONFIG_CONTENT` (the person's own, if any, with the provider's `baseURL` set).
-pub fn front(query: &FrontQuery<'_>) -> Result<ConfigFront, String> {
-    let [data, config_dir] = query.folders else { return Err("its folders are unknown".into()) };
+pub fn front(query: &FrontQuery<'_>) -> Result<ConfigFront, NotHeld> {
+    let [data, config_dir] = query.folders else { return Err(NotHeld::from("its folders are unknown")) };
     let mut files: Vec<std::path::PathBuf> =
         ["config.json", "opencode.json", "opencode.jsonc"].iter().map(|name| config_dir.join(name)).collect();
     files.extend((query.env)("OPENCODE_CONFIG").map(std::path::PathBuf::from));
@@ -49,7 +49,7 @@ pub fn front(query: &FrontQuery<'_>) -> Result<ConfigFront, String> {
                 layers.push(parse_jsonc(&text).map_err(|err| format!("cannot read its `{}`: {err}", path.display()))?)
             }
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
-            Err(err) => return Err(format!("cannot read its `{}`: {err}", path.display())),
+            Err(err) => return Err(NotHeld::from(format!("cannot read its `{}`: {err}", path.display()))),
         }
     }
     let inline = (query.env)("OPENCODE_CONFIG_CONTENT").filter(|text| !text.trim().is_empty());
@@ -63,16 +63,16 @@ pub fn front(query: &FrontQuery<'_>) -> Result<ConfigFront, String> {
         Some((provider, _)) => provider.to_owned(),
         None => match last("/model").as_ref().and_then(Value::as_str).and_then(|model| model.split_once('/')) {
             Some((provider, _)) => provider.to_owned(),
-            None => return Err("its provider is not named: set `agent.model = \"provider/model\"`".into()),
+            None => return Err(NotHeld::from("its provider is not named: set `agent.model = \"provider/model\"`")),
         },
     };
     let auth: Option<Value> =
         std::fs::read_to_string(data.join("auth.json")).ok().and_then(|text| serde_json::from_str(&text).ok());
     if auth.as_ref().and_then(|auth| auth.get(&provider)).is_some() {
-        return Err(format!(
+        return Err(NotHeld::from(format!(
             "it has a login for `{provider}` in its `{}`, which eden does not hold",
             data.join("auth.json").display()
-        ));
+        )));
     }
     let escaped = provider.replace('~', "~0").replace('/', "~1");
     let option = |name: &str| last(&format!("/provider/{escaped}/options/{name}"));
@@ -83,24 +83,24 @@ pub fn front(query: &FrontQuery<'_>) -> Result<ConfigFront, String> {
         match named {
             Some(var) => key_vars.push(var.to_owned()),
             None => {
-                return Err(format!(
+                return Err(NotHeld::from(format!(
                     "its configuration gives `{provider}` a key of its own (`apiKey`), not `{{env:VAR}}`"
-                ))
+                )))
             }
         }
     }
     let upstream = option("baseURL").as_ref().and_then(Value::as_str).map(str::to_owned);
     let Some(upstream) = upstream.or_else(|| built_in.map(|(_, _, url)| (*url).to_owned())) else {
-        return Err(format!(
+        return Err(NotHeld::from(format!(
             "eden knows the API of its `anthropic` and `openai` providers and of those its configuration gives a `baseURL`, not `{provider}`'s"
-        ));
+        )));
     };
     let shaped = content.is_object()
         && content.get("provider").is_none_or(Value::is_object)
         && content.pointer(&format!("/provider/{escaped}")).is_none_or(Value::is_object)
         && content.pointer(&format!("/provider/{escaped}/options")).is_none_or(Value::is_object);
     if !shaped {
-        return Err("its `OPENCODE_CONFIG_CONTENT` is not shaped as opencode documents it".into());
+        return Err(NotHeld::from("its `OPENCODE_CONFIG_CONTENT` is not shaped as opencode documents it"));
     }
     content["provider"][&provider]["options"]["baseURL"] = Value::String(RELAY_URL_MARK.into());
     Ok(ConfigFront {
@@ -238,7 +238,7 @@ mod tests {
         project: Option<&std::path::Path>,
         model: Option<&str>,
         vars: &[(&str, &str)],
-    ) -> Result<ConfigFront, String> {
+    ) -> Result<ConfigFront, NotHeld> {
         let env = |key: &str| vars.iter().find(|(name, _)| *name == key).map(|(_, value)| (*value).to_owned());
         let folders = [home.join(".local/share/opencode"), home.join(".config/opencode")];
         front(&FrontQuery { model, extra_args: &[], env: &env, folders: &folders, project })
@@ -279,7 +279,7 @@ mod tests {
     #[test]
     fn what_eden_cannot_hold_says_why() {
         let home = tempfile::tempdir().unwrap();
-        let why = |model: Option<&str>, vars: &[(&str, &str)]| front_in(home.path(), None, model, vars).unwrap_err();
+        let why = |model: Option<&str>, vars: &[(&str, &str)]| front_in(home.path(), None, model, vars).unwrap_err().0;
         assert!(why(None, &[]).contains("not named"));
         assert!(why(Some("google/gemini"), &[]).contains("not `google`'s"));
         let inline = r#"{"provider":{"anthropic":{"options":{"apiKey":"sk-literal"}}}}"#;

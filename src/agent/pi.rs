@@ -2,7 +2,7 @@
 //! the id); assistant `message_end` lines carry the complete text and per-message usage, and
 //! `stopReason: "error"` with `errorMessage` for failures — pi exits 0 even then.
 
-use super::credentials::{ConfigFile, ConfigFront, CredentialHeader, FrontQuery, RELAY_URL_MARK};
+use super::credentials::{ConfigFile, ConfigFront, CredentialHeader, FrontQuery, NotHeld, RELAY_URL_MARK};
 use super::stream::*;
 use super::{AdapterSettings, Invocation, Parser};
 use crate::process::ProcessBuilder;
@@ -35,28 +35,28 @@ const BUILT_IN: &[(&str, &str, &str)] = &[
 /// `auth.json`, else the provider's variable, else what `models.json` names; its base URL from
 /// `models.json`, else the built-in one. eden points it at the relay through the run's private
 /// `models.json` (the person's, with the provider's `baseUrl` replaced).
-pub fn front(query: &FrontQuery<'_>) -> Result<ConfigFront, String> {
-    let Some(dir) = query.folders.first() else { return Err("its folder is unknown".into()) };
+pub fn front(query: &FrontQuery<'_>) -> Result<ConfigFront, NotHeld> {
+    let Some(dir) = query.folders.first() else { return Err(NotHeld::from("its folder is unknown")) };
     let provider = provider(query, dir)?;
     if query.extra_args.iter().any(|arg| arg == "--api-key" || arg.starts_with("--api-key=")) {
-        return Err("its key is on its command line (`--api-key` in `agent.args`)".into());
+        return Err(NotHeld::from("its key is on its command line (`--api-key` in `agent.args`)"));
     }
-    let read = |name: &str| -> Result<Value, String> {
+    let read = |name: &str| -> Result<Value, NotHeld> {
         match std::fs::read_to_string(dir.join(name)) {
             Ok(text) => serde_json::from_str(&text)
-                .map_err(|err| format!("its `{}` is not JSON eden can read: {err}", dir.join(name).display())),
+                .map_err(|err| NotHeld(format!("its `{}` is not JSON eden can read: {err}", dir.join(name).display()))),
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(Value::Object(Default::default())),
-            Err(err) => Err(format!("cannot read its `{}`: {err}", dir.join(name).display())),
+            Err(err) => Err(NotHeld::from(format!("cannot read its `{}`: {err}", dir.join(name).display()))),
         }
     };
     if read("auth.json")?.get(&provider).is_some() {
-        return Err(format!(
+        return Err(NotHeld::from(format!(
             "it has a login for `{provider}` in its `{}`, which eden does not hold",
             dir.join("auth.json").display()
-        ));
+        )));
     }
     if provider == "anthropic" && (query.env)("ANTHROPIC_OAUTH_TOKEN").is_some_and(|token| !token.is_empty()) {
-        return Err("it uses `ANTHROPIC_OAUTH_TOKEN`, a login, which eden does not hold".into());
+        return Err(NotHeld::from("it uses `ANTHROPIC_OAUTH_TOKEN`, a login, which eden does not hold"));
     }
     let mut models = read("models.json")?;
     let configured = models.pointer(&format!("/providers/{}", provider.replace('~', "~0").replace('/', "~1")));
@@ -65,24 +65,24 @@ pub fn front(query: &FrontQuery<'_>) -> Result<ConfigFront, String> {
     if let Some(key) = configured.and_then(|entry| entry.get("apiKey")).and_then(Value::as_str) {
         let named = !key.is_empty() && key.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
         if !named {
-            return Err(format!(
+            return Err(NotHeld::from(format!(
                 "its `models.json` gives `{provider}` a key of its own (`apiKey`), not a variable's name"
-            ));
+            )));
         }
         key_vars.push(key.to_owned());
     }
     let upstream = configured.and_then(|entry| entry.get("baseUrl")).and_then(Value::as_str).map(str::to_owned);
     let Some(upstream) = upstream.or_else(|| built_in.map(|(_, _, url)| (*url).to_owned())) else {
-        return Err(format!(
+        return Err(NotHeld::from(format!(
             "eden knows the API of its `anthropic` and `openai` providers and of those its `models.json` gives a `baseUrl`, not `{provider}`'s"
-        ));
+        )));
     };
     let providers = models.get("providers");
     let shaped = models.is_object()
         && providers.is_none_or(Value::is_object)
         && providers.and_then(|all| all.get(&provider)).is_none_or(Value::is_object);
     if !shaped {
-        return Err("its `models.json` is not shaped as pi documents it (`providers` of objects)".into());
+        return Err(NotHeld::from("its `models.json` is not shaped as pi documents it (`providers` of objects)"));
     }
     models["providers"][&provider]["baseUrl"] = Value::String(RELAY_URL_MARK.into());
     let template = serde_json::to_string_pretty(&models).unwrap_or_default();
@@ -96,7 +96,7 @@ pub fn front(query: &FrontQuery<'_>) -> Result<ConfigFront, String> {
 
 /// The model's provider (`provider/model`), else `--provider`, else `defaultProvider` in its
 /// `settings.json`.
-fn provider(query: &FrontQuery<'_>, dir: &std::path::Path) -> Result<String, String> {
+fn provider(query: &FrontQuery<'_>, dir: &std::path::Path) -> Result<String, NotHeld> {
     if let Some((provider, _)) = query.model.and_then(|model| model.split_once('/')) {
         return Ok(provider.to_owned());
     }
@@ -181,7 +181,7 @@ mod tests {
     use super::*;
 
     /// `front` for `model` with pi's folder `dir` and the agent's environment `vars`.
-    fn front_in(dir: &std::path::Path, model: Option<&str>, vars: &[(&str, &str)]) -> Result<ConfigFront, String> {
+    fn front_in(dir: &std::path::Path, model: Option<&str>, vars: &[(&str, &str)]) -> Result<ConfigFront, NotHeld> {
         let env = |key: &str| vars.iter().find(|(name, _)| *name == key).map(|(_, value)| (*value).to_owned());
         front(&FrontQuery { model, extra_args: &[], env: &env, folders: &[dir.to_owned()], project: None })
     }
@@ -213,7 +213,7 @@ mod tests {
     #[test]
     fn what_eden_cannot_hold_says_why() {
         let dir = tempfile::tempdir().unwrap();
-        let why = |model: Option<&str>, vars: &[(&str, &str)]| front_in(dir.path(), model, vars).unwrap_err();
+        let why = |model: Option<&str>, vars: &[(&str, &str)]| front_in(dir.path(), model, vars).unwrap_err().0;
         assert!(why(None, &[]).contains("not named"), "{}", why(None, &[]));
         assert!(why(Some("google/gemini"), &[]).contains("not `google`'s"));
         assert!(why(Some("anthropic/x"), &[("ANTHROPIC_OAUTH_TOKEN", "t")]).contains("login"));

@@ -25,14 +25,14 @@ impl AgentAt<'_> {
         let found = if !self.in_container {
             find_binary(binary, &self.source.base_dir)
         } else if binary.contains('/') && !binary.starts_with('/') {
-            Err(format!(
+            Err(Error::usage(format!(
                 "`{binary}` is a relative path, but the agent runs in a container: give a name on the image's PATH or an absolute path inside the image"
-            ))
+            )))
         } else {
             Ok(PathBuf::from(binary))
         };
         found.map_err(|why| {
-            self.source.error_at(&self.path.child("binary"), why).with_hint(
+            self.source.error_at(&self.path.child("binary"), why.message).with_hint(
                 "a name is looked up on PATH; a path with `/` is relative to the manifest's folder (to the current directory when given as a flag)",
             )
         })
@@ -177,22 +177,22 @@ fn kinds_where(has: impl Fn(&crate::agent::AgentSpec) -> bool) -> String {
 }
 
 /// Find an executable: a name on PATH, or a path relative to the manifest's folder.
-fn find_binary(binary: &str, base_dir: &Path) -> Result<PathBuf, String> {
+fn find_binary(binary: &str, base_dir: &Path) -> Result<PathBuf, Error> {
     if binary.trim().is_empty() {
-        return Err("`agent.binary` is empty".into());
+        return Err(Error::usage("`agent.binary` is empty"));
     }
     if binary.contains('/') {
         let path = crate::values::normalize_path(&base_dir.join(binary));
-        let path =
-            std::fs::canonicalize(&path).map_err(|_| format!("agent binary `{}` does not exist", path.display()))?;
+        let path = std::fs::canonicalize(&path)
+            .map_err(|_| Error::usage(format!("agent binary `{}` does not exist", path.display())))?;
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(&path).map(|m| m.permissions().mode()).unwrap_or(0);
         if path.is_dir() || mode & 0o111 == 0 {
-            return Err(format!("agent binary `{}` is not executable", path.display()));
+            return Err(Error::usage(format!("agent binary `{}` is not executable", path.display())));
         }
         return Ok(path);
     }
-    which::which(binary).map_err(|_| format!("agent binary `{binary}` was not found on PATH"))
+    which::which(binary).map_err(|_| Error::usage(format!("agent binary `{binary}` was not found on PATH")))
 }
 
 #[cfg(test)]

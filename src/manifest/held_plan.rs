@@ -4,7 +4,9 @@
 
 use super::load::{KeyPath, Source};
 use super::sandbox_plan::SandboxPlan;
-use crate::agent::credentials::{ConfigFile, ConfigFront, CredentialHeader, Credentials, FrontQuery, Fronting, Login};
+use crate::agent::credentials::{
+    ConfigFile, ConfigFront, CredentialHeader, Credentials, FrontQuery, Fronting, Login, NotHeld,
+};
 use crate::agent::AgentPlan;
 use crate::error::Error;
 use crate::redact::Secret;
@@ -140,8 +142,8 @@ pub(super) fn resolve(agent: &AgentPlan, setting: Option<bool>, around: &Surroun
                 keys.push(key);
                 login = Some(held);
             }
-            Err(NotHeld::Why(why)) => return nothing(why),
-            Err(NotHeld::Unreadable(why)) => return nothing(format!("{}: {why}", spec.name)),
+            Err(LoginNotHeld::Why(why)) => return nothing(why),
+            Err(LoginNotHeld::Unreadable(why)) => return nothing(format!("{}: {why}", spec.name)),
         }
     }
     keys_held(front, keys, login, setting == Some(true), source)
@@ -177,9 +179,9 @@ fn keys_held(
 
 /// Why a login is not held: said as it is, or a file that could not be read (said after the
 /// agent's name).
-enum NotHeld {
+enum LoginNotHeld {
     Why(String),
-    Unreadable(String),
+    Unreadable(NotHeld),
 }
 
 /// With no key in the agent's environment: its own login, held when the agent can have one
@@ -189,11 +191,11 @@ fn held_login(
     front: &Front,
     state: Option<(&'static str, Option<&std::path::PathBuf>)>,
     sandbox: &SandboxPlan,
-) -> Result<(HeldKeyPlan, HeldLogin), NotHeld> {
+) -> Result<(HeldKeyPlan, HeldLogin), LoginNotHeld> {
     let vars: Vec<&str> = front.keys.iter().map(|(var, _)| var.as_str()).collect();
     let no_key = format!("no key in the agent's environment ({})", vars.join(", "));
     let Some(can) = &front.login else {
-        return Err(NotHeld::Why(format!("{no_key}; its own login, if it has one, is not held")));
+        return Err(LoginNotHeld::Why(format!("{no_key}; its own login, if it has one, is not held")));
     };
     let (state_var, folder) = state.unwrap_or(("", None));
     let private = sandbox.agent_state().is_some_and(|states| states.iter().any(|state| state.var == state_var));
@@ -202,9 +204,9 @@ fn held_login(
             HeldKeyPlan { var: can.file.into(), header: CredentialHeader::Bearer, value: Secret(token) },
             HeldLogin { var: state_var, file: can.file, hold: can.hold },
         )),
-        Ok(Some(_)) => Err(NotHeld::Why(format!("{no_key}, and its login is not given to the sandbox"))),
-        Ok(None) => Err(NotHeld::Why(format!("{no_key}, and no login of its own in its `{}`", can.file))),
-        Err(why) => Err(NotHeld::Unreadable(why)),
+        Ok(Some(_)) => Err(LoginNotHeld::Why(format!("{no_key}, and its login is not given to the sandbox"))),
+        Ok(None) => Err(LoginNotHeld::Why(format!("{no_key}, and no login of its own in its `{}`", can.file))),
+        Err(why) => Err(LoginNotHeld::Unreadable(why)),
     }
 }
 
@@ -226,13 +228,16 @@ fn env_front(
     credentials: &Credentials,
     value: &dyn Fn(&str) -> Option<String>,
     folder: Option<&std::path::PathBuf>,
-) -> Result<Front, String> {
+) -> Result<Front, NotHeld> {
     if let Some(why) = folder.and_then(|folder| (credentials.configured_elsewhere)(folder)) {
-        return Err(why);
+        return Err(NotHeld(why));
     }
     let keys = credentials.keys.iter().map(|(var, header)| ((*var).to_owned(), *header)).collect();
     let Some(upstream) = value(credentials.base_url).or(credentials.default_upstream.map(str::to_owned)) else {
-        return Err(format!("it has no `{}`: it talks to its own service with its own login", credentials.base_url));
+        return Err(NotHeld(format!(
+            "it has no `{}`: it talks to its own service with its own login",
+            credentials.base_url
+        )));
     };
     Ok(Front {
         keys,
@@ -247,13 +252,15 @@ fn env_front(
 
 /// An agent whose provider is in its own configuration (`Fronting::Config`), which eden
 /// rewrites in the run's private copy of its folder.
-fn config_front(front: Result<ConfigFront, String>, sandbox: &SandboxPlan) -> Result<Front, String> {
+fn config_front(front: Result<ConfigFront, NotHeld>, sandbox: &SandboxPlan) -> Result<Front, NotHeld> {
     let front = front?;
     if let Some(file) = front.config.file {
         let private =
             sandbox.agent_state().is_some_and(|states| states.iter().any(|state| state.var == front.config.var));
         if !private {
-            return Err(format!("its `{file}` is not eden's to write with `sandbox.mount_agent_config = false`"));
+            return Err(NotHeld(format!(
+                "its `{file}` is not eden's to write with `sandbox.mount_agent_config = false`"
+            )));
         }
     }
     Ok(Front {
