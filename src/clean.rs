@@ -770,17 +770,18 @@ pub fn execute(survey: &mut Survey, layout: Option<&Layout>, interrupted: &dyn F
         }
         match perform(&action, layout) {
             Ok(()) => {}
-            Err(reason) => {
+            Err(error) => {
                 item.outcome = Outcome::Failed;
-                item.reason = reason;
+                item.reason = error.message;
             }
         }
     }
     Ok(())
 }
 
-fn perform(action: &Action, layout: Option<&Layout>) -> Result<(), String> {
-    let repo = || layout.map(|layout| Git::new(&layout.root)).ok_or_else(|| "no repository".to_owned());
+fn perform(action: &Action, layout: Option<&Layout>) -> Result<(), Error> {
+    let repo = || layout.map(|layout| Git::new(&layout.root)).ok_or_else(|| Error::usage("no repository"));
+    let io = |err: std::io::Error| Error::internal(err.to_string());
     match action {
         Action::RemoveWorktree { path, force } => {
             let mut args: Vec<&std::ffi::OsStr> = vec!["worktree".as_ref(), "remove".as_ref()];
@@ -788,32 +789,31 @@ fn perform(action: &Action, layout: Option<&Layout>) -> Result<(), String> {
                 args.push("--force".as_ref());
             }
             args.push(path.as_os_str());
-            repo()?.run(args).map(drop).map_err(|err| err.message)
+            repo()?.run(args).map(drop)
         }
-        Action::PruneWorktrees => repo()?.prune_worktrees().map_err(|err| err.message),
-        Action::DeleteBranch(branch) => repo()?.delete_branch(branch).map_err(|err| err.message),
-        Action::SalvageContainer { target, name } => {
-            container::salvage_and_remove(target, name).map(drop).map_err(|err| err.message)
-        }
-        Action::RemoveVolume { target, name } => container::remove_volume(target, name).map_err(|err| err.message),
+        Action::PruneWorktrees => repo()?.prune_worktrees(),
+        Action::DeleteBranch(branch) => repo()?.delete_branch(branch),
+        Action::SalvageContainer { target, name } => container::salvage_and_remove(target, name).map(drop),
+        Action::RemoveVolume { target, name } => container::remove_volume(target, name),
         Action::SalvagePod { kube, name, repo, run_id } => {
-            crate::sandbox::pod::salvage_and_delete(kube, name, repo, run_id).map(drop).map_err(|err| err.message)
+            crate::sandbox::pod::salvage_and_delete(kube, name, repo, run_id).map(drop)
         }
         Action::SalvageIsolated { run_id, owner } => {
             crate::sandbox::isolated::salvage_and_remove(run_id, owner);
             Ok(())
         }
         Action::RemoveFile(path) => match std::fs::remove_file(path) {
-            Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(err.to_string()),
+            Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(io(err)),
             _ => Ok(()),
         },
         // Never through a symlink: some of these folders were written by an agent.
-        Action::RemoveDir(path) => crate::safe_fs::remove_tree(path).map_err(|err| err.to_string()),
+        Action::RemoveDir(path) => crate::safe_fs::remove_tree(path).map_err(io),
         Action::MarkAbandoned(path) => {
-            let text = std::fs::read_to_string(path).map_err(|err| err.to_string())?;
-            let mut record: serde_json::Value = serde_json::from_str(&text).map_err(|err| err.to_string())?;
+            let text = std::fs::read_to_string(path).map_err(io)?;
+            let mut record: serde_json::Value =
+                serde_json::from_str(&text).map_err(|err| Error::internal(err.to_string()))?;
             record["status"] = serde_json::Value::from("abandoned");
-            crate::record::save_json(path, &record).map_err(|err| err.to_string())
+            crate::record::save_json(path, &record).map_err(io)
         }
     }
 }

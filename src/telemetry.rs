@@ -19,6 +19,7 @@
 //! caller's (a CI job's); the agent gets `TRACEPARENT` naming its iteration's span
 //! (`agent_traceparent`), so its own spans join the trace.
 
+use crate::error::Error;
 use crate::report::{Event, Reporter};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -551,32 +552,32 @@ fn usage_attributes(usage: &crate::agent::Usage) -> Vec<(String, Value)> {
 
 /// POST each `(endpoint, body)` on a thread of its own, waiting for them all at most
 /// `EXPORT_WAIT`.
-fn export(settings: &Settings, requests: Vec<(String, Vec<u8>)>) -> Result<(), String> {
+fn export(settings: &Settings, requests: Vec<(String, Vec<u8>)>) -> Result<(), Error> {
     let (sender, receiver) = std::sync::mpsc::channel();
     let settings = settings.clone();
     std::thread::Builder::new()
         .name("otlp".into())
         .spawn(move || {
             let sent = requests.iter().try_for_each(|(endpoint, body)| {
-                post(&settings, endpoint, body).map_err(|why| format!("{endpoint}: {why}"))
+                post(&settings, endpoint, body).map_err(|why| Error::internal(format!("{endpoint}: {}", why.message)))
             });
             let _ = sender.send(sent);
         })
-        .map_err(|err| err.to_string())?;
+        .map_err(|err| Error::internal(err.to_string()))?;
     match receiver.recv_timeout(EXPORT_WAIT) {
         Ok(result) => result,
-        Err(_) => Err(format!("no answer within {} ms", EXPORT_WAIT.as_millis())),
+        Err(_) => Err(Error::internal(format!("no answer within {} ms", EXPORT_WAIT.as_millis()))),
     }
 }
 
 /// One HTTP/1.1 POST; the status must be 2xx.
-fn post(settings: &Settings, endpoint: &str, body: &[u8]) -> Result<(), String> {
+fn post(settings: &Settings, endpoint: &str, body: &[u8]) -> Result<(), Error> {
     use std::io::{Read, Write};
     let url = crate::values::BaseUrl::parse(endpoint)
-        .ok_or_else(|| "the endpoint is not an `http://` or `https://` URL".to_owned())?;
+        .ok_or_else(|| Error::usage("the endpoint is not an `http://` or `https://` URL"))?;
     let needs_tls = url.tls;
     let tls = crate::proxy::upstream::client_config(needs_tls)?;
-    let mut stream = crate::proxy::upstream::connect(&url, &tls).map_err(|err| err.to_string())?;
+    let mut stream = crate::proxy::upstream::connect(&url, &tls).map_err(|err| Error::internal(err.to_string()))?;
     let content_type = if settings.json { "application/json" } else { "application/x-protobuf" };
     let mut head = format!(
         "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\nUser-Agent: eden/{}\r\n",
@@ -591,14 +592,17 @@ fn post(settings: &Settings, endpoint: &str, body: &[u8]) -> Result<(), String> 
         }
     }
     head.push_str("\r\n");
-    stream.write_all(head.as_bytes()).and_then(|()| stream.write_all(body)).map_err(|err| err.to_string())?;
+    stream
+        .write_all(head.as_bytes())
+        .and_then(|()| stream.write_all(body))
+        .map_err(|err| Error::internal(err.to_string()))?;
     let mut answer = [0u8; 64];
-    let read = stream.read(&mut answer).map_err(|err| err.to_string())?;
+    let read = stream.read(&mut answer).map_err(|err| Error::internal(err.to_string()))?;
     let line = String::from_utf8_lossy(&answer[..read]);
     let status = line.split_whitespace().nth(1).unwrap_or("");
     match status.starts_with('2') {
         true => Ok(()),
-        false => Err(format!("the receiver answered `{}`", line.lines().next().unwrap_or("").trim())),
+        false => Err(Error::internal(format!("the receiver answered `{}`", line.lines().next().unwrap_or("").trim()))),
     }
 }
 

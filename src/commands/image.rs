@@ -16,7 +16,7 @@ use crate::sandbox::engine::Target;
 fn engine(choice: Option<&str>, host: Option<&str>) -> Result<Target, Error> {
     let host = match host {
         Some(text) => Some(EngineHost::parse(text).map_err(|why| {
-            Error::usage(format!("`--host`: {why}")).with_hint(
+            Error::usage(format!("`--host`: {}", why.message)).with_hint(
                 "give `tcp://HOST:2376`, `ssh://USER@HOST`, `unix:///SOCKET`, or a docker context or podman connection name",
             )
         })?),

@@ -25,7 +25,7 @@ impl DotEnv {
                     .with_hint("fix its permissions, or remove it"))
             }
         };
-        let values = parse(&text).map_err(|(line, problem)| {
+        let values = parse(&text).map_err(|BadLine { line, problem }| {
             Error::usage(format!("{}:{line}: {problem}", path.display()))
                 .with_hint("write each variable as `NAME=value` (quotes allowed); `#` starts a comment")
         })?;
@@ -33,8 +33,15 @@ impl DotEnv {
     }
 }
 
-/// The variables, or the 1-based line number and what is wrong with it.
-pub fn parse(text: &str) -> Result<BTreeMap<String, String>, (usize, String)> {
+/// A line of a `.env` file that cannot be read: its number (from 1) and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadLine {
+    pub line: usize,
+    pub problem: &'static str,
+}
+
+/// The variables, or the first line that cannot be read.
+pub fn parse(text: &str) -> Result<BTreeMap<String, String>, BadLine> {
     let mut values = BTreeMap::new();
     for (index, raw) in text.lines().enumerate() {
         let line_no = index + 1;
@@ -45,20 +52,20 @@ pub fn parse(text: &str) -> Result<BTreeMap<String, String>, (usize, String)> {
         let line = line.strip_prefix("export ").map_or(line, str::trim_start);
         let Some((name, value)) = line.split_once('=') else {
             // Not a word of the line itself: it may be a secret that lost its `NAME=`.
-            return Err((line_no, "the line is not `NAME=value`".to_owned()));
+            return Err(BadLine { line: line_no, problem: "the line is not `NAME=value`" });
         };
         let name = name.trim();
         if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-            return Err((
-                line_no,
-                "the name before `=` is not a valid variable name (letters, digits, `_`)".to_owned(),
-            ));
+            return Err(BadLine {
+                line: line_no,
+                problem: "the name before `=` is not a valid variable name (letters, digits, `_`)",
+            });
         }
         let value = value.trim_start();
         let value = if let Some(rest) = value.strip_prefix('"') {
-            double_quoted(rest).ok_or((line_no, "the double quote is not closed".to_owned()))?
+            double_quoted(rest).ok_or(BadLine { line: line_no, problem: "the double quote is not closed" })?
         } else if let Some(rest) = value.strip_prefix('\'') {
-            let end = rest.find('\'').ok_or((line_no, "the single quote is not closed".to_owned()))?;
+            let end = rest.find('\'').ok_or(BadLine { line: line_no, problem: "the single quote is not closed" })?;
             rest[..end].to_owned()
         } else {
             let value = value.find(" #").map_or(value, |at| &value[..at]);
@@ -103,13 +110,13 @@ mod tests {
 
     #[test]
     fn reports_the_line() {
-        assert_eq!(parse("A=1\nnot a pair\n").unwrap_err().0, 2);
-        assert_eq!(parse("A=\"open\n").unwrap_err(), (1, "the double quote is not closed".to_owned()));
+        assert_eq!(parse("A=1\nnot a pair\n").unwrap_err().line, 2);
+        assert_eq!(parse("A=\"open\n").unwrap_err(), BadLine { line: 1, problem: "the double quote is not closed" });
         assert_eq!(
-            parse("MY-VAR=1\n").unwrap_err().1,
+            parse("MY-VAR=1\n").unwrap_err().problem,
             "the name before `=` is not a valid variable name (letters, digits, `_`)"
         );
         // Nothing of the line is echoed: it may be a secret without its `NAME=`.
-        assert_eq!(parse("sk-0123456789abcdef\n").unwrap_err().1, "the line is not `NAME=value`");
+        assert_eq!(parse("sk-0123456789abcdef\n").unwrap_err().problem, "the line is not `NAME=value`");
     }
 }

@@ -21,7 +21,7 @@ pub(crate) fn resolve_env(
                 .error_at_key(&key_path, format!("invalid environment variable name `{key}`"))
                 .with_hint("names may not be empty or contain `=`"));
         }
-        let value = expand_env(value, host_env).map_err(|missing| {
+        let value = expand_env(value, host_env).map_err(|NotSet(missing)| {
             source.error_at(&key_path, format!("`{key_path}` refers to `${{{missing}}}`, which is not set")).with_hint(
                 format!("export `{missing}` before running eden, add it to `.eden/.env`, or remove the reference"),
             )
@@ -45,8 +45,12 @@ pub fn env_references(value: &str) -> Vec<&str> {
     names
 }
 
-/// Expand `${VAR}` references from the host environment; the name of a missing one is the error.
-pub fn expand_env(value: &str, host_env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+/// A `${VAR}` reference to a variable that is not set: its name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotSet(pub String);
+
+/// Expand `${VAR}` references from the host environment; a missing one is the error.
+pub fn expand_env(value: &str, host_env: &dyn Fn(&str) -> Option<String>) -> Result<String, NotSet> {
     let mut out = String::with_capacity(value.len());
     let mut rest = value;
     while let Some(start) = rest.find("${") {
@@ -55,7 +59,7 @@ pub fn expand_env(value: &str, host_env: &dyn Fn(&str) -> Option<String>) -> Res
         };
         let name = &rest[start + 2..start + end];
         out.push_str(&rest[..start]);
-        out.push_str(&host_env(name).ok_or_else(|| name.to_owned())?);
+        out.push_str(&host_env(name).ok_or_else(|| NotSet(name.to_owned()))?);
         rest = &rest[start + end + 1..];
     }
     out.push_str(rest);
@@ -70,7 +74,7 @@ mod tests {
     fn env_expansion() {
         let env = |name: &str| (name == "HOME_X").then(|| "/h".to_owned());
         assert_eq!(expand_env("a ${HOME_X}/b", &env).unwrap(), "a /h/b");
-        assert_eq!(expand_env("${NOPE}", &env).unwrap_err(), "NOPE");
+        assert_eq!(expand_env("${NOPE}", &env).unwrap_err(), NotSet("NOPE".into()));
         assert_eq!(expand_env("plain $X", &env).unwrap(), "plain $X");
     }
 }

@@ -166,20 +166,22 @@ pub enum EngineHost {
 }
 
 impl EngineHost {
-    pub fn parse(text: &str) -> Result<EngineHost, String> {
+    pub fn parse(text: &str) -> Result<EngineHost, Error> {
         let text = text.trim();
         if let Some((scheme, rest)) = text.split_once("://") {
             if !["unix", "tcp", "ssh"].contains(&scheme) {
-                return Err(format!("`{text}` is not an engine address eden knows (`{scheme}://`)"));
+                return Err(Error::usage(format!("`{text}` is not an engine address eden knows (`{scheme}://`)")));
             }
             if rest.is_empty() {
-                return Err(format!("`{text}` names no host"));
+                return Err(Error::usage(format!("`{text}` names no host")));
             }
             return Ok(EngineHost::Url(text.to_owned()));
         }
         let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-');
         if text.is_empty() || text.starts_with(['-', '.']) || !text.chars().all(plain) {
-            return Err(format!("`{text}` is neither an engine address nor a context or connection name"));
+            return Err(Error::usage(format!(
+                "`{text}` is neither an engine address nor a context or connection name"
+            )));
         }
         Ok(EngineHost::Named(text.to_owned()))
     }
@@ -334,12 +336,15 @@ pub struct AllowEntry {
 }
 
 impl AllowEntry {
-    pub fn parse(text: &str) -> Result<AllowEntry, String> {
+    pub fn parse(text: &str) -> Result<AllowEntry, Error> {
         let text = text.trim();
         let (host, port) = match text.rsplit_once(':') {
             Some((host, port)) => {
-                let port =
-                    port.parse::<u16>().ok().filter(|port| *port > 0).ok_or(format!("`{port}` is not a port"))?;
+                let port = port
+                    .parse::<u16>()
+                    .ok()
+                    .filter(|port| *port > 0)
+                    .ok_or_else(|| Error::usage(format!("`{port}` is not a port")))?;
                 (host, Some(port))
             }
             None => (text, None),
@@ -350,21 +355,21 @@ impl AllowEntry {
         };
         if let Ok(ip) = address.parse::<std::net::IpAddr>() {
             if ip.is_ipv6() {
-                return Err("IPv6 addresses are not supported yet (the sandbox gets no IPv6)".into());
+                return Err(Error::usage("IPv6 addresses are not supported yet (the sandbox gets no IPv6)"));
             }
             if ip.is_loopback() || ip.is_unspecified() {
-                return Err(format!(
+                return Err(Error::usage(format!(
                     "`{address}` is the sandbox's own loopback, always open inside it and never the host's; \
                      to reach a service on the host, allow the host's address on the engine's network (docker's \
                      bridge gateway, usually 172.17.0.1) and have the service listen there"
-                ));
+                )));
             }
             if let Some(prefix) = prefix {
                 prefix
                     .parse::<u8>()
                     .ok()
                     .filter(|p| *p <= 32)
-                    .ok_or(format!("`/{prefix}` is not a prefix length (0-32)"))?;
+                    .ok_or_else(|| Error::usage(format!("`/{prefix}` is not a prefix length (0-32)")))?;
             }
         } else {
             let name_ok = !address.is_empty()
@@ -373,7 +378,7 @@ impl AllowEntry {
                     .split('.')
                     .all(|label| !label.is_empty() && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'));
             if !name_ok {
-                return Err(format!("`{host}` is neither a host name nor an IPv4 address or network"));
+                return Err(Error::usage(format!("`{host}` is neither a host name nor an IPv4 address or network")));
             }
         }
         Ok(AllowEntry { host: host.to_owned(), port })
@@ -408,7 +413,7 @@ fn resolve_allow(section: &SandboxSection, network: Network, source: &Source) ->
     for (index, entry) in entries.iter().enumerate() {
         let parsed = AllowEntry::parse(entry).map_err(|problem| {
             source
-                .error_at(&path.child("allow").index(index), format!("`{entry}`: {problem}"))
+                .error_at(&path.child("allow").index(index), format!("`{entry}`: {}", problem.message))
                 .with_hint("write `host`, `host:port`, `10.1.2.3`, `10.0.0.0/8` or `10.1.2.3:5432`")
         })?;
         allow.push(parsed);
@@ -644,7 +649,7 @@ fn resolve_hosts(section: &SandboxSection, source: &Source, path: &KeyPath) -> R
     for (index, text) in given.iter().enumerate() {
         let here = if matches!(section.host, Some(HostSetting::Many(_))) { at.index(index) } else { at.clone() };
         let host = EngineHost::parse(text).map_err(|why| {
-            source.error_at(&here, why).with_hint(
+            source.error_at(&here, why.message).with_hint(
                 "give `unix:///path/docker.sock`, `tcp://HOST:2376`, `ssh://USER@HOST`, or a docker context or podman connection name",
             )
         })?;

@@ -50,7 +50,7 @@ pub(super) fn push(repo: &Git, lease: &Lease, tip: &str, base: Option<&str>) -> 
         error: None,
     };
     if let Err(why) = run(repo, &args) {
-        record.error = Some(why);
+        record.error = Some(why.message);
         return record;
     }
     record.pushed = true;
@@ -66,14 +66,14 @@ pub(super) fn push(repo: &Git, lease: &Lease, tip: &str, base: Option<&str>) -> 
             ],
         );
         record.base_pushed = Some(pushed.is_ok());
-        record.error = pushed.err();
+        record.error = pushed.err().map(|why| why.message);
     }
     record
 }
 
 /// Run git; `Err` is what git said, its last lines.
-fn run(repo: &Git, args: &[String]) -> Result<(), String> {
-    let output = quiet(repo.command(args)).output().map_err(|err| format!("cannot run git: {err}"))?;
+fn run(repo: &Git, args: &[String]) -> Result<(), Error> {
+    let output = quiet(repo.command(args)).output().map_err(|err| Error::git(format!("cannot run git: {err}")))?;
     if output.success() {
         return Ok(());
     }
@@ -87,7 +87,7 @@ fn run(repo: &Git, args: &[String]) -> Result<(), String> {
         .filter(|line| !line.starts_with("error: failed to push some refs"))
         .collect();
     let tail = said[said.len().saturating_sub(6)..].join("; ");
-    Err(without_userinfo(&tail))
+    Err(Error::git(without_userinfo(&tail)))
 }
 
 /// `text` with the user and password of any URL in it (`https://user:token@host`) hidden.

@@ -3,6 +3,7 @@
 //! the agent ran with, which says where that store is.
 
 use super::context::Shared;
+use crate::error::Error;
 use crate::manifest::plan::StepPlan;
 use crate::process::ProcessBuilder;
 use crate::record::TranscriptRecord;
@@ -38,22 +39,24 @@ pub(super) async fn capture(
         Ok(capture::Located::File { main, subagents }) => {
             let confined = shared.workspace.pre.layout().agent_state(shared.run_id);
             capture::keep_file(&main, &subagents, &dir, &stem, &confined)
-                .map_err(|err| format!("cannot copy the transcript `{}`: {err}", main.display()))
+                .map_err(|err| Error::internal(format!("cannot copy the transcript `{}`: {err}", main.display())))
         }
         Ok(capture::Located::Export) => export(shared, step, session_id, env).await.and_then(|(text, source)| {
             capture::keep_export(&text, &dir, &stem, source)
-                .map_err(|err| format!("cannot write the transcript: {err}"))
+                .map_err(|err| Error::internal(format!("cannot write the transcript: {err}")))
         }),
-        Err(missing) => Err(format!("no transcript of session `{session_id}` found at {}", missing.tried)),
+        Err(missing) => {
+            Err(Error::internal(format!("no transcript of session `{session_id}` found at {}", missing.tried)))
+        }
     };
     match kept {
         Ok(record) => {
             events.report(&Event::Transcript { iteration, path: record.path.as_path().into(), bytes: record.bytes });
             (Some(record), None)
         }
-        Err(message) => {
-            events.report(&Event::Warning { message: message.as_str().into() });
-            (None, Some(message))
+        Err(error) => {
+            events.report(&Event::Warning { message: error.message.as_str().into() });
+            (None, Some(error.message))
         }
     }
 }
@@ -65,7 +68,7 @@ async fn export(
     step: &StepPlan,
     session_id: &str,
     env: &AgentEnv,
-) -> Result<(Vec<u8>, String), String> {
+) -> Result<(Vec<u8>, String), Error> {
     let usual = step.agent.kind().spec().binary.unwrap_or_default();
     let binary = step.agent.binary().map_or_else(|| usual.into(), Path::to_path_buf);
     let mut command = ProcessBuilder::new(&binary).args(["export", session_id]).cwd(&shared.workspace.pre.worktree);
@@ -73,14 +76,14 @@ async fn export(
         command = command.env(key, value);
     }
     let source = format!("{} export {session_id}", binary.display());
-    let prepared = shared.sandbox.prepare(command).map_err(|err| err.message)?;
+    let prepared = shared.sandbox.prepare(command)?;
     let output = tokio::time::timeout(EXPORT_TIMEOUT, prepared.command.output_async())
         .await
-        .map_err(|_| format!("`{source}` did not finish in {}", format_duration(EXPORT_TIMEOUT)))?
-        .map_err(|err| format!("cannot run `{source}`: {err}"))?;
+        .map_err(|_| Error::agent(format!("`{source}` did not finish in {}", format_duration(EXPORT_TIMEOUT))))?
+        .map_err(|err| Error::agent(format!("cannot run `{source}`: {err}")))?;
     match (output.status.success(), output.stdout.find('{')) {
         (true, Some(start)) => Ok((output.stdout.as_bytes()[start..].to_vec(), source)),
-        _ => Err(format!("`{source}` failed: {}", output.stderr.lines().last().unwrap_or("no output"))),
+        _ => Err(Error::agent(format!("`{source}` failed: {}", output.stderr.lines().last().unwrap_or("no output")))),
     }
 }
 

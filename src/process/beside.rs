@@ -28,9 +28,8 @@ pub fn exec_beside(serve: impl FnOnce(), program: &str, args: &[String], env: &[
     for (key, value) in env {
         std::env::set_var(key, value);
     }
-    let to_c = |text: &str| CString::new(text).map_err(|_| format!("`{text}` has a NUL byte"));
-    let argv: Result<Vec<CString>, String> =
-        std::iter::once(program).chain(args.iter().map(String::as_str)).map(to_c).collect();
+    let argv: Result<Vec<CString>, std::ffi::NulError> =
+        std::iter::once(program).chain(args.iter().map(String::as_str)).map(CString::new).collect();
     match argv {
         Ok(argv) => {
             let err = nix::unistd::execvp(&argv[0], &argv).unwrap_err();
@@ -39,6 +38,9 @@ pub fn exec_beside(serve: impl FnOnce(), program: &str, args: &[String], env: &[
                 if err == nix::errno::Errno::ENOENT { "not found".into() } else { err.to_string() }
             )
         }
-        Err(why) => why,
+        Err(_) => {
+            let bad = std::iter::once(program).chain(args.iter().map(String::as_str)).find(|text| text.contains('\0'));
+            format!("`{}` has a NUL byte", bad.unwrap_or_default())
+        }
     }
 }

@@ -34,14 +34,70 @@ const MAX_HEADERS: usize = 100;
 /// or a body whose length is not said one clear way (both `Content-Length` and
 /// `Transfer-Encoding`, two or a malformed `Content-Length`, a coding other than `chunked`).
 pub(super) fn read_head(client: &mut impl BufRead) -> Result<Request, Refused> {
-    let head = read_head_bytes(client, "request").map_err(|why| Refused { why, method: None, path: None })?;
+    let head =
+        read_head_bytes(client, "request").map_err(|why| Refused { why: why.to_string(), method: None, path: None })?;
     parse_head(&head).map_err(|why| {
         // What the first line asked for, for the audit.
         let first = String::from_utf8_lossy(head.split(|b| *b == b'\n').next().unwrap_or_default()).into_owned();
         let mut words = first.split(' ');
         let (method, path) = (words.next().map(str::to_owned), words.next().map(str::to_owned));
-        Refused { why, method, path }
+        Refused { why: why.to_string(), method, path }
     })
+}
+
+/// Why a request (or the upstream's response) is not passed on: said to the client (a 400 or a
+/// 403) and in the audit.
+#[derive(Debug)]
+pub(super) enum Unfit {
+    Incomplete,
+    Malformed(httparse::Error),
+    NotHttp1,
+    /// Not in origin form, or `CONNECT`: this is not a proxy to anywhere else.
+    NotForTheApi {
+        method: String,
+        path: String,
+    },
+    LeavesPrefix {
+        path: String,
+    },
+    NotUtf8 {
+        header: String,
+    },
+    BadLength(String),
+    Coding(String),
+    TwoLengths,
+    TwoCodings,
+    LengthAndCoding,
+    /// The request or response (`what`) ended before its head did.
+    EndedEarly(&'static str),
+    TooLong(&'static str),
+    Unread(std::io::Error),
+    NoPlaceholder,
+}
+
+impl std::fmt::Display for Unfit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let shown = |path: &str| path.chars().take(100).collect::<String>();
+        match self {
+            Unfit::Incomplete => write!(f, "the request's head is incomplete"),
+            Unfit::Malformed(err) => write!(f, "a malformed request head ({err})"),
+            Unfit::NotHttp1 => write!(f, "not an HTTP/1 request"),
+            Unfit::NotForTheApi { method, path } => {
+                write!(f, "only requests for the provider's API are forwarded, not `{method} {}`", shown(path))
+            }
+            Unfit::LeavesPrefix { path } => write!(f, "the path `{}` would leave the provider's base URL", shown(path)),
+            Unfit::NotUtf8 { header } => write!(f, "the header `{header}` is not UTF-8"),
+            Unfit::BadLength(length) => write!(f, "a malformed Content-Length `{length}`"),
+            Unfit::Coding(coding) => write!(f, "the transfer coding `{coding}` is not forwarded (only `chunked`)"),
+            Unfit::TwoLengths => write!(f, "more than one Content-Length"),
+            Unfit::TwoCodings => write!(f, "more than one Transfer-Encoding"),
+            Unfit::LengthAndCoding => write!(f, "both Content-Length and Transfer-Encoding"),
+            Unfit::EndedEarly(what) => write!(f, "the {what} ended before its head did"),
+            Unfit::TooLong(what) => write!(f, "the {what}'s head is too long"),
+            Unfit::Unread(err) => write!(f, "{err}"),
+            Unfit::NoPlaceholder => write!(f, "the request carries none of this run's placeholders"),
+        }
+    }
 }
 
 /// A request eden refused, and what its first line asked for (for the audit).
@@ -51,31 +107,28 @@ pub(super) struct Refused {
     pub path: Option<String>,
 }
 
-fn parse_head(head: &[u8]) -> Result<Request, String> {
+fn parse_head(head: &[u8]) -> Result<Request, Unfit> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut parsed = httparse::Request::new(&mut headers);
     match parsed.parse(head) {
         Ok(httparse::Status::Complete(_)) => {}
-        Ok(httparse::Status::Partial) => return Err("the request's head is incomplete".into()),
-        Err(err) => return Err(format!("a malformed request head ({err})")),
+        Ok(httparse::Status::Partial) => return Err(Unfit::Incomplete),
+        Err(err) => return Err(Unfit::Malformed(err)),
     }
     let (method, path) = (parsed.method.unwrap_or(""), parsed.path.unwrap_or(""));
     if method.is_empty() || !method.chars().all(|c| c.is_ascii_uppercase()) {
-        return Err("not an HTTP/1 request".into());
+        return Err(Unfit::NotHttp1);
     }
     // Origin form only: this is not a proxy to anywhere else.
     if !path.starts_with('/') || path.starts_with("//") || method == "CONNECT" {
-        let shown: String = path.chars().take(100).collect();
-        return Err(format!("only requests for the provider's API are forwarded, not `{method} {shown}`"));
+        return Err(Unfit::NotForTheApi { method: method.to_owned(), path: path.to_owned() });
     }
     if leaves_its_prefix(path) {
-        let shown: String = path.chars().take(100).collect();
-        return Err(format!("the path `{shown}` would leave the provider's base URL"));
+        return Err(Unfit::LeavesPrefix { path: path.to_owned() });
     }
     let mut fields = Vec::new();
     for header in parsed.headers.iter() {
-        let value =
-            std::str::from_utf8(header.value).map_err(|_| format!("the header `{}` is not UTF-8", header.name))?;
+        let value = std::str::from_utf8(header.value).map_err(|_| Unfit::NotUtf8 { header: header.name.to_owned() })?;
         fields.push((header.name.to_owned(), value.trim().to_owned()));
     }
     let framing = request_framing(&fields)?;
@@ -84,20 +137,19 @@ fn parse_head(head: &[u8]) -> Result<Request, String> {
 
 /// The head's bytes (a request's, or with `what` a response's), up to and with its empty line,
 /// at most `MAX_HEAD`.
-fn read_head_bytes(client: &mut impl BufRead, what: &str) -> Result<Vec<u8>, String> {
+fn read_head_bytes(client: &mut impl BufRead, what: &'static str) -> Result<Vec<u8>, Unfit> {
     let mut head = Vec::new();
     loop {
         let before = head.len();
-        let read =
-            client.take((MAX_HEAD - head.len()) as u64).read_until(b'\n', &mut head).map_err(|e| e.to_string())?;
+        let read = client.take((MAX_HEAD - head.len()) as u64).read_until(b'\n', &mut head).map_err(Unfit::Unread)?;
         if read == 0 {
-            return Err(format!("the {what} ended before its head did"));
+            return Err(Unfit::EndedEarly(what));
         }
         if head[before..] == *b"\r\n" || head[before..] == *b"\n" {
             return Ok(head);
         }
         if head.len() >= MAX_HEAD {
-            return Err(format!("the {what}'s head is too long"));
+            return Err(Unfit::TooLong(what));
         }
     }
 }
@@ -117,21 +169,19 @@ fn leaves_its_prefix(path: &str) -> bool {
 }
 
 /// How a request's body ends, said one clear way.
-fn request_framing(headers: &[(String, String)]) -> Result<Framing, String> {
+fn request_framing(headers: &[(String, String)]) -> Result<Framing, Unfit> {
     let named = |name: &'static str| -> Vec<&String> {
         headers.iter().filter(|(key, _)| key.eq_ignore_ascii_case(name)).map(|(_, value)| value).collect()
     };
     let (lengths, codings) = (named("content-length"), named("transfer-encoding"));
     match (&lengths[..], &codings[..]) {
         ([], []) => Ok(Framing::Length(0)),
-        ([length], []) => {
-            parse_length(length).map(Framing::Length).ok_or_else(|| format!("a malformed Content-Length `{length}`"))
-        }
+        ([length], []) => parse_length(length).map(Framing::Length).ok_or_else(|| Unfit::BadLength(length.to_string())),
         ([], [coding]) if coding.eq_ignore_ascii_case("chunked") => Ok(Framing::Chunked),
-        ([], [coding]) => Err(format!("the transfer coding `{coding}` is not forwarded (only `chunked`)")),
-        (_, []) => Err("more than one Content-Length".into()),
-        ([], _) => Err("more than one Transfer-Encoding".into()),
-        _ => Err("both Content-Length and Transfer-Encoding".into()),
+        ([], [coding]) => Err(Unfit::Coding(coding.to_string())),
+        (_, []) => Err(Unfit::TwoLengths),
+        ([], _) => Err(Unfit::TwoCodings),
+        _ => Err(Unfit::LengthAndCoding),
     }
 }
 
@@ -142,7 +192,7 @@ fn parse_length(text: &str) -> Option<u64> {
 
 /// The placeholder swapped for the real credential in the one header that carries it; `Err`
 /// when no header carries a placeholder of this run (the request is refused).
-pub(super) fn swap_credential(request: &mut Request, keys: &[HeldKey]) -> Result<(), String> {
+pub(super) fn swap_credential(request: &mut Request, keys: &[HeldKey]) -> Result<(), Unfit> {
     let mut swapped = false;
     for (name, value) in &mut request.headers {
         for key in keys {
@@ -155,7 +205,7 @@ pub(super) fn swap_credential(request: &mut Request, keys: &[HeldKey]) -> Result
     if swapped {
         Ok(())
     } else {
-        Err("the request carries none of this run's placeholders".into())
+        Err(Unfit::NoPlaceholder)
     }
 }
 
@@ -171,6 +221,7 @@ pub(super) fn forward(
     let sent = format!("{}{}", upstream.prefix, request.path);
     let mut audit = Audit::new(&request.method, &upstream.authority(), &sent);
     if let Err(why) = swap_credential(&mut request, keys) {
+        let why = why.to_string();
         respond(client.get_mut(), 403, &why);
         audit.refused = Some(why);
         audit.status = Some(403);
@@ -324,7 +375,7 @@ fn stream_back(
 ) -> std::io::Result<()> {
     let mut server = BufReader::new(server);
     let invalid = |why: String| std::io::Error::new(std::io::ErrorKind::InvalidData, why);
-    let head = read_head_bytes(&mut server, "response").map_err(invalid)?;
+    let head = read_head_bytes(&mut server, "response").map_err(|why| invalid(why.to_string()))?;
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut parsed = httparse::Response::new(&mut headers);
     match parsed.parse(&head) {

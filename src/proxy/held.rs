@@ -64,7 +64,7 @@ impl Holder {
             let parsed = super::upstream::Upstream::parse(&upstream)
                 .ok_or_else(|| failed(format!("`{upstream}` is not a URL")))?;
             let name = format!("{n}.sock");
-            let proxy = Proxy::start(&dir.join(&name), parsed, keys).map_err(failed)?;
+            let proxy = Proxy::start(&dir.join(&name), parsed, keys).map_err(|err| failed(err.message))?;
             proxies.push((upstream, proxy, name));
         }
         Ok(Holder { inside: inside.to_owned(), proxies, placeholders, templates })

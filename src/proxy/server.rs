@@ -4,6 +4,7 @@
 use super::forward;
 use super::upstream::{self, Upstream};
 use super::{Audit, HeldKey};
+use crate::error::Error;
 use std::io::BufReader;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
@@ -24,7 +25,7 @@ pub struct Proxy {
 impl Proxy {
     /// Listens on `socket` (made readable and writable by the run's user only) for requests
     /// to `upstream`.
-    pub fn start(socket: &Path, upstream: Upstream, keys: Vec<HeldKey>) -> Result<Proxy, String> {
+    pub fn start(socket: &Path, upstream: Upstream, keys: Vec<HeldKey>) -> Result<Proxy, Error> {
         let tls = upstream::client_config(upstream.tls)?;
         Proxy::start_with(socket, upstream, keys, tls)
     }
@@ -35,10 +36,10 @@ impl Proxy {
         upstream: Upstream,
         keys: Vec<HeldKey>,
         tls: Arc<rustls::ClientConfig>,
-    ) -> Result<Proxy, String> {
+    ) -> Result<Proxy, Error> {
         let _ = std::fs::remove_file(socket);
-        let listener =
-            UnixListener::bind(socket).map_err(|err| format!("cannot listen on `{}`: {err}", socket.display()))?;
+        let listener = UnixListener::bind(socket)
+            .map_err(|err| Error::sandbox(format!("cannot listen on `{}`: {err}", socket.display())))?;
         use std::os::unix::fs::PermissionsExt;
         let _ = std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600));
         let stop = Arc::new(AtomicBool::new(false));
@@ -69,7 +70,7 @@ impl Proxy {
                     }
                 }
             })
-            .map_err(|err| format!("cannot start the proxy: {err}"))?;
+            .map_err(|err| Error::internal(format!("cannot start the proxy: {err}")))?;
         Ok(Proxy { socket: socket.to_owned(), stop, audit, acceptor: Some(acceptor) })
     }
 

@@ -15,6 +15,7 @@
 // A helper process: it talks on its own stderr, which eden reads when it fails to start.
 #![allow(clippy::print_stderr)]
 
+use crate::error::Error;
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -168,11 +169,11 @@ impl Tunnel {
         mut child: std::process::Child,
         sockets: Vec<PathBuf>,
         ready_within: std::time::Duration,
-    ) -> Result<Tunnel, String> {
+    ) -> Result<Tunnel, Error> {
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             let _ = child.kill();
             let _ = child.wait();
-            return Err("the tunnel's stdin and stdout are not piped".into());
+            return Err(Error::internal("the tunnel's stdin and stdout are not piped"));
         };
         let said = Arc::new(Mutex::new(String::new()));
         if let Some(stderr) = child.stderr.take() {
@@ -195,7 +196,7 @@ impl Tunnel {
             Err(err) => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!("cannot start the tunnel's reader: {err}"));
+                return Err(Error::internal(format!("cannot start the tunnel's reader: {err}")));
             }
         };
         match is_ready.recv_timeout(ready_within) {
@@ -206,7 +207,9 @@ impl Tunnel {
                 let _ = child.wait();
                 std::thread::sleep(std::time::Duration::from_millis(50));
                 let said = said.lock().unwrap_or_else(|e| e.into_inner()).trim().to_owned();
-                Err(if said.is_empty() { format!("it did not start within {}s", ready_within.as_secs()) } else { said })
+                let said =
+                    if said.is_empty() { format!("it did not start within {}s", ready_within.as_secs()) } else { said };
+                Err(Error::sandbox(said))
             }
         }
     }

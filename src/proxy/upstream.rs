@@ -3,6 +3,7 @@
 //! `SSL_CERT_DIR`), certificates always verified. A plain `http://` upstream is only ever one
 //! the person named themselves.
 
+use crate::error::Error;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::Arc;
@@ -45,18 +46,18 @@ impl<T: Read + Write + Send> Stream for T {}
 /// The TLS settings every held request uses: the platform's roots (`SSL_CERT_FILE` and
 /// `SSL_CERT_DIR` honoured), verification always on. `needed`: without TLS upstream, no roots
 /// are looked for.
-pub fn client_config(needed: bool) -> Result<Arc<rustls::ClientConfig>, String> {
+pub fn client_config(needed: bool) -> Result<Arc<rustls::ClientConfig>, Error> {
     let mut roots = rustls::RootCertStore::empty();
     let found = if needed { rustls_native_certs::load_native_certs() } else { Default::default() };
     let (added, _) = roots.add_parsable_certificates(found.certs);
     if needed && added == 0 {
         let why = found.errors.first().map(|err| err.to_string()).unwrap_or_else(|| "none found".into());
-        return Err(format!("no trusted root certificates ({why})"));
+        return Err(Error::sandbox(format!("no trusted root certificates ({why})")));
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map_err(|err| err.to_string())?
+        .map_err(|err| Error::internal(err.to_string()))?
         .with_root_certificates(roots)
         .with_no_client_auth();
     Ok(Arc::new(config))

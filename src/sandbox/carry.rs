@@ -199,7 +199,7 @@ pub(crate) fn tunnel_proxy(proxy: &Path, exec: Exec<'_>, place: &str) -> Result<
     }
     let command = exec(ProcessBuilder::new(EDEN_INSIDE).arg(TUNNEL_SUBCOMMAND).arg(inside).args(&names), true);
     let child = command.spawn_channel().map_err(|err| failed(format!("cannot run `{command}`: {err}")))?;
-    Tunnel::open(child, sockets, std::time::Duration::from_secs(60)).map_err(failed)
+    Tunnel::open(child, sockets, std::time::Duration::from_secs(60)).map_err(|err| failed(err.message))
 }
 
 /// Programs already found inside a sandbox (each checked once, before its first run).

@@ -139,7 +139,7 @@ pub fn install(pod: &WaitingPod<'_>, plan: &PodPlan) -> Result<Installed, Error>
         }
     }
     let helper = pod.helper.clone().args(["-c", INSTALL_SCRIPT]);
-    send_rules(helper, pod.scratch, &v4, &v6)?.map_err(|said| {
+    send_rules(helper, pod.scratch, (&v4, &v6), |said| {
         Error::sandbox(format!("could not install the network rules in pod `{}`: {said}", pod.name)).with_hint(
             "the node must run the init container as root with `NET_ADMIN`, on the same architecture as this machine, with nf_tables in its kernel; or choose `network = \"bridge\"` (the cluster's own network)",
         )

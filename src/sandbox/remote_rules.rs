@@ -204,7 +204,7 @@ impl Helper {
             .args(["--user", "0:0", "--entrypoint", "sh", "--label", "eden.helper=rules"])
             .arg(&self.image)
             .args(["-c", INSTALL_SCRIPT]);
-        send_rules(helper, &self.scratch, v4, v6)?.map_err(|said| {
+        send_rules(helper, &self.scratch, (v4, v6), |said| {
             Error::sandbox(format!(
                 "{} could not install the network rules in container `{}`: {said}",
                 self.target.describe(),
@@ -216,13 +216,14 @@ impl Helper {
 }
 
 /// The bundle (`make_bundle`, made in `scratch`) as a tar stream into `helper`, which runs
-/// `INSTALL_SCRIPT` where the rules go: `Ok(Err(said))` when the helper or tar failed.
+/// `INSTALL_SCRIPT` where the rules go. When the helper or tar fails, the error is what
+/// `refused` makes of what it said.
 pub(super) fn send_rules(
     helper: ProcessBuilder,
     scratch: &Path,
-    v4: &str,
-    v6: &str,
-) -> Result<Result<(), String>, Error> {
+    (v4, v6): (&str, &str),
+    refused: impl FnOnce(&str) -> Error,
+) -> Result<(), Error> {
     let bundle = scratch.join("rules");
     let _ = crate::safe_fs::remove_tree(&bundle);
     make_bundle(&bundle, v4, v6)?;
@@ -234,9 +235,9 @@ pub(super) fn send_rules(
     let _ = crate::safe_fs::remove_tree(&bundle);
     if !archived.success() || !installed.success() {
         let said = if archived.success() { &installed.stderr } else { &archived.stderr };
-        return Ok(Err(said.trim().to_owned()));
+        return Err(refused(said.trim()));
     }
-    Ok(Ok(()))
+    Ok(())
 }
 
 /// This machine's `iptables-restore` (nf_tables), its libraries and loader, the extensions the

@@ -207,7 +207,7 @@ pub fn load(layout: &Layout) -> (Vec<Light>, Vec<String>) {
         .unwrap_or_default();
     let threads = std::thread::available_parallelism().map_or(1, usize::from).min(8);
     let chunk = paths.len().div_ceil(threads).max(1);
-    let results: Vec<Vec<Result<Light, String>>> = std::thread::scope(|scope| {
+    let results: Vec<Vec<Result<Light, Error>>> = std::thread::scope(|scope| {
         let handles: Vec<_> =
             paths.chunks(chunk).map(|part| scope.spawn(move || part.iter().map(|p| read_light(p)).collect())).collect();
         handles.into_iter().map(|handle| handle.join().unwrap_or_default()).collect()
@@ -217,7 +217,7 @@ pub fn load(layout: &Layout) -> (Vec<Light>, Vec<String>) {
     for result in results.into_iter().flatten() {
         match result {
             Ok(light) => runs.push(light),
-            Err(warning) => warnings.push(warning),
+            Err(warning) => warnings.push(warning.message),
         }
     }
     // Ids carry the time to the second only: within a second, the start time (to the
@@ -226,10 +226,12 @@ pub fn load(layout: &Layout) -> (Vec<Light>, Vec<String>) {
     (runs, warnings)
 }
 
-fn read_light(path: &Path) -> Result<Light, String> {
-    let data = std::fs::read(path).map_err(|err| format!("cannot read `{}`: {err}", path.display()))?;
-    serde_json::from_slice(&data)
-        .map_err(|err| format!("`{}` is not a run record eden can read ({err}); skipped", path.display()))
+fn read_light(path: &Path) -> Result<Light, Error> {
+    let data =
+        std::fs::read(path).map_err(|err| Error::internal(format!("cannot read `{}`: {err}", path.display())))?;
+    serde_json::from_slice(&data).map_err(|err| {
+        Error::internal(format!("`{}` is not a run record eden can read ({err}); skipped", path.display()))
+    })
 }
 
 /// `eden sessions list` filters.

@@ -305,6 +305,39 @@ fn agent_names_are_written_only_where_their_facts_live() {
     assert!(found.is_empty(), "an agent named outside {KIND_FACTS:?} (ask its spec instead): {found:#?}");
 }
 
+/// Errors are typed: no `Result<_, String>` in shipped code (`crate::error::Error`, or a type
+/// of the error's own that says what went wrong).
+#[test]
+fn errors_are_not_strings() {
+    let mut found = Vec::new();
+    for (file, text) in sources() {
+        for (n, line) in code(&text).lines().enumerate() {
+            let compact: String = line.split_whitespace().collect();
+            // `String`, or a tuple with one (`(usize, String)`); a list of findings is data.
+            let stringly = |error: String| error == "String" || (error.starts_with('(') && error.contains("String"));
+            if compact.match_indices("Result<").any(|(at, open)| stringly(error_type(&compact[at + open.len()..]))) {
+                found.push(format!("src/{file}:{}: {}", n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(found.is_empty(), "errors as strings: {found:#?}");
+}
+
+/// The error type of the `Result<` whose arguments `rest` starts with (`T,E>…`): `E`.
+fn error_type(rest: &str) -> String {
+    let (mut depth, mut comma) = (0, None);
+    for (at, c) in rest.char_indices() {
+        match c {
+            '<' | '(' => depth += 1,
+            '>' | ')' if depth == 0 => return comma.map_or(String::new(), |from: usize| rest[from..at].to_owned()),
+            '>' | ')' => depth -= 1,
+            ',' if depth == 0 => comma = Some(at + 1),
+            _ => {}
+        }
+    }
+    String::new()
+}
+
 /// Functions of more than `MAX_LINES` lines, by name and length.
 const MAX_LINES: usize = 80;
 
@@ -707,5 +740,8 @@ fn the_scanner_sees_what_it_must() {
     // Literals and words.
     let text = "#[arg(help = \"codex\")]\nfn f() { let x = \"uses pi\"; } // \"cursor\"\n";
     assert_eq!(string_literals(text), [(2, "uses pi".to_owned())]);
+    assert_eq!(error_type("Vec<u8>,String>"), "String");
+    assert_eq!(error_type("BTreeMap<String,String>,Error>"), "Error");
+    assert_eq!(error_type("T,(usize,String)>"), "(usize,String)");
     assert!(has_word("uses pi now", "pi") && !has_word("api pip", "pi") && !has_word("./pi.sh", "pi"));
 }
