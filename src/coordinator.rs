@@ -58,7 +58,7 @@ pub struct Options {
 pub struct Coordinated {
     pub display: BatchDisplay,
     pub ended: Vec<Ended>,
-    pub interrupted: Option<i32>,
+    pub interrupted: Option<crate::exit::Signal>,
 }
 
 /// How a run ended, as this process saw it.
@@ -79,7 +79,7 @@ enum Message {
     Stdout(usize, String),
     Stderr(usize, String),
     Closed(usize),
-    Signal(i32),
+    Signal(crate::exit::Signal),
 }
 
 /// Start the runs, `jobs` at a time, until all have ended (or a signal or `fail_fast` says to
@@ -126,7 +126,7 @@ struct Batch<'a> {
     /// stdout and stderr still open, per member.
     open_streams: Vec<u8>,
     batch_id: String,
-    interrupted: Option<i32>,
+    interrupted: Option<crate::exit::Signal>,
     failed_fast: bool,
 }
 
@@ -254,7 +254,7 @@ impl Batch<'_> {
             if exited.is_none() {
                 if let Ok(Some(status)) = child.try_wait() {
                     *exited = Some(Instant::now());
-                    self.ended[*index].code = Some(exit_code(status));
+                    self.ended[*index].code = Some(crate::exit::Exit::from_status(status));
                 }
             }
             if exited.is_some_and(|at| self.open_streams[*index] == 0 || at.elapsed() > STREAM_GRACE) {
@@ -286,7 +286,7 @@ impl Batch<'_> {
                     .note(&format!("`{}` failed: stopping the other runs (`--fail-fast`)", self.members[index].name));
                 for (other, (child, _)) in &self.children {
                     self.ended[*other].stopped = true;
-                    send(child, nix::sys::signal::Signal::SIGINT as i32);
+                    send(child, crate::exit::Signal::INT);
                 }
             }
         }
@@ -308,16 +308,11 @@ fn choose_host(hosts: &[String], in_flight: impl Fn(&str) -> usize, per_host: Op
         .map(|(_, host)| Some(host.clone()))
 }
 
-fn send(child: &Child, signal: i32) {
+fn send(child: &Child, signal: crate::exit::Signal) {
     use nix::sys::signal::{kill, Signal};
-    if let (Ok(signal), Ok(pid)) = (Signal::try_from(signal), i32::try_from(child.id())) {
+    if let (Ok(signal), Ok(pid)) = (Signal::try_from(signal.number()), i32::try_from(child.id())) {
         let _ = kill(nix::unistd::Pid::from_raw(pid), signal);
     }
-}
-
-fn exit_code(status: std::process::ExitStatus) -> i32 {
-    use std::os::unix::process::ExitStatusExt;
-    status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
 }
 
 /// Each line of a run's stdout or stderr, to the coordinator, from a thread of its own.

@@ -6,7 +6,7 @@
 //! Exit 2 means "your input was wrong" and nothing else: a failure of eden itself or of the
 //! machine under it (an I/O error where none was expected) is `Internal`, exit 70.
 
-use crate::exit::Exit;
+use crate::exit::{Exit, Signal};
 use std::fmt;
 use std::sync::Arc;
 
@@ -35,7 +35,7 @@ pub enum ErrorKind {
     /// Merging the run's branch into its target conflicts in these files.
     MergeConflict { files: Vec<String> },
     /// Interrupted by a signal (its number).
-    Interrupted { signal: i32 },
+    Interrupted { signal: Signal },
     /// A `[budget]` cap was crossed and the agent stopped.
     Budget { exceeded: Box<BudgetExceeded> },
     /// `[[check]]`s still failed when the iterations ran out.
@@ -181,8 +181,8 @@ impl Error {
     }
 
     /// eden received `signal` (SIGINT, SIGTERM, SIGHUP) and stopped.
-    pub fn interrupted(signal: i32) -> Self {
-        Error::new(ErrorKind::Interrupted { signal }, format!("interrupted by {}", signal_name(signal)))
+    pub fn interrupted(signal: Signal) -> Self {
+        Error::new(ErrorKind::Interrupted { signal }, format!("interrupted by {}", signal.name()))
     }
 
     /// A valid request for something a later version of eden will do.
@@ -225,10 +225,6 @@ impl Error {
 pub const MAX_ERRORS: usize = 10;
 
 /// `SIGINT` for 2: the name people know a signal by.
-pub fn signal_name(signal: i32) -> String {
-    nix::sys::signal::Signal::try_from(signal).map_or_else(|_| format!("signal {signal}"), |s| s.as_str().to_owned())
-}
-
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)
@@ -248,7 +244,7 @@ mod tests {
     #[test]
     fn signals_are_named_and_give_128_plus_n() {
         for (signal, name, code) in [(2, "SIGINT", 130), (15, "SIGTERM", 143), (1, "SIGHUP", 129)] {
-            let error = Error::interrupted(signal);
+            let error = Error::interrupted(Signal(signal));
             assert_eq!(error.message, format!("interrupted by {name}"));
             assert_eq!(error.kind.exit_code(), code);
         }

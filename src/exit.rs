@@ -21,10 +21,31 @@ pub enum Exit {
     Protected,
     Internal,
     /// Stopped by this signal: the code is 128 + its number.
-    Interrupted(i32),
+    Interrupted(Signal),
 }
 
-const SIGINT: i32 = 2;
+/// A signal, by the number a process status and `kill` give it (SIGINT is 2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Signal(pub i32);
+
+impl Signal {
+    pub const HUP: Signal = Signal(1);
+    pub const INT: Signal = Signal(2);
+    pub const KILL: Signal = Signal(9);
+    pub const TERM: Signal = Signal(15);
+
+    pub const fn number(self) -> i32 {
+        self.0
+    }
+
+    /// `SIGINT`, or `signal 40` for one without a name here.
+    pub fn name(self) -> String {
+        nix::sys::signal::Signal::try_from(self.0)
+            .map_or_else(|_| format!("signal {}", self.0), |s| s.as_str().to_owned())
+    }
+}
+
+const SIGINT: Signal = Signal::INT;
 
 impl Exit {
     /// Every exit code, in the order the docs list them.
@@ -76,7 +97,7 @@ impl Exit {
             Exit::ChecksFailed => 9,
             Exit::Protected => 10,
             Exit::Internal => 70,
-            Exit::Interrupted(signal) => 128 + signal,
+            Exit::Interrupted(signal) => 128 + signal.0,
         }
     }
 
@@ -84,8 +105,19 @@ impl Exit {
     /// does not give itself is an agent's own (`eden interactive` passes it on): a failed agent.
     pub fn from_code(code: i32) -> Exit {
         match code {
-            code if code > 128 => Exit::Interrupted(code - 128),
+            code if code > 128 => Exit::Interrupted(Signal(code - 128)),
             code => Exit::ALL.into_iter().find(|exit| exit.code() == code).unwrap_or(Exit::AgentFailed),
+        }
+    }
+
+    /// The code a shell gives a process that ended with `status`: its own, or 128 + the signal
+    /// that ended it (1 when it says neither). The one place a process's end becomes a code.
+    pub fn from_status(status: std::process::ExitStatus) -> i32 {
+        use std::os::unix::process::ExitStatusExt;
+        match (status.code(), status.signal()) {
+            (Some(code), _) => code,
+            (None, Some(signal)) => Exit::Interrupted(Signal(signal)).code(),
+            (None, None) => 1,
         }
     }
 
@@ -229,8 +261,17 @@ mod tests {
         for exit in Exit::ALL {
             assert_eq!(Exit::from_code(exit.code()), exit);
         }
-        assert_eq!(Exit::from_code(143), Exit::Interrupted(15));
+        assert_eq!(Exit::from_code(143), Exit::Interrupted(Signal::TERM));
         assert_eq!(Exit::from_code(42), Exit::AgentFailed, "an agent's own code");
+    }
+
+    #[test]
+    fn a_process_status_is_its_code_or_128_plus_its_signal() {
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(Exit::from_status(std::process::ExitStatus::from_raw(3 << 8)), 3);
+        assert_eq!(Exit::from_status(std::process::ExitStatus::from_raw(9)), 137);
+        assert_eq!(Signal::TERM.name(), "SIGTERM");
+        assert_eq!(Signal(99).name(), "signal 99");
     }
 
     #[test]

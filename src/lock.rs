@@ -175,7 +175,7 @@ impl RepoLock {
         loop {
             // Ctrl-C stops the wait (in a run's teardown, which Ctrl-C starts, a second one).
             if crate::process::stopping() {
-                let signal = crate::process::signal_received().unwrap_or(2);
+                let signal = crate::process::signal_received().unwrap_or(crate::exit::Signal::INT);
                 return Err(Error::interrupted(signal)
                     .with_hint(format!("stopped while waiting for the repository lock ({what})")));
             }

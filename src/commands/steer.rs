@@ -33,7 +33,7 @@ pub fn steer(args: SteerArgs) -> Result<i32, Error> {
         .and_then(|()| fs_err::rename(&partial, &path))
         .map_err(|err| Error::internal("cannot leave the prompt for the run").with_source(err))?;
     let pid = nix::unistd::Pid::from_raw(run.process.pid as i32);
-    let signal = nix::sys::signal::Signal::try_from(crate::process::STEER_REQUEST).expect("a signal");
+    let signal = nix::sys::signal::Signal::try_from(crate::process::STEER_REQUEST.number()).expect("a signal");
     if let Err(err) = nix::sys::signal::kill(pid, signal) {
         let _ = std::fs::remove_file(&path);
         return Err(Error::usage(format!(

@@ -250,7 +250,7 @@ impl<'a> StepRun<'a> {
             // Nobody can interrupt any more (no signal handling): the wait is still owed.
             tokio::time::sleep_until(until_reset).await;
         } else {
-            return Err(interrupted(live.abort).unwrap_or_else(|| Error::interrupted(2)));
+            return Err(interrupted(live.abort).unwrap_or_else(|| Error::interrupted(crate::exit::Signal::INT)));
         }
         live.progress.limit_waits += 1;
         live.progress.limit_waited += wait;

@@ -209,7 +209,7 @@ mod tests {
 
     #[test]
     fn an_interrupt_is_an_interrupt() {
-        let (outcome, _, result) = verdict(heard(Outcome::Aborted(15)), 1, "");
+        let (outcome, _, result) = verdict(heard(Outcome::Aborted(crate::exit::Signal::TERM)), 1, "");
         assert_eq!(outcome, IterationOutcome::Interrupted);
         assert!(matches!(result.unwrap_err().kind, ErrorKind::Interrupted { .. }));
     }

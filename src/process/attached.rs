@@ -17,7 +17,7 @@ use tokio::sync::watch;
 pub struct Ended {
     pub code: i32,
     /// eden was asked to stop (the signal it received) and stopped the command.
-    pub aborted: Option<i32>,
+    pub aborted: Option<crate::exit::Signal>,
 }
 
 /// Run `command` attached to eden's terminal (or plain stdin/stdout when `tty` is false).
@@ -63,11 +63,7 @@ pub async fn run_attached(
             };
             // Whatever the command left in its group goes with it.
             group.kill();
-            status.map(|status| {
-                use std::os::unix::process::ExitStatusExt;
-                let code = status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
-                Ended { code, aborted }
-            })
+            status.map(|status| Ended { code: crate::exit::Exit::from_status(status), aborted })
         }
         Err(err) => Err(err),
     };

@@ -248,7 +248,9 @@ fn be_init(program: &OsString, rest: &[OsString], alive: std::os::fd::OwnedFd) -
         loop {
             match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
                 Ok(WaitStatus::Exited(pid, code)) if pid == command => return code,
-                Ok(WaitStatus::Signaled(pid, signal, _)) if pid == command => return 128 + signal as i32,
+                Ok(WaitStatus::Signaled(pid, signal, _)) if pid == command => {
+                    return crate::exit::Exit::Interrupted(crate::exit::Signal(signal as i32)).code()
+                }
                 Ok(WaitStatus::StillAlive) | Err(_) => break,
                 Ok(_) => {}
             }
@@ -285,7 +287,9 @@ fn wait_for(child: Pid) -> i32 {
     loop {
         match waitpid(child, None) {
             Ok(WaitStatus::Exited(_, code)) => return code,
-            Ok(WaitStatus::Signaled(_, signal, _)) => return 128 + signal as i32,
+            Ok(WaitStatus::Signaled(_, signal, _)) => {
+                return crate::exit::Exit::Interrupted(crate::exit::Signal(signal as i32)).code()
+            }
             Ok(_) | Err(nix::errno::Errno::EINTR) => {}
             Err(_) => return 1,
         }

@@ -4,6 +4,7 @@
 //! of several attempts stop (`STOP_REQUEST`): Ctrl-C until the run's teardown began, nothing
 //! after.
 
+use crate::exit::Signal;
 use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::watch;
@@ -21,9 +22,9 @@ fn note(signal: i32) {
 }
 
 /// The first SIGINT, SIGTERM or SIGHUP eden received, if any.
-pub fn received() -> Option<i32> {
+pub fn received() -> Option<Signal> {
     let signal = FIRST.load(Ordering::SeqCst);
-    (signal != 0).then_some(signal)
+    (signal != 0).then_some(Signal(signal))
 }
 
 /// How many of them eden has received.
@@ -38,7 +39,7 @@ static FINISHING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool:
 /// The signal with which a coordinator asks one of several attempts to stop because another
 /// landed: the run stops as for Ctrl-C while it is working, and is left to finish once it is
 /// finishing (a SIGINT would cut its clean-up short).
-pub const STOP_REQUEST: i32 = nix::sys::signal::Signal::SIGUSR1 as i32;
+pub const STOP_REQUEST: Signal = Signal(nix::sys::signal::Signal::SIGUSR1 as i32);
 
 /// A coordinator's request to stop was honoured (`STOP_REQUEST`).
 static STOP_REQUESTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -79,14 +80,14 @@ fn note_all() -> std::io::Result<()> {
         unsafe { signal_hook_registry::register(signal, move || note(signal)) }?;
     }
     // SAFETY: `note_stop_request` only does atomic operations, which are async-signal-safe.
-    unsafe { signal_hook_registry::register(STOP_REQUEST, note_stop_request) }?;
+    unsafe { signal_hook_registry::register(STOP_REQUEST.number(), note_stop_request) }?;
     Ok(())
 }
 
 /// A request from the signal listener: the signal eden received, and how many so far.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Abort {
-    pub signal: i32,
+    pub signal: Signal,
     pub count: u32,
 }
 
@@ -115,7 +116,7 @@ pub fn listen() -> std::io::Result<watch::Receiver<Option<Abort>>> {
             };
             count += 1;
             // The first signal decides the exit code (130, 143 or 129).
-            let first = sender.borrow().map_or(received, |abort: Abort| abort.signal);
+            let first = sender.borrow().map_or(Signal(received), |abort: Abort| abort.signal);
             sender.send_replace(Some(Abort { signal: first, count }));
         }
     });
@@ -124,7 +125,7 @@ pub fn listen() -> std::io::Result<watch::Receiver<Option<Abort>>> {
 
 /// The signal `eden steer` sends a run's eden: interrupt the agent's invocation; the new prompt
 /// waits in the run's steer file (`Layout::steer`).
-pub const STEER_REQUEST: i32 = nix::sys::signal::Signal::SIGUSR2 as i32;
+pub const STEER_REQUEST: Signal = Signal(nix::sys::signal::Signal::SIGUSR2 as i32);
 
 /// Count every `STEER_REQUEST`: a supervisor ends the agent when the count changes
 /// (`Watchdogs::steer`).
@@ -150,7 +151,7 @@ mod libc_signal {
 /// For commands without an async runtime (`eden clean`): from here on SIGINT and SIGTERM only
 /// set a flag, which the command checks between steps. Returns the check: the signal received
 /// so far, if any.
-pub fn flag() -> fn() -> Option<i32> {
+pub fn flag() -> fn() -> Option<Signal> {
     use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
     extern "C" fn record(signal: i32) {
         note(signal);
@@ -167,16 +168,17 @@ pub fn flag() -> fn() -> Option<i32> {
 /// SIGTERM and SIGHUP in this thread — call it before starting any other, which inherit the
 /// mask — and deliver each to `deliver`, from a thread of its own waiting with `sigwait`.
 /// Children must unblock them again (`ProcessBuilder::spawn_member` does).
-pub fn deliver_to(deliver: impl Fn(i32) + Send + 'static) -> std::io::Result<()> {
-    use nix::sys::signal::{SigSet, Signal};
+pub fn deliver_to(deliver: impl Fn(Signal) + Send + 'static) -> std::io::Result<()> {
+    use nix::sys::signal::SigSet;
+    use nix::sys::signal::Signal as Number;
     let mut set = SigSet::empty();
-    for signal in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
+    for signal in [Number::SIGINT, Number::SIGTERM, Number::SIGHUP] {
         set.add(signal);
     }
     set.thread_block().map_err(std::io::Error::from)?;
     std::thread::Builder::new().name("signals".into()).spawn(move || loop {
         match set.wait() {
-            Ok(signal) => deliver(signal as i32),
+            Ok(signal) => deliver(Signal(signal as i32)),
             Err(_) => return,
         }
     })?;

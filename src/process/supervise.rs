@@ -82,7 +82,7 @@ pub enum Outcome {
     Overstayed,
     IdleTimeout(Duration),
     StepTimeout(Duration),
-    Aborted(i32),
+    Aborted(crate::exit::Signal),
     /// A handler said `Flow::Stop`, or the deadline came.
     Stopped,
     /// `eden steer` interrupted it: a new prompt follows.
@@ -135,7 +135,7 @@ enum KillReason {
     Overstayed,
     Idle,
     Step,
-    Aborted(i32),
+    Aborted(crate::exit::Signal),
     Stopped,
     Steered,
 }
@@ -268,7 +268,7 @@ impl Supervision {
             self.sigkill_sent = true;
             return self.begin_kill(reason, Signal::SIGKILL, now);
         }
-        self.begin_kill(reason, Signal::try_from(request.signal).unwrap_or(Signal::SIGTERM), now)
+        self.begin_kill(reason, Signal::try_from(request.signal.number()).unwrap_or(Signal::SIGTERM), now)
     }
 
     /// The next moment to wait for, if any.
@@ -396,7 +396,7 @@ pub async fn supervise(
                 state.stderr_open = read_stderr(read, &mut pipes, handlers);
             },
             status = child.wait(), if state.exit_code.is_none() => {
-                state.exited(status.map_or(1, status_code), Instant::now());
+                state.exited(status.map_or(1, crate::exit::Exit::from_status), Instant::now());
             },
             gone = &mut gone, if state.exit_code.is_none() && gone_open => {
                 gone_open = false;
@@ -538,11 +538,6 @@ fn read_stdout(read: std::io::Result<usize>, pipes: &mut Pipes, state: &mut Supe
     state.stdout_read(lines, waiting, now);
 }
 
-fn status_code(status: std::process::ExitStatus) -> i32 {
-    use std::os::unix::process::ExitStatusExt;
-    status.code().or_else(|| status.signal().map(|n| 128 + n)).unwrap_or(1)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -638,13 +633,13 @@ mod tests {
     fn the_first_reason_counts_and_a_second_signal_kills_at_once() {
         let start = Instant::now();
         let mut state = Supervision::new(&watchdogs(), start);
-        let first = Abort { signal: 2, count: 1 };
+        let first = Abort { signal: crate::exit::Signal::INT, count: 1 };
         assert_eq!(state.aborted(first, start + SECOND), Act::Signal(Signal::SIGINT));
         assert_eq!(state.next_timer(), Some((start + 6 * SECOND, Timer::Sigkill)));
-        let second = Abort { signal: 15, count: 2 };
+        let second = Abort { signal: crate::exit::Signal::TERM, count: 2 };
         assert_eq!(state.aborted(second, start + 2 * SECOND), Act::Signal(Signal::SIGKILL));
         assert_eq!(state.next_timer(), None, "killed: nothing more to wait for but the exit");
-        assert_eq!(state.outcome(), Outcome::Aborted(2));
+        assert_eq!(state.outcome(), Outcome::Aborted(crate::exit::Signal::INT));
     }
 
     #[test]

@@ -453,7 +453,7 @@ impl Pod {
     ) -> Result<Landed, Error> {
         loop {
             if crate::process::stopping() {
-                return Err(Error::interrupted(crate::process::signal_received().unwrap_or(2)));
+                return Err(Error::interrupted(crate::process::signal_received().unwrap_or(crate::exit::Signal::INT)));
             }
             let got = run(self.kube.command().args(["get", "pod", &self.name, "-o", "json"]))?;
             let pod: serde_json::Value = serde_json::from_str(&got.stdout).unwrap_or_default();

@@ -157,7 +157,7 @@ pub fn wait_ready(kubectl: Kubectl<'_>, pod: &str, services: &[ServicePlan]) -> 
     let mut waiting: Vec<&ServicePlan> = services.iter().collect();
     while !waiting.is_empty() {
         if crate::process::stopping() {
-            return Err(Error::interrupted(crate::process::signal_received().unwrap_or(2)));
+            return Err(Error::interrupted(crate::process::signal_received().unwrap_or(crate::exit::Signal::INT)));
         }
         let got = super::engine::run(kubectl().args(["get", "pod", pod, "-o", "json"]))?;
         let status: serde_json::Value = serde_json::from_str(&got.stdout).unwrap_or_default();

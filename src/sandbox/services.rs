@@ -164,7 +164,7 @@ fn wait_ready(
             return Ok(());
         }
         if crate::process::stopping() {
-            return Err(Error::interrupted(crate::process::signal_received().unwrap_or(2)));
+            return Err(Error::interrupted(crate::process::signal_received().unwrap_or(crate::exit::Signal::INT)));
         }
         let state =
             engine::run(target.command().args(["inspect", "--format", "{{.State.Status}} {{.State.ExitCode}}", name]))?;

@@ -323,6 +323,22 @@ fn errors_are_not_strings() {
     assert!(found.is_empty(), "errors as strings: {found:#?}");
 }
 
+/// A process's end becomes an exit code in one place, `Exit::from_status` (128 + a signal's
+/// number, `Exit::Interrupted`): nowhere else computes it.
+#[test]
+fn exit_codes_of_signals_are_computed_in_exit_only() {
+    let mut found = Vec::new();
+    for (file, text) in sources().into_iter().filter(|(file, _)| file != "exit.rs") {
+        for (n, line) in code(&text).lines().enumerate() {
+            let compact: String = line.split_whitespace().collect();
+            if compact.contains("128+") || compact.contains("+128") {
+                found.push(format!("src/{file}:{}: {}", n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(found.is_empty(), "an exit code computed outside `Exit`: {found:#?}");
+}
+
 /// The error type of the `Result<` whose arguments `rest` starts with (`T,E>…`): `E`.
 fn error_type(rest: &str) -> String {
     let (mut depth, mut comma) = (0, None);
