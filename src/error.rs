@@ -135,6 +135,15 @@ impl ErrorKind {
     }
 }
 
+/// What a caller may branch on beyond the kind, never shown (the message says it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reason {
+    /// A sandbox sent back more than `sandbox.max_return`.
+    OverMaxReturn,
+    /// What git said on stderr when it failed: git has no error codes, its words are all there is.
+    GitSaid(String),
+}
+
 /// An error meant for the person running eden.
 #[derive(Debug, Clone)]
 pub struct Error {
@@ -142,14 +151,15 @@ pub struct Error {
     pub message: String,
     pub hint: Option<String>,
     source: Option<Arc<dyn std::error::Error + Send + Sync>>,
+    reason: Option<Box<Reason>>,
     /// Further errors found in the same pass (a manifest's independent mistakes, reported at
     /// once, as compilers do).
-    pub also: Vec<Error>,
+    pub also: Box<[Error]>,
 }
 
 impl Error {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Error { kind, message: message.into(), hint: None, source: None, also: Vec::new() }
+        Error { kind, message: message.into(), hint: None, source: None, reason: None, also: Box::default() }
     }
 
     pub fn usage(message: impl Into<String>) -> Self {
@@ -193,6 +203,29 @@ impl Error {
 
     pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
         self.hint = Some(hint.into());
+        self
+    }
+
+    pub fn with_reason(mut self, reason: Reason) -> Self {
+        self.reason = Some(Box::new(reason));
+        self
+    }
+
+    pub fn reason(&self) -> Option<&Reason> {
+        self.reason.as_deref()
+    }
+
+    /// What git said, when git failed.
+    pub fn git_said(&self) -> Option<&str> {
+        match self.reason() {
+            Some(Reason::GitSaid(said)) => Some(said),
+            _ => None,
+        }
+    }
+
+    /// The same error in the context of `outer`: `outer: message`, the kind, hint and causes kept.
+    pub fn context(mut self, outer: impl fmt::Display) -> Self {
+        self.message = format!("{outer}: {}", self.message);
         self
     }
 

@@ -166,9 +166,8 @@ fn members(
             let plan = &loaded.plan;
             let pre = match preflight_everywhere(plan, &loaded.repo) {
                 Ok(pre) => pre,
-                Err(mut error) => {
-                    error.message = format!("{source}: {}", error.message);
-                    found.errors.push(error);
+                Err(error) => {
+                    found.errors.push(error.context(&source));
                     continue;
                 }
             };
@@ -193,7 +192,7 @@ fn members(
     let mut errors = found.errors.into_iter();
     match errors.next() {
         Some(mut first) => {
-            first.also.extend(errors);
+            first.also = std::mem::take(&mut first.also).into_vec().into_iter().chain(errors).collect();
             Err(first)
         }
         None => Ok((found.members, found.sources)),

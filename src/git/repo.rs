@@ -1,6 +1,6 @@
 //! The sanitized git runner and the repository queries eden needs.
 
-use crate::error::Error;
+use crate::error::{Error, Reason};
 use crate::process::{Output, ProcessBuilder};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -223,9 +223,11 @@ impl Git {
 pub fn git_failure(command: &str, stderr: &str) -> Error {
     let stderr = stderr.trim();
     if ["No space left on device", "Out of diskspace", "out of disk space"].iter().any(|said| stderr.contains(said)) {
-        return Error::internal(format!("the disk is full: `{command}` failed: {stderr}")).with_hint(DISK_FULL_HINT);
+        return Error::internal(format!("the disk is full: `{command}` failed: {stderr}"))
+            .with_hint(DISK_FULL_HINT)
+            .with_reason(Reason::GitSaid(stderr.to_owned()));
     }
-    Error::git(format!("`{command}` failed: {stderr}"))
+    Error::git(format!("`{command}` failed: {stderr}")).with_reason(Reason::GitSaid(stderr.to_owned()))
 }
 
 /// What to do when a write failed for want of space.

@@ -39,7 +39,7 @@ impl WorktreeList {
         let mut attempt = 0;
         let text = loop {
             match git.run(["worktree", "list", "--porcelain"]) {
-                Err(err) if attempt < 10 && err.message.contains("failed to read") => {
+                Err(err) if attempt < 10 && err.git_said().is_some_and(|said| said.contains("failed to read")) => {
                     attempt += 1;
                     std::thread::sleep(std::time::Duration::from_millis(20));
                 }

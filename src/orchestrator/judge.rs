@@ -33,18 +33,20 @@ pub(super) fn verdict(
     if let Some(exceeded) = heard.exceeded {
         return (IterationOutcome::BudgetExceeded, None, Err(super::budget::error(exceeded, iteration)));
     }
-    let (outcome, exit_code, mut result) =
+    let (outcome, exit_code, result) =
         judge(heard.outcome, heard.signal_seen, iteration, heard.tail, heard.failure, login);
-    if let (Outcome::IdleTimeout(after), Some(notice), Err(error)) = (heard.outcome, heard.retrying, &mut result) {
-        error.message = format!(
-            "the agent made no progress for {} in iteration {iteration} and was stopped: it only retried (last: {notice})",
-            format_duration(after)
-        );
-        error.hint = Some(
-            "the provider could not be reached or kept failing; check the network and the credentials, or raise `loop.idle_timeout`"
-                .to_owned(),
-        );
-    }
+    // Stopped for silence while it only retried: the provider is the problem, not the agent.
+    let result = match (heard.outcome, heard.retrying, result) {
+        (Outcome::IdleTimeout(after), Some(notice), Err(error)) => Err(Error::new(
+            error.kind,
+            format!(
+                "the agent made no progress for {} in iteration {iteration} and was stopped: it only retried (last: {notice})",
+                format_duration(after)
+            ),
+        )
+        .with_hint("the provider could not be reached or kept failing; check the network and the credentials, or raise `loop.idle_timeout`")),
+        (_, _, result) => result,
+    };
     (outcome, exit_code, result)
 }
 

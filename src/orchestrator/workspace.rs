@@ -325,7 +325,11 @@ fn existing_branch_action(
 /// there (a run killed while making it, a folder deleted by hand), forget those and try again.
 fn with_pruning(repo: &Git, add: impl Fn() -> Result<(), Error>) -> Result<(), Error> {
     match add() {
-        Err(err) if err.message.contains("already registered") || err.message.contains("missing but") => {
+        Err(err)
+            if err
+                .git_said()
+                .is_some_and(|said| said.contains("already registered") || said.contains("missing but")) =>
+        {
             repo.prune_worktrees()?;
             add()
         }

@@ -131,7 +131,7 @@ impl Ledger {
     }
 
     fn note_over(&self, err: &Error) {
-        if err.message.contains(repository::OVER_MAX_RETURN) {
+        if err.reason() == Some(&crate::error::Reason::OverMaxReturn) {
             self.over.store(true, std::sync::atomic::Ordering::SeqCst);
         }
     }

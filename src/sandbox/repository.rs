@@ -23,7 +23,7 @@
 //! What runs inside may lie (the agent can replace the image's `git`): everything it prints is
 //! treated as untrusted data and checked on the host.
 
-use crate::error::Error;
+use crate::error::{Error, Reason};
 use crate::git::Git;
 use crate::process::ProcessBuilder;
 use std::io::{BufRead, Read};
@@ -357,6 +357,7 @@ fn over_max_return(what: &str, limit: u64) -> Error {
         crate::values::format_size(limit)
     ))
     .with_hint("raise `sandbox.max_return` if the agent's work is meant to be that big")
+    .with_reason(Reason::OverMaxReturn)
 }
 
 /// What came back.
@@ -684,16 +685,20 @@ pub(crate) fn apply_patch(host_worktree: &Path, patch: &Path, limit: u64) -> Res
         .file_size_limit(limit);
     let applied = apply.output().map_err(|err| Error::sandbox(format!("cannot run `{apply}`: {err}")));
     use std::os::unix::process::ExitStatusExt;
-    let failed = match applied {
+    let (failed, over) = match applied {
         Ok(output) if output.success() => return Ok(()),
         Ok(output) if output.status.signal() == Some(nix::sys::signal::Signal::SIGXFSZ as i32) => {
-            format!("a file it writes would be {OVER_MAX_RETURN} ({})", crate::values::format_size(limit))
+            (format!("a file it writes would be {OVER_MAX_RETURN} ({})", crate::values::format_size(limit)), true)
         }
-        Ok(output) => last_line(&output.stderr).to_owned(),
-        Err(err) => err.message,
+        Ok(output) => (last_line(&output.stderr).to_owned(), false),
+        Err(err) => (err.message, false),
     };
-    Err(Error::sandbox(format!("cannot apply the agent's uncommitted work to the worktree: {failed}"))
-        .with_hint(format!("the patch is kept at {}; apply it by hand with `git apply`", patch.display())))
+    let error = Error::sandbox(format!("cannot apply the agent's uncommitted work to the worktree: {failed}"))
+        .with_hint(format!("the patch is kept at {}; apply it by hand with `git apply`", patch.display()));
+    Err(match over {
+        true => error.with_reason(Reason::OverMaxReturn),
+        false => error,
+    })
 }
 
 /// Commits since `base` as a bundle, and every uncommitted change as a patch.
