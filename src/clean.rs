@@ -22,7 +22,7 @@ use crate::layout::{self, Layout};
 use crate::lock::{BranchLock, RepoLock};
 use crate::manifest::plan::{Engine, EngineHost};
 use crate::process::ProcessStamp;
-use crate::record::RunStatus;
+use crate::record::{RunStatus, SandboxEngine};
 use crate::sandbox::container;
 use crate::sandbox::engine::Target;
 use serde::{Deserialize, Serialize};
@@ -323,7 +323,7 @@ fn records(layout: &Layout, live: &mut Live, survey: &mut Survey) {
             }
         }
         if let Some(ContainerHead { engine, host: Some(cluster), name: Some(pod) }) = &head.container {
-            if engine == "kubernetes" {
+            if SandboxEngine::named(engine) == Some(SandboxEngine::Kubernetes) {
                 live.pods.push((cluster.clone(), pod.clone(), head.id.clone()));
             }
         }
@@ -347,8 +347,9 @@ fn records(layout: &Layout, live: &mut Live, survey: &mut Survey) {
 impl ContainerHead {
     /// The engine to look at, when the record names one the defaults may not reach.
     fn target(&self) -> Option<Target> {
+        let engine = SandboxEngine::named(&self.engine)?.container_engine()?;
         let host = EngineHost::parse(self.host.as_deref()?).ok()?;
-        Target::from_args(&[self.engine.clone().into(), host.as_str().into()])
+        Some(Target::new(engine, Some(host)))
     }
 }
 

@@ -305,7 +305,7 @@ pub struct ServiceRecord {
 /// The run's container.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ContainerRecord {
-    pub engine: String,
+    pub engine: SandboxEngine,
     /// The engine's address (`sandbox.host`, or a remote default's as the client resolved it);
     /// absent for an engine on this machine reached by the client's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -319,6 +319,57 @@ pub struct ContainerRecord {
     /// The NetworkPolicy made for a pod's network rules, where the cluster took it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network_policy: Option<String>,
+}
+
+/// What a run's sandbox ran on, as the record, the events and a guard's arguments name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SandboxEngine {
+    #[default]
+    Docker,
+    Podman,
+    Kubernetes,
+}
+
+impl SandboxEngine {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            SandboxEngine::Docker => "docker",
+            SandboxEngine::Podman => "podman",
+            SandboxEngine::Kubernetes => "kubernetes",
+        }
+    }
+
+    /// The one place an engine's name is read back: `docker`, `podman` or `kubernetes`.
+    pub fn named(name: &str) -> Option<SandboxEngine> {
+        [SandboxEngine::Docker, SandboxEngine::Podman, SandboxEngine::Kubernetes]
+            .into_iter()
+            .find(|engine| engine.as_str() == name)
+    }
+
+    /// The container engine (docker or podman), for a container; `None` for a pod.
+    pub fn container_engine(self) -> Option<crate::manifest::plan::Engine> {
+        match self {
+            SandboxEngine::Docker => Some(crate::manifest::plan::Engine::Docker),
+            SandboxEngine::Podman => Some(crate::manifest::plan::Engine::Podman),
+            SandboxEngine::Kubernetes => None,
+        }
+    }
+}
+
+impl From<crate::manifest::plan::Engine> for SandboxEngine {
+    fn from(engine: crate::manifest::plan::Engine) -> Self {
+        match engine {
+            crate::manifest::plan::Engine::Docker => SandboxEngine::Docker,
+            crate::manifest::plan::Engine::Podman => SandboxEngine::Podman,
+        }
+    }
+}
+
+impl std::fmt::Display for SandboxEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// A run's place among the attempts of one invocation (`--attempts N`).

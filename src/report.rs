@@ -51,8 +51,7 @@ pub enum Event<'a> {
     },
     /// The run's container or pod is up: where it is, for displays that show it.
     SandboxStarted {
-        /// `docker`, `podman` or `kubernetes`.
-        engine: Cow<'a, str>,
+        engine: crate::record::SandboxEngine,
         /// The container's or pod's name.
         name: Cow<'a, str>,
         /// The engine it runs on (not this machine's), or the pod's `CONTEXT/NAMESPACE`.
@@ -349,7 +348,7 @@ mod tests {
                 refused: None,
             },
             Event::SandboxStarted {
-                engine: "kubernetes".into(),
+                engine: crate::record::SandboxEngine::Kubernetes,
                 name: "eden-1".into(),
                 host: Some("-/agents".into()),
                 node: Some("node-1".into()),

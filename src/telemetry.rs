@@ -332,7 +332,7 @@ impl TraceReporter {
             }
             Event::SandboxStarted { engine, name, host, node, .. } => {
                 let mut attributes = vec![
-                    ("eden.sandbox.kind".to_owned(), text(engine.as_ref())),
+                    ("eden.sandbox.kind".to_owned(), text(engine.as_str())),
                     ("eden.sandbox.name".to_owned(), text(name.as_ref())),
                 ];
                 attributes.extend(host.as_ref().map(|host| ("eden.sandbox.host".to_owned(), text(host.as_ref()))));

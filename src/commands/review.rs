@@ -210,17 +210,27 @@ fn others_on(git: &Git, record: &RunRecord, branch: &str) -> Result<Option<Strin
     Ok(None)
 }
 
+/// A pod the run left (it was killed): what it holds saved under `.eden/patches`, then deleted,
+/// as `eden clean` does.
+fn remove_pod(layout: &Layout, record: &RunRecord) -> Result<Vec<String>, Error> {
+    use crate::sandbox::pod::{exists, salvage_and_delete, Kube};
+    let Some(container) = &record.container else { return Ok(Vec::new()) };
+    let kube = container.host.as_deref().and_then(Kube::from_described);
+    let Some(kube) = kube.filter(|_| which::which("kubectl").is_ok()) else { return Ok(Vec::new()) };
+    if !exists(&kube, &container.name)? {
+        return Ok(Vec::new());
+    }
+    salvage_and_delete(&kube, &container.name, &layout.root, &record.id)?;
+    Ok(vec![format!("pod `{}`", container.name)])
+}
+
 /// A container the run left (it was killed): what it holds saved under `.eden/patches`, then
 /// removed, as `eden clean` does.
 fn remove_container(layout: &Layout, record: &RunRecord) -> Result<Vec<String>, Error> {
-    use crate::manifest::plan::{Engine, EngineHost};
+    use crate::manifest::plan::EngineHost;
     use crate::sandbox::engine::Target;
     let Some(container) = &record.container else { return Ok(Vec::new()) };
-    let engine = match container.engine.as_str() {
-        "docker" => Engine::Docker,
-        "podman" => Engine::Podman,
-        _ => return Ok(Vec::new()),
-    };
+    let Some(engine) = container.engine.container_engine() else { return remove_pod(layout, record) };
     let target = Target::new(engine, container.host.clone().map(EngineHost::Url));
     if which::which(target.binary()).is_err() {
         return Ok(Vec::new());

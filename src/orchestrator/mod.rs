@@ -793,7 +793,7 @@ impl Run<'_> {
             container.image
         );
         self.events.report(&Event::SandboxStarted {
-            engine: container.engine.binary().into(),
+            engine: container.engine.into(),
             name: name.as_str().into(),
             host: host.map(Into::into),
             node: None,
@@ -818,7 +818,7 @@ impl Run<'_> {
             record.name, pod.image
         );
         self.events.report(&Event::SandboxStarted {
-            engine: "kubernetes".into(),
+            engine: crate::record::SandboxEngine::Kubernetes,
             name: record.name.into(),
             host: record.host.map(Into::into),
             node: Some(node.into()),

@@ -235,6 +235,46 @@ pub(crate) fn runs_eden(command: &ProcessBuilder) -> bool {
     Some(command.program()) == std::env::current_exe().ok().as_deref().map(Path::as_os_str)
 }
 
+/// Kills every process in the sandbox except its first (1: the init, or a pod's keep-alive),
+/// `keep` and the shell running it, twice over for processes forked during the first pass.
+pub(super) fn sweep_script(keep: &str) -> String {
+    format!(
+        r#"for pass in 1 2; do for p in /proc/[0-9]*; do p=${{p#/proc/}}; case $p in 1|{keep}|$$) ;; *) kill -9 "$p" 2>/dev/null;; esac; done; done"#
+    )
+}
+
+/// `ARGV` as the engine's client runs it inside a sandbox.
+pub(super) type ExecInside = Box<dyn Fn(&[&str]) -> ProcessBuilder + Send + Sync>;
+
+/// One command's processes inside a container or a pod, reached through the engine's own exec:
+/// the command's group signalled as its wrapper recorded it, what it left swept.
+pub(super) struct InsideSandbox {
+    /// `ARGV` run inside by the engine's client: `docker exec NAME ARGV`, `kubectl exec POD -c
+    /// agent -- ARGV`.
+    pub exec: ExecInside,
+    /// Inside the sandbox: what the wrapper wrote is only ever used there.
+    pub pid_file: String,
+    /// What sweeps spare besides the first process (the keep-alive, the tunnel).
+    pub keep: String,
+    /// Ends when the sandbox has stopped or gone (`Inside::gone_command`).
+    pub gone: Option<ProcessBuilder>,
+}
+
+impl crate::process::Inside for InsideSandbox {
+    fn signal_command(&self, signal: Signal) -> Option<ProcessBuilder> {
+        let script = signal_group_script(signal);
+        Some((self.exec)(&["sh", "-c", &script, "sh", &self.pid_file]))
+    }
+
+    fn sweep_command(&self) -> ProcessBuilder {
+        (self.exec)(&["sh", "-c", &sweep_script(&self.keep)])
+    }
+
+    fn gone_command(&self) -> Option<ProcessBuilder> {
+        self.gone.clone()
+    }
+}
+
 /// `sh -c SCRIPT sh PIDFILE`: signals the process group whose leader's pid a command's wrapper
 /// wrote in PIDFILE (nothing yet if it has not started); busybox's `kill` has no `--`.
 pub(crate) fn signal_group_script(signal: Signal) -> String {

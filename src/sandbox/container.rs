@@ -31,8 +31,7 @@ use crate::error::Error;
 use crate::layout::{LABEL_BASE, LABEL_BRANCH, LABEL_PID, LABEL_REPO, LABEL_RUN, LABEL_USER, LABEL_WORKSPACE};
 use crate::manifest::plan::{ContainerPlan, Engine, EngineHost};
 use crate::manifest::schema::Network;
-use crate::process::{Inside, Output, ProcessBuilder, Stdin};
-use nix::sys::signal::Signal;
+use crate::process::{Output, ProcessBuilder, Stdin};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -46,10 +45,6 @@ const PIDS_INSIDE: &str = "/tmp/.eden-exec";
 /// what the worktree's `.git` says inside (a read-only file over the host's pointer).
 const GIT_DIR_INSIDE: &str = "/opt/eden/git";
 
-/// Kills every process in the container except the init (1), the keep-alive (`KEEP`) and the
-/// shell running it, twice over for processes forked during the first pass.
-const SWEEP: &str = r#"for pass in 1 2; do for p in /proc/[0-9]*; do p=${p#/proc/}; case $p in 1|KEEP|$$) ;; *) kill -9 "$p" 2>/dev/null;; esac; done; done"#;
-
 /// `sh -c WRAPPER PIDFILE PROGRAM ARGS...`: writes its pid, runs the command in the foreground,
 /// sweeps what the command left, and exits with the command's status. The trap (a handler, so
 /// the command starts with default dispositions) makes a signal for the group end the command
@@ -60,7 +55,7 @@ fn wrapper(keep: &str, note_tip: Option<(&Path, &str)>) -> String {
     let note = note_tip.map_or_else(String::new, |(workspace, branch)| carry::tip_note(workspace, branch));
     format!(
         r#"trap : INT TERM HUP QUIT; echo $$ > "$0"; "$@"; status=$?; {}; {note}exit $status"#,
-        SWEEP.replace("KEEP", keep),
+        carry::sweep_script(keep),
     )
 }
 
@@ -688,7 +683,7 @@ impl SandboxHandle for Container {
 
     fn container(&self) -> Option<crate::record::ContainerRecord> {
         Some(crate::record::ContainerRecord {
-            engine: self.target.binary().to_owned(),
+            engine: self.target.engine.into(),
             host: self.recorded_host.clone(),
             name: self.name.clone(),
             id: self.id.clone(),
@@ -730,8 +725,13 @@ impl SandboxHandle for Container {
         args.extend(command.get_args().iter().cloned());
         let wrapped = command.with_program("sh", args);
         let exec = self.exec(wrapped, flags).stdin(stdin);
-        let inside =
-            InsideContainer { target: self.target.clone(), name: self.name.clone(), pid_file, keep: self.keep.clone() };
+        let (target, name) = (self.target.clone(), self.name.clone());
+        let inside = carry::InsideSandbox {
+            exec: Box::new(move |argv| target.command().args(["exec", &name]).args(argv)),
+            pid_file,
+            keep: self.keep.clone(),
+            gone: Some(self.target.command().args(["wait", &self.name])),
+        };
         Ok(Prepared { command: exec, inside: Some(Box::new(inside)) })
     }
 
@@ -887,32 +887,6 @@ impl Container {
 impl Drop for Container {
     fn drop(&mut self) {
         let _ = self.close();
-    }
-}
-
-/// One command's processes in the container.
-struct InsideContainer {
-    target: Target,
-    name: String,
-    /// Inside the container: what the wrapper wrote is only ever used there.
-    pid_file: String,
-    keep: String,
-}
-
-impl Inside for InsideContainer {
-    /// Signal the command's process group, as its wrapper recorded it.
-    fn signal_command(&self, signal: Signal) -> Option<ProcessBuilder> {
-        let script = carry::signal_group_script(signal);
-        Some(self.target.command().args(["exec", &self.name, "sh", "-c", &script, "sh", &self.pid_file]))
-    }
-
-    fn sweep_command(&self) -> ProcessBuilder {
-        let script = SWEEP.replace("KEEP", &self.keep);
-        self.target.command().args(["exec", &self.name, "sh", "-c", &script])
-    }
-
-    fn gone_command(&self) -> Option<ProcessBuilder> {
-        Some(self.target.command().args(["wait", &self.name]))
     }
 }
 

@@ -81,11 +81,7 @@ impl Target {
     }
 
     pub fn from_args(args: &[std::ffi::OsString]) -> Option<Target> {
-        let engine = match args.first()?.to_str()? {
-            "docker" => Engine::Docker,
-            "podman" => Engine::Podman,
-            _ => return None,
-        };
+        let engine = crate::record::SandboxEngine::named(args.first()?.to_str()?)?.container_engine()?;
         let host = match args.get(1) {
             Some(host) => Some(EngineHost::parse(host.to_str()?).ok()?),
             None => None,

@@ -23,17 +23,12 @@ use super::{Prepared, RunSite, SandboxHandle};
 use crate::error::Error;
 use crate::layout::{LABEL_BASE, LABEL_BRANCH, LABEL_PID, LABEL_REPO, LABEL_RUN, LABEL_WORKSPACE};
 use crate::manifest::plan::PodPlan;
-use crate::process::{Inside, ProcessBuilder, Stdin};
-use nix::sys::signal::Signal;
+use crate::process::{ProcessBuilder, Stdin};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Pid files and environment files of running commands, inside the pod.
 const EXEC_DIR: &str = "/tmp/.eden-exec";
-
-/// Kills every process in the pod but its first (the keep-alive) and the shell running this,
-/// twice over for processes forked during the first pass.
-const SWEEP: &str = r#"for pass in 1 2; do for p in /proc/[0-9]*; do p=${p#/proc/}; case $p in 1|KEEP|$$) ;; *) kill -9 "$p" 2>/dev/null;; esac; done; done"#;
 
 /// `sh -c WRAPPER sh ENV PIDFILE CWD PROGRAM ARGS...`: takes the command's variables (ENV `-`:
 /// none; `<MARK`: on its stdin, up to a line MARK, ahead of the command's own input; otherwise
@@ -53,10 +48,10 @@ pid_file=$2; cd "$3" || exit 127; shift 3; trap : INT TERM HUP QUIT; echo $$ > "
 /// configuration file in the pod, which the agent could change).
 const GIT_SAFE_DIRECTORY: [(&str, &str); 1] = [("safe.directory", "*")];
 
-/// `sh -c SALVAGE_WRAPPER CWD PROGRAM ARGS...`: a salvage's command, in CWD, with git trusting
-/// the workspace (`GIT_SAFE_DIRECTORY`).
-const SALVAGE_WRAPPER: &str =
-    r#"cd "$0" && GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=safe.directory GIT_CONFIG_VALUE_0='*' exec "$@""#;
+/// `sh -c SALVAGE_WRAPPER CWD env NAME=VALUE... PROGRAM ARGS...`: a salvage's command, in CWD,
+/// with its variables (git's settings for eden's own scripts, git trusting the workspace:
+/// `GIT_SAFE_DIRECTORY`; no secret ever goes this way).
+const SALVAGE_WRAPPER: &str = r#"cd "$0" && exec "$@""#;
 
 /// The `kubectl` that reaches the run's cluster and namespace.
 #[derive(Debug, Clone)]
@@ -583,7 +578,7 @@ impl Pod {
             Some(Stdin::Terminal { .. }) => String::new(),
             _ => carry::tip_note(self.ledger.worktree(), self.ledger.branch()),
         };
-        let script = WRAPPER.replace("SWEEP", &self.sweep()).replace("NOTE", &note);
+        let script = WRAPPER.replace("SWEEP", &carry::sweep_script(&self.keep())).replace("NOTE", &note);
         let flags: &[&str] = match stdin {
             Some(Stdin::Null) => &[],
             // A terminal inside, sized and resized by kubectl from ours.
@@ -604,10 +599,9 @@ impl Pod {
         Ok((exec, pid_file))
     }
 
-    /// `SWEEP`, sparing the tunnel.
-    fn sweep(&self) -> String {
-        let keep = self.tunnel.as_ref().map_or_else(|| "1".to_owned(), |tunnel| tunnel.pid_inside().to_string());
-        SWEEP.replace("KEEP", &keep)
+    /// What sweeps spare besides the keep-alive: the tunnel.
+    fn keep(&self) -> String {
+        self.tunnel.as_ref().map_or_else(|| "1".to_owned(), |tunnel| tunnel.pid_inside().to_string())
     }
 
     fn delete(&mut self) -> Result<(), Error> {
@@ -710,7 +704,7 @@ impl SandboxHandle for Pod {
 
     fn container(&self) -> Option<crate::record::ContainerRecord> {
         Some(crate::record::ContainerRecord {
-            engine: "kubernetes".into(),
+            engine: crate::record::SandboxEngine::Kubernetes,
             host: Some(self.kube.describe()),
             name: self.name.clone(),
             id: self.uid.clone(),
@@ -737,7 +731,13 @@ impl SandboxHandle for Pod {
         let exec = |command, stdin| self.exec_plain(command, stdin);
         carry::check_program(&self.found, &exec, command.program(), &sandbox)?;
         let (exec, pid_file) = self.wrapped(&command, Some(stdin))?;
-        let inside = InsidePod { kube: self.kube.clone(), name: self.name.clone(), pid_file, sweep: self.sweep() };
+        let (kube, name) = (self.kube.clone(), self.name.clone());
+        let inside = carry::InsideSandbox {
+            exec: Box::new(move |argv| kube.command().args(["exec", &name, "-c", "agent", "--"]).args(argv)),
+            pid_file,
+            keep: self.keep(),
+            gone: None,
+        };
         Ok(Prepared { command: exec, inside: Some(Box::new(inside)) })
     }
 
@@ -768,35 +768,6 @@ impl Drop for Pod {
     }
 }
 
-struct InsidePod {
-    kube: Kube,
-    name: String,
-    pid_file: String,
-    sweep: String,
-}
-
-impl Inside for InsidePod {
-    fn signal_command(&self, signal: Signal) -> Option<ProcessBuilder> {
-        let script = carry::signal_group_script(signal);
-        Some(self.kube.command().args([
-            "exec",
-            &self.name,
-            "-c",
-            "agent",
-            "--",
-            "sh",
-            "-c",
-            &script,
-            "sh",
-            &self.pid_file,
-        ]))
-    }
-
-    fn sweep_command(&self) -> ProcessBuilder {
-        self.kube.command().args(["exec", &self.name, "-c", "agent", "--", "sh", "-c", &self.sweep])
-    }
-}
-
 /// A pod known by its annotations only (its eden is gone), for salvage.
 struct Annotated {
     kube: Kube,
@@ -810,9 +781,15 @@ impl Channel for Annotated {
             .get_cwd()
             .map(|cwd| cwd.to_string_lossy().into_owned())
             .unwrap_or_else(|| self.workspace.to_string_lossy().into_owned());
+        let command = crate::git::with_config(command, &GIT_SAFE_DIRECTORY);
+        let env = command.get_env().iter().filter_map(|(key, value)| {
+            let value = value.as_ref()?;
+            Some(format!("{}={}", key.to_string_lossy(), value.to_string_lossy()))
+        });
         self.kube
             .command()
-            .args(["exec", "-i", &self.name, "-c", "agent", "--", "sh", "-c", SALVAGE_WRAPPER, &cwd])
+            .args(["exec", "-i", &self.name, "-c", "agent", "--", "sh", "-c", SALVAGE_WRAPPER, &cwd, "env"])
+            .args(env.collect::<Vec<_>>())
             .arg(command.program())
             .args(command.get_args())
     }

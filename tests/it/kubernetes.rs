@@ -334,6 +334,37 @@ fn eden_clean_finds_a_killed_runs_pod() {
     );
 }
 
+/// eden and its guard both killed: `eden discard` of the run saves what its pod holds (through
+/// the salvage channel, git's own settings passed in) and deletes the pod, as `eden clean`
+/// does; the run's branch and worktree go too.
+#[test]
+fn eden_discard_removes_a_killed_runs_pod() {
+    let Some(cluster) = cluster() else { return };
+    let env = TestEnv::new();
+    let mut child = start_waiting(cluster, &env);
+    let pods = cluster.pods(&env.repo);
+    assert_eq!(pods.len(), 1, "the pod runs");
+    let guard =
+        std::process::Command::new("pkill").args(["-9", "-f", &format!("__eden-guard .* {}$", pods[0])]).status();
+    assert!(guard.unwrap().success(), "the guard was running");
+    child.kill().unwrap();
+    let _ = child.wait();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(cluster.has(&pods[0]), "left behind");
+    let mut discard = env.eden_command(&["discard", "last", "--force"]);
+    let discard = Run::from(discard.envs(cluster.env("admin")).output().unwrap());
+    discard.assert_code(0);
+    assert!(discard.stderr.contains(&format!("pod `{}`", pods[0])), "{}", discard.stderr);
+    assert!(!cluster.has(&pods[0]), "deleted by eden discard");
+    let patches = env.repo.join(".eden/patches");
+    let patch = std::fs::read_dir(&patches)
+        .unwrap()
+        .flatten()
+        .find(|entry| entry.file_name().to_string_lossy().ends_with(".salvaged.patch"))
+        .expect("the pod's uncommitted work saved");
+    assert!(std::fs::read_to_string(patch.path()).unwrap().contains("half.txt"));
+}
+
 /// Several runs at once, each a pod of its own; the cluster places them, the merges queue here,
 /// and the table says which node each ran on.
 #[test]
