@@ -8,8 +8,9 @@ use crate::agent::{AgentKind, AgentPlan};
 use crate::cli::DoctorArgs;
 use crate::error::Error;
 use crate::git::Git;
-use crate::manifest::plan::{Plan, SandboxPlan};
+use crate::manifest::plan::{Engine, Plan, SandboxPlan};
 use crate::process::ProcessBuilder;
+use crate::sandbox::engine::Target;
 use crate::ui::{print_data, print_note};
 use serde::Serialize;
 use std::time::Duration;
@@ -150,7 +151,7 @@ fn sandbox_checks(plan: Option<&Plan>) -> Vec<Finding> {
                     "answers, and has the image `{}`{}; runtimes: {}",
                     container.image,
                     services_images(&container.services),
-                    runtimes(container.engine.binary()).join(", ")
+                    runtimes(&Target::new(container.engine, container.hosts.first().cloned())).join(", ")
                 ),
             )),
             Err(err) => findings.push(not_there(
@@ -161,24 +162,23 @@ fn sandbox_checks(plan: Option<&Plan>) -> Vec<Finding> {
             )),
         }
     }
-    for engine in ["docker", "podman"] {
+    for target in [Engine::Docker, Engine::Podman].map(|engine| Target::new(engine, None)) {
+        let engine = target.binary();
         if findings.iter().any(|finding| finding.check == engine) {
             continue;
         }
-        findings.push(
-            match first_line(ProcessBuilder::new(engine).args(["version", "--format", "{{.Server.Version}}"])) {
-                Some(version) => {
-                    ok(engine, format!("server {version} answers; runtimes: {}", runtimes(engine).join(", ")))
-                }
-                None if which::which(engine).is_ok() => not_there(
-                    engine,
-                    false,
-                    "installed, but its engine does not answer",
-                    format!("start it (`systemctl start {engine}`, or `dockerd`/`podman system service`)"),
-                ),
-                None => not_there(engine, false, "not installed", format!("needed for `sandbox.kind = \"{engine}\"`")),
-            },
-        );
+        findings.push(match first_line(target.command().args(["version", "--format", "{{.Server.Version}}"])) {
+            Some(version) => {
+                ok(engine, format!("server {version} answers; runtimes: {}", runtimes(&target).join(", ")))
+            }
+            None if which::which(engine).is_ok() => not_there(
+                engine,
+                false,
+                "installed, but its engine does not answer",
+                format!("start it (`systemctl start {engine}`, or `dockerd`/`podman system service`)"),
+            ),
+            None => not_there(engine, false, "not installed", format!("needed for `sandbox.kind = \"{engine}\"`")),
+        });
     }
     let isolated = matches!(wanted, Some(SandboxPlan::Isolated(_)));
     findings.push(match first_line(ProcessBuilder::new("bwrap").arg("--version")) {
@@ -211,19 +211,19 @@ fn services_images(services: &[crate::manifest::services_plan::ServicePlan]) -> 
 
 /// The OCI runtimes an engine can run a container under (`sandbox.runtime`): docker's
 /// registered ones; podman's default, and gVisor's `runsc` when it is on `PATH`.
-fn runtimes(engine: &str) -> Vec<String> {
-    let mut found = match engine {
-        "docker" => {
-            let json = first_line(ProcessBuilder::new("docker").args(["info", "--format", "{{json .Runtimes}}"]));
+fn runtimes(target: &Target) -> Vec<String> {
+    let mut found = match target.engine {
+        Engine::Docker => {
+            let json = first_line(target.command().args(["info", "--format", "{{json .Runtimes}}"]));
             let parsed: Option<serde_json::Map<String, serde_json::Value>> =
                 json.and_then(|json| serde_json::from_str(&json).ok());
             parsed.map(|runtimes| runtimes.keys().cloned().collect()).unwrap_or_default()
         }
-        _ => first_line(ProcessBuilder::new("podman").args(["info", "--format", "{{.Host.OCIRuntime.Name}}"]))
+        Engine::Podman => first_line(target.command().args(["info", "--format", "{{.Host.OCIRuntime.Name}}"]))
             .map(|name| vec![format!("{name} (default)")])
             .unwrap_or_default(),
     };
-    if engine == "podman" {
+    if target.engine == Engine::Podman {
         if let Ok(path) = which::which("runsc") {
             found.push(format!("runsc ({})", path.display()));
         }

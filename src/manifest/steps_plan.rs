@@ -10,6 +10,7 @@ use super::prompt;
 use super::schema::{AgentSection, Manifest, PromptVia, StepSection, When};
 use crate::agent::{AgentPlan, MAX_ARGV_PROMPT};
 use crate::error::Error;
+use crate::layout::EDEN_DIR;
 use crate::redact::Secret;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -386,7 +387,7 @@ pub(crate) fn resolve_artifacts(
             Some("it is empty")
         } else if glob_path.is_absolute() || glob.split('/').any(|part| part == "..") {
             Some("it must stay inside the workspace (relative, no `..`)")
-        } else if matches!(glob.trim_start_matches("./").split('/').next(), Some(".git" | ".eden")) {
+        } else if glob.trim_start_matches("./").split('/').next().is_some_and(|top| [".git", EDEN_DIR].contains(&top)) {
             Some("`.git` and `.eden` are eden's and git's, never artifacts")
         } else {
             None

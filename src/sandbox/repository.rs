@@ -25,6 +25,7 @@
 
 use crate::error::{Error, Reason};
 use crate::git::Git;
+use crate::layout::EDEN_DIR;
 use crate::process::ProcessBuilder;
 use std::io::{BufRead, Read};
 use std::path::{Path, PathBuf};
@@ -111,9 +112,9 @@ pub(crate) fn seed(channel: &dyn Channel, request: &SeedRequest<'_>) -> Result<S
                     .arg(".git")
                     // eden's own folder (with `head` the worktree is the checkout, which holds
                     // it: other runs' worktrees, records, `.env` secrets) never goes in.
-                    .args(["--exclude=./.git", "--exclude=./.eden", "-C"])
+                    .args(["--exclude=./.git".to_owned(), format!("--exclude=./{EDEN_DIR}"), "-C".to_owned()])
                     .arg(request.host_worktree)
-                    .args(super::carry::top_level(request.host_worktree, &[".git", ".eden"])?),
+                    .args(super::carry::top_level(request.host_worktree, &[".git", EDEN_DIR])?),
                 ".",
             ),
         };
@@ -501,7 +502,7 @@ fn check_what_came_back(host: &Git, base: &str, tip: &str, branch: &str) -> Resu
 /// that folds case or trailing dots would see it)?
 fn in_eden_state(path: &str) -> bool {
     let first = path.split('/').next().unwrap_or_default();
-    first.trim_end_matches(['.', ' ']).eq_ignore_ascii_case(".eden") && !path.is_empty()
+    first.trim_end_matches(['.', ' ']).eq_ignore_ascii_case(EDEN_DIR) && !path.is_empty()
 }
 
 /// In a worktree the agent wrote directly: a `.git` anywhere below its top (a repository, or a

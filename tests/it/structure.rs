@@ -135,6 +135,28 @@ fn processes_start_only_in_process() {
     assert!(found.is_empty(), "processes start outside src/process (use ProcessBuilder): {found:#?}");
 }
 
+/// A container engine's or a cluster's client starts in one place: docker and podman from a
+/// `Target` (`sandbox/engine.rs`), kubectl from a `Kube` (`sandbox/pod.rs`).
+#[test]
+fn engine_clients_start_in_one_place() {
+    let mut found = Vec::new();
+    for (file, text) in sources() {
+        // The literals are the point here: look at the text, comments and tests aside.
+        let shipped = without_test_modules(
+            text.lines().map(|line| line.split("//").next().unwrap_or("")).collect::<Vec<_>>().join("\n"),
+        );
+        for (n, line) in shipped.lines().enumerate() {
+            for client in ["docker", "podman", "kubectl"] {
+                let home = if client == "kubectl" { "sandbox/pod.rs" } else { "sandbox/engine.rs" };
+                if line.contains(&format!("ProcessBuilder::new(\"{client}\")")) && file != home {
+                    found.push(format!("src/{file}:{}: {}", n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "an engine's client started outside its home (use `Target` or `Kube`): {found:#?}");
+}
+
 /// eden's helper processes (hidden subcommands: the containment init, the allowlist's probes,
 /// the simulated agent, the credential relay and its tunnel) talk on their own stdout and stderr, which eden reads.
 const HELPERS: [&str; 6] = [
