@@ -246,6 +246,19 @@ pub(super) fn sweep_script(keep: &str) -> String {
 /// `ARGV` as the engine's client runs it inside a sandbox.
 pub(super) type ExecInside = Box<dyn Fn(&[&str]) -> ProcessBuilder + Send + Sync>;
 
+/// The end of every command's wrapper in a container or a pod: write its pid to `pid_file` (a
+/// shell word), run the command in the foreground, sweep what it left (sparing `keep`), note
+/// the branch's tip (`note`, `tip_note`; empty when the command has a terminal) and exit with
+/// its status. The trap (a handler, so the command starts with default dispositions) makes a
+/// signal for the group end the command first; the shell runs the trap, and the sweep, once
+/// the command has gone.
+pub(super) fn run_and_sweep(pid_file: &str, keep: &str, note: &str) -> String {
+    format!(
+        r#"trap : INT TERM HUP QUIT; echo $$ > {pid_file}; "$@"; status=$?; {}; {note}exit $status"#,
+        sweep_script(keep)
+    )
+}
+
 /// One command's processes inside a container or a pod, reached through the engine's own exec:
 /// the command's group signalled as its wrapper recorded it, what it left swept.
 pub(super) struct InsideSandbox {

@@ -45,18 +45,12 @@ const PIDS_INSIDE: &str = "/tmp/.eden-exec";
 /// what the worktree's `.git` says inside (a read-only file over the host's pointer).
 const GIT_DIR_INSIDE: &str = "/opt/eden/git";
 
-/// `sh -c WRAPPER PIDFILE PROGRAM ARGS...`: writes its pid, runs the command in the foreground,
-/// sweeps what the command left, and exits with the command's status. The trap (a handler, so
-/// the command starts with default dispositions) makes a signal for the group end the command
-/// first; the shell runs the trap, and the sweep, once the command has gone.
-///
-/// Last, unless the command has a terminal, it notes the branch's tip (`carry::tip_note`).
+/// `sh -c WRAPPER PIDFILE PROGRAM ARGS...`: the command run as every sandbox's commands are
+/// (`carry::run_and_sweep`), its pid written to PIDFILE; last, unless the command has a
+/// terminal, it notes the branch's tip.
 fn wrapper(keep: &str, note_tip: Option<(&Path, &str)>) -> String {
     let note = note_tip.map_or_else(String::new, |(workspace, branch)| carry::tip_note(workspace, branch));
-    format!(
-        r#"trap : INT TERM HUP QUIT; echo $$ > "$0"; "$@"; status=$?; {}; {note}exit $status"#,
-        carry::sweep_script(keep),
-    )
+    carry::run_and_sweep(r#""$0""#, keep, &note)
 }
 
 /// Run as root once the container is up: the workspace volume (made by the engine, owned by

@@ -32,16 +32,16 @@ const EXEC_DIR: &str = "/tmp/.eden-exec";
 
 /// `sh -c WRAPPER sh ENV PIDFILE CWD PROGRAM ARGS...`: takes the command's variables (ENV `-`:
 /// none; `<MARK`: on its stdin, up to a line MARK, ahead of the command's own input; otherwise
-/// a file, read and removed), goes to its directory, writes its pid, runs it, sweeps what it
-/// left, notes the branch's tip (NOTE, `carry::tip_note`) and exits with its status. `read`
-/// takes a pipe a byte at a time, so the command's input starts right after the mark.
+/// a file, read and removed), goes to its directory, and runs the command as every sandbox's
+/// commands are (RUN: `carry::run_and_sweep`, its pid written to PIDFILE). `read` takes a pipe
+/// a byte at a time, so the command's input starts right after the mark.
 const WRAPPER: &str = r#"case $1 in
 -) ;;
 "<"*) eden_mark=${1#<}; eden_vars=; eden_nl='
 '; while IFS= read -r eden_line; do [ "$eden_line" = "$eden_mark" ] && break; eden_vars=$eden_vars$eden_line$eden_nl; done; eval "$eden_vars"; unset eden_mark eden_vars eden_line eden_nl;;
 *) . "$1"; rm -f "$1";;
 esac
-pid_file=$2; cd "$3" || exit 127; shift 3; trap : INT TERM HUP QUIT; echo $$ > "$pid_file"; "$@"; status=$?; SWEEP; NOTE exit $status"#;
+pid_file=$2; cd "$3" || exit 127; shift 3; RUN"#;
 
 /// The workspace's folder is the pod volume's, owned by root, and the pod's user is not root:
 /// git inside is told the repository there is to be trusted, per command (never through a
@@ -578,7 +578,7 @@ impl Pod {
             Some(Stdin::Terminal { .. }) => String::new(),
             _ => carry::tip_note(self.ledger.worktree(), self.ledger.branch()),
         };
-        let script = WRAPPER.replace("SWEEP", &carry::sweep_script(&self.keep())).replace("NOTE", &note);
+        let script = WRAPPER.replace("RUN", &carry::run_and_sweep(r#""$pid_file""#, &self.keep(), &note));
         let flags: &[&str] = match stdin {
             Some(Stdin::Null) => &[],
             // A terminal inside, sized and resized by kubectl from ours.
