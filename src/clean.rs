@@ -30,20 +30,20 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-pub struct Settings {
+pub(crate) struct Settings {
     /// Also remove logs, records, sessions and patches older than this.
-    pub older_than: Option<Duration>,
+    pub(crate) older_than: Option<Duration>,
     /// Also remove dirty worktrees, unmerged branches and copies with work in them.
-    pub force: bool,
+    pub(crate) force: bool,
     /// Only list.
-    pub dry_run: bool,
+    pub(crate) dry_run: bool,
     /// Containers and isolated copies of every repository, not just this one.
-    pub all_repos: bool,
+    pub(crate) all_repos: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Kind {
+pub(crate) enum Kind {
     Worktree,
     Branch,
     Container,
@@ -67,7 +67,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Kind::Worktree => "worktree",
             Kind::Branch => "branch",
@@ -91,7 +91,7 @@ impl Kind {
 /// What clean does (or did) with an item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// `--dry-run`: it would be removed.
     WouldRemove,
     Removed,
@@ -107,7 +107,7 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Outcome::WouldRemove => "would remove",
             Outcome::Removed => "removed",
@@ -121,14 +121,14 @@ impl Outcome {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct Item {
-    pub kind: Kind,
+pub(crate) struct Item {
+    pub(crate) kind: Kind,
     /// A path (relative to the repository when inside it), a branch or a container name.
-    pub name: String,
-    pub outcome: Outcome,
-    pub reason: String,
+    pub(crate) name: String,
+    pub(crate) outcome: Outcome,
+    pub(crate) reason: String,
     /// Kept, but `--force` would remove it.
-    pub needs_force: bool,
+    pub(crate) needs_force: bool,
     #[serde(skip)]
     action: Option<Action>,
 }
@@ -168,12 +168,12 @@ enum Action {
 }
 
 /// What the survey found, before anything is done.
-pub struct Survey {
-    pub items: Vec<Item>,
+pub(crate) struct Survey {
+    pub(crate) items: Vec<Item>,
     /// Problems that did not stop the survey (an engine that does not answer).
-    pub warnings: Vec<String>,
+    pub(crate) warnings: Vec<String>,
     /// Logs, records and sessions present and kept because no `--older-than` was given.
-    pub history_kept: usize,
+    pub(crate) history_kept: usize,
 }
 
 /// A record, as far as clean needs it.
@@ -207,7 +207,7 @@ struct Live {
 }
 
 /// Look at everything; change nothing.
-pub fn survey(layout: Option<&Layout>, settings: &Settings) -> Survey {
+pub(crate) fn survey(layout: Option<&Layout>, settings: &Settings) -> Survey {
     let mut survey = Survey { items: Vec::new(), warnings: Vec::new(), history_kept: 0 };
     let mut live = Live::default();
     if let Some(layout) = layout {
@@ -758,7 +758,11 @@ fn history(layout: &Layout, settings: &Settings, live: &Live, survey: &mut Surve
 
 /// Carry out the survey: every item with an action, in its order, under the repository lock.
 /// Stops early (the rest `skipped`) when `interrupted` says so.
-pub fn execute(survey: &mut Survey, layout: Option<&Layout>, interrupted: &dyn Fn() -> bool) -> Result<(), Error> {
+pub(crate) fn execute(
+    survey: &mut Survey,
+    layout: Option<&Layout>,
+    interrupted: &dyn Fn() -> bool,
+) -> Result<(), Error> {
     let _lock = match layout {
         Some(layout) => Some(RepoLock::acquire(&layout.repository_lock(), "clean", "cleaning up", &mut |_| {})?),
         None => None,

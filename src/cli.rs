@@ -20,11 +20,11 @@ deleted.",
 )]
 pub struct Cli {
     #[command(subcommand)]
-    pub command: Command,
+    pub(crate) command: Command,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Run an agent as a manifest (or flags) describes: worktree, iterations, merge back
     #[command(long_about = run_long_about())]
     Run(Box<RunArgs>),
@@ -97,21 +97,21 @@ fish: `eden completions fish > ~/.config/fish/completions/eden.fish`. Packagers:
 }
 
 #[derive(Debug, Args)]
-pub struct InteractiveArgs {
+pub(crate) struct InteractiveArgs {
     #[command(flatten)]
-    pub run: RunArgs,
+    pub(crate) run: RunArgs,
 
     /// Without a terminal: the agent reads eden's stdin and writes its stdout as they are
     #[arg(long)]
-    pub no_tty: bool,
+    pub(crate) no_tty: bool,
 
     /// Continue this agent session (an id from `eden sessions list --json`)
     #[arg(long, value_name = "SESSION", value_hint = ValueHint::Other)]
-    pub resume: Option<String>,
+    pub(crate) resume: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum SessionsCommand {
+pub(crate) enum SessionsCommand {
     /// One line per run, newest first (from `.eden/runs/`)
     List(SessionsListArgs),
     /// Replay a run: prompts, the agent's text, tool calls, hooks, usage, the outcome
@@ -140,289 +140,289 @@ exists. Exit codes as for `eden run`.")]
 }
 
 #[derive(Debug, Args)]
-pub struct SessionsTransferArgs {
+pub(crate) struct SessionsTransferArgs {
     /// A session id (or a run id, or `last`: its last session)
     #[arg(value_name = "SESSION", value_hint = ValueHint::Other)]
-    pub session: String,
+    pub(crate) session: String,
 
     /// The working directory the agent will resume it in
     #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath)]
-    pub to: PathBuf,
+    pub(crate) to: PathBuf,
 
     /// Overwrite a session already there
     #[arg(long)]
-    pub force: bool,
+    pub(crate) force: bool,
 
     /// The repository whose runs to look in (default: the current directory's)
     #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath)]
-    pub repo: Option<PathBuf>,
+    pub(crate) repo: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
-pub struct SessionsResumeArgs {
+pub(crate) struct SessionsResumeArgs {
     /// A session id (or a run id, or `last`: its last session)
     #[arg(value_name = "SESSION", value_hint = ValueHint::Other)]
-    pub session: String,
+    pub(crate) session: String,
 
     /// The manifest to run (default: the original run's, when it still exists)
     #[arg(value_name = "MANIFEST", value_hint = ValueHint::FilePath)]
-    pub manifest: Option<PathBuf>,
+    pub(crate) manifest: Option<PathBuf>,
 
     /// The follow-up message (default: continue, and print the completion signal when done)
     #[arg(long, value_hint = ValueHint::Other)]
-    pub prompt: Option<String>,
+    pub(crate) prompt: Option<String>,
 
     /// Hand the terminal to the agent in that session (`eden interactive`)
     #[arg(long)]
-    pub interactive: bool,
+    pub(crate) interactive: bool,
 
     /// Override any manifest key (repeatable)
     #[arg(long = "set", value_name = "KEY=VALUE", value_hint = ValueHint::Other)]
-    pub set: Vec<String>,
+    pub(crate) set: Vec<String>,
 
     /// The repository (default: the current directory's)
     #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath)]
-    pub repo: Option<PathBuf>,
+    pub(crate) repo: Option<PathBuf>,
 
     /// Print the resolved plan as JSON; create nothing
     #[arg(long)]
-    pub dry_run: bool,
+    pub(crate) dry_run: bool,
 
     /// Print the run record as JSON on stdout
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
 
     /// No progress output
     #[arg(long, short)]
-    pub quiet: bool,
+    pub(crate) quiet: bool,
 }
 
 #[derive(Debug, Args)]
-pub struct SessionsListArgs {
+pub(crate) struct SessionsListArgs {
     /// Only runs started within this long (e.g. `7d`, `12h`)
     #[arg(long, value_name = "DURATION", value_hint = ValueHint::Other)]
-    pub since: Option<String>,
+    pub(crate) since: Option<String>,
 
     /// Only runs of this name
     #[arg(long, value_hint = ValueHint::Other)]
-    pub name: Option<String>,
+    pub(crate) name: Option<String>,
 
     /// Only runs with this agent in one of their steps
     #[arg(long, value_name = "KIND", value_parser = OneOf(agent_kinds))]
-    pub agent: Option<String>,
+    pub(crate) agent: Option<String>,
 
     /// Only runs with this status (running, finished, abandoned) or exit reason (completed, agent_failed, ...)
     #[arg(long, value_parser = OneOf(status_words))]
-    pub status: Option<String>,
+    pub(crate) status: Option<String>,
 
     /// Only runs on this branch
     #[arg(long, value_hint = ValueHint::Other)]
-    pub branch: Option<String>,
+    pub(crate) branch: Option<String>,
 
     /// Print the runs as a JSON array on stdout
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
 
     /// The repository (default: the current directory's)
     #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath)]
-    pub repo: Option<PathBuf>,
+    pub(crate) repo: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
-pub struct SessionsShowArgs {
+pub(crate) struct SessionsShowArgs {
     /// A run id (or prefix), `last`, or a session id
     #[arg(value_name = "RUN", default_value = "last", value_hint = ValueHint::Other)]
-    pub run: String,
+    pub(crate) run: String,
 
     /// Whole prompts, texts and tool summaries (they are cut otherwise)
     #[arg(long)]
-    pub full: bool,
+    pub(crate) full: bool,
 
     /// Print the captured transcripts as stored (JSON lines)
     #[arg(long, conflicts_with = "json")]
-    pub raw: bool,
+    pub(crate) raw: bool,
 
     /// Print the run's events as JSON lines
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
 
     /// Never start a pager
     #[arg(long)]
-    pub no_pager: bool,
+    pub(crate) no_pager: bool,
 
     /// Follow a run as it goes (from another terminal): its events as `eden run` shows them,
     /// until it ends; exits with the run's exit code
     #[arg(long, short = 'f', conflicts_with_all = ["raw", "full"])]
-    pub follow: bool,
+    pub(crate) follow: bool,
 
     /// The repository (default: the current directory's)
     #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath)]
-    pub repo: Option<PathBuf>,
+    pub(crate) repo: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
-pub struct SessionsCostArgs {
+pub(crate) struct SessionsCostArgs {
     /// Group the totals by
     #[arg(long, default_value = "run", value_parser = OneOf(cost_groups))]
-    pub by: String,
+    pub(crate) by: String,
 
     /// Only runs started within this long (e.g. `7d`)
     #[arg(long, value_name = "DURATION", value_hint = ValueHint::Other)]
-    pub since: Option<String>,
+    pub(crate) since: Option<String>,
 
     /// Price table (default: `~/.config/eden/prices.toml` when it exists)
     #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
-    pub prices: Option<PathBuf>,
+    pub(crate) prices: Option<PathBuf>,
 
     /// Print the totals as JSON on stdout
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
 
     /// The repository (default: the current directory's)
     #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath)]
-    pub repo: Option<PathBuf>,
+    pub(crate) repo: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
-pub struct SessionsRmArgs {
+pub(crate) struct SessionsRmArgs {
     /// Run ids (or unambiguous prefixes, or `last`)
     #[arg(value_name = "RUN", required = true, value_hint = ValueHint::Other)]
-    pub runs: Vec<String>,
+    pub(crate) runs: Vec<String>,
 
     /// The repository (default: the current directory's)
     #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath)]
-    pub repo: Option<PathBuf>,
+    pub(crate) repo: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
-pub struct CompletionsArgs {
+pub(crate) struct CompletionsArgs {
     /// The shell to complete for
     #[arg(value_name = "SHELL")]
-    pub shell: clap_complete::Shell,
+    pub(crate) shell: clap_complete::Shell,
 }
 
 #[derive(Debug, Args)]
-pub struct DoctorArgs {
+pub(crate) struct DoctorArgs {
     /// A manifest whose needs to check too
     #[arg(value_name = "MANIFEST", value_hint = ValueHint::FilePath)]
-    pub manifest: Option<PathBuf>,
+    pub(crate) manifest: Option<PathBuf>,
 
     /// Also try each agent's model host over the network
     #[arg(long)]
-    pub network: bool,
+    pub(crate) network: bool,
 
     /// The findings as JSON on stdout
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
 
     /// The repository (default: the current directory's)
     #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath)]
-    pub repo: Option<PathBuf>,
+    pub(crate) repo: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
-pub struct ReviewArgs {
+pub(crate) struct ReviewArgs {
     /// The run: an id, a prefix of one, `last`, or a session id
     #[arg(value_name = "RUN", value_hint = ValueHint::Other)]
-    pub run: String,
+    pub(crate) run: String,
 
     /// The repository whose runs to look in (default: the current directory's)
     #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath)]
-    pub repo: Option<PathBuf>,
+    pub(crate) repo: Option<PathBuf>,
 
     /// Print the run's record, as it is now, on stdout
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Args)]
-pub struct DiffArgs {
+pub(crate) struct DiffArgs {
     /// The run: an id, a prefix of one, `last` (the default), or a session id
     #[arg(value_name = "RUN", default_value = "last", value_hint = ValueHint::Other)]
-    pub run: String,
+    pub(crate) run: String,
 
     /// The repository whose runs to look in (default: the current directory's)
     #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath)]
-    pub repo: Option<PathBuf>,
+    pub(crate) repo: Option<PathBuf>,
 
     /// More for `git diff`, after `--`
     #[arg(last = true, value_name = "GIT_DIFF_ARGS")]
-    pub args: Vec<String>,
+    pub(crate) args: Vec<String>,
 }
 
 #[derive(Debug, Args)]
-pub struct SteerArgs {
+pub(crate) struct SteerArgs {
     /// The run: an id, a prefix of one, or `last`
     #[arg(value_name = "RUN", value_hint = ValueHint::Other)]
-    pub run: String,
+    pub(crate) run: String,
 
     /// The new prompt for its next iteration
     #[arg(value_name = "PROMPT", value_hint = ValueHint::Other)]
-    pub prompt: String,
+    pub(crate) prompt: String,
 
     /// The repository whose runs to look in (default: the current directory's)
     #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath)]
-    pub repo: Option<PathBuf>,
+    pub(crate) repo: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
-pub struct DiscardArgs {
+pub(crate) struct DiscardArgs {
     #[command(flatten)]
-    pub review: ReviewArgs,
+    pub(crate) review: ReviewArgs,
 
     /// Also discard uncommitted changes in the run's kept worktree
     #[arg(long)]
-    pub force: bool,
+    pub(crate) force: bool,
 }
 
 #[derive(Debug, Args)]
-pub struct CleanArgs {
+pub(crate) struct CleanArgs {
     /// Only list what would be removed and what kept, and why
     #[arg(long)]
-    pub dry_run: bool,
+    pub(crate) dry_run: bool,
 
     /// Also remove dirty worktrees, unmerged `eden/*` branches and isolated copies with work in them
     #[arg(long)]
-    pub force: bool,
+    pub(crate) force: bool,
 
     /// Also remove logs, run records, sessions, patches and artifacts older than this (e.g. `7d`, `12h`)
     #[arg(long, value_name = "DURATION", value_hint = ValueHint::Other)]
-    pub older_than: Option<String>,
+    pub(crate) older_than: Option<String>,
 
     /// Containers and isolated copies of every repository, not just this one
     #[arg(long, visible_alias = "all")]
-    pub all_repos: bool,
+    pub(crate) all_repos: bool,
 
     /// The repository to clean (default: the current directory's)
     #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath)]
-    pub repo: Option<PathBuf>,
+    pub(crate) repo: Option<PathBuf>,
 
     /// Print what was found and done as JSON on stdout
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Args)]
-pub struct InitArgs {
+pub(crate) struct InitArgs {
     /// Agent kind for the manifest
     #[arg(long, value_name = "KIND", default_value = "claude-code", value_parser = OneOf(agent_kinds))]
-    pub agent: String,
+    pub(crate) agent: String,
 
     /// Sandbox for the manifest
     #[arg(long, value_name = "KIND", default_value = "none", value_parser = OneOf(sandbox_kinds))]
-    pub sandbox: String,
+    pub(crate) sandbox: String,
 
     /// Folder to write into (default: the current directory)
     #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath)]
-    pub dir: Option<PathBuf>,
+    pub(crate) dir: Option<PathBuf>,
 
     /// Overwrite existing files
     #[arg(long)]
-    pub force: bool,
+    pub(crate) force: bool,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum ImageCommand {
+pub(crate) enum ImageCommand {
     /// Build the image from `Dockerfile.eden` with your uid/gid baked in
     Build(ImageBuildArgs),
     /// Remove the image
@@ -432,183 +432,183 @@ pub enum ImageCommand {
 }
 
 #[derive(Debug, Args)]
-pub struct ImageBuildArgs {
+pub(crate) struct ImageBuildArgs {
     /// The container engine (default: docker when its daemon answers, else podman)
     #[arg(long, value_name = "ENGINE", value_parser = OneOf(engines))]
-    pub engine: Option<String>,
+    pub(crate) engine: Option<String>,
 
     /// The engine to use, when not the client's default: `tcp://HOST:2376`, `ssh://USER@HOST`, or
     /// a docker context / podman connection name
     #[arg(long, value_name = "ENGINE", value_hint = ValueHint::Other)]
-    pub host: Option<String>,
+    pub(crate) host: Option<String>,
 
     /// Image name (default: `eden:<repository folder name>`)
     #[arg(long, value_hint = ValueHint::Other)]
-    pub tag: Option<String>,
+    pub(crate) tag: Option<String>,
 
     /// The Dockerfile, as `eden init` writes it
     #[arg(long, value_name = "PATH", default_value = "Dockerfile.eden", value_hint = ValueHint::FilePath)]
-    pub file: PathBuf,
+    pub(crate) file: PathBuf,
 
     /// Agent whose CLI to install from npm (`none`: install nothing)
     #[arg(long, value_name = "KIND", default_value = "claude-code", value_parser = OneOf(npm_agent_kinds))]
-    pub agent: String,
+    pub(crate) agent: String,
 
     /// Base image (default: the Dockerfile's, `node:22-bookworm-slim`)
     #[arg(long, value_name = "IMAGE", value_hint = ValueHint::Other)]
-    pub base: Option<String>,
+    pub(crate) base: Option<String>,
 
     /// A build argument for the Dockerfile (a proxy, a CA certificate's path): KEY=VALUE, or KEY
     /// to take its value from eden's environment; repeatable. Values go to the engine in its
     /// environment, never on its command line
     #[arg(long = "build-arg", value_name = "KEY[=VALUE]")]
-    pub build_args: Vec<String>,
+    pub(crate) build_args: Vec<String>,
 }
 
 #[derive(Debug, Args)]
-pub struct ImageRemoveArgs {
+pub(crate) struct ImageRemoveArgs {
     /// The container engine (default: docker when its daemon answers, else podman)
     #[arg(long, value_name = "ENGINE", value_parser = OneOf(engines))]
-    pub engine: Option<String>,
+    pub(crate) engine: Option<String>,
 
     /// The engine to use, when not the client's default: `tcp://HOST:2376`, `ssh://USER@HOST`, or
     /// a docker context / podman connection name
     #[arg(long, value_name = "ENGINE", value_hint = ValueHint::Other)]
-    pub host: Option<String>,
+    pub(crate) host: Option<String>,
 
     /// Image name (default: `eden:<repository folder name>`)
     #[arg(long, value_hint = ValueHint::Other)]
-    pub tag: Option<String>,
+    pub(crate) tag: Option<String>,
 }
 
 #[derive(Debug, Args)]
-pub struct ImagePushArgs {
+pub(crate) struct ImagePushArgs {
     /// The image (default: `eden:<repository folder name>`)
     #[arg(value_name = "IMAGE", value_hint = ValueHint::Other)]
-    pub tag: Option<String>,
+    pub(crate) tag: Option<String>,
 
     /// The container engine (default: docker when its daemon answers, else podman)
     #[arg(long, value_name = "ENGINE", value_parser = OneOf(engines))]
-    pub engine: Option<String>,
+    pub(crate) engine: Option<String>,
 
     /// The engine to copy it to: `tcp://HOST:2376`, `ssh://USER@HOST`, or a docker context /
     /// podman connection name
     #[arg(long, value_name = "ENGINE", value_hint = ValueHint::Other, required = true)]
-    pub host: String,
+    pub(crate) host: String,
 }
 
 #[derive(Debug, Args)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     /// The TOML manifest to run (omit to describe the run with flags alone); several run in
     /// parallel, each a run of its own
     #[arg(value_name = "MANIFEST", value_hint = ValueHint::FilePath)]
-    pub manifests: Vec<PathBuf>,
+    pub(crate) manifests: Vec<PathBuf>,
 
     /// With several runs: how many go at once (default: all of them, at most 8)
     #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub jobs: Option<u32>,
+    pub(crate) jobs: Option<u32>,
 
     /// With several runs spread over hosts (`sandbox.host = [..]`): at most N of them on one host
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub jobs_per_host: Option<u32>,
+    pub(crate) jobs_per_host: Option<u32>,
 
     /// With several runs: stop the others (as Ctrl-C would) when one fails, start no more
     #[arg(long)]
-    pub fail_fast: bool,
+    pub(crate) fail_fast: bool,
 
     /// Run the manifest N times at once from the same base, each on a branch of its own; the
     /// first attempt to finish with its completion signal and every check passing lands, the
     /// others are stopped and keep their branches (the manifest's `attempts`; this wins)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=16))]
-    pub attempts: Option<u32>,
+    pub(crate) attempts: Option<u32>,
 
     /// Start where another run left off: its branch's tip (or with `RUN@N` the commit after
     /// its iteration N) and, where the agent can, its session (RUN: an id, a prefix or `last`)
     #[arg(long, value_name = "RUN[@N]", value_hint = ValueHint::Other)]
-    pub from: Option<String>,
+    pub(crate) from: Option<String>,
 
     /// Run each manifest once per value of a key, e.g. `--matrix agent.kind=claude-code,codex`;
     /// the run names get the value as a suffix (repeatable: every combination)
     #[arg(long, value_name = "KEY=V1,V2,...", value_hint = ValueHint::Other)]
-    pub matrix: Vec<String>,
+    pub(crate) matrix: Vec<String>,
 
     /// Override any manifest key, e.g. `--set agent.model=opus` (repeatable)
     #[arg(long = "set", value_name = "KEY=VALUE", value_hint = ValueHint::Other)]
-    pub set: Vec<String>,
+    pub(crate) set: Vec<String>,
 
     /// A prompt argument for `{{KEY}}` in the prompt (repeatable)
     #[arg(long = "arg", value_name = "KEY=VALUE", value_hint = ValueHint::Other)]
-    pub prompt_args: Vec<String>,
+    pub(crate) prompt_args: Vec<String>,
 
     /// Agent kind
     #[arg(long, value_name = "KIND", value_parser = OneOf(agent_kinds))]
-    pub agent: Option<String>,
+    pub(crate) agent: Option<String>,
 
     /// The agent's executable: a path, or a name looked up on PATH
     #[arg(long, value_name = "PATH", value_hint = ValueHint::ExecutablePath)]
-    pub binary: Option<String>,
+    pub(crate) binary: Option<String>,
 
     /// Model passed to the agent
     #[arg(long, value_hint = ValueHint::Other)]
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
 
     /// The task, as text
     #[arg(long, conflicts_with = "prompt_file", value_hint = ValueHint::Other)]
-    pub prompt: Option<String>,
+    pub(crate) prompt: Option<String>,
 
     /// The task, from a file
     #[arg(long, value_name = "PATH", value_hint = ValueHint::FilePath)]
-    pub prompt_file: Option<String>,
+    pub(crate) prompt_file: Option<String>,
 
     /// Run name (used in branch names and logs)
     #[arg(long, value_hint = ValueHint::Other)]
-    pub name: Option<String>,
+    pub(crate) name: Option<String>,
 
     /// Most agent iterations
     #[arg(long, value_name = "N", value_hint = ValueHint::Other)]
-    pub max_iterations: Option<u32>,
+    pub(crate) max_iterations: Option<u32>,
 
     /// Sandbox kind (`docker` and `podman` also need an image: `--set sandbox.image=eden:NAME`)
     #[arg(long, value_name = "KIND", value_parser = OneOf(sandbox_kinds))]
-    pub sandbox: Option<String>,
+    pub(crate) sandbox: Option<String>,
 
     /// The container engine to run on: `tcp://HOST:2376`, `ssh://USER@HOST`, `unix:///SOCKET`, or a
     /// docker context / podman connection name (`sandbox.host`)
     #[arg(long, value_name = "ENGINE", value_hint = ValueHint::Other)]
-    pub host: Option<String>,
+    pub(crate) host: Option<String>,
 
     /// Branch strategy
     #[arg(long, value_name = "STRATEGY", value_parser = OneOf(strategies))]
-    pub strategy: Option<String>,
+    pub(crate) strategy: Option<String>,
 
     /// Branch name for strategy `named`
     #[arg(long, value_name = "NAME", value_hint = ValueHint::Other)]
-    pub branch: Option<String>,
+    pub(crate) branch: Option<String>,
 
     /// Branch to start from (and merge back into)
     #[arg(long, value_name = "BRANCH", value_hint = ValueHint::Other)]
-    pub base: Option<String>,
+    pub(crate) base: Option<String>,
 
     /// The repository to work in (default: the current directory's)
     #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath)]
-    pub repo: Option<PathBuf>,
+    pub(crate) repo: Option<PathBuf>,
 
     /// Print the resolved plan as JSON and stop
     #[arg(long)]
-    pub dry_run: bool,
+    pub(crate) dry_run: bool,
 
     /// Print the run record as JSON on stdout (or, if the run cannot start, the error)
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
 
     /// Print every event as a JSON line on stdout as it happens; the last, `run_finished`,
     /// carries the run record
     #[arg(long)]
-    pub json_events: bool,
+    pub(crate) json_events: bool,
 
     /// No progress output (errors are still printed)
     #[arg(long, short)]
-    pub quiet: bool,
+    pub(crate) quiet: bool,
 }
 
 /// Accepts any text (eden checks it later, with its own hints) but tells `--help` and shell

@@ -20,59 +20,59 @@ use std::time::{Duration, Instant};
 
 /// The variable that tells a run which invocation it belongs to: runs of one invocation number
 /// their merges into each target (`merge_queue_position` in the record).
-pub const BATCH_ENV: &str = "EDEN_BATCH";
+pub(crate) const BATCH_ENV: &str = "EDEN_BATCH";
 
 /// The variable that tells a run it is one of several attempts at the same task:
 /// `NUMBER/OF/GROUP` (`record::AttemptRecord`).
-pub const ATTEMPT_ENV: &str = "EDEN_ATTEMPT";
+pub(crate) const ATTEMPT_ENV: &str = "EDEN_ATTEMPT";
 
 /// One run of the invocation.
-pub struct Member {
-    pub name: String,
-    pub agent: String,
+pub(crate) struct Member {
+    pub(crate) name: String,
+    pub(crate) agent: String,
     /// Its `eden run` command line (the coordinator adds `--json-events`, and `--quiet` when
     /// the display shows only its own lines).
-    pub command: ProcessBuilder,
+    pub(crate) command: ProcessBuilder,
     /// Where its merge queue's count is kept.
-    pub layout: crate::layout::Layout,
+    pub(crate) layout: crate::layout::Layout,
     /// The engines it may go on (`sandbox.host`), in order; empty: its plan's own choice.
-    pub hosts: Vec<String>,
+    pub(crate) hosts: Vec<String>,
     /// One of several attempts at the same task (`--attempts`): which.
-    pub attempt: Option<crate::record::AttemptRecord>,
+    pub(crate) attempt: Option<crate::record::AttemptRecord>,
     /// `attempts_pick = "best"`: the choice is made once every attempt has ended.
-    pub best: bool,
+    pub(crate) best: bool,
 }
 
 /// How the runs are coordinated.
-pub struct Options {
-    pub jobs: usize,
+pub(crate) struct Options {
+    pub(crate) jobs: usize,
     /// Stop the others (as Ctrl-C would) when one fails, and start no more.
-    pub fail_fast: bool,
+    pub(crate) fail_fast: bool,
     /// Every run's events to stdout, each with its `run_name`.
-    pub json_events: bool,
+    pub(crate) json_events: bool,
     /// At most this many of the invocation's runs in flight on one host (`--jobs-per-host`).
-    pub per_host: Option<usize>,
+    pub(crate) per_host: Option<usize>,
 }
 
 /// What the coordination came to: how each run ended, and the signal that stopped it all.
-pub struct Coordinated {
-    pub display: BatchDisplay,
-    pub ended: Vec<Ended>,
-    pub interrupted: Option<crate::exit::Signal>,
+pub(crate) struct Coordinated {
+    pub(crate) display: BatchDisplay,
+    pub(crate) ended: Vec<Ended>,
+    pub(crate) interrupted: Option<crate::exit::Signal>,
 }
 
 /// How a run ended, as this process saw it.
 #[derive(Default)]
-pub struct Ended {
-    pub started: bool,
+pub(crate) struct Ended {
+    pub(crate) started: bool,
     /// The host it was placed on, when it had several to go on.
-    pub host: Option<String>,
+    pub(crate) host: Option<String>,
     /// Stopped by `--fail-fast` (not counted in the exit code).
-    pub stopped: bool,
-    pub code: Option<i32>,
-    pub record: Option<RunRecord>,
+    pub(crate) stopped: bool,
+    pub(crate) code: Option<i32>,
+    pub(crate) record: Option<RunRecord>,
     /// The error a run printed as JSON when it could not start.
-    pub error: Option<ErrorReport>,
+    pub(crate) error: Option<ErrorReport>,
 }
 
 enum Message {
@@ -84,7 +84,7 @@ enum Message {
 
 /// Start the runs, `jobs` at a time, until all have ended (or a signal or `fail_fast` says to
 /// start no more).
-pub fn run(members: &[Member], options: &Options, display: BatchDisplay) -> Result<Coordinated, Error> {
+pub(crate) fn run(members: &[Member], options: &Options, display: BatchDisplay) -> Result<Coordinated, Error> {
     let (sender, receiver) = mpsc::channel();
     let signals = sender.clone();
     crate::process::deliver_signals_to(move |signal| {
@@ -342,7 +342,7 @@ fn read_lines(
 }
 
 /// A run's line in the summary table.
-pub fn row(member: &Member, ended: &Ended) -> Row {
+pub(crate) fn row(member: &Member, ended: &Ended) -> Row {
     let mut row = match &ended.record {
         Some(record) => Row::from_record(&member.name, &member.agent, record, ended.code),
         None => Row { name: member.name.clone(), agent: member.agent.clone(), code: ended.code, ..Row::default() },
@@ -364,7 +364,7 @@ pub fn row(member: &Member, ended: &Ended) -> Row {
 }
 
 /// A run in the `--json` array: its record, or what stopped it before it had one.
-pub fn json_entry(member: &Member, ended: &Ended) -> serde_json::Value {
+pub(crate) fn json_entry(member: &Member, ended: &Ended) -> serde_json::Value {
     if let Some(record) = &ended.record {
         return serde_json::to_value(record).expect("records serialize");
     }

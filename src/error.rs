@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 /// What went wrong, as far as the exit code is concerned, with what a caller may branch on.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ErrorKind {
+pub(crate) enum ErrorKind {
     /// The run ended without its completion signal and `require_completion` is set.
     Incomplete,
     /// The run finished, but the agent left work uncommitted: it is in the kept worktree, not
@@ -48,29 +48,30 @@ pub enum ErrorKind {
 
 /// Which `[budget]` cap a run crossed, and by how much.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct BudgetExceeded {
-    pub scope: BudgetScope,
+pub(crate) struct BudgetExceeded {
+    pub(crate) scope: BudgetScope,
     /// The step whose `budget` it was (with `scope = "step"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub step: Option<String>,
-    pub cap: BudgetCap,
+    pub(crate) step: Option<String>,
+    pub(crate) cap: BudgetCap,
     /// The cap and what was spent when eden stopped the agent, as text (`2,000 tokens`).
-    pub limit: String,
-    pub used: String,
+    pub(crate) limit: String,
+    pub(crate) used: String,
 }
 
 /// Whose cap: the run's (`[budget]`) or a step's own (`budget`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum BudgetScope {
+pub(crate) enum BudgetScope {
     Run,
     Step,
 }
 
-/// Which cap, named as the manifest key that sets it.
+/// Which cap, named as the manifest key that sets it (hence the shared prefix).
+#[allow(clippy::enum_variant_names)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum BudgetCap {
+pub(crate) enum BudgetCap {
     MaxTokens,
     MaxCostUsd,
     MaxDuration,
@@ -78,7 +79,7 @@ pub enum BudgetCap {
 
 impl BudgetCap {
     /// The manifest key.
-    pub fn key(self) -> &'static str {
+    pub(crate) fn key(self) -> &'static str {
         match self {
             BudgetCap::MaxTokens => "max_tokens",
             BudgetCap::MaxCostUsd => "max_cost_usd",
@@ -89,7 +90,7 @@ impl BudgetCap {
 
 impl ErrorKind {
     /// Which of eden's exit codes this error ends with.
-    pub fn exit(&self) -> Exit {
+    pub(crate) fn exit(&self) -> Exit {
         match self {
             ErrorKind::Incomplete | ErrorKind::Uncommitted => Exit::NotFinished,
             ErrorKind::Usage => Exit::Usage,
@@ -107,7 +108,7 @@ impl ErrorKind {
     }
 
     /// The process's exit code: eden's own, or the code an interactive agent ended with.
-    pub fn exit_code(&self) -> i32 {
+    pub(crate) fn exit_code(&self) -> i32 {
         match self {
             ErrorKind::Exited { code } => *code,
             other => other.exit().code(),
@@ -115,7 +116,7 @@ impl ErrorKind {
     }
 
     /// The short name used in run records and JSON output.
-    pub fn as_str(&self) -> &'static str {
+    pub(crate) fn as_str(&self) -> &'static str {
         match self {
             ErrorKind::Incomplete => "incomplete",
             ErrorKind::Uncommitted => "uncommitted_work",
@@ -137,7 +138,7 @@ impl ErrorKind {
 
 /// What a caller may branch on beyond the kind, never shown (the message says it).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Reason {
+pub(crate) enum Reason {
     /// A sandbox sent back more than `sandbox.max_return`.
     OverMaxReturn,
     /// What git said on stderr when it failed: git has no error codes, its words are all there is.
@@ -147,76 +148,70 @@ pub enum Reason {
 /// An error meant for the person running eden.
 #[derive(Debug, Clone)]
 pub struct Error {
-    pub kind: ErrorKind,
-    pub message: String,
-    pub hint: Option<String>,
+    pub(crate) kind: ErrorKind,
+    pub(crate) message: String,
+    pub(crate) hint: Option<String>,
     source: Option<Arc<dyn std::error::Error + Send + Sync>>,
     reason: Option<Box<Reason>>,
     /// Further errors found in the same pass (a manifest's independent mistakes, reported at
     /// once, as compilers do).
-    pub also: Box<[Error]>,
+    pub(crate) also: Box<[Error]>,
 }
 
 impl Error {
-    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+    pub(crate) fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         Error { kind, message: message.into(), hint: None, source: None, reason: None, also: Box::default() }
     }
 
-    pub fn usage(message: impl Into<String>) -> Self {
+    pub(crate) fn usage(message: impl Into<String>) -> Self {
         Error::new(ErrorKind::Usage, message)
     }
 
-    pub fn git(message: impl Into<String>) -> Self {
+    pub(crate) fn git(message: impl Into<String>) -> Self {
         Error::new(ErrorKind::Git, message)
     }
 
-    pub fn agent(message: impl Into<String>) -> Self {
+    pub(crate) fn agent(message: impl Into<String>) -> Self {
         Error::new(ErrorKind::Agent, message)
     }
 
-    pub fn timeout(message: impl Into<String>) -> Self {
+    pub(crate) fn timeout(message: impl Into<String>) -> Self {
         Error::new(ErrorKind::Timeout, message)
     }
 
-    pub fn sandbox(message: impl Into<String>) -> Self {
+    pub(crate) fn sandbox(message: impl Into<String>) -> Self {
         Error::new(ErrorKind::Sandbox, message)
     }
 
-    pub fn hook(message: impl Into<String>) -> Self {
+    pub(crate) fn hook(message: impl Into<String>) -> Self {
         Error::new(ErrorKind::Hook, message)
     }
 
-    pub fn internal(message: impl Into<String>) -> Self {
+    pub(crate) fn internal(message: impl Into<String>) -> Self {
         Error::new(ErrorKind::Internal, message)
     }
 
     /// eden received `signal` (SIGINT, SIGTERM, SIGHUP) and stopped.
-    pub fn interrupted(signal: Signal) -> Self {
+    pub(crate) fn interrupted(signal: Signal) -> Self {
         Error::new(ErrorKind::Interrupted { signal }, format!("interrupted by {}", signal.name()))
     }
 
-    /// A valid request for something a later version of eden will do.
-    pub fn unsupported(what: impl fmt::Display) -> Self {
-        Error::usage(format!("{what} is not supported yet"))
-            .with_hint("this version of eden does not implement it; remove it from the manifest")
-    }
-
-    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
+    pub(crate) fn with_hint(mut self, hint: impl Into<String>) -> Self {
         self.hint = Some(hint.into());
         self
     }
 
-    pub fn with_reason(mut self, reason: Reason) -> Self {
+    pub(crate) fn with_reason(mut self, reason: Reason) -> Self {
         self.reason = Some(Box::new(reason));
         self
     }
 
-    pub fn reason(&self) -> Option<&Reason> {
+    pub(crate) fn reason(&self) -> Option<&Reason> {
         self.reason.as_deref()
     }
 
     /// What git said, when git failed.
-    pub fn git_said(&self) -> Option<&str> {
+    pub(crate) fn git_said(&self) -> Option<&str> {
         match self.reason() {
             Some(Reason::GitSaid(said)) => Some(said),
             _ => None,
@@ -224,19 +219,19 @@ impl Error {
     }
 
     /// The same error in the context of `outer`: `outer: message`, the kind, hint and causes kept.
-    pub fn context(mut self, outer: impl fmt::Display) -> Self {
+    pub(crate) fn context(mut self, outer: impl fmt::Display) -> Self {
         self.message = format!("{outer}: {}", self.message);
         self
     }
 
     /// Keep the lower-level error this one comes from (shown as `caused by:`).
-    pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+    pub(crate) fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
         self.source = Some(Arc::new(source));
         self
     }
 
     /// The first of `errors`, with the rest (up to a limit) as `also`; `None` if there are none.
-    pub fn first_of(errors: Vec<Error>) -> Option<Error> {
+    pub(crate) fn first_of(errors: Vec<Error>) -> Option<Error> {
         let mut errors = errors.into_iter();
         let mut first = errors.next()?;
         first.also = errors.take(MAX_ERRORS - 1).collect();
@@ -244,7 +239,7 @@ impl Error {
     }
 
     /// The causes below this error, outermost first.
-    pub fn causes(&self) -> impl Iterator<Item = String> + '_ {
+    pub(crate) fn causes(&self) -> impl Iterator<Item = String> + '_ {
         let mut next = std::error::Error::source(self);
         std::iter::from_fn(move || {
             let current = next?;
@@ -255,7 +250,7 @@ impl Error {
 }
 
 /// How many errors one pass reports at most.
-pub const MAX_ERRORS: usize = 10;
+pub(crate) const MAX_ERRORS: usize = 10;
 
 /// `SIGINT` for 2: the name people know a signal by.
 impl fmt::Display for Error {

@@ -29,17 +29,14 @@ pub enum Exit {
 pub struct Signal(pub i32);
 
 impl Signal {
-    pub const HUP: Signal = Signal(1);
-    pub const INT: Signal = Signal(2);
-    pub const KILL: Signal = Signal(9);
-    pub const TERM: Signal = Signal(15);
+    pub(crate) const INT: Signal = Signal(2);
 
-    pub const fn number(self) -> i32 {
+    pub(crate) const fn number(self) -> i32 {
         self.0
     }
 
     /// `SIGINT`, or `signal 40` for one without a name here.
-    pub fn name(self) -> String {
+    pub(crate) fn name(self) -> String {
         nix::sys::signal::Signal::try_from(self.0)
             .map_or_else(|_| format!("signal {}", self.0), |s| s.as_str().to_owned())
     }
@@ -67,7 +64,7 @@ impl Exit {
 
     /// Most severe first: with several runs, eden exits with the first of these that any run
     /// ended with.
-    pub const SEVERITY: [Exit; 13] = [
+    pub(crate) const SEVERITY: [Exit; 13] = [
         Exit::Interrupted(SIGINT),
         Exit::Internal,
         Exit::Usage,
@@ -83,7 +80,7 @@ impl Exit {
         Exit::Success,
     ];
 
-    pub const fn code(self) -> i32 {
+    pub(crate) const fn code(self) -> i32 {
         match self {
             Exit::Success => 0,
             Exit::NotFinished => 1,
@@ -103,7 +100,7 @@ impl Exit {
 
     /// What a process's exit code means, read back (a run of several, a record). A code eden
     /// does not give itself is an agent's own (`eden interactive` passes it on): a failed agent.
-    pub fn from_code(code: i32) -> Exit {
+    pub(crate) fn from_code(code: i32) -> Exit {
         match code {
             code if code > 128 => Exit::Interrupted(Signal(code - 128)),
             code => Exit::ALL.into_iter().find(|exit| exit.code() == code).unwrap_or(Exit::AgentFailed),
@@ -112,7 +109,7 @@ impl Exit {
 
     /// The code a shell gives a process that ended with `status`: its own, or 128 + the signal
     /// that ended it (1 when it says neither). The one place a process's end becomes a code.
-    pub fn from_status(status: std::process::ExitStatus) -> i32 {
+    pub(crate) fn from_status(status: std::process::ExitStatus) -> i32 {
         use std::os::unix::process::ExitStatusExt;
         match (status.code(), status.signal()) {
             (Some(code), _) => code,
@@ -122,7 +119,7 @@ impl Exit {
     }
 
     /// Higher outranks lower (see `SEVERITY`).
-    pub fn severity(self) -> usize {
+    pub(crate) fn severity(self) -> usize {
         let same = |exit: &Exit| match (exit, self) {
             (Exit::Interrupted(_), Exit::Interrupted(_)) => true,
             (exit, this) => *exit == this,
@@ -226,7 +223,7 @@ impl Exit {
     }
 
     /// `Exit codes: 0 success · 1 not finished · …`, for `--help`.
-    pub fn help_line() -> String {
+    pub(crate) fn help_line() -> String {
         let codes: Vec<String> = Exit::ALL.iter().map(|exit| format!("{} {}", exit.shown(), exit.brief())).collect();
         format!("Exit codes: {}", codes.join(" · "))
     }
@@ -261,7 +258,7 @@ mod tests {
         for exit in Exit::ALL {
             assert_eq!(Exit::from_code(exit.code()), exit);
         }
-        assert_eq!(Exit::from_code(143), Exit::Interrupted(Signal::TERM));
+        assert_eq!(Exit::from_code(143), Exit::Interrupted(Signal(15)));
         assert_eq!(Exit::from_code(42), Exit::AgentFailed, "an agent's own code");
     }
 
@@ -270,7 +267,7 @@ mod tests {
         use std::os::unix::process::ExitStatusExt;
         assert_eq!(Exit::from_status(std::process::ExitStatus::from_raw(3 << 8)), 3);
         assert_eq!(Exit::from_status(std::process::ExitStatus::from_raw(9)), 137);
-        assert_eq!(Signal::TERM.name(), "SIGTERM");
+        assert_eq!(Signal(15).name(), "SIGTERM");
         assert_eq!(Signal(99).name(), "signal 99");
     }
 

@@ -17,27 +17,27 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 /// What every hook of a run shares: the plan and the `EDEN_*` variables it sees.
-pub struct HookRunner<'a> {
-    pub plan: &'a HooksPlan,
-    pub worktree: PathBuf,
+pub(crate) struct HookRunner<'a> {
+    pub(crate) plan: &'a HooksPlan,
+    pub(crate) worktree: PathBuf,
     /// `EDEN_RUN_ID`, `EDEN_NAME`, `EDEN_BRANCH`, ...: set for every hook.
-    pub context: Vec<(&'static str, String)>,
+    pub(crate) context: Vec<(&'static str, String)>,
     /// `.eden/.env`: for every hook.
-    pub dotenv: &'a BTreeMap<String, Secret>,
+    pub(crate) dotenv: &'a BTreeMap<String, Secret>,
     /// `[sandbox] env`: for the sandbox hooks.
-    pub sandbox_env: &'a BTreeMap<String, Secret>,
+    pub(crate) sandbox_env: &'a BTreeMap<String, Secret>,
     /// For a prompt's `` !`command` `` blocks (`timeouts.hook_step`).
-    pub prompt_timeout: Duration,
-    pub stopping: Stopping,
+    pub(crate) prompt_timeout: Duration,
+    pub(crate) stopping: Stopping,
 }
 
 /// Where a phase's hooks are: which iteration, whether the sandbox is up to run sandbox hooks.
-pub struct PhaseRun<'a> {
-    pub phase: Phase,
-    pub iteration: Option<u32>,
-    pub sandbox: Option<&'a dyn SandboxHandle>,
+pub(crate) struct PhaseRun<'a> {
+    pub(crate) phase: Phase,
+    pub(crate) iteration: Option<u32>,
+    pub(crate) sandbox: Option<&'a dyn SandboxHandle>,
     /// Extra variables for this phase (`EDEN_STATUS` for `on_close`).
-    pub extra_env: &'a [(&'static str, String)],
+    pub(crate) extra_env: &'a [(&'static str, String)],
 }
 
 impl HookRunner<'_> {
@@ -58,13 +58,13 @@ impl HookRunner<'_> {
         crate::git::with_config(command, &crate::git::NO_BACKGROUND_WORK)
     }
 
-    pub fn has(&self, phase: Phase) -> bool {
+    pub(crate) fn has(&self, phase: Phase) -> bool {
         !self.plan.get(Side::Host, phase).is_empty() || !self.plan.get(Side::Sandbox, phase).is_empty()
     }
 
     /// Run a phase's host hooks, then its sandbox hooks, in the order written; stop at the first
     /// that fails. Sandbox hooks are skipped when there is no sandbox to run them in.
-    pub async fn run_phase(
+    pub(crate) async fn run_phase(
         &self,
         run: &PhaseRun<'_>,
         reporter: &mut RunEvents,
@@ -154,12 +154,12 @@ impl HookRunner<'_> {
 
 /// How one run of a check went: `Err` only when it could not be run at all, was interrupted,
 /// or took the sandbox with it.
-pub struct CheckRun {
-    pub outcome: HookOutcome,
-    pub exit_code: Option<i32>,
-    pub duration_ms: u64,
+pub(crate) struct CheckRun {
+    pub(crate) outcome: HookOutcome,
+    pub(crate) exit_code: Option<i32>,
+    pub(crate) duration_ms: u64,
     /// The end of its output (stdout, then stderr), secrets redacted; empty for one that passed.
-    pub output_tail: String,
+    pub(crate) output_tail: String,
 }
 
 /// How much of a failing check's output is kept (and shown to the agent).
@@ -169,7 +169,7 @@ const CHECK_TAIL_BYTES: usize = 4096;
 impl HookRunner<'_> {
     /// Run a `[[check]]` in the sandbox, in the worktree (or its `cwd`), with the sandbox hooks'
     /// environment and `extra_env`, under the same supervisor as a hook.
-    pub async fn run_check(
+    pub(crate) async fn run_check(
         &self,
         check: &CheckPlan,
         iteration: u32,
@@ -221,7 +221,7 @@ impl HookRunner<'_> {
 
     /// Run a prompt's `` !`command` `` in the sandbox (in the worktree, with the sandbox hooks'
     /// environment) and return its standard output, without the final newline.
-    pub async fn prompt_command(
+    pub(crate) async fn prompt_command(
         &self,
         cmd: &str,
         iteration: u32,
@@ -388,7 +388,7 @@ impl Handlers for HookOutput<'_> {
 /// An abort channel for `on_close`, which runs after eden was interrupted: it fires only for
 /// signals that arrive after this call, so the first Ctrl-C does not also cut the cleanup
 /// short, while another one still does.
-pub fn later_signals(abort: &watch::Receiver<Option<Abort>>) -> watch::Receiver<Option<Abort>> {
+pub(crate) fn later_signals(abort: &watch::Receiver<Option<Abort>>) -> watch::Receiver<Option<Abort>> {
     let seen = abort.borrow().map_or(0, |request| request.count);
     let (sender, receiver) = watch::channel(None);
     let mut source = abort.clone();

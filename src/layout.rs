@@ -7,163 +7,163 @@
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone)]
-pub struct Layout {
+pub(crate) struct Layout {
     /// The main worktree's root.
-    pub root: PathBuf,
+    pub(crate) root: PathBuf,
     /// The repository's shared `.git` directory.
-    pub common_dir: PathBuf,
+    pub(crate) common_dir: PathBuf,
 }
 
 /// Prefix of an isolated copy's folder in the temporary folder; its private `/tmp` and home are in
 /// the folder that adds `-tmp`, its owner file adds `.json`.
-pub const ISOLATED_PREFIX: &str = "eden-isolated-";
+pub(crate) const ISOLATED_PREFIX: &str = "eden-isolated-";
 
 impl Layout {
-    pub fn new(root: impl Into<PathBuf>, common_dir: impl Into<PathBuf>) -> Self {
+    pub(crate) fn new(root: impl Into<PathBuf>, common_dir: impl Into<PathBuf>) -> Self {
         Layout { root: root.into(), common_dir: common_dir.into() }
     }
 
-    pub fn eden_dir(&self) -> PathBuf {
+    pub(crate) fn eden_dir(&self) -> PathBuf {
         self.root.join(EDEN_DIR)
     }
 
     /// `.eden/worktrees/<branch-slug>`: one per branch.
-    pub fn worktrees(&self) -> PathBuf {
+    pub(crate) fn worktrees(&self) -> PathBuf {
         self.eden_dir().join("worktrees")
     }
 
     /// `.eden/locks/`: `<branch-slug>.lock` per branch in use, and the repository lock.
-    pub fn locks(&self) -> PathBuf {
+    pub(crate) fn locks(&self) -> PathBuf {
         self.eden_dir().join("locks")
     }
 
     /// The merges of one invocation of several runs so far, one target per line: the merge
     /// queue's positions (`merge_queue_position`). Written under the repository lock.
-    pub fn batch_merges(&self, batch_id: &str) -> PathBuf {
+    pub(crate) fn batch_merges(&self, batch_id: &str) -> PathBuf {
         self.locks().join(format!("batch-{batch_id}.merges"))
     }
 
     /// Made by the attempt of an invocation of `--attempts` that lands, under the repository
     /// lock: the others see it and keep their branches. Removed when the invocation ends.
-    pub fn attempt_claim(&self, group: &str) -> PathBuf {
+    pub(crate) fn attempt_claim(&self, group: &str) -> PathBuf {
         self.locks().join(format!("attempts-{group}.chosen"))
     }
 
     /// What attempt `number` of an invocation of `--attempts` has spent so far (its usage, as
     /// JSON), for the others' `[budget]`. Removed when the invocation ends.
-    pub fn attempt_spend(&self, group: &str, number: u32) -> PathBuf {
+    pub(crate) fn attempt_spend(&self, group: &str, number: u32) -> PathBuf {
         self.locks().join(format!("attempts-{group}.{number}.spend"))
     }
 
     /// Held around every git operation that changes what runs share (see `lock::RepoLock`).
     /// Never removed: removing an flock file while others wait on it would split the lock.
-    pub fn repository_lock(&self) -> PathBuf {
+    pub(crate) fn repository_lock(&self) -> PathBuf {
         self.locks().join(REPOSITORY_LOCK)
     }
 
     /// `.eden/runs/<run-id>.json`.
-    pub fn runs(&self) -> PathBuf {
+    pub(crate) fn runs(&self) -> PathBuf {
         self.eden_dir().join("runs")
     }
 
-    pub fn record(&self, run_id: &str) -> PathBuf {
+    pub(crate) fn record(&self, run_id: &str) -> PathBuf {
         self.runs().join(format!("{run_id}.json"))
     }
 
     /// `.eden/logs/`: the JSON-lines logs.
-    pub fn logs(&self) -> PathBuf {
+    pub(crate) fn logs(&self) -> PathBuf {
         self.eden_dir().join("logs")
     }
 
     /// `.eden/patches/<run-id>.patch`: uncommitted work brought back from a sandbox (and
     /// `<run-id>.salvaged.{bundle,patch}`: what a killed eden's sandbox still held).
-    pub fn patches(&self) -> PathBuf {
+    pub(crate) fn patches(&self) -> PathBuf {
         self.eden_dir().join("patches")
     }
 
     /// `.eden/sessions/<run-id>/`: captured agent transcripts.
-    pub fn sessions(&self) -> PathBuf {
+    pub(crate) fn sessions(&self) -> PathBuf {
         self.eden_dir().join("sessions")
     }
 
     /// `<common dir>/eden-exec/`: where versions before the sandbox boundary kept the pid files
     /// of container commands (the shared `.git` was mounted then). Only `eden clean` looks here.
-    pub fn legacy_exec_dirs(&self) -> PathBuf {
+    pub(crate) fn legacy_exec_dirs(&self) -> PathBuf {
         self.common_dir.join("eden-exec")
     }
 
     /// `.eden/agent-state/<run-id>/`: the agent's private state folders in a sandbox (its copy of
     /// the person's login and settings, its transcripts), one per variable that names one.
     /// `.eden/steer/<run>`: the prompt `eden steer` left for a running run's next iteration.
-    pub fn steer(&self, run_id: &str) -> PathBuf {
+    pub(crate) fn steer(&self, run_id: &str) -> PathBuf {
         self.eden_dir().join("steer").join(run_id)
     }
 
     /// `.eden/artifacts`: each run's kept files, in a folder named by its id.
-    pub fn artifacts_root(&self) -> PathBuf {
+    pub(crate) fn artifacts_root(&self) -> PathBuf {
         self.eden_dir().join("artifacts")
     }
 
-    pub fn artifacts(&self, run_id: &str) -> PathBuf {
+    pub(crate) fn artifacts(&self, run_id: &str) -> PathBuf {
         self.artifacts_root().join(run_id)
     }
 
-    pub fn agent_states(&self) -> PathBuf {
+    pub(crate) fn agent_states(&self) -> PathBuf {
         self.eden_dir().join("agent-state")
     }
 
-    pub fn agent_state(&self, run_id: &str) -> PathBuf {
+    pub(crate) fn agent_state(&self, run_id: &str) -> PathBuf {
         self.agent_states().join(run_id)
     }
 
     /// `.eden/tmp/<run-id>/`: eden's own scratch files of a run (the `.git` it builds for a
     /// sandbox, bundles on their way in), removed when the run ends.
-    pub fn scratches(&self) -> PathBuf {
+    pub(crate) fn scratches(&self) -> PathBuf {
         self.eden_dir().join("tmp")
     }
 
-    pub fn scratch(&self, run_id: &str) -> PathBuf {
+    pub(crate) fn scratch(&self, run_id: &str) -> PathBuf {
         self.scratches().join(run_id)
     }
 }
 
 /// eden's folder at the repository's root (kept out of git through `info/exclude`).
-pub const EDEN_DIR: &str = ".eden";
+pub(crate) const EDEN_DIR: &str = ".eden";
 
 /// `.eden/.env` of the repository at `root`: yours (eden only reads it), the secrets of runs.
-pub fn dotenv(root: &Path) -> PathBuf {
+pub(crate) fn dotenv(root: &Path) -> PathBuf {
     root.join(EDEN_DIR).join(".env")
 }
 
 /// Labels on every container eden starts: its run, repository, branch and eden's pid, and
 /// where its workspace is inside and the commit it started from (to salvage its work if eden
 /// dies). Its workspace volume has the same name and the run and repository labels.
-pub const LABEL_RUN: &str = "eden.run";
-pub const LABEL_REPO: &str = "eden.repo";
-pub const LABEL_BRANCH: &str = "eden.branch";
-pub const LABEL_PID: &str = "eden.pid";
-pub const LABEL_WORKSPACE: &str = "eden.workspace";
-pub const LABEL_BASE: &str = "eden.base";
+pub(crate) const LABEL_RUN: &str = "eden.run";
+pub(crate) const LABEL_REPO: &str = "eden.repo";
+pub(crate) const LABEL_BRANCH: &str = "eden.branch";
+pub(crate) const LABEL_PID: &str = "eden.pid";
+pub(crate) const LABEL_WORKSPACE: &str = "eden.workspace";
+pub(crate) const LABEL_BASE: &str = "eden.base";
 /// The `uid:gid` the run's commands run as in its container (whose own user is root, holding
 /// only what eden's set-up commands need).
-pub const LABEL_USER: &str = "eden.user";
+pub(crate) const LABEL_USER: &str = "eden.user";
 
 /// The file name of the repository lock inside `.eden/locks/`.
-pub const REPOSITORY_LOCK: &str = "repository.lock";
+pub(crate) const REPOSITORY_LOCK: &str = "repository.lock";
 
 /// Where an isolated run lives in the temporary folder.
-pub struct IsolatedPaths {
+pub(crate) struct IsolatedPaths {
     /// The copy the agent works in.
-    pub copy: PathBuf,
+    pub(crate) copy: PathBuf,
     /// What is private to its sandbox: `tmp/` (its `/tmp`) and `home/` (its home).
-    pub tmp: PathBuf,
+    pub(crate) tmp: PathBuf,
     /// Whose run it is (`sandbox::isolated::Owner`), beside the copy where the agent cannot write.
-    pub owner: PathBuf,
+    pub(crate) owner: PathBuf,
 }
 
 /// The isolated copy of a run: its folder in the temporary folder, its private `/tmp` and home,
 /// and its owner file.
-pub fn isolated_copy(run_id: &str) -> IsolatedPaths {
+pub(crate) fn isolated_copy(run_id: &str) -> IsolatedPaths {
     let temp = std::env::temp_dir();
     IsolatedPaths {
         copy: temp.join(format!("{ISOLATED_PREFIX}{run_id}")),

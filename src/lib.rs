@@ -30,8 +30,6 @@ pub mod values;
 
 use clap::Parser;
 
-pub use agent::run_simulated_agent;
-
 /// The whole command line: parse, dispatch, report an error. Returns the exit code.
 pub fn main_with_args(args: Vec<std::ffi::OsString>) -> i32 {
     // Before anything else: the init must fork while eden is still single-threaded.
@@ -58,7 +56,7 @@ pub fn main_with_args(args: Vec<std::ffi::OsString>) -> i32 {
     }
     ui::configure_colors();
     if args.get(1).is_some_and(|a| a == agent::SIMULATED_SUBCOMMAND) {
-        return run_simulated_agent();
+        return agent::run_simulated_agent();
     }
     let cli = match cli::Cli::try_parse_from(args) {
         Ok(cli) => cli,

@@ -26,9 +26,9 @@ struct Held {
 
 /// What a lock file says about its holder (or its last holder).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Holder {
-    pub process: ProcessStamp,
-    pub run_id: String,
+pub(crate) struct Holder {
+    pub(crate) process: ProcessStamp,
+    pub(crate) run_id: String,
 }
 
 impl Holder {
@@ -127,13 +127,13 @@ impl BranchLock {
     }
 
     /// Is the lock at `path` held by a live process right now? (`eden clean`.)
-    pub fn is_held(path: &Path) -> bool {
+    pub(crate) fn is_held(path: &Path) -> bool {
         let Ok(file) = File::open(path) else { return false };
         matches!(Flock::lock(file, FlockArg::LockSharedNonblock), Err((_, nix::errno::Errno::EWOULDBLOCK)))
     }
 
     /// Who holds the lock at `path`, if it is held right now.
-    pub fn holder(path: &Path) -> Option<Holder> {
+    pub(crate) fn holder(path: &Path) -> Option<Holder> {
         if !Self::is_held(path) {
             return None;
         }
@@ -152,7 +152,7 @@ impl Drop for BranchLock {
 /// operation (seconds at most). The file stays: removing it would let two processes lock
 /// different files of the same name.
 #[derive(Debug)]
-pub struct RepoLock {
+pub(crate) struct RepoLock {
     _held: Held,
 }
 
@@ -162,7 +162,12 @@ const REPO_LOCK_PATIENCE: Duration = Duration::from_secs(600);
 impl RepoLock {
     /// Wait for the lock; `waiting` is told once if that takes more than a moment (with the
     /// holder, when known). `what` names the operation for the error if the wait is too long.
-    pub fn acquire(path: &Path, run_id: &str, what: &str, waiting: &mut dyn FnMut(&str)) -> Result<RepoLock, Error> {
+    pub(crate) fn acquire(
+        path: &Path,
+        run_id: &str,
+        what: &str,
+        waiting: &mut dyn FnMut(&str),
+    ) -> Result<RepoLock, Error> {
         let io_error = |err: std::io::Error| {
             Error::git(format!("cannot take the repository lock `{}`: {err}", path.display()))
                 .with_hint("eden needs to write in `.eden/locks/` of the repository")
@@ -209,7 +214,7 @@ impl RepoLock {
     /// Wait, reading only, while another eden process holds the lock (a shared git operation
     /// under way, a merge into a checkout most often), at most `patience`. Returns whether it
     /// was held at all: a caller that saw a transient state looks again only then.
-    pub fn wait_while_held(path: &Path, patience: Duration) -> bool {
+    pub(crate) fn wait_while_held(path: &Path, patience: Duration) -> bool {
         let start = Instant::now();
         let mut held = false;
         while BranchLock::is_held(path) && start.elapsed() < patience {

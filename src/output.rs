@@ -6,13 +6,13 @@ use crate::manifest::output_plan::OutputPlan;
 use crate::manifest::schema::OutputKind;
 use serde_json::Value;
 
-pub struct Checker {
+pub(crate) struct Checker {
     plan: OutputPlan,
     validator: Option<jsonschema::Validator>,
 }
 
 impl Checker {
-    pub fn new(plan: &OutputPlan) -> Result<Checker, jsonschema::ValidationError<'static>> {
+    pub(crate) fn new(plan: &OutputPlan) -> Result<Checker, jsonschema::ValidationError<'static>> {
         let validator = match &plan.schema {
             Some(schema) => Some(jsonschema::validator_for(schema)?),
             None => None,
@@ -21,7 +21,7 @@ impl Checker {
     }
 
     /// The value, or what is wrong with the answer.
-    pub fn check(&self, text: &str) -> Result<Value, Vec<String>> {
+    pub(crate) fn check(&self, text: &str) -> Result<Value, Vec<String>> {
         let tag = &self.plan.tag;
         let Some(inner) = last_tagged(text, tag) else {
             return Err(vec![format!("the answer has no <{tag}>...</{tag}> block")]);
@@ -55,7 +55,7 @@ impl Checker {
     }
 
     /// The next prompt after an unusable answer: what was wrong, and the format again.
-    pub fn retry_prompt(&self, errors: &[String]) -> String {
+    pub(crate) fn retry_prompt(&self, errors: &[String]) -> String {
         let tag = &self.plan.tag;
         let what = match self.plan.kind {
             OutputKind::String => "your answer".to_owned(),

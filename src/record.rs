@@ -16,10 +16,10 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 /// How much of each iteration's prompt the record keeps: agents may get megabytes of context.
-pub const PROMPT_KEPT: usize = 4096;
+pub(crate) const PROMPT_KEPT: usize = 4096;
 
 /// A prompt as the record keeps it: whole up to `PROMPT_KEPT` bytes, else cut, saying so.
-pub fn kept_prompt(prompt: &str) -> String {
+pub(crate) fn kept_prompt(prompt: &str) -> String {
     if prompt.len() <= PROMPT_KEPT {
         return prompt.to_owned();
     }
@@ -31,11 +31,11 @@ pub fn kept_prompt(prompt: &str) -> String {
 }
 
 /// The shape of the records this eden writes; bumped when a field changes meaning.
-pub const RECORD_VERSION: u32 = 1;
+pub(crate) const RECORD_VERSION: u32 = 1;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum RunStatus {
+pub(crate) enum RunStatus {
     Running,
     Finished,
     /// Written by `eden clean` for a `running` record whose eden process is gone.
@@ -45,7 +45,7 @@ pub enum RunStatus {
 impl RunStatus {
     /// What a record says, corrected for runs whose eden died: `running` with a dead process
     /// is `abandoned`.
-    pub fn observed(self, process: &ProcessStamp) -> RunStatus {
+    pub(crate) fn observed(self, process: &ProcessStamp) -> RunStatus {
         match self {
             RunStatus::Running if !process.is_alive() => RunStatus::Abandoned,
             status => status,
@@ -56,7 +56,7 @@ impl RunStatus {
 /// Where a run is (or was when it ended or died).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum RunPhase {
+pub(crate) enum RunPhase {
     /// Checked, record written, worktree not made yet.
     Starting,
     /// Worktree made: copies and `on_worktree_ready` hooks.
@@ -74,7 +74,7 @@ pub enum RunPhase {
 /// Why a run ended: how it succeeded, or the kind of its error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum ExitReason {
+pub(crate) enum ExitReason {
     /// The completion signal was seen.
     Completed,
     /// A structured output was delivered.
@@ -103,7 +103,7 @@ pub enum ExitReason {
 }
 
 impl ExitReason {
-    pub fn of(kind: &ErrorKind) -> ExitReason {
+    pub(crate) fn of(kind: &ErrorKind) -> ExitReason {
         match kind {
             ErrorKind::Incomplete => ExitReason::Incomplete,
             ErrorKind::Uncommitted => ExitReason::UncommittedWork,
@@ -121,7 +121,7 @@ impl ExitReason {
         }
     }
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ExitReason::Completed => "completed",
             ExitReason::Output => "output",
@@ -147,110 +147,110 @@ impl ExitReason {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunRecord {
     /// `RECORD_VERSION` of the eden that wrote it.
-    pub version: u32,
-    pub id: String,
+    pub(crate) version: u32,
+    pub(crate) id: String,
     /// `run` (`eden run`) or `interactive` (`eden interactive`).
     #[serde(default)]
-    pub kind: RunKind,
-    pub status: RunStatus,
+    pub(crate) kind: RunKind,
+    pub(crate) status: RunStatus,
     /// The eden process that runs (ran) it, and its version.
-    pub process: ProcessStamp,
-    pub eden_version: String,
+    pub(crate) process: ProcessStamp,
+    pub(crate) eden_version: String,
     /// How eden keeps the agent's processes from outliving their commands.
-    pub containment: Option<Containment>,
-    pub phase: RunPhase,
-    pub name: String,
-    pub manifest: Option<PathBuf>,
+    pub(crate) containment: Option<Containment>,
+    pub(crate) phase: RunPhase,
+    pub(crate) name: String,
+    pub(crate) manifest: Option<PathBuf>,
     /// `--set`, `--arg` and the flags that stood in for manifest keys, as given (`key=value`).
-    pub overrides: Vec<String>,
-    pub repo: PathBuf,
+    pub(crate) overrides: Vec<String>,
+    pub(crate) repo: PathBuf,
     /// `none`, `docker`, `podman` or `isolated`.
-    pub sandbox: crate::manifest::schema::SandboxKind,
-    pub container: Option<ContainerRecord>,
+    pub(crate) sandbox: crate::manifest::schema::SandboxKind,
+    pub(crate) container: Option<ContainerRecord>,
     /// The provider keys eden held outside the sandbox (`sandbox.hold_keys`): never the values.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub held_keys: Vec<HeldKeyRecord>,
+    pub(crate) held_keys: Vec<HeldKeyRecord>,
     /// `[[service]]`: the containers beside the sandbox (never their environment).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub services: Vec<ServiceRecord>,
+    pub(crate) services: Vec<ServiceRecord>,
     /// `--from`: the run this one started from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub from: Option<FromRecord>,
+    pub(crate) from: Option<FromRecord>,
     /// `artifacts`: the files kept, in `artifacts_dir`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub artifacts: Vec<ArtifactRecord>,
+    pub(crate) artifacts: Vec<ArtifactRecord>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub artifacts_dir: Option<PathBuf>,
+    pub(crate) artifacts_dir: Option<PathBuf>,
     /// `head`, `merge-to-head` or `named`.
-    pub strategy: crate::manifest::schema::Strategy,
-    pub branch: String,
-    pub base_branch: Option<String>,
-    pub base_commit: String,
-    pub worktree: PathBuf,
+    pub(crate) strategy: crate::manifest::schema::Strategy,
+    pub(crate) branch: String,
+    pub(crate) base_branch: Option<String>,
+    pub(crate) base_commit: String,
+    pub(crate) worktree: PathBuf,
     /// The JSON-lines log, if one is written.
-    pub log: Option<PathBuf>,
-    pub max_iterations: u32,
-    pub iterations: Vec<IterationRecord>,
+    pub(crate) log: Option<PathBuf>,
+    pub(crate) max_iterations: u32,
+    pub(crate) iterations: Vec<IterationRecord>,
     /// Every hook that ran, in order.
-    pub hooks: Vec<HookRecord>,
+    pub(crate) hooks: Vec<HookRecord>,
     /// Every run of a `[[check]]`, in order.
     #[serde(default)]
-    pub checks: Vec<CheckRecord>,
+    pub(crate) checks: Vec<CheckRecord>,
     /// `[branch] push`, once tried.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub push: Option<PushRecord>,
+    pub(crate) push: Option<PushRecord>,
     /// Each step with its agent: `ok`, `failed` or `skipped`, with its output.
-    pub steps: Vec<StepRecord>,
+    pub(crate) steps: Vec<StepRecord>,
     /// The structured output (`[output]`; with steps, the last step's that has one).
-    pub output: Option<serde_json::Value>,
+    pub(crate) output: Option<serde_json::Value>,
     /// The signal that ended the run, if one was seen.
-    pub completion_signal: Option<String>,
+    pub(crate) completion_signal: Option<String>,
     /// Usage summed over the iterations that reported it.
-    pub usage: Option<Usage>,
+    pub(crate) usage: Option<Usage>,
     /// The last session id the agent reported.
-    pub session_id: Option<String>,
+    pub(crate) session_id: Option<String>,
     /// Commits made during the run, oldest first.
-    pub commits: Vec<Commit>,
-    pub merged_into: Option<String>,
+    pub(crate) commits: Vec<Commit>,
+    pub(crate) merged_into: Option<String>,
     /// How the branch landed: `fast_forward` (the target now points at the branch's tip, which
     /// is `merge_commit`), `merge_commit` (a new commit joins the two), or `up_to_date`.
-    pub merge_kind: Option<MergeKind>,
+    pub(crate) merge_kind: Option<MergeKind>,
     /// The commit the target points at after the merge.
-    pub merge_commit: Option<String>,
+    pub(crate) merge_commit: Option<String>,
     /// The target's commit the run's work landed on (its tip just before the merge).
     #[serde(default)]
-    pub merge_onto: Option<String>,
+    pub(crate) merge_onto: Option<String>,
     /// With several runs at once (`eden run A.toml B.toml`): this merge's place in the order of
     /// the invocation's merges into the same target, from 1.
     #[serde(default)]
-    pub merge_queue_position: Option<u32>,
+    pub(crate) merge_queue_position: Option<u32>,
     /// How many commits entered the target with the merge: the run's, and any the target
     /// lacked besides (its tip rewound during the run, say).
     #[serde(default)]
-    pub merged_commits: Option<u32>,
+    pub(crate) merged_commits: Option<u32>,
     /// How long the merge waited for the repository lock, in milliseconds: its wait in the
     /// merge queue behind other runs' merges (and worktree changes) in the same repository.
     #[serde(default)]
-    pub merge_wait_ms: Option<u64>,
+    pub(crate) merge_wait_ms: Option<u64>,
     /// One of several attempts at the same task (`--attempts`): which, and whether it landed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub attempt: Option<AttemptRecord>,
-    pub preserved_branch: Option<String>,
-    pub preserved_worktree: Option<PathBuf>,
-    pub started_at: String,
+    pub(crate) attempt: Option<AttemptRecord>,
+    pub(crate) preserved_branch: Option<String>,
+    pub(crate) preserved_worktree: Option<PathBuf>,
+    pub(crate) started_at: String,
     /// `None` while the run is going.
-    pub finished_at: Option<String>,
-    pub duration_ms: u64,
+    pub(crate) finished_at: Option<String>,
+    pub(crate) duration_ms: u64,
     /// `None` while the run is going.
-    pub exit_reason: Option<ExitReason>,
-    pub exit_code: Option<i32>,
-    pub error: Option<ErrorRecord>,
-    pub record_path: PathBuf,
+    pub(crate) exit_reason: Option<ExitReason>,
+    pub(crate) exit_code: Option<i32>,
+    pub(crate) error: Option<ErrorRecord>,
+    pub(crate) record_path: PathBuf,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum RunKind {
+pub(crate) enum RunKind {
     #[default]
     Run,
     Interactive,
@@ -258,7 +258,7 @@ pub enum RunKind {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum MergeKind {
+pub(crate) enum MergeKind {
     FastForward,
     MergeCommit,
     /// `branch.rebase`: the run's commits replayed onto the target's tip, then fast-forwarded.
@@ -268,63 +268,63 @@ pub enum MergeKind {
 
 /// A key the agent got only as a placeholder, and where eden's proxy sent it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HeldKeyRecord {
-    pub var: String,
-    pub upstream: String,
+pub(crate) struct HeldKeyRecord {
+    pub(crate) var: String,
+    pub(crate) upstream: String,
 }
 
 /// `--from RUN[@N]`: the run this one started from, and the commit its branch started at.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FromRecord {
-    pub run: String,
+pub(crate) struct FromRecord {
+    pub(crate) run: String,
     /// `@N`: the commit after that run's iteration N (else its branch's tip).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub iteration: Option<u32>,
-    pub commit: String,
+    pub(crate) iteration: Option<u32>,
+    pub(crate) commit: String,
     /// The session resumed from it, if the agent could.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session: Option<String>,
+    pub(crate) session: Option<String>,
 }
 
 /// A file kept from the sandbox's workspace (`artifacts`), under `.eden/artifacts/RUN/`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ArtifactRecord {
+pub(crate) struct ArtifactRecord {
     /// Relative to the workspace (and to the run's artifacts folder).
-    pub path: String,
-    pub bytes: u64,
-    pub sha256: String,
+    pub(crate) path: String,
+    pub(crate) bytes: u64,
+    pub(crate) sha256: String,
 }
 
 /// A `[[service]]` of the run: the name the agent reached it by, and its image.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ServiceRecord {
-    pub name: String,
-    pub image: String,
+pub(crate) struct ServiceRecord {
+    pub(crate) name: String,
+    pub(crate) image: String,
 }
 
 /// The run's container.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct ContainerRecord {
-    pub engine: SandboxEngine,
+pub(crate) struct ContainerRecord {
+    pub(crate) engine: SandboxEngine,
     /// The engine's address (`sandbox.host`, or a remote default's as the client resolved it);
     /// absent for an engine on this machine reached by the client's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub host: Option<String>,
-    pub name: String,
-    pub id: String,
-    pub image: String,
+    pub(crate) host: Option<String>,
+    pub(crate) name: String,
+    pub(crate) id: String,
+    pub(crate) image: String,
     /// The node a pod ran on (`kubernetes`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub node: Option<String>,
+    pub(crate) node: Option<String>,
     /// The NetworkPolicy made for a pod's network rules, where the cluster took it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub network_policy: Option<String>,
+    pub(crate) network_policy: Option<String>,
 }
 
 /// What a run's sandbox ran on, as the record, the events and a guard's arguments name it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum SandboxEngine {
+pub(crate) enum SandboxEngine {
     #[default]
     Docker,
     Podman,
@@ -332,7 +332,7 @@ pub enum SandboxEngine {
 }
 
 impl SandboxEngine {
-    pub const fn as_str(self) -> &'static str {
+    pub(crate) const fn as_str(self) -> &'static str {
         match self {
             SandboxEngine::Docker => "docker",
             SandboxEngine::Podman => "podman",
@@ -341,14 +341,14 @@ impl SandboxEngine {
     }
 
     /// The one place an engine's name is read back: `docker`, `podman` or `kubernetes`.
-    pub fn named(name: &str) -> Option<SandboxEngine> {
+    pub(crate) fn named(name: &str) -> Option<SandboxEngine> {
         [SandboxEngine::Docker, SandboxEngine::Podman, SandboxEngine::Kubernetes]
             .into_iter()
             .find(|engine| engine.as_str() == name)
     }
 
     /// The container engine (docker or podman), for a container; `None` for a pod.
-    pub fn container_engine(self) -> Option<crate::manifest::plan::Engine> {
+    pub(crate) fn container_engine(self) -> Option<crate::manifest::plan::Engine> {
         match self {
             SandboxEngine::Docker => Some(crate::manifest::plan::Engine::Docker),
             SandboxEngine::Podman => Some(crate::manifest::plan::Engine::Podman),
@@ -374,22 +374,22 @@ impl std::fmt::Display for SandboxEngine {
 
 /// A run's place among the attempts of one invocation (`--attempts N`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AttemptRecord {
+pub(crate) struct AttemptRecord {
     /// From 1.
-    pub number: u32,
-    pub of: u32,
+    pub(crate) number: u32,
+    pub(crate) of: u32,
     /// The invocation's id, shared by its attempts.
-    pub group: String,
+    pub(crate) group: String,
     /// This attempt's work landed; the others' are kept on their branches.
-    pub chosen: bool,
+    pub(crate) chosen: bool,
     /// `attempts_pick = "best"`: what its `attempts_score` printed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub score: Option<f64>,
+    pub(crate) score: Option<f64>,
 }
 
 impl AttemptRecord {
     /// `NUMBER/OF/GROUP`, as the coordinator hands it to each attempt (`ATTEMPT_ENV`).
-    pub fn parse(text: &str) -> Option<AttemptRecord> {
+    pub(crate) fn parse(text: &str) -> Option<AttemptRecord> {
         let mut parts = text.splitn(3, '/');
         let number: u32 = parts.next()?.parse().ok()?;
         let of: u32 = parts.next()?.parse().ok()?;
@@ -404,7 +404,7 @@ impl AttemptRecord {
         })
     }
 
-    pub fn to_env(&self) -> String {
+    pub(crate) fn to_env(&self) -> String {
         format!("{}/{}/{}", self.number, self.of, self.group)
     }
 }
@@ -412,12 +412,12 @@ impl AttemptRecord {
 impl RunRecord {
     /// Write the record where it belongs, atomically (a temporary file renamed over it), with
     /// secrets redacted.
-    pub fn save(&self) -> std::io::Result<()> {
+    pub(crate) fn save(&self) -> std::io::Result<()> {
         save_json(&self.record_path, self)
     }
 
     /// Each `[[check]]`'s last run (per step and name), in the order they first ran.
-    pub fn last_checks(&self) -> Vec<&CheckRecord> {
+    pub(crate) fn last_checks(&self) -> Vec<&CheckRecord> {
         let mut last: Vec<&CheckRecord> = Vec::new();
         for check in &self.checks {
             match last.iter_mut().find(|known| known.name == check.name && known.step == check.step) {
@@ -429,7 +429,7 @@ impl RunRecord {
     }
 
     /// Read a record back.
-    pub fn load(path: &Path) -> Result<RunRecord, Error> {
+    pub(crate) fn load(path: &Path) -> Result<RunRecord, Error> {
         let text =
             fs_err::read_to_string(path).map_err(|err| Error::internal("cannot read a run record").with_source(err))?;
         serde_json::from_str(&text).map_err(|err| {
@@ -439,7 +439,7 @@ impl RunRecord {
 }
 
 /// Write `value` as pretty JSON to `path` atomically, secrets redacted.
-pub fn save_json(path: &Path, value: &impl Serialize) -> std::io::Result<()> {
+pub(crate) fn save_json(path: &Path, value: &impl Serialize) -> std::io::Result<()> {
     if let Some(dir) = path.parent() {
         fs_err::create_dir_all(dir)?;
     }
@@ -457,7 +457,7 @@ pub fn save_json(path: &Path, value: &impl Serialize) -> std::io::Result<()> {
 /// How one invocation of the agent ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum IterationOutcome {
+pub(crate) enum IterationOutcome {
     /// Exited 0 without the signal: the loop goes on.
     Exited,
     /// The completion signal was seen.
@@ -479,7 +479,7 @@ pub enum IterationOutcome {
 }
 
 impl IterationOutcome {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             IterationOutcome::Exited => "exited",
             IterationOutcome::Completed => "completed",
@@ -497,58 +497,58 @@ impl IterationOutcome {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct IterationRecord {
+pub(crate) struct IterationRecord {
     /// The step it belongs to (`main` without `[[step]]`).
-    pub step: String,
-    pub iteration: u32,
-    pub started_at: String,
-    pub duration_ms: u64,
-    pub outcome: IterationOutcome,
-    pub exit_code: Option<i32>,
-    pub completion_signal: Option<String>,
-    pub commits: Vec<String>,
+    pub(crate) step: String,
+    pub(crate) iteration: u32,
+    pub(crate) started_at: String,
+    pub(crate) duration_ms: u64,
+    pub(crate) outcome: IterationOutcome,
+    pub(crate) exit_code: Option<i32>,
+    pub(crate) completion_signal: Option<String>,
+    pub(crate) commits: Vec<String>,
     /// The prompt as sent, cut at `PROMPT_KEPT` bytes (every prompt is whole in the run's log).
-    pub prompt: String,
+    pub(crate) prompt: String,
     /// The agent's session id, when it reports one.
-    pub session_id: Option<String>,
+    pub(crate) session_id: Option<String>,
     /// Token usage (and cost when reported) for this iteration.
-    pub usage: Option<Usage>,
-    pub tool_calls: Vec<ToolCallRecord>,
+    pub(crate) usage: Option<Usage>,
+    pub(crate) tool_calls: Vec<ToolCallRecord>,
     /// A failure the agent reported on its own output.
-    pub agent_error: Option<AgentFailure>,
+    pub(crate) agent_error: Option<AgentFailure>,
     /// The agent's own transcript of the session, as captured after the iteration.
     #[serde(default)]
-    pub transcript: Option<TranscriptRecord>,
+    pub(crate) transcript: Option<TranscriptRecord>,
     /// Why the transcript could not be captured (where it was looked for).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub transcript_warning: Option<String>,
+    pub(crate) transcript_warning: Option<String>,
     /// The model the agent said it used (Claude's stream names it), when it said.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
 }
 
 /// A captured transcript: the copy under `.eden/sessions/<run-id>/`, where it came from.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct TranscriptRecord {
-    pub path: PathBuf,
+pub(crate) struct TranscriptRecord {
+    pub(crate) path: PathBuf,
     /// The agent's own file, or the command that exported it.
-    pub source: String,
-    pub bytes: u64,
+    pub(crate) source: String,
+    pub(crate) bytes: u64,
     /// Transcripts of the subagents it started (Claude Code).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub subagents: Vec<PathBuf>,
+    pub(crate) subagents: Vec<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum StepStatus {
+pub(crate) enum StepStatus {
     Ok,
     Failed,
     Skipped,
 }
 
 impl StepStatus {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             StepStatus::Ok => "ok",
             StepStatus::Failed => "failed",
@@ -558,24 +558,24 @@ impl StepStatus {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct StepRecord {
-    pub name: String,
-    pub agent: AgentKind,
+pub(crate) struct StepRecord {
+    pub(crate) name: String,
+    pub(crate) agent: AgentKind,
     /// The executable run (none for `simulated`) and the model asked for.
-    pub binary: Option<PathBuf>,
-    pub model: Option<String>,
-    pub status: StepStatus,
-    pub exit_code: Option<i32>,
-    pub error: Option<String>,
+    pub(crate) binary: Option<PathBuf>,
+    pub(crate) model: Option<String>,
+    pub(crate) status: StepStatus,
+    pub(crate) exit_code: Option<i32>,
+    pub(crate) error: Option<String>,
     /// Why it was skipped (`when`).
-    pub reason: Option<String>,
-    pub output: Option<serde_json::Value>,
-    pub completion_signal: Option<String>,
+    pub(crate) reason: Option<String>,
+    pub(crate) output: Option<serde_json::Value>,
+    pub(crate) completion_signal: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum HookOutcome {
+pub(crate) enum HookOutcome {
     Ok,
     Failed,
     Timeout,
@@ -583,7 +583,7 @@ pub enum HookOutcome {
 }
 
 impl HookOutcome {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             HookOutcome::Ok => "ok",
             HookOutcome::Failed => "failed",
@@ -595,88 +595,88 @@ impl HookOutcome {
 
 /// One hook that ran, in the order they ran.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct HookRecord {
-    pub phase: HookPhase,
-    pub side: Side,
-    pub command: String,
-    pub iteration: Option<u32>,
-    pub outcome: HookOutcome,
-    pub exit_code: Option<i32>,
-    pub duration_ms: u64,
+pub(crate) struct HookRecord {
+    pub(crate) phase: HookPhase,
+    pub(crate) side: Side,
+    pub(crate) command: String,
+    pub(crate) iteration: Option<u32>,
+    pub(crate) outcome: HookOutcome,
+    pub(crate) exit_code: Option<i32>,
+    pub(crate) duration_ms: u64,
 }
 
 /// `[branch] push`: what was pushed where, and whether it went.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct PushRecord {
-    pub remote: String,
-    pub branch: String,
-    pub commit: String,
-    pub pushed: bool,
+pub(crate) struct PushRecord {
+    pub(crate) remote: String,
+    pub(crate) branch: String,
+    pub(crate) commit: String,
+    pub(crate) pushed: bool,
     /// `push_base`: the target the run merged into, and whether it went too.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub base: Option<String>,
+    pub(crate) base: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub base_pushed: Option<bool>,
+    pub(crate) base_pushed: Option<bool>,
     /// What git said when a push failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
+    pub(crate) error: Option<String>,
 }
 
 /// One run of a `[[check]]`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct CheckRecord {
-    pub step: String,
-    pub name: String,
-    pub command: String,
-    pub iteration: u32,
+pub(crate) struct CheckRecord {
+    pub(crate) step: String,
+    pub(crate) name: String,
+    pub(crate) command: String,
+    pub(crate) iteration: u32,
     /// `ok`, `failed`, `timeout` or `interrupted`.
-    pub outcome: HookOutcome,
-    pub exit_code: Option<i32>,
-    pub duration_ms: u64,
+    pub(crate) outcome: HookOutcome,
+    pub(crate) exit_code: Option<i32>,
+    pub(crate) duration_ms: u64,
     /// The end of what it printed (stdout, then stderr), for one that did not pass.
     #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub output_tail: String,
+    pub(crate) output_tail: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ToolCallRecord {
-    pub name: String,
-    pub summary: String,
+pub(crate) struct ToolCallRecord {
+    pub(crate) name: String,
+    pub(crate) summary: String,
     /// `None` until (unless) the agent reports the result.
-    pub ok: Option<bool>,
-    pub subagent: bool,
+    pub(crate) ok: Option<bool>,
+    pub(crate) subagent: bool,
     /// Why it failed, as the agent reported it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
+    pub(crate) error: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct AgentFailure {
-    pub message: String,
-    pub kind: FailureKind,
+pub(crate) struct AgentFailure {
+    pub(crate) message: String,
+    pub(crate) kind: FailureKind,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ErrorRecord {
-    pub kind: ExitReason,
+pub(crate) struct ErrorRecord {
+    pub(crate) kind: ExitReason,
     /// For agent failures the agent reported itself: `authentication`, `rate_limit`, `other`.
-    pub agent_failure: Option<FailureKind>,
+    pub(crate) agent_failure: Option<FailureKind>,
     /// The files of a merge conflict.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub conflicts: Vec<String>,
+    pub(crate) conflicts: Vec<String>,
     /// The `[budget]` cap that stopped the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub budget: Option<crate::error::BudgetExceeded>,
-    pub message: String,
-    pub hint: Option<String>,
+    pub(crate) budget: Option<crate::error::BudgetExceeded>,
+    pub(crate) message: String,
+    pub(crate) hint: Option<String>,
 }
 
-pub fn now_rfc3339() -> String {
+pub(crate) fn now_rfc3339() -> String {
     humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
 }
 
 /// `20261122-200523-a1b2c3`: sortable, unique enough for branch names and file names.
-pub fn new_run_id() -> String {
+pub(crate) fn new_run_id() -> String {
     use std::hash::{BuildHasher, Hasher};
     let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     let digits: String = stamp.chars().filter(char::is_ascii_digit).collect();

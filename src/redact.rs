@@ -11,19 +11,19 @@ use std::sync::RwLock;
 
 /// Shorter values are not treated as secrets: replacing every `1` or `yes` would garble all
 /// output while protecting nothing.
-pub const MIN_SECRET_LEN: usize = 4;
+pub(crate) const MIN_SECRET_LEN: usize = 4;
 
 static SECRETS: RwLock<Vec<String>> = RwLock::new(Vec::new());
 
 /// Does this variable name look like it holds a secret?
-pub fn is_secret_name(name: &str) -> bool {
+pub(crate) fn is_secret_name(name: &str) -> bool {
     let name = name.to_ascii_uppercase();
     name.ends_with("_KEY") || name.ends_with("_TOKEN") || name.ends_with("_SECRET") || name.contains("PASSWORD")
 }
 
 /// Add values to redact from now on. Their JSON-escaped forms are added too, so a value with a
 /// quote or a newline is also found inside serialized JSON.
-pub fn register<I: IntoIterator<Item = String>>(values: I) {
+pub(crate) fn register<I: IntoIterator<Item = String>>(values: I) {
     let mut secrets = SECRETS.write().unwrap_or_else(|e| e.into_inner());
     for value in values {
         if value.chars().count() < MIN_SECRET_LEN {
@@ -42,7 +42,7 @@ pub fn register<I: IntoIterator<Item = String>>(values: I) {
 }
 
 /// The text with every registered secret replaced by `***`.
-pub fn apply(text: &str) -> Cow<'_, str> {
+pub(crate) fn apply(text: &str) -> Cow<'_, str> {
     let secrets = SECRETS.read().unwrap_or_else(|e| e.into_inner());
     let mut out = Cow::Borrowed(text);
     for secret in secrets.iter() {

@@ -19,7 +19,7 @@ use std::path::Path;
 // A run's one `RunFinished` carries its record; events are reported one at a time, so the
 // size of the largest variant costs nothing worth a box.
 #[allow(clippy::large_enum_variant)]
-pub enum Event<'a> {
+pub(crate) enum Event<'a> {
     RunStarted {
         /// `run` or `interactive`.
         kind: crate::record::RunKind,
@@ -224,17 +224,17 @@ pub enum Event<'a> {
 /// An event as one line of `--json-events` or a log file: when, which run, then the event's
 /// own keys. Written by `ui::log_file`; read back with `Logged::parse`.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct Logged<'a> {
-    pub ts: Cow<'a, str>,
-    pub run_id: Cow<'a, str>,
+pub(crate) struct Logged<'a> {
+    pub(crate) ts: Cow<'a, str>,
+    pub(crate) run_id: Cow<'a, str>,
     #[serde(flatten)]
-    pub event: Cow<'a, Event<'a>>,
+    pub(crate) event: Cow<'a, Event<'a>>,
 }
 
 impl Logged<'static> {
     /// One line read back; `None` for a line that is not an event (or an event of a kind this
     /// version of eden does not know).
-    pub fn parse(line: &str) -> Option<Logged<'static>> {
+    pub(crate) fn parse(line: &str) -> Option<Logged<'static>> {
         serde_json::from_str(line).ok()
     }
 }
@@ -242,24 +242,24 @@ impl Logged<'static> {
 /// An error as data, for scripts: what `--json` prints (as `{"error": …}`) when a run fails
 /// before it has a record, and what the several-runs coordinator reads back.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ErrorReport {
-    pub kind: crate::record::ExitReason,
-    pub message: String,
-    pub hint: Option<String>,
-    pub exit_code: i32,
+pub(crate) struct ErrorReport {
+    pub(crate) kind: crate::record::ExitReason,
+    pub(crate) message: String,
+    pub(crate) hint: Option<String>,
+    pub(crate) exit_code: i32,
     /// Further errors found in the same pass.
     #[serde(default)]
-    pub also: Vec<AlsoReport>,
+    pub(crate) also: Vec<AlsoReport>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct AlsoReport {
-    pub message: String,
-    pub hint: Option<String>,
+pub(crate) struct AlsoReport {
+    pub(crate) message: String,
+    pub(crate) hint: Option<String>,
 }
 
 impl ErrorReport {
-    pub fn of(error: &crate::error::Error) -> ErrorReport {
+    pub(crate) fn of(error: &crate::error::Error) -> ErrorReport {
         ErrorReport {
             kind: crate::record::ExitReason::of(&error.kind),
             message: error.message.clone(),
@@ -276,32 +276,32 @@ impl ErrorReport {
 
 /// What a run prints on stdout when it fails before it has a record: `{"error": …}`.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct Failed {
-    pub error: ErrorReport,
+pub(crate) struct Failed {
+    pub(crate) error: ErrorReport,
 }
 
 /// Receives every event of a run. Implemented at the edge (`ui`).
-pub trait Reporter {
+pub(crate) trait Reporter {
     fn report(&mut self, run_id: &str, event: &Event<'_>);
 }
 
 /// What the core reports through: every event of one run, stamped with its id and handed to
 /// each reporter (display, `--json-events`, log file).
-pub struct RunEvents {
+pub(crate) struct RunEvents {
     run_id: String,
     reporters: Vec<Box<dyn Reporter>>,
 }
 
 impl RunEvents {
-    pub fn new(run_id: &str, reporters: Vec<Box<dyn Reporter>>) -> Self {
+    pub(crate) fn new(run_id: &str, reporters: Vec<Box<dyn Reporter>>) -> Self {
         RunEvents { run_id: run_id.to_owned(), reporters }
     }
 
-    pub fn add(&mut self, reporter: Box<dyn Reporter>) {
+    pub(crate) fn add(&mut self, reporter: Box<dyn Reporter>) {
         self.reporters.push(reporter);
     }
 
-    pub fn report(&mut self, event: &Event<'_>) {
+    pub(crate) fn report(&mut self, event: &Event<'_>) {
         for reporter in &mut self.reporters {
             reporter.report(&self.run_id, event);
         }

@@ -17,7 +17,7 @@ use std::path::{Component, Path};
 
 /// What a directory entry is, as it is (a symlink is a symlink).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Kind {
+pub(crate) enum Kind {
     File,
     Dir,
     Symlink,
@@ -26,7 +26,7 @@ pub enum Kind {
 
 /// An open folder: everything below it is reached through this handle.
 #[derive(Debug)]
-pub struct Dir {
+pub(crate) struct Dir {
     fd: OwnedFd,
 }
 
@@ -53,7 +53,7 @@ const DIR_FLAGS: OFlag = OFlag::O_RDONLY.union(OFlag::O_DIRECTORY).union(OFlag::
 impl Dir {
     /// Open a folder eden made itself (or the person's own): its last component must not be a
     /// symlink; the components above it are the caller's to vouch for.
-    pub fn open(path: &Path) -> std::io::Result<Dir> {
+    pub(crate) fn open(path: &Path) -> std::io::Result<Dir> {
         let fd = openat(None, path, DIR_FLAGS, Mode::empty()).map_err(io)?;
         // SAFETY: `openat` returned a new descriptor that nothing else owns.
         Ok(Dir { fd: unsafe { OwnedFd::from_raw_fd(fd) } })
@@ -66,7 +66,7 @@ impl Dir {
     }
 
     /// The folder at `relative` below this one, no component a symlink.
-    pub fn dir(&self, relative: &Path) -> std::io::Result<Dir> {
+    pub(crate) fn dir(&self, relative: &Path) -> std::io::Result<Dir> {
         let mut dir = Dir { fd: self.fd.try_clone()? };
         for name in names(relative)? {
             dir = dir.child(name)?;
@@ -89,7 +89,7 @@ impl Dir {
 
     /// What `relative` is, without following it; `None` when it does not exist (or a folder on
     /// the way is not a plain folder).
-    pub fn kind(&self, relative: &Path) -> Option<Kind> {
+    pub(crate) fn kind(&self, relative: &Path) -> Option<Kind> {
         let (dir, name) = self.parent_of(relative).ok()?;
         dir.kind_of(name)
     }
@@ -100,7 +100,7 @@ impl Dir {
     }
 
     /// A regular file's contents (at most `limit` bytes; more is an error).
-    pub fn read(&self, relative: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
+    pub(crate) fn read(&self, relative: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
         let (dir, name) = self.parent_of(relative)?;
         let flags = OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC | OFlag::O_NONBLOCK;
         let fd = openat(Some(dir.fd.as_raw_fd()), name, flags, Mode::empty()).map_err(io)?;
@@ -125,13 +125,13 @@ impl Dir {
     }
 
     /// What the symlink at `relative` points at (the link itself is not followed).
-    pub fn read_link(&self, relative: &Path) -> std::io::Result<OsString> {
+    pub(crate) fn read_link(&self, relative: &Path) -> std::io::Result<OsString> {
         let (dir, name) = self.parent_of(relative)?;
         nix::fcntl::readlinkat(Some(dir.fd.as_raw_fd()), name).map_err(io)
     }
 
     /// The entries of this folder, each with what it is (symlinks not followed), sorted.
-    pub fn entries(&self) -> std::io::Result<Vec<(OsString, Kind)>> {
+    pub(crate) fn entries(&self) -> std::io::Result<Vec<(OsString, Kind)>> {
         let fd = openat(Some(self.fd.as_raw_fd()), ".", DIR_FLAGS, Mode::empty()).map_err(io)?;
         let mut stream = DirStream::from_fd(fd).map_err(io)?;
         let mut entries = Vec::new();
@@ -156,7 +156,7 @@ impl Dir {
 
     /// Remove the file or symlink at `relative` (never what a symlink points at). Gone
     /// already is fine.
-    pub fn remove_file(&self, relative: &Path) -> std::io::Result<()> {
+    pub(crate) fn remove_file(&self, relative: &Path) -> std::io::Result<()> {
         let (dir, name) = self.parent_of(relative)?;
         match unlinkat(Some(dir.fd.as_raw_fd()), name, UnlinkatFlags::NoRemoveDir) {
             Ok(()) | Err(nix::errno::Errno::ENOENT) => Ok(()),
@@ -165,20 +165,13 @@ impl Dir {
     }
 
     /// Remove the folder at `relative` if it is empty; `Ok(false)` when it is not (or is gone).
-    pub fn remove_empty_dir(&self, relative: &Path) -> std::io::Result<bool> {
+    pub(crate) fn remove_empty_dir(&self, relative: &Path) -> std::io::Result<bool> {
         let (dir, name) = self.parent_of(relative)?;
         match unlinkat(Some(dir.fd.as_raw_fd()), name, UnlinkatFlags::RemoveDir) {
             Ok(()) => Ok(true),
             Err(nix::errno::Errno::ENOTEMPTY | nix::errno::Errno::EEXIST | nix::errno::Errno::ENOENT) => Ok(false),
             Err(errno) => Err(io(errno)),
         }
-    }
-
-    /// Remove `relative` and everything below it, whatever it is; a symlink is removed, never
-    /// followed. Folders the agent made unreadable or unwritable are opened up first.
-    pub fn remove_all(&self, relative: &Path) -> std::io::Result<()> {
-        let (dir, name) = self.parent_of(relative)?;
-        dir.remove_entry(name)
     }
 
     fn remove_entry(&self, name: &OsStr) -> std::io::Result<()> {
@@ -214,7 +207,7 @@ impl Dir {
 /// Remove the folder `path` eden made and everything in it, following no symlink below it.
 /// `path` itself must not be a symlink (that would be an error, not a removal elsewhere); gone
 /// already is fine.
-pub fn remove_tree(path: &Path) -> std::io::Result<()> {
+pub(crate) fn remove_tree(path: &Path) -> std::io::Result<()> {
     let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
         return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a removable path"));
     };

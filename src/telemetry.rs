@@ -31,23 +31,23 @@ const EXPORT_WAIT: Duration = Duration::from_millis(800);
 
 /// Where and how the traces go, from the standard variables.
 #[derive(Debug, Clone)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// The full URL of the traces endpoint.
-    pub endpoint: String,
+    pub(crate) endpoint: String,
     /// The metrics endpoint (`OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`, or the base's
     /// `/v1/metrics`); `None` when only a traces endpoint is named.
-    pub metrics: Option<String>,
-    pub json: bool,
+    pub(crate) metrics: Option<String>,
+    pub(crate) json: bool,
     /// `OTEL_EXPORTER_OTLP_HEADERS` (and `…_TRACES_HEADERS`): `key=value,…`.
-    pub headers: Vec<(String, String)>,
-    pub service_name: String,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) service_name: String,
     /// `OTEL_RESOURCE_ATTRIBUTES`: `key=value,…`.
-    pub resource: Vec<(String, String)>,
+    pub(crate) resource: Vec<(String, String)>,
 }
 
 impl Settings {
     /// From `env` (eden's environment); `None` when no endpoint is set, or `OTEL_SDK_DISABLED`.
-    pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Option<Settings> {
+    pub(crate) fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Option<Settings> {
         let set = |name: &str| env(name).map(|value| value.trim().to_owned()).filter(|value| !value.is_empty());
         if set("OTEL_SDK_DISABLED").is_some_and(|value| value.eq_ignore_ascii_case("true")) {
             return None;
@@ -104,14 +104,14 @@ fn percent_decode(text: &str) -> String {
 
 /// The run's trace: its id, and the caller's span the run's is a child of (`TRACEPARENT`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TraceContext {
-    pub trace_id: [u8; 16],
-    pub parent: Option<[u8; 8]>,
+pub(crate) struct TraceContext {
+    pub(crate) trace_id: [u8; 16],
+    pub(crate) parent: Option<[u8; 8]>,
 }
 
 impl TraceContext {
     /// The caller's (`TRACEPARENT`), else a trace of the run's own, its id made from the run's.
-    pub fn of(run_id: &str, traceparent: Option<&str>) -> TraceContext {
+    pub(crate) fn of(run_id: &str, traceparent: Option<&str>) -> TraceContext {
         if let Some((trace_id, parent)) = traceparent.and_then(parse_traceparent) {
             return TraceContext { trace_id, parent: Some(parent) };
         }
@@ -123,7 +123,7 @@ impl TraceContext {
     }
 
     /// The run's context from eden's own environment.
-    pub fn from_env(run_id: &str) -> TraceContext {
+    pub(crate) fn from_env(run_id: &str) -> TraceContext {
         TraceContext::of(run_id, std::env::var("TRACEPARENT").ok().as_deref())
     }
 }
@@ -174,7 +174,7 @@ fn iteration_span(run_id: &str, step: &str, n: u32) -> [u8; 8] {
 }
 
 /// What the agent of `step`'s iteration `n` gets as `TRACEPARENT`, when traces are exported.
-pub fn agent_traceparent(run_id: &str, step: &str, n: u32) -> Option<String> {
+pub(crate) fn agent_traceparent(run_id: &str, step: &str, n: u32) -> Option<String> {
     Settings::from_env(&|name| std::env::var(name).ok())?;
     let context = TraceContext::from_env(run_id);
     Some(format!("00-{}-{}-01", hex(&context.trace_id), hex(&iteration_span(run_id, step, n))))
@@ -182,24 +182,23 @@ pub fn agent_traceparent(run_id: &str, step: &str, n: u32) -> Option<String> {
 
 /// An attribute's value.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Value {
+pub(crate) enum Value {
     Text(String),
     Int(i64),
     Float(f64),
-    Bool(bool),
 }
 
 /// One finished span.
 #[derive(Debug, Clone)]
-pub struct Span {
-    pub id: [u8; 8],
-    pub parent: Option<[u8; 8]>,
-    pub name: String,
-    pub start: u64,
-    pub end: u64,
-    pub attributes: Vec<(String, Value)>,
+pub(crate) struct Span {
+    pub(crate) id: [u8; 8],
+    pub(crate) parent: Option<[u8; 8]>,
+    pub(crate) name: String,
+    pub(crate) start: u64,
+    pub(crate) end: u64,
+    pub(crate) attributes: Vec<(String, Value)>,
     /// `Some(message)`: the span failed.
-    pub error: Option<String>,
+    pub(crate) error: Option<String>,
 }
 
 fn now_nanos() -> u64 {
@@ -230,7 +229,7 @@ impl Open {
 }
 
 /// Turns a run's events into spans and, when the run finishes, exports them.
-pub struct TraceReporter {
+pub(crate) struct TraceReporter {
     settings: Settings,
     context: Option<TraceContext>,
     run_id: String,
@@ -250,7 +249,7 @@ pub struct TraceReporter {
 }
 
 impl TraceReporter {
-    pub fn new(settings: Settings) -> TraceReporter {
+    pub(crate) fn new(settings: Settings) -> TraceReporter {
         TraceReporter {
             settings,
             context: None,
@@ -608,15 +607,15 @@ fn post(settings: &Settings, endpoint: &str, body: &[u8]) -> Result<(), Error> {
 
 /// One number of a run's metrics.
 #[derive(Debug, Clone)]
-pub struct Point {
-    pub name: &'static str,
-    pub unit: &'static str,
-    pub value: Value,
+pub(crate) struct Point {
+    pub(crate) name: &'static str,
+    pub(crate) unit: &'static str,
+    pub(crate) value: Value,
     /// A monotonic sum (a count) rather than a gauge.
-    pub sum: bool,
-    pub attributes: Vec<(String, Value)>,
-    pub start: u64,
-    pub end: u64,
+    pub(crate) sum: bool,
+    pub(crate) attributes: Vec<(String, Value)>,
+    pub(crate) start: u64,
+    pub(crate) end: u64,
 }
 
 /// What a run adds to the counts, as delta sums (and its duration as a gauge): runs,
@@ -656,7 +655,7 @@ fn metric_points(record: &crate::record::RunRecord, start: u64, end: u64) -> Vec
 }
 
 /// `ExportMetricsServiceRequest` of one `ResourceMetrics`: each point a metric of its own.
-pub fn encode_metrics_protobuf(settings: &Settings, points: &[Point]) -> Vec<u8> {
+pub(crate) fn encode_metrics_protobuf(settings: &Settings, points: &[Point]) -> Vec<u8> {
     let metrics = points.iter().map(|point| {
         let mut data = Vec::new();
         for (key, value) in &point.attributes {
@@ -686,7 +685,7 @@ pub fn encode_metrics_protobuf(settings: &Settings, points: &[Point]) -> Vec<u8>
 }
 
 /// The OTLP/JSON mapping of the same.
-pub fn encode_metrics_json(settings: &Settings, points: &[Point]) -> String {
+pub(crate) fn encode_metrics_json(settings: &Settings, points: &[Point]) -> String {
     let metrics: Vec<serde_json::Value> = points
         .iter()
         .map(|point| {
@@ -724,7 +723,6 @@ fn json_attributes(attributes: &[(String, Value)]) -> Vec<serde_json::Value> {
         .map(|(key, value)| {
             let value = match value {
                 Value::Text(text) => serde_json::json!({"stringValue": text}),
-                Value::Bool(flag) => serde_json::json!({"boolValue": flag}),
                 Value::Int(number) => serde_json::json!({"intValue": number.to_string()}),
                 Value::Float(number) => serde_json::json!({"doubleValue": number}),
             };
@@ -734,7 +732,7 @@ fn json_attributes(attributes: &[(String, Value)]) -> Vec<serde_json::Value> {
 }
 
 /// Protobuf, by hand: `ExportTraceServiceRequest` of one `ResourceSpans`.
-pub fn encode_protobuf(settings: &Settings, context: &TraceContext, spans: &[Span]) -> Vec<u8> {
+pub(crate) fn encode_protobuf(settings: &Settings, context: &TraceContext, spans: &[Span]) -> Vec<u8> {
     export_request(settings, spans.iter().map(|span| span_bytes(context, span)))
 }
 
@@ -804,7 +802,6 @@ fn key_value(key: &str, value: &Value) -> Vec<u8> {
     let mut any = Vec::new();
     match value {
         Value::Text(text) => bytes_field(&mut any, 1, text.as_bytes()),
-        Value::Bool(flag) => varint_field(&mut any, 2, u64::from(*flag)),
         Value::Int(number) => varint_field(&mut any, 3, *number as u64),
         Value::Float(number) => {
             varint(&mut any, (4 << 3) | 1);
@@ -842,7 +839,7 @@ fn fixed64_field(out: &mut Vec<u8>, field: u64, value: u64) {
 }
 
 /// The OTLP/JSON mapping of the same request: ids in hex, 64-bit integers as strings.
-pub fn encode_json(settings: &Settings, context: &TraceContext, spans: &[Span]) -> String {
+pub(crate) fn encode_json(settings: &Settings, context: &TraceContext, spans: &[Span]) -> String {
     let attributes = json_attributes;
     let spans: Vec<serde_json::Value> = spans
         .iter()

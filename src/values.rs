@@ -9,10 +9,10 @@ use std::time::Duration as StdDuration;
 
 /// A positive duration: seconds as a number, or `"90s"`, `"10m"`, `"1h30m"`, `"500ms"`, `"2d"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Duration(pub StdDuration);
+pub(crate) struct Duration(pub(crate) StdDuration);
 
 impl Duration {
-    pub const fn from_secs(secs: u64) -> Self {
+    pub(crate) const fn from_secs(secs: u64) -> Self {
         Duration(StdDuration::from_secs(secs))
     }
 }
@@ -22,7 +22,7 @@ const SIZE_EXPECTED: &str = "bytes or a size like \"512m\" or \"4g\"";
 
 /// Why a duration or a size could not be read, said with the text as it was given.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ValueError {
+pub(crate) enum ValueError {
     EmptyDuration,
     /// Not a duration (or a size) at all; `expected` says what is.
     Invalid {
@@ -63,7 +63,7 @@ impl std::error::Error for ValueError {}
 
 /// Parse `"1h30m"`-style durations. Each part is a whole number followed by `ms`, `s`, `m`, `h`
 /// or `d`; parts may be separated by spaces.
-pub fn parse_duration(text: &str) -> Result<StdDuration, ValueError> {
+pub(crate) fn parse_duration(text: &str) -> Result<StdDuration, ValueError> {
     let trimmed = text.trim();
     if trimmed.is_empty() {
         return Err(ValueError::EmptyDuration);
@@ -113,7 +113,7 @@ fn seconds(secs: f64) -> Result<StdDuration, ValueError> {
 /// `12,345`: a count as people read it.
 /// An amount of US dollars as people read it: cents from a dollar up, four decimals below (a
 /// short run costs fractions of a cent, which `$0.00` would hide), `$0` for nothing.
-pub fn dollars(amount: f64) -> String {
+pub(crate) fn dollars(amount: f64) -> String {
     if amount == 0.0 {
         "$0".to_owned()
     } else if amount.abs() >= 1.0 {
@@ -123,7 +123,7 @@ pub fn dollars(amount: f64) -> String {
     }
 }
 
-pub fn thousands(n: u64) -> String {
+pub(crate) fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
@@ -136,7 +136,7 @@ pub fn thousands(n: u64) -> String {
 }
 
 /// Format a duration the way the manifest accepts it back (`1h30m`, `90s` → `1m30s`, `250ms`).
-pub fn format_duration(duration: StdDuration) -> String {
+pub(crate) fn format_duration(duration: StdDuration) -> String {
     let millis = duration.as_millis();
     if millis == 0 {
         return "0s".into();
@@ -191,7 +191,7 @@ impl Serialize for Duration {
 
 /// A duration where `0` (or `"0s"`) means "none": `[loop] usage_limit_wait = 0` waits not at all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct MaybeZeroDuration(pub StdDuration);
+pub(crate) struct MaybeZeroDuration(pub(crate) StdDuration);
 
 impl<'de> Deserialize<'de> for MaybeZeroDuration {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -233,11 +233,11 @@ impl Serialize for MaybeZeroDuration {
 
 /// A memory size: bytes as a number, or `"512m"`, `"4g"`, `"1.5g"` (k, m, g, t; binary units).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Size(pub u64);
+pub(crate) struct Size(pub(crate) u64);
 
 /// A size as people read it: `512 B`, `20 MiB`, `2 GiB` (whole units when exact, else one
 /// decimal).
-pub fn format_size(bytes: u64) -> String {
+pub(crate) fn format_size(bytes: u64) -> String {
     let units = [("GiB", 1u64 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
     for (unit, size) in units {
         if bytes >= size {
@@ -250,7 +250,7 @@ pub fn format_size(bytes: u64) -> String {
     format!("{bytes} B")
 }
 
-pub fn parse_size(text: &str) -> Result<u64, ValueError> {
+pub(crate) fn parse_size(text: &str) -> Result<u64, ValueError> {
     let invalid = || ValueError::Invalid { what: "size", text: text.to_owned(), expected: SIZE_EXPECTED };
     let trimmed = text.trim().to_ascii_lowercase();
     let trimmed = trimmed.strip_suffix('b').unwrap_or(&trimmed);
@@ -298,7 +298,7 @@ impl<'de> Deserialize<'de> for Size {
 /// A list that may be written as a single string: `"x"` or `["x", "y"]`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
 #[serde(transparent)]
-pub struct StringList(pub Vec<String>);
+pub(crate) struct StringList(pub(crate) Vec<String>);
 
 impl<'de> Deserialize<'de> for StringList {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -324,7 +324,7 @@ impl<'de> Deserialize<'de> for StringList {
 }
 
 /// Why `name` cannot be a git branch name, following `git check-ref-format --branch`.
-pub fn branch_name_problem(name: &str) -> Option<&'static str> {
+pub(crate) fn branch_name_problem(name: &str) -> Option<&'static str> {
     if name.is_empty() {
         return Some("it is empty");
     }
@@ -369,7 +369,7 @@ pub fn branch_name_problem(name: &str) -> Option<&'static str> {
 
 /// `a/./b/../c` as `a/c`, without touching the filesystem (for paths shown in messages and
 /// paths given on the command line).
-pub fn normalize_path(path: &std::path::Path) -> std::path::PathBuf {
+pub(crate) fn normalize_path(path: &std::path::Path) -> std::path::PathBuf {
     use std::path::Component;
     let mut normal = std::path::PathBuf::new();
     for part in path.components() {
@@ -386,7 +386,7 @@ pub fn normalize_path(path: &std::path::Path) -> std::path::PathBuf {
 
 /// `bytes` random bytes from the kernel, as hex: for tokens nobody may guess (placeholders,
 /// marks).
-pub fn random_hex(bytes: usize) -> std::io::Result<String> {
+pub(crate) fn random_hex(bytes: usize) -> std::io::Result<String> {
     use std::io::Read;
     let mut buffer = vec![0u8; bytes];
     std::fs::File::open("/dev/urandom")?.read_exact(&mut buffer)?;
@@ -396,11 +396,11 @@ pub fn random_hex(bytes: usize) -> std::io::Result<String> {
 /// An HTTP API's base URL, as eden's key-holding proxy forwards to it (`https://host[:port][/path]`, or `http://`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BaseUrl {
-    pub tls: bool,
-    pub host: String,
-    pub port: u16,
+    pub(crate) tls: bool,
+    pub(crate) host: String,
+    pub(crate) port: u16,
     /// The base URL's path, without a trailing `/` (empty for the root).
-    pub prefix: String,
+    pub(crate) prefix: String,
 }
 
 impl BaseUrl {
@@ -435,7 +435,7 @@ impl BaseUrl {
     }
 
     /// `host` or `host:port` as a `Host` header says it.
-    pub fn authority(&self) -> String {
+    pub(crate) fn authority(&self) -> String {
         let host = if self.host.contains(':') { format!("[{}]", self.host) } else { self.host.clone() };
         match (self.tls, self.port) {
             (true, 443) | (false, 80) => host,
@@ -444,7 +444,7 @@ impl BaseUrl {
     }
 
     /// `scheme://authority/prefix`, for people.
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("{}://{}{}", if self.tls { "https" } else { "http" }, self.authority(), self.prefix)
     }
 }

@@ -17,7 +17,7 @@ use std::borrow::Cow;
 const LOGIN_MARGIN_MS: i64 = 30 * 60 * 1000;
 
 /// The access token of the person's `/login` (`.credentials.json`, `claudeAiOauth`), if any.
-pub fn login_token(folder: &std::path::Path) -> Result<Option<String>, NotHeld> {
+pub(crate) fn login_token(folder: &std::path::Path) -> Result<Option<String>, NotHeld> {
     let path = folder.join(".credentials.json");
     let Ok(text) = std::fs::read_to_string(&path) else { return Ok(None) };
     let value: Value =
@@ -38,7 +38,7 @@ pub fn login_token(folder: &std::path::Path) -> Result<Option<String>, NotHeld> 
 
 /// The run's private `.credentials.json` with `placeholder` as its access token and no refresh
 /// token: the login works through eden's proxy, and only for as long as its token lasts.
-pub fn hold_login(folder: &std::path::Path, placeholder: &str) -> std::io::Result<()> {
+pub(crate) fn hold_login(folder: &std::path::Path, placeholder: &str) -> std::io::Result<()> {
     let path = folder.join(".credentials.json");
     let mut value: Value = serde_json::from_str(&std::fs::read_to_string(&path)?)?;
     if let Some(oauth) = value.get_mut("claudeAiOauth").and_then(Value::as_object_mut) {
@@ -50,7 +50,7 @@ pub fn hold_login(folder: &std::path::Path, placeholder: &str) -> std::io::Resul
     std::fs::rename(&temporary, &path)
 }
 
-pub fn command(settings: &AdapterSettings, invocation: &Invocation<'_>) -> ProcessBuilder {
+pub(crate) fn command(settings: &AdapterSettings, invocation: &Invocation<'_>) -> ProcessBuilder {
     let mut command = ProcessBuilder::new(&settings.binary).args([
         "-p",
         "--output-format",
@@ -76,7 +76,7 @@ pub fn command(settings: &AdapterSettings, invocation: &Invocation<'_>) -> Proce
 /// usage per message is what the invocation has spent so far — reported at once, so budget caps
 /// act mid-iteration, and replaced by the `result` line's totals (with the cost) at the end.
 #[derive(Default)]
-pub struct ClaudeParser {
+pub(crate) struct ClaudeParser {
     messages: Vec<(String, Usage)>,
 }
 
@@ -313,7 +313,7 @@ impl<'a> Line<'a> {
 
 /// Cursor's stream copies Claude's shapes (plus its own `tool_call` lines), without usage on
 /// its assistant lines.
-pub fn parse_claude_line(line: &[u8], emit: &mut dyn FnMut(StreamEvent<'_>)) {
+pub(crate) fn parse_claude_line(line: &[u8], emit: &mut dyn FnMut(StreamEvent<'_>)) {
     let parsed = std::str::from_utf8(line).ok().and_then(|text| serde_json::from_str::<Line<'_>>(text).ok());
     match parsed {
         Some(parsed) if line.trim_ascii_start().starts_with(b"{") => parsed.emit(emit),

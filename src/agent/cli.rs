@@ -5,21 +5,17 @@ use super::{Agent, CliPlan, Invocation, Parser, PromptVia, MAX_ARGV_PROMPT};
 use crate::error::Error;
 use crate::process::{ProcessBuilder, Stdin};
 
-pub struct CliAgent {
+pub(crate) struct CliAgent {
     plan: CliPlan,
 }
 
 impl CliAgent {
-    pub fn new(plan: CliPlan) -> Self {
+    pub(crate) fn new(plan: CliPlan) -> Self {
         CliAgent { plan }
     }
 }
 
 impl Agent for CliAgent {
-    fn kind(&self) -> &'static str {
-        "cli"
-    }
-
     fn command(&self, invocation: &Invocation<'_>) -> Result<ProcessBuilder, Error> {
         let model = self.plan.model.as_deref().unwrap_or_default();
         let via_arg = self.plan.prompt_via == PromptVia::Arg;

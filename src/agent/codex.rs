@@ -12,7 +12,7 @@ use std::borrow::Cow;
 /// it may use rather than the key, and which the sandbox gets as before; or its `config.toml`
 /// chooses a provider or base URL of its own (`model_provider`, `openai_base_url`), so the key
 /// would go where eden does not send it.
-pub fn configured_provider(home: &std::path::Path) -> Option<String> {
+pub(crate) fn configured_provider(home: &std::path::Path) -> Option<String> {
     if home.join("auth.json").exists() {
         return Some(format!(
             "it is logged in (`{}`, from `codex login`) and may use that rather than a key; eden does not hold that login",
@@ -31,7 +31,7 @@ pub fn configured_provider(home: &std::path::Path) -> Option<String> {
     ))
 }
 
-pub fn command(settings: &AdapterSettings, invocation: &Invocation<'_>) -> ProcessBuilder {
+pub(crate) fn command(settings: &AdapterSettings, invocation: &Invocation<'_>) -> ProcessBuilder {
     let mut command = ProcessBuilder::new(&settings.binary).arg("exec");
     if let Some(session) = invocation.resume.or(settings.resume.as_deref()) {
         command = command.args(["resume", session]);
@@ -45,7 +45,7 @@ pub fn command(settings: &AdapterSettings, invocation: &Invocation<'_>) -> Proce
 }
 
 #[derive(Default)]
-pub struct CodexParser;
+pub(crate) struct CodexParser;
 
 impl Parser for CodexParser {
     fn parse_line(&mut self, line: &[u8], emit: &mut dyn FnMut(StreamEvent<'_>)) {

@@ -8,7 +8,7 @@ use crate::process::ProcessBuilder;
 use serde_json::Value;
 use std::borrow::Cow;
 
-pub fn command(settings: &AdapterSettings, invocation: &Invocation<'_>) -> ProcessBuilder {
+pub(crate) fn command(settings: &AdapterSettings, invocation: &Invocation<'_>) -> ProcessBuilder {
     let command = ProcessBuilder::new(&settings.binary).args(["-p", invocation.prompt]).args([
         "--output-format",
         "json",
@@ -21,7 +21,7 @@ pub fn command(settings: &AdapterSettings, invocation: &Invocation<'_>) -> Proce
 }
 
 #[derive(Default)]
-pub struct CopilotParser;
+pub(crate) struct CopilotParser;
 
 impl Parser for CopilotParser {
     fn parse_line(&mut self, line: &[u8], emit: &mut dyn FnMut(StreamEvent<'_>)) {

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 /// How eden finds an agent's provider and points the agent at its proxy instead.
 #[derive(Clone, Copy)]
-pub enum Fronting {
+pub(crate) enum Fronting {
     /// Its provider is in its environment, the same way for every run.
     Env(Credentials),
     /// Its provider is chosen by its model and its own configuration, which eden reads for the
@@ -17,83 +17,83 @@ pub enum Fronting {
 }
 
 /// What a `Fronting::Config` agent's provider is chosen from.
-pub struct FrontQuery<'a> {
-    pub model: Option<&'a str>,
-    pub extra_args: &'a [String],
+pub(crate) struct FrontQuery<'a> {
+    pub(crate) model: Option<&'a str>,
+    pub(crate) extra_args: &'a [String],
     /// The agent's environment over this machine's.
-    pub env: &'a EnvLookup<'a>,
+    pub(crate) env: &'a EnvLookup<'a>,
     /// The person's state folders of the agent (its spec's `state_dirs`, each resolved and with
     /// its `share`), where its configuration is.
-    pub folders: &'a [PathBuf],
+    pub(crate) folders: &'a [PathBuf],
     /// The repository's working tree, for a project's own configuration.
-    pub project: Option<&'a Path>,
+    pub(crate) project: Option<&'a Path>,
 }
 
 /// A provider found in an agent's configuration.
 #[derive(Debug, Clone)]
-pub struct ConfigFront {
+pub(crate) struct ConfigFront {
     /// The variables that may hold its key, the first one set being the one the agent uses.
-    pub key_vars: Vec<String>,
-    pub header: CredentialHeader,
-    pub upstream: String,
+    pub(crate) key_vars: Vec<String>,
+    pub(crate) header: CredentialHeader,
+    pub(crate) upstream: String,
     /// The configuration that points the agent at the relay instead.
-    pub config: ConfigFile,
+    pub(crate) config: ConfigFile,
 }
 
 /// In a configuration file's template, where the relay's URL goes once the relay knows its port.
-pub const RELAY_URL_MARK: &str = "@eden-relay-url@";
+pub(crate) const RELAY_URL_MARK: &str = "@eden-relay-url@";
 
 /// Configuration eden gives the agent: `template` with the relay's URL where `RELAY_URL_MARK`
 /// is, as the file `file` in the private folder `var` points at, or without a file as the value
 /// of `var` itself.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ConfigFile {
-    pub var: &'static str,
+pub(crate) struct ConfigFile {
+    pub(crate) var: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub file: Option<&'static str>,
+    pub(crate) file: Option<&'static str>,
     #[serde(skip)]
-    pub template: String,
+    pub(crate) template: String,
 }
 
 /// How an agent CLI sends its provider key, and where to.
 #[derive(Debug, Clone, Copy)]
-pub struct Credentials {
+pub(crate) struct Credentials {
     /// The variables that hold a key, and the header each goes in.
-    pub keys: &'static [(&'static str, CredentialHeader)],
+    pub(crate) keys: &'static [(&'static str, CredentialHeader)],
     /// The variable that sets the API's base URL.
-    pub base_url: &'static str,
+    pub(crate) base_url: &'static str,
     /// The API's base URL when that variable is not set; `None`: without it the CLI talks to
     /// its own service with its own login, which eden does not hold.
-    pub default_upstream: Option<&'static str>,
+    pub(crate) default_upstream: Option<&'static str>,
     /// An option and its value that point the CLI at a base URL (`{url}` in the value), for a
     /// CLI that reads it from its configuration rather than its environment; given before the
     /// command's last argument.
-    pub base_url_arg: Option<(&'static str, &'static str)>,
+    pub(crate) base_url_arg: Option<(&'static str, &'static str)>,
     /// Why not, when the CLI's own configuration (in the person's state folder, given) points
     /// it at a provider eden would not know of: its key would go where eden does not send it.
-    pub configured_elsewhere: fn(&Path) -> Option<String>,
+    pub(crate) configured_elsewhere: fn(&Path) -> Option<String>,
     /// A login eden can hold when no key is set: a token in a file of its state folder.
-    pub login: Option<Login>,
+    pub(crate) login: Option<Login>,
 }
 
 /// A login token the CLI keeps in a file of its state folder (`state_dirs[0]`), sent as
 /// `Authorization: Bearer` to the same API as a key.
 #[derive(Debug, Clone, Copy)]
-pub struct Login {
+pub(crate) struct Login {
     /// The file, in the state folder.
-    pub file: &'static str,
+    pub(crate) file: &'static str,
     /// The token in the person's state folder (given): `Ok(None)` when not logged in, `Err` why
     /// it cannot be held.
-    pub read: fn(&Path) -> Result<Option<String>, NotHeld>,
+    pub(crate) read: fn(&Path) -> Result<Option<String>, NotHeld>,
     /// Put the placeholder in place of the token in the run's private copy of the file (the
     /// folder, the placeholder).
-    pub hold: fn(&Path, &str) -> std::io::Result<()>,
+    pub(crate) hold: fn(&Path, &str) -> std::io::Result<()>,
 }
 
 /// Why eden cannot hold an agent's key, in the person's terms: said in `--dry-run`'s `held` and
 /// the record, or, with `sandbox.hold_keys = true`, as the error.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NotHeld(pub String);
+pub(crate) struct NotHeld(pub(crate) String);
 
 impl From<String> for NotHeld {
     fn from(why: String) -> Self {
@@ -116,10 +116,10 @@ impl std::fmt::Display for NotHeld {
 impl std::error::Error for NotHeld {}
 
 /// An environment, looked up by name.
-pub type EnvLookup<'a> = dyn Fn(&str) -> Option<String> + 'a;
+pub(crate) type EnvLookup<'a> = dyn Fn(&str) -> Option<String> + 'a;
 
 /// For a CLI whose provider is all in its environment.
-pub fn nowhere_else(_: &Path) -> Option<String> {
+pub(crate) fn nowhere_else(_: &Path) -> Option<String> {
     None
 }
 

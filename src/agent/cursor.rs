@@ -8,7 +8,7 @@ use super::{AdapterSettings, Invocation, Parser};
 use crate::process::ProcessBuilder;
 use serde_json::Value;
 
-pub fn command(settings: &AdapterSettings, invocation: &Invocation<'_>) -> ProcessBuilder {
+pub(crate) fn command(settings: &AdapterSettings, invocation: &Invocation<'_>) -> ProcessBuilder {
     let command = ProcessBuilder::new(&settings.binary).args(["--print", "--output-format", "stream-json", "--force"]);
     command
         .option("--model", settings.model.as_deref())
@@ -18,7 +18,7 @@ pub fn command(settings: &AdapterSettings, invocation: &Invocation<'_>) -> Proce
 }
 
 #[derive(Default)]
-pub struct CursorParser;
+pub(crate) struct CursorParser;
 
 impl Parser for CursorParser {
     fn parse_line(&mut self, line: &[u8], emit: &mut dyn FnMut(StreamEvent<'_>)) {

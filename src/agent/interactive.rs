@@ -8,20 +8,20 @@ use crate::error::Error;
 use crate::process::{ProcessBuilder, Stdin};
 use std::path::Path;
 
-pub struct InteractiveStart<'a> {
+pub(crate) struct InteractiveStart<'a> {
     /// The first message, already rendered.
-    pub prompt: Option<&'a str>,
-    pub worktree: &'a Path,
+    pub(crate) prompt: Option<&'a str>,
+    pub(crate) worktree: &'a Path,
     /// A session to continue (`--resume`, else `agent.resume`).
-    pub resume: Option<&'a str>,
+    pub(crate) resume: Option<&'a str>,
     /// Skip the agent's permission prompts (in a container only).
-    pub bypass: bool,
+    pub(crate) bypass: bool,
     /// The terminal is a terminal (a container engine allocates one inside).
-    pub tty: bool,
+    pub(crate) tty: bool,
 }
 
 /// The command that starts `plan`'s agent in its interactive mode.
-pub fn command(plan: &AgentPlan, start: &InteractiveStart<'_>) -> Result<ProcessBuilder, Error> {
+pub(crate) fn command(plan: &AgentPlan, start: &InteractiveStart<'_>) -> Result<ProcessBuilder, Error> {
     let stdin = Stdin::Terminal { tty: start.tty };
     let settings = match plan {
         AgentPlan::Simulated { .. } => {

@@ -8,19 +8,19 @@ mod codex;
 mod copilot;
 pub mod credentials;
 mod cursor;
-pub mod interactive;
+pub(crate) mod interactive;
 mod opencode;
 mod pi;
 mod scanner;
 mod simulated;
 pub mod spec;
-pub mod stream;
+pub(crate) mod stream;
 
-pub use cli::CliAgent;
-pub use scanner::CompletionScanner;
-pub use simulated::{run_simulated_agent, SimulatedAgent, SIMULATED_ENV, SIMULATED_SUBCOMMAND};
-pub use spec::{AgentKind, AgentSpec, ParserKind, PromptVia, Reports, StateDir};
-pub use stream::{FailureKind, StreamEvent, Usage, UsageMode};
+pub(crate) use cli::CliAgent;
+pub(crate) use scanner::CompletionScanner;
+pub(crate) use simulated::{run_simulated_agent, SimulatedAgent, SIMULATED_SUBCOMMAND};
+pub(crate) use spec::{AgentKind, AgentSpec, ParserKind, PromptVia, Reports};
+pub(crate) use stream::{FailureKind, StreamEvent, Usage, UsageMode};
 
 use crate::error::Error;
 use crate::process::ProcessBuilder;
@@ -31,9 +31,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Prompts passed on argv are limited: argv has a size limit, and `ps` shows it.
-pub const MAX_ARGV_PROMPT: usize = 120 * 1024;
+pub(crate) const MAX_ARGV_PROMPT: usize = 120 * 1024;
 
-pub trait Parser: Send {
+pub(crate) trait Parser: Send {
     fn parse_line(&mut self, line: &[u8], emit: &mut dyn FnMut(StreamEvent<'_>));
 
     /// A piece of a line too long to hold whole (see `process::MAX_LINE`); the line goes on in
@@ -45,7 +45,7 @@ pub trait Parser: Send {
 
 /// Every line is text: the parser for any line-streaming CLI.
 #[derive(Default)]
-pub struct LinesParser;
+pub(crate) struct LinesParser;
 
 impl Parser for LinesParser {
     fn parse_line(&mut self, line: &[u8], emit: &mut dyn FnMut(StreamEvent<'_>)) {
@@ -56,7 +56,7 @@ impl Parser for LinesParser {
 /// Bytes to text, replacing invalid UTF-8. `str::from_utf8` validates a word at a time, far
 /// faster than `from_utf8_lossy`'s chunk iterator, so try it first: agents' output is almost
 /// always valid.
-pub fn decode(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+pub(crate) fn decode(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
     match std::str::from_utf8(bytes) {
         Ok(text) => std::borrow::Cow::Borrowed(text),
         Err(_) => String::from_utf8_lossy(bytes),
@@ -64,15 +64,14 @@ pub fn decode(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
 }
 
 /// Per-iteration facts an agent needs to build its command.
-pub struct Invocation<'a> {
-    pub prompt: &'a str,
-    pub worktree: &'a Path,
+pub(crate) struct Invocation<'a> {
+    pub(crate) prompt: &'a str,
+    pub(crate) worktree: &'a Path,
     /// Resume this session instead of `agent.resume` (retries of the same conversation).
-    pub resume: Option<&'a str>,
+    pub(crate) resume: Option<&'a str>,
 }
 
-pub trait Agent {
-    fn kind(&self) -> &'static str;
+pub(crate) trait Agent {
     fn command(&self, invocation: &Invocation<'_>) -> Result<ProcessBuilder, Error>;
     fn parser(&self) -> Box<dyn Parser>;
 }
@@ -80,7 +79,7 @@ pub trait Agent {
 /// An agent as a resolved manifest describes it (`[agent]`, or a step's).
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
-pub enum AgentPlan {
+pub(crate) enum AgentPlan {
     Simulated {
         lines: Vec<String>,
         line_delay: Option<Duration>,
@@ -92,7 +91,7 @@ pub enum AgentPlan {
 }
 
 impl AgentPlan {
-    pub fn kind(&self) -> AgentKind {
+    pub(crate) fn kind(&self) -> AgentKind {
         match self {
             AgentPlan::Simulated { .. } => AgentKind::Simulated,
             AgentPlan::Cli(_) => AgentKind::Cli,
@@ -102,7 +101,7 @@ impl AgentPlan {
 
     /// Whose transcripts it writes: an adapter's own; a `cli` agent's whose output an
     /// adapter's parser reads, that adapter's (it is likely that CLI, run another way).
-    pub fn transcripts_as(&self) -> AgentKind {
+    pub(crate) fn transcripts_as(&self) -> AgentKind {
         match self {
             AgentPlan::Cli(CliPlan { parser: ParserKind::Of(adapter), .. }) => *adapter,
             other => other.kind(),
@@ -110,7 +109,7 @@ impl AgentPlan {
     }
 
     /// What its output says about usage: a `cli` agent's, as its parser reads it.
-    pub fn reports(&self) -> Reports {
+    pub(crate) fn reports(&self) -> Reports {
         match self {
             AgentPlan::Simulated { .. } => Reports::Nothing,
             AgentPlan::Cli(cli) => cli.parser.reports(),
@@ -119,7 +118,7 @@ impl AgentPlan {
     }
 
     /// `[agent] env`, resolved.
-    pub fn env(&self) -> Option<&BTreeMap<String, Secret>> {
+    pub(crate) fn env(&self) -> Option<&BTreeMap<String, Secret>> {
         match self {
             AgentPlan::Simulated { .. } => None,
             AgentPlan::Cli(cli) => Some(&cli.env),
@@ -128,12 +127,12 @@ impl AgentPlan {
     }
 
     /// A variable as the agent sees it: its own `env`, else eden's environment.
-    pub fn env_var(&self, key: &str) -> Option<String> {
+    pub(crate) fn env_var(&self, key: &str) -> Option<String> {
         self.env().and_then(|env| env.get(key)).map(|value| value.0.clone()).or_else(|| std::env::var(key).ok())
     }
 
     /// The executable it runs (eden itself for `simulated`).
-    pub fn binary(&self) -> Option<&Path> {
+    pub(crate) fn binary(&self) -> Option<&Path> {
         match self {
             AgentPlan::Simulated { .. } => None,
             AgentPlan::Cli(cli) => Some(&cli.binary),
@@ -141,7 +140,7 @@ impl AgentPlan {
         }
     }
 
-    pub fn model(&self) -> Option<&str> {
+    pub(crate) fn model(&self) -> Option<&str> {
         match self {
             AgentPlan::Simulated { .. } => None,
             AgentPlan::Cli(cli) => cli.model.as_deref(),
@@ -152,37 +151,33 @@ impl AgentPlan {
 
 /// `kind = "cli"`: any executable.
 #[derive(Debug, Clone, Serialize)]
-pub struct CliPlan {
-    pub binary: PathBuf,
+pub(crate) struct CliPlan {
+    pub(crate) binary: PathBuf,
     /// Argument templates (`{model}`, `{prompt}` filled per iteration), `extra_args` appended.
-    pub args: Vec<String>,
-    pub prompt_via: PromptVia,
-    pub parser: ParserKind,
-    pub model: Option<String>,
-    pub env: BTreeMap<String, Secret>,
+    pub(crate) args: Vec<String>,
+    pub(crate) prompt_via: PromptVia,
+    pub(crate) parser: ParserKind,
+    pub(crate) model: Option<String>,
+    pub(crate) env: BTreeMap<String, Secret>,
 }
 
 /// The settings of a built-in agent adapter, resolved from `[agent]`.
 #[derive(Debug, Clone, Serialize)]
-pub struct AdapterSettings {
-    pub kind: AgentKind,
-    pub binary: PathBuf,
-    pub model: Option<String>,
-    pub effort: Option<String>,
-    pub extra_args: Vec<String>,
-    pub env: BTreeMap<String, Secret>,
-    pub resume: Option<String>,
+pub(crate) struct AdapterSettings {
+    pub(crate) kind: AgentKind,
+    pub(crate) binary: PathBuf,
+    pub(crate) model: Option<String>,
+    pub(crate) effort: Option<String>,
+    pub(crate) extra_args: Vec<String>,
+    pub(crate) env: BTreeMap<String, Secret>,
+    pub(crate) resume: Option<String>,
 }
 
-pub struct Adapter {
+pub(crate) struct Adapter {
     settings: AdapterSettings,
 }
 
 impl Agent for Adapter {
-    fn kind(&self) -> &'static str {
-        self.settings.kind.as_str()
-    }
-
     fn command(&self, invocation: &Invocation<'_>) -> Result<ProcessBuilder, Error> {
         let settings = &self.settings;
         let spec = settings.kind.spec();
@@ -211,7 +206,7 @@ impl Agent for Adapter {
     }
 }
 
-pub fn from_plan(plan: &AgentPlan) -> Result<Box<dyn Agent>, Error> {
+pub(crate) fn from_plan(plan: &AgentPlan) -> Result<Box<dyn Agent>, Error> {
     Ok(match plan {
         AgentPlan::Simulated { lines, line_delay, exit_code } => {
             Box::new(SimulatedAgent::new(lines.clone(), line_delay.map(|d| d.0), *exit_code)?)

@@ -9,7 +9,7 @@ use crate::process::ProcessBuilder;
 use serde_json::Value;
 use std::borrow::Cow;
 
-pub fn command(settings: &AdapterSettings, invocation: &Invocation<'_>) -> ProcessBuilder {
+pub(crate) fn command(settings: &AdapterSettings, invocation: &Invocation<'_>) -> ProcessBuilder {
     // `--auto` approves tool permissions: nobody is there to answer prompts.
     let command = ProcessBuilder::new(&settings.binary).args(["run", "--format", "json", "--auto"]);
     command
@@ -32,7 +32,7 @@ const BUILT_IN: &[(&str, &str, &str)] = &[
 /// `.opencode/`, then `OPENCODE_CONFIG_CONTENT`, the last one winning: eden reads them all for
 /// the provider's `baseURL` and `apiKey`, and points it at the relay through
 /// `OPENCODE_CONFIG_CONTENT` (the person's own, if any, with the provider's `baseURL` set).
-pub fn front(query: &FrontQuery<'_>) -> Result<ConfigFront, NotHeld> {
+pub(crate) fn front(query: &FrontQuery<'_>) -> Result<ConfigFront, NotHeld> {
     let [data, config_dir] = query.folders else { return Err(NotHeld::from("its folders are unknown")) };
     let mut files: Vec<std::path::PathBuf> =
         ["config.json", "opencode.json", "opencode.jsonc"].iter().map(|name| config_dir.join(name)).collect();
@@ -162,7 +162,7 @@ fn strip_jsonc(text: &str) -> String {
 }
 
 #[derive(Default)]
-pub struct OpencodeParser {
+pub(crate) struct OpencodeParser {
     session_reported: bool,
 }
 

@@ -9,7 +9,7 @@ use crate::process::ProcessBuilder;
 use serde_json::Value;
 use std::borrow::Cow;
 
-pub fn command(settings: &AdapterSettings, invocation: &Invocation<'_>) -> ProcessBuilder {
+pub(crate) fn command(settings: &AdapterSettings, invocation: &Invocation<'_>) -> ProcessBuilder {
     let mut command = ProcessBuilder::new(&settings.binary).args(["-p", "--mode", "json"]);
     if let Some(model) = &settings.model {
         // `provider/model` selects both.
@@ -35,7 +35,7 @@ const BUILT_IN: &[(&str, &str, &str)] = &[
 /// `auth.json`, else the provider's variable, else what `models.json` names; its base URL from
 /// `models.json`, else the built-in one. eden points it at the relay through the run's private
 /// `models.json` (the person's, with the provider's `baseUrl` replaced).
-pub fn front(query: &FrontQuery<'_>) -> Result<ConfigFront, NotHeld> {
+pub(crate) fn front(query: &FrontQuery<'_>) -> Result<ConfigFront, NotHeld> {
     let Some(dir) = query.folders.first() else { return Err(NotHeld::from("its folder is unknown")) };
     let provider = provider(query, dir)?;
     if query.extra_args.iter().any(|arg| arg == "--api-key" || arg.starts_with("--api-key=")) {
@@ -117,7 +117,7 @@ fn provider(query: &FrontQuery<'_>, dir: &std::path::Path) -> Result<String, Not
 }
 
 #[derive(Default)]
-pub struct PiParser;
+pub(crate) struct PiParser;
 
 impl Parser for PiParser {
     fn parse_line(&mut self, line: &[u8], emit: &mut dyn FnMut(StreamEvent<'_>)) {

@@ -3,7 +3,7 @@
 
 use memchr::memmem::Finder;
 
-pub struct CompletionScanner {
+pub(crate) struct CompletionScanner {
     signals: Vec<String>,
     finders: Vec<Finder<'static>>,
     /// The end of the previous fragment when it continues into the next one.
@@ -12,7 +12,7 @@ pub struct CompletionScanner {
 }
 
 impl CompletionScanner {
-    pub fn new(signals: &[String]) -> Self {
+    pub(crate) fn new(signals: &[String]) -> Self {
         let finders = signals.iter().map(|s| Finder::new(s.as_bytes()).into_owned()).collect();
         let longest = signals.iter().map(String::len).max().unwrap_or(0);
         CompletionScanner { signals: signals.to_vec(), finders, carry: Vec::new(), longest }
@@ -20,7 +20,7 @@ impl CompletionScanner {
 
     /// Scan a piece of text; returns the signal found, if any. `continues` says the next piece
     /// continues this one (so a signal may straddle them).
-    pub fn scan(&mut self, text: &str, continues: bool) -> Option<&str> {
+    pub(crate) fn scan(&mut self, text: &str, continues: bool) -> Option<&str> {
         let bytes = text.as_bytes();
         let keep = self.longest.saturating_sub(1);
         let mut found = self.finders.iter().position(|finder| finder.find(bytes).is_some());

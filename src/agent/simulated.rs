@@ -10,8 +10,8 @@ use std::io::Write;
 use std::time::Duration;
 
 /// The hidden subcommand, and the variable carrying its script.
-pub const SIMULATED_SUBCOMMAND: &str = "__simulated-agent";
-pub const SIMULATED_ENV: &str = "EDEN_SIMULATED_AGENT";
+pub(crate) const SIMULATED_SUBCOMMAND: &str = "__simulated-agent";
+pub(crate) const SIMULATED_ENV: &str = "EDEN_SIMULATED_AGENT";
 
 #[derive(Serialize, Deserialize)]
 struct Script {
@@ -20,13 +20,13 @@ struct Script {
     exit_code: i32,
 }
 
-pub struct SimulatedAgent {
+pub(crate) struct SimulatedAgent {
     script: String,
     executable: std::path::PathBuf,
 }
 
 impl SimulatedAgent {
-    pub fn new(lines: Vec<String>, line_delay: Option<Duration>, exit_code: i32) -> Result<Self, Error> {
+    pub(crate) fn new(lines: Vec<String>, line_delay: Option<Duration>, exit_code: i32) -> Result<Self, Error> {
         let executable = std::env::current_exe().map_err(|err| {
             Error::agent(format!("cannot find eden's own executable to run the simulated agent: {err}"))
         })?;
@@ -36,10 +36,6 @@ impl SimulatedAgent {
 }
 
 impl Agent for SimulatedAgent {
-    fn kind(&self) -> &'static str {
-        "simulated"
-    }
-
     fn command(&self, invocation: &Invocation<'_>) -> Result<ProcessBuilder, Error> {
         Ok(ProcessBuilder::new(&self.executable)
             .arg(SIMULATED_SUBCOMMAND)
@@ -54,7 +50,7 @@ impl Agent for SimulatedAgent {
 }
 
 /// The body of the hidden subcommand: print the script's lines and exit with its code.
-pub fn run_simulated_agent() -> i32 {
+pub(crate) fn run_simulated_agent() -> i32 {
     let Some(script) = std::env::var(SIMULATED_ENV).ok().and_then(|s| serde_json::from_str::<Script>(&s).ok()) else {
         return 2;
     };

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum AgentKind {
+pub(crate) enum AgentKind {
     ClaudeCode,
     Codex,
     Opencode,
@@ -26,7 +26,7 @@ pub enum AgentKind {
 /// How a `cli` agent gets its prompt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum PromptVia {
+pub(crate) enum PromptVia {
     Stdin,
     Arg,
 }
@@ -35,60 +35,60 @@ pub enum PromptVia {
 /// environment variable (`var`, default `$HOME/<default>`); `share` is the part that is the
 /// agent's ("" = the folder itself). In a sandbox the agent gets a private folder of its own
 /// instead, seeded with copies of `seed` (what it needs to log in and behave as configured).
-pub struct StateDir {
-    pub var: &'static str,
-    pub default: &'static str,
-    pub share: &'static str,
-    pub seed: &'static [&'static str],
+pub(crate) struct StateDir {
+    pub(crate) var: &'static str,
+    pub(crate) default: &'static str,
+    pub(crate) share: &'static str,
+    pub(crate) seed: &'static [&'static str],
     /// A file of `seed` the agent keeps in `$HOME` instead when `var` is unset ("" = none).
-    pub home_file: &'static str,
+    pub(crate) home_file: &'static str,
 }
 
 pub struct AgentSpec {
-    pub kind: AgentKind,
+    pub(crate) kind: AgentKind,
     /// As the manifest names it: `claude-code`.
     pub name: &'static str,
     /// The executable run unless `agent.binary` says otherwise (adapters only).
     pub binary: Option<&'static str>,
     /// The npm package that installs it (Cursor's CLI is not on npm).
-    pub npm_package: Option<&'static str>,
+    pub(crate) npm_package: Option<&'static str>,
     /// The prompt goes on the command line rather than stdin.
-    pub prompt_on_argv: bool,
+    pub(crate) prompt_on_argv: bool,
     /// Accepts `agent.effort`.
-    pub effort: bool,
+    pub(crate) effort: bool,
     /// Can continue a session: `agent.resume`, and structured-output retries in the same session.
-    pub resume: bool,
+    pub(crate) resume: bool,
     /// Its configuration and transcript folders, for agents that can be pointed at them.
-    pub state_dirs: &'static [StateDir],
+    pub(crate) state_dirs: &'static [StateDir],
     /// How to give it credentials, for the hint when it fails to authenticate.
-    pub login: &'static str,
+    pub(crate) login: &'static str,
     /// Reads its output (also selectable by this name as a `cli` agent's `parser`).
-    pub parser: Option<fn() -> Box<dyn Parser>>,
+    pub(crate) parser: Option<fn() -> Box<dyn Parser>>,
     /// Its command line for one invocation (adapters only).
-    pub command: Option<fn(&AdapterSettings, &Invocation<'_>) -> ProcessBuilder>,
+    pub(crate) command: Option<fn(&AdapterSettings, &Invocation<'_>) -> ProcessBuilder>,
     /// What its output says about usage: what budget caps (`[budget]`) can be checked against.
-    pub reports: Reports,
+    pub(crate) reports: Reports,
     /// How it reaches its provider with a key, so eden can hold the key (`proxy`); or why eden
     /// cannot front it.
-    pub credentials: Result<Fronting, &'static str>,
+    pub(crate) credentials: Result<Fronting, &'static str>,
     /// Where `eden doctor` looks for a key (variables) or a login (files of its first state
     /// folder), and the model host it tries with `--network`.
     pub doctor: Doctor,
     /// The variable a new manifest (`eden init`) hands the agent its key in, if any.
-    pub init_key: Option<&'static str>,
+    pub(crate) init_key: Option<&'static str>,
 }
 
 /// What `eden doctor` checks of an agent.
 #[derive(Debug, Clone, Copy)]
 pub struct Doctor {
     pub key_vars: &'static [&'static str],
-    pub login_files: &'static [&'static str],
-    pub model_host: &'static str,
+    pub(crate) login_files: &'static [&'static str],
+    pub(crate) model_host: &'static str,
 }
 
 /// What an agent's stream tells about what it spends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Reports {
+pub(crate) enum Reports {
     Nothing,
     Tokens,
     TokensAndCost,
@@ -101,13 +101,13 @@ const fn dir(var: &'static str, default: &'static str, share: &'static str, seed
 impl StateDir {
     /// Where it is for an environment: `var` when set to an absolute path, else
     /// `$HOME/<default>`.
-    pub fn resolve(&self, env: &dyn Fn(&str) -> Option<String>) -> std::path::PathBuf {
+    pub(crate) fn resolve(&self, env: &dyn Fn(&str) -> Option<String>) -> std::path::PathBuf {
         let home = env("HOME").map(std::path::PathBuf::from).unwrap_or_else(|| std::path::PathBuf::from("/"));
         env(self.var).filter(|v| v.starts_with('/')).map_or_else(|| home.join(self.default), std::path::PathBuf::from)
     }
 
     /// The agent's own folder in it: `resolve`, with `share` below it.
-    pub fn folder(&self, env: &dyn Fn(&str) -> Option<String>) -> std::path::PathBuf {
+    pub(crate) fn folder(&self, env: &dyn Fn(&str) -> Option<String>) -> std::path::PathBuf {
         let resolved = self.resolve(env);
         if self.share.is_empty() {
             resolved
@@ -136,12 +136,12 @@ const ADAPTER: AgentSpec = AgentSpec {
 };
 
 /// The agent CLIs (not `cli` or `simulated`) for which `has` holds, in the manifest's order.
-pub fn adapters_where(has: impl Fn(&AgentSpec) -> bool) -> Vec<&'static str> {
+pub(crate) fn adapters_where(has: impl Fn(&AgentSpec) -> bool) -> Vec<&'static str> {
     SPECS.iter().filter(|spec| spec.binary.is_some() && has(spec)).map(|spec| spec.name).collect()
 }
 
 /// Names as a person lists them: `a`, `a and b`, `a, b and c`.
-pub fn spoken(names: &[&str]) -> String {
+pub(crate) fn spoken(names: &[&str]) -> String {
     match names.split_last() {
         None => String::new(),
         Some((last, [])) => (*last).to_owned(),
@@ -295,36 +295,31 @@ pub static SPECS: [AgentSpec; 8] = [
 ];
 
 impl AgentKind {
-    pub fn spec(self) -> &'static AgentSpec {
+    pub(crate) fn spec(self) -> &'static AgentSpec {
         SPECS.iter().find(|spec| spec.kind == self).expect("every kind has a spec")
     }
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         self.spec().name
     }
 
     /// Every kind's name, in the order the manifest documents them.
-    pub fn names() -> Vec<&'static str> {
+    pub(crate) fn names() -> Vec<&'static str> {
         SPECS.iter().map(|spec| spec.name).collect()
     }
 
     /// The kinds `eden image build` can install from npm.
-    pub fn npm_names() -> Vec<&'static str> {
+    pub(crate) fn npm_names() -> Vec<&'static str> {
         SPECS.iter().filter(|spec| spec.npm_package.is_some()).map(|spec| spec.name).collect()
     }
 
     /// The kind the manifest calls `name`.
-    pub fn from_name(name: &str) -> Option<AgentKind> {
+    pub(crate) fn from_name(name: &str) -> Option<AgentKind> {
         SPECS.iter().find(|spec| spec.name == name).map(|spec| spec.kind)
     }
 
-    /// A built-in adapter for an agent CLI (not `cli` or `simulated`).
-    pub fn is_adapter(self) -> bool {
-        self.spec().command.is_some()
-    }
-
     /// How to get its CLI, for error hints.
-    pub fn install_hint(self) -> String {
+    pub(crate) fn install_hint(self) -> String {
         match self.spec().npm_package {
             Some(package) => format!("install it with `npm install -g {package}`"),
             None => format!("install {}'s CLI (it is not on npm), or set `agent.binary`", self.as_str()),
@@ -335,13 +330,13 @@ impl AgentKind {
 /// What reads a `cli` agent's output (`agent.parser`): plain lines, or an adapter's parser
 /// (named like the adapter; `claude-stream-json` is accepted for `claude-code`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ParserKind {
+pub(crate) enum ParserKind {
     Lines,
     Of(AgentKind),
 }
 
 impl ParserKind {
-    pub fn named(name: &str) -> Option<ParserKind> {
+    pub(crate) fn named(name: &str) -> Option<ParserKind> {
         match name {
             "lines" => Some(ParserKind::Lines),
             "claude-stream-json" => Some(ParserKind::Of(AgentKind::ClaudeCode)),
@@ -353,18 +348,18 @@ impl ParserKind {
     }
 
     /// Every name `agent.parser` accepts (but the alias).
-    pub fn names() -> impl Iterator<Item = &'static str> {
+    pub(crate) fn names() -> impl Iterator<Item = &'static str> {
         std::iter::once("lines").chain(SPECS.iter().filter(|spec| spec.parser.is_some()).map(|spec| spec.name))
     }
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ParserKind::Lines => "lines",
             ParserKind::Of(kind) => kind.as_str(),
         }
     }
 
-    pub fn parser(self) -> Box<dyn Parser> {
+    pub(crate) fn parser(self) -> Box<dyn Parser> {
         match self {
             ParserKind::Lines => Box::new(LinesParser),
             ParserKind::Of(kind) => (kind.spec().parser.expect("a parser kind names an adapter with a parser"))(),
@@ -372,7 +367,7 @@ impl ParserKind {
     }
 
     /// What the output says, as this parser reads it.
-    pub fn reports(self) -> Reports {
+    pub(crate) fn reports(self) -> Reports {
         match self {
             ParserKind::Lines => Reports::Nothing,
             ParserKind::Of(kind) => kind.spec().reports,

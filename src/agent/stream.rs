@@ -6,7 +6,7 @@ use serde_json::Value;
 use std::borrow::Cow;
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum StreamEvent<'a> {
+pub(crate) enum StreamEvent<'a> {
     /// Text the agent wrote. `continues` is true when the next text event continues it
     /// (streamed deltas), false for a complete line or block.
     Text {
@@ -46,17 +46,17 @@ pub enum StreamEvent<'a> {
 
 /// Token counts (and cost when the agent reports it).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, serde::Deserialize)]
-pub struct Usage {
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    pub cache_read_tokens: u64,
-    pub cache_write_tokens: u64,
+pub(crate) struct Usage {
+    pub(crate) input_tokens: u64,
+    pub(crate) output_tokens: u64,
+    pub(crate) cache_read_tokens: u64,
+    pub(crate) cache_write_tokens: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub cost_usd: Option<f64>,
+    pub(crate) cost_usd: Option<f64>,
 }
 
 impl Usage {
-    pub fn add(&mut self, other: &Usage) {
+    pub(crate) fn add(&mut self, other: &Usage) {
         self.input_tokens += other.input_tokens;
         self.output_tokens += other.output_tokens;
         self.cache_read_tokens += other.cache_read_tokens;
@@ -68,7 +68,7 @@ impl Usage {
     }
 
     /// What `self` (a running total) added since `earlier` (the same session's previous total).
-    pub fn since(&self, earlier: &Usage) -> Usage {
+    pub(crate) fn since(&self, earlier: &Usage) -> Usage {
         Usage {
             input_tokens: self.input_tokens.saturating_sub(earlier.input_tokens),
             output_tokens: self.output_tokens.saturating_sub(earlier.output_tokens),
@@ -81,14 +81,14 @@ impl Usage {
         }
     }
 
-    pub fn total_tokens(&self) -> u64 {
+    pub(crate) fn total_tokens(&self) -> u64 {
         self.input_tokens + self.output_tokens + self.cache_read_tokens + self.cache_write_tokens
     }
 }
 
 /// How a usage event combines with what came before in the same iteration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum UsageMode {
+pub(crate) enum UsageMode {
     /// Counts for one step or message: added up.
     Add,
     /// Totals for the whole invocation so far: replaces earlier counts.
@@ -100,7 +100,7 @@ pub enum UsageMode {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum FailureKind {
+pub(crate) enum FailureKind {
     Authentication,
     RateLimit,
     Other,
@@ -122,7 +122,7 @@ const AUTHENTICATION: [&str; 8] = [
 
 impl FailureKind {
     /// As in records and JSON.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             FailureKind::Authentication => "authentication",
             FailureKind::RateLimit => "rate_limit",
@@ -131,7 +131,7 @@ impl FailureKind {
     }
 
     /// Classify from an HTTP status and/or the message text.
-    pub fn classify(status: Option<u64>, message: &str) -> FailureKind {
+    pub(crate) fn classify(status: Option<u64>, message: &str) -> FailureKind {
         // Status codes count only as whole tokens: `127.0.0.1:41429` is a port, not a 429.
         let has_status = |code: &str| message.split(|c: char| !c.is_ascii_alphanumeric()).any(|token| token == code);
         let status = status
@@ -148,7 +148,7 @@ impl FailureKind {
         }
     }
 
-    pub fn hint(self) -> &'static str {
+    pub(crate) fn hint(self) -> &'static str {
         match self {
             FailureKind::Authentication => "check the API key or login the agent uses (`agent.env`, or its own config)",
             FailureKind::RateLimit => {
@@ -160,7 +160,7 @@ impl FailureKind {
 }
 
 /// Parse a line as a JSON object; `None` for anything else (which parsers pass on as text).
-pub fn json_object(line: &[u8]) -> Option<Value> {
+pub(crate) fn json_object(line: &[u8]) -> Option<Value> {
     let first = line.iter().find(|b| !b.is_ascii_whitespace())?;
     if *first != b'{' {
         return None;
@@ -169,7 +169,7 @@ pub fn json_object(line: &[u8]) -> Option<Value> {
 }
 
 /// `value.pointer(..)` without its per-segment unescaping: our pointers are plain literals.
-pub fn at<'v>(value: &'v Value, pointer: &str) -> Option<&'v Value> {
+pub(crate) fn at<'v>(value: &'v Value, pointer: &str) -> Option<&'v Value> {
     pointer.split('/').skip(1).try_fold(value, |value, key| match value {
         Value::Object(map) => map.get(key),
         Value::Array(list) => list.get(key.parse::<usize>().ok()?),
@@ -177,17 +177,17 @@ pub fn at<'v>(value: &'v Value, pointer: &str) -> Option<&'v Value> {
     })
 }
 
-pub fn str_at<'v>(value: &'v Value, pointer: &str) -> Option<&'v str> {
+pub(crate) fn str_at<'v>(value: &'v Value, pointer: &str) -> Option<&'v str> {
     at(value, pointer).and_then(Value::as_str)
 }
 
-pub fn u64_at(value: &Value, pointer: &str) -> u64 {
+pub(crate) fn u64_at(value: &Value, pointer: &str) -> u64 {
     at(value, pointer).and_then(Value::as_u64).unwrap_or(0)
 }
 
 /// A one-line summary of a tool's input: the command for shells, the path for file tools,
 /// otherwise the first short string argument.
-pub fn tool_summary(input: &Value) -> String {
+pub(crate) fn tool_summary(input: &Value) -> String {
     let pick = ["command", "cmd", "file_path", "filePath", "path", "pattern", "url", "query", "description"]
         .iter()
         .find_map(|key| input.get(*key).and_then(Value::as_str))
@@ -199,13 +199,13 @@ pub fn tool_summary(input: &Value) -> String {
 
 /// Why a tool call failed, from what it printed: its first non-empty lines, on one line, cut at
 /// 300 characters.
-pub fn failure_reason(text: &str) -> String {
+pub(crate) fn failure_reason(text: &str) -> String {
     let lines: Vec<&str> = text.lines().map(str::trim).filter(|line| !line.is_empty()).take(3).collect();
     one_line(&lines.join(" · "), 300)
 }
 
 /// A tool result's text: a string, or the `text` of a list of blocks (`[{"type":"text",...}]`).
-pub fn result_text(value: &Value) -> String {
+pub(crate) fn result_text(value: &Value) -> String {
     match value {
         Value::String(text) => text.clone(),
         Value::Array(blocks) => {
@@ -217,7 +217,7 @@ pub fn result_text(value: &Value) -> String {
 }
 
 /// First line, trimmed, cut to `max` characters with an ellipsis.
-pub fn one_line(text: &str, max: usize) -> String {
+pub(crate) fn one_line(text: &str, max: usize) -> String {
     let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
     if line.chars().count() <= max {
         line.to_owned()
@@ -228,7 +228,7 @@ pub fn one_line(text: &str, max: usize) -> String {
 }
 
 /// A line that is not the JSON the parser expects: passed through as text, never dropped.
-pub fn passthrough<'a>(line: &'a [u8]) -> StreamEvent<'a> {
+pub(crate) fn passthrough<'a>(line: &'a [u8]) -> StreamEvent<'a> {
     StreamEvent::Text { text: crate::agent::decode(line), continues: false, subagent: false }
 }
 

@@ -9,7 +9,7 @@ use crate::layout::Layout;
 use crate::ui::{print_data, print_note};
 use crate::values::parse_duration;
 
-pub fn clean(args: CleanArgs) -> Result<i32, Error> {
+pub(crate) fn clean(args: CleanArgs) -> Result<i32, Error> {
     let older_than = match &args.older_than {
         Some(text) => Some(parse_duration(text).map_err(|why| {
             Error::usage(format!("`--older-than {text}`: {why}"))

@@ -4,7 +4,7 @@ use crate::cli::{Cli, CompletionsArgs};
 use crate::error::Error;
 use clap::CommandFactory;
 
-pub fn completions(args: CompletionsArgs) -> Result<i32, Error> {
+pub(crate) fn completions(args: CompletionsArgs) -> Result<i32, Error> {
     crate::ui::print_raw(&script(args.shell))
         .map(|()| 0)
         .map_err(|err| Error::internal("cannot write the completion script").with_source(err))

@@ -43,7 +43,7 @@ fn not_there(check: impl Into<String>, needed: bool, detail: impl Into<String>, 
     Finding { check: check.into(), state, detail: detail.into(), fix: Some(fix.into()) }
 }
 
-pub fn doctor(args: DoctorArgs) -> Result<i32, Error> {
+pub(crate) fn doctor(args: DoctorArgs) -> Result<i32, Error> {
     let current = crate::commands::current_dir()?;
     let mut findings = Vec::new();
     findings.extend(git_checks(&current, args.repo.as_ref()));

@@ -11,7 +11,7 @@ use crate::record::{FromRecord, RunRecord, RunStatus};
 
 /// `RUN` or `RUN@N`, found and turned into where the new run starts; the plan's first step
 /// resumes the session when it can (a note says when it cannot).
-pub fn resolve(text: &str, plan: &mut Plan, notes: &mut Vec<String>) -> Result<FromRecord, Error> {
+pub(crate) fn resolve(text: &str, plan: &mut Plan, notes: &mut Vec<String>) -> Result<FromRecord, Error> {
     let (run, iteration) = match text.rsplit_once('@') {
         Some((run, n)) => {
             let n = n.parse::<u32>().ok().filter(|n| *n > 0).ok_or_else(|| {

@@ -57,7 +57,7 @@ fn tag(given: Option<String>) -> Result<String, Error> {
     Ok(default_tag(&root))
 }
 
-pub fn build(args: ImageBuildArgs) -> Result<i32, Error> {
+pub(crate) fn build(args: ImageBuildArgs) -> Result<i32, Error> {
     let target = engine(args.engine.as_deref(), args.host.as_deref())?;
     let engine = target.engine;
     let tag = tag(args.tag)?;
@@ -197,7 +197,7 @@ fn dangling_images(target: &Target) -> Vec<String> {
         .unwrap_or_default()
 }
 
-pub fn remove(args: ImageRemoveArgs) -> Result<i32, Error> {
+pub(crate) fn remove(args: ImageRemoveArgs) -> Result<i32, Error> {
     let target = engine(args.engine.as_deref(), args.host.as_deref())?;
     let tag = tag(args.tag)?;
     let command = target.command().args(["rmi", &tag]);
@@ -212,7 +212,7 @@ pub fn remove(args: ImageRemoveArgs) -> Result<i32, Error> {
 
 /// `eden image push IMAGE --host HOST`: the local engine's image, saved and loaded into the
 /// engine at `--host` through the two clients (no registry).
-pub fn push(args: ImagePushArgs) -> Result<i32, Error> {
+pub(crate) fn push(args: ImagePushArgs) -> Result<i32, Error> {
     let target = engine(args.engine.as_deref(), Some(&args.host))?;
     let local = Target::new(target.engine, None);
     let tag = tag(args.tag)?;

@@ -8,9 +8,9 @@ use crate::git::Git;
 use crate::manifest::schema::SandboxKind;
 use std::path::{Path, PathBuf};
 
-pub const DOCKERFILE: &str = include_str!("templates/Dockerfile.eden");
-pub const DOCKERFILE_NAME: &str = "Dockerfile.eden";
-pub fn init(args: InitArgs) -> Result<i32, Error> {
+pub(crate) const DOCKERFILE: &str = include_str!("templates/Dockerfile.eden");
+pub(crate) const DOCKERFILE_NAME: &str = "Dockerfile.eden";
+pub(crate) fn init(args: InitArgs) -> Result<i32, Error> {
     if AgentKind::from_name(&args.agent).is_none() {
         return Err(Error::usage(format!("unknown agent kind `{}`", args.agent))
             .with_hint(format!("agent kinds: {}", AgentKind::names().join(", "))));
@@ -91,7 +91,7 @@ fn shown(path: &Path, current: &Path) -> String {
 }
 
 /// `eden:<folder name>`, made a valid image name.
-pub fn default_tag(dir: &Path) -> String {
+pub(crate) fn default_tag(dir: &Path) -> String {
     let name: String = dir
         .file_name()
         .map(|n| n.to_string_lossy().to_lowercase())

@@ -1,17 +1,17 @@
 //! One file per subcommand: arguments into settings, then the core.
 
-pub mod batch;
-pub mod clean;
+pub(crate) mod batch;
+pub(crate) mod clean;
 pub mod completions;
-pub mod doctor;
-pub mod from;
-pub mod image;
-pub mod init;
-pub mod review;
-pub mod run;
-pub mod sessions;
-pub mod settings;
-pub mod steer;
+pub(crate) mod doctor;
+pub(crate) mod from;
+pub(crate) mod image;
+pub(crate) mod init;
+pub(crate) mod review;
+pub(crate) mod run;
+pub(crate) mod sessions;
+pub(crate) mod settings;
+pub(crate) mod steer;
 
 /// The directory eden was started in.
 pub(crate) fn current_dir() -> Result<std::path::PathBuf, crate::error::Error> {

@@ -24,7 +24,7 @@ fn the_run(run: &str, repo: Option<&PathBuf>) -> Result<(Layout, Git, RunRecord)
     Ok((layout, git, record))
 }
 
-pub fn diff(args: DiffArgs) -> Result<i32, Error> {
+pub(crate) fn diff(args: DiffArgs) -> Result<i32, Error> {
     let (_, git, record) = the_run(&args.run, args.repo.as_ref())?;
     let Some(tip) = super::last_commit(&git, &record)? else {
         print_note(&format!("run `{}` made no commits", record.id));
@@ -58,7 +58,7 @@ fn lock_of(layout: &Layout, record: &RunRecord, branch: &str, what: &str) -> Res
     })
 }
 
-pub fn merge(args: ReviewArgs) -> Result<i32, Error> {
+pub(crate) fn merge(args: ReviewArgs) -> Result<i32, Error> {
     let (layout, git, mut record) = the_run(&args.run, args.repo.as_ref())?;
     let id = record.id.clone();
     let run_branch = record.branch.clone();
@@ -131,7 +131,7 @@ pub fn merge(args: ReviewArgs) -> Result<i32, Error> {
     Ok(0)
 }
 
-pub fn discard(args: DiscardArgs) -> Result<i32, Error> {
+pub(crate) fn discard(args: DiscardArgs) -> Result<i32, Error> {
     let (layout, git, mut record) = the_run(&args.review.run, args.review.repo.as_ref())?;
     let id = record.id.clone();
     let _lock = lock_of(&layout, &record, &record.branch, "discard")?;

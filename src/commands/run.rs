@@ -12,20 +12,20 @@ use crate::ui::github::Summarized;
 use crate::ui::{print_data, Display, JsonLinesReporter, LogFileReporter, Reporter};
 use std::path::PathBuf;
 
-pub fn run(args: RunArgs) -> Result<i32, Error> {
+pub(crate) fn run(args: RunArgs) -> Result<i32, Error> {
     execute(args, None)
 }
 
 /// `eden interactive`'s own settings on top of `eden run`'s.
-pub struct InteractiveMode {
+pub(crate) struct InteractiveMode {
     /// A plain attached session without a terminal (`--no-tty`).
-    pub no_tty: bool,
+    pub(crate) no_tty: bool,
     /// A session to continue.
-    pub resume: Option<String>,
+    pub(crate) resume: Option<String>,
 }
 
 /// A run, or with `interactive` a session in the agent's own UI.
-pub fn execute(args: RunArgs, interactive: Option<InteractiveMode>) -> Result<i32, Error> {
+pub(crate) fn execute(args: RunArgs, interactive: Option<InteractiveMode>) -> Result<i32, Error> {
     let json = args.json || args.json_events;
     let args_json = args.json && !args.json_events;
     let mut printed = false;

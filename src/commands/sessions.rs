@@ -17,7 +17,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
-pub fn sessions(command: SessionsCommand) -> Result<i32, Error> {
+pub(crate) fn sessions(command: SessionsCommand) -> Result<i32, Error> {
     match command {
         SessionsCommand::List(args) => list(args),
         SessionsCommand::Show(args) => show(args),

@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 
 /// A flag of `eden run` that stands for a manifest key.
 pub(crate) struct KeyFlag {
-    pub key: &'static str,
-    pub flag: &'static str,
+    pub(crate) key: &'static str,
+    pub(crate) flag: &'static str,
     /// Its value on the command line, as given.
     value: fn(&RunArgs) -> Option<String>,
     /// The key takes a number.
@@ -54,16 +54,16 @@ pub(crate) struct RunSettings {
     /// `--set KEY=VALUE`, as given.
     sets: Vec<String>,
     /// `--repo`.
-    pub repo: Option<PathBuf>,
+    pub(crate) repo: Option<PathBuf>,
 }
 
 impl RunSettings {
     /// No flags: a manifest as it is (`eden doctor`).
-    pub fn plain(repo: Option<PathBuf>) -> RunSettings {
+    pub(crate) fn plain(repo: Option<PathBuf>) -> RunSettings {
         RunSettings { key_flags: Vec::new(), prompt_args: Vec::new(), sets: Vec::new(), repo }
     }
 
-    pub fn from_args(args: &RunArgs) -> RunSettings {
+    pub(crate) fn from_args(args: &RunArgs) -> RunSettings {
         let key_flags = KEY_FLAGS.iter().filter_map(|flag| Some((flag, (flag.value)(args)?))).collect();
         RunSettings {
             key_flags,
@@ -75,7 +75,7 @@ impl RunSettings {
 
     /// The same settings as an `eden run` command line (for a run of several, which `sets`
     /// add to): values as given, so relative paths resolve the same from the same directory.
-    pub fn command_line(&self, sets: &[String]) -> Vec<OsString> {
+    pub(crate) fn command_line(&self, sets: &[String]) -> Vec<OsString> {
         let mut line: Vec<OsString> = Vec::new();
         for (flag, value) in &self.key_flags {
             line.extend([flag.flag.into(), value.into()]);
@@ -127,13 +127,13 @@ impl RunSettings {
 
 /// A manifest (or the flags alone) resolved into a plan, with where it will run.
 pub(crate) struct Loaded {
-    pub plan: plan::Plan,
+    pub(crate) plan: plan::Plan,
     /// The repository found where eden was started (or `--repo`), or why none.
-    pub repo: Result<crate::git::Discovered, Error>,
+    pub(crate) repo: Result<crate::git::Discovered, Error>,
     /// Warnings from loading (keys dropped by a `--strategy`).
-    pub notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
     /// The flags and `--set`s that stood in for manifest keys, for the record.
-    pub given: Vec<String>,
+    pub(crate) given: Vec<String>,
 }
 
 /// Load `file` (or the flags alone) with the run's flags and `extra` `KEY=VALUE`s (a `--matrix`

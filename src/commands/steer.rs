@@ -9,7 +9,7 @@ use crate::record::RunStatus;
 use crate::sessions::history;
 use crate::ui::print_note;
 
-pub fn steer(args: SteerArgs) -> Result<i32, Error> {
+pub(crate) fn steer(args: SteerArgs) -> Result<i32, Error> {
     if args.prompt.trim().is_empty() {
         return Err(Error::usage("the prompt is empty").with_hint("say what the agent should do instead"));
     }

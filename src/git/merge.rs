@@ -27,7 +27,7 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum MergeResult {
+pub(crate) enum MergeResult {
     /// The target already contains the branch.
     UpToDate,
     FastForward {
@@ -60,7 +60,7 @@ enum Attempt {
     Again(String),
 }
 
-pub fn merge_into(git: &Git, branch: &str, target: &str, rebase: bool) -> Result<MergeResult, Error> {
+pub(crate) fn merge_into(git: &Git, branch: &str, target: &str, rebase: bool) -> Result<MergeResult, Error> {
     let mut why = String::new();
     for attempt in 0..ATTEMPTS {
         if attempt > 0 {

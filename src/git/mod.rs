@@ -9,9 +9,8 @@ mod merge;
 mod repo;
 mod worktree;
 
-pub use merge::{merge_into, MergeResult};
-pub use repo::{
-    dunce_canonical, git_failure, with_config, Commit, Discovered, Git, DISK_FULL_HINT, GIT_ENV_TO_REMOVE,
-    NO_BACKGROUND_WORK,
+pub(crate) use merge::{merge_into, MergeResult};
+pub(crate) use repo::{
+    dunce_canonical, git_failure, with_config, Commit, Discovered, Git, DISK_FULL_HINT, NO_BACKGROUND_WORK,
 };
-pub use worktree::{leftover_locks, slug, Removal, WorktreeEntry, WorktreeList};
+pub(crate) use worktree::{leftover_locks, slug, Removal, WorktreeList};

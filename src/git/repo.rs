@@ -6,7 +6,7 @@ use serde::Serialize;
 use std::path::{Path, PathBuf};
 
 /// Variables that would point git somewhere other than the directory we name.
-pub const GIT_ENV_TO_REMOVE: [&str; 8] = [
+pub(crate) const GIT_ENV_TO_REMOVE: [&str; 8] = [
     "GIT_DIR",
     "GIT_WORK_TREE",
     "GIT_INDEX_FILE",
@@ -22,11 +22,11 @@ pub const GIT_ENV_TO_REMOVE: [&str; 8] = [
 /// in the background; eden ends every process a command leaves behind, and a git killed in the
 /// middle of that leaves lock files (`packed-refs.lock`) that break every later ref update in
 /// the repository. Your own git commands still do the maintenance.
-pub const NO_BACKGROUND_WORK: [(&str, &str); 2] = [("gc.auto", "0"), ("maintenance.auto", "false")];
+pub(crate) const NO_BACKGROUND_WORK: [(&str, &str); 2] = [("gc.auto", "0"), ("maintenance.auto", "false")];
 
 /// Add `settings` to what a command's git reads, through `GIT_CONFIG_COUNT`/`KEY_n`/`VALUE_n`
 /// (never a config file), after any the command already sets that way.
-pub fn with_config(command: ProcessBuilder, settings: &[(&str, &str)]) -> ProcessBuilder {
+pub(crate) fn with_config(command: ProcessBuilder, settings: &[(&str, &str)]) -> ProcessBuilder {
     let count = command
         .get_env()
         .iter()
@@ -45,33 +45,33 @@ pub fn with_config(command: ProcessBuilder, settings: &[(&str, &str)]) -> Proces
 
 /// A git command runner bound to one directory.
 #[derive(Debug, Clone)]
-pub struct Git {
-    pub dir: PathBuf,
+pub(crate) struct Git {
+    pub(crate) dir: PathBuf,
 }
 
 /// Where things are, as `discover` found them.
 #[derive(Debug, Clone)]
-pub struct Discovered {
+pub(crate) struct Discovered {
     /// The main worktree's root: `.eden/` lives here.
-    pub root: PathBuf,
+    pub(crate) root: PathBuf,
     /// The repository's shared `.git` directory.
-    pub common_dir: PathBuf,
+    pub(crate) common_dir: PathBuf,
     /// The checkout eden was started in (the main worktree or a linked one).
-    pub checkout: PathBuf,
+    pub(crate) checkout: PathBuf,
 }
 
 #[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Eq)]
-pub struct Commit {
-    pub sha: String,
-    pub subject: String,
+pub(crate) struct Commit {
+    pub(crate) sha: String,
+    pub(crate) subject: String,
 }
 
 impl Git {
-    pub fn new(dir: impl Into<PathBuf>) -> Self {
+    pub(crate) fn new(dir: impl Into<PathBuf>) -> Self {
         Git { dir: dir.into() }
     }
 
-    pub fn command<I, S>(&self, args: I) -> ProcessBuilder
+    pub(crate) fn command<I, S>(&self, args: I) -> ProcessBuilder
     where
         I: IntoIterator<Item = S>,
         S: AsRef<std::ffi::OsStr>,
@@ -89,7 +89,7 @@ impl Git {
 
     /// Run to completion whatever git's exit status, returning the output and the command line
     /// (for messages). Only failing to start git at all is an error here.
-    pub fn output<I, S>(&self, args: I) -> Result<(Output, String), Error>
+    pub(crate) fn output<I, S>(&self, args: I) -> Result<(Output, String), Error>
     where
         I: IntoIterator<Item = S>,
         S: AsRef<std::ffi::OsStr>,
@@ -103,7 +103,7 @@ impl Git {
 
     /// Run and return stdout (trimmed of the final newline); a failure is a git error that
     /// shows the command and git's own message.
-    pub fn run<I, S>(&self, args: I) -> Result<String, Error>
+    pub(crate) fn run<I, S>(&self, args: I) -> Result<String, Error>
     where
         I: IntoIterator<Item = S>,
         S: AsRef<std::ffi::OsStr>,
@@ -116,7 +116,7 @@ impl Git {
     }
 
     /// Run and report only whether git succeeded (for queries answered by the exit code).
-    pub fn check<I, S>(&self, args: I) -> Result<bool, Error>
+    pub(crate) fn check<I, S>(&self, args: I) -> Result<bool, Error>
     where
         I: IntoIterator<Item = S>,
         S: AsRef<std::ffi::OsStr>,
@@ -125,7 +125,7 @@ impl Git {
     }
 
     /// Find the repository containing `dir` with a single `git rev-parse`.
-    pub fn discover(dir: &Path) -> Result<Discovered, Error> {
+    pub(crate) fn discover(dir: &Path) -> Result<Discovered, Error> {
         let not_a_repo = || {
             Error::usage(format!("`{}` is not inside a git repository", dir.display()))
                 .with_hint("run eden from your repository (one with a working tree), or pass `--repo PATH`")
@@ -152,39 +152,39 @@ impl Git {
     }
 
     /// The checked-out branch, or `None` on a detached HEAD.
-    pub fn current_branch(&self) -> Result<Option<String>, Error> {
+    pub(crate) fn current_branch(&self) -> Result<Option<String>, Error> {
         let (output, _) = self.output(["symbolic-ref", "--quiet", "--short", "HEAD"])?;
         Ok(output.success().then(|| output.stdout.trim().to_owned()))
     }
 
     /// Resolve a revision to a commit id, `None` if it does not exist.
-    pub fn resolve(&self, revision: &str) -> Result<Option<String>, Error> {
+    pub(crate) fn resolve(&self, revision: &str) -> Result<Option<String>, Error> {
         let spec = format!("{revision}^{{commit}}");
         let (output, _) = self.output(["rev-parse", "--verify", "--quiet", spec.as_str()])?;
         Ok(output.success().then(|| output.stdout.trim().to_owned()))
     }
 
     /// The commit a local branch points at, `None` if there is no such branch.
-    pub fn branch_commit(&self, branch: &str) -> Result<Option<String>, Error> {
+    pub(crate) fn branch_commit(&self, branch: &str) -> Result<Option<String>, Error> {
         self.resolve(&format!("refs/heads/{branch}"))
     }
 
     /// Uncommitted changes (staged, unstaged or untracked, ignoring what git ignores), as
     /// `git status --porcelain` lines.
-    pub fn dirty_paths(&self) -> Result<Vec<String>, Error> {
+    pub(crate) fn dirty_paths(&self) -> Result<Vec<String>, Error> {
         let status = self.run(["status", "--porcelain", "--untracked-files=normal"])?;
         Ok(status.lines().map(str::to_owned).collect())
     }
 
     /// Uncommitted changes to tracked files only (staged or not), as `git status --porcelain`
     /// lines: what a merge into this checkout could run into.
-    pub fn tracked_changes(&self) -> Result<Vec<String>, Error> {
+    pub(crate) fn tracked_changes(&self) -> Result<Vec<String>, Error> {
         let status = self.run(["status", "--porcelain", "--untracked-files=no"])?;
         Ok(status.lines().map(str::to_owned).collect())
     }
 
     /// Commits reachable from `tip` but not from `base`, oldest first.
-    pub fn commits_between(&self, base: &str, tip: &str) -> Result<Vec<Commit>, Error> {
+    pub(crate) fn commits_between(&self, base: &str, tip: &str) -> Result<Vec<Commit>, Error> {
         let range = format!("{base}..{tip}");
         let log = self.run(["log", "--reverse", "--format=%H%x00%s", range.as_str(), "--"])?;
         Ok(log
@@ -196,7 +196,7 @@ impl Git {
 
     /// Add the top-level folder `name` to the repository's `info/exclude`, so what is in it
     /// never shows up as untracked files. Idempotent.
-    pub fn exclude_folder(common_dir: &Path, name: &str) -> Result<(), Error> {
+    pub(crate) fn exclude_folder(common_dir: &Path, name: &str) -> Result<(), Error> {
         let info = common_dir.join("info");
         let exclude = info.join("exclude");
         let current = std::fs::read_to_string(&exclude).unwrap_or_default();
@@ -220,7 +220,7 @@ impl Git {
 
 /// A git command that failed: a git error, unless the disk is full — then it is the machine's
 /// failure (exit 70), said as such.
-pub fn git_failure(command: &str, stderr: &str) -> Error {
+pub(crate) fn git_failure(command: &str, stderr: &str) -> Error {
     let stderr = stderr.trim();
     if ["No space left on device", "Out of diskspace", "out of disk space"].iter().any(|said| stderr.contains(said)) {
         return Error::internal(format!("the disk is full: `{command}` failed: {stderr}"))
@@ -231,10 +231,10 @@ pub fn git_failure(command: &str, stderr: &str) -> Error {
 }
 
 /// What to do when a write failed for want of space.
-pub const DISK_FULL_HINT: &str =
+pub(crate) const DISK_FULL_HINT: &str =
     "free some space on the disk that holds the repository (`eden clean --older-than 7d` removes old logs, sessions and patches), then run again: what was done so far is kept";
 
 /// Canonicalize, falling back to the path as given (so messages still show something useful).
-pub fn dunce_canonical(path: &Path) -> PathBuf {
+pub(crate) fn dunce_canonical(path: &Path) -> PathBuf {
     std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }

@@ -5,12 +5,12 @@ use crate::error::Error;
 use std::path::{Path, PathBuf};
 
 /// A branch name made into one path component: `eden/fix-login` → `eden-fix-login`.
-pub fn slug(branch: &str) -> String {
+pub(crate) fn slug(branch: &str) -> String {
     branch.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') { c } else { '-' }).collect()
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Removal {
+pub(crate) enum Removal {
     Removed,
     /// It has uncommitted changes and was left in place.
     KeptDirty,
@@ -18,24 +18,24 @@ pub enum Removal {
 
 /// One entry of `git worktree list --porcelain`.
 #[derive(Debug, Clone)]
-pub struct WorktreeEntry {
-    pub path: PathBuf,
+pub(crate) struct WorktreeEntry {
+    pub(crate) path: PathBuf,
     /// The checked-out branch; `None` when detached (or bare).
-    pub branch: Option<String>,
+    pub(crate) branch: Option<String>,
     /// Registered, but its folder is gone: `git worktree prune` removes the registration.
-    pub prunable: bool,
+    pub(crate) prunable: bool,
 }
 
 /// `git worktree list --porcelain`, parsed.
-pub struct WorktreeList {
-    pub entries: Vec<WorktreeEntry>,
+pub(crate) struct WorktreeList {
+    pub(crate) entries: Vec<WorktreeEntry>,
 }
 
 impl WorktreeList {
     /// Read the list. Another eden process may be adding a worktree right now (under the
     /// repository lock, which readers do not take): git then cannot read the half-made entry
     /// (`failed to read .git/worktrees/<name>/commondir`) and a moment later it can.
-    pub fn read(git: &Git) -> Result<Self, Error> {
+    pub(crate) fn read(git: &Git) -> Result<Self, Error> {
         let mut attempt = 0;
         let text = loop {
             match git.run(["worktree", "list", "--porcelain"]) {
@@ -66,7 +66,7 @@ impl WorktreeList {
     }
 
     /// The worktree that has `branch` checked out (one whose folder is gone does not count).
-    pub fn find_branch(&self, branch: &str) -> Option<&Path> {
+    pub(crate) fn find_branch(&self, branch: &str) -> Option<&Path> {
         self.entries
             .iter()
             .find(|entry| !entry.prunable && entry.branch.as_deref() == Some(branch))
@@ -77,7 +77,7 @@ impl WorktreeList {
 /// Lock files git leaves behind when one of its processes is killed mid-update (an agent's
 /// `git commit` when eden is killed): the branch's ref lock, and the index and HEAD locks of the
 /// worktree's own git folder. Only safe to remove when nothing of that run is alive any more.
-pub fn leftover_locks(common_dir: &Path, branch: &str, worktree: &Path) -> Vec<PathBuf> {
+pub(crate) fn leftover_locks(common_dir: &Path, branch: &str, worktree: &Path) -> Vec<PathBuf> {
     let mut locks = vec![common_dir.join("refs").join("heads").join(format!("{branch}.lock"))];
     let dot_git = worktree.join(".git");
     for entry in std::fs::read_dir(common_dir.join("worktrees")).into_iter().flatten().flatten() {
@@ -95,12 +95,12 @@ pub fn leftover_locks(common_dir: &Path, branch: &str, worktree: &Path) -> Vec<P
 impl Git {
     /// Forget worktrees whose folders are gone (a run killed while it made one, a folder deleted
     /// by hand), so their paths and branches can be used again.
-    pub fn prune_worktrees(&self) -> Result<(), Error> {
+    pub(crate) fn prune_worktrees(&self) -> Result<(), Error> {
         self.run(["worktree", "prune"]).map(drop)
     }
 
     /// Create a worktree at `path` on a new branch `branch` starting at `base`.
-    pub fn add_worktree_new_branch(&self, path: &Path, branch: &str, base: &str) -> Result<(), Error> {
+    pub(crate) fn add_worktree_new_branch(&self, path: &Path, branch: &str, base: &str) -> Result<(), Error> {
         self.run([
             "worktree".as_ref(),
             "add".as_ref(),
@@ -114,13 +114,13 @@ impl Git {
     }
 
     /// Create a worktree at `path` for the existing `branch`.
-    pub fn add_worktree(&self, path: &Path, branch: &str) -> Result<(), Error> {
+    pub(crate) fn add_worktree(&self, path: &Path, branch: &str) -> Result<(), Error> {
         self.run(["worktree".as_ref(), "add".as_ref(), "--quiet".as_ref(), path.as_os_str(), branch.as_ref()]).map(drop)
     }
 
     /// Remove a clean worktree. git itself refuses when it has modified or untracked files, so
     /// this can never lose work: that refusal is `Ok(Removal::KeptDirty)`.
-    pub fn remove_worktree(&self, path: &Path) -> Result<Removal, Error> {
+    pub(crate) fn remove_worktree(&self, path: &Path) -> Result<Removal, Error> {
         let (output, command) = self.output(["worktree".as_ref(), "remove".as_ref(), path.as_os_str()])?;
         if output.success() {
             return Ok(Removal::Removed);
@@ -132,7 +132,7 @@ impl Git {
     }
 
     /// Delete a branch whose commits are safe elsewhere (merged, or none of its own).
-    pub fn delete_branch(&self, branch: &str) -> Result<(), Error> {
+    pub(crate) fn delete_branch(&self, branch: &str) -> Result<(), Error> {
         self.run(["branch", "-D", "--quiet", branch]).map(drop)
     }
 }

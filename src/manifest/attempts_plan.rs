@@ -9,19 +9,19 @@ use serde::Serialize;
 
 /// `attempts = N` and `attempts_pick`, resolved (`--attempts` wins over the key).
 #[derive(Debug, Clone, Serialize)]
-pub struct AttemptsPlan {
-    pub count: u32,
-    pub pick: crate::manifest::schema::AttemptsPick,
+pub(crate) struct AttemptsPlan {
+    pub(crate) count: u32,
+    pub(crate) pick: crate::manifest::schema::AttemptsPick,
     /// `attempts_score`, for `"best"`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub score: Option<String>,
+    pub(crate) score: Option<String>,
     /// What the choice goes by: the completion signal and the checks, or the signal alone
     /// (no `[[check]]`), as `--dry-run` says.
-    pub chosen_by: &'static str,
+    pub(crate) chosen_by: &'static str,
 }
 
 /// The most attempts of one manifest at once.
-pub const MAX_ATTEMPTS: u32 = 16;
+pub(crate) const MAX_ATTEMPTS: u32 = 16;
 
 /// `attempts` and `attempts_pick`: a number from 1 to `MAX_ATTEMPTS`, each attempt on a branch
 /// of its own (`merge-to-head`), and what is not built yet refused.

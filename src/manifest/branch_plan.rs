@@ -8,21 +8,21 @@ use serde::Serialize;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, Serialize)]
-pub struct BranchPlan {
-    pub strategy: Strategy,
-    pub name: Option<String>,
-    pub base: Option<String>,
-    pub allow_dirty: bool,
-    pub reuse_worktree: bool,
-    pub rebase: bool,
-    pub commit_leftovers: bool,
+pub(crate) struct BranchPlan {
+    pub(crate) strategy: Strategy,
+    pub(crate) name: Option<String>,
+    pub(crate) base: Option<String>,
+    pub(crate) allow_dirty: bool,
+    pub(crate) reuse_worktree: bool,
+    pub(crate) rebase: bool,
+    pub(crate) commit_leftovers: bool,
     /// `branch.push`: the remote the run's branch goes to after the run.
-    pub push: Option<String>,
+    pub(crate) push: Option<String>,
     /// `branch.push_base`: the base too, once merged into (merge-to-head).
-    pub push_base: bool,
+    pub(crate) push_base: bool,
     /// `branch.protect`: globs a run may not change and still merge by itself.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub protect: Vec<String>,
+    pub(crate) protect: Vec<String>,
 }
 
 /// `copy_to_worktree` entries: relative paths that stay inside the checkout.

@@ -10,14 +10,14 @@ use serde::Serialize;
 
 /// Caps on spending; `None` is no cap.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
-pub struct BudgetPlan {
-    pub max_tokens: Option<u64>,
-    pub max_cost_usd: Option<f64>,
-    pub max_duration: Option<Duration>,
+pub(crate) struct BudgetPlan {
+    pub(crate) max_tokens: Option<u64>,
+    pub(crate) max_cost_usd: Option<f64>,
+    pub(crate) max_duration: Option<Duration>,
 }
 
 impl BudgetPlan {
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self == &BudgetPlan::default()
     }
 }

@@ -8,14 +8,14 @@ use crate::values::Duration;
 use serde::Serialize;
 
 #[derive(Debug, Clone, Serialize)]
-pub struct CheckPlan {
-    pub name: String,
-    pub cmd: String,
+pub(crate) struct CheckPlan {
+    pub(crate) name: String,
+    pub(crate) cmd: String,
     /// Relative to the worktree.
-    pub cwd: Option<String>,
-    pub timeout: Duration,
+    pub(crate) cwd: Option<String>,
+    pub(crate) timeout: Duration,
     /// Also after every iteration, not only once the agent signals completion.
-    pub every_iteration: bool,
+    pub(crate) every_iteration: bool,
 }
 
 /// The checks of `sections` (at `path`), each timed out after `default_timeout` unless it says.

@@ -8,14 +8,14 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, Default)]
-pub struct DotEnv {
-    pub path: Option<PathBuf>,
-    pub values: BTreeMap<String, String>,
+pub(crate) struct DotEnv {
+    pub(crate) path: Option<PathBuf>,
+    pub(crate) values: BTreeMap<String, String>,
 }
 
 impl DotEnv {
     /// Read `<root>/.eden/.env` if it exists.
-    pub fn load(root: &Path) -> Result<DotEnv, Error> {
+    pub(crate) fn load(root: &Path) -> Result<DotEnv, Error> {
         let path = crate::layout::dotenv(root);
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
@@ -35,13 +35,13 @@ impl DotEnv {
 
 /// A line of a `.env` file that cannot be read: its number (from 1) and what is wrong with it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BadLine {
-    pub line: usize,
-    pub problem: &'static str,
+pub(crate) struct BadLine {
+    pub(crate) line: usize,
+    pub(crate) problem: &'static str,
 }
 
 /// The variables, or the first line that cannot be read.
-pub fn parse(text: &str) -> Result<BTreeMap<String, String>, BadLine> {
+pub(crate) fn parse(text: &str) -> Result<BTreeMap<String, String>, BadLine> {
     let mut values = BTreeMap::new();
     for (index, raw) in text.lines().enumerate() {
         let line_no = index + 1;

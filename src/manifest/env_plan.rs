@@ -32,7 +32,7 @@ pub(crate) fn resolve_env(
 }
 
 /// The names a value refers to with `${VAR}`.
-pub fn env_references(value: &str) -> Vec<&str> {
+pub(crate) fn env_references(value: &str) -> Vec<&str> {
     let mut names = Vec::new();
     let mut rest = value;
     while let Some(start) = rest.find("${") {
@@ -47,10 +47,10 @@ pub fn env_references(value: &str) -> Vec<&str> {
 
 /// A `${VAR}` reference to a variable that is not set: its name.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NotSet(pub String);
+pub(crate) struct NotSet(pub(crate) String);
 
 /// Expand `${VAR}` references from the host environment; a missing one is the error.
-pub fn expand_env(value: &str, host_env: &dyn Fn(&str) -> Option<String>) -> Result<String, NotSet> {
+pub(crate) fn expand_env(value: &str, host_env: &dyn Fn(&str) -> Option<String>) -> Result<String, NotSet> {
     let mut out = String::with_capacity(value.len());
     let mut rest = value;
     while let Some(start) = rest.find("${") {

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 /// What eden holds for one step's agent, or why it holds nothing.
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "held", rename_all = "snake_case")]
-pub enum Held {
+pub(crate) enum Held {
     /// The keys below reach the agent as placeholders; its base URL variable points at the proxy.
     Keys {
         /// Where held requests go (the base URL the person set, or the provider's API).
@@ -44,35 +44,35 @@ pub enum Held {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct HeldLogin {
+pub(crate) struct HeldLogin {
     /// The variable that points the agent at its state folder.
-    pub var: &'static str,
-    pub file: &'static str,
+    pub(crate) var: &'static str,
+    pub(crate) file: &'static str,
     /// Puts the placeholder in the private copy of `file` (the folder, the placeholder).
     #[serde(skip)]
-    pub hold: fn(&std::path::Path, &str) -> std::io::Result<()>,
+    pub(crate) hold: fn(&std::path::Path, &str) -> std::io::Result<()>,
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct HeldKeyPlan {
-    pub var: String,
-    pub header: CredentialHeader,
+pub(crate) struct HeldKeyPlan {
+    pub(crate) var: String,
+    pub(crate) header: CredentialHeader,
     #[serde(skip)]
-    pub value: Secret,
+    pub(crate) value: Secret,
 }
 
 /// Where a step's agent runs: what `resolve` needs besides the agent and the setting.
 pub(super) struct Surroundings<'a> {
-    pub sandbox: &'a SandboxPlan,
+    pub(crate) sandbox: &'a SandboxPlan,
     /// `[sandbox] env`.
-    pub sandbox_env: &'a BTreeMap<String, Secret>,
+    pub(crate) sandbox_env: &'a BTreeMap<String, Secret>,
     /// `.eden/.env`.
-    pub dotenv: &'a BTreeMap<String, Secret>,
-    pub source: &'a Source,
+    pub(crate) dotenv: &'a BTreeMap<String, Secret>,
+    pub(crate) source: &'a Source,
     /// eden's own environment.
-    pub host_env: &'a dyn Fn(&str) -> Option<String>,
+    pub(crate) host_env: &'a dyn Fn(&str) -> Option<String>,
     /// The repository's working tree, for an agent's project configuration.
-    pub project: Option<&'a std::path::Path>,
+    pub(crate) project: Option<&'a std::path::Path>,
 }
 
 /// What `sandbox.hold_keys` (`setting`) means for a step's `agent`, its environment as the

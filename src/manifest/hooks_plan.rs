@@ -10,10 +10,12 @@ use crate::values::Duration;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-/// The five moments of a run at which hooks run, in the order they come.
+/// The five moments of a run at which hooks run, in the order they come, named as the manifest
+/// names them (hence the shared prefix).
+#[allow(clippy::enum_variant_names)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Phase {
+pub(crate) enum Phase {
     OnWorktreeReady,
     OnSandboxReady,
     OnIterationStart,
@@ -22,10 +24,10 @@ pub enum Phase {
 }
 
 impl Phase {
-    pub const ALL: [Phase; 5] =
+    pub(crate) const ALL: [Phase; 5] =
         [Phase::OnWorktreeReady, Phase::OnSandboxReady, Phase::OnIterationStart, Phase::OnIterationEnd, Phase::OnClose];
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Phase::OnWorktreeReady => "on_worktree_ready",
             Phase::OnSandboxReady => "on_sandbox_ready",
@@ -39,13 +41,13 @@ impl Phase {
 /// Where a hook runs: on the host in the worktree, or in the sandbox (the host for `none`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Side {
+pub(crate) enum Side {
     Host,
     Sandbox,
 }
 
 impl Side {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Side::Host => "host",
             Side::Sandbox => "sandbox",
@@ -54,31 +56,27 @@ impl Side {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct HookPlan {
-    pub cmd: String,
+pub(crate) struct HookPlan {
+    pub(crate) cmd: String,
     /// Relative to the worktree unless absolute.
-    pub cwd: Option<String>,
-    pub env: BTreeMap<String, Secret>,
-    pub timeout: Duration,
+    pub(crate) cwd: Option<String>,
+    pub(crate) env: BTreeMap<String, Secret>,
+    pub(crate) timeout: Duration,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct HooksPlan {
-    pub host: BTreeMap<&'static str, Vec<HookPlan>>,
-    pub sandbox: BTreeMap<&'static str, Vec<HookPlan>>,
+pub(crate) struct HooksPlan {
+    pub(crate) host: BTreeMap<&'static str, Vec<HookPlan>>,
+    pub(crate) sandbox: BTreeMap<&'static str, Vec<HookPlan>>,
 }
 
 impl HooksPlan {
-    pub fn get(&self, side: Side, phase: Phase) -> &[HookPlan] {
+    pub(crate) fn get(&self, side: Side, phase: Phase) -> &[HookPlan] {
         let map = match side {
             Side::Host => &self.host,
             Side::Sandbox => &self.sandbox,
         };
         map.get(phase.as_str()).map_or(&[], Vec::as_slice)
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.host.is_empty() && self.sandbox.is_empty()
     }
 }
 

@@ -13,16 +13,16 @@ use toml_edit::{ImDocument, Item, Table, Value};
 
 /// One segment of a key path: `step[1].agent.model`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Segment {
+pub(crate) enum Segment {
     Key(String),
     Index(usize),
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct KeyPath(pub Vec<Segment>);
+pub(crate) struct KeyPath(pub(crate) Vec<Segment>);
 
 impl KeyPath {
-    pub fn parse(dotted: &str) -> KeyPath {
+    pub(crate) fn parse(dotted: &str) -> KeyPath {
         KeyPath(
             dotted
                 .split('.')
@@ -34,13 +34,13 @@ impl KeyPath {
         )
     }
 
-    pub fn child(&self, key: &str) -> KeyPath {
+    pub(crate) fn child(&self, key: &str) -> KeyPath {
         let mut path = self.clone();
         path.0.push(Segment::Key(key.to_owned()));
         path
     }
 
-    pub fn index(&self, index: usize) -> KeyPath {
+    pub(crate) fn index(&self, index: usize) -> KeyPath {
         let mut path = self.clone();
         path.0.push(Segment::Index(index));
         path
@@ -66,17 +66,17 @@ impl fmt::Display for KeyPath {
 
 /// Where a key's value came from: the manifest file, or a flag.
 #[derive(Debug, Clone)]
-pub struct Override {
-    pub path: KeyPath,
+pub(crate) struct Override {
+    pub(crate) path: KeyPath,
     /// How the user wrote it, e.g. `--set loop.max_iterations=3` or `--prompt`.
-    pub flag: String,
-    pub value: toml::Value,
+    pub(crate) flag: String,
+    pub(crate) value: toml::Value,
 }
 
 impl Override {
     /// Parse `KEY=VALUE`: a value that reads as TOML (`3`, `true`, `"text"`, `["a", "b"]`) is
     /// taken as such, anything else as a plain string.
-    pub fn parse_set(text: &str) -> Result<Override, Error> {
+    pub(crate) fn parse_set(text: &str) -> Result<Override, Error> {
         let Some((key, raw)) = text.split_once('=') else {
             return Err(Error::usage(format!("`--set {text}` has no value"))
                 .with_hint("write it as `--set KEY=VALUE`, e.g. `--set agent.model=opus`"));
@@ -93,32 +93,32 @@ impl Override {
         Ok(Override { path: KeyPath::parse(key), flag: format!("--set {text}"), value })
     }
 
-    pub fn flag(path: &str, flag: &str, value: toml::Value) -> Override {
+    pub(crate) fn flag(path: &str, flag: &str, value: toml::Value) -> Override {
         Override { path: KeyPath::parse(path), flag: flag.to_owned(), value }
     }
 }
 
 /// The text a manifest came from, for locating errors. `file` is `None` in the flag-only form.
-pub struct Source {
-    pub file: Option<PathBuf>,
+pub(crate) struct Source {
+    pub(crate) file: Option<PathBuf>,
     /// The folder relative paths resolve against: the manifest's, or the current directory.
-    pub base_dir: PathBuf,
+    pub(crate) base_dir: PathBuf,
     document: Option<ImDocument<String>>,
     overrides: Vec<Override>,
     /// What the overrides changed beyond the keys they name (for the person to see).
-    pub notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
     /// A manifest without a prompt is fine (`eden interactive`: the person types it).
-    pub prompt_optional: bool,
+    pub(crate) prompt_optional: bool,
 }
 
 impl Source {
     /// An error about the value at `path`, located in the file or attributed to its flag.
-    pub fn error_at(&self, path: &KeyPath, message: impl fmt::Display) -> Error {
+    pub(crate) fn error_at(&self, path: &KeyPath, message: impl fmt::Display) -> Error {
         Error::usage(format!("{}: {message}", self.origin(path, false)))
     }
 
     /// Like `error_at`, pointing at the key itself rather than its value.
-    pub fn error_at_key(&self, path: &KeyPath, message: impl fmt::Display) -> Error {
+    pub(crate) fn error_at_key(&self, path: &KeyPath, message: impl fmt::Display) -> Error {
         Error::usage(format!("{}: {message}", self.origin(path, true)))
     }
 
@@ -129,7 +129,7 @@ impl Source {
     }
 
     /// `plan.toml:3:9`, or `` `--set agent.model=x` `` when a flag set the value.
-    pub fn origin(&self, path: &KeyPath, at_key: bool) -> String {
+    pub(crate) fn origin(&self, path: &KeyPath, at_key: bool) -> String {
         if let Some(flag) = self.overrides.iter().rev().find(|o| path.starts_with(&o.path)) {
             return format!("`{}`", flag.flag);
         }
@@ -149,13 +149,13 @@ impl Source {
 }
 
 /// What to load: an optional manifest file plus overrides in the order given.
-pub struct LoadRequest<'a> {
-    pub file: Option<&'a Path>,
-    pub overrides: Vec<Override>,
-    pub current_dir: &'a Path,
+pub(crate) struct LoadRequest<'a> {
+    pub(crate) file: Option<&'a Path>,
+    pub(crate) overrides: Vec<Override>,
+    pub(crate) current_dir: &'a Path,
 }
 
-pub fn load(request: LoadRequest<'_>) -> Result<(Manifest, Source), Error> {
+pub(crate) fn load(request: LoadRequest<'_>) -> Result<(Manifest, Source), Error> {
     let (text, file) = match request.file {
         Some(path) => {
             let shown = path.to_path_buf();
@@ -429,7 +429,7 @@ fn with_suggestion(error: Error, unknown: &str, expected: &[String], list_label:
 }
 
 /// The candidate nearest to `word` by edit distance, if it is near enough to be a typo.
-pub fn closest<'a>(word: &str, candidates: &'a [String]) -> Option<&'a str> {
+pub(crate) fn closest<'a>(word: &str, candidates: &'a [String]) -> Option<&'a str> {
     candidates
         .iter()
         .map(|candidate| (edit_distance(word, candidate), candidate))

@@ -14,7 +14,7 @@ use std::path::{Component, Path};
 /// Where a run's log goes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum LogFile {
+pub(crate) enum LogFile {
     /// `.eden/logs/<run-id>.jsonl`.
     Default,
     /// A template relative to the repository root (inside `.eden/`), or an absolute one.
@@ -22,7 +22,7 @@ pub enum LogFile {
     Off,
 }
 
-pub const PLACEHOLDERS: [&str; 3] = ["name", "branch", "run_id"];
+pub(crate) const PLACEHOLDERS: [&str; 3] = ["name", "branch", "run_id"];
 
 /// Longest name one part of a path may have (most filesystems: 255 bytes).
 const MAX_NAME: usize = 255;
@@ -95,7 +95,7 @@ fn placeholder_problem(template: &str) -> Option<String> {
 impl LogFile {
     /// The log's path for a run, or `None` when off. `default_dir` is `.eden/logs` of the
     /// repository (`Layout::logs`); templates are relative to `root`.
-    pub fn path(
+    pub(crate) fn path(
         &self,
         root: &Path,
         default_dir: &Path,

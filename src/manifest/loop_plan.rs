@@ -8,15 +8,15 @@ use crate::values::Duration;
 use serde::Serialize;
 
 #[derive(Debug, Clone, Serialize)]
-pub struct LoopPlan {
-    pub max_iterations: u32,
-    pub completion_signal: Vec<String>,
-    pub idle_timeout: Duration,
-    pub idle_warning_interval: Duration,
-    pub completion_timeout: Duration,
-    pub require_completion: bool,
+pub(crate) struct LoopPlan {
+    pub(crate) max_iterations: u32,
+    pub(crate) completion_signal: Vec<String>,
+    pub(crate) idle_timeout: Duration,
+    pub(crate) idle_warning_interval: Duration,
+    pub(crate) completion_timeout: Duration,
+    pub(crate) require_completion: bool,
     /// `[loop] usage_limit_wait`: the most time a run waits for usage limits to reset.
-    pub usage_limit_wait: crate::values::MaybeZeroDuration,
+    pub(crate) usage_limit_wait: crate::values::MaybeZeroDuration,
 }
 
 pub(crate) fn resolve_loop(section: &LoopSection, source: &Source) -> Result<LoopPlan, Error> {

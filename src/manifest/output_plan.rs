@@ -9,16 +9,16 @@ use serde::Serialize;
 use std::path::PathBuf;
 
 #[derive(Debug, Clone, Serialize)]
-pub struct OutputPlan {
-    pub kind: OutputKind,
-    pub tag: String,
-    pub schema_file: Option<PathBuf>,
+pub(crate) struct OutputPlan {
+    pub(crate) kind: OutputKind,
+    pub(crate) tag: String,
+    pub(crate) schema_file: Option<PathBuf>,
     #[serde(skip)]
-    pub schema: Option<serde_json::Value>,
-    pub max_retries: u32,
+    pub(crate) schema: Option<serde_json::Value>,
+    pub(crate) max_retries: u32,
 }
 
-pub const DEFAULT_TAG: &str = "result";
+pub(crate) const DEFAULT_TAG: &str = "result";
 /// Retries when the agent can resume its session; agents that cannot get none.
 const DEFAULT_RETRIES: u32 = 2;
 

@@ -3,27 +3,25 @@
 //! touches git or starts a process, so a bad manifest is refused before any side effect.
 
 use super::attempts_plan::resolve_attempts;
-pub use super::attempts_plan::{AttemptsPlan, MAX_ATTEMPTS};
-pub use super::branch_plan::BranchPlan;
+pub(crate) use super::attempts_plan::AttemptsPlan;
+pub(crate) use super::branch_plan::BranchPlan;
 use super::branch_plan::{resolve_branch, resolve_copies};
 use super::budget_plan::resolve_budget;
-pub use super::budget_plan::BudgetPlan;
-pub use super::dotenv::DotEnv;
+pub(crate) use super::budget_plan::BudgetPlan;
+pub(crate) use super::dotenv::DotEnv;
 use super::env_plan::{env_references, expand_env, resolve_env};
-pub use super::hooks_plan::HooksPlan;
+pub(crate) use super::hooks_plan::HooksPlan;
 use super::hooks_plan::{hooks_of, resolve_hooks, Phase};
 use super::load::{name_problem, KeyPath, Source};
-pub use super::loop_plan::LoopPlan;
-pub use super::output_plan::OutputPlan;
 use super::sandbox_plan::resolve_sandbox;
-pub use super::sandbox_plan::{
+pub(crate) use super::sandbox_plan::{
     AgentStateMount, AllowEntry, ContainerPlan, Engine, EngineHost, IsolatedPlan, MountPlan, PodPlan, SandboxPlan,
     DEFAULT_MAX_RETURN,
 };
 use super::schema::*;
+pub(crate) use super::steps_plan::StepPlan;
 use super::steps_plan::{resolve_artifacts, resolve_steps, StepContext};
-pub use super::steps_plan::{PromptPlan, StepPlan};
-pub use crate::agent::AgentPlan;
+pub(crate) use crate::agent::AgentPlan;
 use crate::error::Error;
 use crate::redact::Secret;
 use crate::values::Duration;
@@ -33,59 +31,59 @@ use std::path::{Path, PathBuf};
 
 /// Everything a run needs, resolved. Serialized by `--dry-run`.
 #[derive(Debug, Clone, Serialize)]
-pub struct Plan {
-    pub name: String,
-    pub manifest: Option<PathBuf>,
+pub(crate) struct Plan {
+    pub(crate) name: String,
+    pub(crate) manifest: Option<PathBuf>,
     /// What the agents do, in order: the top-level settings as one step, or the `[[step]]`s.
-    pub steps: Vec<StepPlan>,
-    pub sandbox: SandboxPlan,
-    pub branch: BranchPlan,
-    pub timeouts: TimeoutsPlan,
-    pub hooks: HooksPlan,
+    pub(crate) steps: Vec<StepPlan>,
+    pub(crate) sandbox: SandboxPlan,
+    pub(crate) branch: BranchPlan,
+    pub(crate) timeouts: TimeoutsPlan,
+    pub(crate) hooks: HooksPlan,
     /// Paths relative to the checkout, copied into the worktree before the hooks.
-    pub copy_to_worktree: Vec<PathBuf>,
-    pub env: EnvPlan,
-    pub logging: LoggingPlan,
+    pub(crate) copy_to_worktree: Vec<PathBuf>,
+    pub(crate) env: EnvPlan,
+    pub(crate) logging: LoggingPlan,
     /// `[budget]`: caps on the whole run.
-    pub budget: BudgetPlan,
+    pub(crate) budget: BudgetPlan,
     /// `attempts`: how many runs of this manifest go at once, and which lands.
-    pub attempts: AttemptsPlan,
+    pub(crate) attempts: AttemptsPlan,
     /// `artifacts`: globs of the workspace's files kept after the run (`.eden/artifacts/RUN/`).
-    pub artifacts: Vec<String>,
+    pub(crate) artifacts: Vec<String>,
     /// Values replaced by `***` in everything eden writes.
     #[serde(skip)]
-    pub secrets: Vec<Secret>,
+    pub(crate) secrets: Vec<Secret>,
 }
 
 /// Environment shared by what runs in a run (the agent's own is in `AgentPlan`).
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct EnvPlan {
+pub(crate) struct EnvPlan {
     /// `.eden/.env`, when there is one.
-    pub file: Option<PathBuf>,
+    pub(crate) file: Option<PathBuf>,
     /// Its variables, for the agent and every hook (eden's own environment wins for a name set
     /// in both).
-    pub dotenv: BTreeMap<String, Secret>,
+    pub(crate) dotenv: BTreeMap<String, Secret>,
     /// `[sandbox] env`: for the agent and the sandbox hooks.
-    pub sandbox: BTreeMap<String, Secret>,
+    pub(crate) sandbox: BTreeMap<String, Secret>,
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct TimeoutsPlan {
-    pub iteration_step: Duration,
-    pub hook_step: Duration,
-    pub copy_to_worktree: Duration,
-    pub kill_grace: Duration,
-    pub output_drain: Duration,
+pub(crate) struct TimeoutsPlan {
+    pub(crate) iteration_step: Duration,
+    pub(crate) hook_step: Duration,
+    pub(crate) copy_to_worktree: Duration,
+    pub(crate) kill_grace: Duration,
+    pub(crate) output_drain: Duration,
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct LoggingPlan {
-    pub file: super::logging_plan::LogFile,
+pub(crate) struct LoggingPlan {
+    pub(crate) file: super::logging_plan::LogFile,
 }
 
 /// The manifest resolved into the settings of a run, or its mistakes: every independent one is
 /// found, the first with the others as its `also`.
-pub fn resolve(
+pub(crate) fn resolve(
     manifest: Manifest,
     source: &Source,
     process_env: &dyn Fn(&str) -> Option<String>,

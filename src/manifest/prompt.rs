@@ -5,18 +5,18 @@
 use std::collections::BTreeMap;
 
 /// The structured output of the step before, in `[[step]]` manifests.
-pub const PREVIOUS_STEP_RESULT: &str = "PREVIOUS_STEP_RESULT";
+pub(crate) const PREVIOUS_STEP_RESULT: &str = "PREVIOUS_STEP_RESULT";
 
 /// What the checks reported when they last failed (`[[check]]`): empty until one fails. A
 /// prompt that does not use it gets it appended when there is something to say.
-pub const CHECK_FAILURES: &str = "CHECK_FAILURES";
+pub(crate) const CHECK_FAILURES: &str = "CHECK_FAILURES";
 
 /// Keys eden fills in itself.
-pub const BUILT_INS: [&str; 8] =
+pub(crate) const BUILT_INS: [&str; 8] =
     ["BRANCH", "BASE_BRANCH", "ITERATION", "MAX_ITERATIONS", "RUN_ID", "NAME", "ATTEMPT", CHECK_FAILURES];
 
 /// The placeholders a template uses, in order of appearance (`{{ KEY }}` may have spaces).
-pub fn placeholders(template: &str) -> Vec<&str> {
+pub(crate) fn placeholders(template: &str) -> Vec<&str> {
     let mut found = Vec::new();
     let mut rest = template;
     while let Some(start) = rest.find("{{") {
@@ -31,13 +31,13 @@ pub fn placeholders(template: &str) -> Vec<&str> {
     found
 }
 
-pub fn is_key(text: &str) -> bool {
+pub(crate) fn is_key(text: &str) -> bool {
     !text.is_empty() && text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 /// Replace every `{{KEY}}` with its value. Callers validate keys first with `placeholders`;
 /// a key without a value is left as written.
-pub fn render(template: &str, values: &BTreeMap<String, String>) -> String {
+pub(crate) fn render(template: &str, values: &BTreeMap<String, String>) -> String {
     let mut out = String::with_capacity(template.len());
     let mut rest = template;
     while let Some(start) = rest.find("{{") {
@@ -57,13 +57,13 @@ pub fn render(template: &str, values: &BTreeMap<String, String>) -> String {
 
 /// A prompt template split into text and `` !`command` `` blocks, whose output replaces them.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Piece<'a> {
+pub(crate) enum Piece<'a> {
     Text(&'a str),
     Command(&'a str),
 }
 
 /// Split out the `` !`command` `` blocks. An unclosed or empty block stays text.
-pub fn pieces(template: &str) -> Vec<Piece<'_>> {
+pub(crate) fn pieces(template: &str) -> Vec<Piece<'_>> {
     let mut pieces = Vec::new();
     let mut rest = template;
     let mut text_start = 0;

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
-pub enum SandboxPlan {
+pub(crate) enum SandboxPlan {
     None,
     Container(Box<ContainerPlan>),
     /// A private clone outside the repository, run under bubblewrap.
@@ -21,66 +21,66 @@ pub enum SandboxPlan {
 
 /// `sandbox.kind = "isolated"`, resolved.
 #[derive(Debug, Clone, Serialize)]
-pub struct IsolatedPlan {
+pub(crate) struct IsolatedPlan {
     /// `none` (the default) or `host`.
-    pub network: Network,
+    pub(crate) network: Network,
     /// Host folders handed over by name (`sandbox.mounts`).
-    pub mounts: Vec<MountPlan>,
-    pub expose_host: bool,
+    pub(crate) mounts: Vec<MountPlan>,
+    pub(crate) expose_host: bool,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub host_exposures: Vec<String>,
+    pub(crate) host_exposures: Vec<String>,
     /// The agent's configuration and transcript folders, writable inside (as in containers).
-    pub agent_state: Vec<AgentStateMount>,
+    pub(crate) agent_state: Vec<AgentStateMount>,
     /// `sandbox.max_return`, in bytes.
-    pub max_return: u64,
+    pub(crate) max_return: u64,
 }
 
 /// `sandbox.kind = "kubernetes"`, resolved.
 #[derive(Debug, Clone, Serialize)]
-pub struct PodPlan {
-    pub image: String,
+pub(crate) struct PodPlan {
+    pub(crate) image: String,
     /// `None`: the context's namespace.
-    pub namespace: Option<String>,
+    pub(crate) namespace: Option<String>,
     /// `None`: the kubeconfig's current context.
-    pub context: Option<String>,
-    pub cpus: Option<f64>,
-    pub memory: Option<u64>,
+    pub(crate) context: Option<String>,
+    pub(crate) cpus: Option<f64>,
+    pub(crate) memory: Option<u64>,
     /// `None`: the cluster's default.
-    pub image_pull_policy: Option<ImagePullPolicy>,
-    pub service_account: Option<String>,
-    pub node_selector: BTreeMap<String, String>,
-    pub tolerations: Vec<Toleration>,
+    pub(crate) image_pull_policy: Option<ImagePullPolicy>,
+    pub(crate) service_account: Option<String>,
+    pub(crate) node_selector: BTreeMap<String, String>,
+    pub(crate) tolerations: Vec<Toleration>,
     /// How long the pod may take to be running (pending, pulling its image).
-    pub start_timeout: std::time::Duration,
+    pub(crate) start_timeout: std::time::Duration,
     /// After this the cluster ends the pod whatever else happens (`activeDeadlineSeconds`).
-    pub deadline: std::time::Duration,
-    pub agent_state: Vec<AgentStateMount>,
+    pub(crate) deadline: std::time::Duration,
+    pub(crate) agent_state: Vec<AgentStateMount>,
     /// `sandbox.max_return`, in bytes.
-    pub max_return: u64,
+    pub(crate) max_return: u64,
     /// `sandbox.runtime_class`: the pod's `runtimeClassName`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub runtime_class: Option<String>,
+    pub(crate) runtime_class: Option<String>,
     /// The uid and gid the pod runs as: eden's own, or `POD_USER` when eden runs as root (a pod
     /// never runs as root).
-    pub run_as: (u32, u32),
+    pub(crate) run_as: (u32, u32),
     /// `internet` (the default), `none` and `allowlist`: rules in the pod's network namespace,
     /// installed by an init container before the agent's starts (`sandbox::pod_rules`), and a
     /// NetworkPolicy. `bridge`: the cluster's own network as it is.
-    pub network: Network,
+    pub(crate) network: Network,
     /// `network = "allowlist"`: the destinations allowed, as given (names resolved at start).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub allow: Vec<AllowEntry>,
+    pub(crate) allow: Vec<AllowEntry>,
     /// `[[service]]`: containers of the pod's own, beside the agent's.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub services: Vec<super::services_plan::ServicePlan>,
+    pub(crate) services: Vec<super::services_plan::ServicePlan>,
 }
 
 /// The uid and gid a pod runs as when eden runs as root.
-pub const POD_USER: (u32, u32) = (1000, 1000);
+pub(crate) const POD_USER: (u32, u32) = (1000, 1000);
 
 impl SandboxPlan {
     /// `[[service]]`, beside a container or in a pod (none elsewhere).
-    pub fn services(&self) -> &[super::services_plan::ServicePlan] {
+    pub(crate) fn services(&self) -> &[super::services_plan::ServicePlan] {
         match self {
             SandboxPlan::Container(container) => &container.services,
             SandboxPlan::Kubernetes(pod) => &pod.services,
@@ -89,7 +89,7 @@ impl SandboxPlan {
     }
 
     /// Where the services go: into the container's or the pod's plan.
-    pub fn set_services(&mut self, services: Vec<super::services_plan::ServicePlan>) {
+    pub(crate) fn set_services(&mut self, services: Vec<super::services_plan::ServicePlan>) {
         match self {
             SandboxPlan::Container(container) => container.services = services,
             SandboxPlan::Kubernetes(pod) => pod.services = services,
@@ -98,7 +98,7 @@ impl SandboxPlan {
     }
 
     /// The agent's state folders the sandbox gets private copies of (`None` without a sandbox).
-    pub fn agent_state(&self) -> Option<&Vec<AgentStateMount>> {
+    pub(crate) fn agent_state(&self) -> Option<&Vec<AgentStateMount>> {
         match self {
             SandboxPlan::None => None,
             SandboxPlan::Container(container) => Some(&container.agent_state),
@@ -107,7 +107,7 @@ impl SandboxPlan {
         }
     }
 
-    pub fn agent_state_mut(&mut self) -> Option<&mut Vec<AgentStateMount>> {
+    pub(crate) fn agent_state_mut(&mut self) -> Option<&mut Vec<AgentStateMount>> {
         match self {
             SandboxPlan::None => None,
             SandboxPlan::Container(container) => Some(&mut container.agent_state),
@@ -117,7 +117,7 @@ impl SandboxPlan {
     }
 
     /// `sandbox.max_return`: the most one iteration may send back (`None` without a sandbox).
-    pub fn max_return(&self) -> Option<u64> {
+    pub(crate) fn max_return(&self) -> Option<u64> {
         match self {
             SandboxPlan::None => None,
             SandboxPlan::Container(container) => Some(container.max_return),
@@ -127,7 +127,7 @@ impl SandboxPlan {
     }
 
     /// `none`, `docker`, `podman`, `isolated`: as the record and the display name it.
-    pub fn kind(&self) -> SandboxKind {
+    pub(crate) fn kind(&self) -> SandboxKind {
         match self {
             SandboxPlan::None => SandboxKind::None,
             SandboxPlan::Container(container) => match container.engine {
@@ -142,13 +142,13 @@ impl SandboxPlan {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Engine {
+pub(crate) enum Engine {
     Docker,
     Podman,
 }
 
 impl Engine {
-    pub fn binary(self) -> &'static str {
+    pub(crate) fn binary(self) -> &'static str {
         match self {
             Engine::Docker => "docker",
             Engine::Podman => "podman",
@@ -159,14 +159,14 @@ impl Engine {
 /// Which engine a container sandbox runs on (`sandbox.host`, `--host`): an address the
 /// engine's client takes, or the name of a docker context or podman connection.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum EngineHost {
+pub(crate) enum EngineHost {
     /// `unix:///path`, `tcp://host:port`, `ssh://user@host[:port][/socket]`.
     Url(String),
     Named(String),
 }
 
 impl EngineHost {
-    pub fn parse(text: &str) -> Result<EngineHost, Error> {
+    pub(crate) fn parse(text: &str) -> Result<EngineHost, Error> {
         let text = text.trim();
         if let Some((scheme, rest)) = text.split_once("://") {
             if !["unix", "tcp", "ssh"].contains(&scheme) {
@@ -186,7 +186,7 @@ impl EngineHost {
         Ok(EngineHost::Named(text.to_owned()))
     }
 
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         match self {
             EngineHost::Url(text) | EngineHost::Named(text) => text,
         }
@@ -200,43 +200,43 @@ impl Serialize for EngineHost {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct ContainerPlan {
-    pub engine: Engine,
+pub(crate) struct ContainerPlan {
+    pub(crate) engine: Engine,
     /// `sandbox.host`: the engines to run on, in order (empty: the client's own default). One
     /// run uses the first; several runs of one invocation are spread over them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub hosts: Vec<EngineHost>,
-    pub image: String,
-    pub network: Network,
-    pub cpus: Option<f64>,
-    pub memory: Option<u64>,
-    pub pids_limit: Option<u32>,
-    pub mounts: Vec<MountPlan>,
-    pub run_args: Vec<String>,
+    pub(crate) hosts: Vec<EngineHost>,
+    pub(crate) image: String,
+    pub(crate) network: Network,
+    pub(crate) cpus: Option<f64>,
+    pub(crate) memory: Option<u64>,
+    pub(crate) pids_limit: Option<u32>,
+    pub(crate) mounts: Vec<MountPlan>,
+    pub(crate) run_args: Vec<String>,
     /// `sandbox.runtime`: the OCI runtime (`runsc`: gVisor); `None`: the engine's default.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub runtime: Option<String>,
+    pub(crate) runtime: Option<String>,
     /// `network = "allowlist"`: the destinations allowed, as given (names resolved at start).
-    pub allow: Vec<AllowEntry>,
+    pub(crate) allow: Vec<AllowEntry>,
     /// The agent's configuration and transcript folders: private copies in the container.
-    pub agent_state: Vec<AgentStateMount>,
+    pub(crate) agent_state: Vec<AgentStateMount>,
     /// `expose_worktree = true`: the host worktree bind-mounted instead of a copy of its own.
-    pub expose_worktree: bool,
+    pub(crate) expose_worktree: bool,
     /// What that mode gives away, said plainly (for `--dry-run`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub exposure: Option<&'static str>,
+    pub(crate) exposure: Option<&'static str>,
     /// `expose_host = true`: `run_args` and `mounts` that hand the container the host (or this
     /// repository) are accepted.
-    pub expose_host: bool,
+    pub(crate) expose_host: bool,
     /// `sandbox.max_return`, in bytes.
-    pub max_return: u64,
+    pub(crate) max_return: u64,
     /// `run_args` and `mounts` that hand the container the host, accepted with
     /// `expose_host = true` (listed for `--dry-run`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub host_exposures: Vec<String>,
+    pub(crate) host_exposures: Vec<String>,
     /// `[[service]]`: containers in the sandbox's network namespace.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub services: Vec<super::services_plan::ServicePlan>,
+    pub(crate) services: Vec<super::services_plan::ServicePlan>,
 }
 
 /// A `run_args` entry that hands the container the host: the flag and what it gives away.
@@ -283,7 +283,8 @@ fn mount_exposure(host: &std::path::Path, home: Option<&std::path::Path>) -> Opt
 }
 
 /// What `expose_worktree = true` gives away.
-pub const EXPOSURE: &str = "the agent writes the worktree's files on the host directly (symlinks it makes are real \
+pub(crate) const EXPOSURE: &str =
+    "the agent writes the worktree's files on the host directly (symlinks it makes are real \
 there, and git run in the worktree, eden's or yours, reads what it wrote: attributes naming filters you configured \
 act on its files); the repository's .git (hooks, config, worktree metadata) stays out of its reach, and eden refuses \
 to run git in a worktree where the agent made a repository of its own";
@@ -291,14 +292,14 @@ to run git in a worktree where the agent made a repository of its own";
 /// One of the agent's state folders, as the sandbox gets it: a private folder of the run's, which
 /// `var` points the agent at, seeded with copies of what it needs from the person's own.
 #[derive(Debug, Clone, Serialize)]
-pub struct AgentStateMount {
-    pub var: &'static str,
+pub(crate) struct AgentStateMount {
+    pub(crate) var: &'static str,
     /// The agent's part of the folder `var` names ("" = all of it).
-    pub share: &'static str,
+    pub(crate) share: &'static str,
     /// The person's own folder (read, never written): where the seed is copied from.
-    pub source: PathBuf,
+    pub(crate) source: PathBuf,
     /// What is copied into the private folder, where the person has it.
-    pub seed: Vec<PathBuf>,
+    pub(crate) seed: Vec<PathBuf>,
 }
 
 /// The agent's state folders on the host (`var` if set, else under `$HOME`) and what a
@@ -330,13 +331,13 @@ pub(super) fn agent_state(kind: AgentKind, host_env: &dyn Fn(&str) -> Option<Str
 /// A destination the sandbox may connect to: a name or an address (with a prefix length for a
 /// network), and a TCP/UDP port (any port when `None`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct AllowEntry {
-    pub host: String,
-    pub port: Option<u16>,
+pub(crate) struct AllowEntry {
+    pub(crate) host: String,
+    pub(crate) port: Option<u16>,
 }
 
 impl AllowEntry {
-    pub fn parse(text: &str) -> Result<AllowEntry, Error> {
+    pub(crate) fn parse(text: &str) -> Result<AllowEntry, Error> {
         let text = text.trim();
         let (host, port) = match text.rsplit_once(':') {
             Some((host, port)) => {
@@ -386,10 +387,10 @@ impl AllowEntry {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct MountPlan {
-    pub host: PathBuf,
-    pub sandbox: String,
-    pub read_only: bool,
+pub(crate) struct MountPlan {
+    pub(crate) host: PathBuf,
+    pub(crate) sandbox: String,
+    pub(crate) read_only: bool,
 }
 
 /// `sandbox.allow`, for `network = "allowlist"` only, and the `run_args` that would undo it.
@@ -492,7 +493,7 @@ pub(super) fn resolve_sandbox(section: &SandboxSection, source: &Source) -> Resu
 
 /// What one iteration may send back from a sandbox when the manifest does not say
 /// (`sandbox.max_return`), and what a killed run's salvage may take.
-pub const DEFAULT_MAX_RETURN: u64 = 2 << 30;
+pub(crate) const DEFAULT_MAX_RETURN: u64 = 2 << 30;
 
 /// `sandbox.max_return`: at least 1 MiB (default `DEFAULT_MAX_RETURN`).
 fn resolve_max_return(section: &SandboxSection, source: &Source, path: &KeyPath) -> Result<u64, Error> {

@@ -11,21 +11,21 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// How long a service may take to be ready unless it says.
-pub const DEFAULT_READY_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const DEFAULT_READY_TIMEOUT: Duration = Duration::from_secs(60);
 
 #[derive(Debug, Clone, Serialize)]
-pub struct ServicePlan {
+pub(crate) struct ServicePlan {
     /// The hostname the agent (and the checks) reach it by.
-    pub name: String,
-    pub image: String,
+    pub(crate) name: String,
+    pub(crate) image: String,
     /// Replaces the image's command (its entrypoint stays); empty: the image's own.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub command: Vec<String>,
-    pub env: BTreeMap<String, Secret>,
+    pub(crate) command: Vec<String>,
+    pub(crate) env: BTreeMap<String, Secret>,
     /// A shell command run in the service's container until it succeeds.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub ready: Option<String>,
-    pub ready_timeout: Duration,
+    pub(crate) ready: Option<String>,
+    pub(crate) ready_timeout: Duration,
 }
 
 /// The services of `manifest`, checked: names a host can have and that differ, an image each,

@@ -18,32 +18,32 @@ use std::path::PathBuf;
 
 /// One agent's part of the run. All steps share the worktree, branch and sandbox.
 #[derive(Debug, Clone, Serialize)]
-pub struct StepPlan {
+pub(crate) struct StepPlan {
     /// `main` for a manifest without `[[step]]`.
-    pub name: String,
-    pub agent: AgentPlan,
-    pub prompt: PromptPlan,
+    pub(crate) name: String,
+    pub(crate) agent: AgentPlan,
+    pub(crate) prompt: PromptPlan,
     #[serde(rename = "loop")]
-    pub loop_: LoopPlan,
+    pub(crate) loop_: LoopPlan,
     /// `[output]`: a typed result extracted from the agent's answer.
-    pub output: Option<OutputPlan>,
-    pub when: When,
-    pub continue_on_failure: bool,
+    pub(crate) output: Option<OutputPlan>,
+    pub(crate) when: When,
+    pub(crate) continue_on_failure: bool,
     /// The step's own caps (`[[step]] budget`).
-    pub budget: BudgetPlan,
+    pub(crate) budget: BudgetPlan,
     /// What must pass before its work merges (`[[check]]`, or the step's own).
-    pub checks: Vec<super::checks_plan::CheckPlan>,
+    pub(crate) checks: Vec<super::checks_plan::CheckPlan>,
     /// The provider keys eden holds for its agent (`sandbox.hold_keys`).
-    pub held: super::held_plan::Held,
+    pub(crate) held: super::held_plan::Held,
     /// The step's own `artifacts`, kept after it.
-    pub artifacts: Vec<String>,
+    pub(crate) artifacts: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct PromptPlan {
-    pub template: String,
-    pub file: Option<PathBuf>,
-    pub args: BTreeMap<String, String>,
+pub(crate) struct PromptPlan {
+    pub(crate) template: String,
+    pub(crate) file: Option<PathBuf>,
+    pub(crate) args: BTreeMap<String, String>,
 }
 
 /// The top-level settings as one step, or every `[[step]]` (each over the top-level ones).

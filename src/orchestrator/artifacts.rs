@@ -13,12 +13,12 @@ use crate::sandbox::SandboxHandle;
 
 /// Where and how much: what every collection of a run shares.
 pub(super) struct Keeping<'a> {
-    pub sandbox: &'a dyn SandboxHandle,
-    pub workspace: &'a Workspace,
-    pub run_id: &'a str,
+    pub(crate) sandbox: &'a dyn SandboxHandle,
+    pub(crate) workspace: &'a Workspace,
+    pub(crate) run_id: &'a str,
     /// `sandbox.max_return`.
-    pub limit: u64,
-    pub journal: &'a Journal,
+    pub(crate) limit: u64,
+    pub(crate) journal: &'a Journal,
 }
 
 /// Keep the files `globs` match, after `what` (`step \`review\``, `the run`).

@@ -29,7 +29,7 @@ struct Scope {
 
 impl Budget {
     /// The run's caps and the step's, each with its own spending so far and its start.
-    pub fn new(run: (&BudgetPlan, Usage, Instant), step: (&str, &BudgetPlan, Usage, Instant)) -> Budget {
+    pub(crate) fn new(run: (&BudgetPlan, Usage, Instant), step: (&str, &BudgetPlan, Usage, Instant)) -> Budget {
         let mut scopes = Vec::new();
         if !run.0.is_empty() {
             scopes.push(Scope { step: None, caps: run.0.clone(), before: run.1, started: run.2 });
@@ -42,7 +42,7 @@ impl Budget {
 
     /// One of several attempts: the run's caps count what the others spent too, as each last
     /// noted it (this one notes its own at every look).
-    pub fn counting_attempts(
+    pub(crate) fn counting_attempts(
         mut self,
         layout: crate::layout::Layout,
         attempt: Option<crate::record::AttemptRecord>,
@@ -60,12 +60,12 @@ impl Budget {
     }
 
     /// The first moment a duration cap ends, for the supervisor.
-    pub fn deadline(&self) -> Option<Instant> {
+    pub(crate) fn deadline(&self) -> Option<Instant> {
         self.scopes.iter().filter_map(|scope| Some(scope.started + scope.caps.max_duration?.0)).min()
     }
 
     /// A cap this invocation's usage so far (`current`) has gone over.
-    pub fn crossed(&self, current: &Usage) -> Option<BudgetExceeded> {
+    pub(crate) fn crossed(&self, current: &Usage) -> Option<BudgetExceeded> {
         self.scopes.iter().find_map(|scope| {
             let mut total = scope.before;
             total.add(current);
@@ -74,14 +74,14 @@ impl Budget {
     }
 
     /// Before an iteration: a cap already reached (another iteration could only go over it).
-    pub fn reached(&self) -> Option<BudgetExceeded> {
+    pub(crate) fn reached(&self) -> Option<BudgetExceeded> {
         self.scopes.iter().find_map(|scope| {
             scope.over(&self.with_others(scope, scope.before), |spent, cap| spent >= cap).or_else(|| scope.late())
         })
     }
 
     /// After the supervisor's deadline stopped the agent: the duration cap that ended.
-    pub fn timed_out(&self) -> Option<BudgetExceeded> {
+    pub(crate) fn timed_out(&self) -> Option<BudgetExceeded> {
         self.scopes.iter().find_map(Scope::late)
     }
 }

@@ -12,12 +12,12 @@ use crate::values::format_duration;
 
 /// A check and how its run went.
 pub(super) struct Ran<'a> {
-    pub check: &'a CheckPlan,
-    pub run: CheckRun,
+    pub(crate) check: &'a CheckPlan,
+    pub(crate) run: CheckRun,
 }
 
 impl Ran<'_> {
-    pub fn passed(&self) -> bool {
+    pub(crate) fn passed(&self) -> bool {
         self.run.outcome == HookOutcome::Ok
     }
 }

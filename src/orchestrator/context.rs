@@ -17,27 +17,27 @@ use tokio::sync::watch;
 
 /// What every step of a run shares.
 pub(crate) struct Shared<'a> {
-    pub plan: &'a Plan,
-    pub stopping: Stopping,
-    pub workspace: &'a Workspace,
-    pub sandbox: &'a dyn SandboxHandle,
-    pub hooks: &'a HookRunner<'a>,
-    pub run_id: &'a str,
+    pub(crate) plan: &'a Plan,
+    pub(crate) stopping: Stopping,
+    pub(crate) workspace: &'a Workspace,
+    pub(crate) sandbox: &'a dyn SandboxHandle,
+    pub(crate) hooks: &'a HookRunner<'a>,
+    pub(crate) run_id: &'a str,
     /// The run record, written after every iteration.
-    pub journal: &'a Journal,
+    pub(crate) journal: &'a Journal,
     /// When the run began: its `[budget] max_duration` counts from here.
-    pub started: std::time::Instant,
+    pub(crate) started: std::time::Instant,
     /// The proxies that hold the agents' keys, if any.
-    pub holder: Option<&'a crate::proxy::held::Holder>,
+    pub(crate) holder: Option<&'a crate::proxy::held::Holder>,
     /// `eden steer`'s requests (`process::listen_for_steering`).
-    pub steer: tokio::sync::watch::Receiver<u64>,
+    pub(crate) steer: tokio::sync::watch::Receiver<u64>,
 }
 
 /// What the loop works with as it goes: events out, the abort channel in, and its progress.
 pub(crate) struct Live<'r> {
-    pub events: &'r mut RunEvents,
-    pub abort: &'r mut watch::Receiver<Option<Abort>>,
-    pub progress: &'r mut Progress,
+    pub(crate) events: &'r mut RunEvents,
+    pub(crate) abort: &'r mut watch::Receiver<Option<Abort>>,
+    pub(crate) progress: &'r mut Progress,
 }
 
 /// What the run has done so far, across steps: the records not yet handed to the journal, and
@@ -45,10 +45,10 @@ pub(crate) struct Live<'r> {
 #[derive(Default)]
 pub(crate) struct Progress {
     /// Iterations and hooks not yet handed to the run record (`Journal`), oldest first.
-    pub iterations: Vec<IterationRecord>,
-    pub hooks: Vec<HookRecord>,
+    pub(crate) iterations: Vec<IterationRecord>,
+    pub(crate) hooks: Vec<HookRecord>,
     /// Every commit of the run so far, oldest first (`None` until an iteration collected them).
-    pub commits: Option<Vec<Commit>>,
+    pub(crate) commits: Option<Vec<Commit>>,
     pub(super) seen_commits: HashSet<String>,
     pub(super) session_totals: HashMap<String, Usage>,
     /// What the run, and the current step, spent in the invocations that ended.
@@ -61,6 +61,6 @@ pub(crate) struct Progress {
 
 /// How a step ended when it did not fail.
 pub(crate) struct StepEnd {
-    pub completion_signal: Option<String>,
-    pub output: Option<serde_json::Value>,
+    pub(crate) completion_signal: Option<String>,
+    pub(crate) output: Option<serde_json::Value>,
 }

@@ -18,14 +18,14 @@ use std::time::Duration;
 /// What was copied: files (source, destination relative to the worktree) and the folders made
 /// for them (relative), in order.
 #[derive(Debug, Default)]
-pub struct Copied {
-    pub worktree: PathBuf,
-    pub files: Vec<(PathBuf, PathBuf)>,
-    pub dirs: Vec<PathBuf>,
+pub(crate) struct Copied {
+    pub(crate) worktree: PathBuf,
+    pub(crate) files: Vec<(PathBuf, PathBuf)>,
+    pub(crate) dirs: Vec<PathBuf>,
 }
 
 /// Every source must exist before anything is created.
-pub fn check_sources(checkout: &Path, entries: &[PathBuf]) -> Result<(), Error> {
+pub(crate) fn check_sources(checkout: &Path, entries: &[PathBuf]) -> Result<(), Error> {
     for entry in entries {
         let source = checkout.join(entry);
         if std::fs::symlink_metadata(&source).is_err() {
@@ -41,7 +41,7 @@ pub fn check_sources(checkout: &Path, entries: &[PathBuf]) -> Result<(), Error> 
 
 /// Copy the entries from `checkout` into `worktree`, giving up after `timeout`. What was copied
 /// before a failure is in `copied` either way, so it can be cleaned up.
-pub async fn copy_into(
+pub(crate) async fn copy_into(
     checkout: &Path,
     worktree: &Path,
     entries: &[PathBuf],
@@ -140,7 +140,7 @@ fn make_dirs(worktree: &Path, relative: &Path, copied: &Mutex<Copied>) -> std::i
 
 /// Remove the copies that are still identical to their source, and the folders made for them
 /// if they are empty now. Returns how many copies were changed (and so kept).
-pub fn remove_unchanged(copied: &Copied) -> usize {
+pub(crate) fn remove_unchanged(copied: &Copied) -> usize {
     copied.files.len() - remove(copied, same_content)
 }
 
@@ -167,7 +167,10 @@ fn remove(copied: &Copied, removable: impl Fn(&safe_fs::Dir, &Path, &Path) -> bo
 /// `branch.commit_leftovers`: commit everything uncommitted in `worktree` except the copied
 /// entries (a changed `.env` must never land in git). Returns the commit and how many files it
 /// holds, or `None` when there was nothing.
-pub fn commit_leftovers(worktree: &crate::git::Git, copies: &[PathBuf]) -> Result<Option<(String, usize)>, Error> {
+pub(crate) fn commit_leftovers(
+    worktree: &crate::git::Git,
+    copies: &[PathBuf],
+) -> Result<Option<(String, usize)>, Error> {
     let mut add: Vec<std::ffi::OsString> = vec!["add".into(), "-A".into(), "--".into(), ".".into()];
     for copy in copies {
         let mut exclude = std::ffi::OsString::from(":(exclude,top,literal)");

@@ -13,46 +13,46 @@ use std::path::PathBuf;
 
 pub(crate) struct Finished {
     /// Still held: the run is not over until its record says how it ended.
-    pub lock: crate::lock::BranchLock,
-    pub commits: Vec<Commit>,
-    pub merged: Option<Merged>,
-    pub preserved_branch: Option<String>,
-    pub preserved_worktree: Option<PathBuf>,
-    pub error: Option<Error>,
+    pub(crate) lock: crate::lock::BranchLock,
+    pub(crate) commits: Vec<Commit>,
+    pub(crate) merged: Option<Merged>,
+    pub(crate) preserved_branch: Option<String>,
+    pub(crate) preserved_worktree: Option<PathBuf>,
+    pub(crate) error: Option<Error>,
     /// One of several attempts: this one's work landed.
-    pub chosen: bool,
+    pub(crate) chosen: bool,
 }
 
 /// A merge into the run's target that happened.
 pub(crate) struct Merged {
-    pub into: String,
-    pub kind: MergeKind,
+    pub(crate) into: String,
+    pub(crate) kind: MergeKind,
     /// The target's new tip and the tip it moved from (`None` when it was already there).
-    pub commit: Option<String>,
-    pub onto: Option<String>,
+    pub(crate) commit: Option<String>,
+    pub(crate) onto: Option<String>,
     /// Its place among the merges of an invocation of several runs.
-    pub queue_position: Option<u32>,
+    pub(crate) queue_position: Option<u32>,
     /// How many commits entered the target.
-    pub commits: Option<u32>,
+    pub(crate) commits: Option<u32>,
     /// How long the merge waited for the repository lock: its wait in the merge queue.
-    pub waited_ms: u64,
+    pub(crate) waited_ms: u64,
 }
 
 /// How the merge is done and numbered.
 pub(crate) struct MergeSettings<'a> {
     /// `branch.rebase`.
-    pub rebase: bool,
+    pub(crate) rebase: bool,
     /// The invocation of several runs, whose merges are numbered.
-    pub batch: Option<&'a str>,
+    pub(crate) batch: Option<&'a str>,
     /// One of several attempts at the same task: it merges only if no other attempt did.
-    pub attempt: Option<&'a crate::record::AttemptRecord>,
+    pub(crate) attempt: Option<&'a crate::record::AttemptRecord>,
     /// `attempts_pick = "best"`: no attempt merges by itself; the choice is made when all end.
-    pub hold: bool,
+    pub(crate) hold: bool,
     /// A worktree left dirty by a run that otherwise ended well fails it (exit 1): the agent's
     /// own work, not landed (false for interactive sessions and checkouts dirty from the start).
-    pub leftovers_fail: bool,
+    pub(crate) leftovers_fail: bool,
     /// What the run may not change and still merge by itself.
-    pub protected: super::protect::Protected,
+    pub(crate) protected: super::protect::Protected,
 }
 
 /// What the run's work lands as: the decision, before anything is done.

@@ -19,35 +19,35 @@ use crate::sandbox::Prepared;
 
 /// What to ask: the step's agent, the prompt, the session to resume, the caps in force.
 pub(super) struct Ask<'a> {
-    pub step: &'a StepPlan,
-    pub agent: &'a dyn Agent,
-    pub iteration: u32,
-    pub prompt: &'a str,
-    pub resume: Option<&'a str>,
-    pub budget: Budget,
+    pub(crate) step: &'a StepPlan,
+    pub(crate) agent: &'a dyn Agent,
+    pub(crate) iteration: u32,
+    pub(crate) prompt: &'a str,
+    pub(crate) resume: Option<&'a str>,
+    pub(crate) budget: Budget,
 }
 
 /// What one invocation of the agent produced.
 pub(super) struct Invoked {
     /// The sandbox branch's tip the command reported at its end.
-    pub sandbox_tip: Option<String>,
+    pub(crate) sandbox_tip: Option<String>,
     /// The model the agent said it used.
-    pub model: Option<String>,
-    pub outcome: IterationOutcome,
-    pub exit_code: Option<i32>,
+    pub(crate) model: Option<String>,
+    pub(crate) outcome: IterationOutcome,
+    pub(crate) exit_code: Option<i32>,
     /// `Ok(true)` complete, `Ok(false)` go on, `Err` failed.
-    pub result: Result<bool, Error>,
-    pub signal: Option<String>,
-    pub usage: Option<Usage>,
-    pub session_id: Option<String>,
-    pub tool_calls: Vec<ToolCallRecord>,
-    pub failure: Option<AgentFailure>,
+    pub(crate) result: Result<bool, Error>,
+    pub(crate) signal: Option<String>,
+    pub(crate) usage: Option<Usage>,
+    pub(crate) session_id: Option<String>,
+    pub(crate) tool_calls: Vec<ToolCallRecord>,
+    pub(crate) failure: Option<AgentFailure>,
     /// The agent's own text (no subagents), for structured output.
-    pub text: String,
-    pub started_at: String,
-    pub clock: std::time::Instant,
-    pub transcript: Option<TranscriptRecord>,
-    pub transcript_warning: Option<String>,
+    pub(crate) text: String,
+    pub(crate) started_at: String,
+    pub(crate) clock: std::time::Instant,
+    pub(crate) transcript: Option<TranscriptRecord>,
+    pub(crate) transcript_warning: Option<String>,
 }
 
 /// Start the agent once and supervise it to the end.

@@ -53,7 +53,7 @@ pub(crate) struct StepRun<'a> {
 }
 
 impl<'a> StepRun<'a> {
-    pub fn new(
+    pub(crate) fn new(
         shared: &'a Shared<'a>,
         step: &'a StepPlan,
         agent: &'a dyn Agent,
@@ -91,7 +91,7 @@ impl<'a> StepRun<'a> {
     }
 
     /// Iterate until the step completes, fails, or runs out of iterations.
-    pub async fn run(mut self, live: &mut Live<'_>) -> Result<StepEnd, Error> {
+    pub(crate) async fn run(mut self, live: &mut Live<'_>) -> Result<StepEnd, Error> {
         live.progress.step_spent = Usage::default();
         // A steered last iteration still gets the prompt it was steered to: one more.
         let (mut iteration, mut last) = (1, self.step.loop_.max_iterations);

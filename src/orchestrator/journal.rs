@@ -19,7 +19,7 @@ pub(crate) struct Journal {
 
 impl Journal {
     /// The record of a run about to start: `running`, owned by this eden process. Not yet written.
-    pub fn start(
+    pub(crate) fn start(
         run_id: &str,
         kind: crate::record::RunKind,
         plan: &Plan,
@@ -94,7 +94,7 @@ impl Journal {
     }
 
     /// Change the record and write it.
-    pub fn update(&self, change: impl FnOnce(&mut RunRecord)) -> std::io::Result<()> {
+    pub(crate) fn update(&self, change: impl FnOnce(&mut RunRecord)) -> std::io::Result<()> {
         let mut record = self.record.borrow_mut();
         change(&mut record);
         record.duration_ms = self.clock.elapsed().as_millis() as u64;
@@ -104,36 +104,36 @@ impl Journal {
 
     /// Has the run begun (its record been written)?
     /// One of several attempts at the same task: which (its `chosen` is set at the end).
-    pub fn note_attempt(&self, attempt: Option<crate::record::AttemptRecord>) {
+    pub(crate) fn note_attempt(&self, attempt: Option<crate::record::AttemptRecord>) {
         self.record.borrow_mut().attempt = attempt;
     }
 
     /// How many iterations the record holds.
-    pub fn iterations(&self) -> usize {
+    pub(crate) fn iterations(&self) -> usize {
         self.record.borrow().iterations.len()
     }
 
     /// Of several attempts, which this run is.
-    pub fn attempt(&self) -> Option<crate::record::AttemptRecord> {
+    pub(crate) fn attempt(&self) -> Option<crate::record::AttemptRecord> {
         self.record.borrow().attempt.clone()
     }
 
     /// Which of several attempts this run is (1 when it is the only one): `{{ATTEMPT}}`.
-    pub fn attempt_number(&self) -> u32 {
+    pub(crate) fn attempt_number(&self) -> u32 {
         self.record.borrow().attempt.as_ref().map_or(1, |attempt| attempt.number)
     }
 
-    pub fn started(&self) -> bool {
+    pub(crate) fn started(&self) -> bool {
         self.started.get()
     }
 
     /// Enter a phase (written, so a crash shows where the run was).
-    pub fn phase(&self, phase: RunPhase) {
+    pub(crate) fn phase(&self, phase: RunPhase) {
         let _ = self.update(|record| record.phase = phase);
     }
 
     /// The final record: how it ended, written. The error is the run's, if it failed.
-    pub fn finish(
+    pub(crate) fn finish(
         self,
         error: Option<&Error>,
         change: impl FnOnce(&mut RunRecord),

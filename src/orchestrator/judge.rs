@@ -10,15 +10,15 @@ use crate::values::format_duration;
 
 /// What the supervisor and the agent's stream said about one invocation.
 pub(super) struct Heard<'a> {
-    pub outcome: Outcome,
-    pub signal_seen: bool,
+    pub(crate) outcome: Outcome,
+    pub(crate) signal_seen: bool,
     /// The budget cap the agent's usage crossed, if one did.
-    pub exceeded: Option<BudgetExceeded>,
-    pub failure: Option<&'a AgentFailure>,
+    pub(crate) exceeded: Option<BudgetExceeded>,
+    pub(crate) failure: Option<&'a AgentFailure>,
     /// The provider's retry notice, when that was all the agent said since it last progressed.
-    pub retrying: Option<&'a str>,
+    pub(crate) retrying: Option<&'a str>,
     /// The end of its output, for an error.
-    pub tail: &'a str,
+    pub(crate) tail: &'a str,
 }
 
 /// The iteration's verdict: a crossed budget cap first (even when the same report carried the
@@ -211,7 +211,7 @@ mod tests {
 
     #[test]
     fn an_interrupt_is_an_interrupt() {
-        let (outcome, _, result) = verdict(heard(Outcome::Aborted(crate::exit::Signal::TERM)), 1, "");
+        let (outcome, _, result) = verdict(heard(Outcome::Aborted(crate::exit::Signal(15))), 1, "");
         assert_eq!(outcome, IterationOutcome::Interrupted);
         assert!(matches!(result.unwrap_err().kind, ErrorKind::Interrupted { .. }));
     }

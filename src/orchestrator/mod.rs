@@ -26,7 +26,7 @@ mod steps;
 mod stream;
 mod transcript;
 mod usage_limit;
-pub mod workspace;
+pub(crate) mod workspace;
 
 use crate::agent::{self, Agent};
 use crate::error::{Error, ErrorKind};
@@ -42,48 +42,48 @@ use iterate::{interrupted, Progress};
 use journal::Journal;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-pub use steps::LoopEnd;
+pub(crate) use steps::LoopEnd;
 use tokio::sync::watch;
 use workspace::{Preflight, Workspace};
 
-pub struct RunOptions {
+pub(crate) struct RunOptions {
     /// The repository to work in, as found where eden was started (or `--repo`), or why none.
-    pub repo: Result<Discovered, Error>,
+    pub(crate) repo: Result<Discovered, Error>,
     /// How supervised commands are stopped (kill grace, output drain).
-    pub stopping: Stopping,
+    pub(crate) stopping: Stopping,
     /// `--set`, `--arg` and the flags that stood in for manifest keys, for the record.
-    pub overrides: Vec<String>,
+    pub(crate) overrides: Vec<String>,
     /// Opens the JSON-lines log at a path (`[logging] file`): the edge's reporter, handed in.
-    pub open_log: fn(&Path) -> std::io::Result<Box<dyn Reporter>>,
+    pub(crate) open_log: fn(&Path) -> std::io::Result<Box<dyn Reporter>>,
     /// `eden interactive`: the agent gets the terminal instead of the iteration loop.
-    pub interactive: Option<Interactive>,
+    pub(crate) interactive: Option<Interactive>,
     /// The invocation of several runs this one belongs to (`eden run A.toml B.toml`), whose
     /// merges it numbers.
-    pub batch: Option<String>,
+    pub(crate) batch: Option<String>,
     /// One of several attempts at the same task (`--attempts`): only the first of them to end
     /// well lands (`finish`).
-    pub attempt: Option<crate::record::AttemptRecord>,
+    pub(crate) attempt: Option<crate::record::AttemptRecord>,
     /// `--from RUN[@N]`: the run's branch starts at that run's commit.
-    pub from: Option<crate::record::FromRecord>,
+    pub(crate) from: Option<crate::record::FromRecord>,
 }
 
 /// How an interactive session is attached.
 #[derive(Debug, Clone)]
-pub struct Interactive {
+pub(crate) struct Interactive {
     /// eden's stdin is a terminal, handed to the agent (else a plain attached session).
-    pub tty: bool,
+    pub(crate) tty: bool,
     /// A session to continue.
-    pub resume: Option<String>,
+    pub(crate) resume: Option<String>,
 }
 
 /// The record (when the run got far enough to have one) and the error, if it failed.
-pub struct RunResult {
-    pub record: Option<RunRecord>,
-    pub error: Option<Error>,
+pub(crate) struct RunResult {
+    pub(crate) record: Option<RunRecord>,
+    pub(crate) error: Option<Error>,
 }
 
 /// Run a plan from start to end.
-pub async fn run(plan: &Plan, options: &RunOptions, reporters: Vec<Box<dyn Reporter>>) -> RunResult {
+pub(crate) async fn run(plan: &Plan, options: &RunOptions, reporters: Vec<Box<dyn Reporter>>) -> RunResult {
     let (mut run, pre) = match Run::prepare(plan, options, reporters) {
         Ok(prepared) => prepared,
         Err(error) => return RunResult { record: None, error: Some(interrupted_instead(error)) },
@@ -110,7 +110,7 @@ fn interrupted_instead(error: Error) -> Error {
 
 /// One run's context, carried through its phases. What a phase makes (the preflight, the
 /// workspace, the sandbox) it returns to the next; only what every phase adds to lives here.
-pub struct Run<'p> {
+pub(crate) struct Run<'p> {
     plan: &'p Plan,
     options: &'p RunOptions,
     run_id: String,
@@ -138,7 +138,7 @@ pub struct Run<'p> {
 impl<'p> Run<'p> {
     /// Check everything that can be checked without a side effect: agents, repository,
     /// branch, worktree path, engine and image, sessions to resume. Nothing is created.
-    pub fn prepare(
+    pub(crate) fn prepare(
         plan: &'p Plan,
         options: &'p RunOptions,
         reporters: Vec<Box<dyn Reporter>>,
@@ -212,7 +212,7 @@ impl<'p> Run<'p> {
     }
 
     /// The run begins: its log and record, then the branch lock and the worktree.
-    pub fn open_workspace(&mut self, pre: Preflight) -> Result<Workspace, Error> {
+    pub(crate) fn open_workspace(&mut self, pre: Preflight) -> Result<Workspace, Error> {
         // `.eden/` is ignored before anything is made in it: a run killed a moment later must
         // not leave the checkout showing it as untracked.
         crate::git::Git::exclude_folder(&pre.common_dir, crate::layout::EDEN_DIR)?;
@@ -249,7 +249,7 @@ impl<'p> Run<'p> {
     }
 
     /// A run refused before it had a workspace: its record (if it got one) says why.
-    pub fn refused(self, error: Error) -> RunResult {
+    pub(crate) fn refused(self, error: Error) -> RunResult {
         if !self.journal.started() {
             // Refused before it began (its log file cannot be opened): nothing was created.
             return RunResult { record: None, error: Some(error) };
@@ -260,7 +260,7 @@ impl<'p> Run<'p> {
     /// The workspace made ready, the sandbox started and made ready, then the steps (or the
     /// session), stopping at the first that fails. The sandbox, once started, is handed back
     /// through `sandbox` whatever happens after, for the teardown.
-    pub async fn start(
+    pub(crate) async fn start(
         &mut self,
         workspace: &Workspace,
         sandbox: &mut Option<Box<dyn SandboxHandle>>,
@@ -338,7 +338,7 @@ impl<'p> Run<'p> {
 
     /// The end, whatever happened before: `on_close` hooks, the sandbox removed (an isolated
     /// copy's work brought back), then merge or keep, the lock released, the record finished.
-    pub async fn teardown(
+    pub(crate) async fn teardown(
         mut self,
         workspace: Workspace,
         sandbox: Option<Box<dyn SandboxHandle>>,

@@ -20,7 +20,7 @@ pub(crate) struct Protected {
 
 impl Protected {
     /// What `plan` names, for a repository checked out at `checkout`.
-    pub fn of(plan: &Plan, checkout: &Path) -> Protected {
+    pub(crate) fn of(plan: &Plan, checkout: &Path) -> Protected {
         let checkout = crate::git::dunce_canonical(checkout);
         let mut absolute: Vec<PathBuf> = plan.manifest.iter().cloned().collect();
         let mut files = vec!["Dockerfile.eden".to_owned()];
@@ -50,7 +50,7 @@ impl Protected {
     }
 
     /// The protected paths among those the commits `base..tip` touch.
-    pub fn touched(&self, repo: &Git, base: &str, tip: &str) -> Result<Vec<String>, Error> {
+    pub(crate) fn touched(&self, repo: &Git, base: &str, tip: &str) -> Result<Vec<String>, Error> {
         let changed = repo.run(["log", "--no-renames", "--name-only", "--format=", "-z", &format!("{base}..{tip}")])?;
         let mut touched: Vec<String> = changed
             .split('\0')

@@ -9,10 +9,10 @@ use crate::record::PushRecord;
 
 /// Where the remote's copy of the branch was when the run began.
 pub(super) struct Lease {
-    pub remote: String,
-    pub branch: String,
+    pub(crate) remote: String,
+    pub(crate) branch: String,
     /// Its commit there (`Some("")`: it had none); `None` when the remote could not be asked.
-    pub expected: Option<String>,
+    pub(crate) expected: Option<String>,
 }
 
 /// Ask `remote` where `branch` is. Never prompts for credentials: a run must not hang on one.

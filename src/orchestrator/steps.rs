@@ -11,9 +11,9 @@ use crate::record::{StepRecord, StepStatus};
 use crate::report::Event;
 
 /// How the steps ended when they did not fail.
-pub struct LoopEnd {
-    pub completion_signal: Option<String>,
-    pub output: Option<serde_json::Value>,
+pub(crate) struct LoopEnd {
+    pub(crate) completion_signal: Option<String>,
+    pub(crate) output: Option<serde_json::Value>,
 }
 
 pub(crate) async fn run(

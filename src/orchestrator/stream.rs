@@ -15,23 +15,23 @@ use std::time::Duration;
 /// What the agent's stream said, by the time it ended.
 #[derive(Default)]
 pub(super) struct Said {
-    pub signal: Option<String>,
-    pub usage: Option<Usage>,
-    pub session_id: Option<String>,
-    pub tool_calls: Vec<ToolCallRecord>,
+    pub(crate) signal: Option<String>,
+    pub(crate) usage: Option<Usage>,
+    pub(crate) session_id: Option<String>,
+    pub(crate) tool_calls: Vec<ToolCallRecord>,
     /// This iteration's latest running total, remembered once the iteration ends.
-    pub pending_session_total: Option<(String, Usage)>,
-    pub failure: Option<AgentFailure>,
+    pub(crate) pending_session_total: Option<(String, Usage)>,
+    pub(crate) failure: Option<AgentFailure>,
     /// The agent's text, kept when a structured output must be read from it.
-    pub text: Option<String>,
+    pub(crate) text: Option<String>,
     /// The first budget cap the usage crossed.
-    pub exceeded: Option<crate::error::BudgetExceeded>,
+    pub(crate) exceeded: Option<crate::error::BudgetExceeded>,
     /// The sandbox branch's tip as the command left it (its wrapper's note), if it said.
-    pub sandbox_tip: Option<String>,
+    pub(crate) sandbox_tip: Option<String>,
     /// The model the agent said it used, the latest.
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
     /// The last notice (a retry) since the last progress: the agent is only waiting.
-    pub retrying: Option<String>,
+    pub(crate) retrying: Option<String>,
 }
 
 /// Reads the agent's output as it streams: events to the display, the completion signal, the

@@ -6,12 +6,12 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The prompt that continues a session after the wait.
-pub const CONTINUE_PROMPT: &str =
+pub(crate) const CONTINUE_PROMPT: &str =
     "The previous request stopped at the model provider's usage limit, which has now reset. Continue the task where you left off.";
 
 /// How long to wait for the limit `message` speaks of, at `now`; `attempt` counts the waits of
 /// this run so far (for the fallback's doubling).
-pub fn wait_for(message: &str, now: SystemTime, attempt: u32) -> Duration {
+pub(crate) fn wait_for(message: &str, now: SystemTime, attempt: u32) -> Duration {
     reset_in(message, now).unwrap_or_else(|| Duration::from_secs(60) * 2u32.saturating_pow(attempt.min(6)))
 }
 

@@ -11,26 +11,26 @@ use crate::manifest::schema::Strategy;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub struct Preflight {
-    pub strategy: Strategy,
+pub(crate) struct Preflight {
+    pub(crate) strategy: Strategy,
     /// The main worktree's root; `.eden/` lives here.
-    pub root: PathBuf,
+    pub(crate) root: PathBuf,
     /// The checkout eden was started in (`copy_to_worktree` copies from here).
-    pub checkout: PathBuf,
-    pub common_dir: PathBuf,
-    pub branch: String,
+    pub(crate) checkout: PathBuf,
+    pub(crate) common_dir: PathBuf,
+    pub(crate) branch: String,
     /// The branch the run started from (and, for merge-to-head, merges back into).
-    pub base_branch: Option<String>,
-    pub base_commit: String,
+    pub(crate) base_branch: Option<String>,
+    pub(crate) base_commit: String,
     /// Where the run's branch starts: the base, or with `--from` another run's commit.
-    pub start_commit: String,
-    pub worktree: PathBuf,
-    pub action: WorktreeAction,
+    pub(crate) start_commit: String,
+    pub(crate) worktree: PathBuf,
+    pub(crate) action: WorktreeAction,
     /// A container sandbox's engine, checked (set by `Run::prepare`).
-    pub engine: Option<crate::sandbox::container::Engaged>,
+    pub(crate) engine: Option<crate::sandbox::container::Engaged>,
 }
 
-pub enum WorktreeAction {
+pub(crate) enum WorktreeAction {
     /// `head`: the agent works in the user's checkout.
     UseCheckout,
     CreateWithNewBranch,
@@ -38,35 +38,35 @@ pub enum WorktreeAction {
     Reuse,
 }
 
-pub struct Workspace {
-    pub pre: Preflight,
-    pub repo: Git,
-    pub worktree: Git,
-    pub lock: BranchLock,
-    pub run_id: String,
+pub(crate) struct Workspace {
+    pub(crate) pre: Preflight,
+    pub(crate) repo: Git,
+    pub(crate) worktree: Git,
+    pub(crate) lock: BranchLock,
+    pub(crate) run_id: String,
 }
 
 impl Preflight {
-    pub fn layout(&self) -> Layout {
+    pub(crate) fn layout(&self) -> Layout {
         Layout::new(&self.root, &self.common_dir)
     }
 }
 
 impl Workspace {
     /// Take the repository lock for a git operation that changes what runs share.
-    pub fn repository_lock(&self, what: &str, waiting: &mut dyn FnMut(&str)) -> Result<RepoLock, Error> {
+    pub(crate) fn repository_lock(&self, what: &str, waiting: &mut dyn FnMut(&str)) -> Result<RepoLock, Error> {
         RepoLock::acquire(&self.pre.layout().repository_lock(), &self.run_id, what, waiting)
     }
 
     /// Did this run create the worktree (so it may remove it)?
-    pub fn owns_worktree(&self) -> bool {
+    pub(crate) fn owns_worktree(&self) -> bool {
         matches!(self.pre.action, WorktreeAction::CreateWithNewBranch | WorktreeAction::CreateForExistingBranch)
     }
 }
 
 /// How the checkout is going to be used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Use {
+pub(crate) enum Use {
     /// An agent left alone: with `head`, its `git add -A` could sweep up anything uncommitted.
     Run,
     /// `eden interactive`: the person drives, so untracked files (a manifest just written by
@@ -76,7 +76,12 @@ pub enum Use {
 
 /// `found` is the repository as `Git::discover` found it where eden was started (or why there
 /// is none: reported here, after the manifest's own errors).
-pub fn preflight(plan: &Plan, found: &Result<Discovered, Error>, run_id: &str, usage: Use) -> Result<Preflight, Error> {
+pub(crate) fn preflight(
+    plan: &Plan,
+    found: &Result<Discovered, Error>,
+    run_id: &str,
+    usage: Use,
+) -> Result<Preflight, Error> {
     let found = found.clone()?;
     super::copy::check_sources(&found.checkout, &plan.copy_to_worktree)?;
     refuse_mounts_of_the_repository(plan, &found)?;
@@ -95,7 +100,7 @@ pub fn preflight(plan: &Plan, found: &Result<Discovered, Error>, run_id: &str, u
 /// `branch.push` names a remote of this repository.
 /// `--from`: the run's branch starts at `from`'s commit instead of the base's. Only where the
 /// run makes a branch of its own (`merge-to-head`, or `named` with a new branch).
-pub fn start_from(pre: &mut Preflight, from: Option<&crate::record::FromRecord>) -> Result<(), Error> {
+pub(crate) fn start_from(pre: &mut Preflight, from: Option<&crate::record::FromRecord>) -> Result<(), Error> {
     let Some(from) = from else { return Ok(()) };
     if !matches!(pre.action, WorktreeAction::CreateWithNewBranch) {
         return Err(Error::usage(format!(
@@ -354,7 +359,7 @@ fn same_path(a: &Path, b: &Path) -> bool {
 /// Take the branch lock and make the worktree, under the repository lock (other eden processes
 /// may be adding or removing worktrees of the same repository right now). On failure everything
 /// made here is undone.
-pub fn create(pre: Preflight, run_id: &str, notes: &mut Vec<String>) -> Result<Workspace, Error> {
+pub(crate) fn create(pre: Preflight, run_id: &str, notes: &mut Vec<String>) -> Result<Workspace, Error> {
     let layout = pre.layout();
     let repo = Git::new(&pre.root);
     let shared = RepoLock::acquire(&layout.repository_lock(), run_id, "creating the worktree", &mut |message| {

@@ -14,14 +14,14 @@ use tokio::sync::watch;
 
 /// How an attached command ended: its exit code, or 128 + the signal that ended it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Ended {
-    pub code: i32,
+pub(crate) struct Ended {
+    pub(crate) code: i32,
     /// eden was asked to stop (the signal it received) and stopped the command.
-    pub aborted: Option<crate::exit::Signal>,
+    pub(crate) aborted: Option<crate::exit::Signal>,
 }
 
 /// Run `command` attached to eden's terminal (or plain stdin/stdout when `tty` is false).
-pub async fn run_attached(
+pub(crate) async fn run_attached(
     command: &ProcessBuilder,
     tty: bool,
     abort: &mut watch::Receiver<Option<Abort>>,
@@ -95,7 +95,7 @@ fn take_back_terminal(saved: Option<&Termios>) {
 }
 
 /// Is eden's stdin a terminal?
-pub fn stdin_is_terminal() -> bool {
+pub(crate) fn stdin_is_terminal() -> bool {
     use std::io::IsTerminal;
     std::io::stdin().is_terminal()
 }

@@ -9,7 +9,7 @@ use std::ffi::CString;
 
 /// Forks `serve` off and runs `program` with `args` in this process, with `env` added. Returns
 /// only when that cannot happen (the error, for the caller to report).
-pub fn exec_beside(serve: impl FnOnce(), program: &str, args: &[String], env: &[(String, String)]) -> String {
+pub(crate) fn exec_beside(serve: impl FnOnce(), program: &str, args: &[String], env: &[(String, String)]) -> String {
     let parent = nix::unistd::getpid();
     // SAFETY: the caller is single-threaded (a hidden subcommand dispatched before anything
     // else starts), so the child may do anything the parent could.

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 #[derive(Debug, Clone, Default)]
-pub enum Stdin {
+pub(crate) enum Stdin {
     #[default]
     Null,
     /// Written to the child's stdin, which is then closed.
@@ -18,7 +18,7 @@ pub enum Stdin {
 }
 
 #[derive(Debug, Clone)]
-pub struct ProcessBuilder {
+pub(crate) struct ProcessBuilder {
     program: OsString,
     args: Vec<OsString>,
     cwd: Option<PathBuf>,
@@ -43,28 +43,27 @@ pub struct ProcessBuilder {
 /// What `output_to_file_capped` did: the command's result, the bytes written, and whether it
 /// went past the limit (and was killed).
 #[derive(Debug)]
-pub struct Capped {
-    pub output: Output,
-    pub bytes: u64,
-    pub over: bool,
+pub(crate) struct Capped {
+    pub(crate) output: Output,
+    pub(crate) over: bool,
 }
 
 /// The result of a command run to completion.
 #[derive(Debug)]
-pub struct Output {
-    pub status: std::process::ExitStatus,
-    pub stdout: String,
-    pub stderr: String,
+pub(crate) struct Output {
+    pub(crate) status: std::process::ExitStatus,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
 }
 
 impl Output {
-    pub fn success(&self) -> bool {
+    pub(crate) fn success(&self) -> bool {
         self.status.success()
     }
 }
 
 impl ProcessBuilder {
-    pub fn new(program: impl AsRef<OsStr>) -> Self {
+    pub(crate) fn new(program: impl AsRef<OsStr>) -> Self {
         ProcessBuilder {
             program: program.as_ref().to_owned(),
             args: Vec::new(),
@@ -82,7 +81,7 @@ impl ProcessBuilder {
     /// This command's environment, working directory and stdin, running `program` with `args`
     /// instead (a wrapper in front of the command it replaces, or the same command found
     /// elsewhere).
-    pub fn with_program<I, S>(self, program: impl AsRef<OsStr>, args: I) -> Self
+    pub(crate) fn with_program<I, S>(self, program: impl AsRef<OsStr>, args: I) -> Self
     where
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
@@ -90,12 +89,12 @@ impl ProcessBuilder {
         ProcessBuilder { program: program.as_ref().to_owned(), args: Vec::new(), ..self }.args(args)
     }
 
-    pub fn arg(mut self, arg: impl AsRef<OsStr>) -> Self {
+    pub(crate) fn arg(mut self, arg: impl AsRef<OsStr>) -> Self {
         self.args.push(arg.as_ref().to_owned());
         self
     }
 
-    pub fn args<I, S>(mut self, args: I) -> Self
+    pub(crate) fn args<I, S>(mut self, args: I) -> Self
     where
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
@@ -105,20 +104,20 @@ impl ProcessBuilder {
     }
 
     /// `flag value` when there is a value, nothing otherwise.
-    pub fn option(self, flag: &str, value: Option<&str>) -> Self {
+    pub(crate) fn option(self, flag: &str, value: Option<&str>) -> Self {
         match value {
             Some(value) => self.arg(flag).arg(value),
             None => self,
         }
     }
 
-    pub fn cwd(mut self, dir: impl AsRef<Path>) -> Self {
+    pub(crate) fn cwd(mut self, dir: impl AsRef<Path>) -> Self {
         self.cwd = Some(dir.as_ref().to_owned());
         self
     }
 
     /// Set a variable (replacing an earlier setting or removal of it).
-    pub fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Self {
+    pub(crate) fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Self {
         self.env.retain(|(set, _)| set != key.as_ref());
         self.env.push((key.as_ref().to_owned(), Some(value.as_ref().to_owned())));
         self
@@ -126,7 +125,7 @@ impl ProcessBuilder {
 
     /// Set a variable unless the command already sets (or removes) it: defaults under the
     /// command's own environment.
-    pub fn env_default(self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Self {
+    pub(crate) fn env_default(self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Self {
         if self.env.iter().any(|(set, _)| set == key.as_ref()) {
             return self;
         }
@@ -135,68 +134,68 @@ impl ProcessBuilder {
 
     /// No file the command writes may grow past `bytes` (`RLIMIT_FSIZE`: the write fails and
     /// the command gets SIGXFSZ).
-    pub fn file_size_limit(mut self, bytes: u64) -> Self {
+    pub(crate) fn file_size_limit(mut self, bytes: u64) -> Self {
         self.file_size_limit = Some(bytes);
         self
     }
 
     /// Run to completion (`output`, `output_to_file`, `pipe_into`) within `timeout`, else stopped
     /// with its whole process group (a signal to eden stops it in any case).
-    pub fn timeout(mut self, timeout: std::time::Duration) -> Self {
+    pub(crate) fn timeout(mut self, timeout: std::time::Duration) -> Self {
         self.timeout = Some(timeout);
         self
     }
 
     /// A clean-up that must run after Ctrl-C too (removing what a run made): only a signal that
     /// comes while it runs stops it.
-    pub fn finishing(mut self) -> Self {
+    pub(crate) fn finishing(mut self) -> Self {
         self.finishing = true;
         self
     }
 
     /// The child inherits nothing of eden's environment: only what `env` sets.
-    pub fn env_clear(mut self) -> Self {
+    pub(crate) fn env_clear(mut self) -> Self {
         self.clear_env = true;
         self.env.retain(|(_, value)| value.is_some());
         self
     }
 
-    pub fn env_remove(mut self, key: impl AsRef<OsStr>) -> Self {
+    pub(crate) fn env_remove(mut self, key: impl AsRef<OsStr>) -> Self {
         self.env.retain(|(set, _)| set != key.as_ref());
         self.env.push((key.as_ref().to_owned(), None));
         self
     }
 
-    pub fn stdin(mut self, stdin: Stdin) -> Self {
+    pub(crate) fn stdin(mut self, stdin: Stdin) -> Self {
         self.stdin = stdin;
         self
     }
 
     /// Nothing this command starts may outlive it: `spawn_group` runs it under the containment
     /// in force (a PID namespace of its own, or the subreaper's sweep afterwards).
-    pub fn contained(mut self) -> Self {
+    pub(crate) fn contained(mut self) -> Self {
         self.contained = true;
         self
     }
 
-    pub fn program(&self) -> &OsStr {
+    pub(crate) fn program(&self) -> &OsStr {
         &self.program
     }
 
-    pub fn get_cwd(&self) -> Option<&Path> {
+    pub(crate) fn get_cwd(&self) -> Option<&Path> {
         self.cwd.as_deref()
     }
 
-    pub fn get_args(&self) -> &[OsString] {
+    pub(crate) fn get_args(&self) -> &[OsString] {
         &self.args
     }
 
     /// Variables set (`Some`) or removed (`None`) for the child, in order.
-    pub fn get_env(&self) -> &[(OsString, Option<OsString>)] {
+    pub(crate) fn get_env(&self) -> &[(OsString, Option<OsString>)] {
         &self.env
     }
 
-    pub fn take_stdin(&mut self) -> Stdin {
+    pub(crate) fn take_stdin(&mut self) -> Stdin {
         std::mem::take(&mut self.stdin)
     }
 
@@ -234,7 +233,7 @@ impl ProcessBuilder {
     /// Run to completion, capturing output. For short helper commands such as git. The child
     /// gets its own process group so the terminal's Ctrl-C reaches only eden, which finishes
     /// (or undoes) what it started instead of leaving a half-done `git worktree add` or merge.
-    pub fn output(&self) -> std::io::Result<Output> {
+    pub(crate) fn output(&self) -> std::io::Result<Output> {
         use std::os::unix::process::CommandExt;
         let mut command = self.command();
         command.process_group(0);
@@ -263,24 +262,10 @@ impl ProcessBuilder {
         })
     }
 
-    /// Run to completion with stdout written to `file` as it comes (bytes, any size: a git
-    /// bundle, a patch), stderr captured. The returned `Output` has an empty `stdout`.
-    pub fn output_to_file(&self, file: std::fs::File) -> std::io::Result<Output> {
-        use std::os::unix::process::CommandExt;
-        let mut command = self.command();
-        command.process_group(0).stdin(Stdio::null()).stdout(file).stderr(Stdio::piped());
-        let output = super::watch::Watched::new(command.spawn()?, self.timeout, self.finishing).wait()?;
-        Ok(Output {
-            status: output.status,
-            stdout: String::new(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        })
-    }
-
     /// `output_to_file`, at most `limit` bytes of it: past that the command's process group is
     /// killed and `Capped` says so (what was written stays in `file` for the caller to remove).
     /// The count is kept as the bytes arrive, so nothing past the limit is ever written.
-    pub fn output_to_file_capped(&self, file: std::fs::File, limit: u64) -> std::io::Result<Capped> {
+    pub(crate) fn output_to_file_capped(&self, file: std::fs::File, limit: u64) -> std::io::Result<Capped> {
         use std::io::{Read, Write};
         use std::os::unix::process::CommandExt;
         let mut command = self.command();
@@ -315,17 +300,17 @@ impl ProcessBuilder {
             }
         });
         let waited = super::watch::Watched::new(child, self.timeout, self.finishing).wait()?;
-        let (bytes, over) = copier.join().map_err(|_| std::io::Error::other("the copy panicked"))??;
+        let (_, over) = copier.join().map_err(|_| std::io::Error::other("the copy panicked"))??;
         let stderr = String::from_utf8_lossy(&waited.stderr).into_owned();
         let output = Output { status: waited.status, stdout: String::new(), stderr };
-        Ok(Capped { output, bytes, over })
+        Ok(Capped { output, over })
     }
 
     /// Run this command with its stdout piped into `consumer`'s stdin (`tar -c … | docker exec
     /// -i …`), both to completion, each in a process group of its own. Returns this command's
     /// result (its stderr) and the consumer's (its stdout and stderr). When the consumer fails,
     /// this one is killed rather than left writing into a closed pipe.
-    pub fn pipe_into(&self, consumer: &ProcessBuilder) -> std::io::Result<(Output, Output)> {
+    pub(crate) fn pipe_into(&self, consumer: &ProcessBuilder) -> std::io::Result<(Output, Output)> {
         use std::os::unix::process::CommandExt;
         let mut producer = self.command();
         producer.process_group(0).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
@@ -358,7 +343,7 @@ impl ProcessBuilder {
 
     /// `output`, without blocking the async runtime: for short commands run beside a supervised
     /// one (signalling its processes inside a container).
-    pub async fn output_async(&self) -> std::io::Result<Output> {
+    pub(crate) async fn output_async(&self) -> std::io::Result<Output> {
         let mut command = tokio::process::Command::from(self.command());
         command.process_group(0).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
         // Given up on (a timeout around it): it goes too.
@@ -371,23 +356,15 @@ impl ProcessBuilder {
         })
     }
 
-    /// Run to completion with the child's output shown to the user on stderr (stdout is for
-    /// data). It stays in eden's process group, so Ctrl-C at the terminal stops it too.
-    pub fn status_to_stderr(&self) -> std::io::Result<std::process::ExitStatus> {
-        let mut command = self.command();
-        command.stdin(Stdio::null()).stdout(std::io::stderr()).stderr(Stdio::inherit());
-        command.status()
-    }
-
     /// Run to completion on eden's own terminal and output, as if the person had typed it: for
     /// `git diff` with their pager. It stays in eden's process group, as `status_to_stderr`.
-    pub fn status_inherited(&self) -> std::io::Result<std::process::ExitStatus> {
+    pub(crate) fn status_inherited(&self) -> std::io::Result<std::process::ExitStatus> {
         self.command().stdin(Stdio::inherit()).stdout(Stdio::inherit()).stderr(Stdio::inherit()).status()
     }
 
     /// Run to completion, handing each line of the child's stdout to `on_line` as it comes (its
     /// stderr goes to eden's). It stays in eden's process group, as `status_to_stderr`.
-    pub fn status_with_lines(&self, on_line: &mut dyn FnMut(&str)) -> std::io::Result<std::process::ExitStatus> {
+    pub(crate) fn status_with_lines(&self, on_line: &mut dyn FnMut(&str)) -> std::io::Result<std::process::ExitStatus> {
         use std::io::BufRead;
         let mut command = self.command();
         command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::inherit());
@@ -412,7 +389,7 @@ impl ProcessBuilder {
     /// orphaned, and the next run's prune and `killpg` cover the rest where they can. The
     /// "parent" is the thread that spawns: call this from the runtime's own thread (eden's
     /// runtime is single-threaded), never from a short-lived helper thread.
-    pub fn spawn_group(&self) -> std::io::Result<tokio::process::Child> {
+    pub(crate) fn spawn_group(&self) -> std::io::Result<tokio::process::Child> {
         let mut command = tokio::process::Command::from(self.supervised_command()?);
         command
             .process_group(0)
@@ -430,7 +407,7 @@ impl ProcessBuilder {
     /// Spawn with eden's stdin, stdout and stderr, in a process group of its own that becomes
     /// the terminal's foreground group when `foreground` (so Ctrl-C, Ctrl-Z and the keys go to
     /// it, not to eden). Contained and tied to eden's life like `spawn_group`.
-    pub fn spawn_terminal(&self, foreground: bool) -> std::io::Result<tokio::process::Child> {
+    pub(crate) fn spawn_terminal(&self, foreground: bool) -> std::io::Result<tokio::process::Child> {
         use std::os::unix::process::CommandExt;
         let mut std_command = self.supervised_command()?;
         if foreground {
@@ -499,7 +476,7 @@ fn die_with_parent(command: &mut std::process::Command, signal: nix::sys::signal
 impl ProcessBuilder {
     /// Spawn in eden's own process group and terminal with stdin piped from eden and the output
     /// inherited: a pager that eden writes a long text into.
-    pub fn spawn_pager(&self) -> std::io::Result<std::process::Child> {
+    pub(crate) fn spawn_pager(&self) -> std::io::Result<std::process::Child> {
         self.command().stdin(Stdio::piped()).spawn()
     }
 
@@ -509,7 +486,7 @@ impl ProcessBuilder {
     /// coordinator collects its own with `sigwait`), and SIGTERM when the coordinator dies —
     /// so a killed coordinator still has its runs stop cleanly. Call it from the thread that
     /// lives as long as the runs: the death signal follows the spawning thread.
-    pub fn spawn_member(&self) -> std::io::Result<std::process::Child> {
+    pub(crate) fn spawn_member(&self) -> std::io::Result<std::process::Child> {
         use std::os::unix::process::CommandExt;
         let mut command = self.command();
         command.process_group(0).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
@@ -520,7 +497,7 @@ impl ProcessBuilder {
     /// Spawn a channel that lives beside the run (a tunnel through an engine's exec): stdin,
     /// stdout and stderr piped, in a process group of its own (the terminal's Ctrl-C reaches
     /// only eden), SIGKILLed when the spawning thread's process dies.
-    pub fn spawn_channel(&self) -> std::io::Result<std::process::Child> {
+    pub(crate) fn spawn_channel(&self) -> std::io::Result<std::process::Child> {
         use std::os::unix::process::CommandExt;
         let mut command = self.command();
         command.process_group(0).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
@@ -530,7 +507,7 @@ impl ProcessBuilder {
 
     /// Spawn in a session of its own (no signal for eden's group or terminal reaches it), with
     /// stdin piped from eden and no output: for guards that must outlive eden (see `guard`).
-    pub fn spawn_detached(&self) -> std::io::Result<std::process::Child> {
+    pub(crate) fn spawn_detached(&self) -> std::io::Result<std::process::Child> {
         use std::os::unix::process::CommandExt;
         let mut command = self.command();
         // SAFETY: setsid(2) is async-signal-safe.
@@ -604,14 +581,15 @@ mod tests {
             .args(["-c", "yes 0123456789; echo never"])
             .output_to_file_capped(std::fs::File::create(&path).unwrap(), 100_000)
             .unwrap();
-        assert!(capped.over && capped.bytes <= 100_000, "{capped:?}");
+        assert!(capped.over, "{capped:?}");
         assert!(std::fs::metadata(&path).unwrap().len() <= 100_000);
         assert!(started.elapsed() < std::time::Duration::from_secs(10), "the writer was killed");
         let small = ProcessBuilder::new("sh")
             .args(["-c", "printf abc; echo oops >&2"])
             .output_to_file_capped(std::fs::File::create(&path).unwrap(), 100)
             .unwrap();
-        assert!(!small.over && small.bytes == 3 && small.output.stderr.trim() == "oops", "{small:?}");
+        assert!(!small.over && small.output.stderr.trim() == "oops", "{small:?}");
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 3);
     }
 
     #[test]

@@ -32,27 +32,20 @@ use std::ffi::OsString;
 use std::sync::OnceLock;
 
 /// The hidden subcommand that runs the init (`eden __eden-init PROGRAM ARGS...`).
-pub const INIT_SUBCOMMAND: &str = "__eden-init";
+pub(crate) const INIT_SUBCOMMAND: &str = "__eden-init";
 
 /// Environment variable that chooses the mechanism instead of detecting it: `pid-namespace`,
 /// `subreaper` (for testing the fallback, or where namespaces misbehave).
-pub const CONTAINMENT_ENV: &str = "EDEN_CONTAINMENT";
+pub(crate) const CONTAINMENT_ENV: &str = "EDEN_CONTAINMENT";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Containment {
+pub(crate) enum Containment {
     PidNamespace,
     Subreaper,
 }
 
-impl Containment {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Containment::PidNamespace => "pid-namespace",
-            Containment::Subreaper => "subreaper",
-        }
-    }
-}
+impl Containment {}
 
 static CURRENT: OnceLock<Containment> = OnceLock::new();
 
@@ -60,14 +53,14 @@ static CURRENT: OnceLock<Containment> = OnceLock::new();
 static EXEMPT: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
 
 /// Spare `pid`, a child eden started for itself, from `reap_orphans`.
-pub fn exempt(pid: u32) {
+pub(crate) fn exempt(pid: u32) {
     EXEMPT.lock().unwrap_or_else(|e| e.into_inner()).push(pid);
 }
 
 /// Decide the mechanism for this eden process (once): `EDEN_CONTAINMENT` if set, else a PID
 /// namespace if a probe can make one, else the subreaper. Needs eden's own executable (the
 /// init is eden); the subreaper is set up here when it is the choice.
-pub fn install() -> Result<Containment, Error> {
+pub(crate) fn install() -> Result<Containment, Error> {
     if let Some(mode) = CURRENT.get() {
         return Ok(*mode);
     }
@@ -94,7 +87,7 @@ pub fn install() -> Result<Containment, Error> {
 }
 
 /// The mechanism in force, if `install` ran (commands run by the library alone are not wrapped).
-pub fn current() -> Option<Containment> {
+pub(crate) fn current() -> Option<Containment> {
     CURRENT.get().copied()
 }
 
@@ -172,7 +165,7 @@ fn mount_proc() -> nix::Result<()> {
 }
 
 /// `eden __eden-init [--probe | PROGRAM ARGS...]`: returns the exit code.
-pub fn run_init(args: &[OsString]) -> i32 {
+pub(crate) fn run_init(args: &[OsString]) -> i32 {
     if args.first().is_some_and(|arg| arg == "--probe") {
         return probe_namespace();
     }
@@ -334,7 +327,7 @@ fn exit_now(code: i32) -> ! {
 /// With the subreaper: kill and reap every process re-parented to eden since the last call —
 /// orphans of the command that just ended (eden has no other children between commands).
 /// Repeats until none are left, since killing one may orphan its own children to us.
-pub fn reap_orphans() {
+pub(crate) fn reap_orphans() {
     if current() != Some(Containment::Subreaper) {
         return;
     }

@@ -7,23 +7,23 @@ use nix::unistd::Pid;
 /// Kills the process group with SIGKILL when dropped, unless disarmed. Dropping after the
 /// leader has exited still reaps stragglers (grandchildren keep the group alive).
 #[derive(Debug)]
-pub struct GroupGuard {
+pub(crate) struct GroupGuard {
     pgid: Option<Pid>,
 }
 
 impl GroupGuard {
-    pub fn new(pid: u32) -> Self {
+    pub(crate) fn new(pid: u32) -> Self {
         GroupGuard { pgid: i32::try_from(pid).ok().map(Pid::from_raw) }
     }
 
     /// Send `signal` to every process of the group. A group that no longer exists is fine.
-    pub fn signal(&self, signal: Signal) {
+    pub(crate) fn signal(&self, signal: Signal) {
         if let Some(pgid) = self.pgid {
             let _ = killpg(pgid, signal);
         }
     }
 
-    pub fn kill(&self) {
+    pub(crate) fn kill(&self) {
         self.signal(Signal::SIGKILL);
     }
 }

@@ -9,18 +9,18 @@ use std::ffi::OsString;
 use std::io::{Read, Write};
 
 /// The hidden subcommand that runs a guard.
-pub const GUARD_SUBCOMMAND: &str = "__eden-guard";
+pub(crate) const GUARD_SUBCOMMAND: &str = "__eden-guard";
 
 const DISMISSED: &[u8] = b"dismissed\n";
 
 /// A running guard. Dropping it (eden cleaned up itself) dismisses it.
-pub struct Guard {
+pub(crate) struct Guard {
     child: std::process::Child,
 }
 
 impl Guard {
     /// Start a guard that runs `cleanup` if eden dies before the guard is dropped.
-    pub fn start(cleanup: &ProcessBuilder) -> std::io::Result<Guard> {
+    pub(crate) fn start(cleanup: &ProcessBuilder) -> std::io::Result<Guard> {
         let eden = std::env::current_exe()?;
         let child = ProcessBuilder::new(eden)
             .arg(GUARD_SUBCOMMAND)
@@ -43,7 +43,7 @@ impl Drop for Guard {
 }
 
 /// `eden __eden-guard PROGRAM ARGS...`: returns the exit code.
-pub fn run_guard(args: &[OsString]) -> i32 {
+pub(crate) fn run_guard(args: &[OsString]) -> i32 {
     let mut said = Vec::new();
     let _ = std::io::stdin().lock().read_to_end(&mut said);
     if said == DISMISSED {

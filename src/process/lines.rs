@@ -5,10 +5,10 @@ use std::collections::VecDeque;
 
 /// Longest line kept whole; longer lines are delivered in pieces of about this size so memory
 /// stays bounded whatever the agent prints.
-pub const MAX_LINE: usize = 4 << 20;
+pub(crate) const MAX_LINE: usize = 4 << 20;
 
 #[derive(Default)]
-pub struct LineSplitter {
+pub(crate) struct LineSplitter {
     partial: Vec<u8>,
 }
 
@@ -18,7 +18,7 @@ impl LineSplitter {
     /// in pieces with `continues = true` until its last one, cut between UTF-8 characters, so
     /// whoever reads them can still find text that straddles a cut. Lines inside the chunk are
     /// passed as slices of it, without copying.
-    pub fn feed(&mut self, mut chunk: &[u8], mut on_line: impl FnMut(&[u8], bool)) {
+    pub(crate) fn feed(&mut self, mut chunk: &[u8], mut on_line: impl FnMut(&[u8], bool)) {
         while let Some(end) = memchr::memchr(b'\n', chunk) {
             if self.partial.is_empty() {
                 on_line(strip_cr(&chunk[..end]), false);
@@ -38,7 +38,7 @@ impl LineSplitter {
     }
 
     /// The last line, if the stream did not end with a newline.
-    pub fn finish(&mut self, mut on_line: impl FnMut(&[u8], bool)) {
+    pub(crate) fn finish(&mut self, mut on_line: impl FnMut(&[u8], bool)) {
         if !self.partial.is_empty() {
             on_line(strip_cr(&self.partial), false);
             self.partial.clear();
@@ -59,25 +59,25 @@ fn strip_cr(line: &[u8]) -> &[u8] {
 
 /// How a sandbox's command wrapper starts a line it adds to the command's stderr for eden (the
 /// branch's tip when the command ended): never shown, never part of a tail.
-pub const SANDBOX_NOTE: &[u8] = b"\x01eden ";
+pub(crate) const SANDBOX_NOTE: &[u8] = b"\x01eden ";
 
 /// Is `line` a sandbox's note for eden? The text after the prefix, if so.
-pub fn sandbox_note(line: &[u8]) -> Option<&[u8]> {
+pub(crate) fn sandbox_note(line: &[u8]) -> Option<&[u8]> {
     line.strip_prefix(SANDBOX_NOTE)
 }
 
 /// The last `capacity` bytes written, for "the tail of its output" in error messages.
-pub struct Tail {
+pub(crate) struct Tail {
     bytes: VecDeque<u8>,
     capacity: usize,
 }
 
 impl Tail {
-    pub fn new(capacity: usize) -> Self {
+    pub(crate) fn new(capacity: usize) -> Self {
         Tail { bytes: VecDeque::with_capacity(capacity), capacity }
     }
 
-    pub fn push(&mut self, data: &[u8]) {
+    pub(crate) fn push(&mut self, data: &[u8]) {
         let data = &data[data.len().saturating_sub(self.capacity)..];
         let overflow = (self.bytes.len() + data.len()).saturating_sub(self.capacity);
         self.bytes.drain(..overflow);
@@ -85,7 +85,7 @@ impl Tail {
     }
 
     /// The last `max_lines` complete lines (a cut-off first line is dropped).
-    pub fn lines(&self, max_lines: usize) -> Vec<String> {
+    pub(crate) fn lines(&self, max_lines: usize) -> Vec<String> {
         let (front, back) = self.bytes.as_slices();
         let mut all = Vec::with_capacity(self.bytes.len());
         all.extend_from_slice(front);

@@ -5,21 +5,21 @@
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ProcessStamp {
-    pub pid: u32,
+pub(crate) struct ProcessStamp {
+    pub(crate) pid: u32,
     /// Start time in clock ticks since boot; 0 when unknown (then the pid alone decides).
-    pub start: u64,
+    pub(crate) start: u64,
 }
 
 impl ProcessStamp {
     /// This process.
-    pub fn current() -> Self {
+    pub(crate) fn current() -> Self {
         let pid = std::process::id();
         ProcessStamp { pid, start: start_time(pid).unwrap_or(0) }
     }
 
     /// Is that same process still running (not a zombie)?
-    pub fn is_alive(&self) -> bool {
+    pub(crate) fn is_alive(&self) -> bool {
         let Ok(pid) = i32::try_from(self.pid) else { return false };
         if pid <= 0 {
             return false;
@@ -35,12 +35,12 @@ impl ProcessStamp {
     }
 
     /// `1234:567890`, as written into lock files.
-    pub fn to_text(self) -> String {
+    pub(crate) fn to_text(self) -> String {
         format!("{}:{}", self.pid, self.start)
     }
 
     /// The inverse of `to_text`; a bare pid (older lock files) has an unknown start.
-    pub fn parse(text: &str) -> Option<Self> {
+    pub(crate) fn parse(text: &str) -> Option<Self> {
         let text = text.trim();
         let (pid, start) = text.split_once(':').unwrap_or((text, "0"));
         Some(ProcessStamp { pid: pid.parse().ok()?, start: start.parse().ok()? })

@@ -2,24 +2,24 @@
 //! own process group, streamed output, idle/step/completion watchdogs, signal forwarding and a
 //! guard that kills the whole group. No `Command::new` outside this module.
 
-pub mod attached;
-pub mod beside;
+pub(crate) mod attached;
+pub(crate) mod beside;
 mod builder;
-pub mod contain;
+pub(crate) mod contain;
 mod group;
-pub mod guard;
+pub(crate) mod guard;
 mod lines;
 mod liveness;
 mod signals;
 mod supervise;
 mod watch;
 
-pub use builder::{Output, ProcessBuilder, Stdin};
-pub use group::GroupGuard;
-pub use lines::{sandbox_note, LineSplitter, Tail};
-pub use liveness::ProcessStamp;
-pub use signals::{
+pub(crate) use builder::{Output, ProcessBuilder, Stdin};
+pub(crate) use group::GroupGuard;
+pub(crate) use lines::{sandbox_note, LineSplitter, Tail};
+pub(crate) use liveness::ProcessStamp;
+pub(crate) use signals::{
     deliver_to as deliver_signals_to, flag as signal_flag, listen as listen_for_signals, listen_for_steering,
     rearm as rearm_signals, received as signal_received, stop_requested, stopping, Abort, STEER_REQUEST, STOP_REQUEST,
 };
-pub use supervise::{supervise, Flow, Handlers, Inside, Outcome, OutputTails, Stopping, Watchdogs};
+pub(crate) use supervise::{supervise, Flow, Handlers, Inside, Outcome, OutputTails, Stopping, Watchdogs};

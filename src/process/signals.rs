@@ -22,13 +22,13 @@ fn note(signal: i32) {
 }
 
 /// The first SIGINT, SIGTERM or SIGHUP eden received, if any.
-pub fn received() -> Option<Signal> {
+pub(crate) fn received() -> Option<Signal> {
     let signal = FIRST.load(Ordering::SeqCst);
     (signal != 0).then_some(Signal(signal))
 }
 
 /// How many of them eden has received.
-pub fn count() -> u32 {
+pub(crate) fn count() -> u32 {
     COUNT.load(Ordering::SeqCst)
 }
 
@@ -39,7 +39,7 @@ static FINISHING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool:
 /// The signal with which a coordinator asks one of several attempts to stop because another
 /// landed: the run stops as for Ctrl-C while it is working, and is left to finish once it is
 /// finishing (a SIGINT would cut its clean-up short).
-pub const STOP_REQUEST: Signal = Signal(nix::sys::signal::Signal::SIGUSR1 as i32);
+pub(crate) const STOP_REQUEST: Signal = Signal(nix::sys::signal::Signal::SIGUSR1 as i32);
 
 /// A coordinator's request to stop was honoured (`STOP_REQUEST`).
 static STOP_REQUESTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -53,7 +53,7 @@ fn note_stop_request() {
 }
 
 /// Did this run stop because a coordinator asked it to (another attempt landed)?
-pub fn stop_requested() -> bool {
+pub(crate) fn stop_requested() -> bool {
     STOP_REQUESTED.load(Ordering::SeqCst)
 }
 
@@ -62,12 +62,12 @@ static BASELINE: AtomicU32 = AtomicU32::new(0);
 
 /// Is what eden does now to stop? A signal came since it began: at first any signal; after
 /// `rearm` (a run's teardown, which Ctrl-C starts) only a further one.
-pub fn stopping() -> bool {
+pub(crate) fn stopping() -> bool {
     count() > BASELINE.load(Ordering::SeqCst)
 }
 
 /// From here on only a signal that comes from now stops what eden does (`stopping`).
-pub fn rearm() {
+pub(crate) fn rearm() {
     FINISHING.store(true, Ordering::SeqCst);
     BASELINE.store(count(), Ordering::SeqCst);
 }
@@ -86,14 +86,14 @@ fn note_all() -> std::io::Result<()> {
 
 /// A request from the signal listener: the signal eden received, and how many so far.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Abort {
-    pub signal: Signal,
-    pub count: u32,
+pub(crate) struct Abort {
+    pub(crate) signal: Signal,
+    pub(crate) count: u32,
 }
 
 /// Start listening. From here on SIGINT/SIGTERM no longer end eden by default: they are
 /// requests the run honours at its next safe point.
-pub fn listen() -> std::io::Result<watch::Receiver<Option<Abort>>> {
+pub(crate) fn listen() -> std::io::Result<watch::Receiver<Option<Abort>>> {
     let mut interrupt = signal(SignalKind::interrupt())?;
     let mut terminate = signal(SignalKind::terminate())?;
     // The terminal went away (an ssh session dropped): stop as for Ctrl-C, exit 129.
@@ -125,11 +125,11 @@ pub fn listen() -> std::io::Result<watch::Receiver<Option<Abort>>> {
 
 /// The signal `eden steer` sends a run's eden: interrupt the agent's invocation; the new prompt
 /// waits in the run's steer file (`Layout::steer`).
-pub const STEER_REQUEST: Signal = Signal(nix::sys::signal::Signal::SIGUSR2 as i32);
+pub(crate) const STEER_REQUEST: Signal = Signal(nix::sys::signal::Signal::SIGUSR2 as i32);
 
 /// Count every `STEER_REQUEST`: a supervisor ends the agent when the count changes
 /// (`Watchdogs::steer`).
-pub fn listen_for_steering() -> std::io::Result<watch::Receiver<u64>> {
+pub(crate) fn listen_for_steering() -> std::io::Result<watch::Receiver<u64>> {
     let mut steer = signal(SignalKind::user_defined2())?;
     let (sender, receiver) = watch::channel(0u64);
     tokio::spawn(async move {
@@ -143,15 +143,15 @@ pub fn listen_for_steering() -> std::io::Result<watch::Receiver<u64>> {
 }
 
 mod libc_signal {
-    pub const SIGINT: i32 = nix::sys::signal::Signal::SIGINT as i32;
-    pub const SIGTERM: i32 = nix::sys::signal::Signal::SIGTERM as i32;
-    pub const SIGHUP: i32 = nix::sys::signal::Signal::SIGHUP as i32;
+    pub(crate) const SIGINT: i32 = nix::sys::signal::Signal::SIGINT as i32;
+    pub(crate) const SIGTERM: i32 = nix::sys::signal::Signal::SIGTERM as i32;
+    pub(crate) const SIGHUP: i32 = nix::sys::signal::Signal::SIGHUP as i32;
 }
 
 /// For commands without an async runtime (`eden clean`): from here on SIGINT and SIGTERM only
 /// set a flag, which the command checks between steps. Returns the check: the signal received
 /// so far, if any.
-pub fn flag() -> fn() -> Option<Signal> {
+pub(crate) fn flag() -> fn() -> Option<Signal> {
     use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
     extern "C" fn record(signal: i32) {
         note(signal);
@@ -168,7 +168,7 @@ pub fn flag() -> fn() -> Option<Signal> {
 /// SIGTERM and SIGHUP in this thread — call it before starting any other, which inherit the
 /// mask — and deliver each to `deliver`, from a thread of its own waiting with `sigwait`.
 /// Children must unblock them again (`ProcessBuilder::spawn_member` does).
-pub fn deliver_to(deliver: impl Fn(Signal) + Send + 'static) -> std::io::Result<()> {
+pub(crate) fn deliver_to(deliver: impl Fn(Signal) + Send + 'static) -> std::io::Result<()> {
     use nix::sys::signal::SigSet;
     use nix::sys::signal::Signal as Number;
     let mut set = SigSet::empty();

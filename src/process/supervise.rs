@@ -26,32 +26,32 @@ fn enlarge_pipe(pipe: &tokio::process::ChildStdout) {
 }
 
 #[derive(Debug, Clone)]
-pub struct Watchdogs {
-    pub idle_timeout: Duration,
-    pub idle_warning_interval: Duration,
-    pub step_timeout: Duration,
-    pub stopping: Stopping,
+pub(crate) struct Watchdogs {
+    pub(crate) idle_timeout: Duration,
+    pub(crate) idle_warning_interval: Duration,
+    pub(crate) step_timeout: Duration,
+    pub(crate) stopping: Stopping,
     /// A moment the command must not outlive (a budget's `max_duration`): stopped as by
     /// `Flow::Stop`.
-    pub deadline: Option<Instant>,
+    pub(crate) deadline: Option<Instant>,
     /// `eden steer`: a change ends the command as an interrupt would (SIGINT to its group),
     /// `Outcome::Steered`. What changed before the command started does not count.
-    pub steer: Option<watch::Receiver<u64>>,
+    pub(crate) steer: Option<watch::Receiver<u64>>,
 }
 
 /// How a command is ended.
 #[derive(Debug, Clone, Copy)]
-pub struct Stopping {
+pub(crate) struct Stopping {
     /// Between the polite signal and SIGKILL.
-    pub kill_grace: Duration,
+    pub(crate) kill_grace: Duration,
     /// After the leader exits, how long to keep reading pipes that its leftovers still hold
     /// open (containment ends them; this bounds the wait where it cannot).
-    pub drain: Duration,
+    pub(crate) drain: Duration,
 }
 
 /// What a handler wants once it has seen a line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Flow {
+pub(crate) enum Flow {
     Continue,
     /// Output that is no progress (a provider retry notice): it does not reset the idle
     /// watchdog, so an agent that only retries is stopped like a silent one.
@@ -64,7 +64,7 @@ pub enum Flow {
 }
 
 /// What the supervisor calls as output arrives.
-pub trait Handlers {
+pub(crate) trait Handlers {
     /// One line of stdout, or a piece of an over-long one when `continues` (the rest follows).
     fn stdout_line(&mut self, line: &[u8], continues: bool) -> Flow;
     fn stderr_line(&mut self, line: &[u8]);
@@ -73,7 +73,7 @@ pub trait Handlers {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// The process ended on its own. `code` is 128+n for a child killed by signal n.
     Exited {
         code: i32,
@@ -90,14 +90,14 @@ pub enum Outcome {
 }
 
 /// The last output of each stream, kept apart: their relative order is not knowable.
-pub struct OutputTails {
-    pub stdout: Tail,
-    pub stderr: Tail,
+pub(crate) struct OutputTails {
+    pub(crate) stdout: Tail,
+    pub(crate) stderr: Tail,
 }
 
 impl OutputTails {
     /// Indented lines for an error message: the end of stdout, then the end of stderr.
-    pub fn describe(&self, max_lines: usize) -> String {
+    pub(crate) fn describe(&self, max_lines: usize) -> String {
         let mut out = String::new();
         for line in self.stdout.lines(max_lines) {
             out.push_str(&format!("\n  {line}"));
@@ -115,7 +115,7 @@ impl OutputTails {
 
 /// Reaches the command's processes inside a sandbox, where the host process group does not:
 /// the commands that do it (engine execs), which the supervisor runs without waiting on them.
-pub trait Inside: Send + Sync {
+pub(crate) trait Inside: Send + Sync {
     /// Deliver `signal` to the command's process group inside (`None`: nothing to signal yet).
     fn signal_command(&self, signal: Signal) -> Option<ProcessBuilder>;
     /// End everything the command left running inside. Needed only when the command was
@@ -358,7 +358,7 @@ fn spawn(command: &mut ProcessBuilder) -> std::io::Result<(tokio::process::Child
     Ok((child, pipes))
 }
 
-pub async fn supervise(
+pub(crate) async fn supervise(
     mut command: ProcessBuilder,
     watchdogs: &Watchdogs,
     handlers: &mut dyn Handlers,
@@ -636,7 +636,7 @@ mod tests {
         let first = Abort { signal: crate::exit::Signal::INT, count: 1 };
         assert_eq!(state.aborted(first, start + SECOND), Act::Signal(Signal::SIGINT));
         assert_eq!(state.next_timer(), Some((start + 6 * SECOND, Timer::Sigkill)));
-        let second = Abort { signal: crate::exit::Signal::TERM, count: 2 };
+        let second = Abort { signal: crate::exit::Signal(15), count: 2 };
         assert_eq!(state.aborted(second, start + 2 * SECOND), Act::Signal(Signal::SIGKILL));
         assert_eq!(state.next_timer(), None, "killed: nothing more to wait for but the exit");
         assert_eq!(state.outcome(), Outcome::Aborted(crate::exit::Signal::INT));

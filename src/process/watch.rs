@@ -14,7 +14,7 @@ const LOOK: Duration = Duration::from_millis(20);
 
 /// The error of a command stopped by a signal (`ErrorKind::Interrupted`) or its deadline
 /// (`ErrorKind::TimedOut`).
-pub fn stopped(kind: std::io::ErrorKind, timeout: Option<Duration>) -> std::io::Error {
+pub(crate) fn stopped(kind: std::io::ErrorKind, timeout: Option<Duration>) -> std::io::Error {
     match kind {
         std::io::ErrorKind::TimedOut => std::io::Error::new(
             kind,
@@ -28,7 +28,7 @@ pub fn stopped(kind: std::io::ErrorKind, timeout: Option<Duration>) -> std::io::
 }
 
 /// A spawned command (the leader of its own process group) being watched.
-pub struct Watched {
+pub(crate) struct Watched {
     group: i32,
     exited: mpsc::Receiver<std::io::Result<Output>>,
     /// A clean-up: the signals there were when it began do not stop it.
@@ -43,7 +43,7 @@ impl Watched {
     /// Watch `child`; stop it at `timeout`, or when eden is to stop (`signals::stopping`; for
     /// a clean-up, `finishing`, when a signal comes after it began). Its piped stdout and stderr
     /// are read to their end beside it (one thread: the standard library polls both).
-    pub fn new(child: Child, timeout: Option<Duration>, finishing: bool) -> Watched {
+    pub(crate) fn new(child: Child, timeout: Option<Duration>, finishing: bool) -> Watched {
         let since = finishing.then(super::signals::count);
         let group = child.id() as i32;
         let (sender, exited) = mpsc::channel();
@@ -54,14 +54,14 @@ impl Watched {
     }
 
     /// Another process group to kill with this one when it is stopped.
-    pub fn with_group(mut self, group: i32) -> Watched {
+    pub(crate) fn with_group(mut self, group: i32) -> Watched {
         self.also.push(group);
         self
     }
 
     /// Its exit status and what it printed on the pipes it had; or, when a signal came or the
     /// deadline passed first, its groups killed and an `Interrupted` or `TimedOut` error.
-    pub fn wait(&self) -> std::io::Result<Output> {
+    pub(crate) fn wait(&self) -> std::io::Result<Output> {
         loop {
             match self.exited.recv_timeout(LOOK) {
                 Ok(status) => return status,
@@ -86,7 +86,7 @@ impl Watched {
         }
     }
 
-    pub fn kill(&self) {
+    pub(crate) fn kill(&self) {
         for group in std::iter::once(self.group).chain(self.also.iter().copied()) {
             let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(group), nix::sys::signal::Signal::SIGKILL);
         }

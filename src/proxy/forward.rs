@@ -17,10 +17,10 @@ const HOP_BY_HOP: [&str; 8] =
     ["host", "connection", "keep-alive", "proxy-connection", "proxy-authorization", "te", "upgrade", "expect"];
 
 pub(super) struct Request {
-    pub method: String,
-    pub path: String,
+    pub(crate) method: String,
+    pub(crate) path: String,
     /// Name and value, as they came (the placeholder swapped).
-    pub headers: Vec<(String, String)>,
+    pub(crate) headers: Vec<(String, String)>,
     /// How its body ends.
     framing: Framing,
 }
@@ -102,9 +102,9 @@ impl std::fmt::Display for Unfit {
 
 /// A request eden refused, and what its first line asked for (for the audit).
 pub(super) struct Refused {
-    pub why: String,
-    pub method: Option<String>,
-    pub path: Option<String>,
+    pub(crate) why: String,
+    pub(crate) method: Option<String>,
+    pub(crate) path: Option<String>,
 }
 
 fn parse_head(head: &[u8]) -> Result<Request, Unfit> {

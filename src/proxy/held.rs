@@ -9,7 +9,7 @@ use crate::manifest::held_plan::Held;
 use crate::process::ProcessBuilder;
 use std::path::{Path, PathBuf};
 
-pub struct Holder {
+pub(crate) struct Holder {
     /// The proxy folder as the sandbox sees it.
     inside: PathBuf,
     /// Each upstream's proxy and its socket's name.
@@ -22,7 +22,7 @@ pub struct Holder {
 
 impl Holder {
     /// Proxies for what the steps hold, listening in `dir` (which the sandbox sees as `inside`).
-    pub fn start(steps: &[&Held], dir: &Path, inside: &Path) -> Result<Holder, Error> {
+    pub(crate) fn start(steps: &[&Held], dir: &Path, inside: &Path) -> Result<Holder, Error> {
         let failed = |why: String| Error::sandbox(format!("cannot start the proxy that holds the agent's keys: {why}"));
         fs_err::create_dir_all(dir).map_err(|err| failed(err.to_string()))?;
         let mut upstreams: Vec<(String, Vec<HeldKey>)> = Vec::new();
@@ -72,7 +72,7 @@ impl Holder {
 
     /// `command` (the agent's, for a step that holds `held`) with placeholders for its keys, run
     /// behind the relay (`eden`, as the sandbox runs it) that points its base URL at the proxy.
-    pub fn wrap(&self, held: &Held, command: ProcessBuilder, eden: &Path) -> ProcessBuilder {
+    pub(crate) fn wrap(&self, held: &Held, command: ProcessBuilder, eden: &Path) -> ProcessBuilder {
         let Held::Keys { upstream, base_url_var, base_url_arg, config, login, keys, .. } = held else {
             return command;
         };
@@ -112,7 +112,7 @@ impl Holder {
     }
 
     /// The placeholder for `var` (a key's variable, or a login's file) on its way to `upstream`.
-    pub fn placeholder(&self, upstream: &str, var: &str) -> Option<&str> {
+    pub(crate) fn placeholder(&self, upstream: &str, var: &str) -> Option<&str> {
         let found = self.placeholders.iter().find(|(u, known, _)| u == upstream && known == var);
         found.map(|(_, _, placeholder)| placeholder.as_str())
     }
@@ -132,7 +132,7 @@ impl Holder {
     }
 
     /// The requests the proxies answered since the last call.
-    pub fn drain(&self) -> Vec<Audit> {
+    pub(crate) fn drain(&self) -> Vec<Audit> {
         self.proxies.iter().flat_map(|(_, proxy, _)| proxy.drain()).collect()
     }
 }

@@ -8,11 +8,11 @@
 //! host, path, status, bytes, duration; never a header or a body).
 
 mod forward;
-pub mod held;
-pub mod relay;
+pub(crate) mod held;
+pub(crate) mod relay;
 mod server;
-pub mod tunnel;
-pub mod upstream;
+pub(crate) mod tunnel;
+pub(crate) mod upstream;
 
 pub use server::Proxy;
 
@@ -46,15 +46,15 @@ impl CredentialHeader {
 /// One request, as the run's log keeps it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Audit {
-    pub at: String,
-    pub method: String,
-    pub host: String,
-    pub path: String,
+    pub(crate) at: String,
+    pub(crate) method: String,
+    pub(crate) host: String,
+    pub(crate) path: String,
     /// The upstream's status, or eden's own when it refused or could not reach it.
     pub status: Option<u16>,
-    pub bytes_up: u64,
-    pub bytes_down: u64,
-    pub duration_ms: u64,
+    pub(crate) bytes_up: u64,
+    pub(crate) bytes_down: u64,
+    pub(crate) duration_ms: u64,
     /// Why eden refused it or it failed, if it did.
     pub refused: Option<String>,
 }

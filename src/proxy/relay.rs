@@ -13,14 +13,14 @@ use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::os::unix::net::UnixStream;
 
-pub const RELAY_SUBCOMMAND: &str = "__eden-relay";
+pub(crate) const RELAY_SUBCOMMAND: &str = "__eden-relay";
 
 /// In PROGRAM's arguments, replaced by the relay's URL (for a CLI that takes its base URL as an
 /// option).
-pub const URL_MARK: &str = crate::agent::credentials::RELAY_URL_MARK;
+pub(crate) const URL_MARK: &str = crate::agent::credentials::RELAY_URL_MARK;
 
 /// Runs the relay; returns an exit code only when the agent could not be started.
-pub fn run(args: &[std::ffi::OsString]) -> i32 {
+pub(crate) fn run(args: &[std::ffi::OsString]) -> i32 {
     let args: Vec<String> = args.iter().map(|arg| arg.to_string_lossy().into_owned()).collect();
     let Some(split) = args.iter().position(|arg| arg == "--") else {
         eprintln!("eden: usage: {RELAY_SUBCOMMAND} SOCKET VAR... -- PROGRAM ARGS...");

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 
-pub const TUNNEL_SUBCOMMAND: &str = "__eden-tunnel";
+pub(crate) const TUNNEL_SUBCOMMAND: &str = "__eden-tunnel";
 
 /// The most bytes one frame carries.
 const MAX_FRAME: usize = 64 * 1024;
@@ -155,7 +155,7 @@ impl Mux {
 /// This machine's end of a tunnel: the exec that runs `eden __eden-tunnel` inside the sandbox,
 /// and the proxies' sockets its connections go to. Dropping it ends the exec, and with it the
 /// tunnel inside.
-pub struct Tunnel {
+pub(crate) struct Tunnel {
     child: std::process::Child,
     /// The tunnel's pid inside, as it said.
     pid_inside: u32,
@@ -165,7 +165,7 @@ impl Tunnel {
     /// Start `exec` (the engine's client running the tunnel inside, stdin and stdout piped) and
     /// wait until its sockets listen, for `ready_within` at most. Connections for the socket
     /// at index `i` inside go to `sockets[i]`.
-    pub fn open(
+    pub(crate) fn open(
         mut child: std::process::Child,
         sockets: Vec<PathBuf>,
         ready_within: std::time::Duration,
@@ -217,7 +217,7 @@ impl Tunnel {
 
 impl Tunnel {
     /// Its pid inside the sandbox.
-    pub fn pid_inside(&self) -> u32 {
+    pub(crate) fn pid_inside(&self) -> u32 {
         self.pid_inside
     }
 }
@@ -276,7 +276,7 @@ fn connect(mux: &Arc<Mux>, frame: Frame, sockets: &[PathBuf]) {
 
 /// `eden __eden-tunnel DIR NAME…`, inside the sandbox: listen on each `DIR/NAME`, say so, and
 /// carry each connection over stdin and stdout until stdin ends.
-pub fn run(args: &[std::ffi::OsString]) -> i32 {
+pub(crate) fn run(args: &[std::ffi::OsString]) -> i32 {
     let Some((dir, names)) = args.split_first().filter(|(_, names)| !names.is_empty()) else {
         eprintln!("eden: usage: {TUNNEL_SUBCOMMAND} DIR NAME...");
         return 2;

@@ -9,10 +9,10 @@ use std::net::TcpStream;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use crate::values::BaseUrl as Upstream;
+pub(crate) use crate::values::BaseUrl as Upstream;
 
 /// A connection to `upstream`, TLS with verified certificates when `https`.
-pub fn connect(upstream: &Upstream, tls: &Arc<rustls::ClientConfig>) -> std::io::Result<Box<dyn Stream>> {
+pub(crate) fn connect(upstream: &Upstream, tls: &Arc<rustls::ClientConfig>) -> std::io::Result<Box<dyn Stream>> {
     let this = upstream;
     let tcp = connect_any(&this.host, this.port)?;
     tcp.set_nodelay(true)?;
@@ -40,13 +40,13 @@ fn connect_any(host: &str, port: u16) -> std::io::Result<TcpStream> {
 }
 
 /// A connection to the upstream, plain or TLS.
-pub trait Stream: Read + Write + Send {}
+pub(crate) trait Stream: Read + Write + Send {}
 impl<T: Read + Write + Send> Stream for T {}
 
 /// The TLS settings every held request uses: the platform's roots (`SSL_CERT_FILE` and
 /// `SSL_CERT_DIR` honoured), verification always on. `needed`: without TLS upstream, no roots
 /// are looked for.
-pub fn client_config(needed: bool) -> Result<Arc<rustls::ClientConfig>, Error> {
+pub(crate) fn client_config(needed: bool) -> Result<Arc<rustls::ClientConfig>, Error> {
     let mut roots = rustls::RootCertStore::empty();
     let found = if needed { rustls_native_certs::load_native_certs() } else { Default::default() };
     let (added, _) = roots.add_parsable_certificates(found.certs);

@@ -13,15 +13,15 @@ use std::path::{Path, PathBuf};
 /// One private folder: the variable that points the agent at it, its value, and the folder
 /// the agent writes (the value itself, or its agent-specific part, e.g. `…/opencode`).
 #[derive(Debug, Clone)]
-pub struct PrivateState {
-    pub var: &'static str,
-    pub value: PathBuf,
-    pub folder: PathBuf,
+pub(crate) struct PrivateState {
+    pub(crate) var: &'static str,
+    pub(crate) value: PathBuf,
+    pub(crate) folder: PathBuf,
 }
 
 /// Make the run's private folders under `root` (`.eden/agent-state/<run-id>`), readable by the
 /// person only, and seed them.
-pub fn make(root: &Path, states: &[AgentStateMount]) -> Result<Vec<PrivateState>, Error> {
+pub(crate) fn make(root: &Path, states: &[AgentStateMount]) -> Result<Vec<PrivateState>, Error> {
     if states.is_empty() {
         return Ok(Vec::new());
     }
@@ -72,7 +72,7 @@ fn copy(source: &Path, dest: &Path) -> std::io::Result<()> {
 }
 
 /// Remove a run's private folders (whatever the agent left in them, no symlink followed).
-pub fn remove(root: &Path) -> std::io::Result<()> {
+pub(crate) fn remove(root: &Path) -> std::io::Result<()> {
     crate::safe_fs::remove_tree(root)
 }
 

@@ -24,30 +24,30 @@ printf '//link//\0'
 find . \( -path ./.git -o -path ./.eden \) -prune -o -type l -print0"#;
 
 /// What to collect, and where.
-pub struct ArtifactRequest<'a> {
+pub(crate) struct ArtifactRequest<'a> {
     /// Does this path (relative to the workspace, `/`-separated) match the globs?
-    pub select: &'a dyn Fn(&str) -> bool,
+    pub(crate) select: &'a dyn Fn(&str) -> bool,
     /// `.eden/artifacts/RUN`: made here, written only by eden.
-    pub into: &'a Path,
+    pub(crate) into: &'a Path,
     /// `sandbox.max_return`.
-    pub limit: u64,
+    pub(crate) limit: u64,
     /// The run's scratch folder (the listing and the stream are spooled there).
-    pub scratch: &'a Path,
+    pub(crate) scratch: &'a Path,
     /// The worktree on this machine: the workspace of a run without a sandbox.
-    pub worktree: &'a Path,
+    pub(crate) worktree: &'a Path,
 }
 
 /// What came back, and what was left behind and why.
 #[derive(Debug, Default)]
-pub struct Collected {
-    pub files: Vec<ArtifactRecord>,
+pub(crate) struct Collected {
+    pub(crate) files: Vec<ArtifactRecord>,
     /// Warnings: files over the limit, links not followed.
-    pub left: Vec<String>,
+    pub(crate) left: Vec<String>,
 }
 
 /// Collect through `inside` (runs a command in the workspace `workspace`, as the sandbox sees
 /// it).
-pub fn collect(
+pub(crate) fn collect(
     inside: &dyn Fn(ProcessBuilder) -> ProcessBuilder,
     workspace: &Path,
     request: &ArtifactRequest<'_>,

@@ -43,7 +43,7 @@ const ETC_HIDDEN: [&str; 14] = [
 ];
 
 /// The agent's home inside: a private folder of the run's.
-pub const HOME_INSIDE: &str = "/home/agent";
+pub(crate) const HOME_INSIDE: &str = "/home/agent";
 
 /// Variables of eden's own environment that an isolated agent still gets: where programs are,
 /// and the locale, time zone and user name. Nothing else of eden's environment goes in.
@@ -64,27 +64,27 @@ const PASSED: [&str; 13] = [
 ];
 
 /// What the sandbox is made of, on the host.
-pub struct View<'a> {
-    pub copy: &'a Path,
+pub(crate) struct View<'a> {
+    pub(crate) copy: &'a Path,
     /// The host folders behind the private `/tmp` and home.
-    pub tmp: &'a Path,
-    pub home: &'a Path,
+    pub(crate) tmp: &'a Path,
+    pub(crate) home: &'a Path,
     /// The agent's private state folders (writable, where they are).
-    pub writable: &'a [PathBuf],
+    pub(crate) writable: &'a [PathBuf],
     /// Read-only where they are: the host's object stores.
-    pub read_only: &'a [PathBuf],
+    pub(crate) read_only: &'a [PathBuf],
     /// Programs the sandbox runs from this machine (eden, the agent's executable), as found.
-    pub programs: &'a [PathBuf],
+    pub(crate) programs: &'a [PathBuf],
     /// eden's proxy folder, seen at `super::PROXY_INSIDE`.
-    pub proxy: Option<&'a Path>,
-    pub mounts: &'a [MountPlan],
+    pub(crate) proxy: Option<&'a Path>,
+    pub(crate) mounts: &'a [MountPlan],
     /// `network = "host"`: what name resolution needs of `/run` is given too.
-    pub host_network: bool,
+    pub(crate) host_network: bool,
 }
 
 /// bubblewrap's arguments that build the sandbox's filesystem, namespaces and privileges (all
 /// but the network and the working directory).
-pub fn tree(view: &View<'_>) -> Vec<OsString> {
+pub(crate) fn tree(view: &View<'_>) -> Vec<OsString> {
     let mut args = Args::default();
     for folder in SYSTEM {
         let path = Path::new(folder);
@@ -161,7 +161,7 @@ pub fn tree(view: &View<'_>) -> Vec<OsString> {
 
 /// The environment an isolated command starts with: eden's variables in `PASSED`, the private
 /// home and `/tmp`. The command's own variables go on top.
-pub fn base_env() -> Vec<(OsString, OsString)> {
+pub(crate) fn base_env() -> Vec<(OsString, OsString)> {
     let mut env: Vec<(OsString, OsString)> =
         PASSED.iter().filter_map(|key| std::env::var_os(key).map(|value| (OsString::from(key), value))).collect();
     env.push(("HOME".into(), HOME_INSIDE.into()));
@@ -251,7 +251,7 @@ fn package_root(path: &Path) -> Option<PathBuf> {
 }
 
 /// Where `program` (a name on `PATH`, or a path) is on this machine, if anywhere.
-pub fn find_program(program: &Path) -> Option<PathBuf> {
+pub(crate) fn find_program(program: &Path) -> Option<PathBuf> {
     if program.is_absolute() {
         return program.exists().then(|| program.to_path_buf());
     }

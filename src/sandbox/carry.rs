@@ -264,13 +264,13 @@ pub(super) fn run_and_sweep(pid_file: &str, keep: &str, note: &str) -> String {
 pub(super) struct InsideSandbox {
     /// `ARGV` run inside by the engine's client: `docker exec NAME ARGV`, `kubectl exec POD -c
     /// agent -- ARGV`.
-    pub exec: ExecInside,
+    pub(crate) exec: ExecInside,
     /// Inside the sandbox: what the wrapper wrote is only ever used there.
-    pub pid_file: String,
+    pub(crate) pid_file: String,
     /// What sweeps spare besides the first process (the keep-alive, the tunnel).
-    pub keep: String,
+    pub(crate) keep: String,
     /// Ends when the sandbox has stopped or gone (`Inside::gone_command`).
-    pub gone: Option<ProcessBuilder>,
+    pub(crate) gone: Option<ProcessBuilder>,
 }
 
 impl crate::process::Inside for InsideSandbox {

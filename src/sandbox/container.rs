@@ -78,7 +78,7 @@ fn run_user() -> String {
 }
 
 /// gVisor's runtime (`runsc`, by name or path).
-pub fn is_gvisor(runtime: &str) -> bool {
+pub(crate) fn is_gvisor(runtime: &str) -> bool {
     runtime.rsplit('/').next().is_some_and(|name| name.starts_with("runsc"))
 }
 
@@ -86,7 +86,7 @@ pub fn is_gvisor(runtime: &str) -> bool {
 /// foreign; allow it per command, never through anyone's global config.
 const GIT_SAFE_DIRECTORY: [(&str, &str); 1] = [("safe.directory", "*")];
 
-pub struct Container {
+pub(crate) struct Container {
     target: Target,
     /// The engine does not see this machine's files: everything crosses its channel.
     remote: bool,
@@ -127,32 +127,32 @@ pub struct Container {
 }
 
 /// What the container needs to know about the run.
-pub struct ContainerRequest<'a> {
-    pub plan: &'a ContainerPlan,
+pub(crate) struct ContainerRequest<'a> {
+    pub(crate) plan: &'a ContainerPlan,
     /// The engine, as `preflight` found it.
-    pub engaged: &'a Engaged,
-    pub site: &'a RunSite,
+    pub(crate) engaged: &'a Engaged,
+    pub(crate) site: &'a RunSite,
 }
 
 /// The engine a run's container goes on, checked: which one, and whether it sees this machine's
 /// files.
 #[derive(Debug, Clone)]
-pub struct Engaged {
-    pub target: Target,
-    pub reach: Reach,
+pub(crate) struct Engaged {
+    pub(crate) target: Target,
+    pub(crate) reach: Reach,
     /// With docker and `sandbox.runtime`: the arguments the runtime is registered with.
-    pub runtime_args: Vec<String>,
+    pub(crate) runtime_args: Vec<String>,
 }
 
 impl Engaged {
-    pub fn remote(&self) -> bool {
+    pub(crate) fn remote(&self) -> bool {
         matches!(self.reach, Reach::Remote { .. })
     }
 
     /// What the record keeps to reach the engine again (`eden clean`, the guard): the host as
     /// given, or a remote engine's address as the client resolved it; nothing for a local
     /// default.
-    pub fn host_to_record(&self) -> Option<String> {
+    pub(crate) fn host_to_record(&self) -> Option<String> {
         match (&self.target.host, &self.reach) {
             (Some(host), _) => Some(host.as_str().to_owned()),
             (None, Reach::Remote { endpoint }) => Some(endpoint.clone()),
@@ -163,12 +163,12 @@ impl Engaged {
 
 /// Checks that need no container: the engine is installed and reachable, has the image, and
 /// can give the run what the plan asks for. The first of `plan.hosts` is the run's engine.
-pub fn preflight(plan: &ContainerPlan) -> Result<Engaged, Error> {
+pub(crate) fn preflight(plan: &ContainerPlan) -> Result<Engaged, Error> {
     preflight_on(plan, plan.hosts.first())
 }
 
 /// `preflight` for one of the plan's hosts (`None`: the client's default).
-pub fn preflight_on(plan: &ContainerPlan, host: Option<&EngineHost>) -> Result<Engaged, Error> {
+pub(crate) fn preflight_on(plan: &ContainerPlan, host: Option<&EngineHost>) -> Result<Engaged, Error> {
     let target = Target::new(plan.engine, host.cloned());
     let binary = target.binary();
     if which::which(binary).is_err() {
@@ -250,7 +250,7 @@ impl Engaged {
     /// Under gVisor, can the sandbox connect to a unix socket mounted into it (the held keys'
     /// proxy)? runsc refuses unless told `--host-uds=open` (docker: in its registration; podman:
     /// eden passes it).
-    pub fn gvisor_refuses_host_sockets(&self, plan: &ContainerPlan) -> bool {
+    pub(crate) fn gvisor_refuses_host_sockets(&self, plan: &ContainerPlan) -> bool {
         let gvisor = plan.runtime.as_deref().is_some_and(is_gvisor);
         let allowed = self.runtime_args.iter().any(|arg| {
             let arg = arg.trim_start_matches('-');
@@ -321,7 +321,7 @@ fn refuse_on_remote(plan: &ContainerPlan, target: &Target) -> Result<(), Error> 
 
 /// Start the run's container (after `preflight`) and seed its workspace. Anything that fails
 /// after the container exists removes it, and its volume.
-pub fn start(request: &ContainerRequest<'_>) -> Result<Box<dyn SandboxHandle>, Error> {
+pub(crate) fn start(request: &ContainerRequest<'_>) -> Result<Box<dyn SandboxHandle>, Error> {
     let plan = request.plan;
     let target = &request.engaged.target;
     let name = format!("eden-{}", request.site.run_id);
@@ -607,7 +607,6 @@ impl Container {
                 target: &self.target,
                 name: &self.name,
                 image: &self.image,
-                network: network_name(plan.network),
                 endpoint: self.recorded_host.as_deref(),
                 as_root: &|command, stdin| self.as_root(command, stdin),
                 eden_inside: &self.eden_inside,
@@ -886,18 +885,16 @@ impl Drop for Container {
 
 /// An eden container, as `ps` lists it.
 #[derive(Debug, Clone)]
-pub struct Listed {
-    pub target: Target,
-    pub name: String,
-    /// Labels `eden.run`, `eden.repo` and `eden.pid` (0 when missing).
-    pub run_id: String,
-    pub repo: String,
-    pub pid: i32,
+pub(crate) struct Listed {
+    pub(crate) name: String,
+    /// Labels `eden.run` and `eden.pid` (0 when missing).
+    pub(crate) run_id: String,
+    pub(crate) pid: i32,
 }
 
 impl Listed {
     /// Is the eden process that started it still running?
-    pub fn owner_alive(&self) -> bool {
+    pub(crate) fn owner_alive(&self) -> bool {
         self.pid > 0 && crate::process::ProcessStamp { pid: self.pid as u32, start: 0 }.is_alive()
     }
 }
@@ -918,9 +915,9 @@ fn filter(repo: Option<&Path>) -> String {
 }
 
 /// eden's containers on `engine`: of the repository at `repo`, or of every repository.
-pub fn list(target: &Target, repo: Option<&Path>) -> Result<Vec<Listed>, Error> {
+pub(crate) fn list(target: &Target, repo: Option<&Path>) -> Result<Vec<Listed>, Error> {
     let label = |name: &str| label_template(target.engine, name);
-    let format = format!("{{{{.Names}}}}\t{}\t{}\t{}", label(LABEL_RUN), label(LABEL_PID), label(LABEL_REPO));
+    let format = format!("{{{{.Names}}}}\t{}\t{}", label(LABEL_RUN), label(LABEL_PID));
     let listing = engine::run(target.command().args(["ps", "-a", "--filter", &filter(repo), "--format", &format]))?;
     if !listing.success() {
         return Err(Error::sandbox(format!(
@@ -938,14 +935,13 @@ pub fn list(target: &Target, repo: Option<&Path>) -> Result<Vec<Listed>, Error> 
             let name = fields.next()?.trim().to_owned();
             let run_id = fields.next().unwrap_or_default().to_owned();
             let pid = fields.next().and_then(|pid| pid.trim().parse().ok()).unwrap_or(0);
-            let repo = fields.next().unwrap_or_default().to_owned();
-            (!name.is_empty()).then_some(Listed { target: target.clone(), name, run_id, repo, pid })
+            (!name.is_empty()).then_some(Listed { name, run_id, pid })
         })
         .collect())
 }
 
 /// eden's workspace volumes on `engine` (of `repo`, or every repository): name, run id, repo.
-pub fn list_volumes(target: &Target, repo: Option<&Path>) -> Result<Vec<(String, String, String)>, Error> {
+pub(crate) fn list_volumes(target: &Target, repo: Option<&Path>) -> Result<Vec<(String, String, String)>, Error> {
     let format =
         format!("{{{{.Name}}}}\t{{{{index .Labels \"{LABEL_RUN}\"}}}}\t{{{{index .Labels \"{LABEL_REPO}\"}}}}");
     let listing = engine::run(target.command().args(["volume", "ls", "--filter", &filter(repo), "--format", &format]))?;
@@ -969,7 +965,7 @@ pub fn list_volumes(target: &Target, repo: Option<&Path>) -> Result<Vec<(String,
 }
 
 /// Remove a container, running or not. Gone already is fine.
-pub fn remove(target: &Target, name: &str) -> Result<(), Error> {
+pub(crate) fn remove(target: &Target, name: &str) -> Result<(), Error> {
     let output = engine::run(target.command().args(["rm", "-f", name]).finishing())?;
     if output.success() || output.stderr.to_lowercase().contains("no such container") {
         return Ok(());
@@ -978,7 +974,7 @@ pub fn remove(target: &Target, name: &str) -> Result<(), Error> {
 }
 
 /// Remove a workspace volume. Gone already is fine.
-pub fn remove_volume(target: &Target, name: &str) -> Result<(), Error> {
+pub(crate) fn remove_volume(target: &Target, name: &str) -> Result<(), Error> {
     let output = engine::run(target.command().args(["volume", "rm", "-f", name]).finishing())?;
     let stderr = output.stderr.to_lowercase();
     if output.success() || stderr.contains("no such volume") || stderr.contains("no volume with name") {
@@ -1022,7 +1018,7 @@ impl Channel for Labelled {
 /// commits as `.eden/patches/<run>.salvaged.bundle` and its uncommitted work as
 /// `<run>.salvaged.patch`, in the repository its labels name (`repository::salvage`). Returns
 /// the paths saved.
-pub fn salvage_and_remove(target: &Target, name: &str) -> Result<Vec<PathBuf>, Error> {
+pub(crate) fn salvage_and_remove(target: &Target, name: &str) -> Result<Vec<PathBuf>, Error> {
     let format = [LABEL_RUN, LABEL_REPO, LABEL_BRANCH, LABEL_WORKSPACE, LABEL_BASE, LABEL_USER]
         .map(|key| format!("{{{{index .Config.Labels \"{key}\"}}}}"))
         .join("\t");
@@ -1053,7 +1049,7 @@ pub fn salvage_and_remove(target: &Target, name: &str) -> Result<Vec<PathBuf>, E
 /// Remove containers of this repository left by eden processes that no longer exist (eden was
 /// killed before it could clean up, and its guard did not either), saving what they held first.
 /// Returns the names removed and the files saved.
-pub fn prune_abandoned(target: &Target, repo_root: &Path) -> Vec<(String, Vec<PathBuf>)> {
+pub(crate) fn prune_abandoned(target: &Target, repo_root: &Path) -> Vec<(String, Vec<PathBuf>)> {
     let Ok(listed) = list(target, Some(repo_root)) else { return Vec::new() };
     listed
         .into_iter()

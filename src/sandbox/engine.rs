@@ -14,15 +14,15 @@ use crate::process::{Output, ProcessBuilder};
 
 /// An engine eden reaches: docker or podman, through its client's default or a given host.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Target {
-    pub engine: Engine,
-    pub host: Option<EngineHost>,
+pub(crate) struct Target {
+    pub(crate) engine: Engine,
+    pub(crate) host: Option<EngineHost>,
 }
 
 /// Where an engine runs, as far as files go: on this machine (it sees this machine's paths, so
 /// the repository's objects can be mounted), or elsewhere (everything crosses its channel).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Reach {
+pub(crate) enum Reach {
     Local,
     /// With the engine's address, as the client resolved it.
     Remote {
@@ -31,16 +31,16 @@ pub enum Reach {
 }
 
 impl Target {
-    pub fn new(engine: Engine, host: Option<EngineHost>) -> Target {
+    pub(crate) fn new(engine: Engine, host: Option<EngineHost>) -> Target {
         Target { engine, host }
     }
 
-    pub fn binary(&self) -> &'static str {
+    pub(crate) fn binary(&self) -> &'static str {
         self.engine.binary()
     }
 
     /// `docker` or `podman`, ready for its arguments, pointed at this engine.
-    pub fn command(&self) -> ProcessBuilder {
+    pub(crate) fn command(&self) -> ProcessBuilder {
         let command = ProcessBuilder::new(self.binary());
         match (self.engine, &self.host) {
             (Engine::Podman, None) if podman_remote_by_environment() => command.arg("--remote"),
@@ -61,7 +61,7 @@ impl Target {
     }
 
     /// `docker`, or `docker at tcp://build1:2376`: the engine in a message.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match &self.host {
             None => self.binary().to_owned(),
             Some(host) => format!("{} at {}", self.binary(), host.as_str()),
@@ -69,18 +69,18 @@ impl Target {
     }
 
     /// `--host ENGINE` for a message's hint, or nothing for the default engine.
-    pub fn host_flag(&self) -> String {
+    pub(crate) fn host_flag(&self) -> String {
         self.host.as_ref().map(|host| format!(" --host {}", host.as_str())).unwrap_or_default()
     }
 
     /// The target as a helper process's arguments: `ENGINE [HOST]`.
-    pub fn to_args(&self) -> Vec<String> {
+    pub(crate) fn to_args(&self) -> Vec<String> {
         let mut args = vec![self.binary().to_owned()];
         args.extend(self.host.as_ref().map(|host| host.as_str().to_owned()));
         args
     }
 
-    pub fn from_args(args: &[std::ffi::OsString]) -> Option<Target> {
+    pub(crate) fn from_args(args: &[std::ffi::OsString]) -> Option<Target> {
         let engine = crate::record::SandboxEngine::named(args.first()?.to_str()?)?.container_engine()?;
         let host = match args.get(1) {
             Some(host) => Some(EngineHost::parse(host.to_str()?).ok()?),
@@ -92,7 +92,7 @@ impl Target {
     /// Is this engine on this machine? Asks the client how it would reach the engine (a docker
     /// context's address), never the engine itself. A unix socket is taken as an engine that
     /// sees this machine's files; any other address as one that does not.
-    pub fn reach(&self) -> Result<Reach, Error> {
+    pub(crate) fn reach(&self) -> Result<Reach, Error> {
         let endpoint = match (&self.host, self.engine) {
             (Some(EngineHost::Url(url)), _) => url.clone(),
             (Some(EngineHost::Named(name)), Engine::Docker) => docker_context_host(Some(name))?,
@@ -155,7 +155,7 @@ fn podman_connection_uri(name: &str) -> Result<String, Error> {
 }
 
 /// Run an engine command to completion; not starting at all is a sandbox error.
-pub fn run(command: ProcessBuilder) -> Result<Output, Error> {
+pub(crate) fn run(command: ProcessBuilder) -> Result<Output, Error> {
     let command = command.timeout(super::ENGINE_CALL);
     command.output().map_err(|err| Error::sandbox(format!("cannot run `{command}`: {err}")))
 }

@@ -33,7 +33,7 @@ const REFRESH: Duration = Duration::from_secs(60);
 
 /// Re-resolves the allowed names while the run goes; stops when dropped (the container's
 /// removal).
-pub struct Refresher {
+pub(crate) struct Refresher {
     stop: Arc<AtomicBool>,
 }
 
@@ -44,7 +44,7 @@ impl Drop for Refresher {
 }
 
 /// The hidden subcommand the self-test runs inside the namespace: `__eden-connect ADDR PORT`.
-pub const CONNECT_SUBCOMMAND: &str = "__eden-connect";
+pub(crate) const CONNECT_SUBCOMMAND: &str = "__eden-connect";
 
 /// An address nobody is allowed to (TEST-NET-1, RFC 5737): it must be refused.
 pub(super) const DENIED_PROBE: (Ipv4Addr, u16) = (Ipv4Addr::new(192, 0, 2, 1), 9);
@@ -128,7 +128,7 @@ pub(super) struct Rule {
 
 /// What the rules let through.
 #[derive(Debug, Clone)]
-pub enum Policy {
+pub(crate) enum Policy {
     /// `network = "internet"`: everything but this machine, private ranges and the like.
     Internet,
     /// `network = "allowlist"`: only these (and DNS to the resolver).
@@ -226,7 +226,7 @@ impl Namespace {
 /// Install the rules of `policy` in the running container `name` and test them; the
 /// `Refresher` keeps an allowlist's names' addresses current (none when every entry is an
 /// address, and for `Internet`).
-pub fn install(engine: Engine, name: &str, policy: &Policy) -> Result<Option<Refresher>, Error> {
+pub(crate) fn install(engine: Engine, name: &str, policy: &Policy) -> Result<Option<Refresher>, Error> {
     if !nix::unistd::geteuid().is_root() {
         return Err(needs_root(policy));
     }
@@ -289,7 +289,7 @@ pub(super) fn refresh_allowlist(
 }
 
 /// The error of rules eden cannot install, not being root.
-pub fn needs_root(policy: &Policy) -> Error {
+pub(crate) fn needs_root(policy: &Policy) -> Error {
     let (what, instead) = match policy {
         Policy::Internet => (
             "the default network (`network = \"internet\"`: the internet, but not this machine)",
@@ -494,7 +494,7 @@ fn connect_inside(pid: u32, address: &str, port: u16) -> Result<(i32, String), E
 
 /// `__eden-connect ADDR PORT` (or `__eden-connect unix:PATH`, `unix:@ABSTRACT`): 0 connected, 1 refused or
 /// unreachable, 2 no answer in 5 s.
-pub fn run_connect(args: &[std::ffi::OsString]) -> i32 {
+pub(crate) fn run_connect(args: &[std::ffi::OsString]) -> i32 {
     use std::io::Write;
     if let Some(path) = args.first().and_then(|arg| arg.to_str()).and_then(|arg| arg.strip_prefix("unix:")) {
         use std::os::linux::net::SocketAddrExt;

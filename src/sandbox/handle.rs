@@ -8,27 +8,27 @@ use std::path::PathBuf;
 
 /// Where a run is, for the sandbox that will hold it: the same for every kind.
 #[derive(Debug, Clone)]
-pub struct RunSite {
-    pub run_id: String,
-    pub repo_root: PathBuf,
+pub(crate) struct RunSite {
+    pub(crate) run_id: String,
+    pub(crate) repo_root: PathBuf,
     /// The repository's common `.git` (its object stores).
-    pub common_dir: PathBuf,
+    pub(crate) common_dir: PathBuf,
     /// The run's worktree on the host: the sandbox starts from its files, and its work lands there.
-    pub worktree: PathBuf,
-    pub branch: String,
+    pub(crate) worktree: PathBuf,
+    pub(crate) branch: String,
     /// `.eden/tmp/<run-id>`: eden's scratch folder for the run.
-    pub scratch: PathBuf,
+    pub(crate) scratch: PathBuf,
     /// Where uncommitted work is saved as a patch (`.eden/patches`).
-    pub patches: PathBuf,
+    pub(crate) patches: PathBuf,
     /// The repository lock, held while work is fetched back into the shared repository.
-    pub repository_lock: PathBuf,
+    pub(crate) repository_lock: PathBuf,
     /// The agent's private state folders.
-    pub agent_state: Vec<agent_state::PrivateState>,
+    pub(crate) agent_state: Vec<agent_state::PrivateState>,
     /// The folder of the proxies that hold the agent's keys, which the sandbox is given (at
     /// `PROXY_INSIDE`, read-only).
-    pub proxy: Option<PathBuf>,
+    pub(crate) proxy: Option<PathBuf>,
     /// `sandbox.max_return`: the most one iteration may send back.
-    pub max_return: u64,
+    pub(crate) max_return: u64,
 }
 
 impl RunSite {
@@ -41,14 +41,14 @@ impl RunSite {
 }
 
 /// A command ready to start on the host, and how to reach what it runs inside the sandbox.
-pub struct Prepared {
-    pub command: ProcessBuilder,
+pub(crate) struct Prepared {
+    pub(crate) command: ProcessBuilder,
     /// Reaches the command's processes inside the sandbox (killing the host-side client of a
     /// `docker exec` leaves them running). `None` when the host process group is everything.
-    pub inside: Option<Box<dyn Inside>>,
+    pub(crate) inside: Option<Box<dyn Inside>>,
 }
 
-pub trait SandboxHandle: Send {
+pub(crate) trait SandboxHandle: Send {
     /// `none`, `docker`, `podman`.
     fn kind(&self) -> &'static str;
     /// The container (engine, name, id, image), if there is one.
@@ -87,7 +87,7 @@ pub trait SandboxHandle: Send {
 }
 
 /// No sandbox: commands run on the host as they are.
-pub struct Host;
+pub(crate) struct Host;
 
 impl SandboxHandle for Host {
     fn kind(&self) -> &'static str {

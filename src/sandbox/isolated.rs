@@ -26,17 +26,17 @@ use std::path::{Path, PathBuf};
 /// copy this is, so `eden clean` can tell a live run's copy from an abandoned one, and which
 /// repository its work belongs to.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct Owner {
-    pub run_id: String,
-    pub repo: PathBuf,
-    pub branch: String,
+pub(crate) struct Owner {
+    pub(crate) run_id: String,
+    pub(crate) repo: PathBuf,
+    pub(crate) branch: String,
     /// The commit the copy started from.
-    pub base: String,
-    pub process: crate::process::ProcessStamp,
+    pub(crate) base: String,
+    pub(crate) process: crate::process::ProcessStamp,
 }
 
 impl Owner {
-    pub fn read(run_id: &str) -> Option<Owner> {
+    pub(crate) fn read(run_id: &str) -> Option<Owner> {
         serde_json::from_str(&std::fs::read_to_string(crate::layout::isolated_copy(run_id).owner).ok()?).ok()
     }
 }
@@ -97,7 +97,7 @@ impl Channel for Bubble {
     }
 }
 
-pub struct Isolated {
+pub(crate) struct Isolated {
     bubble: Bubble,
     /// The host folder behind the private `/tmp` and home.
     private: PathBuf,
@@ -109,7 +109,11 @@ pub struct Isolated {
 
 /// The run's isolated copy, seeded. `programs` are what the sandbox runs from this machine
 /// besides eden (the steps' agents, as found on its `PATH`).
-pub fn start(site: &RunSite, plan: &IsolatedPlan, programs: &[PathBuf]) -> Result<Box<dyn SandboxHandle>, Error> {
+pub(crate) fn start(
+    site: &RunSite,
+    plan: &IsolatedPlan,
+    programs: &[PathBuf],
+) -> Result<Box<dyn SandboxHandle>, Error> {
     if which::which("bwrap").is_err() {
         return Err(Error::sandbox("sandbox kind `isolated` needs bubblewrap (`bwrap`), which is not installed")
             .with_hint("install it (Debian: `apt-get install bubblewrap`), or use `docker` or `podman`"));
@@ -272,7 +276,7 @@ impl Drop for Isolated {
 /// What `eden clean` does with a killed run's copy: save its commits and uncommitted work
 /// under the repository's `.eden/patches/` (run inside bubblewrap, as always), then remove it.
 /// Returns the files saved.
-pub fn salvage_and_remove(run_id: &str, owner: &Owner) -> Vec<PathBuf> {
+pub(crate) fn salvage_and_remove(run_id: &str, owner: &Owner) -> Vec<PathBuf> {
     let paths = crate::layout::isolated_copy(run_id);
     let layout = crate::layout::Layout::new(&owner.repo, owner.repo.join(".git"));
     let (tmp, home) = (paths.tmp.join("tmp"), paths.tmp.join("home"));

@@ -30,7 +30,7 @@ pub(crate) struct Ledger {
 
 impl Ledger {
     /// The run's ledger, its sandbox's branch starting at `base`.
-    pub fn new(site: &RunSite, base: String) -> Ledger {
+    pub(crate) fn new(site: &RunSite, base: String) -> Ledger {
         Ledger {
             worktree: site.worktree.clone(),
             branch: site.branch.clone(),
@@ -46,32 +46,32 @@ impl Ledger {
     }
 
     /// A command of the run's is about to run in the sandbox.
-    pub fn note_used(&self) {
+    pub(crate) fn note_used(&self) {
         self.used.store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// `sandbox.max_return`: the most one iteration may send back.
-    pub fn limit(&self) -> u64 {
+    pub(crate) fn limit(&self) -> u64 {
         self.limit
     }
 
     /// Did the sandbox send back more than `sandbox.max_return`? Then nothing of it came back
     /// and its workspace is kept (the work is there, and nowhere else).
-    pub fn over_limit(&self) -> bool {
+    pub(crate) fn over_limit(&self) -> bool {
         self.over.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// The run's worktree on the host (and the workspace's path in a container or pod).
-    pub fn worktree(&self) -> &Path {
+    pub(crate) fn worktree(&self) -> &Path {
         &self.worktree
     }
 
-    pub fn branch(&self) -> &str {
+    pub(crate) fn branch(&self) -> &str {
         &self.branch
     }
 
     /// eden's scratch folder for the run (`.eden/tmp/<run>`).
-    pub fn scratch(&self) -> &Path {
+    pub(crate) fn scratch(&self) -> &Path {
         &self.scratch
     }
 
@@ -83,7 +83,12 @@ impl Ledger {
     /// worktree. `reported_tip`: the tip the command's wrapper noted, when the host has it
     /// already there is nothing to ask. `shared_files`: the sandbox works in the host
     /// worktree's files (`expose_worktree`).
-    pub fn sync(&self, channel: &dyn Channel, reported_tip: Option<&str>, shared_files: bool) -> Result<(), Error> {
+    pub(crate) fn sync(
+        &self,
+        channel: &dyn Channel,
+        reported_tip: Option<&str>,
+        shared_files: bool,
+    ) -> Result<(), Error> {
         let known = self.known();
         if reported_tip.is_some_and(|tip| known.first().map(String::as_str) == Some(tip)) {
             return Ok(());
@@ -110,7 +115,7 @@ impl Ledger {
     /// saved as `.eden/patches/<run>.patch` and applied to the worktree (unless the sandbox
     /// worked in the worktree's own files). If any of it fails, what the sandbox holds is
     /// saved first and the error says where. Returns a note for the display, if any.
-    pub fn bring_home(&self, channel: &dyn Channel, shared_files: bool) -> Result<Option<String>, Error> {
+    pub(crate) fn bring_home(&self, channel: &dyn Channel, shared_files: bool) -> Result<Option<String>, Error> {
         // Seeded and nothing run in it (a start cut short): nothing to bring back, no time lost.
         if !self.used.load(std::sync::atomic::Ordering::SeqCst) {
             return Ok(None);

@@ -8,43 +8,43 @@
 //! own and private agent state folders; what comes back is data (`repository`: checked git
 //! objects, a checked patch; transcripts read through `safe_fs`).
 
-pub mod agent_state;
-pub mod artifacts;
-pub mod bubble;
+pub(crate) mod agent_state;
+pub(crate) mod artifacts;
+pub(crate) mod bubble;
 mod carry;
-pub mod container;
-pub mod engine;
-pub mod firewall;
+pub(crate) mod container;
+pub(crate) mod engine;
+pub(crate) mod firewall;
 mod handle;
-pub mod isolated;
+pub(crate) mod isolated;
 mod ledger;
-pub mod pod;
+pub(crate) mod pod;
 mod pod_rules;
 mod pod_services;
-pub mod reach;
-pub mod remote_rules;
+pub(crate) mod reach;
+pub(crate) mod remote_rules;
 pub(crate) mod repository;
 mod salvage;
-pub mod services;
+pub(crate) mod services;
 mod unpack;
 
-pub use container::{prune_abandoned, start as start_container};
-pub use handle::{Host, Prepared, RunSite, SandboxHandle};
-pub use salvage::run_salvage;
+pub(crate) use container::{prune_abandoned, start as start_container};
+pub(crate) use handle::{Host, Prepared, RunSite, SandboxHandle};
+pub(crate) use salvage::run_salvage;
 
 /// The hidden subcommand a sandbox's guard runs if eden dies: `__eden-salvage ENGINE [HOST]
 /// NAME` for a container, `__eden-salvage kubernetes CONTEXT NAMESPACE REPO RUN NAME` for a pod.
-pub const SALVAGE_SUBCOMMAND: &str = "__eden-salvage";
+pub(crate) const SALVAGE_SUBCOMMAND: &str = "__eden-salvage";
 
 /// The longest one of eden's own commands in a sandbox (seeding it, bringing work back, a
 /// salvage) may take; then it is stopped, with everything it started.
-pub const SANDBOX_STEP: std::time::Duration = std::time::Duration::from_secs(600);
+pub(crate) const SANDBOX_STEP: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// The longest one call of an engine's or a cluster's client (`docker run`, `kubectl get`, …)
 /// may take, on this machine or over a network.
-pub const ENGINE_CALL: std::time::Duration = std::time::Duration::from_secs(300);
+pub(crate) const ENGINE_CALL: std::time::Duration = std::time::Duration::from_secs(300);
 
-pub use crate::manifest::plan::DEFAULT_MAX_RETURN;
+pub(crate) use crate::manifest::plan::DEFAULT_MAX_RETURN;
 
 /// Where a container or an isolated sandbox sees the run's proxy folder.
-pub const PROXY_INSIDE: &str = "/run/eden-proxy";
+pub(crate) const PROXY_INSIDE: &str = "/run/eden-proxy";

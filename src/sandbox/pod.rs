@@ -55,13 +55,13 @@ const SALVAGE_WRAPPER: &str = r#"cd "$0" && exec "$@""#;
 
 /// The `kubectl` that reaches the run's cluster and namespace.
 #[derive(Debug, Clone)]
-pub struct Kube {
+pub(crate) struct Kube {
     context: Option<String>,
     namespace: Option<String>,
 }
 
 impl Kube {
-    pub fn new(plan: &PodPlan) -> Kube {
+    pub(crate) fn new(plan: &PodPlan) -> Kube {
         Kube { context: plan.context.clone(), namespace: plan.namespace.clone() }
     }
 
@@ -72,7 +72,7 @@ impl Kube {
     }
 
     /// `CONTEXT/NAMESPACE` as the record and messages show them (`-` for the defaults).
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         format!("{}/{}", self.context.as_deref().unwrap_or("-"), self.namespace.as_deref().unwrap_or("-"))
     }
 
@@ -86,13 +86,13 @@ impl Kube {
     }
 
     /// The cluster a record names (`CONTEXT/NAMESPACE`, as `describe` wrote it).
-    pub fn from_described(text: &str) -> Option<Kube> {
+    pub(crate) fn from_described(text: &str) -> Option<Kube> {
         let (context, namespace) = text.split_once('/')?;
         let given = |value: &str| (value != "-" && !value.is_empty()).then(|| value.to_owned());
         Some(Kube { context: given(context), namespace: given(namespace) })
     }
 
-    pub fn from_args(args: &[std::ffi::OsString]) -> Option<Kube> {
+    pub(crate) fn from_args(args: &[std::ffi::OsString]) -> Option<Kube> {
         let text = |n: usize| args.get(n)?.to_str().map(str::to_owned);
         if text(0)? != "kubernetes" {
             return None;
@@ -109,7 +109,7 @@ fn run(command: ProcessBuilder) -> Result<crate::process::Output, Error> {
 
 /// Checks that need no pod: kubectl is there, the cluster answers, and the person may make
 /// pods in the namespace. Each failure in the person's terms, exit 6.
-pub fn preflight(plan: &PodPlan) -> Result<(), Error> {
+pub(crate) fn preflight(plan: &PodPlan) -> Result<(), Error> {
     if which::which("kubectl").is_err() {
         return Err(Error::sandbox("`kubectl` is not installed (sandbox kind `kubernetes`)")
             .with_hint("install kubectl and point it at your cluster (`kubectl get pods` should work)"));
@@ -139,7 +139,7 @@ pub fn preflight(plan: &PodPlan) -> Result<(), Error> {
     Err(Error::sandbox(format!("kubectl cannot reach the cluster: {why}")).with_hint(hint))
 }
 
-pub struct Pod {
+pub(crate) struct Pod {
     kube: Kube,
     name: String,
     uid: String,
@@ -161,7 +161,7 @@ pub struct Pod {
 
 /// Start the run's pod, wait until it runs, and seed it. Anything that fails after the pod
 /// exists deletes it.
-pub fn start(plan: &PodPlan, site: &RunSite) -> Result<Box<dyn SandboxHandle>, Error> {
+pub(crate) fn start(plan: &PodPlan, site: &RunSite) -> Result<Box<dyn SandboxHandle>, Error> {
     let kube = Kube::new(plan);
     let name = format!("eden-{}", site.run_id);
     let base = site.base()?;
@@ -800,7 +800,7 @@ impl Channel for Annotated {
 }
 
 /// Is there a pod `name` (not already being deleted)?
-pub fn exists(kube: &Kube, name: &str) -> Result<bool, Error> {
+pub(crate) fn exists(kube: &Kube, name: &str) -> Result<bool, Error> {
     let got = run(kube.command().args(["get", "pod", name, "--ignore-not-found", "-o", "json"]))?;
     if !got.success() {
         return Err(Error::sandbox(format!(
@@ -817,7 +817,7 @@ pub fn exists(kube: &Kube, name: &str) -> Result<bool, Error> {
 /// deletes it. `repo` and `run_id` come from eden (the guard's arguments, or a record): a pod's
 /// annotations can be changed from inside it when it has a service account, so they only say
 /// where to look inside the pod (branch, workspace, base), never where to write on this machine.
-pub fn salvage_and_delete(kube: &Kube, name: &str, repo: &Path, run_id: &str) -> Result<Vec<PathBuf>, Error> {
+pub(crate) fn salvage_and_delete(kube: &Kube, name: &str, repo: &Path, run_id: &str) -> Result<Vec<PathBuf>, Error> {
     let got = run(kube.command().args(["get", "pod", name, "-o", "json"]))?;
     let pod: serde_json::Value = serde_json::from_str(&got.stdout).unwrap_or_default();
     let notes = &pod["metadata"]["annotations"];

@@ -31,7 +31,7 @@ use std::net::Ipv4Addr;
 use std::path::Path;
 
 /// The init container's name.
-pub const RULES_CONTAINER: &str = "eden-rules";
+pub(crate) const RULES_CONTAINER: &str = "eden-rules";
 
 /// Where the init container is told it may end.
 const DONE_FILE: &str = "/tmp/.eden-rules-done";
@@ -40,13 +40,13 @@ const DONE_FILE: &str = "/tmp/.eden-rules-done";
 const KUBELET_PORT: u16 = 10250;
 
 /// Does the pod get rules (and so the init container)?
-pub fn has_rules(plan: &PodPlan) -> bool {
+pub(crate) fn has_rules(plan: &PodPlan) -> bool {
     plan.network != Network::Bridge
 }
 
 /// The init container that installs the rules: the sandbox's image, root, `NET_ADMIN` alone,
 /// eden's folder mounted (eden is copied in through it), waiting for eden's word.
-pub fn init_container(plan: &PodPlan, eden_mount: serde_json::Value) -> serde_json::Value {
+pub(crate) fn init_container(plan: &PodPlan, eden_mount: serde_json::Value) -> serde_json::Value {
     // The pause after the word lets `kubectl exec touch` report its own exit before the
     // container (and so the exec) ends.
     let wait = format!("while [ ! -e {DONE_FILE} ]; do sleep 0.2; done; sleep 1");
@@ -70,22 +70,22 @@ pub fn init_container(plan: &PodPlan, eden_mount: serde_json::Value) -> serde_js
 }
 
 /// The pod while its init container waits, as the rules need it.
-pub struct WaitingPod<'a> {
-    pub name: &'a str,
+pub(crate) struct WaitingPod<'a> {
+    pub(crate) name: &'a str,
     /// The node's address (`status.hostIP`).
-    pub host_ip: Option<Ipv4Addr>,
+    pub(crate) host_ip: Option<Ipv4Addr>,
     /// Runs a command in the init container (as root, with `NET_ADMIN`).
-    pub rules: Exec<'a>,
+    pub(crate) rules: Exec<'a>,
     /// `kubectl exec -i POD -c RULES_CONTAINER -- sh -c SCRIPT`.
-    pub helper: ProcessBuilder,
-    pub eden_inside: &'a std::sync::atomic::AtomicBool,
-    pub scratch: &'a Path,
+    pub(crate) helper: ProcessBuilder,
+    pub(crate) eden_inside: &'a std::sync::atomic::AtomicBool,
+    pub(crate) scratch: &'a Path,
     /// Has the init container ended, with 0? (An exec cut short as it ends still did its work.)
-    pub init_succeeded: &'a dyn Fn() -> bool,
+    pub(crate) init_succeeded: &'a dyn Fn() -> bool,
 }
 
 /// What is left to test once the agent's container runs.
-pub struct Installed {
+pub(crate) struct Installed {
     /// Answered before the rules; must be refused after them (`None`: `DENIED_PROBE`).
     target: Option<(String, Ipv4Addr, u16)>,
     /// The allowlist's first destination that is one host: must connect.
@@ -93,7 +93,7 @@ pub struct Installed {
 }
 
 /// Install `plan`'s rules in the waiting pod, and let its init container end.
-pub fn install(pod: &WaitingPod<'_>, plan: &PodPlan) -> Result<Installed, Error> {
+pub(crate) fn install(pod: &WaitingPod<'_>, plan: &PodPlan) -> Result<Installed, Error> {
     carry::copy_eden_in(pod.eden_inside, pod.rules, "pod")?;
     let read = |script: &str| {
         let command = (pod.rules)(ProcessBuilder::new("sh").args(["-c", script]), false);
@@ -170,7 +170,7 @@ fn first_allowed(allow: &[AllowEntry], rules: &[Vec<Rule>]) -> Option<(String, S
 
 /// The self-test's second half, from the agent's container as its user (`agent`): the
 /// target is refused, the allowlist's first destination connects.
-pub fn verify(installed: &Installed, agent: Exec<'_>, name: &str) -> Result<(), Error> {
+pub(crate) fn verify(installed: &Installed, agent: Exec<'_>, name: &str) -> Result<(), Error> {
     let place = format!("pod `{name}`");
     let (what, address, port) = match &installed.target {
         Some((what, address, port)) => (what.clone(), *address, *port),
@@ -196,7 +196,7 @@ pub fn verify(installed: &Installed, agent: Exec<'_>, name: &str) -> Result<(), 
 
 /// The pod's NetworkPolicy, saying what the rules say, for a cluster that enforces them: owned
 /// by the pod (`uid`), so the cluster removes it with the pod. `selector`: the pod's labels.
-pub fn network_policy(
+pub(crate) fn network_policy(
     plan: &PodPlan,
     name: &str,
     uid: &str,

@@ -25,12 +25,12 @@ const READY_POLL: Duration = Duration::from_millis(250);
 const READY_CALL: Duration = Duration::from_secs(10);
 
 /// The pod's container of a service.
-pub fn container_name(service: &ServicePlan) -> String {
+pub(crate) fn container_name(service: &ServicePlan) -> String {
     format!("svc-{}", service.name)
 }
 
 /// The Secret holding the services' environment.
-pub fn secret_name(pod: &str) -> String {
+pub(crate) fn secret_name(pod: &str) -> String {
     format!("{pod}-services")
 }
 
@@ -40,7 +40,7 @@ fn secret_key(service: &ServicePlan, var: &str) -> String {
 }
 
 /// The services' containers, for the pod's spec.
-pub fn containers(plan: &PodPlan, pod: &str) -> Vec<serde_json::Value> {
+pub(crate) fn containers(plan: &PodPlan, pod: &str) -> Vec<serde_json::Value> {
     plan.services
         .iter()
         .map(|service| {
@@ -75,14 +75,19 @@ pub fn containers(plan: &PodPlan, pod: &str) -> Vec<serde_json::Value> {
 }
 
 /// `hostAliases`: every service's name at the pod's loopback.
-pub fn host_aliases(plan: &PodPlan) -> Option<serde_json::Value> {
+pub(crate) fn host_aliases(plan: &PodPlan) -> Option<serde_json::Value> {
     let names: Vec<&str> = plan.services.iter().map(|service| service.name.as_str()).collect();
     (!names.is_empty()).then(|| serde_json::json!([{"ip": "127.0.0.1", "hostnames": names}]))
 }
 
 /// Make the Secret of the services' environment, before the pod (which needs it to start);
 /// nothing when no service has any.
-pub fn create_secret(kubectl: Kubectl<'_>, plan: &PodPlan, pod: &str, labels: &serde_json::Value) -> Result<(), Error> {
+pub(crate) fn create_secret(
+    kubectl: Kubectl<'_>,
+    plan: &PodPlan,
+    pod: &str,
+    labels: &serde_json::Value,
+) -> Result<(), Error> {
     let mut data = serde_json::Map::new();
     for service in &plan.services {
         for (var, value) in &service.env {
@@ -113,7 +118,7 @@ pub fn create_secret(kubectl: Kubectl<'_>, plan: &PodPlan, pod: &str, labels: &s
 }
 
 /// Hand the Secret to the pod (`uid`): the cluster deletes it with the pod.
-pub fn own_secret(kubectl: Kubectl<'_>, plan: &PodPlan, pod: &str, uid: &str) -> Result<(), Error> {
+pub(crate) fn own_secret(kubectl: Kubectl<'_>, plan: &PodPlan, pod: &str, uid: &str) -> Result<(), Error> {
     if plan.services.iter().all(|service| service.env.is_empty()) {
         return Ok(());
     }
@@ -139,7 +144,7 @@ pub fn own_secret(kubectl: Kubectl<'_>, plan: &PodPlan, pod: &str, uid: &str) ->
 }
 
 /// Delete the Secret (gone already is fine): a pod that was never made cannot take it along.
-pub fn delete_secret(kubectl: Kubectl<'_>, pod: &str) {
+pub(crate) fn delete_secret(kubectl: Kubectl<'_>, pod: &str) {
     let name = secret_name(pod);
     let _ = super::engine::run(kubectl().finishing().args([
         "delete",
@@ -152,7 +157,7 @@ pub fn delete_secret(kubectl: Kubectl<'_>, pod: &str) {
 
 /// Until every service answers its `ready` (or, without one, runs): an error naming the first
 /// that exits or passes its `ready_timeout`, with its last log lines.
-pub fn wait_ready(kubectl: Kubectl<'_>, pod: &str, services: &[ServicePlan]) -> Result<(), Error> {
+pub(crate) fn wait_ready(kubectl: Kubectl<'_>, pod: &str, services: &[ServicePlan]) -> Result<(), Error> {
     let since = Instant::now();
     let mut waiting: Vec<&ServicePlan> = services.iter().collect();
     while !waiting.is_empty() {

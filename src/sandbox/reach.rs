@@ -6,19 +6,19 @@ use crate::manifest::schema::Network;
 use serde::Serialize;
 
 #[derive(Debug, Clone, Serialize)]
-pub struct Reach {
+pub(crate) struct Reach {
     /// What it can read (and write, where it says so).
-    pub reads: Vec<String>,
+    pub(crate) reads: Vec<String>,
     /// Where it can connect.
-    pub connects: String,
+    pub(crate) connects: String,
     /// What privileges it holds.
-    pub privileges: String,
+    pub(crate) privileges: String,
 }
 
 /// The held key's way out, said once.
 const RELAY: &str = "its provider, when eden holds its key, through eden's relay";
 
-pub fn of(plan: &SandboxPlan) -> Reach {
+pub(crate) fn of(plan: &SandboxPlan) -> Reach {
     let mut reach = without_services(plan);
     let services = plan.services();
     if !services.is_empty() {

@@ -21,7 +21,7 @@ use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 
 /// The hidden subcommand the probe runs: `__eden-listen PORT SECONDS`.
-pub const LISTEN_SUBCOMMAND: &str = "__eden-listen";
+pub(crate) const LISTEN_SUBCOMMAND: &str = "__eden-listen";
 
 /// The xtables extensions the rules use, from this machine's `iptables`.
 const EXTENSIONS: [&str; 6] = [
@@ -43,26 +43,24 @@ export XTABLES_LIBDIR="$d/xtables"
 "$d/ld.so" --library-path "$d/lib" "$d/xtables-nft-multi" ip6tables-restore "$d/v6""#;
 
 /// The sandbox on a remote engine, as the rules need it.
-pub struct RemoteSandbox<'a> {
-    pub target: &'a Target,
-    pub name: &'a str,
-    pub image: &'a str,
-    /// The engine's network the sandbox is on.
-    pub network: &'a str,
+pub(crate) struct RemoteSandbox<'a> {
+    pub(crate) target: &'a Target,
+    pub(crate) name: &'a str,
+    pub(crate) image: &'a str,
     /// The engine's address as the client resolved it (`tcp://…`, `ssh://…`), if known.
-    pub endpoint: Option<&'a str>,
+    pub(crate) endpoint: Option<&'a str>,
     /// Runs a command in the sandbox as root (`stdin`: with its stdin open).
-    pub as_root: Exec<'a>,
+    pub(crate) as_root: Exec<'a>,
     /// Has eden's executable been copied in.
-    pub eden_inside: &'a std::sync::atomic::AtomicBool,
+    pub(crate) eden_inside: &'a std::sync::atomic::AtomicBool,
     /// The run's scratch folder on this machine (the bundle is made there).
-    pub scratch: &'a Path,
+    pub(crate) scratch: &'a Path,
 }
 
 /// Install `policy`'s rules in the sandbox and test them. Names in an allowlist are resolved
 /// on this machine, and again every minute while the run goes (the `Refresher`: a helper
 /// restores the rules when their addresses change).
-pub fn install(sandbox: &RemoteSandbox<'_>, policy: &Policy) -> Result<Option<firewall::Refresher>, Error> {
+pub(crate) fn install(sandbox: &RemoteSandbox<'_>, policy: &Policy) -> Result<Option<firewall::Refresher>, Error> {
     carry::copy_eden_in(sandbox.eden_inside, sandbox.as_root, "container")?;
     let read = |path: &str| inside_output(sandbox, ProcessBuilder::new("cat").arg(path));
     let resolvers = firewall::resolvers(&read("/etc/resolv.conf")?);
@@ -397,7 +395,7 @@ impl Probe {
 
 /// `__eden-listen PORT SECONDS`: listen on every address's PORT (0: any free one), say
 /// `listening PORT`, and exit 0 when a connection arrives within SECONDS, 1 when none does.
-pub fn run_listen(args: &[std::ffi::OsString]) -> i32 {
+pub(crate) fn run_listen(args: &[std::ffi::OsString]) -> i32 {
     use std::io::Write;
     let port = args.first().and_then(|port| port.to_str()?.parse::<u16>().ok());
     let seconds = args.get(1).and_then(|seconds| seconds.to_str()?.parse::<u64>().ok()).unwrap_or(5);

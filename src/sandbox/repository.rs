@@ -54,18 +54,18 @@ fn shell(channel: &dyn Channel, script: &str, args: &[&str]) -> ProcessBuilder {
 /// What seeding needs from the host.
 pub(crate) struct SeedRequest<'a> {
     /// The run's worktree on the host: its files are the sandbox's starting point.
-    pub host_worktree: &'a Path,
+    pub(crate) host_worktree: &'a Path,
     /// The run's branch, checked out in the sandbox.
-    pub branch: &'a str,
+    pub(crate) branch: &'a str,
     /// A folder eden made for this run (`.eden/tmp/<run>`), for the `.git` it builds.
-    pub scratch: &'a Path,
+    pub(crate) scratch: &'a Path,
     /// The host's object stores as the sandbox sees them, first the repository's own; empty
     /// when it sees none (a remote engine): the history is packed and streamed in instead.
-    pub alternates: &'a [String],
+    pub(crate) alternates: &'a [String],
     /// Where the repository goes when the sandbox shares the host worktree's files
     /// (`expose_worktree`): its own folder, and only the `.git` is streamed in. `None`: the
     /// workspace gets the `.git` and a copy of the files.
-    pub separate_git_dir: Option<&'a str>,
+    pub(crate) separate_git_dir: Option<&'a str>,
 }
 
 /// The host's object stores: the repository's `objects`, and every store it borrows from
@@ -330,22 +330,22 @@ git bundle create -q - "refs/heads/$branch" $exclude"#
 
 /// How the host learns what the sandbox committed.
 pub(crate) struct CommitsBack<'a> {
-    pub channel: &'a dyn Channel,
-    pub host_worktree: &'a Path,
-    pub branch: &'a str,
+    pub(crate) channel: &'a dyn Channel,
+    pub(crate) host_worktree: &'a Path,
+    pub(crate) branch: &'a str,
     /// Commits the host has that the sandbox's branch started from or came back with (newest
     /// first; the last is where the run started).
-    pub known: &'a [String],
-    pub scratch: &'a Path,
+    pub(crate) known: &'a [String],
+    pub(crate) scratch: &'a Path,
     /// The repository lock, held while the fetch reads the repository's worktrees.
-    pub repository_lock: &'a Path,
-    pub run_id: &'a str,
+    pub(crate) repository_lock: &'a Path,
+    pub(crate) run_id: &'a str,
     /// The sandbox writes the host worktree's files itself (`expose_worktree`): the branch
     /// and index are moved, the files left as they are; and no git runs there while the
     /// agent has made a repository of its own in it.
-    pub shared_files: bool,
+    pub(crate) shared_files: bool,
     /// `sandbox.max_return`: the most the bundle may be.
-    pub limit: u64,
+    pub(crate) limit: u64,
 }
 
 /// What an error of a sandbox that sent back more than `sandbox.max_return` says.

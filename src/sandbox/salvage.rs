@@ -5,7 +5,7 @@ use super::{container, engine, pod};
 
 /// `eden __eden-salvage …` (a guard's cleanup): saves what the sandbox holds, removes it, and
 /// returns the exit code.
-pub fn run_salvage(args: &[std::ffi::OsString]) -> i32 {
+pub(crate) fn run_salvage(args: &[std::ffi::OsString]) -> i32 {
     let Some((name, target)) = args.split_last() else { return 2 };
     let Some(name) = name.to_str() else { return 2 };
     if let Some(kube) = pod::Kube::from_args(target) {

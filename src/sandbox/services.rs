@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// The label naming a container's service (absent on the sandbox's own container).
-pub const LABEL_SERVICE: &str = "eden.service";
+pub(crate) const LABEL_SERVICE: &str = "eden.service";
 
 /// How often a service is asked whether it is ready.
 const READY_POLL: Duration = Duration::from_millis(100);
@@ -42,18 +42,18 @@ const CAPABILITIES: [&str; 8] =
     ["CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "SETUID", "SETGID", "KILL", "NET_BIND_SERVICE"];
 
 /// The container of `service` beside `sandbox`.
-pub fn container_name(sandbox: &str, service: &str) -> String {
+pub(crate) fn container_name(sandbox: &str, service: &str) -> String {
     format!("{sandbox}-{service}")
 }
 
 /// `--add-host NAME:127.0.0.1` for each service: the sandbox's (and so the services')
 /// `/etc/hosts`.
-pub fn host_entries(services: &[ServicePlan]) -> Vec<String> {
+pub(crate) fn host_entries(services: &[ServicePlan]) -> Vec<String> {
     services.iter().flat_map(|service| ["--add-host".to_owned(), format!("{}:127.0.0.1", service.name)]).collect()
 }
 
 /// Checks before anything is made: every service's image is on the engine.
-pub fn check_images(target: &Target, services: &[ServicePlan]) -> Result<(), Error> {
+pub(crate) fn check_images(target: &Target, services: &[ServicePlan]) -> Result<(), Error> {
     for service in services {
         let inspect = engine::run(target.command().args(["image", "inspect", "--format", "{{.Id}}", &service.image]))?;
         if !inspect.success() {
@@ -76,7 +76,7 @@ pub fn check_images(target: &Target, services: &[ServicePlan]) -> Result<(), Err
 /// Start every service beside the running `sandbox` and wait until each is ready. The names
 /// of the containers made go into `started` as they are made (the caller removes them, whatever
 /// happens).
-pub fn start(
+pub(crate) fn start(
     target: &Target,
     sandbox: &str,
     labels: &[(&str, String)],
@@ -221,7 +221,7 @@ pub(super) fn last_lines_block(text: &str) -> String {
 }
 
 /// Remove the services' containers (running or not; gone already is fine).
-pub fn remove(target: &Target, names: &[String]) -> Result<(), Error> {
+pub(crate) fn remove(target: &Target, names: &[String]) -> Result<(), Error> {
     if names.is_empty() {
         return Ok(());
     }
@@ -235,7 +235,7 @@ pub fn remove(target: &Target, names: &[String]) -> Result<(), Error> {
 
 /// Remove the services of run `run_id` on `target`, found by their labels (the guard's salvage,
 /// `eden clean`: the eden that knew their names is gone).
-pub fn remove_of_run(target: &Target, run_id: &str) -> Result<(), Error> {
+pub(crate) fn remove_of_run(target: &Target, run_id: &str) -> Result<(), Error> {
     let filters = ["--filter", &format!("label={LABEL_SERVICE}")];
     let run = format!("label={}={run_id}", crate::layout::LABEL_RUN);
     let listing = engine::run(target.command().args(["ps", "-a", "-q"]).args(filters).args(["--filter", &run]))?;

@@ -14,16 +14,16 @@ const MAX_ENTRIES: usize = 200_000;
 
 /// What one unpack did.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct Unpacked {
-    pub files: usize,
-    pub bytes: u64,
+pub(crate) struct Unpacked {
+    pub(crate) files: usize,
+    pub(crate) bytes: u64,
     /// Entries left out (links, devices, names that leave the folder).
-    pub skipped: usize,
+    pub(crate) skipped: usize,
 }
 
 /// Unpack `stream` into `into` (a folder eden made and only eden writes), at most `limit` bytes
 /// of file contents.
-pub fn unpack(mut stream: impl Read, into: &Path, limit: u64) -> std::io::Result<Unpacked> {
+pub(crate) fn unpack(mut stream: impl Read, into: &Path, limit: u64) -> std::io::Result<Unpacked> {
     let mut done = Unpacked::default();
     let mut entries = 0usize;
     let mut long_name: Option<Vec<u8>> = None;

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 /// Where an agent's transcript for one session is.
 #[derive(Debug, PartialEq)]
-pub enum Located {
+pub(crate) enum Located {
     /// A file, with the transcripts of the subagents it started.
     File { main: PathBuf, subagents: Vec<PathBuf> },
     /// Only the agent's own CLI can produce it (`opencode export <id>`).
@@ -31,12 +31,12 @@ pub enum Located {
 
 /// A transcript that could not be found: where it was looked for.
 #[derive(Debug)]
-pub struct NotFound {
-    pub tried: String,
+pub(crate) struct NotFound {
+    pub(crate) tried: String,
 }
 
 /// Session ids become file names: only plain ones are used in paths.
-pub fn plain_session_id(id: &str) -> bool {
+pub(crate) fn plain_session_id(id: &str) -> bool {
     !id.is_empty()
         && id.len() <= 200
         && !id.starts_with('.')
@@ -44,26 +44,26 @@ pub fn plain_session_id(id: &str) -> bool {
 }
 
 /// The agent's state folder (the first of its `state_dirs`), for an environment.
-pub fn state_dir(kind: AgentKind, env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+pub(crate) fn state_dir(kind: AgentKind, env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
     kind.spec().state_dirs.first().map(|dir| dir.resolve(env))
 }
 
 /// Claude Code's project folder name for a working directory: every character outside
 /// `[A-Za-z0-9]` becomes `-`.
-pub fn claude_slug(cwd: &Path) -> String {
+pub(crate) fn claude_slug(cwd: &Path) -> String {
     let real = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
     real.to_string_lossy().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect()
 }
 
 /// pi's session folder for a working directory: `--<path without its leading / , / as ->--`.
-pub fn pi_folder(cwd: &Path) -> String {
+pub(crate) fn pi_folder(cwd: &Path) -> String {
     let path = cwd.to_string_lossy();
     format!("--{}--", path.trim_start_matches('/').replace('/', "-"))
 }
 
 /// Find the transcript of `session_id`, written by an agent of `kind` that ran in `cwd` with
 /// `env` as its environment.
-pub fn locate(
+pub(crate) fn locate(
     kind: AgentKind,
     session_id: &str,
     cwd: &Path,
@@ -137,7 +137,7 @@ pub fn locate(
 /// The session an agent of `kind` started in `cwd` since `since`, when it reports none (its own
 /// UI in `eden interactive`): the newest transcript of that directory in its store, and its id.
 /// opencode (SQLite), Cursor and the rest: none.
-pub fn newest_session(
+pub(crate) fn newest_session(
     kind: AgentKind,
     cwd: &Path,
     env: &dyn Fn(&str) -> Option<String>,
@@ -221,7 +221,7 @@ fn newest_first(mut paths: Vec<PathBuf>) -> Vec<PathBuf> {
 /// eden's own copy of a session's transcript, captured by an earlier run into `sessions`
 /// (`.eden/sessions/<run>/<step>-<iteration>-<id>.jsonl`, the newest if several), with its
 /// subagents' transcripts.
-pub fn captured(sessions: &Path, session_id: &str) -> Option<(PathBuf, Vec<PathBuf>)> {
+pub(crate) fn captured(sessions: &Path, session_id: &str) -> Option<(PathBuf, Vec<PathBuf>)> {
     if !plain_session_id(session_id) {
         return None;
     }
@@ -238,7 +238,7 @@ pub fn captured(sessions: &Path, session_id: &str) -> Option<(PathBuf, Vec<PathB
 }
 
 /// The file name a captured transcript gets: `<step>-<iteration>-<session-id>`.
-pub fn stem(step: &str, iteration: u32, session_id: &str) -> String {
+pub(crate) fn stem(step: &str, iteration: u32, session_id: &str) -> String {
     let step: String = step.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '-' }).collect();
     format!("{step}-{iteration}-{session_id}")
 }
@@ -246,7 +246,7 @@ pub fn stem(step: &str, iteration: u32, session_id: &str) -> String {
 /// Copy a located transcript (and its subagents') into `dir` as `<stem>.jsonl`, secrets
 /// redacted like everything else eden writes. A transcript under `confined` (the run's private
 /// state folders, which the agent wrote) is read without following any symlink there.
-pub fn keep_file(
+pub(crate) fn keep_file(
     main: &Path,
     subagents: &[PathBuf],
     dir: &Path,
@@ -268,7 +268,7 @@ pub fn keep_file(
 const TRANSCRIPT_LIMIT: u64 = 1 << 30;
 
 /// Keep `text` (an export) as the transcript `<stem>.json`.
-pub fn keep_export(text: &[u8], dir: &Path, stem: &str, source: String) -> std::io::Result<TranscriptRecord> {
+pub(crate) fn keep_export(text: &[u8], dir: &Path, stem: &str, source: String) -> std::io::Result<TranscriptRecord> {
     let path = dir.join(format!("{stem}.json"));
     let bytes = write_redacted(&path, text)?;
     Ok(TranscriptRecord { path, source, bytes, subagents: Vec::new() })

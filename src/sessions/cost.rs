@@ -20,20 +20,20 @@ use std::path::{Path, PathBuf};
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Prices {
+pub(crate) struct Prices {
     #[serde(default)]
-    pub models: BTreeMap<String, Price>,
+    pub(crate) models: BTreeMap<String, Price>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Price {
-    pub input: f64,
-    pub output: f64,
+pub(crate) struct Price {
+    pub(crate) input: f64,
+    pub(crate) output: f64,
     #[serde(default)]
-    pub cache_read: f64,
+    pub(crate) cache_read: f64,
     #[serde(default)]
-    pub cache_write: f64,
+    pub(crate) cache_write: f64,
 }
 
 impl Price {
@@ -47,7 +47,7 @@ impl Price {
 }
 
 /// The default price table: `$XDG_CONFIG_HOME/eden/prices.toml` or `~/.config/eden/prices.toml`.
-pub fn default_prices_path() -> Option<PathBuf> {
+pub(crate) fn default_prices_path() -> Option<PathBuf> {
     let config = std::env::var_os("XDG_CONFIG_HOME")
         .map(PathBuf::from)
         .filter(|p| p.is_absolute())
@@ -56,7 +56,7 @@ pub fn default_prices_path() -> Option<PathBuf> {
 }
 
 /// Read a price table; a missing default one is an empty table, a missing `--prices` an error.
-pub fn load_prices(path: &Path, explicit: bool) -> Result<Prices, Error> {
+pub(crate) fn load_prices(path: &Path, explicit: bool) -> Result<Prices, Error> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound && !explicit => return Ok(Prices::default()),
@@ -79,7 +79,7 @@ pub fn load_prices(path: &Path, explicit: bool) -> Result<Prices, Error> {
 
 /// How totals are grouped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum By {
+pub(crate) enum By {
     Run,
     Agent,
     Model,
@@ -88,9 +88,9 @@ pub enum By {
 }
 
 impl By {
-    pub const NAMES: [&str; 5] = ["run", "agent", "model", "branch", "day"];
+    pub(crate) const NAMES: [&str; 5] = ["run", "agent", "model", "branch", "day"];
 
-    pub fn parse(name: &str) -> Option<By> {
+    pub(crate) fn parse(name: &str) -> Option<By> {
         Some(match name {
             "run" => By::Run,
             "agent" => By::Agent,
@@ -104,24 +104,24 @@ impl By {
 
 /// One line of the report.
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Total {
-    pub key: String,
-    pub runs: usize,
-    pub iterations: usize,
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    pub cache_read_tokens: u64,
-    pub cache_write_tokens: u64,
+pub(crate) struct Total {
+    pub(crate) key: String,
+    pub(crate) runs: usize,
+    pub(crate) iterations: usize,
+    pub(crate) input_tokens: u64,
+    pub(crate) output_tokens: u64,
+    pub(crate) cache_read_tokens: u64,
+    pub(crate) cache_write_tokens: u64,
     /// Known cost: reported by the agents or priced from the table.
-    pub cost_usd: f64,
+    pub(crate) cost_usd: f64,
     /// Iterations with tokens but no reported cost and no price for their model.
-    pub unpriced_iterations: usize,
+    pub(crate) unpriced_iterations: usize,
     /// Models with tokens but no price (`unknown` when the model was not recorded).
-    pub unpriced_models: Vec<String>,
+    pub(crate) unpriced_models: Vec<String>,
 }
 
 /// Total the iterations of `runs` grouped `by`, in key order (`run` and `day`: newest first).
-pub fn totals(runs: &[&Light], by: By, prices: &Prices) -> Vec<Total> {
+pub(crate) fn totals(runs: &[&Light], by: By, prices: &Prices) -> Vec<Total> {
     let mut groups: BTreeMap<String, (Total, std::collections::BTreeSet<String>)> = BTreeMap::new();
     for run in runs {
         for iteration in &run.iterations {

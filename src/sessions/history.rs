@@ -13,112 +13,110 @@ use std::time::{Duration, SystemTime};
 
 /// What `eden sessions list` shows of a run; the JSON field names are stable.
 #[derive(Debug, Clone, Serialize)]
-pub struct RunSummary {
-    pub id: String,
-    pub name: String,
+pub(crate) struct RunSummary {
+    pub(crate) id: String,
+    pub(crate) name: String,
     /// The agent kind of each step, in order, without repeats.
-    pub agents: Vec<AgentKind>,
-    pub sandbox: String,
+    pub(crate) agents: Vec<AgentKind>,
+    pub(crate) sandbox: String,
     /// Where it ran: a pod's node, or the engine's address a container ran on (`sandbox.host`,
     /// or a remote default).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub host: Option<String>,
-    pub branch: String,
-    pub base_branch: Option<String>,
+    pub(crate) host: Option<String>,
+    pub(crate) branch: String,
+    pub(crate) base_branch: Option<String>,
     /// `running`, `finished` or `abandoned` (a `running` record whose eden is gone).
-    pub status: RunStatus,
-    pub exit_reason: Option<ExitReason>,
-    pub exit_code: Option<i32>,
-    pub iterations: usize,
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    pub cache_read_tokens: u64,
-    pub cache_write_tokens: u64,
+    pub(crate) status: RunStatus,
+    pub(crate) exit_reason: Option<ExitReason>,
+    pub(crate) exit_code: Option<i32>,
+    pub(crate) iterations: usize,
+    pub(crate) input_tokens: u64,
+    pub(crate) output_tokens: u64,
+    pub(crate) cache_read_tokens: u64,
+    pub(crate) cache_write_tokens: u64,
     /// As the agents reported it; `None` when none did.
-    pub cost_usd: Option<f64>,
-    pub started_at: String,
-    pub duration_ms: u64,
-    pub merged_into: Option<String>,
-    pub preserved_branch: Option<String>,
+    pub(crate) cost_usd: Option<f64>,
+    pub(crate) started_at: String,
+    pub(crate) duration_ms: u64,
+    pub(crate) merged_into: Option<String>,
+    pub(crate) preserved_branch: Option<String>,
     /// Session ids of the agents, in order, without repeats.
-    pub sessions: Vec<String>,
-    pub record: PathBuf,
-    pub log: Option<PathBuf>,
+    pub(crate) sessions: Vec<String>,
+    pub(crate) record: PathBuf,
+    pub(crate) log: Option<PathBuf>,
     /// One of several attempts at the same task (`--attempts`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub attempt: Option<crate::record::AttemptRecord>,
+    pub(crate) attempt: Option<crate::record::AttemptRecord>,
 }
 
 /// The parts of a run record a summary and the cost report read.
 #[derive(Debug, Deserialize)]
-pub struct Light {
-    pub id: String,
-    pub name: String,
-    pub status: RunStatus,
-    pub process: ProcessStamp,
-    pub sandbox: String,
+pub(crate) struct Light {
+    pub(crate) id: String,
+    pub(crate) name: String,
+    pub(crate) status: RunStatus,
+    pub(crate) process: ProcessStamp,
+    pub(crate) sandbox: String,
     #[serde(default)]
-    pub container: Option<LightContainer>,
-    pub branch: String,
-    pub base_branch: Option<String>,
+    pub(crate) container: Option<LightContainer>,
+    pub(crate) branch: String,
+    pub(crate) base_branch: Option<String>,
     #[serde(default)]
-    pub steps: Vec<LightStep>,
+    pub(crate) steps: Vec<LightStep>,
     #[serde(default)]
-    pub iterations: Vec<LightIteration>,
-    pub started_at: String,
-    pub duration_ms: u64,
-    pub exit_reason: Option<ExitReason>,
-    pub exit_code: Option<i32>,
-    pub merged_into: Option<String>,
-    pub preserved_branch: Option<String>,
-    pub log: Option<PathBuf>,
-    pub worktree: PathBuf,
-    pub record_path: PathBuf,
+    pub(crate) iterations: Vec<LightIteration>,
+    pub(crate) started_at: String,
+    pub(crate) duration_ms: u64,
+    pub(crate) exit_reason: Option<ExitReason>,
+    pub(crate) exit_code: Option<i32>,
+    pub(crate) merged_into: Option<String>,
+    pub(crate) preserved_branch: Option<String>,
+    pub(crate) log: Option<PathBuf>,
+    pub(crate) record_path: PathBuf,
     #[serde(default)]
-    pub manifest: Option<PathBuf>,
+    pub(crate) manifest: Option<PathBuf>,
     #[serde(default)]
-    pub overrides: Vec<String>,
+    pub(crate) overrides: Vec<String>,
     #[serde(default)]
-    pub attempt: Option<crate::record::AttemptRecord>,
+    pub(crate) attempt: Option<crate::record::AttemptRecord>,
 }
 
 #[derive(Debug, Deserialize)]
-pub struct LightContainer {
+pub(crate) struct LightContainer {
     #[serde(default)]
-    pub host: Option<String>,
+    pub(crate) host: Option<String>,
     /// A pod's node.
     #[serde(default)]
-    pub node: Option<String>,
+    pub(crate) node: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
-pub struct LightStep {
-    pub name: String,
-    pub agent: AgentKind,
-    pub model: Option<String>,
+pub(crate) struct LightStep {
+    pub(crate) name: String,
+    pub(crate) agent: AgentKind,
+    pub(crate) model: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
-pub struct LightIteration {
-    pub step: String,
-    pub iteration: u32,
-    pub started_at: String,
-    pub usage: Option<Usage>,
-    pub session_id: Option<String>,
+pub(crate) struct LightIteration {
+    pub(crate) step: String,
+    pub(crate) started_at: String,
+    pub(crate) usage: Option<Usage>,
+    pub(crate) session_id: Option<String>,
     #[serde(default)]
-    pub transcript: Option<TranscriptRecord>,
+    pub(crate) transcript: Option<TranscriptRecord>,
     /// The model the agent said it used (over the step's configured one).
     #[serde(default)]
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
 }
 
 impl Light {
     /// The agent and model of the step an iteration belongs to.
-    pub fn step_of(&self, iteration: &LightIteration) -> Option<&LightStep> {
+    pub(crate) fn step_of(&self, iteration: &LightIteration) -> Option<&LightStep> {
         self.steps.iter().find(|step| step.name == iteration.step)
     }
 
-    pub fn summary(&self) -> RunSummary {
+    pub(crate) fn summary(&self) -> RunSummary {
         let mut agents = Vec::new();
         for step in &self.steps {
             if !agents.contains(&step.agent) {
@@ -180,7 +178,7 @@ impl Light {
 
 /// The session `wanted` names in `run` (a session id or its prefix), or the run's last one
 /// when `wanted` named the run; with the iteration that reported it, newest first.
-pub fn session_in<'r>(run: &'r Light, wanted: &str) -> Option<(&'r str, &'r LightIteration)> {
+pub(crate) fn session_in<'r>(run: &'r Light, wanted: &str) -> Option<(&'r str, &'r LightIteration)> {
     let reported = |it: &'r LightIteration| it.session_id.as_deref().map(|id| (id, it));
     run.iterations
         .iter()
@@ -191,13 +189,13 @@ pub fn session_in<'r>(run: &'r Light, wanted: &str) -> Option<(&'r str, &'r Ligh
 }
 
 /// How long ago an RFC 3339 time was.
-pub fn since(time: &str) -> Option<Duration> {
+pub(crate) fn since(time: &str) -> Option<Duration> {
     let then = humantime::parse_rfc3339_weak(time.trim_end_matches('Z')).ok()?;
     SystemTime::now().duration_since(then).ok()
 }
 
 /// Every run record of the repository, newest first, and a warning for each that cannot be read.
-pub fn load(layout: &Layout) -> (Vec<Light>, Vec<String>) {
+pub(crate) fn load(layout: &Layout) -> (Vec<Light>, Vec<String>) {
     let paths: Vec<PathBuf> = std::fs::read_dir(layout.runs())
         .map(|dir| {
             dir.filter_map(|entry| entry.ok().map(|e| e.path()))
@@ -236,18 +234,18 @@ fn read_light(path: &Path) -> Result<Light, Error> {
 
 /// `eden sessions list` filters.
 #[derive(Debug, Default)]
-pub struct Filter {
-    pub since: Option<Duration>,
-    pub name: Option<String>,
-    pub agent: Option<AgentKind>,
+pub(crate) struct Filter {
+    pub(crate) since: Option<Duration>,
+    pub(crate) name: Option<String>,
+    pub(crate) agent: Option<AgentKind>,
     /// A status (`running`, `finished`, `abandoned`) or an exit reason (`completed`,
     /// `agent_failed`, ...).
-    pub status: Option<String>,
-    pub branch: Option<String>,
+    pub(crate) status: Option<String>,
+    pub(crate) branch: Option<String>,
 }
 
 /// The words `--status` accepts.
-pub const STATUS_WORDS: [&str; 16] = [
+pub(crate) const STATUS_WORDS: [&str; 16] = [
     "running",
     "finished",
     "abandoned",
@@ -267,7 +265,7 @@ pub const STATUS_WORDS: [&str; 16] = [
 ];
 
 impl Filter {
-    pub fn keeps(&self, run: &RunSummary) -> bool {
+    pub(crate) fn keeps(&self, run: &RunSummary) -> bool {
         if let Some(since) = self.since {
             if crate::sessions::history::since(&run.started_at).is_none_or(|ago| ago > since) {
                 return false;
@@ -296,7 +294,7 @@ impl Filter {
 
 /// The run `wanted` names: `last`, a run id or an unambiguous prefix of one, or a session id
 /// (or its prefix) one of its agents reported. `runs` is newest first.
-pub fn find<'r>(runs: &'r [Light], wanted: &str) -> Result<&'r Light, Error> {
+pub(crate) fn find<'r>(runs: &'r [Light], wanted: &str) -> Result<&'r Light, Error> {
     if runs.is_empty() {
         return Err(Error::usage("there are no runs in this repository yet")
             .with_hint("`eden run <manifest>` records its runs in `.eden/runs/`"));

@@ -10,17 +10,16 @@ use std::path::{Path, PathBuf};
 
 /// What a transfer wrote.
 #[derive(Debug)]
-pub struct Transferred {
-    pub path: PathBuf,
-    pub subagents: Vec<PathBuf>,
+pub(crate) struct Transferred {
+    pub(crate) path: PathBuf,
 }
 
 /// The agents whose sessions can be moved, and how each finds one.
-pub const TRANSFERABLE: [AgentKind; 3] = [AgentKind::ClaudeCode, AgentKind::Codex, AgentKind::Pi];
+pub(crate) const TRANSFERABLE: [AgentKind; 3] = [AgentKind::ClaudeCode, AgentKind::Codex, AgentKind::Pi];
 
 /// The working directory a transcript says it ran in: Claude's `cwd`, Codex's
 /// `session_meta.payload.cwd`, pi's `session.cwd`, Copilot's `session.start` context.
-pub fn transcript_cwd(text: &str) -> Option<String> {
+pub(crate) fn transcript_cwd(text: &str) -> Option<String> {
     text.lines().take(200).find_map(|line| {
         let value: serde_json::Value = serde_json::from_str(line).ok()?;
         ["/cwd", "/payload/cwd", "/data/context/cwd"]
@@ -32,7 +31,7 @@ pub fn transcript_cwd(text: &str) -> Option<String> {
 /// Replace `old` by `new` wherever it stands as a whole path or a path's leading part (`old` then
 /// the end of the text or a character that cannot continue a file name in JSON: `/`, `"`, `\`,
 /// whitespace, `'`, `:`, `,`). `/a/wt` is not rewritten inside `/a/wt2`.
-pub fn rewrite_paths(text: &str, old: &str, new: &str) -> String {
+pub(crate) fn rewrite_paths(text: &str, old: &str, new: &str) -> String {
     if old.is_empty() || old == new {
         return text.to_owned();
     }
@@ -55,7 +54,7 @@ pub fn rewrite_paths(text: &str, old: &str, new: &str) -> String {
 /// Where the agent of `kind` looks for `session_id` when it runs in `cwd`, and whether a file
 /// there counts: Claude Code only looks in the project folder of its working directory; Codex,
 /// pi and Copilot find a session by its id wherever it is in their store.
-pub fn expected_path(
+pub(crate) fn expected_path(
     kind: AgentKind,
     session_id: &str,
     cwd: &Path,
@@ -75,7 +74,7 @@ pub fn expected_path(
 
 /// Copy `transcript` (with `subagents`) of `session_id` into the store of an agent of `kind`
 /// for `new_cwd`, rewriting `old_cwd` to it. Refuses to overwrite unless `force`.
-pub fn transfer(
+pub(crate) fn transfer(
     kind: AgentKind,
     session_id: &str,
     transcript: &Path,
@@ -132,17 +131,15 @@ pub fn transfer(
             .with_hint("the agent has this session there already; `--force` overwrites it"));
     }
     write(&path, &rewrite(&text))?;
-    let mut copied = Vec::new();
     if kind == AgentKind::ClaudeCode {
         for sub in subagents {
             let target = path.with_extension("").join("subagents").join(sub.file_name().unwrap_or_default());
             let text = fs_err::read_to_string(sub)
                 .map_err(|err| Error::usage(format!("cannot read `{}`", sub.display())).with_source(err))?;
             write(&target, &rewrite(&text))?;
-            copied.push(target);
         }
     }
-    Ok(Transferred { path, subagents: copied })
+    Ok(Transferred { path })
 }
 
 fn write(path: &Path, text: &str) -> Result<(), Error> {
@@ -154,7 +151,7 @@ fn write(path: &Path, text: &str) -> Result<(), Error> {
 /// for it in `cwd`: Claude Code resumes sessions of its working directory only, so one kept
 /// under another directory must be copied (`transfer`) first. `None`: it is in place, or the
 /// agent finds sessions by id wherever they are. A session found nowhere is the error.
-pub fn find_resumable(
+pub(crate) fn find_resumable(
     kind: AgentKind,
     session_id: &str,
     cwd: &Path,

@@ -12,27 +12,27 @@ use std::time::{Duration, Instant};
 
 /// A run's line in the table at the end.
 #[derive(Debug, Clone, Default)]
-pub struct Row {
-    pub name: String,
-    pub agent: String,
+pub(crate) struct Row {
+    pub(crate) name: String,
+    pub(crate) agent: String,
     /// The engine it ran on, when not the default one.
-    pub host: Option<String>,
-    pub status: String,
-    pub code: Option<i32>,
-    pub iterations: Option<usize>,
-    pub commits: Option<usize>,
+    pub(crate) host: Option<String>,
+    pub(crate) status: String,
+    pub(crate) code: Option<i32>,
+    pub(crate) iterations: Option<usize>,
+    pub(crate) commits: Option<usize>,
     /// `merged into main`, `kept eden/x`, `no commits`.
-    pub landed: String,
-    pub duration_ms: Option<u64>,
-    pub tokens: Option<u64>,
-    pub cost: Option<f64>,
+    pub(crate) landed: String,
+    pub(crate) duration_ms: Option<u64>,
+    pub(crate) tokens: Option<u64>,
+    pub(crate) cost: Option<f64>,
     /// Its `[[check]]`s as they last ran: how many passed, of how many (`2/3`).
-    pub checks: Option<(usize, usize)>,
+    pub(crate) checks: Option<(usize, usize)>,
 }
 
 impl Row {
     /// A run's line from its record: how it ended, where its work went, what it spent.
-    pub fn from_record(name: &str, agent: &str, record: &RunRecord, code: Option<i32>) -> Row {
+    pub(crate) fn from_record(name: &str, agent: &str, record: &RunRecord, code: Option<i32>) -> Row {
         let landed = match (&record.merged_into, &record.preserved_branch) {
             (Some(target), _) => format!("merged into {target}"),
             (None, Some(branch)) => format!("kept {branch}"),
@@ -71,7 +71,7 @@ fn checks_passed(record: &RunRecord) -> Option<(usize, usize)> {
     (!last.is_empty()).then_some((passed, last.len()))
 }
 
-pub struct BatchDisplay {
+pub(crate) struct BatchDisplay {
     mode: super::Display,
     names: Vec<String>,
     width: usize,
@@ -102,7 +102,7 @@ struct LiveRun {
 
 impl BatchDisplay {
     /// `rows` are each run's name and agent, in order.
-    pub fn new(mode: super::Display, rows: &[(String, String)]) -> Self {
+    pub(crate) fn new(mode: super::Display, rows: &[(String, String)]) -> Self {
         let names: Vec<String> = rows.iter().map(|(name, _)| name.clone()).collect();
         let width = names.iter().map(|name| name.chars().count()).max().unwrap_or(0).min(32);
         let live = (mode == super::Display::Live).then(|| {
@@ -133,11 +133,11 @@ impl BatchDisplay {
     }
 
     /// Whether the runs themselves should print nothing but errors (this display draws them).
-    pub fn children_quiet(&self) -> bool {
+    pub(crate) fn children_quiet(&self) -> bool {
         self.mode != super::Display::Plain
     }
 
-    pub fn started(&mut self, index: usize, host: Option<&str>) {
+    pub(crate) fn started(&mut self, index: usize, host: Option<&str>) {
         let on = host.map(|host| format!(" on {host}")).unwrap_or_default();
         match &mut self.live {
             Some(live) => {
@@ -153,7 +153,7 @@ impl BatchDisplay {
     }
 
     /// One of a run's `--json-events` lines: the live line follows the run.
-    pub fn event_line(&mut self, index: usize, line: &str) {
+    pub(crate) fn event_line(&mut self, index: usize, line: &str) {
         let Some(live) = &mut self.live else { return };
         let Some(kind) = event_kind(line) else { return };
         if !matches!(kind, "iteration_started" | "tool_call" | "usage" | "warning" | "agent_error" | "sandbox_started")
@@ -199,7 +199,7 @@ impl BatchDisplay {
     }
 
     /// A line a run printed on stderr: its progress (plain), or its errors and warnings.
-    pub fn stderr_line(&mut self, index: usize, line: &str) {
+    pub(crate) fn stderr_line(&mut self, index: usize, line: &str) {
         let text = format!("{:<width$} | {line}", self.names[index], width = self.width);
         match &self.live {
             Some(live) => live.multi.suspend(|| eprintln!("{}", for_terminal(&text))),
@@ -210,7 +210,7 @@ impl BatchDisplay {
     }
 
     /// A line of the coordinator's own.
-    pub fn note(&mut self, message: &str) {
+    pub(crate) fn note(&mut self, message: &str) {
         let text = format!("{} {message}", style("eden:").bold());
         match &self.live {
             Some(live) => live.multi.suspend(|| eprintln!("{text}")),
@@ -221,7 +221,7 @@ impl BatchDisplay {
         }
     }
 
-    pub fn finished(&mut self, index: usize, row: &Row) {
+    pub(crate) fn finished(&mut self, index: usize, row: &Row) {
         let Some(live) = &mut self.live else { return };
         let (mark, status) = match row.code {
             Some(0) => (style("✓").green(), style(row.status.clone()).green()),
@@ -244,7 +244,7 @@ impl BatchDisplay {
     }
 
     /// Called often: writes what is waiting, at most every 50 ms.
-    pub fn tick(&mut self) {
+    pub(crate) fn tick(&mut self) {
         if self.flushed.elapsed() >= Duration::from_millis(50) {
             let _ = self.out.flush();
             self.flushed = Instant::now();
@@ -252,7 +252,7 @@ impl BatchDisplay {
     }
 
     /// The runs are over: the table (unless quiet).
-    pub fn finish(&mut self, rows: &[Row]) {
+    pub(crate) fn finish(&mut self, rows: &[Row]) {
         if let Some(live) = &self.live {
             for bar in &live.bars {
                 if !bar.is_finished() {
@@ -268,7 +268,7 @@ impl BatchDisplay {
 }
 
 /// The summary table: one line per run, columns aligned.
-pub fn table(rows: &[Row]) -> String {
+pub(crate) fn table(rows: &[Row]) -> String {
     let hosts = rows.iter().any(|row| row.host.is_some());
     let mut header = vec!["RUN", "AGENT", "STATUS", "ITER", "COMMITS", "RESULT", "TIME", "TOKENS", "COST"];
     let mut right = vec![false, false, false, true, true, false, true, true, true];

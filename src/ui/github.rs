@@ -9,13 +9,13 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 
 /// One run as the summary and the outputs show it.
-pub struct Summarized<'a> {
-    pub row: Row,
-    pub record: Option<&'a RunRecord>,
+pub(crate) struct Summarized<'a> {
+    pub(crate) row: Row,
+    pub(crate) record: Option<&'a RunRecord>,
 }
 
 /// Write the summary and the outputs of `runs`, if GitHub asked for them.
-pub fn write(runs: &[Summarized<'_>], exit_code: i32) {
+pub(crate) fn write(runs: &[Summarized<'_>], exit_code: i32) {
     let env = |name: &str| std::env::var_os(name).filter(|value| !value.is_empty());
     if let Some(path) = env("GITHUB_STEP_SUMMARY") {
         append(&path, &summary(runs, exit_code), "GITHUB_STEP_SUMMARY");
@@ -42,7 +42,7 @@ fn cell(text: &str) -> String {
 }
 
 /// The Markdown: a heading with the outcome, the table, then per run its branch, push and checks.
-pub fn summary(runs: &[Summarized<'_>], exit_code: i32) -> String {
+pub(crate) fn summary(runs: &[Summarized<'_>], exit_code: i32) -> String {
     let mark = if exit_code == 0 { "✅" } else { "❌" };
     let mut out = match runs {
         [one] => format!("### {mark} eden: `{}` {}\n\n", cell(&one.row.name), cell(&one.row.status)),
@@ -104,7 +104,7 @@ fn pushed(record: &RunRecord) -> String {
 
 /// `name<<DELIMITER` … `DELIMITER` for each output (values may hold anything); with several
 /// runs each holds one line per run, and `runs` all of them as JSON.
-pub fn outputs(runs: &[Summarized<'_>], exit_code: i32) -> String {
+pub(crate) fn outputs(runs: &[Summarized<'_>], exit_code: i32) -> String {
     let delimiter = format!("EDEN_OUTPUT_{}", crate::values::random_hex(16).unwrap_or_else(|_| "END".into()));
     let values = |of: &dyn Fn(&Summarized<'_>) -> String| runs.iter().map(of).collect::<Vec<_>>().join("\n");
     let status = |run: &Summarized<'_>| if run.row.code == Some(0) { "success" } else { "failure" }.to_owned();

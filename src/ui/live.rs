@@ -8,13 +8,13 @@ use console::style;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::time::Duration;
 
-pub struct LiveReporter {
+pub(crate) struct LiveReporter {
     bar: ProgressBar,
     iteration: String,
 }
 
 impl LiveReporter {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let bar = ProgressBar::new_spinner();
         bar.set_style(
             ProgressStyle::with_template("{spinner:.cyan} {prefix:.bold} {elapsed_precise:.dim} {wide_msg}")

@@ -11,14 +11,14 @@ use std::borrow::Cow;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
-pub struct JsonLinesReporter<W: Write> {
+pub(crate) struct JsonLinesReporter<W: Write> {
     writer: BufWriter<W>,
     /// Flush after every event (stdout) or only after the less frequent ones (files).
     flush_every_event: bool,
 }
 
 /// The `[logging] file`: whole lines, or none.
-pub struct LogFileReporter {
+pub(crate) struct LogFileReporter {
     file: fs_err::File,
     /// Complete lines not written yet.
     pending: Vec<u8>,
@@ -28,11 +28,11 @@ pub struct LogFileReporter {
 
 impl LogFileReporter {
     /// Open (append to) the log file at `path`: what `RunOptions::open_log` does.
-    pub fn open(path: &Path) -> std::io::Result<Box<dyn Reporter>> {
+    pub(crate) fn open(path: &Path) -> std::io::Result<Box<dyn Reporter>> {
         Ok(Box::new(Self::create(path)?))
     }
 
-    pub fn create(path: &Path) -> std::io::Result<Self> {
+    pub(crate) fn create(path: &Path) -> std::io::Result<Self> {
         if let Some(parent) = path.parent() {
             fs_err::create_dir_all(parent)?;
         }
@@ -78,7 +78,7 @@ impl Drop for LogFileReporter {
 }
 
 impl JsonLinesReporter<std::io::Stdout> {
-    pub fn stdout() -> Self {
+    pub(crate) fn stdout() -> Self {
         JsonLinesReporter { writer: BufWriter::new(std::io::stdout()), flush_every_event: true }
     }
 }

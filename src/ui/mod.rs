@@ -4,25 +4,25 @@
 //! this module writes to stderr.
 #![allow(clippy::print_stderr)]
 
-pub mod batch;
-pub mod github;
+pub(crate) mod batch;
+pub(crate) mod github;
 mod live;
 mod log_file;
 mod plain;
-pub mod replay;
+pub(crate) mod replay;
 mod terminal;
 
-pub use live::LiveReporter;
-pub use log_file::{JsonLinesReporter, LogFileReporter};
-pub use plain::PlainReporter;
+pub(crate) use live::LiveReporter;
+pub(crate) use log_file::{JsonLinesReporter, LogFileReporter};
+pub(crate) use plain::PlainReporter;
 use terminal::neutralize;
 
 use crate::record::RunRecord;
-pub use crate::report::{Event, Reporter};
+pub(crate) use crate::report::{Event, Reporter};
 
 /// How people see the run on stderr.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Display {
+pub(crate) enum Display {
     Live,
     Plain,
     Quiet,
@@ -31,7 +31,7 @@ pub enum Display {
 impl Display {
     /// Live on a terminal, plain lines otherwise (CI, pipes, and `TERM=dumb` terminals, which
     /// cannot move the cursor).
-    pub fn detect(quiet: bool) -> Self {
+    pub(crate) fn detect(quiet: bool) -> Self {
         if quiet {
             Display::Quiet
         } else if console::Term::stderr().is_term() && !dumb_terminal() {
@@ -41,7 +41,7 @@ impl Display {
         }
     }
 
-    pub fn reporter(self) -> Option<Box<dyn Reporter>> {
+    pub(crate) fn reporter(self) -> Option<Box<dyn Reporter>> {
         match self {
             Display::Live => Some(Box::new(LiveReporter::new())),
             Display::Plain => Some(Box::new(PlainReporter::new())),
@@ -56,7 +56,7 @@ fn dumb_terminal() -> bool {
 
 /// Honour `NO_COLOR` (any non-empty value) and `TERM=dumb` on top of console's own terminal
 /// detection.
-pub fn configure_colors() {
+pub(crate) fn configure_colors() {
     if std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()) || dumb_terminal() {
         console::set_colors_enabled(false);
         console::set_colors_enabled_stderr(false);
@@ -74,7 +74,7 @@ pub(crate) fn for_terminal(text: &str) -> String {
 /// Write data to stdout (secrets redacted; in a GitHub Actions job, no workflow command). A
 /// reader that went away (`eden run --json | head -1`) is not an error worth a panic: the work
 /// itself is over by now.
-pub fn print_data(text: &str) {
+pub(crate) fn print_data(text: &str) {
     use std::io::Write;
     let text = crate::redact::apply(text);
     let json = text.trim_start().starts_with(['{', '[']);
@@ -120,7 +120,7 @@ fn defuse_for_actions(text: &str, json: bool) -> std::borrow::Cow<'_, str> {
 
 /// Bytes as they are on stdout (a completion script): data, written whole; a reader that went
 /// away (`| head`) is not an error.
-pub fn print_raw(bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn print_raw(bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     let mut stdout = std::io::stdout().lock();
     match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
@@ -130,14 +130,14 @@ pub fn print_raw(bytes: &[u8]) -> std::io::Result<()> {
 }
 
 /// A line for people from a one-shot command (`init`, `image`): stderr, never stdout.
-pub fn print_note(message: &str) {
+pub(crate) fn print_note(message: &str) {
     eprintln!("{}", for_terminal(message));
 }
 
 /// Print an error for people on stderr: `error: ...`, a `caused by: ...` line for each cause
 /// below it, and `hint: ...`. Errors quote the agent's output, so they are neutralized like
 /// everything else on the terminal.
-pub fn print_error(error: &crate::error::Error) {
+pub(crate) fn print_error(error: &crate::error::Error) {
     let label = console::style("error:").red().bold();
     eprintln!("{label} {}", for_terminal(&error.message));
     for cause in error.causes() {

@@ -14,14 +14,14 @@ use std::time::Duration;
 /// The longest a line waits in the buffer.
 const FLUSH_EVERY: Duration = Duration::from_millis(50);
 
-pub struct PlainReporter {
+pub(crate) struct PlainReporter {
     out: Arc<Mutex<BufWriter<std::io::Stderr>>>,
     /// One line's text, reused.
     line: String,
 }
 
 impl PlainReporter {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let out = Arc::new(Mutex::new(BufWriter::with_capacity(64 * 1024, std::io::stderr())));
         let weak = Arc::downgrade(&out);
         // Ends with the reporter: the next tick finds nothing to upgrade.

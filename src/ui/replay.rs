@@ -13,7 +13,7 @@ const SUMMARY_CHARS: usize = 160;
 /// The longest line of a prompt, text or output shown when not `full`.
 const LINE_CHARS: usize = 2000;
 
-pub fn from_log(log: &str, record: &RunRecord, full: bool) -> String {
+pub(crate) fn from_log(log: &str, record: &RunRecord, full: bool) -> String {
     let mut out = header(record);
     let mut text_open = false;
     for line in log.lines() {
@@ -106,7 +106,7 @@ fn told(event: &Event<'_>, full: bool) -> String {
 }
 
 /// Without a log: what the record keeps (prompts cut at 4 KiB, tool calls, usage, outcomes).
-pub fn from_record(record: &RunRecord, full: bool) -> String {
+pub(crate) fn from_record(record: &RunRecord, full: bool) -> String {
     let mut out = header(record);
     out.push_str("(no log for this run: replayed from its record, without the agent's text)\n");
     for iteration in &record.iterations {

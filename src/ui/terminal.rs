@@ -10,7 +10,7 @@ use std::borrow::Cow;
 /// styles) stays, followed by a reset at the end so an agent's colour cannot leak into the next
 /// line; ESC in any other sequence becomes `␛`, other C0 controls their control pictures
 /// (`␇`, `␍`, …), DEL `␡`, and C1 controls (`U+0080`–`U+009F`, such as the one-byte CSI) `\u{9b}`.
-pub fn neutralize(text: &str) -> Cow<'_, str> {
+pub(crate) fn neutralize(text: &str) -> Cow<'_, str> {
     if !text.chars().any(needs_care) {
         return Cow::Borrowed(text);
     }
