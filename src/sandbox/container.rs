@@ -823,27 +823,8 @@ impl Container {
     /// run's user unless `flags` name one, its environment passed by name only (the values
     /// travel in the client's own environment).
     fn exec(&self, command: ProcessBuilder, flags: &[&str]) -> ProcessBuilder {
-        let command = crate::git::with_config(command, &GIT_SAFE_DIRECTORY);
-        let mut exec = self.target.command().arg("exec").args(flags);
-        if !flags.contains(&"-u") {
-            exec = exec.args(["-u", &run_user()]);
-        }
-        if let Some(cwd) = command.get_cwd() {
-            exec = exec.args(["-w".as_ref(), cwd.as_os_str()]);
-        }
-        for (key, value) in &self.exec_env {
-            if !command.get_env().iter().any(|(set, _)| set == key) {
-                exec = exec.args(["-e", key]).env(key, value);
-            }
-        }
-        for (key, value) in command.get_env() {
-            if let Some(value) = value {
-                if key != "PWD" {
-                    exec = exec.arg("-e").arg(key).env(key, value);
-                }
-            }
-        }
-        exec.arg(&self.name).arg(command.program()).args(command.get_args())
+        let user = (!flags.contains(&"-u")).then(run_user);
+        exec_in(&self.target, &self.name, user.as_deref(), command, flags, &self.exec_env)
     }
 
     fn running(&self) -> Result<bool, Error> {
@@ -881,6 +862,39 @@ impl Drop for Container {
     fn drop(&mut self) {
         let _ = self.close();
     }
+}
+
+/// `docker|podman exec FLAGS [-u USER] [-w CWD] [-e NAME]… NAME PROGRAM ARGS…`: `command` run in
+/// container `name`, git trusting the workspace, its variables (and `defaults` it does not set)
+/// passed by name only, their values in the client's environment, never on a command line. The
+/// one way eden runs a command in a container, whether its run is going or it is being salvaged.
+fn exec_in(
+    target: &Target,
+    name: &str,
+    user: Option<&str>,
+    command: ProcessBuilder,
+    flags: &[&str],
+    defaults: &[(&'static str, PathBuf)],
+) -> ProcessBuilder {
+    let command = crate::git::with_config(command, &GIT_SAFE_DIRECTORY);
+    let mut exec = target.command().arg("exec").args(flags);
+    if let Some(user) = user {
+        exec = exec.args(["-u", user]);
+    }
+    if let Some(cwd) = command.get_cwd() {
+        exec = exec.args(["-w".as_ref(), cwd.as_os_str()]);
+    }
+    for (key, value) in defaults {
+        if !command.get_env().iter().any(|(set, _)| set == key) {
+            exec = exec.args(["-e", key]).env(key, value);
+        }
+    }
+    for (key, value) in command.get_env() {
+        if let Some(value) = value.as_ref().filter(|_| key != "PWD") {
+            exec = exec.arg("-e").arg(key).env(key, value);
+        }
+    }
+    exec.arg(name).arg(command.program()).args(command.get_args())
 }
 
 /// An eden container, as `ps` lists it.
@@ -994,19 +1008,8 @@ struct Labelled {
 
 impl Channel for Labelled {
     fn inside(&self, command: ProcessBuilder) -> ProcessBuilder {
-        let mut exec = self.target.command().arg("exec");
-        if !self.user.is_empty() {
-            exec = exec.args(["-u", &self.user]);
-        }
-        if let Some(cwd) = command.get_cwd() {
-            exec = exec.args(["-w".as_ref(), cwd.as_os_str()]);
-        }
-        for (key, value) in command.get_env() {
-            if let Some(value) = value {
-                exec = exec.arg("-e").arg(key).env(key, value);
-            }
-        }
-        exec.arg(&self.name).arg(command.program()).args(command.get_args())
+        let user = (!self.user.is_empty()).then_some(self.user.as_str());
+        exec_in(&self.target, &self.name, user, command, &[], &[])
     }
 
     fn workspace(&self) -> &Path {
