@@ -198,7 +198,6 @@ impl HookRunner<'_> {
             Error::hook(format!("cannot start the check `{}`: {err}", check.name))
                 .with_hint("check that `sh` exists where the check runs")
         })?;
-        let duration_ms = clock.elapsed().as_millis() as u64;
         let what = format!("the check `{}`", check.name);
         let hint = "give the check a longer `timeout = \"...\"`, or raise `timeouts.hook_step`";
         let (label, exit_code, result) = judge(outcome, &tails, &what, check.timeout.0, hint);
@@ -208,6 +207,8 @@ impl HookRunner<'_> {
         if label != HookOutcome::Ok {
             sandbox.check_alive(exit_code)?;
         }
+        // The wall time, everything after the start included.
+        let duration_ms = clock.elapsed().as_millis() as u64;
         reporter.report(&Event::CheckFinished {
             name: check.name.as_str().into(),
             iteration,

@@ -77,7 +77,11 @@ pub(crate) fn command(settings: &AdapterSettings, invocation: &Invocation<'_>) -
 /// act mid-iteration, and replaced by the `result` line's totals (with the cost) at the end.
 #[derive(Default)]
 pub(crate) struct ClaudeParser {
-    messages: Vec<(String, Usage)>,
+    /// Each message's latest usage, by its id.
+    messages: std::collections::HashMap<String, Usage>,
+    /// Their sum, kept as each message's usage is replaced: a long session's thousands of
+    /// messages are never summed again.
+    total: Usage,
 }
 
 impl Parser for ClaudeParser {
@@ -102,15 +106,11 @@ impl Parser for ClaudeParser {
 impl ClaudeParser {
     /// One message's latest usage in, the total of all messages so far out.
     fn running_total(&mut self, (id, usage): (String, Usage), emit: &mut dyn FnMut(StreamEvent<'_>)) {
-        match self.messages.iter_mut().find(|(known, _)| *known == id) {
-            Some((_, latest)) => *latest = usage,
-            None => self.messages.push((id, usage)),
+        if let Some(previous) = self.messages.insert(id, usage) {
+            self.total = self.total.since(&previous);
         }
-        let mut total = Usage::default();
-        for (_, usage) in &self.messages {
-            total.add(usage);
-        }
-        emit(StreamEvent::Usage { usage: total, mode: UsageMode::Total });
+        self.total.add(&usage);
+        emit(StreamEvent::Usage { usage: self.total, mode: UsageMode::Total });
     }
 }
 

@@ -45,9 +45,37 @@ pub(super) async fn run<'a>(
             output_tail: run.output_tail.clone(),
         };
         let _ = shared.journal.update(|run_record| run_record.checks.push(record));
+        if let Some(code @ (126 | 127)) = run.exit_code {
+            return Err(cannot_run(check, code, &run.output_tail, shared.sandbox.kind()));
+        }
         runs.push(Ran { check, run });
     }
     Ok(runs)
+}
+
+/// A check whose program is missing where it runs (126 or 127 from its shell): no agent can
+/// fix that, so the run stops (exit 6) instead of handing it to the agent as a failure.
+fn cannot_run(check: &CheckPlan, code: i32, output_tail: &str, sandbox: &str) -> Error {
+    let program = check.cmd.split_whitespace().next().unwrap_or_default();
+    let why = if code == 127 { "not found" } else { "found but cannot be run" };
+    let said = output_tail.lines().last().map(|line| format!(" ({})", line.trim())).unwrap_or_default();
+    let (place, hint) = match sandbox {
+        "none" => (
+            "on this machine".to_owned(),
+            format!("install `{program}` on this machine, or fix the check's `cmd`"),
+        ),
+        kind => (
+            format!("in the {kind} sandbox"),
+            format!(
+                "the sandbox lacks `{program}`: add it to the image (see \"Extending the image\" in the README: a `--base` with the toolchain, or a line in `Dockerfile.eden`), or fix the check's `cmd`"
+            ),
+        ),
+    };
+    Error::sandbox(format!(
+        "the check `{}` cannot run {place}: `{program}` {why}, exit {code}{said}; an agent cannot fix that, so the run stopped",
+        check.name
+    ))
+    .with_hint(hint)
 }
 
 /// What the agent is told of the checks that failed (empty when none did).

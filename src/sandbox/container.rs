@@ -748,9 +748,10 @@ impl SandboxHandle for Container {
 
     fn check_alive(&self, exit_code: Option<i32>) -> Result<(), Error> {
         // A container being removed kills the command first (137) and disappears a moment
-        // later: after a kill (or an engine error, 125-127), watch it for a while.
+        // later: after a kill (or the engine's own error, 125), watch it for a while. 126 and
+        // 127 are the command's shell saying a program would not run: the container is fine.
         let watch_for = match exit_code {
-            Some(code) if code >= 125 => std::time::Duration::from_secs(5),
+            Some(code) if code == 125 || code > 128 => std::time::Duration::from_secs(5),
             _ => std::time::Duration::ZERO,
         };
         let deadline = std::time::Instant::now() + watch_for;

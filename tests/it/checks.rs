@@ -282,3 +282,45 @@ fn an_interactive_session_says_its_checks_do_not_run() {
     assert!(run.stderr.contains("the `[[check]]`s (you decide what merges)"), "{}", run.stderr);
     assert_eq!(run.record()["checks"], serde_json::json!([]));
 }
+
+/// A check whose program is missing where it runs (`cargo` in an image without Rust; a name no
+/// machine has) stops the run at once with exit 6, naming the program, instead of going back to
+/// the agent as a failure it cannot fix: one iteration, one prompt, the branch kept.
+#[test]
+fn a_check_that_cannot_run_stops_the_run_with_6() {
+    let env = TestEnv::new();
+    let agent = stubborn_agent(&env);
+    let checks = "[loop]\nmax_iterations = 3\n[[check]]\nname = \"build\"\ncmd = \"no-such-tool-eden --all\"\n";
+    let path = env.write_manifest(&cli_manifest(&agent, checks));
+    let run = Run::from(env.eden_command(&["run", path.to_str().unwrap()]).output().unwrap());
+    run.assert_code(6);
+    assert!(
+        run.stderr.contains("the check `build` cannot run on this machine: `no-such-tool-eden` not found, exit 127"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("hint: install `no-such-tool-eden` on this machine"), "{}", run.stderr);
+    assert_eq!(prompts(&env).len(), 1, "the agent was not sent after it");
+    let record = env.last_record();
+    assert_eq!(record["checks"][0]["exit_code"], 127);
+    assert!(record["preserved_branch"].is_string() && record["merged_into"].is_null());
+
+    if !crate::containers::ready("docker") {
+        return;
+    }
+    let env = TestEnv::new();
+    let manifest = format!(
+        "name = \"sim\"\nprompt = \"hi\"\n[agent]\nkind = \"simulated\"\n[sandbox]\nkind = \"docker\"\nimage = \"{}\"\n\
+         [[check]]\nname = \"test\"\ncmd = \"cargo test\"\n",
+        crate::containers::IMAGE,
+    );
+    let run = env.run_manifest(&manifest, &[]);
+    run.assert_code(6);
+    assert!(
+        run.stderr.contains("the check `test` cannot run in the docker sandbox: `cargo` not found"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("add it to the image"), "{}", run.stderr);
+    assert_eq!(run.record()["checks"][0]["exit_code"], 127);
+}
