@@ -320,3 +320,29 @@ pub(crate) fn parse_claude_line(line: &[u8], emit: &mut dyn FnMut(StreamEvent<'_
         _ => emit(passthrough(line)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The total is each message's latest usage, summed: a message's repeated lines replace its
+    /// usage (output growing), a new message adds its own.
+    #[test]
+    fn usage_totals_follow_each_messages_latest() {
+        let line = |id: &str, input: u64, output: u64| {
+            format!(
+                r#"{{"type":"assistant","message":{{"id":"{id}","content":[],"usage":{{"input_tokens":{input},"output_tokens":{output},"cache_read_input_tokens":100,"cache_creation_input_tokens":0}}}},"session_id":"s"}}"#
+            )
+        };
+        let mut parser = ClaudeParser::default();
+        let mut totals = Vec::new();
+        for text in [line("m1", 10, 1), line("m1", 10, 30), line("m2", 5, 2), line("m1", 10, 31), line("m2", 5, 9)] {
+            parser.parse_line(text.as_bytes(), &mut |event| {
+                if let StreamEvent::Usage { usage, mode: UsageMode::Total } = event {
+                    totals.push((usage.input_tokens, usage.output_tokens, usage.cache_read_tokens));
+                }
+            });
+        }
+        assert_eq!(totals, [(10, 1, 100), (10, 30, 100), (15, 32, 200), (15, 33, 200), (15, 40, 200)]);
+    }
+}
