@@ -499,8 +499,8 @@ pub(crate) struct ImagePushArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct RunArgs {
-    /// The TOML manifest to run (omit to describe the run with flags alone); several run in
-    /// parallel, each a run of its own
+    /// The TOML manifest to run (omitted: `./eden.toml` when there is one, else the run is
+    /// described by flags alone); several run in parallel, each a run of its own
     #[arg(value_name = "MANIFEST", value_hint = ValueHint::FilePath)]
     pub(crate) manifests: Vec<PathBuf>,
 

@@ -70,7 +70,10 @@ fn next_steps(args: &InitArgs, dir: &Path, current: &Path) -> Vec<String> {
     if args.sandbox == "kubernetes" {
         steps.push("then: build an image (`eden image build`), push it where your cluster's nodes pull from, and name it in `sandbox.image`".to_owned());
     }
-    steps.push(format!("then: eden run {manifest}"));
+    // `eden run` alone runs `./eden.toml`.
+    let run =
+        if manifest == super::run::DEFAULT_MANIFEST { "eden run".to_owned() } else { format!("eden run {manifest}") };
+    steps.push(format!("then: {run}"));
     steps.push("(commit the manifest first if you use strategy `head`, which needs a clean checkout)".to_owned());
     steps
 }

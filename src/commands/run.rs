@@ -26,6 +26,7 @@ pub(crate) struct InteractiveMode {
 
 /// A run, or with `interactive` a session in the agent's own UI.
 pub(crate) fn execute(args: RunArgs, interactive: Option<InteractiveMode>) -> Result<i32, Error> {
+    let args = with_default_manifest(args)?;
     let json = args.json || args.json_events;
     let args_json = args.json && !args.json_events;
     let mut printed = false;
@@ -88,6 +89,20 @@ fn from_with_several() -> Error {
         "`--from` starts one run from another; it does not go with several runs (manifests, `--matrix`, attempts)",
     )
     .with_hint("start one run with `--from RUN`; to try several times from there, run it again with `--from` each time")
+}
+
+/// The manifest `eden init` writes, used when none is named (as cargo uses `Cargo.toml`).
+pub(crate) const DEFAULT_MANIFEST: &str = "eden.toml";
+
+/// No manifest named: `./eden.toml` when there is one (flags then override its keys), else the
+/// run is described by flags alone.
+fn with_default_manifest(mut args: RunArgs) -> Result<RunArgs, Error> {
+    let default = crate::commands::current_dir()?.join(DEFAULT_MANIFEST);
+    if args.manifests.is_empty() && default.is_file() {
+        crate::ui::print_note(&format!("note: running `./{DEFAULT_MANIFEST}` (no manifest was named)"));
+        args.manifests.push(PathBuf::from(DEFAULT_MANIFEST));
+    }
+    Ok(args)
 }
 
 /// An error as data: kind, message, hint, exit code.

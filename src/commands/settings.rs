@@ -155,7 +155,7 @@ pub(crate) fn load(
     let given: Vec<String> = overrides.iter().map(|item| format!("{}={}", item.path, item.value)).collect();
     if file.is_none() && overrides.is_empty() {
         return Err(Error::usage("no manifest given").with_hint(
-            "pass a manifest (`eden run plan.toml`) or describe the run with flags: `eden run --agent simulated --prompt \"...\"`",
+            "write one with `eden init` (then `eden run` runs `./eden.toml`), pass a manifest (`eden run plan.toml`), or describe the run with flags: `eden run --agent simulated --prompt \"...\"`",
         ));
     }
     let (mut manifest, mut source) = manifest::load(LoadRequest { file, overrides, current_dir })?;

@@ -434,3 +434,22 @@ fn a_plain_line_is_shown_while_the_agent_is_still_working() {
     assert!(child.wait().unwrap().success(), "{shown:?} {rest:?}");
     assert!(seen.exists(), "the line never came: {shown:?}");
 }
+
+/// `eden run` with no manifest named runs `./eden.toml`, as `eden init` wrote it (flags still
+/// override its keys), and says so; without one it says how to get one.
+#[test]
+fn eden_run_alone_runs_the_eden_toml_init_wrote() {
+    let env = TestEnv::new();
+    let none = env.eden(&["run"]);
+    none.assert_code(2);
+    assert!(none.stderr.contains("write one with `eden init` (then `eden run` runs `./eden.toml`)"), "{}", none.stderr);
+    let init = env.eden(&["init", "--agent", "simulated"]);
+    init.assert_code(0);
+    assert!(init.stderr.contains("then: eden run\n"), "{}", init.stderr);
+    let run = env.eden(&["run", "--json", "--set", "name=from-default"]);
+    run.assert_code(0);
+    assert!(run.stderr.contains("note: running `./eden.toml` (no manifest was named)"), "{}", run.stderr);
+    let record = run.json();
+    assert_eq!(record["name"], "from-default");
+    assert!(record["manifest"].as_str().unwrap().ends_with("eden.toml"), "{record:#}");
+}
