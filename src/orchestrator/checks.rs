@@ -104,12 +104,7 @@ pub(super) fn exhausted(failed: &[String], max_iterations: u32) -> Error {
     let names: Vec<String> = failed.iter().map(|name| format!("`{name}`")).collect();
     Error::new(
         ErrorKind::ChecksFailed,
-        format!(
-            "the checks {} still failed after {max_iterations} iteration(s); nothing was merged",
-            names.join(", ")
-        ),
+        format!("the checks {} still failed after {max_iterations} iteration(s); nothing was merged", names.join(", ")),
     )
-    .with_hint(
-        "the branch is kept: see the failures with `eden sessions show last`, raise `loop.max_iterations`, or fix and merge it yourself",
-    )
+    .with_hint("see the failures with `eden sessions show last`, or raise `loop.max_iterations`")
 }

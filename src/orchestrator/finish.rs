@@ -152,6 +152,9 @@ pub(crate) fn finish(
     if let (Some(error), Some(branch)) = (&mut error, &preserved_branch) {
         explain_unmerged(error, pre.strategy, branch, (&workspace.run_id, commits.len()));
     }
+    if let Some(error) = &mut error {
+        explain_checks_failed(error, preserved_branch.as_deref(), &workspace.run_id);
+    }
     drop(shared);
     Finished { lock: workspace.lock, commits, merged, preserved_branch, preserved_worktree, error, chosen }
 }
@@ -331,6 +334,22 @@ fn explain_unmerged(error: &mut Error, strategy: Strategy, branch: &str, (run_id
         Some(format!("to review and merge the work as it is: `eden diff {run_id}`, `eden merge {run_id}`; or {hint}"));
 }
 
+/// Checks still failing when the iterations ran out: what there is to look at, by the run's id
+/// (of several runs, `last` may be another), and what can be done with the branch if one is kept.
+fn explain_checks_failed(error: &mut Error, branch: Option<&str>, run_id: &str) {
+    if error.kind != crate::error::ErrorKind::ChecksFailed {
+        return;
+    }
+    error.hint = Some(match branch {
+        Some(branch) => format!(
+            "`{branch}` is kept: see the failures with `eden sessions show {run_id}`, review the work with `eden diff {run_id}`, then merge it anyway (`eden merge {run_id}`) or drop it (`eden discard {run_id}`); or raise `loop.max_iterations`"
+        ),
+        None => format!(
+            "the agent committed nothing, so no branch is kept: see the failures with `eden sessions show {run_id}`, then fix the checks or the prompt and run again"
+        ),
+    });
+}
+
 /// A `merge-to-head` run whose commits change what steers eden is not merged (exit 10); with
 /// `head` they are in the checkout already, and with `named` on a branch kept anyway: said.
 fn guard_what_steers(
@@ -422,6 +441,23 @@ mod tests {
         assert_eq!(decide(Strategy::MergeToHead, false, false, main), Landing::Nothing);
         // No target to merge into (a detached start): kept, never guessed.
         assert_eq!(decide(Strategy::MergeToHead, false, true, None), Landing::Branch);
+    }
+
+    #[test]
+    fn failed_checks_say_what_to_do_with_the_run() {
+        let failed = || Error::new(crate::error::ErrorKind::ChecksFailed, "the checks `t` still failed");
+        let mut kept = failed();
+        explain_checks_failed(&mut kept, Some("eden/x"), "r1");
+        let hint = kept.hint.unwrap();
+        for said in
+            ["`eden/x` is kept", "`eden sessions show r1`", "`eden diff r1`", "`eden merge r1`", "`eden discard r1`"]
+        {
+            assert!(hint.contains(said), "{said}: {hint}");
+        }
+        let mut nothing = failed();
+        explain_checks_failed(&mut nothing, None, "r1");
+        let hint = nothing.hint.unwrap();
+        assert!(hint.contains("no branch is kept") && !hint.contains("eden merge"), "{hint}");
     }
 
     #[test]

@@ -88,6 +88,16 @@ fn checks_that_still_fail_end_the_run_with_9_and_keep_the_branch() {
     assert!(record["merged_into"].is_null());
     let kept = record["preserved_branch"].as_str().unwrap();
     assert_eq!(env.log_subjects(kept)[..2], ["work", "work"]);
+    // The hint names this run (of several, `last` may be another) and what to do with its branch.
+    let id = record["id"].as_str().unwrap();
+    for said in [
+        format!("`{kept}` is kept"),
+        format!("`eden diff {id}`"),
+        format!("`eden merge {id}`"),
+        format!("`eden discard {id}`"),
+    ] {
+        assert!(run.stderr.contains(&said), "{said}: {}", run.stderr);
+    }
     assert!(!env.log_subjects("main").contains(&"work".to_owned()), "nothing merged");
     // Only the failing check is reported to the agent.
     let prompts = prompts(&env);
@@ -323,4 +333,23 @@ fn a_check_that_cannot_run_stops_the_run_with_6() {
     );
     assert!(run.stderr.contains("add it to the image"), "{}", run.stderr);
     assert_eq!(run.record()["checks"][0]["exit_code"], 127);
+}
+
+/// An agent that commits nothing and checks that fail: no branch is kept, and the hint says so
+/// instead of pointing at one.
+#[test]
+fn failed_checks_with_nothing_committed_keep_no_branch_and_say_so() {
+    let env = TestEnv::new();
+    let agent = env.script("idle.sh", "cat >/dev/null\necho '<promise>COMPLETE</promise>'");
+    let checks = "[loop]\nmax_iterations = 1\n[[check]]\nname = \"lint\"\ncmd = \"exit 1\"\n";
+    let path = env.write_manifest(&cli_manifest(&agent, checks));
+    let run = Run::from(env.eden_command(&["run", path.to_str().unwrap()]).output().unwrap());
+    run.assert_code(9);
+    let record = env.last_record();
+    assert!(record["preserved_branch"].is_null(), "{record:#}");
+    let said = format!(
+        "the agent committed nothing, so no branch is kept: see the failures with `eden sessions show {}`",
+        record["id"].as_str().unwrap()
+    );
+    assert!(run.stderr.contains(&said), "{}", run.stderr);
 }
