@@ -230,6 +230,17 @@ pub(crate) fn check_program(
     Ok(())
 }
 
+/// The agent a held key's relay runs once it listens (`eden __eden-relay SOCKET VAR… --
+/// PROGRAM ARGS…`): it must be in the sandbox too, and checked as the command's own program is.
+pub(crate) fn relayed_program(command: &ProcessBuilder) -> Option<&std::ffi::OsStr> {
+    let args = command.get_args();
+    if args.first().map(|arg| arg.as_os_str()) != Some(crate::proxy::relay::RELAY_SUBCOMMAND.as_ref()) {
+        return None;
+    }
+    let end = args.iter().position(|arg| arg == "--")?;
+    args.get(end + 1).map(|program| program.as_os_str())
+}
+
 /// Is `command` eden's own executable (the simulated agent), which runs as `EDEN_INSIDE`?
 pub(crate) fn runs_eden(command: &ProcessBuilder) -> bool {
     Some(command.program()) == std::env::current_exe().ok().as_deref().map(Path::as_os_str)

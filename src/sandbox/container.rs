@@ -701,7 +701,10 @@ impl SandboxHandle for Container {
             command.program()
         };
         let sandbox = format!("container `{}`", self.name);
-        carry::check_program(&self.found, &|command, _| self.exec(command, &[]), program, &sandbox)?;
+        let exec = |command, _| self.exec(command, &[]);
+        for program in std::iter::once(program).chain(carry::relayed_program(&command)) {
+            carry::check_program(&self.found, &exec, program, &sandbox)?;
+        }
         let n = self.next_exec.fetch_add(1, Ordering::SeqCst);
         let pid_file = format!("{PIDS_INSIDE}/{n}.pid");
         let note_tip =

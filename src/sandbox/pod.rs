@@ -729,7 +729,9 @@ impl SandboxHandle for Pod {
         }
         let sandbox = format!("pod `{}`", self.name);
         let exec = |command, stdin| self.exec_plain(command, stdin);
-        carry::check_program(&self.found, &exec, command.program(), &sandbox)?;
+        for program in std::iter::once(command.program()).chain(carry::relayed_program(&command)) {
+            carry::check_program(&self.found, &exec, program, &sandbox)?;
+        }
         let (exec, pid_file) = self.wrapped(&command, Some(stdin))?;
         let (kube, name) = (self.kube.clone(), self.name.clone());
         let inside = carry::InsideSandbox {

@@ -837,3 +837,25 @@ pub fn started_count(run: &Run) -> usize {
         .and_then(|n| n.trim().parse().ok())
         .unwrap_or_else(|| panic!("{}", run.stderr))
 }
+
+/// An agent CLI the image lacks is exit 6, named, before anything runs, also when its key is
+/// held (the command is then eden's relay, which runs the agent: both are looked for).
+#[test]
+fn an_agent_missing_from_the_image_is_a_sandbox_error() {
+    if !ready("docker") {
+        return;
+    }
+    let env = TestEnv::new();
+    let manifest = format!(
+        "name = \"missing\"\nprompt = \"hi\"\n[agent]\nkind = \"claude-code\"\nenv = {{ ANTHROPIC_API_KEY = \"${{MY_KEY}}\" }}\n\
+         [sandbox]\nkind = \"docker\"\nimage = \"{IMAGE}\"\n"
+    );
+    let path = env.write_manifest(&manifest);
+    let mut command = env.eden_command(&["run", path.to_str().unwrap(), "--json"]);
+    let run = Run::from(command.env("MY_KEY", "sk-ant-test-0000").output().unwrap());
+    run.assert_code(6);
+    assert!(run.stderr.contains("`claude` was not found in container"), "{}", run.stderr);
+    assert!(run.stderr.contains("hint: install the agent in the image"), "{}", run.stderr);
+    // The key was held: the relay ran the agent, and the agent is what was missing.
+    assert_eq!(run.json()["held_keys"][0]["var"], "ANTHROPIC_API_KEY", "{}", run.stdout);
+}
