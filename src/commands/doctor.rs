@@ -144,16 +144,20 @@ fn sandbox_checks(plan: Option<&Plan>) -> Vec<Finding> {
     let mut findings = Vec::new();
     let wanted = plan.map(|plan| &plan.sandbox);
     if let Some(SandboxPlan::Container(container)) = wanted {
+        let target = Target::new(container.engine, container.hosts.first().cloned());
         match crate::sandbox::container::preflight(container) {
-            Ok(_) => findings.push(ok(
-                container.engine.binary(),
-                format!(
-                    "answers, and has the image `{}`{}; runtimes: {}",
-                    container.image,
-                    services_images(&container.services),
-                    runtimes(&Target::new(container.engine, container.hosts.first().cloned())).join(", ")
-                ),
-            )),
+            Ok(_) => {
+                findings.push(ok(
+                    container.engine.binary(),
+                    format!(
+                        "answers, and has the image `{}`{}; runtimes: {}",
+                        container.image,
+                        services_images(&container.services),
+                        runtimes(&target).join(", ")
+                    ),
+                ));
+                findings.extend(plan.into_iter().flat_map(|plan| agents_in_image(plan, &target, &container.image)));
+            }
             Err(err) => findings.push(not_there(
                 container.engine.binary(),
                 true,
@@ -207,6 +211,34 @@ fn services_images(services: &[crate::manifest::services_plan::ServicePlan]) -> 
         true => String::new(),
         false => format!(" and the services' images {}", images.join(", ")),
     }
+}
+
+/// Each step's agent CLI as the image has it: its version from inside, or its absence (which
+/// would stop the run with exit 6).
+fn agents_in_image(plan: &Plan, target: &Target, image: &str) -> Vec<Finding> {
+    let mut findings: Vec<Finding> = Vec::new();
+    for step in &plan.steps {
+        let AgentPlan::Adapter(settings) = &step.agent else { continue };
+        let check = format!("{} in the image", settings.kind.as_str());
+        if findings.iter().any(|finding| finding.check == check) {
+            continue;
+        }
+        let asked = target
+            .command()
+            .args(["run", "--rm", "--network", "none", "--entrypoint", "sh", image, "-c", r#""$0" --version"#])
+            .arg(&settings.binary)
+            .timeout(Duration::from_secs(120));
+        findings.push(match first_line(asked) {
+            Some(version) => ok(check, format!("`{}` {version}", settings.binary.display())),
+            None => not_there(
+                check,
+                true,
+                format!("`{}` is not in `{image}`, or does not run there", settings.binary.display()),
+                format!("build the image with the agent: `eden image build --agent {}`", settings.kind.as_str()),
+            ),
+        });
+    }
+    findings
 }
 
 /// The OCI runtimes an engine can run a container under (`sandbox.runtime`): docker's

@@ -113,3 +113,32 @@ fn what_the_agent_reads_and_reaches_is_said() {
     assert!(reach["connects"].as_str().unwrap().starts_with("nothing but its own loopback"), "{reach}");
     assert!(reach["reads"].to_string().contains("/etc without its secrets"), "{reach}");
 }
+
+/// With a container manifest, the agent is looked for in the image, not on this machine: an
+/// image without it is a finding (the run would stop with exit 6), one with it gives the
+/// image's own version.
+#[test]
+fn the_agent_is_looked_for_in_the_image() {
+    if !crate::containers::ready("docker") {
+        return;
+    }
+    let env = TestEnv::new();
+    let image = crate::containers::IMAGE;
+    let missing = env.write_manifest(&format!(
+        "name = \"x\"\nprompt = \"p\"\n[agent]\nkind = \"claude-code\"\n[sandbox]\nkind = \"docker\"\nimage = \"{image}\"\n"
+    ));
+    let run = doctor(&env, &[missing.to_str().unwrap()], &[], &[]);
+    run.assert_code(1);
+    assert!(
+        run.stderr.contains(&format!("✗ claude-code in the image: `claude` is not in `{image}`")),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("eden image build --agent claude-code"), "{}", run.stderr);
+    // `git` stands in for an agent the image has: a `cli`-like binary path given to claude-code.
+    let present = env.write_manifest(&format!(
+        "name = \"x\"\nprompt = \"p\"\n[agent]\nkind = \"claude-code\"\nbinary = \"git\"\n[sandbox]\nkind = \"docker\"\nimage = \"{image}\"\n"
+    ));
+    let run = doctor(&env, &[present.to_str().unwrap()], &[], &[]);
+    assert!(run.stderr.contains("✓ claude-code in the image: `git` git version"), "{}", run.stderr);
+}
