@@ -211,6 +211,7 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
         }
         'eden;doctor' {
             [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'The repository (default: the current directory''s)')
+            [CompletionResult]::new('--host', '--host', [CompletionResultType]::ParameterName, 'The container engine to check, as `eden run --host` names one (`tcp://HOST:2376`, `ssh://USER@HOST`, `unix:///SOCKET`, a docker context or podman connection name); default: each client''s own')
             [CompletionResult]::new('--network', '--network', [CompletionResultType]::ParameterName, 'Also try each agent''s model host over the network')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'The findings as JSON on stdout')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')

@@ -190,6 +190,7 @@ set edit:completion:arg-completer[eden] = {|@words|
         }
         &'eden;doctor'= {
             cand --repo 'The repository (default: the current directory''s)'
+            cand --host 'The container engine to check, as `eden run --host` names one (`tcp://HOST:2376`, `ssh://USER@HOST`, `unix:///SOCKET`, a docker context or podman connection name); default: each client''s own'
             cand --network 'Also try each agent''s model host over the network'
             cand --json 'The findings as JSON on stdout'
             cand -h 'Print help'

@@ -186,6 +186,7 @@ complete -c eden -n "__fish_eden_using_subcommand discard" -s h -l help -d 'Prin
 complete -c eden -n "__fish_eden_using_subcommand steer" -l repo -d 'The repository whose runs to look in (default: the current directory\'s)' -r -f -a "(__fish_complete_directories)"
 complete -c eden -n "__fish_eden_using_subcommand steer" -s h -l help -d 'Print help'
 complete -c eden -n "__fish_eden_using_subcommand doctor" -l repo -d 'The repository (default: the current directory\'s)' -r -f -a "(__fish_complete_directories)"
+complete -c eden -n "__fish_eden_using_subcommand doctor" -l host -d 'The container engine to check, as `eden run --host` names one (`tcp://HOST:2376`, `ssh://USER@HOST`, `unix:///SOCKET`, a docker context or podman connection name); default: each client\'s own' -r
 complete -c eden -n "__fish_eden_using_subcommand doctor" -l network -d 'Also try each agent\'s model host over the network'
 complete -c eden -n "__fish_eden_using_subcommand doctor" -l json -d 'The findings as JSON on stdout'
 complete -c eden -n "__fish_eden_using_subcommand doctor" -s h -l help -d 'Print help'

@@ -318,6 +318,12 @@ pub(crate) struct DoctorArgs {
     /// The repository (default: the current directory's)
     #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath)]
     pub(crate) repo: Option<PathBuf>,
+
+    /// The container engine to check, as `eden run --host` names one (`tcp://HOST:2376`,
+    /// `ssh://USER@HOST`, `unix:///SOCKET`, a docker context or podman connection name);
+    /// default: each client's own
+    #[arg(long, value_name = "HOST")]
+    pub(crate) host: Option<String>,
 }
 
 #[derive(Debug, Args)]

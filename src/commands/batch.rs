@@ -242,7 +242,7 @@ fn load_combination(
     combination: &[String],
     current_dir: &std::path::Path,
 ) -> Result<super::settings::Loaded, Error> {
-    let loaded = super::settings::load(settings, file, combination, false, current_dir)?;
+    let loaded = super::settings::load(settings, file, combination, super::settings::Purpose::Run, current_dir)?;
     if combination.is_empty() {
         return Ok(loaded);
     }
@@ -250,7 +250,7 @@ fn load_combination(
     let name = format!("{}-{}", loaded.plan.name, crate::manifest::plan::name_from(&values.join("-")));
     let mut sets = combination.to_vec();
     sets.push(format!("name={}", toml::Value::String(name)));
-    super::settings::load(settings, file, &sets, false, current_dir)
+    super::settings::load(settings, file, &sets, super::settings::Purpose::Run, current_dir)
 }
 
 /// The run's preflight, and its sandbox's: a pod's cluster, and every host a container run

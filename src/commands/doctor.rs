@@ -50,9 +50,10 @@ pub(crate) fn doctor(args: DoctorArgs) -> Result<i32, Error> {
     let plan = match &args.manifest {
         Some(path) => {
             let settings = super::settings::RunSettings::plain(args.repo.clone());
-            match super::settings::load(&settings, Some(path), &[], false, &current) {
+            match super::settings::load(&settings, Some(path), &[], super::settings::Purpose::Doctor, &current) {
                 Ok(loaded) => {
                     findings.push(ok("manifest", format!("`{}` loads", path.display())));
+                    findings.extend(placeholder(&loaded.plan));
                     Some(loaded.plan)
                 }
                 Err(err) => {
@@ -64,7 +65,15 @@ pub(crate) fn doctor(args: DoctorArgs) -> Result<i32, Error> {
         }
         None => None,
     };
-    findings.extend(sandbox_checks(plan.as_ref()));
+    let host = match &args.host {
+        Some(text) => Some(crate::manifest::plan::EngineHost::parse(text).map_err(|why| {
+            Error::usage(format!("`--host`: {}", why.message)).with_hint(
+                "give `tcp://HOST:2376`, `ssh://USER@HOST`, `unix:///SOCKET`, or a docker context or podman connection name",
+            )
+        })?),
+        None => None,
+    };
+    findings.extend(sandbox_checks(plan.as_ref(), host.as_ref()));
     findings.extend(agent_checks(plan.as_ref(), args.network));
     if let Some(plan) = &plan {
         let reach = crate::sandbox::reach::of(&plan.sandbox);
@@ -88,6 +97,25 @@ pub(crate) fn doctor(args: DoctorArgs) -> Result<i32, Error> {
         }
     }
     Ok(if failed { 1 } else { 0 })
+}
+
+/// A step whose prompt is still `eden init`'s placeholder (a run would refuse it): one finding,
+/// and the rest of the manifest checked all the same.
+fn placeholder(plan: &Plan) -> Option<Finding> {
+    let waiting = plan.steps.iter().find(|step| {
+        !matches!(step.agent, AgentPlan::Simulated { .. })
+            && step.prompt.template.contains(crate::manifest::PLACEHOLDER_TASK)
+    })?;
+    Some(not_there(
+        "prompt",
+        true,
+        format!(
+            "step `{}` still says `{}`: `eden init`'s placeholder",
+            waiting.name,
+            crate::manifest::PLACEHOLDER_TASK
+        ),
+        "write the task in the prompt before running a real agent on it",
+    ))
 }
 
 /// Git, its identity, the repository.
@@ -140,7 +168,7 @@ fn git_checks(current: &std::path::Path, repo: Option<&std::path::PathBuf>) -> V
 }
 
 /// The engines (required when the manifest's sandbox uses one: then also its image), bubblewrap.
-fn sandbox_checks(plan: Option<&Plan>) -> Vec<Finding> {
+fn sandbox_checks(plan: Option<&Plan>, host: Option<&crate::manifest::plan::EngineHost>) -> Vec<Finding> {
     let mut findings = Vec::new();
     let wanted = plan.map(|plan| &plan.sandbox);
     if let Some(SandboxPlan::Container(container)) = wanted {
@@ -166,7 +194,7 @@ fn sandbox_checks(plan: Option<&Plan>) -> Vec<Finding> {
             )),
         }
     }
-    for target in [Engine::Docker, Engine::Podman].map(|engine| Target::new(engine, None)) {
+    for target in [Engine::Docker, Engine::Podman].map(|engine| Target::new(engine, host.cloned())) {
         let engine = target.binary();
         if findings.iter().any(|finding| finding.check == engine) {
             continue;
@@ -304,10 +332,31 @@ fn agent_checks(plan: Option<&Plan>, network: bool) -> Vec<Finding> {
             }
         }
         if network {
-            findings.push(reachable(spec.kind, needed));
+            findings.push(reachable(spec.kind, model_endpoint(plan, spec), needed));
         }
     }
     findings
+}
+
+/// Where an agent's requests go: the base URL the manifest's step gives it (held or in its
+/// `env`), else its provider's usual host.
+fn model_endpoint(plan: Option<&Plan>, spec: &crate::agent::AgentSpec) -> (String, u16) {
+    use crate::agent::credentials::Fronting;
+    use crate::manifest::held_plan::Held;
+    let usual = (spec.doctor.model_host.to_owned(), 443);
+    let Some(step) = plan.and_then(|plan| plan.steps.iter().find(|step| step.agent.kind() == spec.kind)) else {
+        return usual;
+    };
+    let given = match (&step.held, &step.agent, spec.credentials) {
+        (Held::Keys { upstream, .. }, _, _) => Some(upstream.clone()),
+        (_, AgentPlan::Adapter(settings), Ok(Fronting::Env(credentials))) => settings
+            .env
+            .get(credentials.base_url)
+            .map(|value| value.0.clone())
+            .or_else(|| std::env::var(credentials.base_url).ok()),
+        _ => None,
+    };
+    given.and_then(|url| crate::values::BaseUrl::parse(&url)).map_or(usual, |url| (url.host, url.port))
 }
 
 /// Where the agent's key or login is, named but never shown.
@@ -327,20 +376,19 @@ fn credentials(kind: AgentKind) -> Option<String> {
 }
 
 /// Whether the agent's model host answers on 443 (a TCP connection, within 3 seconds).
-fn reachable(kind: AgentKind, needed: bool) -> Finding {
-    let host = kind.spec().doctor.model_host;
+fn reachable(kind: AgentKind, (host, port): (String, u16), needed: bool) -> Finding {
     let check = format!("{} network", kind.as_str());
-    let addresses = std::net::ToSocketAddrs::to_socket_addrs(&(host, 443));
+    let addresses = std::net::ToSocketAddrs::to_socket_addrs(&(host.as_str(), port));
     let reached = addresses
         .ok()
         .and_then(|mut addresses| addresses.next())
         .is_some_and(|address| std::net::TcpStream::connect_timeout(&address, Duration::from_secs(3)).is_ok());
     match reached {
-        true => ok(check, format!("{host}:443 answers")),
+        true => ok(check, format!("{host}:{port} answers")),
         false => not_there(
             check,
             needed,
-            format!("{host}:443 does not answer"),
+            format!("{host}:{port} does not answer"),
             "check the network, a proxy (`HTTPS_PROXY`), or a base URL of your own",
         ),
     }

@@ -122,8 +122,9 @@ fn run_inner(
         return Err(Error::usage("`--json-events` does not go with `eden interactive`: the agent has stdout")
             .with_hint("use `--json` for the record at the end, or the run's log (`.eden/logs/`)"));
     }
-    let loaded =
-        load(settings, args.manifests.first().map(PathBuf::as_path), &[], interactive.is_some(), &current_dir)?;
+    let purpose =
+        if interactive.is_some() { super::settings::Purpose::Interactive } else { super::settings::Purpose::Run };
+    let loaded = load(settings, args.manifests.first().map(PathBuf::as_path), &[], purpose, &current_dir)?;
     for note in &loaded.notes {
         crate::ui::print_note(&format!("warning: {note}"));
     }

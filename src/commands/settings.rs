@@ -138,11 +138,21 @@ pub(crate) struct Loaded {
 
 /// Load `file` (or the flags alone) with the run's flags and `extra` `KEY=VALUE`s (a `--matrix`
 /// combination) on top, and resolve it into a plan. No side effects.
+///
+/// What the plan is for: a run, an interactive session (no prompt needed, strategy `head` by
+/// default), or `eden doctor` (`eden init`'s placeholder prompt allowed: doctor says so itself).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Purpose {
+    Run,
+    Interactive,
+    Doctor,
+}
+
 pub(crate) fn load(
     settings: &RunSettings,
     file: Option<&Path>,
     extra: &[String],
-    interactive: bool,
+    purpose: Purpose,
     current_dir: &Path,
 ) -> Result<Loaded, Error> {
     let mut overrides = settings.overrides(current_dir)?;
@@ -159,7 +169,9 @@ pub(crate) fn load(
         ));
     }
     let (mut manifest, mut source) = manifest::load(LoadRequest { file, overrides, current_dir })?;
-    if interactive {
+    // `eden doctor` says the placeholder is there as one finding, and checks the rest.
+    source.placeholder_allowed = purpose == Purpose::Doctor;
+    if purpose == Purpose::Interactive {
         source.prompt_optional = true;
         // The person expects their writes in their checkout: `head`, unless the manifest or a
         // flag says otherwise.

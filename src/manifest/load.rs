@@ -109,6 +109,8 @@ pub(crate) struct Source {
     pub(crate) notes: Vec<String>,
     /// A manifest without a prompt is fine (`eden interactive`: the person types it).
     pub(crate) prompt_optional: bool,
+    /// `eden init`'s placeholder task may stay in the prompt (`eden doctor` says so itself).
+    pub(crate) placeholder_allowed: bool,
 }
 
 impl Source {
@@ -188,8 +190,15 @@ pub(crate) fn load(request: LoadRequest<'_>) -> Result<(Manifest, Source), Error
             .with_hint("see the manifest reference in the README")
     })?;
     let document = file.as_ref().map(|_| ImDocument::parse(text.clone()).expect("parsed as TOML above"));
-    let mut source =
-        Source { file, base_dir, document, overrides: request.overrides, notes: Vec::new(), prompt_optional: false };
+    let mut source = Source {
+        file,
+        base_dir,
+        document,
+        overrides: request.overrides,
+        notes: Vec::new(),
+        prompt_optional: false,
+        placeholder_allowed: false,
+    };
 
     for item in &source.overrides {
         if let Some(note) = apply_override(&mut table, item)? {
@@ -214,6 +223,7 @@ pub(crate) fn from_text(text: &str) -> Result<(Manifest, Source), String> {
         overrides: Vec::new(),
         notes: Vec::new(),
         prompt_optional: false,
+        placeholder_allowed: false,
     };
     let manifest = deserialize(table, &source).map_err(|err| err.message)?;
     Ok((manifest, source))

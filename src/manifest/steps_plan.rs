@@ -345,7 +345,8 @@ fn check_prompt_fits(
                 .with_hint("set `prompt_via = \"stdin\"` if the agent reads its prompt from standard input"));
         }
     }
-    if !matches!(agent, AgentPlan::Simulated { .. }) && prompt.template.contains(super::PLACEHOLDER_TASK) {
+    let placeholder = prompt.template.contains(super::PLACEHOLDER_TASK) && !source.placeholder_allowed;
+    if !matches!(agent, AgentPlan::Simulated { .. }) && placeholder {
         return Err(source
             .error_at(
                 &keys.prompt_key(prompt),

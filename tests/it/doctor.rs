@@ -142,3 +142,36 @@ fn the_agent_is_looked_for_in_the_image() {
     let run = doctor(&env, &[present.to_str().unwrap()], &[], &[]);
     assert!(run.stderr.contains("✓ claude-code in the image: `git` git version"), "{}", run.stderr);
 }
+
+/// A manifest `eden init` just wrote: its placeholder prompt is one finding, and the rest is
+/// checked all the same (here, the image not built yet). `--network` tries the base URL the
+/// manifest gives the agent, not the provider's usual host; `--host` names the engine to ask.
+#[test]
+fn everything_is_reported_for_a_fresh_manifest() {
+    let env = TestEnv::new();
+    let init = env.eden(&["init", "--agent", "claude-code", "--sandbox", "docker"]);
+    init.assert_code(0);
+    let run = doctor(&env, &["eden.toml"], &[], &[]);
+    run.assert_code(1);
+    assert!(run.stderr.contains("✓ manifest: `eden.toml` loads"), "{}", run.stderr);
+    assert!(run.stderr.contains("✗ prompt: step `main` still says `Describe the task here.`"), "{}", run.stderr);
+    if crate::containers::ready("docker") {
+        assert!(run.stderr.contains("✗ docker:") && run.stderr.contains("eden:repo"), "{}", run.stderr);
+    }
+
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let manifest = env.write_manifest(&format!(
+        "name = \"x\"\nprompt = \"p\"\n[agent]\nkind = \"claude-code\"\nbinary = \"git\"\nenv = {{ ANTHROPIC_BASE_URL = \"http://127.0.0.1:{port}\" }}\n"
+    ));
+    let run = doctor(&env, &[manifest.to_str().unwrap(), "--network"], &[], &[]);
+    assert!(run.stderr.contains(&format!("claude-code network: 127.0.0.1:{port} answers")), "{}", run.stderr);
+
+    let bad = doctor(&env, &["--host", "ftp://nowhere"], &[], &[]);
+    bad.assert_code(2);
+    assert!(bad.stderr.contains("`--host`: `ftp://nowhere` is not an engine address eden knows"), "{}", bad.stderr);
+    let elsewhere = doctor(&env, &["--host", "unix:///nonexistent/docker.sock", "--json"], &[], &[]);
+    let findings = elsewhere.json();
+    let docker = findings.as_array().unwrap().iter().find(|finding| finding["check"] == "docker").unwrap();
+    assert!(docker["detail"].as_str().unwrap().contains("does not answer"), "{docker:#}");
+}
