@@ -75,6 +75,7 @@ pub(crate) fn doctor(args: DoctorArgs) -> Result<i32, Error> {
     };
     findings.extend(sandbox_checks(plan.as_ref(), host.as_ref()));
     findings.extend(agent_checks(plan.as_ref(), args.network));
+    findings.extend(plan.iter().flat_map(keys_in_the_sandbox));
     if let Some(plan) = &plan {
         let reach = crate::sandbox::reach::of(&plan.sandbox);
         findings.push(ok("the agent reads", reach.reads.join("; ")));
@@ -334,6 +335,49 @@ fn agent_checks(plan: Option<&Plan>, network: bool) -> Vec<Finding> {
         if network {
             findings.push(reachable(spec.kind, model_endpoint(plan, spec), needed));
         }
+    }
+    findings
+}
+
+/// What a sandboxed step's agent is actually given to reach its provider: a held key (named),
+/// its key or login in what the manifest hands it, or nothing — which this machine's key, in
+/// eden's own environment only, does not change.
+fn keys_in_the_sandbox(plan: &Plan) -> Vec<Finding> {
+    use crate::manifest::held_plan::Held;
+    if matches!(plan.sandbox, SandboxPlan::None) {
+        return Vec::new();
+    }
+    let mut findings: Vec<Finding> = Vec::new();
+    for step in &plan.steps {
+        let AgentPlan::Adapter(settings) = &step.agent else { continue };
+        let spec = settings.kind.spec();
+        let check = format!("{} key in the sandbox", spec.name);
+        if findings.iter().any(|finding| finding.check == check) {
+            continue;
+        }
+        let handed = |var: &&&str| {
+            settings.env.contains_key(**var)
+                || plan.env.sandbox.contains_key(**var)
+                || plan.env.dotenv.contains_key(**var)
+        };
+        findings.push(match (&step.held, spec.doctor.key_vars.iter().find(handed)) {
+            (Held::Keys { keys, login: None, .. }, _) if !keys.is_empty() => {
+                ok(check, format!("`{}` is held by eden: the agent sees a placeholder", keys[0].var))
+            }
+            (Held::Keys { login: Some(login), .. }, _) => {
+                ok(check, format!("its login (`{}`) is held by eden", login.file))
+            }
+            (_, Some(var)) => ok(check, format!("`{var}` is handed to it")),
+            _ => {
+                let var = spec.init_key.or(spec.doctor.key_vars.first().copied()).unwrap_or("THE_KEY");
+                not_there(
+                    check,
+                    true,
+                    "the sandbox is given no key: one in eden's environment alone does not reach it",
+                    format!("hand it over under `[agent]`: `env = {{ {var} = \"${{{var}}}\" }}`"),
+                )
+            }
+        });
     }
     findings
 }

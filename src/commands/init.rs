@@ -108,7 +108,12 @@ pub(crate) fn default_tag(dir: &Path) -> String {
 
 fn manifest(agent: &str, sandbox: &str, tag: &str) -> String {
     let init_key = crate::agent::AgentKind::from_name(agent).and_then(|kind| kind.spec().init_key);
+    // A sandboxed agent gets only the variables the manifest hands it: its key, from eden's
+    // environment (held by eden: the agent sees a placeholder). Without a sandbox it has yours.
     let key = match (agent, init_key) {
+        (_, Some(var)) if sandbox != "none" => {
+            format!("env = {{ {var} = \"${{{var}}}\" }}   # from your environment; eden holds it, the agent sees a placeholder\n")
+        }
         (_, Some(var)) => format!("# env = {{ {var} = \"${{{var}}}\" }}\n"),
         ("cli", None) => "binary = \"./my-agent.sh\"\n".to_owned(),
         _ => String::new(),
@@ -128,7 +133,7 @@ fn manifest(agent: &str, sandbox: &str, tag: &str) -> String {
         _ => "",
     };
     format!(
-        r#"# eden manifest: `eden run eden.toml`. Reference: the README's "Manifest reference".
+        r#"# eden manifest: `eden run` runs it. Reference: the README's "Manifest reference".
 name = "task"
 prompt = """
 {placeholder}

@@ -175,3 +175,35 @@ fn everything_is_reported_for_a_fresh_manifest() {
     let docker = findings.as_array().unwrap().iter().find(|finding| finding["check"] == "docker").unwrap();
     assert!(docker["detail"].as_str().unwrap().contains("does not answer"), "{docker:#}");
 }
+
+/// What the sandbox's agent is given, not what this machine has: a key in eden's environment
+/// alone does not reach a sandbox, and doctor says so; `eden init`'s manifest hands it over,
+/// held (the dry run agrees).
+#[test]
+fn the_key_the_sandbox_gets_is_checked() {
+    let env = TestEnv::new();
+    let key = [("ANTHROPIC_API_KEY", "sk-ant-doctor-0000")];
+    let bare = env.write_manifest(
+        "name = \"x\"\nprompt = \"p\"\n[agent]\nkind = \"claude-code\"\nbinary = \"git\"\n[sandbox]\nkind = \"isolated\"\n",
+    );
+    let run = doctor(&env, &[bare.to_str().unwrap()], &key, &[]);
+    run.assert_code(1);
+    assert!(run.stderr.contains("✗ claude-code key in the sandbox: the sandbox is given no key"), "{}", run.stderr);
+    assert!(run.stderr.contains("env = { ANTHROPIC_API_KEY = \"${ANTHROPIC_API_KEY}\" }"), "{}", run.stderr);
+    assert!(!run.stderr.contains("sk-ant-doctor"), "never shown: {}", run.stderr);
+
+    env.eden(&["init", "--agent", "claude-code", "--sandbox", "isolated"]).assert_code(0);
+    let manifest = std::fs::read_to_string(env.repo.join("eden.toml")).unwrap();
+    let manifest = manifest.replace("[agent]\n", "[agent]\nbinary = \"git\"\n");
+    std::fs::write(env.repo.join("eden.toml"), manifest).unwrap();
+    let run = doctor(&env, &["eden.toml"], &key, &[]);
+    assert!(
+        run.stderr.contains("✓ claude-code key in the sandbox: `ANTHROPIC_API_KEY` is held by eden"),
+        "{}",
+        run.stderr
+    );
+    let mut dry = env.eden_command(&["run", "--dry-run", "--set", "prompt=go"]);
+    let dry = Run::from(dry.env("ANTHROPIC_API_KEY", "sk-ant-doctor-0000").output().unwrap());
+    dry.assert_code(0);
+    assert_eq!(dry.json()["plan"]["steps"][0]["held"]["keys"][0]["var"], "ANTHROPIC_API_KEY", "{}", dry.stdout);
+}
