@@ -209,6 +209,14 @@ pub(super) fn swap_credential(request: &mut Request, keys: &[HeldKey]) -> Result
     }
 }
 
+/// Does `request` carry a credential header at all (`x-api-key`, `authorization`)?
+fn carries_credentials(request: &Request) -> bool {
+    request
+        .headers
+        .iter()
+        .any(|(name, _)| name.eq_ignore_ascii_case("x-api-key") || name.eq_ignore_ascii_case("authorization"))
+}
+
 /// Sends `request` (its body read from `client`) to `upstream` and streams the response back.
 pub(super) fn forward(
     mut request: Request,
@@ -220,7 +228,10 @@ pub(super) fn forward(
     let started = Instant::now();
     let sent = format!("{}{}", upstream.prefix, request.path);
     let mut audit = Audit::new(&request.method, &upstream.authority(), &sent);
-    if let Err(why) = swap_credential(&mut request, keys) {
+    // A keyless `HEAD` (Claude Code's connectivity probe, `HEAD /api/hello`) carries nothing to
+    // swap and costs nothing: it goes on as it is, rather than reading as a refused key.
+    let probe = request.method == "HEAD" && !carries_credentials(&request);
+    if let Err(why) = swap_credential(&mut request, keys).or_else(|why| if probe { Ok(()) } else { Err(why) }) {
         let why = why.to_string();
         respond(client.get_mut(), 403, &why);
         audit.refused = Some(why);

@@ -933,3 +933,34 @@ fn a_usage_limit_comes_through_the_proxy() {
     assert_eq!(iterations[0]["agent_error"]["kind"], "rate_limit");
     assert_eq!(iterations[0]["session_id"], iterations[1]["session_id"], "the same session went on");
 }
+
+/// A keyless `HEAD` (Claude Code's connectivity probe, `HEAD /api/hello`) goes on to the upstream
+/// as it is, with no key added, instead of reading as a refused key (403); a keyless `GET` is
+/// still refused.
+#[test]
+fn a_keyless_probe_goes_on_without_a_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(dir.path().to_path_buf(), false);
+    let upstream = eden::values::BaseUrl::parse(&format!("http://127.0.0.1:{}", server.port)).unwrap();
+    let key = eden::proxy::HeldKey {
+        header: eden::agent::credentials::CredentialHeader::XApiKey,
+        placeholder: "eden-held-test".into(),
+        value: eden::redact::Secret(KEY.into()),
+    };
+    let socket = dir.path().join("0.sock");
+    let proxy = eden::proxy::Proxy::start(&socket, upstream, vec![key]).unwrap();
+    let ask = |request: &str| {
+        let mut stream = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        answer
+    };
+    let probe = ask("HEAD /api/hello HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\n\r\n");
+    assert!(probe.starts_with("HTTP/1.1 ") && !probe.starts_with("HTTP/1.1 403"), "{probe}");
+    let get = ask("GET /api/hello HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\n\r\n");
+    assert!(get.starts_with("HTTP/1.1 403"), "{get}");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let audit = proxy.drain();
+    assert_eq!(audit.iter().filter(|a| a.status == Some(403)).count(), 1, "only the GET was refused: {audit:?}");
+}
