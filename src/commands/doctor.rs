@@ -445,5 +445,6 @@ fn first_line(command: ProcessBuilder) -> Option<String> {
         return None;
     }
     let text = if output.stdout.trim().is_empty() { &output.stderr } else { &output.stdout };
-    text.lines().map(str::trim).find(|line| !line.is_empty()).map(str::to_owned)
+    // A version line's own full stop (`GitHub Copilot CLI 1.0.102.`) would run into what follows.
+    text.lines().map(|line| line.trim().trim_end_matches('.')).find(|line| !line.is_empty()).map(str::to_owned)
 }

@@ -60,7 +60,7 @@ fn tag(given: Option<String>) -> Result<String, Error> {
 pub(crate) fn build(args: ImageBuildArgs) -> Result<i32, Error> {
     let target = engine(args.engine.as_deref(), args.host.as_deref())?;
     let engine = target.engine;
-    let tag = tag(args.tag)?;
+    let tag = tag(args.tag.clone())?;
     let package = npm_package(&args.agent)?;
     if !args.file.exists() {
         return Err(Error::usage(format!("`{}` does not exist", args.file.display()))
@@ -93,31 +93,30 @@ pub(crate) fn build(args: ImageBuildArgs) -> Result<i32, Error> {
         command = command.args(["--build-arg", key]).env(key, value);
     }
     if engine == Engine::Docker {
-        // The classic builder works without buildx, which Debian's docker.io may lack.
-        command = command.env("DOCKER_BUILDKIT", "0");
+        command = match target.command().args(["buildx", "version"]).output() {
+            // BuildKit, docker's own default, where the engine's client has it.
+            Ok(found) if found.success() => command.args(["--progress", "plain"]),
+            _ => {
+                crate::ui::print_note(
+                    "note: docker's BuildKit (`buildx`) is not installed with this client, so the classic builder builds (`apt install docker-buildx` for BuildKit)",
+                );
+                command.env("DOCKER_BUILDKIT", "0")
+            }
+        };
     }
     let command = command.arg(&context);
     crate::ui::print_note(&format!("building `{tag}` with {}: {command}", target.describe()));
-    // The layers this build made, as its output names them (` ---> ID` from docker's builder,
-    // `--> ID` from podman's): a failed build's are removed, and no other build's.
-    let mut layers = Vec::new();
+    // A failed build keeps the layers of the steps that succeeded: they are the build's cache,
+    // and a retry starts where it failed (its containers go: `--force-rm`).
+    let mut untrusted = false;
     let status = command.status_with_lines(&mut |line| {
         crate::ui::print_note(line);
-        if let Some(id) = line.trim().strip_prefix("---> ").or_else(|| line.trim().strip_prefix("--> ")) {
-            if id.chars().all(|c| c.is_ascii_hexdigit()) && id.len() >= 10 {
-                layers.push(id.to_owned());
-            }
-        }
+        untrusted = untrusted || says_certificate_untrusted(line);
     });
     let _ = fs_err::remove_dir_all(&context);
     let status = status.map_err(|err| Error::sandbox(format!("cannot run `{command}`: {err}")))?;
     if !status.success() {
-        remove_layers(&target, &layers);
-        let hint = match &args.base {
-            Some(_) => "see the build output above",
-            None => "see the build output above; `--base IMAGE` starts from a local image, `--build-arg` passes a proxy or certificate",
-        };
-        return Err(Error::sandbox(format!("building `{tag}` failed")).with_hint(hint));
+        return Err(Error::sandbox(format!("building `{tag}` failed")).with_hint(failed_hint(&args, untrusted)));
     }
     let on = target.host.as_ref().map(|host| format!(" and `host = \"{}\"`", host.as_str())).unwrap_or_default();
     crate::ui::print_note(&format!(
@@ -170,31 +169,36 @@ fn build_args(given: &[String]) -> Result<Vec<(String, String)>, Error> {
     Ok(passed)
 }
 
-/// A failed build's own layers that nothing names now (the last one's tag was never set).
-/// Removing a leaf removes the untagged layers under it that nothing else uses; never forced,
-/// so a layer another build stands on stays.
-fn remove_layers(target: &Target, layers: &[String]) {
-    let dangling = dangling_images(target);
-    let left: Vec<&String> =
-        layers.iter().rev().filter(|layer| dangling.iter().any(|image| image_id_matches(image, layer))).collect();
-    if !left.is_empty() {
-        let _ = target.command().args(["rmi"]).args(left).output();
+/// Does a line of the build's output say a TLS certificate was not trusted (npm, apt, curl
+/// and git behind a TLS-inspecting proxy)?
+fn says_certificate_untrusted(line: &str) -> bool {
+    [
+        "SELF_SIGNED_CERT_IN_CHAIN",
+        "UNABLE_TO_GET_ISSUER_CERT",
+        "unable to get local issuer certificate",
+        "certificate verify failed",
+        "self-signed certificate in certificate chain",
+        "server certificate verification failed",
+    ]
+    .iter()
+    .any(|said| line.contains(said))
+}
+
+/// What to do about a failed build: a certificate the build did not trust is a proxy's to
+/// hand over (`EXTRA_CA_CERT`); anything else is in the output above.
+fn failed_hint(args: &ImageBuildArgs, untrusted: bool) -> String {
+    if untrusted {
+        let engine = args.engine.as_deref().map(|engine| format!(" --engine {engine}")).unwrap_or_default();
+        let base = args.base.as_deref().map(|base| format!(" --base {base}")).unwrap_or_default();
+        return format!(
+            "the build did not trust a TLS certificate: behind a TLS-inspecting proxy, give its CA certificate (PEM): `EXTRA_CA_CERT=\"$(cat proxy-ca.crt)\" eden image build{engine}{base} --agent {} --build-arg EXTRA_CA_CERT` (see the README's Building an image); the steps that succeeded are cached",
+            args.agent
+        );
     }
-}
-
-/// Does a full image id (`sha256:…`) match a short one from a build's output?
-fn image_id_matches(full: &str, short: &str) -> bool {
-    full.trim_start_matches("sha256:").starts_with(short)
-}
-
-/// The engine's untagged images (their ids).
-fn dangling_images(target: &Target) -> Vec<String> {
-    target
-        .command()
-        .args(["images", "-q", "--no-trunc", "--filter", "dangling=true"])
-        .output()
-        .map(|output| output.stdout.lines().map(str::to_owned).filter(|id| !id.is_empty()).collect())
-        .unwrap_or_default()
+    match &args.base {
+        Some(_) => "see the build output above; the steps that succeeded are cached, so a retry starts where it failed".to_owned(),
+        None => "see the build output above; `--base IMAGE` starts from a local image, `--build-arg` passes a proxy or certificate".to_owned(),
+    }
 }
 
 pub(crate) fn remove(args: ImageRemoveArgs) -> Result<i32, Error> {
@@ -233,4 +237,32 @@ pub(crate) fn push(args: ImagePushArgs) -> Result<i32, Error> {
     }
     crate::ui::print_note(&format!("`{tag}` is on {}", target.describe()));
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_untrusted_certificate_is_recognized_and_its_fix_named() {
+        assert!(says_certificate_untrusted("npm error code SELF_SIGNED_CERT_IN_CHAIN"));
+        assert!(says_certificate_untrusted(
+            "curl: (60) SSL certificate problem: unable to get local issuer certificate"
+        ));
+        assert!(!says_certificate_untrusted("npm error code E404"));
+        let args = <crate::cli::Cli as clap::Parser>::parse_from([
+            "eden",
+            "image",
+            "build",
+            "--agent",
+            "claude-code",
+            "--base",
+            "localhost/debian-base",
+        ]);
+        let crate::cli::Command::Image(crate::cli::ImageCommand::Build(args)) = args.command else {
+            panic!("image build")
+        };
+        let hint = failed_hint(&args, true);
+        assert!(hint.contains("EXTRA_CA_CERT=\"$(cat proxy-ca.crt)\" eden image build --base localhost/debian-base --agent claude-code --build-arg EXTRA_CA_CERT"), "{hint}");
+    }
 }

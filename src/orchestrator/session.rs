@@ -77,7 +77,7 @@ impl Run<'_> {
         if let Some(signal) = ended.aborted {
             return Err(Error::interrupted(signal));
         }
-        self.events.report(&Event::Info { message: format!("the session ended (exit {})", ended.code).into() });
+        // The summary says the session ended; an exit other than 0 is the error below.
         if ended.code == 0 {
             return Ok(LoopEnd { completion_signal: None, output: None });
         }
