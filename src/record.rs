@@ -235,6 +235,9 @@ pub struct RunRecord {
     /// One of several attempts at the same task (`--attempts`): which, and whether it landed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) attempt: Option<AttemptRecord>,
+    /// What was done with the run after it ended (`eden merge`, `eden discard`), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) later: Vec<LaterRecord>,
     pub(crate) preserved_branch: Option<String>,
     pub(crate) preserved_worktree: Option<PathBuf>,
     pub(crate) started_at: String,
@@ -319,6 +322,37 @@ pub(crate) struct ContainerRecord {
     /// The NetworkPolicy made for a pod's network rules, where the cluster took it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) network_policy: Option<String>,
+}
+
+/// Something done with a run after it ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct LaterRecord {
+    pub(crate) at: String,
+    pub(crate) action: LaterAction,
+    /// `merged`: the branch it went into.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) into: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum LaterAction {
+    /// By `eden merge`.
+    Merged,
+    /// By `eden discard`.
+    Discarded,
+}
+
+impl LaterRecord {
+    /// `merged into main by eden merge (2026-…)`.
+    pub(crate) fn said(&self) -> String {
+        let when = self.at.get(..16).unwrap_or(&self.at).replace('T', " ");
+        match (self.action, &self.into) {
+            (LaterAction::Merged, Some(into)) => format!("merged into `{into}` later, by `eden merge` ({when})"),
+            (LaterAction::Merged, None) => format!("merged later, by `eden merge` ({when})"),
+            (LaterAction::Discarded, _) => format!("discarded later, by `eden discard` ({when})"),
+        }
+    }
 }
 
 /// What a run's sandbox ran on, as the record, the events and a guard's arguments name it.

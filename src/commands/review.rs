@@ -117,6 +117,12 @@ pub(crate) fn merge(args: ReviewArgs) -> Result<i32, Error> {
     record.merge_commit = commit;
     record.merge_onto = onto;
     record.merged_commits = commits.trim().parse().ok();
+    let at = crate::record::now_rfc3339();
+    record.later.push(crate::record::LaterRecord {
+        at,
+        action: crate::record::LaterAction::Merged,
+        into: Some(target.clone()),
+    });
     record.save().map_err(|err| Error::internal("cannot write the run record").with_source(err))?;
     print_note(&format!("merged {} commit(s) of run `{id}` from `{branch}` into `{target}`", commits.trim()));
     if !removed {
@@ -177,6 +183,10 @@ pub(crate) fn discard(args: DiscardArgs) -> Result<i32, Error> {
         }
     }
     done.extend(remove_container(&layout, &record)?);
+    if !done.is_empty() {
+        let at = crate::record::now_rfc3339();
+        record.later.push(crate::record::LaterRecord { at, action: crate::record::LaterAction::Discarded, into: None });
+    }
     // Its kept files go with its work; the record still lists them.
     let artifacts = layout.artifacts(&id);
     if artifacts.is_dir() {

@@ -114,6 +114,11 @@ fn list_table(summaries: &[RunSummary]) -> String {
         .map(|run| {
             let agents: Vec<&str> = run.agents.iter().map(|a| a.as_str()).collect();
             let status = match (run.status, run.exit_reason) {
+                // What was done with it since, over how it ended.
+                (_, _) if run.later.is_some() => match run.later {
+                    Some(crate::record::LaterAction::Merged) => "merged later".to_owned(),
+                    _ => "discarded".to_owned(),
+                },
                 (RunStatus::Finished, Some(reason)) => reason.as_str().to_owned(),
                 (status, _) => {
                     serde_json::to_value(status).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()

@@ -80,6 +80,7 @@ impl Journal {
             merged_commits: None,
             merge_wait_ms: None,
             attempt: None,
+            later: Vec::new(),
             preserved_branch: None,
             preserved_worktree: None,
             started_at: now_rfc3339(),

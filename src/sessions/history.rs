@@ -47,6 +47,8 @@ pub(crate) struct RunSummary {
     /// One of several attempts at the same task (`--attempts`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) attempt: Option<crate::record::AttemptRecord>,
+    /// What was done with it after it ended, last first.
+    pub(crate) later: Option<crate::record::LaterAction>,
 }
 
 /// The parts of a run record a summary and the cost report read.
@@ -79,6 +81,8 @@ pub(crate) struct Light {
     pub(crate) overrides: Vec<String>,
     #[serde(default)]
     pub(crate) attempt: Option<crate::record::AttemptRecord>,
+    #[serde(default)]
+    pub(crate) later: Vec<crate::record::LaterRecord>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -172,6 +176,7 @@ impl Light {
             record: self.record_path.clone(),
             log: self.log.clone(),
             attempt: self.attempt.clone(),
+            later: self.later.last().map(|later| later.action),
         }
     }
 }

@@ -202,6 +202,8 @@ pub(crate) fn summary_lines(record: &RunRecord) -> Vec<String> {
     if let Some(worktree) = &record.preserved_worktree {
         lines.push(format!("worktree kept (uncommitted changes): {}", worktree.display()));
     }
+    // What was done with it since: the lines above are as the run ended.
+    lines.extend(record.later.iter().map(crate::record::LaterRecord::said));
     if let Some(log) = &record.log {
         lines.push(format!("log: {}", log.display()));
     }

@@ -181,6 +181,10 @@ fn footer(record: &RunRecord) -> String {
     if let Some(worktree) = &record.preserved_worktree {
         let _ = writeln!(out, "worktree kept: {}", worktree.display());
     }
+    // What was done with it since: the error and hint above are as the run ended.
+    for later in &record.later {
+        let _ = writeln!(out, "{}", later.said());
+    }
     if let Some(usage) = &record.usage {
         let _ = writeln!(out, "tokens: {}", self::usage(usage));
     }

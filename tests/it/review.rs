@@ -148,3 +148,28 @@ fn merge_refuses_a_run_with_no_base_of_its_own() {
     assert!(run.stderr.contains("git switch <target> && git merge eden/feature"), "{}", run.stderr);
     assert_eq!(env.log_subjects("main"), ["initial commit"]);
 }
+
+/// What was done with a run after it ended is in its record (`later`), and history says it:
+/// `sessions list` shows it over how the run ended, `sessions show` after the run's own summary.
+#[test]
+fn history_says_what_happened_after_a_run() {
+    let env = TestEnv::new();
+    let merged = kept_run(&env, "hello", "");
+    env.eden(&["merge", "last"]).assert_code(0);
+    let saved = env.last_record();
+    assert_eq!(saved["later"][0]["action"], "merged", "{saved:#}");
+    assert_eq!(saved["later"][0]["into"], "main");
+    let discarded = kept_run(&env, "other", "");
+    env.eden(&["discard", "last"]).assert_code(0);
+    let list = env.eden(&["sessions", "list"]);
+    list.assert_code(0);
+    let line = |id: &serde_json::Value| {
+        let id = id.as_str().unwrap();
+        list.stdout.lines().find(|line| line.starts_with(id)).unwrap_or_default().to_owned()
+    };
+    assert!(line(&merged["id"]).contains("merged later"), "{}", list.stdout);
+    assert!(line(&discarded["id"]).contains("discarded"), "{}", list.stdout);
+    let show = env.eden(&["sessions", "show", merged["id"].as_str().unwrap(), "--no-pager"]);
+    show.assert_code(0);
+    assert!(show.stdout.contains("merged into `main` later, by `eden merge`"), "{}{}", show.stdout, show.stderr);
+}
