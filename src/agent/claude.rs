@@ -77,8 +77,9 @@ pub(crate) fn command(settings: &AdapterSettings, invocation: &Invocation<'_>) -
 /// act mid-iteration, and replaced by the `result` line's totals (with the cost) at the end.
 #[derive(Default)]
 pub(crate) struct ClaudeParser {
-    /// Each message's latest usage, by its id.
-    messages: std::collections::HashMap<String, Usage>,
+    /// Each message's latest usage, by a hash of its id (a long session has tens of thousands
+    /// of messages: their ids are not kept).
+    messages: std::collections::HashMap<u64, Usage>,
     /// Their sum, kept as each message's usage is replaced: a long session's thousands of
     /// messages are never summed again.
     total: Usage,
@@ -106,7 +107,11 @@ impl Parser for ClaudeParser {
 impl ClaudeParser {
     /// One message's latest usage in, the total of all messages so far out.
     fn running_total(&mut self, (id, usage): (String, Usage), emit: &mut dyn FnMut(StreamEvent<'_>)) {
-        if let Some(previous) = self.messages.insert(id, usage) {
+        use std::hash::{Hash, Hasher};
+        // Fixed keys: the same id hashes the same on every line.
+        let mut hasher = std::hash::DefaultHasher::new();
+        id.hash(&mut hasher);
+        if let Some(previous) = self.messages.insert(hasher.finish(), usage) {
             self.total = self.total.since(&previous);
         }
         self.total.add(&usage);

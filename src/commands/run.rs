@@ -341,7 +341,7 @@ fn agent_commands(plan: &crate::manifest::plan::Plan, worktree: &std::path::Path
         let invocation = crate::agent::Invocation { prompt: "<prompt>", worktree, resume: None };
         let mut command = agent.command(&invocation)?;
         let on_stdin = matches!(command.take_stdin(), crate::process::Stdin::Bytes(_));
-        let env: serde_json::Map<String, serde_json::Value> = command
+        let mut env: serde_json::Map<String, serde_json::Value> = command
             .get_env()
             .iter()
             .filter_map(|(key, value)| {
@@ -349,6 +349,16 @@ fn agent_commands(plan: &crate::manifest::plan::Plan, worktree: &std::path::Path
                 Some((key.to_string_lossy().into_owned(), crate::redact::apply(&value).into_owned().into()))
             })
             .collect();
+        // A held key: the agent is pointed at eden's relay, with a placeholder, as the run does.
+        if let crate::manifest::held_plan::Held::Keys { upstream, base_url_var, keys, .. } = &step.held {
+            if let Some(var) = base_url_var {
+                let relay = format!("http://127.0.0.1:<relay port> (eden's relay, to {upstream})");
+                env.insert((*var).to_owned(), relay.into());
+            }
+            for key in keys {
+                env.insert(key.var.clone(), "eden-held-<placeholder>".into());
+            }
+        }
         commands.push(serde_json::json!({
             "step": step.name,
             "program": command.program().to_string_lossy(),

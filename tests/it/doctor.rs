@@ -206,4 +206,8 @@ fn the_key_the_sandbox_gets_is_checked() {
     let dry = Run::from(dry.env("ANTHROPIC_API_KEY", "sk-ant-doctor-0000").output().unwrap());
     dry.assert_code(0);
     assert_eq!(dry.json()["plan"]["steps"][0]["held"]["keys"][0]["var"], "ANTHROPIC_API_KEY", "{}", dry.stdout);
+    // What the agent's command will hold: the relay and a placeholder, never the upstream or the key.
+    let env = &dry.json()["agent_commands"][0]["env"];
+    assert!(env["ANTHROPIC_BASE_URL"].as_str().unwrap().starts_with("http://127.0.0.1:<relay port>"), "{env:#}");
+    assert_eq!(env["ANTHROPIC_API_KEY"], "eden-held-<placeholder>", "{env:#}");
 }
