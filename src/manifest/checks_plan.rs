@@ -61,3 +61,26 @@ pub(super) fn resolve_checks(
     }
     Ok(checks)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn checks(text: &str) -> Result<Vec<CheckPlan>, String> {
+        let (manifest, source) = super::super::load::from_text(text).unwrap();
+        resolve_checks(&manifest.check, &KeyPath::parse("check"), std::time::Duration::from_secs(60), &source)
+            .map_err(|err| err.message)
+    }
+
+    #[test]
+    fn checks_are_named_timed_and_refused_when_empty() {
+        let plan = checks(
+            "[[check]]\ncmd = \"cargo test\"\n[[check]]\nname = \"lint\"\ncmd = \"cargo clippy\"\ntimeout = \"2m\"\n",
+        )
+        .unwrap();
+        assert_eq!(plan.iter().map(|check| check.name.as_str()).collect::<Vec<_>>(), ["check-1", "lint"]);
+        assert_eq!((plan[0].timeout.0.as_secs(), plan[1].timeout.0.as_secs()), (60, 120));
+        assert!(checks("[[check]]\ncmd = \" \"\n").unwrap_err().contains("a check's `cmd` is empty"));
+        assert!(checks("[[check]]\nname = \"a b\"\ncmd = \"x\"\n").unwrap_err().contains("invalid check name"));
+    }
+}

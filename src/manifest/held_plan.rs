@@ -273,3 +273,36 @@ fn config_front(front: Result<ConfigFront, NotHeld>, sandbox: &SandboxPlan) -> R
         login: None,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The first step's `held`, resolved from `text` with `ANTHROPIC_API_KEY` in eden's environment.
+    fn held(text: &str) -> Result<Held, String> {
+        let (manifest, source) = super::super::load::from_text(text).unwrap();
+        let env = |name: &str| (name == "ANTHROPIC_API_KEY").then(|| "sk-ant-unit".to_owned());
+        let plan = super::super::plan::resolve(manifest, &source, &env, &Default::default(), None)
+            .map_err(|err| err.message)?;
+        Ok(plan.steps[0].held.clone())
+    }
+
+    const CLAUDE: &str = "prompt = \"p\"\n[agent]\nkind = \"claude-code\"\nbinary = \"/bin/sh\"\nenv = { ANTHROPIC_API_KEY = \"${ANTHROPIC_API_KEY}\" }\n";
+
+    #[test]
+    fn keys_are_held_where_a_sandbox_can_be_given_a_placeholder() {
+        let Ok(Held::Keys { keys, upstream, base_url_var, .. }) =
+            held(&format!("{CLAUDE}[sandbox]\nkind = \"isolated\"\n"))
+        else {
+            panic!("held in isolated")
+        };
+        assert_eq!((keys[0].var.as_str(), keys[0].value.0.as_str()), ("ANTHROPIC_API_KEY", "sk-ant-unit"));
+        assert_eq!((upstream.as_str(), base_url_var), ("https://api.anthropic.com", Some("ANTHROPIC_BASE_URL")));
+        let Ok(Held::Nothing { why }) = held(CLAUDE) else { panic!("nothing without a sandbox") };
+        assert!(why.contains("there is no sandbox"), "{why}");
+        let off = format!("{CLAUDE}[sandbox]\nkind = \"isolated\"\nhold_keys = false\n");
+        assert!(matches!(held(&off), Ok(Held::Nothing { why }) if why.contains("turned off")));
+        let cli = "prompt = \"p\"\n[agent]\nkind = \"cli\"\nbinary = \"/bin/sh\"\n[sandbox]\nkind = \"isolated\"\nhold_keys = true\n";
+        assert!(held(cli).unwrap_err().contains("eden cannot hold the agent's keys here"));
+    }
+}

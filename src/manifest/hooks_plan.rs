@@ -147,3 +147,28 @@ fn resolve_hook(
     let env = resolve_env(&env, &path.child("env"), source, host_env)?;
     Ok(HookPlan { cmd: cmd.clone(), cwd, env, timeout: timeout.unwrap_or(default_timeout) })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hooks(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<HooksPlan, String> {
+        let (manifest, source) = super::super::load::from_text(text).unwrap();
+        resolve_hooks(&manifest.hooks, Duration::from_secs(60), &source, env).map_err(|err| err.message)
+    }
+
+    #[test]
+    fn hooks_by_side_and_phase() {
+        let none = |_: &str| None;
+        let plan = hooks("[hooks.host]\non_worktree_ready = [\"make deps\"]\n", &none).unwrap();
+        let ready = plan.get(Side::Host, Phase::OnWorktreeReady);
+        assert_eq!((ready.len(), ready[0].cmd.as_str(), ready[0].timeout.0.as_secs()), (1, "make deps", 60));
+        let early = hooks("[hooks.sandbox]\non_worktree_ready = [\"x\"]\n", &none).unwrap_err();
+        assert!(early.contains("runs before the sandbox exists"), "{early}");
+        let detailed = "[[hooks.host.on_close]]\ncmd = \"notify\"\ntimeout = \"5s\"\nenv = { TOKEN = \"${TOKEN}\" }\n";
+        let plan = hooks(detailed, &|name| (name == "TOKEN").then(|| "t".to_owned())).unwrap();
+        let closing = &plan.get(Side::Host, Phase::OnClose)[0];
+        assert_eq!((closing.timeout.0.as_secs(), closing.env["TOKEN"].0.as_str()), (5, "t"));
+        assert!(hooks(detailed, &none).unwrap_err().contains("`${TOKEN}`, which is not set"));
+    }
+}

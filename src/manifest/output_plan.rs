@@ -91,3 +91,29 @@ pub(super) fn resolve_output(
     };
     Ok(OutputPlan { kind, tag, schema_file, schema, max_retries })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn output(text: &str, prompt: &str, can_resume: bool) -> Result<OutputPlan, String> {
+        let (manifest, source) = super::super::load::from_text(text).unwrap();
+        let section = manifest.output.as_ref().expect("an [output] table");
+        let iterations = (None, KeyPath::parse("loop.max_iterations"));
+        resolve_output(section, &KeyPath::parse("output"), prompt, iterations, can_resume, &source)
+            .map_err(|err| err.message)
+    }
+
+    #[test]
+    fn an_output_is_tagged_and_its_retries_need_a_resumable_agent() {
+        let plan = output("[output]\nkind = \"object\"\n", "answer in <result>", true).unwrap();
+        assert_eq!(plan.tag, DEFAULT_TAG);
+        assert!(output("[output]\nkind = \"object\"\ntag = \"a b\"\n", "p", true)
+            .unwrap_err()
+            .contains("cannot be a tag name"));
+        assert!(output("[output]\nkind = \"object\"\n", "p", true).unwrap_err().contains("never mentions `<result>`"));
+        let retries =
+            output("[output]\nkind = \"object\"\nmax_retries = 2\n", "answer in <result>", false).unwrap_err();
+        assert!(retries.contains("retries resume the agent's session"), "{retries}");
+    }
+}

@@ -802,3 +802,37 @@ pub(super) fn refuse_pod_keys(section: &SandboxSection, source: &Source, path: &
         None => Ok(()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sandbox(text: &str) -> Result<SandboxPlan, String> {
+        let (manifest, source) = super::super::load::from_text(text).unwrap();
+        resolve_sandbox(&manifest.sandbox, &source).map_err(|err| err.message)
+    }
+
+    #[test]
+    fn each_kind_with_its_own_keys() {
+        assert!(matches!(sandbox(""), Ok(SandboxPlan::None)));
+        let Ok(SandboxPlan::Container(container)) = sandbox("[sandbox]\nkind = \"docker\"\nimage = \"eden:x\"\n")
+        else {
+            panic!("a container")
+        };
+        assert_eq!((container.engine, container.network), (Engine::Docker, Network::Internet));
+        assert_eq!(container.max_return, DEFAULT_MAX_RETURN);
+        assert!(sandbox("[sandbox]\nkind = \"docker\"\n").unwrap_err().contains("needs `sandbox.image`"));
+        let Ok(SandboxPlan::Isolated(isolated)) = sandbox("[sandbox]\nkind = \"isolated\"\n") else {
+            panic!("isolated")
+        };
+        assert_eq!(isolated.network, Network::None);
+        let pod = sandbox("[sandbox]\nkind = \"kubernetes\"\nimage = \"x\"\npids_limit = 10\n").unwrap_err();
+        assert!(pod.contains("`sandbox.pids_limit` does not apply to `kubernetes`"), "{pod}");
+        let allow =
+            sandbox("[sandbox]\nkind = \"docker\"\nimage = \"x\"\nnetwork = \"allowlist\"\nallow = [\"127.0.0.1\"]\n");
+        assert!(allow.unwrap_err().contains("the sandbox's own loopback"));
+        assert!(sandbox("[sandbox]\nkind = \"docker\"\nimage = \"x\"\nhost = \"ftp://h\"\n")
+            .unwrap_err()
+            .contains("not an engine address"));
+    }
+}
