@@ -133,7 +133,8 @@ fn list_table(summaries: &[RunSummary]) -> String {
             let mut row = vec![
                 run.id.clone(),
                 name,
-                agents.join(","),
+                // A run killed before its steps were noted does not know its agent.
+                if agents.is_empty() { "-".to_owned() } else { agents.join(",") },
                 run.sandbox.clone(),
                 run.branch.clone(),
                 status,
