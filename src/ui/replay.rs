@@ -16,15 +16,26 @@ const LINE_CHARS: usize = 2000;
 pub(crate) fn from_log(log: &str, record: &RunRecord, full: bool) -> String {
     let mut out = header(record);
     let mut text_open = false;
+    // An agent reports its usage many times an iteration (a running total): the last is told,
+    // once, where the iteration ends.
+    let mut tokens: Option<String> = None;
     for line in log.lines() {
         let Some(logged) = Logged::parse(line) else { continue };
         if logged.run_id != record.id {
             continue;
         }
         let event = logged.event.as_ref();
+        if let Event::Usage { usage, .. } = event {
+            tokens = Some(format!("  tokens: {}\n", self::usage(usage)));
+            continue;
+        }
         if !matches!(event, Event::AgentText { .. }) && text_open {
             out.push('\n');
             text_open = false;
+        }
+        if matches!(event, Event::IterationFinished { .. } | Event::IterationStarted { .. } | Event::StepStarted { .. })
+        {
+            out.push_str(&tokens.take().unwrap_or_default());
         }
         if let Event::AgentText { text, .. } = event {
             if !text_open {
@@ -36,6 +47,7 @@ pub(crate) fn from_log(log: &str, record: &RunRecord, full: bool) -> String {
             out.push_str(&told(event, full));
         }
     }
+    out.push_str(&tokens.take().unwrap_or_default());
     out.push_str(&footer(record));
     out
 }
@@ -62,7 +74,6 @@ fn told(event: &Event<'_>, full: bool) -> String {
             format!("  ✗ {} failed{why}\n", name.as_deref().unwrap_or("tool call"))
         }
         Event::AgentStderr { text, .. } => format!("  stderr: {}\n", cut(text, full)),
-        Event::Usage { usage, .. } => format!("  tokens: {}\n", self::usage(usage)),
         Event::AgentError { message, kind, .. } => format!("  error ({}): {message}\n", kind.as_str()),
         Event::Commit { sha, subject, .. } => format!("  commit {} {subject}\n", sha.get(..10).unwrap_or(sha)),
         Event::CompletionSignal { signal, .. } => format!("  completion signal {signal}\n"),

@@ -495,3 +495,22 @@ fn follow_tails_a_run_until_it_ends() {
     assert!(followed.stderr.contains("its eden (pid"), "{}", followed.stderr);
     assert_ne!(followed.code, 0);
 }
+
+/// An agent reports its usage on every line of a long answer (a running total); `sessions show`
+/// tells the iteration's tokens once, at its end.
+#[test]
+fn show_tells_an_iterations_tokens_once() {
+    let env = TestEnv::new();
+    let fixture =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/agent-streams/claude-write_bash.jsonl");
+    let usage_lines =
+        std::fs::read_to_string(&fixture).unwrap().lines().filter(|line| line.contains("\"usage\"")).count();
+    assert!(usage_lines > 2, "the fixture reports usage {usage_lines} times");
+    let agent = env.script("agent.sh", &format!("cat >/dev/null\ncat '{}'", fixture.display()));
+    let manifest = crate::support::cli_manifest(&agent, "[loop]\nmax_iterations = 1\nrequire_completion = false\n")
+        .replace("kind = \"cli\"\n", "kind = \"cli\"\nparser = \"claude-code\"\n");
+    env.run_manifest(&manifest, &[]);
+    let show = env.eden(&["sessions", "show", "last", "--no-pager"]);
+    show.assert_code(0);
+    assert_eq!(show.stdout.matches("  tokens: ").count(), 1, "{}", show.stdout);
+}
