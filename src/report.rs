@@ -283,6 +283,12 @@ pub(crate) struct Failed {
 /// Receives every event of a run. Implemented at the edge (`ui`).
 pub(crate) trait Reporter {
     fn report(&mut self, run_id: &str, event: &Event<'_>);
+
+    /// An event that happened at `at` (RFC 3339, as a log stamps it), told later (`eden
+    /// sessions show --follow`): a display that stamps its lines uses that time, not its own.
+    fn report_at(&mut self, run_id: &str, event: &Event<'_>, _at: &str) {
+        self.report(run_id, event);
+    }
 }
 
 /// What the core reports through: every event of one run, stamped with its id and handed to

@@ -257,7 +257,7 @@ fn follow(run: &Light, log: &Path, json: bool) -> Result<i32, Error> {
                 continue;
             }
             match &mut display {
-                Some(display) => display.report(&logged.run_id, logged.event.as_ref()),
+                Some(display) => display.report_at(&logged.run_id, logged.event.as_ref(), &logged.ts),
                 None => print_data(line.trim_end()),
             }
             if let crate::report::Event::RunFinished { record } = logged.event.as_ref() {

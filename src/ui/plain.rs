@@ -18,6 +18,8 @@ pub(crate) struct PlainReporter {
     out: Arc<Mutex<BufWriter<std::io::Stderr>>>,
     /// One line's text, reused.
     line: String,
+    /// The time of day an event being told later happened (`report_at`), for its lines.
+    at: Option<String>,
 }
 
 impl PlainReporter {
@@ -33,13 +35,14 @@ impl PlainReporter {
                 let _ = out.flush();
             }
         });
-        PlainReporter { out, line: String::new() }
+        PlainReporter { out, line: String::new(), at: None }
     }
 
     fn line(&mut self, text: &str) {
         use std::fmt::Write as _;
         self.line.clear();
-        let _ = writeln!(self.line, "{} {}", clock(), super::for_terminal(text));
+        let stamp = self.at.clone().unwrap_or_else(clock);
+        let _ = writeln!(self.line, "{stamp} {}", super::for_terminal(text));
         let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
         let _ = out.write_all(self.line.as_bytes());
     }
@@ -68,6 +71,13 @@ pub(crate) fn clock() -> String {
 }
 
 impl Reporter for PlainReporter {
+    fn report_at(&mut self, run_id: &str, event: &Event<'_>, at: &str) {
+        // `2026-11-26T10:18:22.123Z`: its time of day, as `clock` gives it (UTC).
+        self.at = at.get(11..19).map(str::to_owned);
+        self.report(run_id, event);
+        self.at = None;
+    }
+
     fn report(&mut self, run_id: &str, event: &Event<'_>) {
         self.show(run_id, event);
         // The stream's own lines (and what prints nothing) wait for the next tick; the run's

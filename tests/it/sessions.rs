@@ -476,6 +476,20 @@ fn follow_tails_a_run_until_it_ends() {
     assert_eq!(json.code, 3);
     let log = std::fs::read_to_string(env.last_record()["log"].as_str().unwrap()).unwrap();
     assert_eq!(json.stdout.trim_end(), log.trim_end());
+    // Followed later, each line keeps the time its event happened, not the follower's.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let later = env.eden(&["sessions", "show", "last", "--follow"]);
+    let logged: serde_json::Value = log
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .find(|event| event["text"] == "step 1")
+        .unwrap();
+    let when = &logged["ts"].as_str().unwrap()[11..19];
+    assert!(
+        later.stderr.lines().any(|line| line.starts_with(when) && line.ends_with("| step 1")),
+        "{when}: {}",
+        later.stderr
+    );
 
     // A run whose eden is killed: following ends once its eden is gone.
     let ready2 = env.root().join("ready2");
