@@ -126,7 +126,8 @@ pub(crate) fn outputs(runs: &[Summarized<'_>], exit_code: i32) -> String {
                 "exit_reason": reason(run),
                 "exit_code": run.row.code,
                 "commits": run.row.commits.unwrap_or(0),
-                "cost_usd": run.row.cost,
+                // Money to a millionth of a dollar: sums of floats carry noise past it.
+                "cost_usd": run.row.cost.map(|cost| (cost * 1e6).round() / 1e6),
                 "merged_into": run.record.and_then(|record| record.merged_into.clone()),
                 "pushed": run.record.and_then(|record| record.push.as_ref()).map(|push| push.pushed),
                 "attempt": run.record.and_then(|record| record.attempt.as_ref()).map(|attempt| attempt.number),
@@ -162,4 +163,32 @@ pub(crate) fn outputs(runs: &[Summarized<'_>], exit_code: i32) -> String {
 
 fn status_of(exit_code: i32) -> String {
     if exit_code == 0 { "success" } else { "failure" }.to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `runs` carries money to a millionth of a dollar, not a float sum's noise.
+    #[test]
+    fn a_cost_in_runs_is_rounded() {
+        let row = Row {
+            name: "t".into(),
+            agent: "claude-code".into(),
+            host: None,
+            status: "completed".into(),
+            code: Some(0),
+            iterations: Some(1),
+            commits: Some(0),
+            landed: "no commits".into(),
+            duration_ms: Some(1),
+            tokens: Some(1),
+            cost: Some(0.000_563_999_999_999_999_9),
+            checks: None,
+        };
+        let out = outputs(&[Summarized { row, record: None }], 0);
+        let runs = out.lines().skip_while(|line| !line.starts_with("runs<<")).nth(1).unwrap();
+        let runs: serde_json::Value = serde_json::from_str(runs).unwrap();
+        assert_eq!(runs[0]["cost_usd"], serde_json::json!(0.000564), "{runs}");
+    }
 }
