@@ -54,6 +54,17 @@ pub(crate) fn doctor(args: DoctorArgs) -> Result<i32, Error> {
                 Ok(loaded) => {
                     findings.push(ok("manifest", format!("`{}` loads", path.display())));
                     findings.extend(placeholder(&loaded.plan));
+                    let mut unset = loaded.unset.clone();
+                    unset.sort();
+                    unset.dedup();
+                    findings.extend(unset.iter().map(|name| {
+                        not_there(
+                            "environment",
+                            true,
+                            format!("`{name}` is not set, and the manifest hands it over (`${{{name}}}`)"),
+                            format!("export `{name}` before running eden, or add it to `.eden/.env`"),
+                        )
+                    }));
                     Some(loaded.plan)
                 }
                 Err(err) => {

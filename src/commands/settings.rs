@@ -134,6 +134,8 @@ pub(crate) struct Loaded {
     pub(crate) notes: Vec<String>,
     /// The flags and `--set`s that stood in for manifest keys, for the record.
     pub(crate) given: Vec<String>,
+    /// For `eden doctor`: the `${VAR}`s the manifest refers to that are not set.
+    pub(crate) unset: Vec<String>,
 }
 
 /// Load `file` (or the flags alone) with the run's flags and `extra` `KEY=VALUE`s (a `--matrix`
@@ -171,6 +173,7 @@ pub(crate) fn load(
     let (mut manifest, mut source) = manifest::load(LoadRequest { file, overrides, current_dir })?;
     // `eden doctor` says the placeholder is there as one finding, and checks the rest.
     source.placeholder_allowed = purpose == Purpose::Doctor;
+    source.unset = (purpose == Purpose::Doctor).then(Default::default);
     if purpose == Purpose::Interactive {
         source.prompt_optional = true;
         // The person expects their writes in their checkout: `head`, unless the manifest or a
@@ -190,7 +193,8 @@ pub(crate) fn load(
     let project = repo.as_ref().ok().map(|found| found.root.as_path());
     let plan = plan::resolve(manifest, &source, &|name| std::env::var(name).ok(), &dotenv, project)?;
     check_args_are_used(&settings.prompt_args, &plan)?;
-    Ok(Loaded { plan, repo, notes: source.notes, given })
+    let unset = source.unset.map(std::cell::RefCell::into_inner).unwrap_or_default();
+    Ok(Loaded { plan, repo, notes: source.notes, given, unset })
 }
 
 /// An `--arg` no prompt uses is a typo or a stale script: say which keys the prompts do use.

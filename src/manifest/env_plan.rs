@@ -21,11 +21,20 @@ pub(crate) fn resolve_env(
                 .error_at_key(&key_path, format!("invalid environment variable name `{key}`"))
                 .with_hint("names may not be empty or contain `=`"));
         }
-        let value = expand_env(value, host_env).map_err(|NotSet(missing)| {
-            source.error_at(&key_path, format!("`{key_path}` refers to `${{{missing}}}`, which is not set")).with_hint(
-                format!("export `{missing}` before running eden, add it to `.eden/.env`, or remove the reference"),
-            )
-        })?;
+        let value = match (expand_env(value, host_env), &source.unset) {
+            (Ok(value), _) => value,
+            (Err(NotSet(missing)), Some(unset)) => {
+                unset.borrow_mut().push(missing);
+                continue;
+            }
+            (Err(NotSet(missing)), None) => {
+                return Err(source
+                    .error_at(&key_path, format!("`{key_path}` refers to `${{{missing}}}`, which is not set"))
+                    .with_hint(format!(
+                        "export `{missing}` before running eden, add it to `.eden/.env`, or remove the reference"
+                    )))
+            }
+        };
         resolved.insert(key.clone(), Secret(value));
     }
     Ok(resolved)

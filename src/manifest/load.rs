@@ -111,6 +111,9 @@ pub(crate) struct Source {
     pub(crate) prompt_optional: bool,
     /// `eden init`'s placeholder task may stay in the prompt (`eden doctor` says so itself).
     pub(crate) placeholder_allowed: bool,
+    /// `eden doctor`: a `${VAR}` that is not set is noted here (and its entry left out), not an
+    /// error, so that everything else is checked too.
+    pub(crate) unset: Option<std::cell::RefCell<Vec<String>>>,
 }
 
 impl Source {
@@ -198,6 +201,7 @@ pub(crate) fn load(request: LoadRequest<'_>) -> Result<(Manifest, Source), Error
         notes: Vec::new(),
         prompt_optional: false,
         placeholder_allowed: false,
+        unset: None,
     };
 
     for item in &source.overrides {
@@ -224,6 +228,7 @@ pub(crate) fn from_text(text: &str) -> Result<(Manifest, Source), String> {
         notes: Vec::new(),
         prompt_optional: false,
         placeholder_allowed: false,
+        unset: None,
     };
     let manifest = deserialize(table, &source).map_err(|err| err.message)?;
     Ok((manifest, source))

@@ -155,6 +155,8 @@ fn everything_is_reported_for_a_fresh_manifest() {
     run.assert_code(1);
     assert!(run.stderr.contains("✓ manifest: `eden.toml` loads"), "{}", run.stderr);
     assert!(run.stderr.contains("✗ prompt: step `main` still says `Describe the task here.`"), "{}", run.stderr);
+    // The key the manifest hands over is not exported here: one finding, the rest still checked.
+    assert!(run.stderr.contains("✗ environment: `ANTHROPIC_API_KEY` is not set"), "{}", run.stderr);
     if crate::containers::ready("docker") {
         assert!(run.stderr.contains("✗ docker:") && run.stderr.contains("eden:repo"), "{}", run.stderr);
     }
