@@ -80,6 +80,10 @@ pub(crate) struct ClaudeParser {
     /// Each message's latest usage, by a hash of its id (a long session has tens of thousands
     /// of messages: their ids are not kept).
     messages: std::collections::HashMap<u64, Usage>,
+    /// Keys of the parser's own for those hashes: the ids come from the agent, which must not
+    /// be able to make two of them collide (one message's usage would hide another's, under a
+    /// budget cap). Random per parser, fixed for its life.
+    ids: std::collections::hash_map::RandomState,
     /// Their sum, kept as each message's usage is replaced: a long session's thousands of
     /// messages are never summed again.
     total: Usage,
@@ -107,11 +111,8 @@ impl Parser for ClaudeParser {
 impl ClaudeParser {
     /// One message's latest usage in, the total of all messages so far out.
     fn running_total(&mut self, (id, usage): (String, Usage), emit: &mut dyn FnMut(StreamEvent<'_>)) {
-        use std::hash::{Hash, Hasher};
-        // Fixed keys: the same id hashes the same on every line.
-        let mut hasher = std::hash::DefaultHasher::new();
-        id.hash(&mut hasher);
-        if let Some(previous) = self.messages.insert(hasher.finish(), usage) {
+        use std::hash::BuildHasher;
+        if let Some(previous) = self.messages.insert(self.ids.hash_one(&id), usage) {
             self.total = self.total.since(&previous);
         }
         self.total.add(&usage);

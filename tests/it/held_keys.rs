@@ -477,20 +477,9 @@ fn the_proxy_refuses_what_it_must() {
         .with_root_certificates(roots)
         .with_no_client_auth();
     let upstream = eden::values::BaseUrl::parse(&front.url()).unwrap();
-    let key = eden::proxy::HeldKey {
-        header: eden::agent::credentials::CredentialHeader::XApiKey,
-        placeholder: "eden-held-test".into(),
-        value: eden::redact::Secret(KEY.into()),
-    };
     let socket = dir.path().join("0.sock");
-    let proxy = eden::proxy::Proxy::start_with(&socket, upstream, vec![key], Arc::new(tls)).unwrap();
-    let ask = |request: &str| {
-        let mut stream = std::os::unix::net::UnixStream::connect(&socket).unwrap();
-        stream.write_all(request.as_bytes()).unwrap();
-        let mut answer = String::new();
-        stream.read_to_string(&mut answer).unwrap();
-        answer
-    };
+    let proxy = eden::proxy::Proxy::start_with(&socket, upstream, vec![held_test_key()], Arc::new(tls)).unwrap();
+    let ask = |request: &str| ask_proxy(&socket, request);
     let body = "{}";
     let good = ask("HEAD / HTTP/1.1\r\nhost: x\r\nx-api-key: eden-held-test\r\ncontent-length: 0\r\n\r\n");
     assert!(good.starts_with("HTTP/1.1 "), "{good}");
@@ -519,6 +508,24 @@ fn the_proxy_refuses_what_it_must() {
     drop(proxy);
     assert!(!socket.exists(), "the socket goes with the proxy");
     assert!(std::os::unix::net::UnixStream::connect(&socket).is_err(), "nothing listens afterwards");
+}
+
+/// The key the proxy tests hold, under the placeholder `eden-held-test`.
+fn held_test_key() -> eden::proxy::HeldKey {
+    eden::proxy::HeldKey {
+        header: eden::agent::credentials::CredentialHeader::XApiKey,
+        placeholder: "eden-held-test".into(),
+        value: eden::redact::Secret(KEY.into()),
+    }
+}
+
+/// One request to the proxy on `socket`, and its whole answer.
+fn ask_proxy(socket: &std::path::Path, request: &str) -> String {
+    let mut stream = std::os::unix::net::UnixStream::connect(socket).unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    answer
 }
 
 /// The one certificate in a PEM file, as DER.
@@ -942,20 +949,9 @@ fn a_keyless_probe_goes_on_without_a_key() {
     let dir = tempfile::tempdir().unwrap();
     let server = ModelServer::start(dir.path().to_path_buf(), false);
     let upstream = eden::values::BaseUrl::parse(&format!("http://127.0.0.1:{}", server.port)).unwrap();
-    let key = eden::proxy::HeldKey {
-        header: eden::agent::credentials::CredentialHeader::XApiKey,
-        placeholder: "eden-held-test".into(),
-        value: eden::redact::Secret(KEY.into()),
-    };
     let socket = dir.path().join("0.sock");
-    let proxy = eden::proxy::Proxy::start(&socket, upstream, vec![key]).unwrap();
-    let ask = |request: &str| {
-        let mut stream = std::os::unix::net::UnixStream::connect(&socket).unwrap();
-        stream.write_all(request.as_bytes()).unwrap();
-        let mut answer = String::new();
-        stream.read_to_string(&mut answer).unwrap();
-        answer
-    };
+    let proxy = eden::proxy::Proxy::start(&socket, upstream, vec![held_test_key()]).unwrap();
+    let ask = |request: &str| ask_proxy(&socket, request);
     let probe = ask("HEAD /api/hello HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\n\r\n");
     assert!(probe.starts_with("HTTP/1.1 ") && !probe.starts_with("HTTP/1.1 403"), "{probe}");
     let get = ask("GET /api/hello HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\n\r\n");
@@ -963,4 +959,6 @@ fn a_keyless_probe_goes_on_without_a_key() {
     std::thread::sleep(std::time::Duration::from_millis(200));
     let audit = proxy.drain();
     assert_eq!(audit.iter().filter(|a| a.status == Some(403)).count(), 1, "only the GET was refused: {audit:?}");
+    // The probe reached the upstream (not eden's own 502 for one it could not reach).
+    assert!(audit.iter().any(|a| a.status != Some(403) && a.refused.is_none()), "{audit:?}");
 }

@@ -286,6 +286,17 @@ fn start_waiting(cluster: &Cluster, env: &TestEnv) -> std::process::Child {
     child
 }
 
+/// SIGKILL for the run's eden and for the guard of its pod `pod`: the pod is left behind (until
+/// its deadline).
+fn kill_eden_and_its_guard(cluster: &Cluster, pod: &str, eden: &mut std::process::Child) {
+    let guard = std::process::Command::new("pkill").args(["-9", "-f", &format!("__eden-guard .* {pod}$")]).status();
+    assert!(guard.unwrap().success(), "the guard was running");
+    eden.kill().unwrap();
+    let _ = eden.wait();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(cluster.has(pod), "left behind");
+}
+
 /// eden and its guard both killed: the pod stays (until its deadline); `eden clean` finds it in
 /// the cluster the record names, saves what it holds, and deletes it.
 #[test]
@@ -311,13 +322,7 @@ fn eden_clean_finds_a_killed_runs_pod() {
         .status()
         .unwrap();
     assert!(annotated.success());
-    let guard =
-        std::process::Command::new("pkill").args(["-9", "-f", &format!("__eden-guard .* {}$", pods[0])]).status();
-    assert!(guard.unwrap().success(), "the guard was running");
-    child.kill().unwrap();
-    let _ = child.wait();
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    assert!(cluster.has(&pods[0]), "left behind");
+    kill_eden_and_its_guard(cluster, &pods[0], &mut child);
     let mut clean = env.eden_command(&["clean", "--json"]);
     let clean = Run::from(clean.envs(cluster.env("admin")).output().unwrap());
     clean.assert_code(0);
@@ -344,13 +349,7 @@ fn eden_discard_removes_a_killed_runs_pod() {
     let mut child = start_waiting(cluster, &env);
     let pods = cluster.pods(&env.repo);
     assert_eq!(pods.len(), 1, "the pod runs");
-    let guard =
-        std::process::Command::new("pkill").args(["-9", "-f", &format!("__eden-guard .* {}$", pods[0])]).status();
-    assert!(guard.unwrap().success(), "the guard was running");
-    child.kill().unwrap();
-    let _ = child.wait();
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    assert!(cluster.has(&pods[0]), "left behind");
+    kill_eden_and_its_guard(cluster, &pods[0], &mut child);
     let mut discard = env.eden_command(&["discard", "last", "--force"]);
     let discard = Run::from(discard.envs(cluster.env("admin")).output().unwrap());
     discard.assert_code(0);
