@@ -30,6 +30,10 @@ pub(crate) fn kept_prompt(prompt: &str) -> String {
     format!("{}… ({} more bytes; the run's log has the whole prompt)", &prompt[..cut], prompt.len() - cut)
 }
 
+fn is_zero(count: &u64) -> bool {
+    *count == 0
+}
+
 /// The shape of the records this eden writes; bumped when a field changes meaning.
 pub(crate) const RECORD_VERSION: u32 = 1;
 
@@ -547,7 +551,11 @@ pub(crate) struct IterationRecord {
     pub(crate) session_id: Option<String>,
     /// Token usage (and cost when reported) for this iteration.
     pub(crate) usage: Option<Usage>,
+    /// The iteration's tool calls, the latest `TOOL_CALLS_KEPT` (500) of them.
     pub(crate) tool_calls: Vec<ToolCallRecord>,
+    /// How many earlier calls are not kept (the run's log has every one).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub(crate) tool_calls_omitted: u64,
     /// A failure the agent reported on its own output.
     pub(crate) agent_error: Option<AgentFailure>,
     /// The agent's own transcript of the session, as captured after the iteration.

@@ -40,7 +40,8 @@ pub(super) struct Invoked {
     pub(crate) signal: Option<String>,
     pub(crate) usage: Option<Usage>,
     pub(crate) session_id: Option<String>,
-    pub(crate) tool_calls: Vec<ToolCallRecord>,
+    /// The calls the record keeps, and how many earlier ones it does not.
+    pub(crate) tool_calls: (Vec<ToolCallRecord>, u64),
     pub(crate) failure: Option<AgentFailure>,
     /// The agent's own text (no subagents), for structured output.
     pub(crate) text: String,
@@ -113,7 +114,7 @@ pub(super) async fn invoke(shared: &Shared<'_>, ask: &Ask<'_>, live: &mut Live<'
         signal: said.signal,
         usage: said.usage,
         session_id: said.session_id,
-        tool_calls: said.tool_calls,
+        tool_calls: said.tool_calls.into_record(),
         failure: said.failure,
         text: said.text.unwrap_or_default(),
         started_at,
@@ -223,7 +224,8 @@ pub(super) fn push_record(
         prompt: crate::record::kept_prompt(prompt_text),
         session_id: invoked.session_id.clone(),
         usage: invoked.usage,
-        tool_calls: invoked.tool_calls.clone(),
+        tool_calls: invoked.tool_calls.0.clone(),
+        tool_calls_omitted: invoked.tool_calls.1,
         agent_error: invoked.failure.clone(),
         transcript: invoked.transcript.clone(),
         transcript_warning: invoked.transcript_warning.clone(),

@@ -24,6 +24,7 @@ mod push;
 mod session;
 mod steps;
 mod stream;
+mod tool_calls;
 mod transcript;
 mod usage_limit;
 pub(crate) mod workspace;

@@ -145,6 +145,7 @@ impl Run<'_> {
             session_id,
             usage: None,
             tool_calls: Vec::new(),
+            tool_calls_omitted: 0,
             agent_error: None,
             transcript,
             transcript_warning: None,

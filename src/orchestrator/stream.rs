@@ -8,6 +8,7 @@ use crate::manifest::plan::StepPlan;
 use crate::process::{Flow, Handlers};
 use crate::record::AgentFailure;
 use crate::record::ToolCallRecord;
+use super::tool_calls::ToolCalls;
 use crate::report::{Event, RunEvents};
 use std::collections::HashMap;
 use std::time::Duration;
@@ -18,7 +19,7 @@ pub(super) struct Said {
     pub(crate) signal: Option<String>,
     pub(crate) usage: Option<Usage>,
     pub(crate) session_id: Option<String>,
-    pub(crate) tool_calls: Vec<ToolCallRecord>,
+    pub(crate) tool_calls: ToolCalls,
     /// This iteration's latest running total, remembered once the iteration ends.
     pub(crate) pending_session_total: Option<(String, Usage)>,
     pub(crate) failure: Option<AgentFailure>,
@@ -45,9 +46,6 @@ pub(super) struct IterationHandlers<'a> {
     events: &'a mut RunEvents,
     /// Running totals reported by earlier iterations, per session (for `SessionTotal`).
     session_totals: &'a HashMap<String, Usage>,
-    /// Index of the oldest call still waiting for its result: results arrive in order, so
-    /// matching never rescans the calls already answered.
-    first_pending: usize,
     /// The caps to check the usage against, and the first one crossed.
     budget: Budget,
     /// The line being read made progress (text, a tool call, usage…), not only a notice.
@@ -72,7 +70,6 @@ impl<'a> IterationHandlers<'a> {
             completion_timeout: loop_.completion_timeout.0,
             events,
             session_totals,
-            first_pending: 0,
             budget,
             progressed: false,
             said: Said { text: step.output.as_ref().map(|_| String::new()), ..Said::default() },
@@ -103,23 +100,11 @@ impl<'a> IterationHandlers<'a> {
                     summary: summary.as_str().into(),
                     subagent,
                 });
-                self.said.tool_calls.push(ToolCallRecord { name, summary, ok: None, subagent, error: None });
+                self.said.tool_calls.call(ToolCallRecord { name, summary, ok: None, subagent, error: None });
             }
             StreamEvent::ToolResult { name, ok, reason } => {
-                let pending = self.said.tool_calls[self.first_pending..]
-                    .iter()
-                    .position(|call| call.ok.is_none() && name.as_deref().is_none_or(|name| name == call.name));
                 // A result that does not name its tool is the call it answers.
-                let mut called = name;
-                if let Some(offset) = pending {
-                    let call = &mut self.said.tool_calls[self.first_pending + offset];
-                    call.ok = Some(ok);
-                    call.error = reason.clone();
-                    called.get_or_insert_with(|| call.name.clone());
-                    while self.said.tool_calls.get(self.first_pending).is_some_and(|call| call.ok.is_some()) {
-                        self.first_pending += 1;
-                    }
-                }
+                let called = self.said.tool_calls.result(name.as_deref(), ok, reason.clone()).or(name);
                 if !ok {
                     self.events.report(&Event::ToolFailed {
                         iteration,
