@@ -221,6 +221,25 @@ pub(crate) enum Event<'a> {
     },
 }
 
+impl Event<'_> {
+    /// Is this the agent's (or a hook's) stream, many a second, rather than one of the run's
+    /// milestones? A display or a log may hold these back a moment, to write them together.
+    pub(crate) fn is_stream(&self) -> bool {
+        matches!(
+            self,
+            Event::AgentText { .. }
+                | Event::AgentStderr { .. }
+                | Event::ToolCall { .. }
+                | Event::ToolFailed { .. }
+                | Event::HookOutput { .. }
+                | Event::Usage { .. }
+                | Event::Prompt { .. }
+                | Event::Notice { .. }
+                | Event::SessionId { .. }
+        )
+    }
+}
+
 /// An event as one line of `--json-events` or a log file: when, which run, then the event's
 /// own keys. Written by `ui::log_file`; read back with `Logged::parse`.
 #[derive(Debug, Serialize, Deserialize)]

@@ -77,17 +77,25 @@ pub(crate) fn command(settings: &AdapterSettings, invocation: &Invocation<'_>) -
 /// act mid-iteration, and replaced by the `result` line's totals (with the cost) at the end.
 #[derive(Default)]
 pub(crate) struct ClaudeParser {
-    /// Each message's latest usage, by a hash of its id (a long session has tens of thousands
-    /// of messages: their ids are not kept).
-    messages: std::collections::HashMap<u64, Usage>,
-    /// Keys of the parser's own for those hashes: the ids come from the agent, which must not
-    /// be able to make two of them collide (one message's usage would hide another's, under a
-    /// budget cap). Random per parser, fixed for its life.
-    ids: std::collections::hash_map::RandomState,
-    /// Their sum, kept as each message's usage is replaced: a long session's thousands of
-    /// messages are never summed again.
+    /// The latest messages' ids and latest usage, newest last: a message's blocks come
+    /// together (a subagent's may come between), so only the last few can still grow.
+    recent: std::collections::VecDeque<Recent>,
+    /// The sum of every message's latest usage, kept as each message's usage is replaced: a
+    /// long session's thousands of messages are never summed again, nor remembered.
     total: Usage,
 }
+
+struct Recent {
+    /// A hash of the id, compared before the id itself: a new message is compared with every
+    /// recent one, and ids share long prefixes.
+    hash: u64,
+    id: Box<str>,
+    usage: Usage,
+}
+
+/// How many messages may still grow. One older than these that shows up again is counted
+/// again from its new usage: an agent can only make its total larger that way, never smaller.
+const RECENT_MESSAGES: usize = 64;
 
 impl Parser for ClaudeParser {
     fn parse_line(&mut self, line: &[u8], emit: &mut dyn FnMut(StreamEvent<'_>)) {
@@ -98,8 +106,8 @@ impl Parser for ClaudeParser {
         let Ok(text) = std::str::from_utf8(line) else { return emit(passthrough(line)) };
         match serde_json::from_str::<Line<'_>>(text) {
             Ok(mut parsed) => {
-                if let Some(usage) = parsed.message_usage() {
-                    self.running_total(usage, emit);
+                if let Some((id, usage)) = parsed.message_usage() {
+                    self.running_total((&id, usage), emit);
                 }
                 parsed.emit(emit)
             }
@@ -110,10 +118,20 @@ impl Parser for ClaudeParser {
 
 impl ClaudeParser {
     /// One message's latest usage in, the total of all messages so far out.
-    fn running_total(&mut self, (id, usage): (String, Usage), emit: &mut dyn FnMut(StreamEvent<'_>)) {
-        use std::hash::BuildHasher;
-        if let Some(previous) = self.messages.insert(self.ids.hash_one(&id), usage) {
-            self.total = self.total.since(&previous);
+    fn running_total(&mut self, (id, usage): (&str, Usage), emit: &mut dyn FnMut(StreamEvent<'_>)) {
+        use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+        let hash = BuildHasherDefault::<DefaultHasher>::default().hash_one(id);
+        match self.recent.iter_mut().rev().find(|known| known.hash == hash && *known.id == *id) {
+            Some(known) => {
+                self.total = self.total.since(&known.usage);
+                known.usage = usage;
+            }
+            None => {
+                if self.recent.len() == RECENT_MESSAGES {
+                    self.recent.pop_front();
+                }
+                self.recent.push_back(Recent { hash, id: id.into(), usage });
+            }
         }
         self.total.add(&usage);
         emit(StreamEvent::Usage { usage: self.total, mode: UsageMode::Total });
@@ -237,13 +255,13 @@ impl LineUsage {
 
 impl<'a> Line<'a> {
     /// An assistant line's message id and usage (that message's so far).
-    fn message_usage(&mut self) -> Option<(String, Usage)> {
+    fn message_usage(&mut self) -> Option<(Cow<'a, str>, Usage)> {
         if self.kind != "assistant" {
             return None;
         }
         let message = self.message.as_mut()?;
         let usage = message.usage.take()?;
-        Some((message.id.as_deref()?.to_owned(), usage.usage(None)))
+        Some((message.id.take()?, usage.usage(None)))
     }
 
     fn blocks(&mut self) -> Vec<Block<'a>> {
@@ -350,5 +368,36 @@ mod tests {
             });
         }
         assert_eq!(totals, [(10, 1, 100), (10, 30, 100), (15, 32, 200), (15, 33, 200), (15, 40, 200)]);
+    }
+
+    /// A session of tens of thousands of messages: the total is every message's latest usage,
+    /// only the latest few messages are remembered, and one seen again after them is counted
+    /// again (larger, never smaller).
+    #[test]
+    fn a_long_session_is_totalled_without_remembering_it() {
+        let line = |n: usize, output: u64| {
+            format!(
+                r#"{{"type":"assistant","message":{{"id":"msg_{n:024x}","content":[],"usage":{{"input_tokens":1,"output_tokens":{output}}}}}}}"#
+            )
+        };
+        let feed = |parser: &mut ClaudeParser, text: String| {
+            let mut total = (0, 0);
+            parser.parse_line(text.as_bytes(), &mut |event| {
+                if let StreamEvent::Usage { usage, .. } = event {
+                    total = (usage.input_tokens, usage.output_tokens);
+                }
+            });
+            total
+        };
+        let mut parser = ClaudeParser::default();
+        let mut total = (0, 0);
+        for n in 0..20_000 {
+            feed(&mut parser, line(n, 1));
+            total = feed(&mut parser, line(n, 5));
+        }
+        assert_eq!(total, (20_000, 100_000));
+        assert_eq!(parser.recent.len(), RECENT_MESSAGES);
+        assert_eq!(feed(&mut parser, line(19_999, 7)), (20_000, 100_002), "a recent message grows in place");
+        assert_eq!(feed(&mut parser, line(0, 7)), (20_001, 100_009), "an old one is counted again");
     }
 }

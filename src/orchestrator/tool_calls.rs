@@ -87,13 +87,14 @@ mod tests {
         calls.call(call("Bash", "first"));
         for n in 0..TOOL_CALLS_KEPT + 99 {
             calls.call(call("Read", &n.to_string()));
+            calls.result(Some("Read"), true, None);
         }
         assert_eq!(calls.result(Some("Bash"), false, None).as_deref(), Some("Bash"));
         let (kept, omitted) = calls.into_record();
         assert_eq!((kept.len(), omitted), (TOOL_CALLS_KEPT, 100));
         assert_eq!(kept[0].summary, "99");
         assert_eq!(kept.last().unwrap().summary, (TOOL_CALLS_KEPT + 98).to_string());
-        assert!(kept.iter().all(|c| c.ok.is_none()), "the answered call was not kept");
+        assert!(kept.iter().all(|c| c.ok == Some(true)), "the failed call was not kept, the answered ones were");
     }
 
     /// Calls that are never answered cannot grow the waiting list.

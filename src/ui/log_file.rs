@@ -5,6 +5,7 @@
 //! write fails part-way (a full disk) the file is cut back to its last complete line, so every
 //! line in it reads as JSON.
 
+use super::ticker::Ticked;
 use super::{Event, Reporter};
 use crate::report::Logged;
 use std::borrow::Cow;
@@ -17,8 +18,13 @@ pub(crate) struct JsonLinesReporter<W: Write> {
     flush_every_event: bool,
 }
 
-/// The `[logging] file`: whole lines, or none.
+/// The `[logging] file`: whole lines, or none. The agent's stream is written out by a `Ticked`
+/// thread (at most 50 ms late, or at 64 KiB); the run's milestones at once.
 pub(crate) struct LogFileReporter {
+    log: Ticked<LogFile>,
+}
+
+struct LogFile {
     file: fs_err::File,
     /// Complete lines not written yet.
     pending: Vec<u8>,
@@ -38,9 +44,12 @@ impl LogFileReporter {
         }
         let file = fs_err::OpenOptions::new().create(true).append(true).open(path)?;
         let written = file.metadata()?.len();
-        Ok(LogFileReporter { file, pending: Vec::with_capacity(64 * 1024), written })
+        let log = LogFile { file, pending: Vec::with_capacity(64 * 1024), written };
+        Ok(LogFileReporter { log: Ticked::new(log, LogFile::flush) })
     }
+}
 
+impl LogFile {
     /// Write what is pending; on a failure, cut the file back to its last complete line (the
     /// lines that did not fit are lost, the file stays readable).
     fn flush(&mut self) {
@@ -62,18 +71,19 @@ impl Reporter for LogFileReporter {
         let Ok(line) = serde_json::to_string(&logged(run_id, event)) else {
             return;
         };
-        self.pending.extend_from_slice(crate::redact::apply(&line).as_bytes());
-        self.pending.push(b'\n');
-        let chatty = matches!(event, Event::AgentText { .. } | Event::AgentStderr { .. } | Event::HookOutput { .. });
-        if !chatty || self.pending.len() >= 64 * 1024 {
-            self.flush();
+        let line = crate::redact::apply(&line);
+        let mut log = self.log.lock();
+        log.pending.extend_from_slice(line.as_bytes());
+        log.pending.push(b'\n');
+        if !event.is_stream() || log.pending.len() >= 64 * 1024 {
+            log.flush();
         }
     }
 }
 
 impl Drop for LogFileReporter {
     fn drop(&mut self) {
-        self.flush();
+        self.log.lock().flush();
     }
 }
 
@@ -91,9 +101,7 @@ impl<W: Write> Reporter for JsonLinesReporter<W> {
         let line = crate::redact::apply(&line);
         let _ = self.writer.write_all(super::defuse(&line, true).as_bytes());
         let _ = self.writer.write_all(b"\n");
-        if self.flush_every_event
-            || !matches!(event, Event::AgentText { .. } | Event::AgentStderr { .. } | Event::HookOutput { .. })
-        {
+        if self.flush_every_event || !event.is_stream() {
             let _ = self.writer.flush();
         }
     }

@@ -11,6 +11,7 @@ mod log_file;
 mod plain;
 pub(crate) mod replay;
 mod terminal;
+mod ticker;
 
 pub(crate) use live::LiveReporter;
 pub(crate) use log_file::{JsonLinesReporter, LogFileReporter};

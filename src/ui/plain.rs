@@ -1,21 +1,14 @@
 //! Plain timestamped lines on stderr, for CI logs and pipes: no cursor movement, no spinner.
 //!
-//! Lines are buffered, not written one `write(2)` at a time: an agent streaming thousands of
-//! lines a second would otherwise spend much of the run in the display. A small thread writes
-//! what is waiting every `FLUSH_EVERY`, so a line is never held back longer than that (an agent
-//! that prints one line and then thinks for a minute is still shown at once); the run's own
-//! milestones and its end are written immediately.
+//! The agent's stream is buffered and written out by a `Ticked` thread (at most 50 ms late);
+//! the run's own milestones and its end are written immediately.
 
+use super::ticker::Ticked;
 use super::{summary_lines, Event, Reporter};
 use std::io::{BufWriter, Write};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
-
-/// The longest a line waits in the buffer.
-const FLUSH_EVERY: Duration = Duration::from_millis(50);
 
 pub(crate) struct PlainReporter {
-    out: Arc<Mutex<BufWriter<std::io::Stderr>>>,
+    out: Ticked<BufWriter<std::io::Stderr>>,
     /// One line's text, reused.
     line: String,
     /// The time of day an event being told later happened (`report_at`), for its lines.
@@ -24,13 +17,7 @@ pub(crate) struct PlainReporter {
 
 impl PlainReporter {
     pub(crate) fn new() -> Self {
-        let out = Arc::new(Mutex::new(BufWriter::with_capacity(64 * 1024, std::io::stderr())));
-        let weak = Arc::downgrade(&out);
-        // Ends with the reporter: the next tick finds nothing to upgrade.
-        let _ = std::thread::Builder::new().name("display".into()).spawn(move || loop {
-            std::thread::sleep(FLUSH_EVERY);
-            let Some(out) = weak.upgrade() else { return };
-            let mut out = out.lock().unwrap_or_else(|e| e.into_inner());
+        let out = Ticked::new(BufWriter::with_capacity(64 * 1024, std::io::stderr()), |out| {
             if !out.buffer().is_empty() {
                 let _ = out.flush();
             }
@@ -43,12 +30,11 @@ impl PlainReporter {
         self.line.clear();
         let stamp = self.at.clone().unwrap_or_else(clock);
         let _ = writeln!(self.line, "{stamp} {}", super::for_terminal(text));
-        let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
-        let _ = out.write_all(self.line.as_bytes());
+        let _ = self.out.lock().write_all(self.line.as_bytes());
     }
 
     fn flush(&mut self) {
-        let _ = self.out.lock().unwrap_or_else(|e| e.into_inner()).flush();
+        let _ = self.out.lock().flush();
     }
 }
 
@@ -82,18 +68,7 @@ impl Reporter for PlainReporter {
         self.show(run_id, event);
         // The stream's own lines (and what prints nothing) wait for the next tick; the run's
         // milestones are written now.
-        if !matches!(
-            event,
-            Event::AgentText { .. }
-                | Event::AgentStderr { .. }
-                | Event::ToolCall { .. }
-                | Event::ToolFailed { .. }
-                | Event::HookOutput { .. }
-                | Event::Usage { .. }
-                | Event::Prompt { .. }
-                | Event::Notice { .. }
-                | Event::SessionId { .. }
-        ) {
+        if !event.is_stream() {
             self.flush();
         }
     }

@@ -528,3 +528,34 @@ fn show_tells_an_iterations_tokens_once() {
     show.assert_code(0);
     assert_eq!(show.stdout.matches("  tokens: ").count(), 1, "{}", show.stdout);
 }
+
+/// A session of 600 tool calls (16,000 in a session of hours): the record keeps the latest 500
+/// and counts the others, so it stays small though it is written at every phase; the log has
+/// every call, and `sessions show` of a run without a log says what the record left out.
+#[test]
+fn a_long_sessions_record_keeps_its_latest_tool_calls() {
+    let env = TestEnv::new();
+    let agent = env.script(
+        "calls.sh",
+        "cat >/dev/null\nfor n in $(seq 600); do\n\
+         echo '{\"type\":\"assistant\",\"message\":{\"id\":\"msg_'$n'\",\"content\":[{\"type\":\"tool_use\",\"id\":\"t'$n'\",\"name\":\"Bash\",\"input\":{\"command\":\"step '$n'\"}}]}}'\n\
+         echo '{\"type\":\"user\",\"message\":{\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"t'$n'\",\"content\":\"no\",\"is_error\":'$([ $n = 600 ] && echo true || echo false)'}]}}'\n\
+         done\n",
+    );
+    let manifest = crate::support::cli_manifest(&agent, "[loop]\nmax_iterations = 1\nrequire_completion = false\n")
+        .replace("kind = \"cli\"\n", "kind = \"cli\"\nparser = \"claude-code\"\n");
+    let run = env.run_manifest(&manifest, &[]);
+    let record = run.record();
+    let iteration = &record["iterations"][0];
+    let calls = iteration["tool_calls"].as_array().expect("tool calls");
+    assert_eq!((calls.len(), iteration["tool_calls_omitted"].as_u64()), (500, Some(100)), "{iteration}");
+    assert_eq!(calls[0]["summary"], "step 101");
+    assert_eq!((&calls[499]["summary"], &calls[499]["ok"]), (&"step 600".into(), &false.into()));
+    let log = std::fs::read_to_string(record["log"].as_str().expect("a log")).unwrap();
+    assert_eq!(log.matches("\"tool_call\"").count(), 600, "the log has every call");
+    std::fs::remove_file(record["log"].as_str().unwrap()).unwrap();
+    let show = env.eden(&["sessions", "show", "last", "--no-pager"]);
+    show.assert_code(0);
+    assert!(show.stdout.contains("… 100 earlier tool calls"), "{}", show.stdout);
+    assert_eq!(show.stdout.matches("▸ Bash step").count(), 499, "{}", &show.stdout[..2000]);
+}
