@@ -127,9 +127,10 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
         'eden;image;build' {
             [CompletionResult]::new('--engine', '--engine', [CompletionResultType]::ParameterName, 'The container engine (default: docker when its daemon answers, else podman)')
             [CompletionResult]::new('--host', '--host', [CompletionResultType]::ParameterName, 'The engine to use, when not the client''s default: `tcp://HOST:2376`, `ssh://USER@HOST`, or a docker context / podman connection name')
-            [CompletionResult]::new('--tag', '--tag', [CompletionResultType]::ParameterName, 'Image name (default: `eden:<repository folder name>`)')
+            [CompletionResult]::new('--tag', '--tag', [CompletionResultType]::ParameterName, 'Image name (default: the manifest''s `sandbox.image`, else `eden:<repository folder name>`)')
             [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'The Dockerfile, as `eden init` writes it')
-            [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'Agent whose CLI to install from npm (`none`: install nothing)')
+            [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'Agent whose CLI to install from npm (`none`: install nothing) (default: the manifest''s agent, else claude-code)')
+            [CompletionResult]::new('--manifest', '--manifest', [CompletionResultType]::ParameterName, 'Build the image this manifest runs in: its engine, `host`, `image` and agent, unless the options above say otherwise')
             [CompletionResult]::new('--base', '--base', [CompletionResultType]::ParameterName, 'Base image (default: the Dockerfile''s, `node:22-bookworm-slim`)')
             [CompletionResult]::new('--build-arg', '--build-arg', [CompletionResultType]::ParameterName, 'A build argument for the Dockerfile (a proxy, a CA certificate''s path): KEY=VALUE, or KEY to take its value from eden''s environment; repeatable. Values go to the engine in its environment, never on its command line')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')

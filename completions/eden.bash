@@ -653,7 +653,7 @@ _eden() {
             return 0
             ;;
         eden__subcmd__image__subcmd__build)
-            opts="-h --engine --host --tag --file --agent --base --build-arg --help"
+            opts="-h --engine --host --tag --file --agent --manifest --base --build-arg --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -694,6 +694,21 @@ _eden() {
                     ;;
                 --agent)
                     COMPREPLY=($(compgen -W "claude-code codex opencode pi copilot none" -- "${cur}"))
+                    return 0
+                    ;;
+                --manifest)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
                     return 0
                     ;;
                 --base)

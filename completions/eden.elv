@@ -119,9 +119,10 @@ set edit:completion:arg-completer[eden] = {|@words|
         &'eden;image;build'= {
             cand --engine 'The container engine (default: docker when its daemon answers, else podman)'
             cand --host 'The engine to use, when not the client''s default: `tcp://HOST:2376`, `ssh://USER@HOST`, or a docker context / podman connection name'
-            cand --tag 'Image name (default: `eden:<repository folder name>`)'
+            cand --tag 'Image name (default: the manifest''s `sandbox.image`, else `eden:<repository folder name>`)'
             cand --file 'The Dockerfile, as `eden init` writes it'
-            cand --agent 'Agent whose CLI to install from npm (`none`: install nothing)'
+            cand --agent 'Agent whose CLI to install from npm (`none`: install nothing) (default: the manifest''s agent, else claude-code)'
+            cand --manifest 'Build the image this manifest runs in: its engine, `host`, `image` and agent, unless the options above say otherwise'
             cand --base 'Base image (default: the Dockerfile''s, `node:22-bookworm-slim`)'
             cand --build-arg 'A build argument for the Dockerfile (a proxy, a CA certificate''s path): KEY=VALUE, or KEY to take its value from eden''s environment; repeatable. Values go to the engine in its environment, never on its command line'
             cand -h 'Print help'

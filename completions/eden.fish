@@ -143,14 +143,15 @@ complete -c eden -n "__fish_eden_using_subcommand image; and not __fish_seen_sub
 complete -c eden -n "__fish_eden_using_subcommand image; and __fish_seen_subcommand_from build" -l engine -d 'The container engine (default: docker when its daemon answers, else podman)' -r -f -a "docker\t''
 podman\t''"
 complete -c eden -n "__fish_eden_using_subcommand image; and __fish_seen_subcommand_from build" -l host -d 'The engine to use, when not the client\'s default: `tcp://HOST:2376`, `ssh://USER@HOST`, or a docker context / podman connection name' -r -f
-complete -c eden -n "__fish_eden_using_subcommand image; and __fish_seen_subcommand_from build" -l tag -d 'Image name (default: `eden:<repository folder name>`)' -r -f
+complete -c eden -n "__fish_eden_using_subcommand image; and __fish_seen_subcommand_from build" -l tag -d 'Image name (default: the manifest\'s `sandbox.image`, else `eden:<repository folder name>`)' -r -f
 complete -c eden -n "__fish_eden_using_subcommand image; and __fish_seen_subcommand_from build" -l file -d 'The Dockerfile, as `eden init` writes it' -r -F
-complete -c eden -n "__fish_eden_using_subcommand image; and __fish_seen_subcommand_from build" -l agent -d 'Agent whose CLI to install from npm (`none`: install nothing)' -r -f -a "claude-code\t''
+complete -c eden -n "__fish_eden_using_subcommand image; and __fish_seen_subcommand_from build" -l agent -d 'Agent whose CLI to install from npm (`none`: install nothing) (default: the manifest\'s agent, else claude-code)' -r -f -a "claude-code\t''
 codex\t''
 opencode\t''
 pi\t''
 copilot\t''
 none\t''"
+complete -c eden -n "__fish_eden_using_subcommand image; and __fish_seen_subcommand_from build" -l manifest -d 'Build the image this manifest runs in: its engine, `host`, `image` and agent, unless the options above say otherwise' -r -F
 complete -c eden -n "__fish_eden_using_subcommand image; and __fish_seen_subcommand_from build" -l base -d 'Base image (default: the Dockerfile\'s, `node:22-bookworm-slim`)' -r -f
 complete -c eden -n "__fish_eden_using_subcommand image; and __fish_seen_subcommand_from build" -l build-arg -d 'A build argument for the Dockerfile (a proxy, a CA certificate\'s path): KEY=VALUE, or KEY to take its value from eden\'s environment; repeatable. Values go to the engine in its environment, never on its command line' -r
 complete -c eden -n "__fish_eden_using_subcommand image; and __fish_seen_subcommand_from build" -s h -l help -d 'Print help'

@@ -448,7 +448,7 @@ pub(crate) struct ImageBuildArgs {
     #[arg(long, value_name = "ENGINE", value_hint = ValueHint::Other)]
     pub(crate) host: Option<String>,
 
-    /// Image name (default: `eden:<repository folder name>`)
+    /// Image name (default: the manifest's `sandbox.image`, else `eden:<repository folder name>`)
     #[arg(long, value_hint = ValueHint::Other)]
     pub(crate) tag: Option<String>,
 
@@ -456,9 +456,15 @@ pub(crate) struct ImageBuildArgs {
     #[arg(long, value_name = "PATH", default_value = "Dockerfile.eden", value_hint = ValueHint::FilePath)]
     pub(crate) file: PathBuf,
 
-    /// Agent whose CLI to install from npm (`none`: install nothing)
-    #[arg(long, value_name = "KIND", default_value = "claude-code", value_parser = OneOf(npm_agent_kinds))]
-    pub(crate) agent: String,
+    /// Agent whose CLI to install from npm (`none`: install nothing) (default: the manifest's
+    /// agent, else claude-code)
+    #[arg(long, value_name = "KIND", value_parser = OneOf(npm_agent_kinds))]
+    pub(crate) agent: Option<String>,
+
+    /// Build the image this manifest runs in: its engine, `host`, `image` and agent, unless the
+    /// options above say otherwise
+    #[arg(long, value_name = "PATH", value_hint = ValueHint::FilePath)]
+    pub(crate) manifest: Option<PathBuf>,
 
     /// Base image (default: the Dockerfile's, `node:22-bookworm-slim`)
     #[arg(long, value_name = "IMAGE", value_hint = ValueHint::Other)]

@@ -450,6 +450,11 @@ impl AttemptRecord {
 impl RunRecord {
     /// Write the record where it belongs, atomically (a temporary file renamed over it), with
     /// secrets redacted.
+    /// Strategy `head`: the run worked on the checkout's own branch, which it leaves as it is.
+    pub(crate) fn worked_in_place(&self) -> bool {
+        self.strategy == crate::manifest::schema::Strategy::Head
+    }
+
     pub(crate) fn save(&self) -> std::io::Result<()> {
         save_json(&self.record_path, self)
     }

@@ -295,6 +295,9 @@ pub static SPECS: [AgentSpec; 8] = [
 ];
 
 impl AgentKind {
+    /// The agent eden sets up when none is named (`eden init`, `eden image build`).
+    pub(crate) const DEFAULT: AgentKind = AgentKind::ClaudeCode;
+
     pub(crate) fn spec(self) -> &'static AgentSpec {
         SPECS.iter().find(|spec| spec.kind == self).expect("every kind has a spec")
     }

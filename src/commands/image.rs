@@ -8,7 +8,7 @@ use crate::agent::AgentKind;
 use crate::cli::{ImageBuildArgs, ImagePushArgs, ImageRemoveArgs};
 use crate::error::Error;
 use crate::git::Git;
-use crate::manifest::plan::{Engine, EngineHost};
+use crate::manifest::plan::{Engine, EngineHost, SandboxPlan};
 use crate::sandbox::engine::Target;
 
 /// The engine to use: `--engine` (else docker when its daemon answers, else podman), at
@@ -57,11 +57,14 @@ fn tag(given: Option<String>) -> Result<String, Error> {
     Ok(default_tag(&root))
 }
 
-pub(crate) fn build(args: ImageBuildArgs) -> Result<i32, Error> {
+pub(crate) fn build(mut args: ImageBuildArgs) -> Result<i32, Error> {
+    if let Some(path) = args.manifest.clone() {
+        from_manifest(&path, &mut args)?;
+    }
     let target = engine(args.engine.as_deref(), args.host.as_deref())?;
     let engine = target.engine;
     let tag = tag(args.tag.clone())?;
-    let package = npm_package(&args.agent)?;
+    let package = npm_package(args.agent.get_or_insert_with(|| AgentKind::DEFAULT.as_str().to_owned()))?;
     if !args.file.exists() {
         return Err(Error::usage(format!("`{}` does not exist", args.file.display()))
             .with_hint("write it with `eden init --sandbox docker` (or pass `--file`)"));
@@ -123,6 +126,38 @@ pub(crate) fn build(args: ImageBuildArgs) -> Result<i32, Error> {
         "built `{tag}` (uid {uid}, gid {gid}); use it with `image = \"{tag}\"`{on} in [sandbox]"
     ));
     Ok(0)
+}
+
+/// `--manifest`: the engine, host, image and agent the manifest runs with, where the options
+/// do not say.
+fn from_manifest(path: &std::path::Path, args: &mut ImageBuildArgs) -> Result<(), Error> {
+    let current = crate::commands::current_dir()?;
+    let settings = super::settings::RunSettings::plain(None);
+    let plan = super::settings::load(&settings, Some(path), &[], super::settings::Purpose::Doctor, &current)?.plan;
+    let SandboxPlan::Container(container) = &plan.sandbox else {
+        return Err(Error::usage(format!(
+            "`{}` runs in no container image (its sandbox is `{}`)",
+            path.display(),
+            plan.sandbox.kind().as_str()
+        ))
+        .with_hint("a `docker` or `podman` sandbox has an image to build; for a pod, build it here with `--tag` and `eden image push` it where the cluster pulls from"));
+    };
+    if container.hosts.len() > 1 && args.host.is_none() {
+        return Err(Error::usage(format!("`{}` runs on {} engines", path.display(), container.hosts.len())).with_hint(
+            "build on one with `--host`, or build here and copy it to each with `eden image push --host HOST`",
+        ));
+    }
+    args.engine.get_or_insert_with(|| container.engine.binary().to_owned());
+    if args.host.is_none() {
+        args.host = container.hosts.first().map(|host| host.as_str().to_owned());
+    }
+    args.tag.get_or_insert_with(|| container.image.clone());
+    args.agent.get_or_insert_with(|| {
+        let kind = plan.steps[0].agent.kind();
+        // A `cli` agent's program (or eden itself, relayed) is the image's business, not npm's.
+        kind.spec().npm_package.map_or("none", |_| kind.as_str()).to_owned()
+    });
+    Ok(())
 }
 
 /// The npm package `--agent` installs (none for `none`).
@@ -192,7 +227,7 @@ fn failed_hint(args: &ImageBuildArgs, untrusted: bool) -> String {
         let base = args.base.as_deref().map(|base| format!(" --base {base}")).unwrap_or_default();
         return format!(
             "the build did not trust a TLS certificate: behind a TLS-inspecting proxy, give its CA certificate (PEM): `EXTRA_CA_CERT=\"$(cat proxy-ca.crt)\" eden image build{engine}{base} --agent {} --build-arg EXTRA_CA_CERT` (see the README's Building an image); the steps that succeeded are cached",
-            args.agent
+            args.agent.as_deref().unwrap_or(AgentKind::DEFAULT.as_str())
         );
     }
     match &args.base {

@@ -3,12 +3,12 @@
 //! self-reported failure kept; and what the supervisor should do next (`Flow`).
 
 use super::budget::Budget;
+use super::tool_calls::ToolCalls;
 use crate::agent::{Agent, CompletionScanner, Parser, StreamEvent, Usage, UsageMode};
 use crate::manifest::plan::StepPlan;
 use crate::process::{Flow, Handlers};
 use crate::record::AgentFailure;
 use crate::record::ToolCallRecord;
-use super::tool_calls::ToolCalls;
 use crate::report::{Event, RunEvents};
 use std::collections::HashMap;
 use std::time::Duration;

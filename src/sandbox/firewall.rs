@@ -426,8 +426,9 @@ pub(super) fn internet_rule_sets(resolvers: &[Ipv4Addr], blocked: &[String]) -> 
 }
 
 fn in_namespace(pid: u32, program: &str, rules: String) -> Result<(), Error> {
+    let program = which(program).map_or_else(|| program.to_owned(), |found| found.display().to_string());
     let command = ProcessBuilder::new("nsenter")
-        .args(["-t", &pid.to_string(), "-n", program])
+        .args(["-t", &pid.to_string(), "-n", &program])
         .stdin(Stdin::Bytes(rules.into_bytes()));
     let output = command.output().map_err(|err| {
         Error::sandbox(format!("cannot run `{command}` to install the allowlist: {err}"))
@@ -438,6 +439,17 @@ fn in_namespace(pid: u32, program: &str, rules: String) -> Result<(), Error> {
             .with_hint("the allowlist needs `iptables` (nf_tables or legacy) working on the host"));
     }
     Ok(())
+}
+
+/// `program` on this machine's `PATH` (and the sbin folders, which a user's `PATH` may lack).
+pub(super) fn which(program: &str) -> Option<std::path::PathBuf> {
+    let path = std::env::var("PATH").unwrap_or_default();
+    let found = path
+        .split(':')
+        .chain(["/usr/sbin", "/sbin"])
+        .map(|dir| std::path::Path::new(dir).join(program))
+        .find(|candidate| candidate.is_file());
+    found
 }
 
 /// From inside the namespace (or the container): a denied address is refused, the first

@@ -247,7 +247,8 @@ fn make_bundle(bundle: &Path, v4: &str, v6: &str) -> Result<(), Error> {
                 "the rules on a remote engine and in a pod need `iptables` (nf_tables) installed on this machine",
             )
     };
-    let program = which("xtables-nft-multi").ok_or_else(|| failed("`xtables-nft-multi` is not installed".into()))?;
+    let program = super::firewall::which("xtables-nft-multi")
+        .ok_or_else(|| failed("`xtables-nft-multi` is not installed".into()))?;
     let ldd = ProcessBuilder::new("ldd").arg(&program).output().map_err(|err| failed(err.to_string()))?;
     if !ldd.success() {
         return Err(failed(ldd.stderr.trim().to_owned()));
@@ -296,17 +297,6 @@ fn linked(ldd: &str) -> (Vec<PathBuf>, Option<PathBuf>) {
         }
     }
     (libraries, loader)
-}
-
-/// `program` on this machine's `PATH` (and the sbin folders, which a user's `PATH` may lack).
-fn which(program: &str) -> Option<PathBuf> {
-    let path = std::env::var("PATH").unwrap_or_default();
-    let found = path
-        .split(':')
-        .chain(["/usr/sbin", "/sbin"])
-        .map(|dir| Path::new(dir).join(program))
-        .find(|candidate| candidate.is_file());
-    found
 }
 
 /// eden's probe on the engine: a container of the sandbox's image in the engine host's own

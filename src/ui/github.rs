@@ -71,7 +71,7 @@ pub(crate) fn summary(runs: &[Summarized<'_>], exit_code: i32) -> String {
         let Some(record) = record else { continue };
         out.push('\n');
         let prefix = if runs.len() > 1 { format!("**{}**: ", cell(&row.name)) } else { String::new() };
-        let _ = writeln!(out, "{prefix}branch `{}`{}", record.branch, pushed(record));
+        let _ = writeln!(out, "{prefix}{}{}", branch_line(record), pushed(record));
         for check in record.last_checks() {
             let how = match (check.outcome, check.exit_code) {
                 (HookOutcome::Ok, _) => "passed".to_owned(),
@@ -93,6 +93,32 @@ pub(crate) fn summary(runs: &[Summarized<'_>], exit_code: i32) -> String {
     out
 }
 
+/// The run's branch when it is still there after the run: the checkout's own (strategy
+/// `head`), kept for review, or pushed; none when its work merged and it was deleted, or it
+/// never had a commit. What the `branch` output names.
+fn branch_left(record: &RunRecord) -> Option<&str> {
+    if record.worked_in_place() {
+        return Some(&record.branch);
+    }
+    let pushed = record.push.as_ref().filter(|push| push.pushed).map(|push| push.branch.as_str());
+    record.preserved_branch.as_deref().or(pushed)
+}
+
+/// What became of the run's branch, for the summary.
+fn branch_line(record: &RunRecord) -> String {
+    let branch = &record.branch;
+    match (branch_left(record), &record.merged_into) {
+        _ if record.worked_in_place() => format!("worked on `{branch}` (strategy `head`)"),
+        (Some(_), _) if record.preserved_branch.is_some() => format!("branch `{branch}` kept"),
+        (left, Some(into)) => {
+            let here = if left.is_none() { " (deleted here)" } else { "" };
+            format!("branch `{branch}` merged into `{into}`{here}")
+        }
+        _ if record.commits.is_empty() => format!("branch `{branch}`: no commits, deleted"),
+        _ => format!("branch `{branch}` deleted"),
+    }
+}
+
 /// `, pushed to `origin``, or why not.
 fn pushed(record: &RunRecord) -> String {
     match &record.push {
@@ -109,7 +135,9 @@ pub(crate) fn outputs(runs: &[Summarized<'_>], exit_code: i32) -> String {
     let values = |of: &dyn Fn(&Summarized<'_>) -> String| runs.iter().map(of).collect::<Vec<_>>().join("\n");
     let status = |run: &Summarized<'_>| if run.row.code == Some(0) { "success" } else { "failure" }.to_owned();
     let reason = |run: &Summarized<'_>| run.row.status.clone();
-    let branch = |run: &Summarized<'_>| run.record.map(|record| record.branch.clone()).unwrap_or_default();
+    let branch = |run: &Summarized<'_>| run.record.and_then(branch_left).unwrap_or_default().to_owned();
+    let merged_into =
+        |run: &Summarized<'_>| run.record.and_then(|record| record.merged_into.clone()).unwrap_or_default();
     let commits = |run: &Summarized<'_>| run.row.commits.unwrap_or(0).to_string();
     let cost = |run: &Summarized<'_>| run.row.cost.map(|cost| format!("{cost:.4}")).unwrap_or_default();
     let artifacts = |run: &Summarized<'_>| {
@@ -148,6 +176,7 @@ pub(crate) fn outputs(runs: &[Summarized<'_>], exit_code: i32) -> String {
         ("chosen_branch", chosen),
         ("status", if runs.len() == 1 { values(&status) } else { status_of(exit_code) }),
         ("exit_reason", values(&reason)),
+        ("merged_into", values(&merged_into)),
         ("exit_code", exit_code.to_string()),
         ("commits", values(&commits)),
         ("cost_usd", values(&cost)),

@@ -125,7 +125,8 @@ pub(crate) fn from_record(record: &RunRecord, full: bool) -> String {
         out.push_str("prompt:\n");
         out.push_str(&indented(&iteration.prompt, if full { usize::MAX } else { PROMPT_LINES }, full));
         if iteration.tool_calls_omitted > 0 {
-            let _ = writeln!(out, "  … {} earlier tool calls (the record keeps the latest)", iteration.tool_calls_omitted);
+            let _ =
+                writeln!(out, "  … {} earlier tool calls (the record keeps the latest)", iteration.tool_calls_omitted);
         }
         for call in &iteration.tool_calls {
             let mark = if call.ok == Some(false) { "✗" } else { "▸" };

@@ -59,7 +59,8 @@ fn a_run_writes_the_job_summary_and_the_step_outputs() {
     run.assert_code(0);
     let record = run.record();
     let outputs = read_outputs(&github.output);
-    assert_eq!(outputs["branch"], record["branch"].as_str().unwrap());
+    assert_eq!(outputs["branch"], "", "merged, and deleted: no branch to name");
+    assert_eq!(outputs["merged_into"], "main");
     assert_eq!(outputs["status"], "success");
     assert_eq!(outputs["exit_reason"], "completed");
     assert_eq!(outputs["exit_code"], "0");
@@ -70,7 +71,8 @@ fn a_run_writes_the_job_summary_and_the_step_outputs() {
     let summary = std::fs::read_to_string(&github.summary).unwrap();
     assert!(summary.starts_with("### ✅ eden: `t` completed\n"), "{summary}");
     assert!(summary.contains("| t | cli | completed | 1 | 1 | 1/1 | merged into main |"), "{summary}");
-    assert!(summary.contains(&format!("branch `{}`", record["branch"].as_str().unwrap())), "{summary}");
+    let branch = record["branch"].as_str().unwrap();
+    assert!(summary.contains(&format!("branch `{branch}` merged into `main` (deleted here)")), "{summary}");
     assert!(summary.contains("- ✅ check `unit`: passed (iteration 1)"), "{summary}");
 
     // A run that fails says so, and appends: a job's steps share the files.
@@ -109,51 +111,107 @@ fn several_runs_write_one_summary() {
     let outputs = read_outputs(&github.output);
     let runs: serde_json::Value = serde_json::from_str(&outputs["runs"]).unwrap();
     assert_eq!(runs.as_array().unwrap().len(), 2);
-    assert_eq!(outputs["branch"].lines().count(), 2);
+    assert_eq!(outputs["merged_into"], "main\nmain");
     assert_eq!(outputs["status"], "success");
 }
 
-/// `action/run.sh` as the composite action runs it: inputs as variables, eden from PATH.
+/// `action/run.sh` as the composite action runs it: the inputs as variables, eden from `PATH`.
+fn action(env: &TestEnv, github: &Github, inputs: &[(&str, &str)], path_var: Option<&str>) -> Run {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("action/run.sh");
+    let eden_dir = Path::new(crate::support::EDEN).parent().unwrap().to_path_buf();
+    let mut command = std::process::Command::new("bash");
+    env.apply_env(&mut command);
+    command
+        .arg(&script)
+        .current_dir(&env.repo)
+        .env("PATH", path_var.map_or_else(|| format!("{}:/usr/bin:/bin", eden_dir.display()), str::to_owned))
+        .env("EDEN_ACTION_SOURCE", env!("CARGO_MANIFEST_DIR"))
+        .stdin(std::process::Stdio::null());
+    for (name, value) in inputs {
+        command.env(format!("EDEN_ACTION_{name}"), value);
+    }
+    github.apply(&mut command);
+    Run::from(command.output().unwrap())
+}
+
 #[test]
 fn the_actions_script_runs_the_manifest() {
     let env = TestEnv::new();
     let github = Github::new(&env);
     let agent = committing_agent(&env);
     let path = env.write_manifest(&cli_manifest(&agent, ""));
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("action/run.sh");
-    let eden_dir = Path::new(crate::support::EDEN).parent().unwrap().to_path_buf();
-    let path_var = format!("{}:/usr/bin:/bin", eden_dir.display());
-    let action = |manifest: &str, args: &str, install: &str, path_var: &str| {
-        let mut command = std::process::Command::new("bash");
-        env.apply_env(&mut command);
-        command
-            .arg(&script)
-            .current_dir(&env.repo)
-            .env("PATH", path_var)
-            .env("EDEN_ACTION_MANIFEST", manifest)
-            .env("EDEN_ACTION_ARGS", args)
-            .env("EDEN_ACTION_INSTALL", install)
-            .env("EDEN_ACTION_SOURCE", env!("CARGO_MANIFEST_DIR"))
-            .stdin(std::process::Stdio::null());
-        github.apply(&mut command);
-        Run::from(command.output().unwrap())
-    };
-    let run = action(path.to_str().unwrap(), "--quiet --arg UNUSED_IN_PROMPT=1", "never", &path_var);
+    let path = path.to_str().unwrap();
+    let run = action(
+        &env,
+        &github,
+        &[("MANIFEST", path), ("ARGS", "--quiet --arg UNUSED_IN_PROMPT=1"), ("INSTALL", "never")],
+        None,
+    );
     // The prompt uses no `{{UNUSED_IN_PROMPT}}`: eden refuses the argument, proving it got there.
     run.assert_code(2);
     assert!(run.stderr.contains("UNUSED_IN_PROMPT"), "{}", run.stderr);
-    let run = action(path.to_str().unwrap(), "--quiet", "auto", &path_var);
+    let run = action(&env, &github, &[("MANIFEST", path), ("ARGS", "--quiet"), ("INSTALL", "auto")], None);
     run.assert_code(0);
     assert_eq!(read_outputs(&github.output)["status"], "success");
-    let run = action(path.to_str().unwrap(), "", "never", "/usr/bin:/bin");
+    let run = action(&env, &github, &[("MANIFEST", path), ("INSTALL", "never")], Some("/usr/bin:/bin"));
     run.assert_code(2);
     assert!(run.stderr.contains("eden is not on PATH"), "{}", run.stderr);
-    let run = action(path.to_str().unwrap(), "", "sometimes", &path_var);
+    let run = action(&env, &github, &[("MANIFEST", path), ("INSTALL", "sometimes")], None);
     run.assert_code(2);
     assert!(run.stderr.contains("install must be auto, always or never"), "{}", run.stderr);
-    let run = action("", "", "never", &path_var);
+    let run = action(&env, &github, &[("MANIFEST", path), ("IMAGE", "yes")], None);
+    run.assert_code(2);
+    assert!(run.stderr.contains("image must be build or empty"), "{}", run.stderr);
+    let run = action(&env, &github, &[("MANIFEST", ""), ("INSTALL", "never")], None);
     run.assert_code(1);
     assert!(run.stderr.contains("the action needs its manifest input"), "{}", run.stderr);
+}
+
+/// The workflow the README gives, as far as this machine can run it: `image: build` builds the
+/// image the manifest names (`eden image build --manifest`, from the local test image through
+/// `image-args`), the agent works in docker, and the `branch` output names only a branch that
+/// is there after the run — none once its work merged, the kept one when a check fails.
+#[test]
+fn the_action_builds_the_manifests_image_and_names_only_branches_that_exist() {
+    if !crate::containers::ready("docker") {
+        return;
+    }
+    let env = TestEnv::new();
+    let github = Github::new(&env);
+    env.eden(&["init", "--agent", "simulated", "--sandbox", "docker"]).assert_code(0);
+    std::fs::remove_file(env.repo.join("eden.toml")).unwrap();
+    let tag = format!("localhost/eden-action-{}:1", std::process::id());
+    let commit = "echo work > w.txt && git add w.txt && git -c user.name=box -c user.email=box@example.com commit -qm work && echo '<promise>COMPLETE</promise>'";
+    let manifest = crate::containers::manifest("docker", commit, "").replace(crate::containers::IMAGE, &tag);
+    env.write("eden.toml", &manifest);
+    env.git(&["add", "eden.toml", "Dockerfile.eden"]);
+    env.git(&["commit", "-qm", "eden"]);
+    let image_args = format!("--base {} --agent none", crate::containers::IMAGE);
+    let run =
+        action(&env, &github, &[("IMAGE", "build"), ("IMAGE_ARGS", &image_args), ("MANIFEST", "eden.toml")], None);
+    let _ = std::process::Command::new("docker").args(["rmi", "-f", &tag]).output();
+    run.assert_code(0);
+    assert!(run.stderr.contains(&format!("built `{tag}`")), "{}", run.stderr);
+    let outputs = read_outputs(&github.output);
+    assert_eq!((outputs["status"].as_str(), outputs["commits"].as_str()), ("success", "1"));
+    assert_eq!(outputs["merged_into"], "main");
+    assert_eq!(outputs["branch"], "", "merged, and its branch deleted");
+    let summary = std::fs::read_to_string(&github.summary).unwrap();
+    assert!(summary.contains("merged into `main` (deleted here)"), "{summary}");
+
+    // A check that fails keeps the branch: the output names it, and it is there.
+    std::fs::remove_file(&github.output).unwrap();
+    let failing = env.write_manifest(&cli_manifest(
+        &committing_agent(&env),
+        "[loop]\nmax_iterations = 1\n[[check]]\nname = \"lint\"\ncmd = \"exit 4\"\n",
+    ));
+    let mut command = env.eden_command(&["run", failing.to_str().unwrap()]);
+    github.apply(&mut command);
+    Run::from(command.output().unwrap()).assert_code(9);
+    let branch = read_outputs(&github.output)["branch"].clone();
+    assert!(branch.starts_with("eden/"), "{branch}");
+    env.git(&["rev-parse", "--verify", &branch]);
+    assert!(std::fs::read_to_string(&github.summary).unwrap().contains(&format!("branch `{branch}` kept")));
 }
 
 /// Every output `action.yml` declares is one eden writes, and its step runs the script.
@@ -169,7 +227,18 @@ fn the_action_declares_what_eden_writes() {
         .collect();
     assert_eq!(
         declared,
-        ["branch", "chosen_branch", "status", "exit_reason", "exit_code", "commits", "cost_usd", "artifacts", "runs"]
+        [
+            "branch",
+            "chosen_branch",
+            "status",
+            "exit_reason",
+            "merged_into",
+            "exit_code",
+            "commits",
+            "cost_usd",
+            "artifacts",
+            "runs"
+        ]
     );
     for name in declared {
         assert!(action.contains(&format!("value: ${{{{ steps.run.outputs.{name} }}}}")), "{name}");
@@ -182,11 +251,44 @@ fn the_action_declares_what_eden_writes() {
     github.apply(&mut command);
     Run::from(command.output().unwrap()).assert_code(0);
     let written: Vec<String> = read_outputs(&github.output).into_keys().collect();
-    let mut expected: Vec<String> =
-        ["branch", "chosen_branch", "status", "exit_reason", "exit_code", "commits", "cost_usd", "artifacts", "runs"]
-            .iter()
-            .map(|s| (*s).to_owned())
-            .collect();
+    let mut expected: Vec<String> = [
+        "branch",
+        "chosen_branch",
+        "status",
+        "exit_reason",
+        "merged_into",
+        "exit_code",
+        "commits",
+        "cost_usd",
+        "artifacts",
+        "runs",
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .collect();
     expected.sort();
     assert_eq!(written, expected);
+}
+
+/// The README's workflow is `action/example-workflow.yml`, word for word, and what it gives the
+/// action are inputs `action.yml` has.
+#[test]
+fn the_readmes_workflow_is_the_example_and_fits_the_action() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let start = readme.find("```yaml\nname: eden\n").expect("the README has the workflow") + "```yaml\n".len();
+    let workflow = &readme[start..start + readme[start..].find("```\n").unwrap()];
+    let example = std::fs::read_to_string(root.join("action/example-workflow.yml")).unwrap();
+    assert!(example.ends_with(workflow), "action/example-workflow.yml is the README's workflow");
+    let action = std::fs::read_to_string(root.join("action.yml")).unwrap();
+    let inputs = action.split("\ninputs:\n").nth(1).unwrap().split("\noutputs:\n").next().unwrap();
+    let with =
+        workflow.split("        with:\n").nth(2).expect("the eden step's inputs").split("        env:").next().unwrap();
+    for line in with.lines() {
+        let name = line.trim().split(':').next().unwrap();
+        assert!(inputs.contains(&format!("\n  {name}:\n")) || inputs.starts_with(&format!("  {name}:\n")), "{name}");
+    }
+    for output in ["status", "branch"] {
+        assert!(workflow.contains(&format!("steps.eden.outputs.{output}")), "{output}");
+    }
 }

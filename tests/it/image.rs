@@ -36,6 +36,24 @@ fn image_build_needs_a_dockerfile() {
     );
 }
 
+/// `--manifest` builds the image a manifest runs in; one that runs in none says so, and one on
+/// several engines asks which.
+#[test]
+fn image_build_for_a_manifest_needs_one_container_engine() {
+    let env = TestEnv::new();
+    env.eden(&["init", "--agent", "simulated"]).assert_code(0);
+    let run = env.eden(&["image", "build", "--manifest", "eden.toml"]);
+    run.assert_code(2);
+    assert!(run.error_text().starts_with("error: `eden.toml` runs in no container image (its sandbox is `none`)\nhint: a `docker` or `podman` sandbox"), "{}", run.stderr);
+    env.write(
+        "eden.toml",
+        "name = \"x\"\nprompt = \"y\"\n[agent]\nkind = \"simulated\"\n[sandbox]\nkind = \"docker\"\nimage = \"x\"\nhost = [\"tcp://10.0.0.1:2376\", \"tcp://10.0.0.2:2376\"]\n",
+    );
+    let run = env.eden(&["image", "build", "--manifest", "eden.toml"]);
+    run.assert_code(2);
+    assert!(run.error_text().contains("runs on 2 engines\nhint: build on one with `--host`"), "{}", run.stderr);
+}
+
 fn build_run_remove(engine: &str) {
     if !ready(engine) {
         return;
