@@ -48,6 +48,9 @@ pub(crate) enum Event<'a> {
         duration_ms: u64,
         /// Why eden refused it or it failed.
         refused: Option<Cow<'a, str>>,
+        /// Still in flight when the agent was stopped: no status yet, `duration_ms` so far.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        in_flight: bool,
     },
     /// The run's container or pod is up: where it is, for displays that show it.
     SandboxStarted {
@@ -371,6 +374,20 @@ mod tests {
                 bytes_down: 20,
                 duration_ms: 30,
                 refused: None,
+                in_flight: false,
+            },
+            Event::ProviderRequest {
+                iteration: 1,
+                at: "2026-11-24T18:00:01Z".into(),
+                method: "POST".into(),
+                host: "api.anthropic.com".into(),
+                path: "/v1/messages".into(),
+                status: None,
+                bytes_up: 10,
+                bytes_down: 0,
+                duration_ms: 12_000,
+                refused: None,
+                in_flight: true,
             },
             Event::SandboxStarted {
                 engine: crate::record::SandboxEngine::Kubernetes,

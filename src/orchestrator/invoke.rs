@@ -6,7 +6,7 @@
 use super::budget::Budget;
 use super::context::{Live, Progress, Shared};
 use super::judge::{failure_on_stderr, verdict, Heard};
-use super::stream::{IterationHandlers, Said};
+use super::stream::{report_request, IterationHandlers, Said};
 use super::transcript::{capture, AgentEnv};
 use crate::agent::{Agent, Invocation, Usage};
 use crate::error::{Error, ErrorKind};
@@ -64,7 +64,7 @@ pub(super) async fn invoke(shared: &Shared<'_>, ask: &Ask<'_>, live: &mut Live<'
         (ask.step, ask.agent),
         live.events,
         &live.progress.session_totals,
-        ask.budget.clone(),
+        (ask.budget.clone(), shared.holder),
     );
     let (outcome, tail) =
         supervise(prepared.command, &watchdogs, &mut handlers, live.abort, prepared.inside.as_deref()).await.map_err(
@@ -126,22 +126,13 @@ pub(super) async fn invoke(shared: &Shared<'_>, ask: &Ask<'_>, live: &mut Live<'
     })
 }
 
-/// What the agent asked of its provider through the key-holding proxy, for the run's log.
+/// What the agent asked of its provider through the key-holding proxy, for the run's log: the
+/// requests answered since the handlers last told them, then any still in flight (the agent
+/// was stopped mid-request).
 fn report_requests(shared: &Shared<'_>, iteration: u32, events: &mut crate::orchestrator::RunEvents) {
     let Some(holder) = shared.holder else { return };
-    for audit in holder.drain() {
-        events.report(&Event::ProviderRequest {
-            iteration,
-            at: audit.at.into(),
-            method: audit.method.into(),
-            host: audit.host.into(),
-            path: audit.path.into(),
-            status: audit.status,
-            bytes_up: audit.bytes_up,
-            bytes_down: audit.bytes_down,
-            duration_ms: audit.duration_ms,
-            refused: audit.refused.map(Into::into),
-        });
+    for audit in holder.drain().into_iter().chain(holder.in_flight()) {
+        report_request(events, iteration, audit);
     }
 }
 

@@ -48,6 +48,8 @@ pub(super) struct IterationHandlers<'a> {
     session_totals: &'a HashMap<String, Usage>,
     /// The caps to check the usage against, and the first one crossed.
     budget: Budget,
+    /// The key-holding proxies, whose requests are told as they are answered.
+    holder: Option<&'a crate::proxy::held::Holder>,
     /// The line being read made progress (text, a tool call, usage…), not only a notice.
     progressed: bool,
     /// What the agent said so far.
@@ -60,7 +62,7 @@ impl<'a> IterationHandlers<'a> {
         (step, agent): (&StepPlan, &dyn Agent),
         events: &'a mut RunEvents,
         session_totals: &'a HashMap<String, Usage>,
-        budget: Budget,
+        (budget, holder): (Budget, Option<&'a crate::proxy::held::Holder>),
     ) -> Self {
         let loop_ = &step.loop_;
         IterationHandlers {
@@ -71,6 +73,7 @@ impl<'a> IterationHandlers<'a> {
             events,
             session_totals,
             budget,
+            holder,
             progressed: false,
             said: Said { text: step.output.as_ref().map(|_| String::new()), ..Said::default() },
         }
@@ -219,7 +222,32 @@ impl Handlers for IterationHandlers<'_> {
         self.events.report(&Event::AgentStderr { iteration: self.iteration, text: text.clone() });
     }
 
+    fn tick(&mut self) {
+        if let Some(holder) = self.holder {
+            for audit in holder.drain() {
+                report_request(self.events, self.iteration, audit);
+            }
+        }
+    }
+
     fn idle_warning(&mut self, silent_for: Duration) {
         self.events.report(&Event::IdleWarning { iteration: self.iteration, silent_secs: silent_for.as_secs() });
     }
+}
+
+/// One request the proxy served, as an event.
+pub(super) fn report_request(events: &mut RunEvents, iteration: u32, audit: crate::proxy::Audit) {
+    events.report(&Event::ProviderRequest {
+        iteration,
+        at: audit.at.into(),
+        method: audit.method.into(),
+        host: audit.host.into(),
+        path: audit.path.into(),
+        status: audit.status,
+        bytes_up: audit.bytes_up,
+        bytes_down: audit.bytes_down,
+        duration_ms: audit.duration_ms,
+        refused: audit.refused.map(Into::into),
+        in_flight: audit.in_flight,
+    });
 }

@@ -70,7 +70,12 @@ pub(crate) trait Handlers {
     fn stderr_line(&mut self, line: &[u8]);
     /// No stdout for `silent_for`, repeated every warning interval.
     fn idle_warning(&mut self, silent_for: Duration);
+    /// Every `TICK` while the command runs: for what happens beside its output.
+    fn tick(&mut self) {}
 }
+
+/// How often `Handlers::tick` is called.
+const TICK: Duration = Duration::from_millis(500);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Outcome {
@@ -367,15 +372,7 @@ pub(crate) async fn supervise(
 ) -> std::io::Result<(Outcome, OutputTails)> {
     let (mut child, mut pipes) = spawn(&mut command)?;
     let guard = GroupGuard::new(child.id().unwrap_or(0));
-    let act = |act: Act| {
-        let signal = match act {
-            Act::Signal(signal) => signal,
-            Act::GiveUp => Signal::SIGKILL,
-            Act::Nothing | Act::Warn(_) => return,
-        };
-        signal_inside(inside, signal);
-        guard.signal(signal);
-    };
+    let act = |act: Act| carry_out(act, inside, &guard);
     let mut state = Supervision::new(watchdogs, Instant::now());
     if let Some(request) = *abort.borrow_and_update() {
         // eden was told to stop before the command started: it gets no grace.
@@ -385,6 +382,7 @@ pub(crate) async fn supervise(
     let mut steer = watchdogs.steer.clone().map(seen);
     let gone = sandbox_gone(inside);
     tokio::pin!(gone);
+    let mut ticks = ticks();
     while !state.done() {
         act(state.take_stop(Instant::now()));
         let next = state.next_timer();
@@ -415,6 +413,7 @@ pub(crate) async fn supervise(
                 true => act(steer_now(&mut state, inside)),
                 false => steer = None,
             },
+            _ = ticks.tick() => handlers.tick(),
             () = sleep_until(next.map_or_else(Instant::now, |(at, _)| at)), if next.is_some() => {
                 let timer = next.map_or(Timer::Drain, |(_, timer)| timer);
                 match state.fire(timer, Instant::now()) {
@@ -436,6 +435,25 @@ pub(crate) async fn supervise(
     // What the command left behind (re-parented to eden's containment) goes with it.
     super::contain::reap_orphans();
     Ok((state.outcome(), pipes.tails))
+}
+
+/// A signal the watchdogs or an abort call for: to the command inside the sandbox, if any, and
+/// to the group on this machine.
+fn carry_out(act: Act, inside: Option<&dyn Inside>, guard: &GroupGuard) {
+    let signal = match act {
+        Act::Signal(signal) => signal,
+        Act::GiveUp => Signal::SIGKILL,
+        Act::Nothing | Act::Warn(_) => return,
+    };
+    signal_inside(inside, signal);
+    guard.signal(signal);
+}
+
+/// `Handlers::tick`'s clock: a tick that comes late is skipped, not made up in a burst.
+fn ticks() -> tokio::time::Interval {
+    let mut ticks = tokio::time::interval(TICK);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    ticks
 }
 
 /// eden got a signal: the command's share of it (`Supervision::aborted`). In a sandbox the first,

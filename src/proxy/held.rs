@@ -135,4 +135,9 @@ impl Holder {
     pub(crate) fn drain(&self) -> Vec<Audit> {
         self.proxies.iter().flat_map(|(_, proxy, _)| proxy.drain()).collect()
     }
+
+    /// The requests still in flight (the agent was stopped), each told once.
+    pub(crate) fn in_flight(&self) -> Vec<Audit> {
+        self.proxies.iter().flat_map(|(_, proxy, _)| proxy.in_flight()).collect()
+    }
 }

@@ -9,6 +9,7 @@
 
 mod forward;
 pub(crate) mod held;
+mod ledger;
 pub(crate) mod relay;
 mod server;
 pub(crate) mod tunnel;
@@ -57,6 +58,9 @@ pub struct Audit {
     pub(crate) duration_ms: u64,
     /// Why eden refused it or it failed, if it did.
     pub refused: Option<String>,
+    /// Still in flight when the agent was stopped (no status yet).
+    #[serde(default)]
+    pub(crate) in_flight: bool,
 }
 
 impl Audit {
@@ -73,6 +77,7 @@ impl Audit {
             bytes_down: 0,
             duration_ms: 0,
             refused: None,
+            in_flight: false,
         }
     }
 }

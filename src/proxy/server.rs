@@ -2,6 +2,7 @@
 //! forwarded (`forward`) on a thread of its own, at most `MAX_CONNECTIONS` at once.
 
 use super::forward;
+use super::ledger::Ledger;
 use super::upstream::{self, Upstream};
 use super::{Audit, HeldKey};
 use crate::error::Error;
@@ -9,7 +10,7 @@ use std::io::BufReader;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// The most requests one proxy serves at once.
 const MAX_CONNECTIONS: usize = 64;
@@ -18,7 +19,7 @@ const MAX_CONNECTIONS: usize = 64;
 pub struct Proxy {
     socket: PathBuf,
     stop: Arc<AtomicBool>,
-    audit: Arc<Mutex<Vec<Audit>>>,
+    ledger: Arc<Ledger>,
     acceptor: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -43,8 +44,8 @@ impl Proxy {
         use std::os::unix::fs::PermissionsExt;
         let _ = std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600));
         let stop = Arc::new(AtomicBool::new(false));
-        let audit = Arc::new(Mutex::new(Vec::new()));
-        let (stopped, noted, target) = (stop.clone(), audit.clone(), upstream.clone());
+        let ledger = Arc::new(Ledger::default());
+        let (stopped, noted, target) = (stop.clone(), ledger.clone(), upstream.clone());
         let keys = Arc::new(keys);
         let acceptor = std::thread::Builder::new()
             .name("eden-proxy".into())
@@ -60,9 +61,7 @@ impl Proxy {
                     let (keys, tls, target, noted, done) =
                         (keys.clone(), tls.clone(), target.clone(), noted.clone(), open.clone());
                     let spawned = std::thread::Builder::new().name("eden-proxy-request".into()).spawn(move || {
-                        if let Some(audit) = serve(connection, &target, &keys, &tls) {
-                            noted.lock().unwrap_or_else(|e| e.into_inner()).push(audit);
-                        }
+                        serve(connection, &target, &keys, &tls, &noted);
                         done.fetch_sub(1, Ordering::SeqCst);
                     });
                     if spawned.is_err() {
@@ -71,12 +70,17 @@ impl Proxy {
                 }
             })
             .map_err(|err| Error::internal(format!("cannot start the proxy: {err}")))?;
-        Ok(Proxy { socket: socket.to_owned(), stop, audit, acceptor: Some(acceptor) })
+        Ok(Proxy { socket: socket.to_owned(), stop, ledger, acceptor: Some(acceptor) })
     }
 
     /// The requests answered since the last call.
     pub fn drain(&self) -> Vec<Audit> {
-        std::mem::take(&mut *self.audit.lock().unwrap_or_else(|e| e.into_inner()))
+        self.ledger.drain()
+    }
+
+    /// The requests still in flight, each told once (`Ledger::in_flight`).
+    pub fn in_flight(&self) -> Vec<Audit> {
+        self.ledger.in_flight()
     }
 }
 
@@ -110,11 +114,16 @@ fn serve(
     upstream: &Upstream,
     keys: &[HeldKey],
     tls: &Arc<rustls::ClientConfig>,
-) -> Option<Audit> {
+    ledger: &Ledger,
+) {
     let _ = connection.set_read_timeout(Some(std::time::Duration::from_secs(600)));
     let mut client = BufReader::new(connection);
     match forward::read_head(&mut client) {
-        Ok(request) => Some(forward::forward(request, &mut client, upstream, keys, tls)),
+        Ok(request) => {
+            let sent = format!("{}{}", upstream.prefix, request.path);
+            let id = ledger.begin(Audit::new(&request.method, &upstream.authority(), &sent));
+            ledger.end(Some(id), forward::forward(request, &mut client, upstream, keys, tls));
+        }
         Err(refused) => {
             forward::refuse(client.get_mut(), &refused.why);
             // The path as it would have gone upstream, under the base URL's own.
@@ -123,7 +132,7 @@ fn serve(
             let mut audit = Audit::new(&method, &upstream.authority(), &path);
             audit.status = Some(400);
             audit.refused = Some(refused.why);
-            Some(audit)
+            ledger.end(None, audit);
         }
     }
 }

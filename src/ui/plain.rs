@@ -143,6 +143,9 @@ fn iteration_text(event: &Event<'_>) -> Option<String> {
             crate::values::format_duration(std::time::Duration::from_secs(*wait_secs))
         ),
         Event::SessionId { session_id, .. } => format!("session {session_id}"),
+        Event::ProviderRequest { method, host, path, duration_ms, in_flight: true, .. } => {
+            format!("provider {method} {host}{path} → no answer yet: the agent was stopped ({duration_ms} ms in)")
+        }
         Event::ProviderRequest { method, host, path, status, duration_ms, refused, .. } => {
             let status = status.map_or("-".to_owned(), |status| status.to_string());
             let why = refused.as_ref().map(|why| format!(": {why}")).unwrap_or_default();

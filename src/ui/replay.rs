@@ -104,6 +104,12 @@ fn told(event: &Event<'_>, full: bool) -> String {
             format!("{message}\n")
         }
         Event::StepFinished { step, status, .. } => format!("═══ step {step}: {}\n", status.as_str()),
+        Event::ProviderRequest { method, host, path, duration_ms, in_flight: true, .. } => {
+            format!(
+                "provider: {method} {host}{path} → no answer yet: the agent was stopped {} in\n",
+                took(*duration_ms)
+            )
+        }
         Event::ProviderRequest { method, host, path, status, bytes_up, bytes_down, duration_ms, refused, .. } => {
             let status = status.map_or("-".to_owned(), |status| status.to_string());
             let why = refused.as_ref().map(|why| format!(" ({why})")).unwrap_or_default();

@@ -962,3 +962,63 @@ fn a_keyless_probe_goes_on_without_a_key() {
     // The probe reached the upstream (not eden's own 502 for one it could not reach).
     assert!(audit.iter().any(|a| a.status != Some(403) && a.refused.is_none()), "{audit:?}");
 }
+
+/// The proxy's requests are told as they are answered, not when the iteration ends; one still
+/// in flight when the agent is stopped (here by the idle timeout) is told as such. The provider
+/// is plain HTTP on loopback: `/v1/quick` answers at once, `/v1/slow` never does.
+#[test]
+fn provider_requests_are_told_live_and_in_flight_when_stopped() {
+    if !crate::isolated::bwrap() {
+        return;
+    }
+    let env = TestEnv::new();
+    let provider = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = provider.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut connection in provider.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") && connection.read(&mut byte).is_ok_and(|n| n == 1) {
+                    head.push(byte[0]);
+                }
+                if String::from_utf8_lossy(&head).contains("/v1/slow") {
+                    std::thread::sleep(std::time::Duration::from_secs(60));
+                }
+                let _ = connection.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}");
+            });
+        }
+    });
+    let ask = |path: &str| {
+        format!(
+            "curl -s -X POST \"$ANTHROPIC_BASE_URL{path}\" -H \"x-api-key: $ANTHROPIC_API_KEY\" -d '{{}}' >/dev/null"
+        )
+    };
+    let agent = env.script("asks.sh", &format!("cat >/dev/null\n{}\nsleep 3\n{}\n", ask("/v1/quick"), ask("/v1/slow")));
+    let manifest = format!(
+        "name = \"asks\"\nprompt = \"x\"\n[agent]\nkind = \"claude-code\"\nbinary = \"{}\"\n\
+         env = {{ ANTHROPIC_BASE_URL = \"http://127.0.0.1:{port}\", ANTHROPIC_API_KEY = \"{KEY}\" }}\n\
+         [sandbox]\nkind = \"isolated\"\nnetwork = \"none\"\n[loop]\nmax_iterations = 1\nidle_timeout = \"6s\"\n",
+        agent.display()
+    );
+    let run = env.run_manifest(&manifest, &[]);
+    assert_ne!(run.code, 0, "the idle timeout stopped it");
+    let record = run.record();
+    let log = std::fs::read_to_string(record["log"].as_str().unwrap()).unwrap();
+    let events: Vec<serde_json::Value> = log.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    let at = |event: &serde_json::Value| humantime::parse_rfc3339(event["ts"].as_str().unwrap()).unwrap();
+    let requests: Vec<&serde_json::Value> = events.iter().filter(|e| e["event"] == "provider_request").collect();
+    assert_eq!(requests.len(), 2, "{log}");
+    let finished = events.iter().find(|e| e["event"] == "iteration_finished").expect("the iteration ended");
+    let (quick, slow) = (requests[0], requests[1]);
+    assert_eq!((&quick["path"], &quick["status"]), (&"/v1/quick".into(), &200.into()), "{quick}");
+    let early = at(finished).duration_since(at(quick)).unwrap();
+    assert!(early >= std::time::Duration::from_secs(5), "told {early:?} before the iteration ended: {log}");
+    assert_eq!(
+        (&slow["path"], &slow["in_flight"], &slow["status"]),
+        (&"/v1/slow".into(), &true.into(), &serde_json::Value::Null)
+    );
+    assert!(run.stderr.contains("provider POST 127.0.0.1:"), "{}", run.stderr);
+    assert!(run.stderr.contains("/v1/slow → no answer yet: the agent was stopped"), "{}", run.stderr);
+    assert!(!log.contains(KEY) && !run.stderr.contains(KEY));
+}
