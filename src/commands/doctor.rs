@@ -47,6 +47,8 @@ pub(crate) fn doctor(args: DoctorArgs) -> Result<i32, Error> {
     let current = crate::commands::current_dir()?;
     let mut findings = Vec::new();
     findings.extend(git_checks(&current, args.repo.as_ref()));
+    // The `${VAR}`s the manifest hands over that are not set here.
+    let mut unset = Vec::new();
     let plan = match &args.manifest {
         Some(path) => {
             let settings = super::settings::RunSettings::plain(args.repo.clone());
@@ -54,7 +56,7 @@ pub(crate) fn doctor(args: DoctorArgs) -> Result<i32, Error> {
                 Ok(loaded) => {
                     findings.push(ok("manifest", format!("`{}` loads", path.display())));
                     findings.extend(placeholder(&loaded.plan));
-                    let mut unset = loaded.unset.clone();
+                    unset = loaded.unset.clone();
                     unset.sort();
                     unset.dedup();
                     findings.extend(unset.iter().map(|name| {
@@ -86,7 +88,7 @@ pub(crate) fn doctor(args: DoctorArgs) -> Result<i32, Error> {
     };
     findings.extend(sandbox_checks(plan.as_ref(), host.as_ref()));
     findings.extend(agent_checks(plan.as_ref(), args.network));
-    findings.extend(plan.iter().flat_map(keys_in_the_sandbox));
+    findings.extend(plan.iter().flat_map(|plan| keys_in_the_sandbox(plan, &unset)));
     if let Some(plan) = &plan {
         let reach = crate::sandbox::reach::of(&plan.sandbox);
         findings.push(ok("the agent reads", reach.reads.join("; ")));
@@ -352,8 +354,9 @@ fn agent_checks(plan: Option<&Plan>, network: bool) -> Vec<Finding> {
 
 /// What a sandboxed step's agent is actually given to reach its provider: a held key (named),
 /// its key or login in what the manifest hands it, or nothing — which this machine's key, in
-/// eden's own environment only, does not change.
-fn keys_in_the_sandbox(plan: &Plan) -> Vec<Finding> {
+/// eden's own environment only, does not change. A key the manifest hands over from a variable
+/// not set here (`unset`) is that variable's finding, not a missing hand-over.
+fn keys_in_the_sandbox(plan: &Plan, unset: &[String]) -> Vec<Finding> {
     use crate::manifest::held_plan::Held;
     if matches!(plan.sandbox, SandboxPlan::None) {
         return Vec::new();
@@ -379,6 +382,16 @@ fn keys_in_the_sandbox(plan: &Plan) -> Vec<Finding> {
                 ok(check, format!("its login (`{}`) is held by eden", login.file))
             }
             (_, Some(var)) => ok(check, format!("`{var}` is handed to it")),
+            _ if let Some(var) = spec.doctor.key_vars.iter().find(|var| unset.iter().any(|name| name == *var)) => {
+                not_there(
+                    check,
+                    true,
+                    format!(
+                        "the manifest hands over `${{{var}}}`, which is not set here, so the sandbox would get no key"
+                    ),
+                    format!("export `{var}` before running eden, or add it to `.eden/.env`"),
+                )
+            }
             _ => {
                 let var = spec.init_key.or(spec.doctor.key_vars.first().copied()).unwrap_or("THE_KEY");
                 not_there(

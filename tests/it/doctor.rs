@@ -204,6 +204,18 @@ fn the_key_the_sandbox_gets_is_checked() {
         "{}",
         run.stderr
     );
+    // Before the key is exported, the manifest's hand-over is there: what is missing is the
+    // variable, and the finding says that, not "hand it over".
+    let unset = doctor(&env, &["eden.toml"], &[], &["ANTHROPIC_API_KEY"]);
+    unset.assert_code(1);
+    assert!(
+        unset.stderr.contains(
+            "✗ claude-code key in the sandbox: the manifest hands over `${ANTHROPIC_API_KEY}`, which is not set here"
+        ),
+        "{}",
+        unset.stderr
+    );
+    assert!(!unset.stderr.contains("hand it over under `[agent]`"), "{}", unset.stderr);
     let mut dry = env.eden_command(&["run", "--dry-run", "--set", "prompt=go"]);
     let dry = Run::from(dry.env("ANTHROPIC_API_KEY", "sk-ant-doctor-0000").output().unwrap());
     dry.assert_code(0);
