@@ -63,13 +63,17 @@ fn the_dockerfiles_build_arguments_come_just_before_their_step() {
     env.eden(&["init", "--agent", "simulated", "--sandbox", "docker"]).assert_code(0);
     let dockerfile = std::fs::read_to_string(env.repo.join("Dockerfile.eden")).unwrap();
     let body = dockerfile.split_once("\nFROM ").unwrap().1;
-    let args: Vec<&str> = body.lines().filter_map(|line| line.strip_prefix("ARG ")).map(|arg| arg.split('=').next().unwrap()).collect();
+    let args: Vec<&str> =
+        body.lines().filter_map(|line| line.strip_prefix("ARG ")).map(|arg| arg.split('=').next().unwrap()).collect();
     assert_eq!(args, ["AGENT_PACKAGE", "EXTRA_CA_CERT", "UID", "GID"], "{dockerfile}");
     for arg in args {
         let after = body.split_once(&format!("ARG {arg}")).unwrap().1;
         let next_run = after.split("\nRUN ").nth(1).expect("a step after it");
         let next_run = next_run.split("\nARG ").next().unwrap();
-        assert!(next_run.contains(&format!("${arg}")) || next_run.contains(&format!("${{{arg}}}")), "the step after `ARG {arg}` does not use it:\n{next_run}");
+        assert!(
+            next_run.contains(&format!("${arg}")) || next_run.contains(&format!("${{{arg}}}")),
+            "the step after `ARG {arg}` does not use it:\n{next_run}"
+        );
     }
 }
 
