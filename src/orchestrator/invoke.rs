@@ -75,7 +75,7 @@ pub(super) async fn invoke(shared: &Shared<'_>, ask: &Ask<'_>, live: &mut Live<'
         )?;
     let mut said = handlers.said();
     account(live.progress, &mut said);
-    report_requests(shared, ask.iteration, live.events);
+    report_requests(shared, ask.iteration, live.events).await;
     // Some agents say they cannot log in only on stderr (pi, Copilot) and exit 1.
     if let (None, Outcome::Exited { code }, None) = (&said.failure, outcome, &said.signal) {
         if code != 0 {
@@ -128,9 +128,16 @@ pub(super) async fn invoke(shared: &Shared<'_>, ask: &Ask<'_>, live: &mut Live<'
 
 /// What the agent asked of its provider through the key-holding proxy, for the run's log: the
 /// requests answered since the handlers last told them, then any still in flight (the agent
-/// was stopped mid-request).
-fn report_requests(shared: &Shared<'_>, iteration: u32, events: &mut crate::orchestrator::RunEvents) {
+/// was stopped mid-request). One whose answer the agent got may still be closing on the
+/// proxy's side as the agent exits: it gets a moment to end as answered.
+async fn report_requests(shared: &Shared<'_>, iteration: u32, events: &mut crate::orchestrator::RunEvents) {
     let Some(holder) = shared.holder else { return };
+    for _ in 0..25 {
+        if !holder.busy() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     for audit in holder.drain().into_iter().chain(holder.in_flight()) {
         report_request(events, iteration, audit);
     }

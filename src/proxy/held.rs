@@ -136,6 +136,11 @@ impl Holder {
         self.proxies.iter().flat_map(|(_, proxy, _)| proxy.drain()).collect()
     }
 
+    /// Is any request in flight?
+    pub(crate) fn busy(&self) -> bool {
+        self.proxies.iter().any(|(_, proxy, _)| proxy.busy())
+    }
+
     /// The requests still in flight (the agent was stopped), each told once.
     pub(crate) fn in_flight(&self) -> Vec<Audit> {
         self.proxies.iter().flat_map(|(_, proxy, _)| proxy.in_flight()).collect()

@@ -45,6 +45,12 @@ impl Ledger {
         entries.done.push(audit);
     }
 
+    /// Is a request in flight that was not told so yet?
+    pub(crate) fn busy(&self) -> bool {
+        let entries = self.entries();
+        entries.in_flight.keys().any(|id| !entries.told.contains(id))
+    }
+
     /// The requests answered since the last call.
     pub(crate) fn drain(&self) -> Vec<Audit> {
         std::mem::take(&mut self.entries().done)
@@ -81,9 +87,11 @@ mod tests {
         ledger.end(Some(a), Audit::new("POST", "h", "/a"));
         assert_eq!(ledger.drain().iter().map(|audit| audit.path.as_str()).collect::<Vec<_>>(), ["/a"]);
         assert!(ledger.drain().is_empty());
+        assert!(ledger.busy());
         let flying = ledger.in_flight();
         assert_eq!((flying.len(), flying[0].path.as_str(), flying[0].in_flight), (1, "/b", true));
         assert!(ledger.in_flight().is_empty(), "told once");
+        assert!(!ledger.busy(), "what was told is not waited for");
         ledger.end(Some(b), Audit::new("POST", "h", "/b"));
         assert!(ledger.drain().is_empty(), "its end is not told again");
         ledger.end(None, Audit::new("GET", "h", "/refused"));

@@ -78,6 +78,11 @@ impl Proxy {
         self.ledger.drain()
     }
 
+    /// Is a request in flight (not yet told as such)?
+    pub fn busy(&self) -> bool {
+        self.ledger.busy()
+    }
+
     /// The requests still in flight, each told once (`Ledger::in_flight`).
     pub fn in_flight(&self) -> Vec<Audit> {
         self.ledger.in_flight()
