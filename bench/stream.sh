@@ -32,7 +32,7 @@ measure() {
   start=$(now_ns)
   local rss_kb
   rss_kb=$( { /usr/bin/time -f '%M' "$eden" run --agent cli --binary "$agent" --prompt x \
-      --set loop.max_iterations=1 --set loop.idle_timeout=60 --quiet 2>&1 >/dev/null; } | tail -1)
+      --set loop.max_iterations=1 --set loop.idle_timeout=60 --set logging.file=false --quiet 2>&1 >/dev/null; } | tail -1)
   local eden_ns=$(( $(now_ns) - start ))
   awk -v n="$name" -v s="$size" -v e="$eden_ns" -v r="$raw_ns" -v m="$rss_kb" 'BEGIN {
     printf "%-22s eden %6.0f MB/s (producer alone %6.0f MB/s), peak RSS %.1f MB\n",

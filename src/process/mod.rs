@@ -10,6 +10,7 @@ mod group;
 pub(crate) mod guard;
 mod lines;
 mod liveness;
+mod reader;
 mod signals;
 mod supervise;
 mod watch;

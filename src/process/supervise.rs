@@ -16,7 +16,7 @@ use tokio::time::{sleep_until, Instant};
 /// Agents can print hundreds of MB/s. With the default 64 KiB pipe, writer and reader take
 /// turns every 64 KiB; a 1 MiB pipe and read buffer let both run at full speed.
 const PIPE_SIZE: i32 = 1 << 20;
-const READ_BUFFER: usize = 256 * 1024;
+const READ_BUFFER: usize = 128 * 1024;
 
 /// Ask the kernel for a bigger pipe. Best effort: an unprivileged process may be capped by
 /// `/proc/sys/fs/pipe-max-size`, and a smaller pipe only costs speed.
@@ -330,9 +330,8 @@ impl Supervision {
 
 /// The command's output pipes, with what reads them into lines.
 struct Pipes {
-    stdout: tokio::process::ChildStdout,
+    stdout: super::reader::Reader,
     stderr: tokio::process::ChildStderr,
-    out_buffer: Vec<u8>,
     err_buffer: Vec<u8>,
     out_lines: LineSplitter,
     err_lines: LineSplitter,
@@ -352,9 +351,8 @@ fn spawn(command: &mut ProcessBuilder) -> std::io::Result<(tokio::process::Child
     enlarge_pipe(&stdout);
     let stderr = child.stderr.take().ok_or_else(|| std::io::Error::other("stderr is not piped"))?;
     let pipes = Pipes {
-        stdout,
+        stdout: super::reader::Reader::start(stdout, READ_BUFFER)?,
         stderr,
-        out_buffer: vec![0u8; READ_BUFFER],
         err_buffer: vec![0u8; 8 * 1024],
         out_lines: LineSplitter::default(),
         err_lines: LineSplitter::default(),
@@ -387,7 +385,7 @@ pub(crate) async fn supervise(
         act(state.take_stop(Instant::now()));
         let next = state.next_timer();
         tokio::select! {
-            read = pipes.stdout.read(&mut pipes.out_buffer), if state.stdout_open => {
+            read = pipes.stdout.next(), if state.stdout_open => {
                 read_stdout(read, &mut pipes, &mut state, handlers);
             },
             read = pipes.stderr.read(&mut pipes.err_buffer), if state.stderr_open => {
@@ -534,16 +532,16 @@ fn read_stderr(read: std::io::Result<usize>, pipes: &mut Pipes, handlers: &mut d
 }
 
 /// A read of stdout: its lines to the handlers, what they answer to the state.
-fn read_stdout(read: std::io::Result<usize>, pipes: &mut Pipes, state: &mut Supervision, handlers: &mut dyn Handlers) {
-    let n = match read {
-        Ok(0) | Err(_) => {
+fn read_stdout(read: super::reader::Chunk, pipes: &mut Pipes, state: &mut Supervision, handlers: &mut dyn Handlers) {
+    let (buffer, n) = match read {
+        Ok((buffer, n)) if n > 0 => (buffer, n),
+        Ok(_) | Err(_) => {
             state.stdout_open = false;
             pipes.out_lines.finish(|line, continues| state.flow(handlers.stdout_line(line, continues), Instant::now()));
             return;
         }
-        Ok(n) => n,
     };
-    let chunk = &pipes.out_buffer[..n];
+    let chunk = &buffer[..n];
     pipes.tails.stdout.push(chunk);
     let (mut lines, mut waiting) = (0, 0);
     let now = Instant::now();
@@ -554,6 +552,7 @@ fn read_stdout(read: std::io::Result<usize>, pipes: &mut Pipes, state: &mut Supe
         state.flow(said, now);
     });
     state.stdout_read(lines, waiting, now);
+    pipes.stdout.give_back(buffer);
 }
 
 #[cfg(test)]
