@@ -1,9 +1,9 @@
 //! A command's stdout, read on a thread of its own: the kernel's copy out of the pipe (a
 //! quarter of eden's time on a fast agent stream) overlaps with the parsing of what was read
 //! before, on another core. Three buffers go round (one being filled, one waiting, one being
-//! parsed), made here, so the thread allocates nothing; it ends at the end of the stream, when nobody takes what it read any
-//! more, or, within 100 ms, when the reader is dropped (so a pipe some escaped process still
-//! holds is closed, as it was when eden read it itself).
+//! parsed), made here, so the thread allocates nothing. It ends at the end of the stream, when
+//! nobody takes what it read any more, or, within 100 ms, when the reader is dropped (so a pipe
+//! some escaped process still holds is closed, as it was when eden read it itself).
 
 use std::io::Read;
 use std::os::fd::AsFd;

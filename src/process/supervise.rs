@@ -14,8 +14,9 @@ use tokio::sync::watch;
 use tokio::time::{sleep_until, Instant};
 
 /// Agents can print hundreds of MB/s. With the default 64 KiB pipe, writer and reader take
-/// turns every 64 KiB; a 1 MiB pipe and read buffer let both run at full speed.
+/// turns every 64 KiB; a 1 MiB pipe lets both run at full speed.
 const PIPE_SIZE: i32 = 1 << 20;
+/// Each of the stdout reader's buffers (`reader.rs`: three go round).
 const READ_BUFFER: usize = 128 * 1024;
 
 /// Ask the kernel for a bigger pipe. Best effort: an unprivileged process may be capped by

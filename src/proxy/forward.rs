@@ -217,17 +217,22 @@ fn carries_credentials(request: &Request) -> bool {
         .any(|(name, _)| name.eq_ignore_ascii_case("x-api-key") || name.eq_ignore_ascii_case("authorization"))
 }
 
-/// Sends `request` (its body read from `client`) to `upstream` and streams the response back.
+/// The audit of `request` as it will go to `upstream`: its path under the base URL's own.
+pub(super) fn audit_of(request: &Request, upstream: &Upstream) -> Audit {
+    Audit::new(&request.method, &upstream.authority(), &format!("{}{}", upstream.prefix, request.path))
+}
+
+/// Sends `request` (its body read from `client`) to `upstream` and streams the response back;
+/// `audit` (`audit_of` it) filled in as it goes.
 pub(super) fn forward(
     mut request: Request,
+    mut audit: Audit,
     client: &mut BufReader<std::os::unix::net::UnixStream>,
     upstream: &Upstream,
     keys: &[HeldKey],
     tls: &std::sync::Arc<rustls::ClientConfig>,
 ) -> Audit {
     let started = Instant::now();
-    let sent = format!("{}{}", upstream.prefix, request.path);
-    let mut audit = Audit::new(&request.method, &upstream.authority(), &sent);
     // A keyless `HEAD` (Claude Code's connectivity probe, `HEAD /api/hello`) carries nothing to
     // swap and costs nothing: it goes on as it is, rather than reading as a refused key.
     let probe = request.method == "HEAD" && !carries_credentials(&request);

@@ -3,7 +3,7 @@
 //! agent was stopped, told then as such and not again when they end.
 
 use super::Audit;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -13,10 +13,15 @@ pub(crate) struct Ledger(Mutex<Entries>);
 #[derive(Default)]
 struct Entries {
     done: Vec<Audit>,
-    in_flight: BTreeMap<u64, (Audit, Instant)>,
-    /// In flight, and told so: their end is not told again.
-    told: HashSet<u64>,
+    in_flight: BTreeMap<u64, Flying>,
     next: u64,
+}
+
+struct Flying {
+    audit: Audit,
+    started: Instant,
+    /// Told as in flight: its end is not told again.
+    told: bool,
 }
 
 impl Ledger {
@@ -29,26 +34,22 @@ impl Ledger {
         let mut entries = self.entries();
         let id = entries.next;
         entries.next += 1;
-        entries.in_flight.insert(id, (audit, Instant::now()));
+        entries.in_flight.insert(id, Flying { audit, started: Instant::now(), told: false });
         id
     }
 
     /// A request answered (or refused): the one `begin` numbered, if it was begun.
     pub(super) fn end(&self, id: Option<u64>, audit: Audit) {
         let mut entries = self.entries();
-        if let Some(id) = id {
-            entries.in_flight.remove(&id);
-            if entries.told.remove(&id) {
-                return;
-            }
+        let told = id.and_then(|id| entries.in_flight.remove(&id)).is_some_and(|flying| flying.told);
+        if !told {
+            entries.done.push(audit);
         }
-        entries.done.push(audit);
     }
 
     /// Is a request in flight that was not told so yet?
     pub(crate) fn busy(&self) -> bool {
-        let entries = self.entries();
-        entries.in_flight.keys().any(|id| !entries.told.contains(id))
+        self.entries().in_flight.values().any(|flying| !flying.told)
     }
 
     /// The requests answered since the last call.
@@ -60,17 +61,16 @@ impl Ledger {
     /// is not told again.
     pub(crate) fn in_flight(&self) -> Vec<Audit> {
         let mut entries = self.entries();
-        let Entries { in_flight, told, .. } = &mut *entries;
-        let mut flying = Vec::new();
-        for (id, (audit, started)) in in_flight.iter() {
-            if told.insert(*id) {
-                let mut audit = audit.clone();
-                audit.duration_ms = started.elapsed().as_millis() as u64;
+        let untold = entries.in_flight.values_mut().filter(|flying| !flying.told);
+        untold
+            .map(|flying| {
+                flying.told = true;
+                let mut audit = flying.audit.clone();
+                audit.duration_ms = flying.started.elapsed().as_millis() as u64;
                 audit.in_flight = true;
-                flying.push(audit);
-            }
-        }
-        flying
+                audit
+            })
+            .collect()
     }
 }
 

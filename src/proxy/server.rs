@@ -125,9 +125,9 @@ fn serve(
     let mut client = BufReader::new(connection);
     match forward::read_head(&mut client) {
         Ok(request) => {
-            let sent = format!("{}{}", upstream.prefix, request.path);
-            let id = ledger.begin(Audit::new(&request.method, &upstream.authority(), &sent));
-            ledger.end(Some(id), forward::forward(request, &mut client, upstream, keys, tls));
+            let audit = forward::audit_of(&request, upstream);
+            let id = ledger.begin(audit.clone());
+            ledger.end(Some(id), forward::forward(request, audit, &mut client, upstream, keys, tls));
         }
         Err(refused) => {
             forward::refuse(client.get_mut(), &refused.why);
