@@ -88,7 +88,12 @@ fn build_run_remove(engine: &str) {
     build.assert_code(0);
     assert!(build.stdout.is_empty(), "build output goes to stderr");
     // The host's uid is baked in as the image's user.
-    let id = std::process::Command::new(engine).args(["run", "--rm", &tag, "id", "-u"]).output().unwrap();
+    // Removed by name, not `--rm`: podman's `run --rm` can return while its cleanup process
+    // still holds the container, and the image would then be in use below.
+    let probe = format!("eden-built-probe-{engine}-{}", std::process::id());
+    let id = std::process::Command::new(engine).args(["run", "--name", &probe, &tag, "id", "-u"]).output().unwrap();
+    let removed = std::process::Command::new(engine).args(["rm", "-f", &probe]).output().unwrap();
+    assert!(removed.status.success(), "{}", String::from_utf8_lossy(&removed.stderr));
     assert_eq!(String::from_utf8_lossy(&id.stdout).trim(), nix::unistd::getuid().as_raw().to_string());
     let set = format!("sandbox.image=\"{tag}\"");
     env.eden(&["run", "eden.toml", "--set", &set]).assert_code(0);
