@@ -57,7 +57,8 @@ remove, or could not be removed · 2 usage error · 130/143 interrupted (run it 
     Clean(CleanArgs),
     /// What a run changed against its base, through git's pager and diff settings
     #[command(after_help = "RUN is a run id, an unambiguous prefix of one, `last`, or a session id, as in \
-`eden sessions`. Arguments after `--` go to `git diff` (`eden diff last -- --stat`). Exit codes: 0 shown · \
+`eden sessions`. Arguments after it go to `git diff` (`eden diff last --stat`, or `eden diff --stat` for the \
+last run; after `--` they go to git whatever they are). Exit codes: 0 shown · \
 2 no such run · 7 git failed.")]
     Diff(DiffArgs),
     /// Merge a kept run's branch into its base, as the run's own merge would
@@ -344,15 +345,15 @@ pub(crate) struct ReviewArgs {
 #[derive(Debug, Args)]
 pub(crate) struct DiffArgs {
     /// The run: an id, a prefix of one, `last` (the default), or a session id
-    #[arg(value_name = "RUN", default_value = "last", value_hint = ValueHint::Other)]
+    #[arg(value_name = "RUN", default_value = "last", allow_hyphen_values = true, value_hint = ValueHint::Other)]
     pub(crate) run: String,
 
     /// The repository whose runs to look in (default: the current directory's)
     #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath)]
     pub(crate) repo: Option<PathBuf>,
 
-    /// More for `git diff`, after `--`
-    #[arg(last = true, value_name = "GIT_DIFF_ARGS")]
+    /// More for `git diff` (`--stat`, `--name-only`); after `--`, passed as they are
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "GIT_DIFF_ARGS")]
     pub(crate) args: Vec<String>,
 }
 

@@ -24,7 +24,11 @@ fn the_run(run: &str, repo: Option<&PathBuf>) -> Result<(Layout, Git, RunRecord)
     Ok((layout, git, record))
 }
 
-pub(crate) fn diff(args: DiffArgs) -> Result<i32, Error> {
+pub(crate) fn diff(mut args: DiffArgs) -> Result<i32, Error> {
+    // No run id starts with `-`: `eden diff --stat` is the last run's, with `--stat` for git.
+    if args.run.starts_with('-') {
+        args.args.insert(0, std::mem::replace(&mut args.run, "last".to_owned()));
+    }
     let (_, git, record) = the_run(&args.run, args.repo.as_ref())?;
     let Some(tip) = super::last_commit(&git, &record)? else {
         print_note(&format!("run `{}` made no commits", record.id));

@@ -1,7 +1,7 @@
 //! `eden diff`, `eden merge` and `eden discard`: a run's work reviewed, landed or thrown away
 //! after the run, on real git repositories.
 
-use crate::support::{cli_manifest, wait_for, TestEnv};
+use crate::support::{cli_manifest, wait_for, Run, TestEnv};
 
 /// An agent that commits `work.txt` (with `text`) and leaves `extra` (shell) after it, never
 /// signalling completion: its run keeps its branch.
@@ -23,9 +23,27 @@ fn diff_shows_what_the_run_changed() {
     run.assert_code(0);
     assert!(run.stdout.contains("+++ b/work.txt") && run.stdout.contains("+hello"), "{}", run.stdout);
     let id = record["id"].as_str().unwrap();
-    let stat = env.eden(&["diff", &id[..12], "--", "--stat"]);
-    stat.assert_code(0);
-    assert!(stat.stdout.contains("work.txt | 1 +"), "{}", stat.stdout);
+    // git's own arguments: after `--`, straight after the run, or with the run left out; eden's
+    // `--repo` among them is still eden's (run from elsewhere, so the repository is found by it).
+    let repo = env.repo.to_str().unwrap();
+    for args in [
+        vec!["diff", &id[..12], "--", "--stat"],
+        vec!["diff", &id[..12], "--stat"],
+        vec!["diff", "--stat"],
+        vec!["diff", "--", "--stat"],
+        vec!["diff", "--stat", "--repo", repo],
+    ] {
+        let mut command = env.eden_command(&args);
+        if args.contains(&"--repo") {
+            command.current_dir(env.root()).env("PWD", env.root());
+        }
+        let stat = Run::from(command.output().unwrap());
+        stat.assert_code(0);
+        assert!(stat.stdout.contains("work.txt | 1 +") && !stat.stdout.contains("+hello"), "{args:?}: {}", stat.stdout);
+    }
+    // After `--` everything goes to git as it is, a second `--` (before paths) too.
+    let names = env.eden(&["diff", "--name-only", "--", "--", "work.txt", "README.md"]);
+    assert_eq!(names.stdout.trim(), "work.txt", "{}", names.stderr);
     let none = env.eden(&["diff", "no-such-run"]);
     none.assert_code(2);
     assert!(none.stderr.contains("no run or session `no-such-run`"), "{}", none.stderr);
