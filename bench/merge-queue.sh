@@ -4,8 +4,6 @@
 # committing a file; every run merges into `main`. What a run holds the repository lock for is
 # what the others wait: the merge, and whatever else is done under the lock. Reports the wall
 # time and the merge queue's wait (`merge_wait_ms` of the records: median and longest).
-# A disk with noisy neighbours makes the figures vary severalfold from run to run; with
-# TMPDIR on a tmpfs (`TMPDIR=/dev/shm/x`, a folder that exists) the repository is in memory.
 #   bench/merge-queue.sh [N]
 source "$(dirname "$0")/common.sh"
 n=${1:-8}

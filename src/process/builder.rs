@@ -38,8 +38,8 @@ pub(crate) struct ProcessBuilder {
     /// Cleaning up (removing a sandbox): a signal already received does not stop it, a further
     /// one does.
     finishing: bool,
-    /// Work nothing waits for (deleting a finished run's files): the lowest CPU and I/O priority
-    /// that still never starves, so what others wait for is not slowed by it.
+    /// Work nothing waits for (deleting a finished run's files): the lowest CPU and I/O priority,
+    /// so what others wait for is not slowed by it.
     low_priority: bool,
 }
 
@@ -157,9 +157,7 @@ impl ProcessBuilder {
         self
     }
 
-    /// Run at the lowest CPU and I/O priority that never starves: `nice` 19, and the lowest
-    /// level of the best-effort I/O class (the idle class could wait for as long as anything
-    /// else reads or writes).
+    /// Run at the lowest CPU and I/O priority (`nice` 19, the idle I/O class).
     pub(crate) fn low_priority(mut self) -> Self {
         self.low_priority = true;
         self
@@ -235,10 +233,8 @@ impl ProcessBuilder {
                 command.pre_exec(|| {
                     nix::libc::setpriority(nix::libc::PRIO_PROCESS, 0, 19);
                     const IOPRIO_WHO_PROCESS: nix::libc::c_long = 1;
-                    const IOPRIO_CLASS_BEST_EFFORT: nix::libc::c_long = 2;
-                    const LOWEST_LEVEL: nix::libc::c_long = 7;
-                    let priority = (IOPRIO_CLASS_BEST_EFFORT << 13) | LOWEST_LEVEL;
-                    nix::libc::syscall(nix::libc::SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, priority);
+                    const IOPRIO_CLASS_IDLE: nix::libc::c_long = 3;
+                    nix::libc::syscall(nix::libc::SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, IOPRIO_CLASS_IDLE << 13);
                     Ok(())
                 });
             }
