@@ -119,25 +119,16 @@ impl Git {
     }
 
     /// Remove a clean worktree. git itself refuses when it has modified or untracked files, so
-    /// this can never lose work: that refusal is `Ok(Removal::KeptDirty)`. Deleting its files is
-    /// done at the lowest priority: what other runs wait for goes first.
+    /// this can never lose work: that refusal is `Ok(Removal::KeptDirty)`.
     pub(crate) fn remove_worktree(&self, path: &Path) -> Result<Removal, Error> {
-        let command = self.command(["worktree".as_ref(), "remove".as_ref(), path.as_os_str()]).low_priority();
-        let output = command.output().map_err(|err| Error::git(format!("cannot run `{command}`: {err}")))?;
+        let (output, command) = self.output(["worktree".as_ref(), "remove".as_ref(), path.as_os_str()])?;
         if output.success() {
             return Ok(Removal::Removed);
         }
         if output.stderr.contains("modified or untracked files") {
             return Ok(Removal::KeptDirty);
         }
-        Err(super::git_failure(&command.to_string(), &output.stderr))
-    }
-
-    /// Detach this worktree's HEAD at the commit it is on, so its branch is checked out nowhere
-    /// and can be deleted; the files, the index and the commit stay as they are.
-    pub(crate) fn detach_head(&self) -> Result<(), Error> {
-        let head = self.resolve("HEAD")?.ok_or_else(|| Error::git("the worktree's HEAD names no commit"))?;
-        self.run(["update-ref", "--no-deref", "-m", "eden: its run is over", "HEAD", &head]).map(drop)
+        Err(super::git_failure(&command, &output.stderr))
     }
 
     /// Delete a branch whose commits are safe elsewhere (merged, or none of its own).

@@ -78,14 +78,10 @@ fn decide(strategy: Strategy, failed: bool, has_commits: bool, target: Option<&s
     }
 }
 
-/// What becomes of the worktree.
+/// What became of the worktree.
 enum WorktreeEnd {
     /// The person's checkout, or a reused worktree: never removed.
     Untouched,
-    /// Clean: its branch may go (under the repository lock), and its files are deleted once the
-    /// lock is released, as deleting them takes seconds on a big repository and every other
-    /// run's merge would wait for it.
-    Going(PathBuf),
     Removed,
     /// Kept: it holds uncommitted changes (or could not be removed).
     Kept(PathBuf),
@@ -142,10 +138,8 @@ pub(crate) fn finish(
     }
     let chosen = claim.is_some() && merged.is_some();
     let worktree = close_worktree(&workspace, shared.is_some(), reporter);
-    let landed = merged.is_some() || landing == Landing::Nothing;
-    let preserved_branch = settle_branch(&workspace, &landing, landed, &worktree, reporter);
-    drop(shared);
-    let preserved_worktree = match remove_worktree(&workspace, worktree, reporter) {
+    let worktree_removed = matches!(worktree, WorktreeEnd::Removed);
+    let preserved_worktree = match worktree {
         WorktreeEnd::Kept(path) => Some(path),
         _ => None,
     };
@@ -153,12 +147,15 @@ pub(crate) fn finish(
         let count = workspace.worktree.dirty_paths().map_or(0, |paths| paths.len());
         error = Some(leftovers_error(path, count, merged.as_ref().map(|merged| merged.into.as_str())));
     }
+    let landed = merged.is_some() || landing == Landing::Nothing;
+    let preserved_branch = settle_branch(&workspace, &landing, landed && worktree_removed, reporter);
     if let (Some(error), Some(branch)) = (&mut error, &preserved_branch) {
         explain_unmerged(error, pre.strategy, branch, (&workspace.run_id, commits.len()));
     }
     if let Some(error) = &mut error {
         explain_checks_failed(error, preserved_branch.as_deref(), &workspace.run_id);
     }
+    drop(shared);
     Finished { lock: workspace.lock, commits, merged, preserved_branch, preserved_worktree, error, chosen }
 }
 
@@ -278,79 +275,50 @@ fn report_merge(merged: &Merged, branch: &str, run_commits: u32, reporter: &mut 
     });
 }
 
-/// Whether the worktree eden made goes: not if it holds uncommitted work (modified or
-/// untracked files, as git's own `worktree remove` judges, which checks again when it removes
-/// it). Without the repository lock nothing shared is touched: it is kept.
+/// Remove the worktree eden made, unless it holds uncommitted work: git refuses to remove a
+/// worktree with modified or untracked files, and that is the test, so nothing can be lost.
+/// Without the repository lock nothing shared is touched: it is kept.
 fn close_worktree(workspace: &Workspace, locked: bool, reporter: &mut RunEvents) -> WorktreeEnd {
     let pre = &workspace.pre;
     let kept = WorktreeEnd::Kept(pre.worktree.clone());
-    let clean = || workspace.worktree.dirty_paths().is_ok_and(|paths| paths.is_empty());
     let end = match pre.action {
         WorktreeAction::UseCheckout => WorktreeEnd::Untouched,
-        WorktreeAction::Reuse if !clean() => kept,
+        WorktreeAction::Reuse if workspace.worktree.dirty_paths().map_or(true, |paths| !paths.is_empty()) => kept,
         WorktreeAction::Reuse => WorktreeEnd::Untouched,
         WorktreeAction::CreateWithNewBranch | WorktreeAction::CreateForExistingBranch if !locked => kept,
-        WorktreeAction::CreateWithNewBranch | WorktreeAction::CreateForExistingBranch if !clean() => kept,
         WorktreeAction::CreateWithNewBranch | WorktreeAction::CreateForExistingBranch => {
-            WorktreeEnd::Going(pre.worktree.clone())
+            match workspace.repo.remove_worktree(&pre.worktree) {
+                Ok(Removal::Removed) => WorktreeEnd::Removed,
+                Ok(Removal::KeptDirty) => kept,
+                Err(err) => {
+                    reporter
+                        .report(&Event::Warning { message: format!("could not remove the worktree: {err}").into() });
+                    kept
+                }
+            }
         }
     };
-    warn_kept(&end, reporter);
-    end
-}
-
-/// Remove a worktree that is going (the repository lock released): git refuses to remove one
-/// with modified or untracked files, and that is the test, so nothing can be lost.
-fn remove_worktree(workspace: &Workspace, end: WorktreeEnd, reporter: &mut RunEvents) -> WorktreeEnd {
-    let WorktreeEnd::Going(path) = end else { return end };
-    let end = match workspace.repo.remove_worktree(&path) {
-        Ok(Removal::Removed) => WorktreeEnd::Removed,
-        Ok(Removal::KeptDirty) => WorktreeEnd::Kept(path),
-        // Its folder is gone all the same (a `git worktree prune` of another process forgot it
-        // first): removed.
-        Err(_) if !path.exists() => WorktreeEnd::Removed,
-        Err(err) => {
-            reporter.report(&Event::Warning { message: format!("could not remove the worktree: {err}").into() });
-            WorktreeEnd::Kept(path)
-        }
-    };
-    warn_kept(&end, reporter);
-    end
-}
-
-fn warn_kept(end: &WorktreeEnd, reporter: &mut RunEvents) {
-    if let WorktreeEnd::Kept(path) = end {
+    if let WorktreeEnd::Kept(path) = &end {
         reporter.report(&Event::Warning {
             message: format!("the worktree has uncommitted changes and is kept: {}", path.display()).into(),
         });
     }
+    end
 }
 
-/// The run's branch: kept with `named`, and with `merge-to-head` unless its work `landed` (or
-/// there was none) and its worktree is going, when it is deleted. The worktree lets go of it
-/// first (its HEAD detached at the same commit) so it can be deleted before the worktree's files
-/// are. `head` has no branch of its own.
-fn settle_branch(
-    workspace: &Workspace,
-    landing: &Landing,
-    landed: bool,
-    worktree: &WorktreeEnd,
-    reporter: &mut RunEvents,
-) -> Option<String> {
+/// The run's branch: kept with `named`, and with `merge-to-head` unless its work landed (or
+/// there was none) and its worktree is gone, when it is deleted. `head` has no branch of its own.
+fn settle_branch(workspace: &Workspace, landing: &Landing, may_go: bool, reporter: &mut RunEvents) -> Option<String> {
     let branch = &workspace.pre.branch;
-    let may_go = landed && matches!(worktree, WorktreeEnd::Going(_));
     match landing {
         Landing::InPlace => None,
-        Landing::Merge { .. } | Landing::Nothing if may_go => {
-            let deleted = workspace.worktree.detach_head().and_then(|()| workspace.repo.delete_branch(branch));
-            match deleted {
-                Ok(()) => None,
-                Err(err) => {
-                    reporter.report(&Event::Warning { message: format!("could not delete the branch: {err}").into() });
-                    Some(branch.clone())
-                }
+        Landing::Merge { .. } | Landing::Nothing if may_go => match workspace.repo.delete_branch(branch) {
+            Ok(()) => None,
+            Err(err) => {
+                reporter.report(&Event::Warning { message: format!("could not delete the branch: {err}").into() });
+                Some(branch.clone())
             }
-        }
+        },
         _ => Some(branch.clone()),
     }
 }

@@ -38,9 +38,6 @@ pub(crate) struct ProcessBuilder {
     /// Cleaning up (removing a sandbox): a signal already received does not stop it, a further
     /// one does.
     finishing: bool,
-    /// Work nothing waits for (deleting a finished run's files): the lowest CPU and I/O priority,
-    /// so what others wait for is not slowed by it.
-    low_priority: bool,
 }
 
 /// What `output_to_file_capped` did: the command's result, the bytes written, and whether it
@@ -78,7 +75,6 @@ impl ProcessBuilder {
             file_size_limit: None,
             timeout: None,
             finishing: false,
-            low_priority: false,
         }
     }
 
@@ -157,12 +153,6 @@ impl ProcessBuilder {
         self
     }
 
-    /// Run at the lowest CPU and I/O priority (`nice` 19, the idle I/O class).
-    pub(crate) fn low_priority(mut self) -> Self {
-        self.low_priority = true;
-        self
-    }
-
     /// The child inherits nothing of eden's environment: only what `env` sets.
     pub(crate) fn env_clear(mut self) -> Self {
         self.clear_env = true;
@@ -222,20 +212,6 @@ impl ProcessBuilder {
                 command.pre_exec(move || {
                     nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_FSIZE, bytes, bytes)
                         .map_err(std::io::Error::from)
-                });
-            }
-        }
-        if self.low_priority {
-            use std::os::unix::process::CommandExt;
-            // SAFETY: setpriority(2) and ioprio_set(2) are plain system calls, async-signal-safe.
-            // Either failing leaves the priority as it was, which is no reason not to run.
-            unsafe {
-                command.pre_exec(|| {
-                    nix::libc::setpriority(nix::libc::PRIO_PROCESS, 0, 19);
-                    const IOPRIO_WHO_PROCESS: nix::libc::c_long = 1;
-                    const IOPRIO_CLASS_IDLE: nix::libc::c_long = 3;
-                    nix::libc::syscall(nix::libc::SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, IOPRIO_CLASS_IDLE << 13);
-                    Ok(())
                 });
             }
         }
