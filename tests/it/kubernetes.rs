@@ -20,6 +20,19 @@ fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kubernetes/cluster.sh")
 }
 
+/// The cluster of a test process that is gone (killed before its exit handler ran) still holds
+/// the ports: stopped first.
+fn reap_stale() {
+    let Ok(entries) = std::fs::read_dir("/var/tmp") else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name.strip_prefix("eden-k8s-test-").and_then(|pid| pid.parse::<u32>().ok()) else { continue };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::process::Command::new("bash").arg(script()).arg("stop").arg(entry.path()).status();
+        }
+    }
+}
+
 pub fn cluster() -> Option<&'static Cluster> {
     let cluster = CLUSTER.get_or_init(|| {
         if !nix::unistd::geteuid().is_root() {
@@ -31,6 +44,7 @@ pub fn cluster() -> Option<&'static Cluster> {
         if !crate::containers::ready("docker") {
             return Err("docker has no test image".into());
         }
+        reap_stale();
         let state = PathBuf::from(format!("/var/tmp/eden-k8s-test-{}", std::process::id()));
         let started = std::process::Command::new("bash")
             .arg(script())
