@@ -140,7 +140,11 @@ enum Action {
         force: bool,
     },
     PruneWorktrees,
-    DeleteBranch(String),
+    /// A branch, deleted only if it is still at the commit the survey found.
+    DeleteBranch {
+        name: String,
+        tip: String,
+    },
     /// Save what the container holds under `.eden/patches`, then remove it and its volume.
     SalvageContainer {
         target: Target,
@@ -505,24 +509,26 @@ fn eden_branches(
                 continue;
             }
         }
+        let Ok(Some(tip)) = repo.branch_commit(branch) else {
+            survey.items.push(Item::keep(Kind::Branch, name, "git cannot read where it points"));
+            continue;
+        };
+        let delete = Action::DeleteBranch { name: branch.to_owned(), tip };
         let exclude = format!("--exclude={branch}");
         let unmerged = repo
             .run(["rev-list", "--count", &format!("refs/heads/{branch}"), "--not", &exclude, "--branches"])
             .ok()
             .and_then(|count| count.trim().parse::<usize>().ok());
         match unmerged {
-            Some(0) => survey.items.push(Item::remove(
-                Kind::Branch,
-                name,
-                "every commit of it is on another branch",
-                Action::DeleteBranch(branch.to_owned()),
-            )),
+            Some(0) => {
+                survey.items.push(Item::remove(Kind::Branch, name, "every commit of it is on another branch", delete))
+            }
             Some(count) => survey.items.push(Item::unsafe_to_remove(
                 Kind::Branch,
                 name,
                 format!("{count} commit(s) on no other branch"),
                 settings.force,
-                Action::DeleteBranch(branch.to_owned()),
+                delete,
             )),
             None => survey.items.push(Item::keep(Kind::Branch, name, "git cannot count its commits")),
         }
@@ -797,7 +803,7 @@ fn perform(action: &Action, layout: Option<&Layout>) -> Result<(), Error> {
             repo()?.run(args).map(drop)
         }
         Action::PruneWorktrees => repo()?.prune_worktrees(),
-        Action::DeleteBranch(branch) => repo()?.delete_branch(branch),
+        Action::DeleteBranch { name, tip } => repo()?.delete_branch(name, tip),
         Action::SalvageContainer { target, name } => container::salvage_and_remove(target, name).map(drop),
         Action::RemoveVolume { target, name } => container::remove_volume(target, name),
         Action::SalvagePod { kube, name, repo, run_id } => {

@@ -70,9 +70,8 @@ pub(crate) fn merge(args: ReviewArgs) -> Result<i32, Error> {
     if let Some(target) = &record.merged_into {
         return Err(Error::usage(format!("run `{id}` was merged into `{target}` already")).with_hint("nothing to do"));
     }
-    let Some(branch) =
-        record.preserved_branch.clone().filter(|branch| git.branch_commit(branch).ok().flatten().is_some())
-    else {
+    let kept = record.preserved_branch.clone().and_then(|branch| Some((git.branch_commit(&branch).ok()??, branch)));
+    let Some((tip, branch)) = kept else {
         let why = if record.commits.is_empty() { "it made no commits" } else { "its branch is gone" };
         return Err(Error::usage(format!("run `{id}` has no branch to merge: {why}"))
             .with_hint("`eden sessions show` says how the run ended"));
@@ -112,7 +111,7 @@ pub(crate) fn merge(args: ReviewArgs) -> Result<i32, Error> {
     };
     if removed {
         record.preserved_worktree = None;
-        if git.delete_branch(&branch).is_ok() {
+        if git.delete_branch(&branch, &tip).is_ok() {
             record.preserved_branch = None;
         }
     }
@@ -174,10 +173,10 @@ pub(crate) fn discard(args: DiscardArgs) -> Result<i32, Error> {
     }
     // The branch of a run that landed on `head` is the person's own: never deleted.
     let own = record.strategy == crate::manifest::schema::Strategy::Head;
-    if !own && git.branch_commit(&branch)?.is_some() {
+    if let Some(tip) = git.branch_commit(&branch)?.filter(|_| !own) {
         match others_on(&git, &record, &branch)? {
             None => {
-                git.delete_branch(&branch)?;
+                git.delete_branch(&branch, &tip)?;
                 record.preserved_branch = None;
                 done.push(format!("branch `{branch}`"));
             }

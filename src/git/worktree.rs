@@ -131,8 +131,10 @@ impl Git {
         Err(super::git_failure(&command, &output.stderr))
     }
 
-    /// Delete a branch whose commits are safe elsewhere (merged, or none of its own).
-    pub(crate) fn delete_branch(&self, branch: &str) -> Result<(), Error> {
-        self.run(["branch", "-D", "--quiet", branch]).map(drop)
+    /// Delete a branch whose commits are safe elsewhere (merged, or none of its own), only if
+    /// it is still at `tip`, the commit the caller found safe: a compare-and-delete, so a branch
+    /// that moved since (work brought back late, a commit of the person's) is never lost.
+    pub(crate) fn delete_branch(&self, branch: &str, tip: &str) -> Result<(), Error> {
+        self.run(["update-ref", "-d", &format!("refs/heads/{branch}"), tip]).map(drop)
     }
 }

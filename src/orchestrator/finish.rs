@@ -96,10 +96,13 @@ pub(crate) fn finish(
 ) -> Finished {
     let pre = &workspace.pre;
     let mut error = outcome.err();
-    // The loop collected the commits after each iteration; ask git only if it could not.
-    let mut commits = match known_commits {
-        Some(commits) => commits,
-        None => workspace.repo.commits_between(&pre.start_commit, &pre.branch).unwrap_or_else(|err| {
+    // What the branch holds now, from git: the loop's list is behind whenever work came back
+    // after its last look (the sandbox's close after a stop brings the last commits home), and
+    // a branch is deleted below only at the tip read here.
+    let tip = workspace.repo.branch_commit(&pre.branch).ok().flatten();
+    let mut commits = match workspace.repo.commits_between(&pre.start_commit, &pre.branch) {
+        Ok(commits) => commits,
+        Err(err) => known_commits.unwrap_or_else(|| {
             error.get_or_insert(err);
             Vec::new()
         }),
@@ -148,7 +151,7 @@ pub(crate) fn finish(
         error = Some(leftovers_error(path, count, merged.as_ref().map(|merged| merged.into.as_str())));
     }
     let landed = merged.is_some() || landing == Landing::Nothing;
-    let preserved_branch = settle_branch(&workspace, &landing, landed && worktree_removed, reporter);
+    let preserved_branch = settle_branch(&workspace, &landing, (landed && worktree_removed, tip.as_deref()), reporter);
     if let (Some(error), Some(branch)) = (&mut error, &preserved_branch) {
         explain_unmerged(error, pre.strategy, branch, (&workspace.run_id, commits.len()));
     }
@@ -307,31 +310,56 @@ fn close_worktree(workspace: &Workspace, locked: bool, reporter: &mut RunEvents)
 }
 
 /// The run's branch: kept with `named`, and with `merge-to-head` unless its work landed (or
-/// there was none) and its worktree is gone, when it is deleted. `head` has no branch of its own.
-fn settle_branch(workspace: &Workspace, landing: &Landing, may_go: bool, reporter: &mut RunEvents) -> Option<String> {
+/// there was none) and its worktree is gone (`may_go`), when it is deleted if it is still at
+/// `tip`, the commit the landing was decided on. `head` has no branch of its own.
+fn settle_branch(
+    workspace: &Workspace,
+    landing: &Landing,
+    (may_go, tip): (bool, Option<&str>),
+    reporter: &mut RunEvents,
+) -> Option<String> {
     let branch = &workspace.pre.branch;
-    match landing {
-        Landing::InPlace => None,
-        Landing::Merge { .. } | Landing::Nothing if may_go => match workspace.repo.delete_branch(branch) {
-            Ok(()) => None,
-            Err(err) => {
-                reporter.report(&Event::Warning { message: format!("could not delete the branch: {err}").into() });
-                Some(branch.clone())
+    match (landing, tip) {
+        (Landing::InPlace, _) => None,
+        (Landing::Merge { .. } | Landing::Nothing, None) if may_go => None,
+        (Landing::Merge { .. } | Landing::Nothing, Some(tip)) if may_go => {
+            match workspace.repo.delete_branch(branch, tip) {
+                Ok(()) => None,
+                Err(err) => {
+                    reporter.report(&Event::Warning { message: format!("could not delete the branch: {err}").into() });
+                    Some(branch.clone())
+                }
             }
-        },
+        }
         _ => Some(branch.clone()),
     }
 }
 
-/// An unfinished `merge-to-head` run is not merged: say how to land its work anyway.
+/// An unfinished `merge-to-head` run is not merged: say how to land its work anyway. A run
+/// stopped (a signal, a timeout, a cap) says where what it committed is.
 fn explain_unmerged(error: &mut Error, strategy: Strategy, branch: &str, (run_id, commits): (&str, usize)) {
-    if strategy != Strategy::MergeToHead || error.kind != crate::error::ErrorKind::Incomplete || commits == 0 {
+    use crate::error::ErrorKind;
+    if strategy != Strategy::MergeToHead || commits == 0 {
         return;
     }
-    error.message.push_str(&format!("; nothing was merged, and `{branch}` keeps its {commits} commit(s)"));
-    let hint = error.hint.take().unwrap_or_default();
-    error.hint =
-        Some(format!("to review and merge the work as it is: `eden diff {run_id}`, `eden merge {run_id}`; or {hint}"));
+    let review = format!("`eden diff {run_id}`, then `eden merge {run_id}` or `eden discard {run_id}`");
+    match error.kind {
+        ErrorKind::Incomplete => {
+            error.message.push_str(&format!("; nothing was merged, and `{branch}` keeps its {commits} commit(s)"));
+            let hint = error.hint.take().unwrap_or_default();
+            error.hint = Some(format!(
+                "to review and merge the work as it is: `eden diff {run_id}`, `eden merge {run_id}`; or {hint}"
+            ));
+        }
+        ErrorKind::Interrupted { .. } | ErrorKind::Timeout | ErrorKind::Budget { .. } => {
+            let kept = format!("what it committed is kept on `{branch}` ({commits} commit(s)): {review}");
+            error.hint = Some(match error.hint.take() {
+                Some(hint) => format!("{hint}; {kept}"),
+                None => kept,
+            });
+        }
+        _ => {}
+    }
 }
 
 /// Checks still failing when the iterations ran out: what there is to look at, by the run's id

@@ -618,8 +618,8 @@ impl<'p> Run<'p> {
         let error = error.map(|mut error| {
             if matches!(error.kind, crate::error::ErrorKind::Interrupted { .. }) && crate::process::stop_requested() {
                 error.message = "stopped: another attempt landed first".to_owned();
-                error.hint =
-                    Some("what it committed is on its branch: `eden diff` and `eden merge` take its run id".into());
+                // The finish named the branch that keeps its commits, if it made any.
+                error.hint = error.hint.take().or_else(|| Some("it committed nothing: no branch is kept".into()));
             }
             error
         });

@@ -383,8 +383,8 @@ pub(crate) fn create(pre: Preflight, run_id: &str, notes: &mut Vec<String>) -> R
                 with_pruning(&repo, || repo.add_worktree_new_branch(&pre.worktree, &pre.branch, &pre.start_commit))
             {
                 // `git worktree add -b` may have made the branch before failing.
-                if repo.branch_commit(&pre.branch).is_ok_and(|tip| tip.is_some()) {
-                    let _ = repo.delete_branch(&pre.branch);
+                if let Ok(Some(tip)) = repo.branch_commit(&pre.branch) {
+                    let _ = repo.delete_branch(&pre.branch, &tip);
                 }
                 return Err(err);
             }

@@ -53,3 +53,4 @@ mod structure;
 mod structured;
 mod telemetry;
 mod usage_limits;
+mod work_kept;

@@ -19,8 +19,15 @@ fn ctrl_c_stops_the_agent_keeps_dirty_work_and_exits_130() {
     let (run, took) = interrupt(&env, &cli_manifest(&agent, ""), &ready, &[Signal::SIGINT]);
     run.assert_code(130);
     assert!(took < Duration::from_secs(10), "the agent is stopped promptly");
-    assert_eq!(run.error_text(), "error: interrupted by SIGINT");
     let record = run.record();
+    let (id, branch) = (record["id"].as_str().unwrap(), record["branch"].as_str().unwrap());
+    assert_eq!(
+        run.error_text(),
+        format!(
+            "error: interrupted by SIGINT\nhint: what it committed is kept on `{branch}` (1 commit(s)): \
+             `eden diff {id}`, then `eden merge {id}` or `eden discard {id}`"
+        )
+    );
     assert_eq!(record["exit_reason"], "interrupted");
     assert_eq!(record["exit_code"], 130);
     assert_eq!(record["iterations"][0]["outcome"], "interrupted");
