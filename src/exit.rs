@@ -205,8 +205,11 @@ impl Exit {
             }
             Exit::Protected => {
                 "the run's commits change a file that steers eden's next run of the manifest (the manifest itself, \
-                 its prompt files, a `cli` agent's script, the scripts its hooks and checks run, `Dockerfile.eden`) \
-                 or one `branch.protect` names: nothing merged, the branch kept; the error and the record's \
+                 its prompt files, a `cli` agent's script, the scripts its hooks and checks run, `Dockerfile.eden`), \
+                 one its host hooks execute (what their scripts source, what their tools read: `Makefile`, \
+                 `package.json`, `build.rs`, …; `hooks.host.reads`), the git hooks' folder when `core.hooksPath` \
+                 is in the repository, or one `branch.protect` names: nothing merged, the branch kept; or a \
+                 host hook was not run because the agent changed what it executes. The error and the record's \
                  `error.conflicts` say which files; `eden diff RUN` to review, `eden merge RUN` to merge"
             }
             Exit::Internal => {

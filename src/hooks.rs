@@ -29,6 +29,17 @@ pub(crate) struct HookRunner<'a> {
     /// For a prompt's `` !`command` `` blocks (`timeouts.hook_step`).
     pub(crate) prompt_timeout: Duration,
     pub(crate) stopping: Stopping,
+    /// Asked before and after each host hook (set once the worktree is ready, for a sandboxed
+    /// run): keeps what the agent changed from running on this machine.
+    pub(crate) gate: Option<Box<dyn HostGate>>,
+}
+
+/// What decides whether a host hook may run on the worktree as it is now.
+pub(crate) trait HostGate: Send + Sync {
+    /// Before the host hook `cmd` of `phase`: an error keeps it from running, and is the run's.
+    fn before(&self, phase: Phase, cmd: &str) -> Result<(), Error>;
+    /// After it ran: what it changed is the person's own doing.
+    fn after(&self, phase: Phase, cmd: &str);
 }
 
 /// Where a phase's hooks are: which iteration, whether the sandbox is up to run sandbox hooks.
@@ -110,6 +121,10 @@ impl HookRunner<'_> {
             (Side::Sandbox, Some(sandbox)) => sandbox.prepare(command)?,
             _ => Host.prepare(command)?,
         };
+        let gate = self.gate.as_deref().filter(|_| side == Side::Host);
+        if let Some(gate) = gate {
+            gate.before(phase, &hook.cmd)?;
+        }
 
         let where_ = describe(side, phase, iteration);
         reporter.report(&Event::HookStarted { phase, side, command: hook.cmd.as_str().into(), iteration });
@@ -148,6 +163,9 @@ impl HookRunner<'_> {
             exit_code,
             duration_ms,
         });
+        if let Some(gate) = gate {
+            gate.after(phase, &hook.cmd);
+        }
         result
     }
 }

@@ -94,6 +94,7 @@ pub(crate) fn doctor(args: DoctorArgs) -> Result<i32, Error> {
         findings.push(ok("the agent reads", reach.reads.join("; ")));
         findings.push(ok("the agent connects to", reach.connects));
         findings.push(ok("the agent's privileges", reach.privileges));
+        findings.extend(host_hooks(plan, args.repo.as_deref().unwrap_or(&current)));
     }
     let failed = findings.iter().any(|finding| finding.state == State::Missing);
     if args.json {
@@ -111,6 +112,26 @@ pub(crate) fn doctor(args: DoctorArgs) -> Result<i32, Error> {
         }
     }
     Ok(if failed { 1 } else { 0 })
+}
+
+/// What each host hook executes on this machine, and what it sources that eden cannot name.
+fn host_hooks(plan: &Plan, dir: &std::path::Path) -> Vec<Finding> {
+    use crate::orchestrator::host_reads;
+    let Ok(found) = crate::git::Git::discover(dir) else { return Vec::new() };
+    let sandboxed = plan.sandbox.kind() != crate::manifest::schema::SandboxKind::None;
+    let mut findings = Vec::new();
+    for hook in host_reads::of(plan, &host_reads::in_checkout(&found.root)) {
+        findings.push(ok("host hook", host_reads::describe(&hook, sandboxed)));
+        if !hook.unresolved.is_empty() {
+            findings.push(not_there(
+                "host hook",
+                false,
+                format!("`{}` sources {}, which eden cannot name", hook.cmd, hook.unresolved.join(", ")),
+                "list the files it reads in `hooks.host.reads`, so a run cannot change them unreviewed",
+            ));
+        }
+    }
+    findings
 }
 
 /// A step whose prompt is still `eden init`'s placeholder (a run would refuse it): one finding,

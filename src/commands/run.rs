@@ -197,6 +197,7 @@ fn dry_run(
     let json = serde_json::json!({
         "plan": plan,
         "reach": crate::sandbox::reach::of(&plan.sandbox),
+        "host_hooks": crate::orchestrator::host_reads::of(plan, &crate::orchestrator::host_reads::in_checkout(&preview.root)),
         "containment": containment,
         "workspace": {
             "repo": preview.root,

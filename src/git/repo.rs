@@ -24,6 +24,10 @@ pub(crate) const GIT_ENV_TO_REMOVE: [&str; 8] = [
 /// the repository. Your own git commands still do the maintenance.
 pub(crate) const NO_BACKGROUND_WORK: [(&str, &str); 2] = [("gc.auto", "0"), ("maintenance.auto", "false")];
 
+/// `core.hooksPath` for eden's own git: a path that holds no hook (git looks for
+/// `/dev/null/<hook>`, which cannot exist).
+pub(crate) const NO_HOOKS: &str = "core.hooksPath=/dev/null";
+
 /// Add `settings` to what a command's git reads, through `GIT_CONFIG_COUNT`/`KEY_n`/`VALUE_n`
 /// (never a config file), after any the command already sets that way.
 pub(crate) fn with_config(command: ProcessBuilder, settings: &[(&str, &str)]) -> ProcessBuilder {
@@ -76,7 +80,10 @@ impl Git {
         I: IntoIterator<Item = S>,
         S: AsRef<std::ffi::OsStr>,
     {
-        let mut command = ProcessBuilder::new("git").args(["-c", "core.fsmonitor=false"]);
+        // No repository hook runs in eden's own git, whatever `core.hooksPath` says: a hook is
+        // a file in the repository (a tracked `.githooks/`, husky's `.husky/`) that an agent
+        // can write, and eden's merge, worktree, commit and push would run it on this machine.
+        let mut command = ProcessBuilder::new("git").args(["-c", "core.fsmonitor=false", "-c", NO_HOOKS]);
         for (key, value) in NO_BACKGROUND_WORK {
             command = command.arg("-c").arg(format!("{key}={value}"));
         }

@@ -68,6 +68,9 @@ pub(crate) struct HookPlan {
 pub(crate) struct HooksPlan {
     pub(crate) host: BTreeMap<&'static str, Vec<HookPlan>>,
     pub(crate) sandbox: BTreeMap<&'static str, Vec<HookPlan>>,
+    /// `hooks.host.reads`: what the host hooks read besides what eden finds itself.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) host_reads: Vec<String>,
 }
 
 impl HooksPlan {
@@ -87,6 +90,23 @@ pub(super) fn resolve_hooks(
     host_env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<HooksPlan, Error> {
     let mut plan = HooksPlan::default();
+    if !section.sandbox.reads.is_empty() {
+        return Err(source
+            .error_at_key(&KeyPath::parse("hooks.sandbox.reads"), "`reads` names what hooks on this machine read")
+            .with_hint("move it to `[hooks.host]`: what sandbox hooks read stays in the sandbox"));
+    }
+    for (index, glob) in section.host.reads.iter().enumerate() {
+        let bad = glob.trim().is_empty() || glob.starts_with('/') || glob.split('/').any(|part| part == "..");
+        if bad {
+            return Err(source
+                .error_at(
+                    &KeyPath::parse("hooks.host.reads").index(index),
+                    format!("`{glob}` is not a path in the repository"),
+                )
+                .with_hint("give a path or glob relative to the repository's top, such as `scripts/lib/*.sh`"));
+        }
+    }
+    plan.host_reads = section.host.reads.clone();
     for (side, phases) in [(Side::Host, &section.host), (Side::Sandbox, &section.sandbox)] {
         for phase in Phase::ALL {
             let hooks = hooks_of(phases, phase);
@@ -170,5 +190,35 @@ mod tests {
         let closing = &plan.get(Side::Host, Phase::OnClose)[0];
         assert_eq!((closing.timeout.0.as_secs(), closing.env["TOKEN"].0.as_str()), (5, "t"));
         assert!(hooks(detailed, &none).unwrap_err().contains("`${TOKEN}`, which is not set"));
+    }
+
+    #[test]
+    fn reads_are_the_host_hooks_own() {
+        let none = |_: &str| None;
+        let plan = hooks(
+            "[hooks.host]
+on_close = [\"./x.sh\"]
+reads = [\"lib/*.sh\"]
+",
+            &none,
+        )
+        .unwrap();
+        assert_eq!(plan.host_reads, ["lib/*.sh"]);
+        let inside = hooks(
+            "[hooks.sandbox]
+reads = [\"x\"]
+",
+            &none,
+        )
+        .unwrap_err();
+        assert!(inside.contains("what hooks on this machine read"), "{inside}");
+        let outside = hooks(
+            "[hooks.host]
+reads = [\"../x\"]
+",
+            &none,
+        )
+        .unwrap_err();
+        assert!(outside.contains("is not a path in the repository"), "{outside}");
     }
 }

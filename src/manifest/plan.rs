@@ -390,8 +390,14 @@ pub(crate) fn name_from(text: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// The plan of a manifest given as text, with no environment: for unit tests elsewhere.
+    pub(crate) fn plan_from_text(text: &str) -> Plan {
+        let (manifest, source) = super::super::load::from_text(text).unwrap();
+        resolve(manifest, &source, &|_| None, &Default::default(), None).unwrap_or_else(|err| panic!("{}", err.message))
+    }
 
     #[test]
     fn default_names() {

@@ -359,6 +359,10 @@ pub(crate) struct HookPhases {
     pub(crate) on_iteration_end: Vec<Hook>,
     #[serde(default)]
     pub(crate) on_close: Vec<Hook>,
+    /// `[hooks.host]` only: files (globs) the host hooks read besides those eden finds itself,
+    /// kept from changing unreviewed.
+    #[serde(default)]
+    pub(crate) reads: Vec<String>,
 }
 
 /// A hook: a shell command, or a table with its own working directory, env and timeout.

@@ -3,8 +3,8 @@
 //! the sandbox's channel (`sandbox::artifacts`), listed in the record, never merged. A failed
 //! collection is a warning: the run's result is the work's, not its by-products'.
 
+use super::glob::matches;
 use super::journal::Journal;
-use super::protect::matches;
 use super::workspace::Workspace;
 use crate::record::ArtifactRecord;
 use crate::report::{Event, RunEvents};

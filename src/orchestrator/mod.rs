@@ -15,6 +15,8 @@ mod checks;
 mod context;
 mod copy;
 mod finish;
+mod glob;
+pub(crate) mod host_reads;
 mod invoke;
 mod iterate;
 mod journal;
@@ -188,6 +190,7 @@ impl<'p> Run<'p> {
             sandbox_env: &plan.env.sandbox,
             prompt_timeout: plan.timeouts.hook_step.0,
             stopping: options.stopping,
+            gate: None,
         };
         let events = RunEvents::new(&run_id, reporters);
         let run = Run {
@@ -310,12 +313,41 @@ impl<'p> Run<'p> {
                     .await?;
             self.events.report(&Event::Info { message: format!("copied {count} file(s) into the worktree").into() });
         }
+        self.guard_host_hooks(workspace)?;
         let host_only = PhaseRun { phase: Phase::OnWorktreeReady, iteration: None, sandbox: None, extra_env: &[] };
         self.hooks.run_phase(&host_only, &mut self.events, &mut self.abort, &mut self.progress.hooks).await?;
         match interrupted(&self.abort) {
             Some(error) => Err(error),
             None => Ok(()),
         }
+    }
+
+    /// Host hooks never run what an agent changed: a sandboxed agent's changes in this run, and
+    /// what the commits the run starts from (`--from`), not merged yet, change.
+    fn guard_host_hooks(&mut self, workspace: &Workspace) -> Result<(), Error> {
+        let pre = &workspace.pre;
+        let reads = host_reads::of(self.plan, &|path| protect::read_at(&workspace.repo, &pre.base_commit, path));
+        for hook in reads.iter().filter(|hook| !hook.unresolved.is_empty()) {
+            let message = format!(
+                "the host hook `{}` sources {}, which eden cannot name: list what it reads in `hooks.host.reads`",
+                hook.cmd,
+                hook.unresolved.join(", ")
+            );
+            self.events.report(&Event::Warning { message: message.into() });
+        }
+        let mut unmerged = Vec::new();
+        if pre.start_commit != pre.base_commit && !reads.is_empty() {
+            let range = format!("{}..{}", pre.base_commit, pre.start_commit);
+            let changed = workspace.repo.run(["log", "--no-renames", "--name-only", "--format=", "-z", &range])?;
+            unmerged = changed.split('\0').filter(|path| !path.is_empty()).map(str::to_owned).collect();
+            unmerged.sort();
+            unmerged.dedup();
+        }
+        // Without a sandbox the agent runs on this machine already: nothing to keep out.
+        let sandboxed = self.plan.sandbox.kind() != crate::manifest::schema::SandboxKind::None;
+        let guard = host_reads::HostGuard::take(reads, &pre.worktree, sandboxed, unmerged, &self.run_id);
+        self.hooks.gate = guard.map(|guard| Box::new(guard) as Box<dyn crate::hooks::HostGate>);
+        Ok(())
     }
 
     /// The steps, each with its iteration loop.
@@ -484,7 +516,7 @@ impl<'p> Run<'p> {
             attempt: self.options.attempt.as_ref(),
             hold: self.plan.attempts.score.is_some(),
             leftovers_fail: ours && self.options.interactive.is_none(),
-            protected: protect::Protected::of(self.plan, &workspace.pre.root),
+            protected: protect::Protected::of(self.plan, &workspace.pre.root, &workspace.pre.base_commit),
         }
     }
 

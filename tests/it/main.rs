@@ -24,6 +24,7 @@ mod generated;
 mod github;
 mod held_keys;
 mod hooks;
+mod host_runs;
 mod hostile_text;
 mod image;
 mod interactive;

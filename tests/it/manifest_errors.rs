@@ -280,7 +280,7 @@ fn bad_hooks() {
     ");
     insta::assert_snapshot!(rejected(&format!("{OK}[hooks.host]\non_closed = [\"x\"]\n"), &[]), @r"
     error: [TMP]/plan.toml:5:1: unknown key `on_closed` in `[hooks.host]`
-    hint: did you mean `on_close`? known keys: `on_worktree_ready`, `on_sandbox_ready`, `on_iteration_start`, `on_iteration_end`, `on_close`
+    hint: did you mean `on_close`? known keys: `on_worktree_ready`, `on_sandbox_ready`, `on_iteration_start`, `on_iteration_end`, `on_close`, `reads`
     ");
     insta::assert_snapshot!(rejected(&format!("{OK}[hooks.host]\non_close = [42]\n"), &[]), @r"error: [TMP]/plan.toml:5:13: `hooks.host.on_close[0]`: invalid type: integer `42`, expected a command string or a table { cmd, cwd, env, timeout }");
     insta::assert_snapshot!(rejected(&format!("{OK}[hooks.host]\non_close = [{{ cmd = \"x\", env = {{ T = \"${{EDEN_TEST_UNSET_VARIABLE}}\" }} }}]\n"), &[]), @r"
