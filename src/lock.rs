@@ -132,6 +132,30 @@ impl BranchLock {
         matches!(Flock::lock(file, FlockArg::LockSharedNonblock), Err((_, nix::errno::Errno::EWOULDBLOCK)))
     }
 
+    /// The process the kernel says holds the lock at `path` right now (`/proc/locks`, by the
+    /// file's device and inode): the proof that a pid is the run's eden, which a lock file's
+    /// or a record's own words are not.
+    pub(crate) fn held_by(path: &Path) -> Option<u32> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(path).ok()?;
+        let (major, minor, inode) = (nix::sys::stat::major(meta.dev()), nix::sys::stat::minor(meta.dev()), meta.ino());
+        let locks = std::fs::read_to_string("/proc/locks").ok()?;
+        locks.lines().find_map(|line| {
+            // `1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF` (a waiter's line has `->`).
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            if fields.get(1) != Some(&"FLOCK") || fields.contains(&"->") {
+                return None;
+            }
+            let mut device = fields.get(5)?.split(':');
+            let (file_major, file_minor) = (device.next()?, device.next()?);
+            let file_inode: u64 = device.next()?.parse().ok()?;
+            let same = u64::from_str_radix(file_major, 16).ok()? == major
+                && u64::from_str_radix(file_minor, 16).ok()? == minor
+                && file_inode == inode;
+            same.then(|| fields.get(4)?.parse().ok()).flatten()
+        })
+    }
+
     /// Who holds the lock at `path`, if it is held right now.
     pub(crate) fn holder(path: &Path) -> Option<Holder> {
         if !Self::is_held(path) {

@@ -472,12 +472,17 @@ impl RunRecord {
     }
 
     /// Read a record back.
+    /// The record at `path`, as data: its id must be one eden makes and name its file, and the
+    /// path it is saved to again is where it was read, whatever it says.
     pub(crate) fn load(path: &Path) -> Result<RunRecord, Error> {
         let text =
             fs_err::read_to_string(path).map_err(|err| Error::internal("cannot read a run record").with_source(err))?;
-        serde_json::from_str(&text).map_err(|err| {
+        let mut record: RunRecord = serde_json::from_str(&text).map_err(|err| {
             Error::internal(format!("`{}` is not a run record this eden can read", path.display())).with_source(err)
-        })
+        })?;
+        check_own(path, &record.id)?;
+        record.record_path = path.to_path_buf();
+        Ok(record)
     }
 }
 
@@ -720,6 +725,31 @@ pub(crate) struct ErrorRecord {
 
 pub(crate) fn now_rfc3339() -> String {
     humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
+}
+
+/// Is `id` one `new_run_id` makes? Nothing else is ever made into a path.
+pub(crate) fn is_run_id(id: &str) -> bool {
+    let bytes = id.as_bytes();
+    bytes.len() == 22
+        && bytes.iter().enumerate().all(|(at, byte)| match at {
+            8 | 15 => *byte == b'-',
+            0..=14 => byte.is_ascii_digit(),
+            _ => byte.is_ascii_digit() || (b'a'..=b'f').contains(byte),
+        })
+}
+
+/// A record read at `path` is eden's only if its id is one eden makes and names its file: a
+/// record copied in or edited never makes eden build a path of its choosing.
+pub(crate) fn check_own(path: &Path, id: &str) -> Result<(), Error> {
+    let stem = path.file_stem().and_then(|stem| stem.to_str()).unwrap_or_default();
+    if is_run_id(id) && stem == id {
+        return Ok(());
+    }
+    Err(Error::internal(format!(
+        "`{}` is not a run record eden wrote (its id `{}` is not eden's, or not its file's name); skipped",
+        path.display(),
+        id.chars().take(40).collect::<String>().escape_debug()
+    )))
 }
 
 /// `20261122-200523-a1b2c3`: sortable, unique enough for branch names and file names.

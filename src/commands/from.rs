@@ -42,8 +42,27 @@ pub(crate) fn resolve(text: &str, plan: &mut Plan, notes: &mut Vec<String>) -> R
         ))
         .with_hint("its branch was deleted and the commit pruned: start from another run, or without `--from`"));
     }
+    refuse_unproven(&git, &record, &commit)?;
     let session = resume(&record, iteration, plan, &layout, notes);
     Ok(FromRecord { run: record.id, iteration, commit, session })
+}
+
+/// A run starts only from a commit on the branch eden made for that run, or one already in the
+/// checkout's history (a merged run's): a record's word never brings a branch of the person's
+/// into the new run's merge.
+fn refuse_unproven(git: &crate::git::Git, record: &RunRecord, commit: &str) -> Result<(), Error> {
+    let branch = record.preserved_branch.as_deref().unwrap_or(&record.branch);
+    let on = |tip: &str| git.check(["merge-base", "--is-ancestor", commit, tip]).unwrap_or(false);
+    let marked = git.made_for(branch, &record.id) && git.branch_commit(branch)?.is_some_and(|tip| on(&tip));
+    if marked || on("HEAD") {
+        return Ok(());
+    }
+    Err(Error::usage(format!(
+        "run `{}` names `{}` on `{branch}`, which is neither on a branch eden made for that run nor in your checkout's history: nothing was started",
+        record.id,
+        &commit[..commit.len().min(10)]
+    ))
+    .with_hint("start from a run eden made here, or switch to the branch you trust and run without `--from`"))
 }
 
 /// The commit after iteration `n`: the last commit of iterations 1..=n, else the run's start.

@@ -36,7 +36,9 @@ pub(crate) fn last_commit(
     record: &crate::record::RunRecord,
 ) -> Result<Option<String>, crate::error::Error> {
     let branch = record.preserved_branch.as_deref().unwrap_or(&record.branch);
-    if let Some(tip) = git.branch_commit(branch)? {
+    // The branch's tip only where eden made the branch for that run: a record's word names no
+    // branch of the person's.
+    if let Some(tip) = git.branch_commit(branch)?.filter(|_| git.made_for(branch, &record.id)) {
         if tip != record.base_commit {
             return Ok(Some(tip));
         }

@@ -62,14 +62,9 @@ fn lock_of(layout: &Layout, record: &RunRecord, branch: &str, what: &str) -> Res
     })
 }
 
-pub(crate) fn merge(args: ReviewArgs) -> Result<i32, Error> {
-    let (layout, git, mut record) = the_run(&args.run, args.repo.as_ref())?;
-    let id = record.id.clone();
-    let run_branch = record.branch.clone();
-    let _lock = lock_of(&layout, &record, &run_branch, "merge")?;
-    if let Some(target) = &record.merged_into {
-        return Err(Error::usage(format!("run `{id}` was merged into `{target}` already")).with_hint("nothing to do"));
-    }
+/// The kept branch of a run that `eden merge` may merge (its tip), and the base it goes into.
+fn what_to_merge(git: &Git, record: &RunRecord) -> Result<(String, String, String), Error> {
+    let id = &record.id;
     let kept = record.preserved_branch.clone().and_then(|branch| Some((git.branch_commit(&branch).ok()??, branch)));
     let Some((tip, branch)) = kept else {
         let why = if record.commits.is_empty() { "it made no commits" } else { "its branch is gone" };
@@ -88,6 +83,24 @@ pub(crate) fn merge(args: ReviewArgs) -> Result<i32, Error> {
         ))
         .with_hint(format!("merge it where you want it: `git switch <target> && git merge {branch}`")));
     };
+    if !git.made_for(&branch, id) {
+        return Err(Error::usage(format!(
+            "run `{id}` names `{branch}`, which eden did not make for that run: nothing was merged"
+        ))
+        .with_hint(format!("if it is yours to merge, merge it by hand: `git merge {branch}`")));
+    }
+    Ok((tip, branch, target))
+}
+
+pub(crate) fn merge(args: ReviewArgs) -> Result<i32, Error> {
+    let (layout, git, mut record) = the_run(&args.run, args.repo.as_ref())?;
+    let id = record.id.clone();
+    let run_branch = record.branch.clone();
+    let _lock = lock_of(&layout, &record, &run_branch, "merge")?;
+    if let Some(target) = &record.merged_into {
+        return Err(Error::usage(format!("run `{id}` was merged into `{target}` already")).with_hint("nothing to do"));
+    }
+    let (tip, branch, target) = what_to_merge(&git, &record)?;
     let _repository = RepoLock::acquire(&layout.repository_lock(), &id, "merging", &mut |_| {})?;
     let commits = git.run(["rev-list", "--count", &format!("refs/heads/{target}..refs/heads/{branch}")])?;
     let (kind, commit, onto) = match crate::git::merge_into(&git, &branch, &target, false)? {
@@ -147,10 +160,15 @@ pub(crate) fn discard(args: DiscardArgs) -> Result<i32, Error> {
     let branch = record.preserved_branch.clone().unwrap_or_else(|| record.branch.clone());
     let _repository = RepoLock::acquire(&layout.repository_lock(), &id, "discarding", &mut |_| {})?;
     let mut done = Vec::new();
-    // The kept worktree; for a run that was killed, the worktree it had, if it is eden's own.
+    // The kept worktree; for a run that was killed, the worktree it had: only ever one of
+    // eden's own, whatever the record says.
     let worktree = record.preserved_worktree.clone().or_else(|| {
-        let own = record.worktree.starts_with(layout.worktrees()) && record.merged_into.is_none();
+        let own = record.merged_into.is_none();
         own.then(|| record.worktree.clone())
+    });
+    let worktree = worktree.filter(|path| {
+        let path = crate::values::normalize_path(path);
+        path.starts_with(layout.worktrees()) && path != layout.worktrees()
     });
     if let Some(worktree) = worktree.filter(|path| path.is_dir()) {
         let dirty = Git::new(&worktree).dirty_paths().unwrap_or_default();
@@ -173,8 +191,11 @@ pub(crate) fn discard(args: DiscardArgs) -> Result<i32, Error> {
     }
     // The branch of a run that landed on `head` is the person's own: never deleted.
     let own = record.strategy == crate::manifest::schema::Strategy::Head;
-    if let Some(tip) = git.branch_commit(&branch)?.filter(|_| !own) {
-        match others_on(&git, &record, &branch)? {
+    match git.branch_commit(&branch)?.filter(|_| !own) {
+        Some(_) if !git.made_for(&branch, &id) => print_note(&format!(
+            "kept the branch `{branch}`: eden did not make it for run `{id}` (`git branch -D {branch}` deletes it)"
+        )),
+        Some(tip) => match others_on(&git, &record, &branch)? {
             None => {
                 git.delete_branch(&branch, &tip)?;
                 record.preserved_branch = None;
@@ -183,7 +204,8 @@ pub(crate) fn discard(args: DiscardArgs) -> Result<i32, Error> {
             Some(why) => {
                 print_note(&format!("kept the branch `{branch}`: {why} (`git branch -D {branch}` deletes it)"))
             }
-        }
+        },
+        None => {}
     }
     done.extend(remove_container(&layout, &record)?);
     if !done.is_empty() {

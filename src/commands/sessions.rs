@@ -446,9 +446,16 @@ fn rm(args: SessionsRmArgs) -> Result<i32, Error> {
         let mut removed = Vec::new();
         let sessions = layout.sessions().join(&run.id);
         let patch = layout.patches().join(format!("{}.patch", run.id));
-        // A log shared by several runs (a `[logging] file` without `{run_id}`) stays.
-        let own_log =
-            run.log.clone().filter(|log| log.file_name().is_some_and(|n| n.to_string_lossy().contains(&run.id)));
+        // A log shared by several runs (a `[logging] file` without `{run_id}`) stays, and so
+        // does one outside eden's folder: what eden removes is its own.
+        let in_eden = |log: &std::path::PathBuf| crate::values::normalize_path(log).starts_with(layout.eden_dir());
+        let own_log = run
+            .log
+            .clone()
+            .filter(|log| log.file_name().is_some_and(|n| n.to_string_lossy().contains(&run.id)) && in_eden(log));
+        if let Some(log) = run.log.as_ref().filter(|log| !in_eden(log) && log.is_file()) {
+            print_note(&format!("kept its log `{}`: eden removes only what is in its own folder", log.display()));
+        }
         for path in [Some(run.record_path.clone()), own_log, Some(patch)].into_iter().flatten() {
             if path.is_file() {
                 fs_err::remove_file(&path)
@@ -470,6 +477,62 @@ fn rm(args: SessionsRmArgs) -> Result<i32, Error> {
         print_note(&format!("removed run {} ({} file(s) and folders)", run.id, removed.len()));
     }
     Ok(0)
+}
+
+/// What a resume may take from a run's record on its word: the agent, its model and effort, the
+/// loop, the timeouts, prompt arguments. Not hooks, the sandbox, mounts or a binary to run.
+const CARRIED: [&str; 6] = ["agent.kind=", "agent.model=", "agent.effort=", "loop.", "timeouts.", "prompt_args."];
+
+/// The original run's own overrides, except what resuming decides (then ours, then the
+/// user's, follow): the record's word chooses the agent and how long it goes on, never what
+/// runs here.
+fn carried_overrides(run: &Light) -> Vec<String> {
+    let decided = ["agent.resume", "branch.", "prompt", "name", "loop.max_iterations"];
+    let mut set = Vec::new();
+    for pair in run.overrides.iter().filter(|pair| !decided.iter().any(|key| pair.starts_with(key))) {
+        if CARRIED.iter().any(|key| pair.starts_with(key)) {
+            set.push(pair.clone());
+        } else {
+            let key = pair.split('=').next().unwrap_or_default();
+            print_note(&format!("`{key}` from the run's record is not carried over: give it again with `--set`"));
+        }
+    }
+    set
+}
+
+/// The branch a resume goes on in: the run's, when eden made it for that run (or it is gone and
+/// is made again).
+fn resumed_branch(run: &Light, layout: &crate::layout::Layout) -> Result<String, Error> {
+    let branch = run.preserved_branch.clone().unwrap_or_else(|| run.branch.clone());
+    let git = crate::git::Git::new(&layout.root);
+    if git.branch_commit(&branch)?.is_some() && !git.made_for(&branch, &run.id) {
+        return Err(Error::usage(format!(
+            "run `{}` names `{branch}`, which eden did not make for that run: nothing was resumed",
+            run.id
+        ))
+        .with_hint("resume the session on a branch of its own: `eden run MANIFEST --set agent.resume=\"SESSION\"`"));
+    }
+    Ok(branch)
+}
+
+/// The manifest a run's record names, if it is still there: only one in the repository (a
+/// record names any path it likes; one outside is given again with `--manifest`).
+fn record_manifest(run: &Light, layout: &crate::layout::Layout) -> Result<Option<std::path::PathBuf>, Error> {
+    let Some(path) = run.manifest.clone().filter(|path| path.is_file()) else { return Ok(None) };
+    let inside = std::fs::canonicalize(&path).is_ok_and(|path| path.starts_with(&layout.root));
+    if !inside {
+        return Err(Error::usage(format!(
+            "run `{}` was run from `{}`, outside this repository: eden does not run a manifest on a record's word",
+            run.id,
+            path.display()
+        ))
+        .with_hint(format!(
+            "name it yourself if it is yours: `eden sessions resume {} {}`",
+            run.id,
+            path.display()
+        )));
+    }
+    Ok(Some(path))
 }
 
 /// The run, session and step agent `wanted` names, for `transfer` and `resume`.
@@ -501,6 +564,16 @@ fn transfer(args: SessionsTransferArgs) -> Result<i32, Error> {
                 "eden captures transcripts after each iteration; this one was not found then (see the run's warnings)",
             ));
     };
+    // eden's copy of the transcript, never a file a record names elsewhere.
+    let own = layout.sessions().join(&run.id);
+    let confined = |path: &std::path::Path| crate::values::normalize_path(path).starts_with(&own);
+    if !confined(&transcript.path) || !transcript.subagents.iter().all(|path| confined(path)) {
+        return Err(Error::usage(format!(
+            "the record of run `{}` names a transcript outside eden's copies of its sessions: nothing was copied",
+            run.id
+        ))
+        .with_hint(format!("eden reads transcripts only from `{}`", own.display())));
+    }
     let env = |key: &str| std::env::var(key).ok();
     let done = crate::sessions::transfer::transfer(
         kind,
@@ -530,19 +603,19 @@ fn resume(args: SessionsResumeArgs) -> Result<i32, Error> {
             crate::agent::spec::spoken(&crate::agent::spec::adapters_where(|spec| spec.resume))
         )));
     }
-    let manifest = args.manifest.clone().or_else(|| run.manifest.clone().filter(|path| path.is_file()));
+    let manifest = match &args.manifest {
+        Some(manifest) => Some(manifest.clone()),
+        None => record_manifest(run, &layout)?,
+    };
     let quote = |value: &str| toml::Value::String(value.to_owned()).to_string();
-    // The original run's own overrides first, except what resuming decides; then ours; then the user's.
-    let decided = ["agent.resume", "branch.", "prompt", "name", "loop.max_iterations"];
-    let mut set: Vec<String> =
-        run.overrides.iter().filter(|pair| !decided.iter().any(|key| pair.starts_with(key))).cloned().collect();
+    let mut set = carried_overrides(run);
     if manifest.is_none() && !set.iter().any(|pair| pair.starts_with("agent.kind=")) {
         set.push(format!("agent.kind={}", quote(kind.as_str())));
         if let Some(model) = model {
             set.push(format!("agent.model={}", quote(model)));
         }
     }
-    let branch = run.preserved_branch.clone().unwrap_or_else(|| run.branch.clone());
+    let branch = resumed_branch(run, &layout)?;
     set.push(format!("agent.resume={}", quote(session)));
     set.push(format!("name={}", quote(&run.name)));
     set.push("branch.strategy=\"named\"".into());

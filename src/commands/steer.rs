@@ -25,6 +25,21 @@ pub(crate) fn steer(args: SteerArgs) -> Result<i32, Error> {
         return Err(Error::usage(format!("run `{}` is an interactive session: you are steering it already", run.id))
             .with_hint("type into the agent's own UI"));
     }
+    // A signal goes only to the run's own eden: the process the kernel says holds the run's
+    // branch lock, started when the record says, the lock naming the run. A record that names
+    // another process (copied in, or edited) is refused, and nothing is written.
+    let lock = layout.locks().join(format!("{}.lock", crate::git::slug(&record.branch)));
+    let holder = crate::lock::BranchLock::holder(&lock);
+    let proven = run.process.start != 0
+        && crate::lock::BranchLock::held_by(&lock) == Some(run.process.pid)
+        && holder.is_some_and(|holder| holder.process == run.process && holder.run_id == run.id);
+    if !proven {
+        return Err(Error::usage(format!(
+            "run `{}` names eden pid {}, which is not that run's eden (it does not hold the run's lock)",
+            run.id, run.process.pid
+        ))
+        .with_hint("nothing was sent; `eden sessions list` shows which runs are going"));
+    }
     let path = layout.steer(&run.id);
     let folder = path.parent().expect("the steer file has a folder");
     let partial = folder.join(format!(".{}.partial", run.id));

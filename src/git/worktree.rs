@@ -4,6 +4,9 @@ use super::Git;
 use crate::error::Error;
 use std::path::{Path, PathBuf};
 
+/// The key under `branch.<name>` that says which run eden made a branch for.
+const BRANCH_MARK: &str = "edenRun";
+
 /// A branch name made into one path component: `eden/fix-login` → `eden-fix-login`.
 pub(crate) fn slug(branch: &str) -> String {
     branch.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') { c } else { '-' }).collect()
@@ -135,6 +138,39 @@ impl Git {
     /// it is still at `tip`, the commit the caller found safe: a compare-and-delete, so a branch
     /// that moved since (work brought back late, a commit of the person's) is never lost.
     pub(crate) fn delete_branch(&self, branch: &str, tip: &str) -> Result<(), Error> {
-        self.run(["update-ref", "-d", &format!("refs/heads/{branch}"), tip]).map(drop)
+        self.run(["update-ref", "-d", &format!("refs/heads/{branch}"), tip])?;
+        // As `git branch -D` does: the branch's settings go with it (eden's mark among them).
+        let _ = self.run(["config", "--remove-section", &format!("branch.{branch}")]);
+        Ok(())
+    }
+
+    /// Mark `branch` as made by eden for run `run_id` (`branch.<name>.edenRun` in the
+    /// repository's config): what eden may later merge, start from or delete as that run's is
+    /// what carries this mark, never what a run record says. Retried: git refuses a config
+    /// write while another holds its lock.
+    pub(crate) fn mark_branch(&self, branch: &str, run_id: &str) -> Result<(), Error> {
+        let key = format!("branch.{branch}.{BRANCH_MARK}");
+        let mut last = None;
+        for _ in 0..20 {
+            match self.run(["config", "--add", &key, run_id]) {
+                Ok(_) => return Ok(()),
+                Err(err) => last = Some(err),
+            }
+            std::thread::sleep(std::time::Duration::from_millis(25));
+        }
+        Err(last.expect("tried at least once"))
+    }
+
+    /// The runs eden made `branch` for, or carried it on in (empty: not eden's).
+    pub(crate) fn marks(&self, branch: &str) -> Vec<String> {
+        let key = format!("branch.{branch}.{BRANCH_MARK}");
+        self.run(["config", "--get-all", &key])
+            .map(|marks| marks.lines().map(str::to_owned).collect())
+            .unwrap_or_default()
+    }
+
+    /// Was `branch` made by eden for run `run_id` (or carried on by it)?
+    pub(crate) fn made_for(&self, branch: &str, run_id: &str) -> bool {
+        self.marks(branch).iter().any(|mark| mark == run_id)
     }
 }

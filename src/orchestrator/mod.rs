@@ -471,6 +471,7 @@ impl<'p> Run<'p> {
             return (Some(record), error);
         }
         if preserved_branch.is_none() && repo.run(["branch", &lease.branch, &tip]).is_ok() {
+            let _ = repo.mark_branch(&lease.branch, &self.run_id);
             *preserved_branch = Some(lease.branch.clone());
         }
         let failed = push::error(&record, preserved_branch.as_deref());

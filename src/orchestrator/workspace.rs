@@ -377,7 +377,12 @@ pub(crate) fn create(pre: Preflight, run_id: &str, notes: &mut Vec<String>) -> R
         }
     }
     match pre.action {
-        WorktreeAction::UseCheckout | WorktreeAction::Reuse => {}
+        WorktreeAction::UseCheckout => {}
+        WorktreeAction::Reuse => {
+            if !repo.marks(&pre.branch).is_empty() {
+                let _ = repo.mark_branch(&pre.branch, run_id);
+            }
+        }
         WorktreeAction::CreateWithNewBranch => {
             if let Err(err) =
                 with_pruning(&repo, || repo.add_worktree_new_branch(&pre.worktree, &pre.branch, &pre.start_commit))
@@ -388,9 +393,24 @@ pub(crate) fn create(pre: Preflight, run_id: &str, notes: &mut Vec<String>) -> R
                 }
                 return Err(err);
             }
+            if let Err(err) = repo.mark_branch(&pre.branch, run_id) {
+                let _ = repo.run([
+                    std::ffi::OsStr::new("worktree"),
+                    "remove".as_ref(),
+                    "--force".as_ref(),
+                    pre.worktree.as_os_str(),
+                ]);
+                let _ = repo.delete_branch(&pre.branch, &pre.start_commit);
+                return Err(err);
+            }
         }
         WorktreeAction::CreateForExistingBranch => {
-            with_pruning(&repo, || repo.add_worktree(&pre.worktree, &pre.branch))?
+            with_pruning(&repo, || repo.add_worktree(&pre.worktree, &pre.branch))?;
+            // A branch eden made for an earlier run is this run's too; one of the person's
+            // stays theirs.
+            if !repo.marks(&pre.branch).is_empty() {
+                let _ = repo.mark_branch(&pre.branch, run_id);
+            }
         }
     }
     drop(shared);

@@ -232,9 +232,13 @@ pub(crate) fn load(layout: &Layout) -> (Vec<Light>, Vec<String>) {
 fn read_light(path: &Path) -> Result<Light, Error> {
     let data =
         std::fs::read(path).map_err(|err| Error::internal(format!("cannot read `{}`: {err}", path.display())))?;
-    serde_json::from_slice(&data).map_err(|err| {
+    let mut light: Light = serde_json::from_slice(&data).map_err(|err| {
         Error::internal(format!("`{}` is not a run record eden can read ({err}); skipped", path.display()))
-    })
+    })?;
+    crate::record::check_own(path, &light.id)?;
+    // Where it is, not where it says it is.
+    light.record_path = path.to_path_buf();
+    Ok(light)
 }
 
 /// `eden sessions list` filters.

@@ -19,6 +19,7 @@ mod crash;
 mod doctor;
 mod env_secrets;
 mod escape;
+mod forged_records;
 mod from;
 mod generated;
 mod github;

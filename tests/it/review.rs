@@ -143,11 +143,7 @@ fn discard_keeps_a_branch_that_held_more_than_the_run() {
     env.run_manifest(&cli_manifest(&agent, branch), &[]).assert_code(1);
     let run = env.eden(&["discard", "last"]);
     run.assert_code(0);
-    assert!(
-        run.stderr.contains("kept the branch `eden/feature`: what it held before the run is on no other branch"),
-        "{}",
-        run.stderr
-    );
+    assert!(run.stderr.contains("kept the branch `eden/feature`: eden did not make it for run"), "{}", run.stderr);
     assert_eq!(env.log_subjects("eden/feature")[..2], ["run work", "before the run"]);
 }
 

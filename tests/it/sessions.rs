@@ -325,7 +325,10 @@ fn claude_sessions_transfer_and_resume() {
     assert_eq!(resumed.json()["iterations"][0]["session_id"], session.as_str(), "{}", resumed.stderr);
 
     // `eden sessions resume`: the same branch and worktree path, the same session.
-    let continued = eden(&first, &["sessions", "resume", &session, "--prompt", "one more thing", "--json"]);
+    // The manifest is outside the repository: named again (a record's word runs nothing).
+    let manifest_path = manifest.to_str().unwrap();
+    let continued =
+        eden(&first, &["sessions", "resume", &session, manifest_path, "--prompt", "one more thing", "--json"]);
     continued.assert_code(0);
     let record = continued.json();
     assert_eq!(record["branch"], "eden/feature");
@@ -370,7 +373,7 @@ fn claude_sessions_transfer_and_resume() {
     assert_eq!(from["iterations"][0]["session_id"], merged["session_id"]);
     assert_ne!(from["branch"], merged["branch"]);
     // Interactive needs a terminal; without one it says so and starts nothing.
-    let interactive = eden(&first, &["sessions", "resume", &session, "--interactive"]);
+    let interactive = eden(&first, &["sessions", "resume", &session, manifest_path, "--interactive"]);
     interactive.assert_code(2);
     assert!(interactive.error_text().contains("needs a terminal on stdin"), "{}", interactive.stderr);
 }
