@@ -51,6 +51,12 @@ pub fn main_with_args(args: Vec<std::ffi::OsString>) -> i32 {
     if args.get(1).is_some_and(|a| a == sandbox::remote_rules::LISTEN_SUBCOMMAND) {
         return sandbox::remote_rules::run_listen(&args[2..]);
     }
+    if args.get(1).is_some_and(|a| a == sandbox::pack::LIST_SUBCOMMAND) {
+        return sandbox::pack::run_list(&args[2..]);
+    }
+    if args.get(1).is_some_and(|a| a == sandbox::pack::PACK_SUBCOMMAND) {
+        return sandbox::pack::run_pack();
+    }
     if args.get(1).is_some_and(|a| a == sandbox::firewall::CONNECT_SUBCOMMAND) {
         return sandbox::firewall::run_connect(&args[2..]);
     }

@@ -1,9 +1,12 @@
 //! `artifacts`: files of the sandbox's workspace that match the run's globs, committed or not,
 //! brought back as data into `.eden/artifacts/RUN/`, never merged. What crosses is hostile
-//! input, as everything from a sandbox: the workspace's regular files are listed inside
-//! (`find -type f`: links are listed apart, never followed), matched here, then sent as one tar
-//! stream counted against `sandbox.max_return` as it arrives and read by `unpack` (regular files
-//! only, names confined to the folder). A file over the limit stays behind, said so.
+//! input, as everything from a sandbox: the workspace's files are listed inside by eden's own
+//! executable (`pack`: links said as links, never followed; the image's `find` and `tar` are
+//! never asked), every name is checked here (plain components below the workspace) and matched,
+//! then eden packs the chosen ones inside into one tar stream, counted against
+//! `sandbox.max_return` as it arrives and read by `unpack` (regular files only, only the names
+//! asked for, confined to the folder). Sizes and hashes come from the bytes received, never
+//! from a file on this machine a name points at. A file over the limit stays behind, said so.
 
 use super::unpack;
 use crate::error::Error;
@@ -13,15 +16,8 @@ use std::path::Path;
 
 /// The most the listing of a workspace's files may be.
 const MAX_LISTING: u64 = 64 * 1024 * 1024;
-
-/// Lists the workspace's regular files under `$1` bytes, then (after `//over//`) the bigger
-/// ones, then (after `//link//`) its symbolic links, each NUL-ended; `.git` and `.eden` left out.
-const LIST_SCRIPT: &str = r#"set -e
-find . \( -path ./.git -o -path ./.eden \) -prune -o -type f -size -"$1"c -print0
-printf '//over//\0'
-find . \( -path ./.git -o -path ./.eden \) -prune -o -type f -size +"$(( $1 - 1 ))"c -print0
-printf '//link//\0'
-find . \( -path ./.git -o -path ./.eden \) -prune -o -type l -print0"#;
+/// The most warnings one collection gives about names it refuses.
+const MAX_REFUSED_SAID: usize = 5;
 
 /// What to collect, and where.
 pub(crate) struct ArtifactRequest<'a> {
@@ -45,49 +41,37 @@ pub(crate) struct Collected {
     pub(crate) left: Vec<String>,
 }
 
-/// Collect through `inside` (runs a command in the workspace `workspace`, as the sandbox sees
-/// it).
-pub(crate) fn collect(
-    inside: &dyn Fn(ProcessBuilder) -> ProcessBuilder,
-    workspace: &Path,
-    request: &ArtifactRequest<'_>,
-) -> Result<Collected, Error> {
+/// How eden's own executable is run in the sandbox's workspace: `inside` wraps a command for
+/// the sandbox, `eden` is the executable's path there.
+pub(crate) struct EdenInside<'a> {
+    pub(crate) inside: &'a dyn Fn(ProcessBuilder) -> ProcessBuilder,
+    pub(crate) eden: &'a Path,
+    pub(crate) workspace: &'a Path,
+}
+
+impl EdenInside<'_> {
+    fn command(&self, subcommand: &str) -> ProcessBuilder {
+        (self.inside)(ProcessBuilder::new(self.eden).arg(subcommand).cwd(self.workspace))
+    }
+}
+
+/// Collect through eden's executable in the sandbox.
+pub(crate) fn collect(eden: &EdenInside<'_>, request: &ArtifactRequest<'_>) -> Result<Collected, Error> {
     fs_err::create_dir_all(request.scratch).map_err(|err| Error::sandbox(err.to_string()))?;
     let limit = request.limit.max(1);
-    let list = ProcessBuilder::new("sh").args(["-c", LIST_SCRIPT, "sh", &(limit + 1).to_string()]).cwd(workspace);
-    let listing = spool(&inside(list.env("LC_ALL", "C")), &request.scratch.join("artifacts.list"), MAX_LISTING)?;
+    let list = eden.command(super::pack::LIST_SUBCOMMAND).arg((limit + 1).to_string());
+    let listing = spool(&list, &request.scratch.join("artifacts.list"), MAX_LISTING)?;
     let listing = listing.ok_or_else(|| {
         Error::sandbox("the workspace lists more files than eden reads for artifacts").with_hint("narrow `artifacts`")
     })?;
-    let mut collected = Collected::default();
-    let (mut wanted, mut section) = (Vec::new(), "");
-    for entry in listing.split(|byte| *byte == 0).filter(|entry| !entry.is_empty()) {
-        let Ok(entry) = std::str::from_utf8(entry) else { continue };
-        if entry == "//over//" || entry == "//link//" {
-            section = entry;
-            continue;
-        }
-        let path = entry.trim_start_matches("./");
-        if path.contains('\n') || !(request.select)(path) {
-            continue;
-        }
-        match section {
-            "" => wanted.push(path.to_owned()),
-            "//over//" => collected.left.push(format!(
-                "artifact `{path}` is larger than `sandbox.max_return` ({}): left in the sandbox",
-                crate::values::format_size(request.limit)
-            )),
-            _ => collected.left.push(format!("artifact `{path}` is a symbolic link: not followed, not kept")),
-        }
-    }
+    let (wanted, mut collected) = choose(&listing, request);
     if wanted.is_empty() {
         return Ok(collected);
     }
-    let names = wanted.join("\n") + "\n";
-    let tar = inside(ProcessBuilder::new("tar").args(["-c", "-f", "-", "-T", "-"]).cwd(workspace))
-        .stdin(Stdin::Bytes(names.into_bytes()));
+    let names: Vec<u8> = wanted.iter().flat_map(|name| name.bytes().chain([0])).collect();
+    let pack = eden.command(super::pack::PACK_SUBCOMMAND).stdin(Stdin::Bytes(names));
     let stream = request.scratch.join("artifacts.tar");
-    if spool(&tar, &stream, request.limit)?.is_none() {
+    if spool(&pack, &stream, request.limit)?.is_none() {
         let _ = std::fs::remove_file(&stream);
         collected.left.push(format!(
             "the artifacts together are more than `sandbox.max_return` ({}): none of {} file(s) kept",
@@ -97,12 +81,57 @@ pub(crate) fn collect(
         return Ok(collected);
     }
     fs_err::create_dir_all(request.into).map_err(|err| Error::sandbox(err.to_string()))?;
+    let wanted: std::collections::HashSet<String> = wanted.into_iter().collect();
     let read = std::fs::File::open(&stream)
-        .and_then(|file| unpack::unpack(std::io::BufReader::new(file), request.into, request.limit));
+        .and_then(|file| unpack::unpack_wanted(std::io::BufReader::new(file), request.into, request.limit, &wanted));
     let _ = std::fs::remove_file(&stream);
-    read.map_err(|err| Error::sandbox(format!("the artifacts were not taken back: {err}")))?;
-    collected.files = wanted.iter().filter_map(|path| record(request.into, path)).collect();
+    let received = read.map_err(|err| match err.kind() {
+        std::io::ErrorKind::Interrupted => Error::sandbox("the artifacts were not taken back: stopped"),
+        _ => Error::sandbox(format!("the artifacts were not taken back: {err}")),
+    })?;
+    collected.files = received
+        .into_iter()
+        .map(|file| ArtifactRecord { path: file.path, bytes: file.bytes, sha256: file.sha256 })
+        .collect();
+    collected.files.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(collected)
+}
+
+/// The names of the listing to take (checked here: plain components below the workspace, and
+/// matched), and what is left behind and why.
+fn choose(listing: &[u8], request: &ArtifactRequest<'_>) -> (Vec<String>, Collected) {
+    let (mut wanted, mut collected, mut refused) = (Vec::new(), Collected::default(), 0usize);
+    let mut entries = listing.split(|byte| *byte == 0);
+    while let (Some(kind), Some(name)) = (entries.next(), entries.next()) {
+        let Ok(path) = std::str::from_utf8(name) else { continue };
+        if !super::pack::is_plain(path) || kind.len() != 1 {
+            refused += 1;
+            if refused <= MAX_REFUSED_SAID {
+                let shown: String = path.chars().take(80).collect::<String>().escape_debug().to_string();
+                collected
+                    .left
+                    .push(format!("the sandbox listed `{shown}`, which is not a file in the workspace: ignored"));
+            }
+            continue;
+        }
+        if !(request.select)(path) {
+            continue;
+        }
+        match kind[0] {
+            b'f' => wanted.push(path.to_owned()),
+            b'o' => collected.left.push(format!(
+                "artifact `{path}` is larger than `sandbox.max_return` ({}): left in the sandbox",
+                crate::values::format_size(request.limit)
+            )),
+            _ => collected.left.push(format!("artifact `{path}` is a symbolic link: not followed, not kept")),
+        }
+    }
+    if refused > MAX_REFUSED_SAID {
+        collected.left.push(format!("… and {} more such names", refused - MAX_REFUSED_SAID));
+    }
+    wanted.sort();
+    wanted.dedup();
+    (wanted, collected)
 }
 
 /// Run `command`, its stdout into `file` (at most `limit` bytes): the bytes, `None` over the
@@ -121,7 +150,7 @@ fn spool(command: &ProcessBuilder, file: &Path, limit: u64) -> Result<Option<Vec
             "cannot collect the artifacts: {}",
             super::carry::first_line(&capped.output.stderr)
         ))
-        .with_hint("artifacts need `sh`, `find` and `tar` in the sandbox"));
+        .with_hint("eden lists and packs them with its own executable in the sandbox: is the sandbox still there?"));
     }
     let bytes = if file.extension().is_some_and(|ext| ext == "list") {
         let bytes = std::fs::read(file).map_err(|err| Error::sandbox(err.to_string()))?;
@@ -133,21 +162,24 @@ fn spool(command: &ProcessBuilder, file: &Path, limit: u64) -> Result<Option<Vec
     Ok(Some(bytes))
 }
 
-/// The record of one kept file: its path, size and SHA-256 (`None` if it did not come back as
-/// a regular file).
-fn record(into: &Path, path: &str) -> Option<ArtifactRecord> {
-    let full = into.join(path);
-    let meta = std::fs::symlink_metadata(&full).ok().filter(|meta| meta.is_file())?;
-    let mut file = std::fs::File::open(&full).ok()?;
-    let mut context = ring::digest::Context::new(&ring::digest::SHA256);
-    let mut buffer = vec![0u8; 64 * 1024];
-    loop {
-        let read = std::io::Read::read(&mut file, &mut buffer).ok()?;
-        if read == 0 {
-            break;
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_listing_s_names_are_checked_here() {
+        let select = |path: &str| path.starts_with("out/");
+        let dir = std::path::Path::new("/nowhere");
+        let request = ArtifactRequest { select: &select, into: dir, limit: 10, scratch: dir, worktree: dir };
+        let mut listing = Vec::new();
+        for (kind, name) in
+            [("f", "out/a.txt"), ("f", "out/../../etc/passwd"), ("f", "/etc/shadow"), ("f", "out/-x"), ("o", "out/big")]
+        {
+            listing.extend_from_slice(format!("{kind}\0{name}\0").as_bytes());
         }
-        context.update(&buffer[..read]);
+        let (wanted, collected) = choose(&listing, &request);
+        assert_eq!(wanted, ["out/-x", "out/a.txt"]);
+        assert_eq!(collected.left.len(), 3, "{:?}", collected.left);
+        assert!(collected.left[0].contains("`out/../../etc/passwd`, which is not a file in the workspace"));
     }
-    let sha256 = context.finish().as_ref().iter().map(|byte| format!("{byte:02x}")).collect();
-    Some(ArtifactRecord { path: path.to_owned(), bytes: meta.len(), sha256 })
 }

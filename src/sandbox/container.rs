@@ -666,8 +666,14 @@ impl Channel for Container {
 
 impl SandboxHandle for Container {
     fn artifacts(&self, request: &super::artifacts::ArtifactRequest<'_>) -> Result<super::artifacts::Collected, Error> {
+        carry::copy_eden_in(&self.eden_inside, &|command, stdin| self.as_root(command, stdin), "container")?;
         let channel: &dyn Channel = self;
-        super::artifacts::collect(&|command| channel.inside(command), channel.workspace(), request)
+        let inside = super::artifacts::EdenInside {
+            inside: &|command| channel.inside(command),
+            eden: Path::new(EDEN_INSIDE),
+            workspace: channel.workspace(),
+        };
+        super::artifacts::collect(&inside, request)
     }
 
     fn kind(&self) -> &'static str {

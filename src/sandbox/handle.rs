@@ -79,7 +79,10 @@ pub(crate) trait SandboxHandle: Send {
     /// The workspace's files `request` selects, copied into its folder (`artifacts`). Without a
     /// sandbox, the worktree on this machine.
     fn artifacts(&self, request: &artifacts::ArtifactRequest<'_>) -> Result<artifacts::Collected, Error> {
-        artifacts::collect(&|command| command, request.worktree, request)
+        let eden =
+            std::env::current_exe().map_err(|err| Error::sandbox(format!("cannot find eden's executable: {err}")))?;
+        let inside = artifacts::EdenInside { inside: &|command| command, eden: &eden, workspace: request.worktree };
+        artifacts::collect(&inside, request)
     }
     /// Remove the sandbox, bringing back what must come back first (its last commits, its
     /// uncommitted work as a patch). Idempotent. Returns a note for the display, if any.

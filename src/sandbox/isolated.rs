@@ -205,8 +205,16 @@ impl Isolated {
 
 impl SandboxHandle for Isolated {
     fn artifacts(&self, request: &super::artifacts::ArtifactRequest<'_>) -> Result<super::artifacts::Collected, Error> {
+        // eden's executable is one of the programs the sandbox is given, at its own path.
+        let eden =
+            std::env::current_exe().map_err(|err| Error::sandbox(format!("cannot find eden's executable: {err}")))?;
         let channel: &dyn Channel = &self.bubble;
-        super::artifacts::collect(&|command| channel.inside(command), channel.workspace(), request)
+        let inside = super::artifacts::EdenInside {
+            inside: &|command| channel.inside(command),
+            eden: &eden,
+            workspace: channel.workspace(),
+        };
+        super::artifacts::collect(&inside, request)
     }
 
     fn kind(&self) -> &'static str {

@@ -18,6 +18,7 @@ pub(crate) mod firewall;
 mod handle;
 pub(crate) mod isolated;
 mod ledger;
+pub(crate) mod pack;
 pub(crate) mod pod;
 mod pod_rules;
 mod pod_services;

@@ -21,69 +21,90 @@ pub(crate) struct Unpacked {
     pub(crate) skipped: usize,
 }
 
+/// A file one unpack wrote: its name below the folder, and its size and SHA-256 (hex) from the
+/// bytes as they arrived.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Received {
+    pub(crate) path: String,
+    pub(crate) bytes: u64,
+    pub(crate) sha256: String,
+}
+
+/// How one unpack goes: which names it takes (`None`: all), whether it hashes what it writes.
+#[derive(Clone, Copy)]
+struct Taking<'a> {
+    wanted: Option<&'a std::collections::HashSet<String>>,
+    hash: bool,
+}
+
 /// Unpack `stream` into `into` (a folder eden made and only eden writes), at most `limit` bytes
 /// of file contents.
-pub(crate) fn unpack(mut stream: impl Read, into: &Path, limit: u64) -> std::io::Result<Unpacked> {
-    let mut done = Unpacked::default();
+pub(crate) fn unpack(stream: impl Read, into: &Path, limit: u64) -> std::io::Result<Unpacked> {
+    unpack_with(stream, into, limit, Taking { wanted: None, hash: false }).map(|(done, _)| done)
+}
+
+/// Unpack only the files named in `wanted`, each hashed as it arrives; a stop (Ctrl-C) ends it
+/// at once.
+pub(crate) fn unpack_wanted(
+    stream: impl Read,
+    into: &Path,
+    limit: u64,
+    wanted: &std::collections::HashSet<String>,
+) -> std::io::Result<Vec<Received>> {
+    unpack_with(stream, into, limit, Taking { wanted: Some(wanted), hash: true }).map(|(_, received)| received)
+}
+
+fn unpack_with(
+    mut stream: impl Read,
+    into: &Path,
+    limit: u64,
+    taking: Taking<'_>,
+) -> std::io::Result<(Unpacked, Vec<Received>)> {
+    let (mut done, mut received) = (Unpacked::default(), Vec::new());
     let mut entries = 0usize;
     let mut long_name: Option<Vec<u8>> = None;
     let mut header = [0u8; BLOCK];
     loop {
+        if taking.hash && crate::process::stopping() {
+            return Err(std::io::Error::new(std::io::ErrorKind::Interrupted, "stopped"));
+        }
         if !read_block(&mut stream, &mut header)? || header.iter().all(|b| *b == 0) {
-            return Ok(done);
+            return Ok((done, received));
         }
         if !checksum_ok(&header) {
             return Err(invalid("a tar header's checksum is wrong"));
         }
         let size = octal(&header[124..136]).ok_or_else(|| invalid("a tar header's size is not a number"))?;
         let kind = header[156];
-        let name = match long_name.take() {
-            Some(name) => name,
-            None => header_name(&header),
-        };
+        let name = long_name.take().unwrap_or_else(|| header_name(&header));
         entries += 1;
         if entries > MAX_ENTRIES {
             return Err(invalid("the sandbox's state has more entries than eden takes back"));
         }
-        match kind {
+        let relative = confined(&name).filter(|relative| !relative.as_os_str().is_empty());
+        let taken = relative.filter(|relative| {
+            taking.wanted.is_none_or(|wanted| kind != b'5' && wanted.contains(&*relative.to_string_lossy()))
+        });
+        match (kind, taken) {
             // GNU long name, or a pax header whose `path` names the next entry.
-            b'L' => long_name = Some(trim_nul(&read_data(&mut stream, size, 64 * 1024)?).to_vec()),
-            b'x' => long_name = pax_path(&read_data(&mut stream, size, 64 * 1024)?),
-            b'0' | 0 | b'5' => {
-                let relative = match confined(&name) {
-                    // The folder itself.
-                    Some(relative) if relative.as_os_str().is_empty() && kind == b'5' => continue,
-                    Some(relative) if !relative.as_os_str().is_empty() => relative,
-                    _ => {
-                        skip(&mut stream, size)?;
-                        done.skipped += 1;
-                        continue;
-                    }
-                };
-                let path = into.join(&relative);
-                if kind == b'5' {
-                    make_dirs(into, &relative)?;
-                    continue;
-                }
+            (b'L', _) => long_name = Some(trim_nul(&read_data(&mut stream, size, 64 * 1024)?).to_vec()),
+            (b'x', _) => long_name = pax_path(&read_data(&mut stream, size, 64 * 1024)?),
+            (b'5', Some(relative)) => make_dirs(into, &relative)?,
+            // The folder itself.
+            (b'5', None) if confined(&name).is_some_and(|relative| relative.as_os_str().is_empty()) => {}
+            (b'0' | 0, Some(relative)) => {
                 if done.bytes + size > limit {
                     return Err(invalid("the sandbox's files are larger than eden takes back"));
                 }
-                if let Some(parent) = relative.parent() {
-                    make_dirs(into, parent)?;
+                match write_file(&mut stream, into, &relative, size, taking.hash)? {
+                    Some(sha256) => {
+                        done.files += 1;
+                        done.bytes += size;
+                        let path = relative.to_string_lossy().into_owned();
+                        received.extend(sha256.map(|sha256| Received { path, bytes: size, sha256 }));
+                    }
+                    None => done.skipped += 1,
                 }
-                if std::fs::symlink_metadata(&path).is_ok_and(|meta| !meta.is_file()) {
-                    skip(&mut stream, size)?;
-                    done.skipped += 1;
-                    continue;
-                }
-                let mut file = std::fs::File::create(&path)?;
-                let copied = std::io::copy(&mut (&mut stream).take(size), &mut file)?;
-                if copied != size {
-                    return Err(invalid("the tar stream ended inside a file"));
-                }
-                skip_padding(&mut stream, size)?;
-                done.files += 1;
-                done.bytes += size;
             }
             _ => {
                 skip(&mut stream, size)?;
@@ -91,6 +112,46 @@ pub(crate) fn unpack(mut stream: impl Read, into: &Path, limit: u64) -> std::io:
             }
         }
     }
+}
+
+/// One regular file of `size` bytes from `stream` at `relative` below `into`, and its SHA-256
+/// when `hash`; `None` (skipped) where something that is not a file is there already.
+fn write_file(
+    stream: &mut impl Read,
+    into: &Path,
+    relative: &Path,
+    size: u64,
+    hash: bool,
+) -> std::io::Result<Option<Option<String>>> {
+    if let Some(parent) = relative.parent() {
+        make_dirs(into, parent)?;
+    }
+    let path = into.join(relative);
+    if std::fs::symlink_metadata(&path).is_ok_and(|meta| !meta.is_file()) {
+        skip(stream, size)?;
+        return Ok(None);
+    }
+    let mut file = std::fs::File::create(&path)?;
+    let mut context = hash.then(|| ring::digest::Context::new(&ring::digest::SHA256));
+    let (mut left, mut buffer) = (size, vec![0u8; 64 * 1024]);
+    while left > 0 {
+        let want = buffer.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+        let read = stream.read(&mut buffer[..want])?;
+        if read == 0 {
+            return Err(invalid("the tar stream ended inside a file"));
+        }
+        std::io::Write::write_all(&mut file, &buffer[..read])?;
+        if let Some(context) = &mut context {
+            context.update(&buffer[..read]);
+            if crate::process::stopping() {
+                return Err(std::io::Error::new(std::io::ErrorKind::Interrupted, "stopped"));
+            }
+        }
+        left -= read as u64;
+    }
+    skip_padding(stream, size)?;
+    let digest = context.map(|context| context.finish().as_ref().iter().map(|byte| format!("{byte:02x}")).collect());
+    Ok(Some(digest))
 }
 
 /// `name`, as plain components below the folder (empty: the folder itself); `None` for

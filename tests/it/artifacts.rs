@@ -158,3 +158,66 @@ fn artifact_globs_that_leave_the_workspace_are_refused() {
         env.assert_pristine();
     }
 }
+
+/// The agent is root in its container (as eden is on a CI runner) and replaces the image's
+/// `find` and `tar` with payloads that list a file of this machine through `..` (3,000 times)
+/// and mark that they ran; it also leaves `-report.txt`, a name GNU tar's `-T` reads as an
+/// option. eden lists and packs with its own executable, so neither payload runs, the host file
+/// is never read (its hash is nowhere), and every real file comes back with the hash of its
+/// bytes.
+fn a_root_agent_s_tools_are_never_asked(engine: &str) {
+    if !ready(engine) {
+        return;
+    }
+    if !nix::unistd::getuid().is_root() {
+        crate::support::skip("the agent is root in its container only when eden runs as root");
+        return;
+    }
+    let env = TestEnv::new();
+    let secret = env.root().join("host-secret.txt");
+    std::fs::write(&secret, "this machine's own\n").unwrap();
+    let up = "../".repeat(12);
+    let tools = env.root().join("tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    std::fs::write(
+        tools.join("payload"),
+        format!(
+            "#!/bin/sh\necho ran > \"$PWD/out/payload-ran.txt\"\nfor i in $(seq 3000); do printf './out/{up}{}\\0'; done\n",
+            secret.display().to_string().trim_start_matches('/')
+        ),
+    )
+    .unwrap();
+    let script = "mkdir -p out && echo one > out/a.txt && echo dash > out/-report.txt && \
+        cp /tools/payload /usr/bin/find && cp /tools/payload /usr/bin/tar && chmod 755 /usr/bin/find /usr/bin/tar && \
+        echo replaced; echo '<promise>COMPLETE</promise>'";
+    let script = script.replace('\\', "\\\\").replace('"', "\\\"");
+    let manifest = format!(
+        "name = \"art\"\nprompt = \"go\"\nartifacts = [\"out/**\"]\n[agent]\nkind = \"cli\"\nbinary = \"sh\"\nargs = [\"-c\", \"cat >/dev/null; {script}\"]\n\
+         [sandbox]\nkind = \"{engine}\"\nimage = \"{IMAGE}\"\nnetwork = \"none\"\nmounts = [{{ host = \"{}\", sandbox = \"/tools\", read_only = true }}]\n\
+         [branch]\ncommit_leftovers = true\n[loop]\nmax_iterations = 1\n",
+        tools.display()
+    );
+    let run = run(&env, &manifest, &[]);
+    run.assert_code(0);
+    assert!(run.stderr.contains("| replaced"), "the image's tools were replaced: {}", run.stderr);
+    let record = run.json();
+    let kept = serde_json::json!([
+        {"path": "out/-report.txt", "bytes": 5, "sha256": sha256("dash\n")},
+        {"path": "out/a.txt", "bytes": 4, "sha256": sha256("one\n")},
+    ]);
+    assert_eq!(record["artifacts"], kept, "{}", run.stderr);
+    assert!(!run.stdout.contains(&sha256("this machine's own\n")), "a host file was read");
+    let dir = std::path::PathBuf::from(record["artifacts_dir"].as_str().unwrap());
+    assert!(!dir.join("out/payload-ran.txt").exists(), "a payload ran");
+    assert_eq!(std::fs::read_to_string(dir.join("out/-report.txt")).unwrap(), "dash\n");
+}
+
+#[test]
+fn a_root_agent_s_tools_are_never_asked_in_docker() {
+    a_root_agent_s_tools_are_never_asked("docker");
+}
+
+#[test]
+fn a_root_agent_s_tools_are_never_asked_in_podman() {
+    a_root_agent_s_tools_are_never_asked("podman");
+}

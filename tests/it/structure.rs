@@ -159,7 +159,8 @@ fn engine_clients_start_in_one_place() {
 
 /// eden's helper processes (hidden subcommands: the containment init, the allowlist's probes,
 /// the simulated agent, the credential relay and its tunnel) talk on their own stdout and stderr, which eden reads.
-const HELPERS: [&str; 6] = [
+const HELPERS: [&str; 7] = [
+    "sandbox/pack.rs",
     "process/contain.rs",
     "sandbox/firewall.rs",
     "sandbox/remote_rules.rs",
