@@ -81,6 +81,31 @@ pub(crate) struct LoggingPlan {
     pub(crate) file: super::logging_plan::LogFile,
 }
 
+/// A key eden holds for an agent is never handed to a service: a service shares the agent's
+/// network and runs what its client sends, so the agent could read it back there.
+fn refuse_held_keys_in_services(
+    steps: &[StepPlan],
+    services: &[super::services_plan::ServicePlan],
+    source: &Source,
+) -> Result<(), Error> {
+    for step in steps {
+        let super::held_plan::Held::Keys { keys, .. } = &step.held else { continue };
+        for (index, service) in services.iter().enumerate() {
+            let handed = service.env.iter().find(|(_, value)| keys.iter().any(|key| key.value.0 == value.0));
+            let Some((var, _)) = handed else { continue };
+            let held = keys.iter().find(|key| service.env[var].0 == key.value.0).map_or("", |key| key.var.as_str());
+            let at = KeyPath::parse("service").index(index).child("env").child(var);
+            return Err(source
+                .error_at(&at, format!(
+                    "service `{}` is handed the value of `{held}`, which eden holds for the agent: the agent reaches the service, so the key would not be held",
+                    service.name
+                ))
+                .with_hint("give the service a key of its own, or set `sandbox.hold_keys = false` to hand the key to the sandbox knowingly"));
+        }
+    }
+    Ok(())
+}
+
 /// The manifest resolved into the settings of a run, or its mistakes: every independent one is
 /// found, the first with the others as its `also`.
 pub(crate) fn resolve(
@@ -122,6 +147,7 @@ pub(crate) fn resolve(
     for step in &mut steps {
         step.held = super::held_plan::resolve(&step.agent, manifest.sandbox.hold_keys, &around)?;
     }
+    refuse_held_keys_in_services(&steps, sandbox.services(), source)?;
     Ok(Plan {
         name,
         manifest: source.file.clone(),

@@ -81,6 +81,10 @@ pub(crate) struct ServiceSection {
     /// A shell command run in the service's container until it succeeds.
     pub(crate) ready: Option<String>,
     pub(crate) ready_timeout: Option<Duration>,
+    /// The service's own limits; each defaults to the sandbox's.
+    pub(crate) cpus: Option<f64>,
+    pub(crate) memory: Option<Size>,
+    pub(crate) pids_limit: Option<u32>,
 }
 
 /// `[[check]]`, or a step's `[[step.check]]`: a command run in the sandbox, in the worktree,

@@ -26,6 +26,14 @@ pub(crate) struct ServicePlan {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) ready: Option<String>,
     pub(crate) ready_timeout: Duration,
+    /// Its limits: its own, else the sandbox's (a service runs what its client sends, so the
+    /// sandbox's limits hold there too).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) cpus: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) memory: Option<crate::values::Size>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) pids_limit: Option<u32>,
 }
 
 /// The services of `manifest`, checked: names a host can have and that differ, an image each,
@@ -43,7 +51,7 @@ pub(super) fn resolve_services(
     }
     let mut services: Vec<ServicePlan> = Vec::new();
     for (index, section) in manifest.service.iter().enumerate() {
-        let service = resolve_service(section, &path.index(index), source, host_env)?;
+        let service = resolve_service(section, &manifest.sandbox, &path.index(index), source, host_env)?;
         if services.iter().any(|known| known.name == service.name) {
             return Err(source
                 .error_at(&path.index(index).child("name"), format!("two services are named `{}`", service.name))
@@ -75,6 +83,7 @@ fn refuse_sandbox(manifest: &Manifest, at: &KeyPath, source: &Source) -> Result<
 
 fn resolve_service(
     section: &ServiceSection,
+    sandbox: &super::schema::SandboxSection,
     at: &KeyPath,
     source: &Source,
     host_env: &dyn Fn(&str) -> Option<String>,
@@ -112,6 +121,7 @@ fn resolve_service(
             .with_hint("add `ready = \"...\"`, the command that tells the service is ready, or remove the key"));
     }
     let env = resolve_env(&section.env.clone().unwrap_or_default(), &at.child("env"), source, host_env)?;
+    let (cpus, memory, pids_limit) = resolve_limits(section, sandbox, &name, at, source)?;
     Ok(ServicePlan {
         name,
         image,
@@ -119,7 +129,42 @@ fn resolve_service(
         env,
         ready: section.ready.clone(),
         ready_timeout: section.ready_timeout.unwrap_or(DEFAULT_READY_TIMEOUT),
+        cpus,
+        memory,
+        pids_limit,
     })
+}
+
+/// A service's limits: its own, else the sandbox's. A pod's containers take no process limit.
+fn resolve_limits(
+    section: &ServiceSection,
+    sandbox: &super::schema::SandboxSection,
+    name: &str,
+    at: &KeyPath,
+    source: &Source,
+) -> Result<(Option<f64>, Option<crate::values::Size>, Option<u32>), Error> {
+    if let Some(cpus) = section.cpus.filter(|cpus| !(*cpus > 0.0 && cpus.is_finite())) {
+        return Err(source
+            .error_at(&at.child("cpus"), format!("service `{name}`'s `cpus` must be a positive number, not {cpus}"))
+            .with_hint("give the share of CPUs it may use, e.g. `cpus = 1.5`, or remove the key for the sandbox's"));
+    }
+    if section.pids_limit == Some(0) {
+        return Err(source
+            .error_at(&at.child("pids_limit"), format!("service `{name}`'s `pids_limit` must be at least 1"))
+            .with_hint(
+                "give the most processes it may run, e.g. `pids_limit = 256`, or remove the key for the sandbox's",
+            ));
+    }
+    let pod = sandbox.kind == Some(SandboxKind::Kubernetes);
+    if pod && section.pids_limit.is_some() {
+        return Err(source
+            .error_at(&at.child("pids_limit"), "a service's `pids_limit` does not apply in a pod")
+            .with_hint(
+                "Kubernetes limits processes per pod on the node (the kubelet's `podPidsLimit`): remove the key",
+            ));
+    }
+    let pids_limit = section.pids_limit.or(sandbox.pids_limit).filter(|_| !pod);
+    Ok((section.cpus.or(sandbox.cpus), section.memory.or(sandbox.memory), pids_limit))
 }
 
 /// Why `name` cannot be a service's hostname.

@@ -62,6 +62,16 @@ pub(crate) fn containers(plan: &PodPlan, pod: &str) -> Vec<serde_json::Value> {
                     "runAsNonRoot": true,
                 },
             });
+            let mut limits = serde_json::Map::new();
+            if let Some(cpus) = service.cpus {
+                limits.insert("cpu".into(), serde_json::json!(format!("{}m", (cpus * 1000.0).round() as u64)));
+            }
+            if let Some(memory) = service.memory {
+                limits.insert("memory".into(), serde_json::json!(memory.0.to_string()));
+            }
+            if !limits.is_empty() {
+                container["resources"] = serde_json::json!({"limits": limits, "requests": limits});
+            }
             if !service.command.is_empty() {
                 // `args`: the image's entrypoint stays, as with `docker run IMAGE COMMAND…`.
                 container["args"] = serde_json::json!(service.command);

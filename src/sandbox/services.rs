@@ -144,6 +144,15 @@ fn run_command(
     if target.engine == Engine::Podman {
         command = command.arg("--pull=never");
     }
+    if let Some(cpus) = service.cpus {
+        command = command.args(["--cpus", &cpus.to_string()]);
+    }
+    if let Some(memory) = service.memory {
+        command = command.args(["--memory", &memory.0.to_string()]);
+    }
+    if let Some(pids) = service.pids_limit {
+        command = command.args(["--pids-limit", &pids.to_string()]);
+    }
     for (key, value) in &service.env {
         command = command.args(["-e", key]).env(key, &value.0);
     }

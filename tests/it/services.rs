@@ -353,6 +353,37 @@ fn a_check_queries_a_real_postgres(engine: &str) {
     assert!(containers_of(engine, &std::fs::canonicalize(&env.repo).unwrap()).is_empty(), "nothing left");
 }
 
+/// A service that runs what its client asks (a CGI script behind busybox's `httpd`) does not
+/// undo the sandbox's limits: asked to start 150 processes, it has at most the sandbox's
+/// `pids_limit` of 64, in its own PID namespace (which it says).
+fn a_service_keeps_the_sandbox_s_limits(engine: &str) {
+    if !services_ready(engine) {
+        return;
+    }
+    let env = TestEnv::new();
+    // A shell of its own starts the processes (it dies when the limit refuses a fork); once
+    // the limit is reached nothing forks, so the count is the shell's own (`set --`).
+    let cgi = r"#!/bin/sh\nns=$(readlink /proc/self/ns/pid)\necho Content-Type: text/plain\necho\nsh -c 'for i in $(seq 150); do sleep 300 >/dev/null 2>&1 & done' >/dev/null 2>&1\nset -- /proc/[0-9]*\necho count=$# ns=$ns\n";
+    let service = "mkdir -p /tmp/www/cgi-bin && echo up > /tmp/www/index.html && printf '%b' \"$CGI\" > /tmp/www/cgi-bin/fork && \
+        chmod 755 /tmp/www/cgi-bin/fork && exec busybox httpd -f -p 8080 -h /tmp/www";
+    let toml = |text: &str| text.replace('\\', "\\\\").replace('"', "\\\"");
+    let (service, cgi) = (toml(service), toml(cgi));
+    let agent = "busybox wget -qO- http://fork:8080/cgi-bin/fork; echo '<promise>COMPLETE</promise>'";
+    let manifest = format!(
+        "{}\n[[service]]\nname = \"fork\"\nimage = \"{SERVICE_IMAGE}\"\ncommand = [\"sh\", \"-c\", \"{service}\"]\n\
+         env = {{ CGI = \"{cgi}\" }}\n\
+         ready = \"busybox wget -qO- http://127.0.0.1:8080/ >/dev/null\"\n",
+        crate::containers::manifest(engine, agent, "network = \"none\"\npids_limit = 64")
+            .replace(&format!("image = \"{IMAGE}\""), &format!("image = \"{SERVICE_IMAGE}\""))
+    );
+    let run = run(&env, &manifest);
+    run.assert_code(0);
+    let said = run.stderr.lines().find(|line| line.contains("| count=")).unwrap_or_else(|| panic!("{}", run.stderr));
+    let count: u32 = said.split("count=").nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap();
+    assert!(count <= 64, "the service ran {count} processes past the sandbox's 64: {said}");
+    assert!(said.contains("ns=pid:["), "{said}");
+}
+
 macro_rules! per_engine {
     ($($engine:ident),*) => {$(
         mod $engine {
@@ -379,6 +410,11 @@ macro_rules! per_engine {
             #[test]
             fn ctrl_c_or_a_killed_eden_leaves_no_service() {
                 super::ctrl_c_or_a_killed_eden_leaves_no_service(stringify!($engine));
+            }
+
+            #[test]
+            fn a_service_keeps_the_sandbox_s_limits() {
+                super::a_service_keeps_the_sandbox_s_limits(stringify!($engine));
             }
         }
     )*};
@@ -429,8 +465,26 @@ fn services_that_cannot_work_are_refused_at_load() {
             "refers to `${NOT_SET_ANYWHERE}`, which is not set",
         ),
     ];
+    let held = "name = \"s\"\nprompt = \"go\"\n[agent]\nkind = \"claude-code\"\nenv = { ANTHROPIC_API_KEY = \"${ANTHROPIC_API_KEY}\" }\n";
+    let cases = cases.into_iter().chain([
+        (
+            format!(
+                "{held}[sandbox]\nkind = \"docker\"\nimage = \"{IMAGE}\"\n[[service]]\nname = \"db\"\nimage = \"x\"\nenv = {{ UPSTREAM_KEY = \"${{ANTHROPIC_API_KEY}}\" }}\n"
+            ),
+            "service `db` is handed the value of `ANTHROPIC_API_KEY`, which eden holds for the agent",
+        ),
+        (format!("{docker}[[service]]\nname = \"db\"\nimage = \"x\"\npids_limit = 0\n"), "service `db`'s `pids_limit` must be at least 1"),
+        (format!("{docker}[[service]]\nname = \"db\"\nimage = \"x\"\ncpus = -1.0\n"), "service `db`'s `cpus` must be a positive number"),
+        (
+            format!("{base}[sandbox]\nkind = \"kubernetes\"\nimage = \"x\"\n[[service]]\nname = \"db\"\nimage = \"x\"\npids_limit = 10\n"),
+            "a service's `pids_limit` does not apply in a pod",
+        ),
+    ]);
     for (manifest, said) in cases {
-        let run = env.run_manifest(&manifest, &[]);
+        let mut command = env.eden_command(&["run", env.write_manifest(&manifest).to_str().unwrap()]);
+        command.env("ANTHROPIC_API_KEY", "sk-ant-held-4417");
+        let run = Run::from(command.output().unwrap());
+        assert!(!run.stderr.contains("sk-ant-held-4417"), "{}", run.stderr);
         run.assert_code(2);
         assert!(run.stderr.contains(said), "{said}: {}", run.stderr);
         assert!(
