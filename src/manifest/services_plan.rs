@@ -135,6 +135,9 @@ fn resolve_service(
     })
 }
 
+/// A service's `cpus`, `memory` and `pids_limit`.
+type Limits = (Option<f64>, Option<crate::values::Size>, Option<u32>);
+
 /// A service's limits: its own, else the sandbox's. A pod's containers take no process limit.
 fn resolve_limits(
     section: &ServiceSection,
@@ -142,7 +145,7 @@ fn resolve_limits(
     name: &str,
     at: &KeyPath,
     source: &Source,
-) -> Result<(Option<f64>, Option<crate::values::Size>, Option<u32>), Error> {
+) -> Result<Limits, Error> {
     if let Some(cpus) = section.cpus.filter(|cpus| !(*cpus > 0.0 && cpus.is_finite())) {
         return Err(source
             .error_at(&at.child("cpus"), format!("service `{name}`'s `cpus` must be a positive number, not {cpus}"))
