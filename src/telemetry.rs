@@ -62,6 +62,14 @@ impl Settings {
         let protocol = set("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL").or_else(|| set("OTEL_EXPORTER_OTLP_PROTOCOL"));
         let mut headers = pairs(&set("OTEL_EXPORTER_OTLP_HEADERS").unwrap_or_default());
         headers.extend(pairs(&set("OTEL_EXPORTER_OTLP_TRACES_HEADERS").unwrap_or_default()));
+        // `https://user:password@host/…`: the password goes as HTTP basic authentication, never
+        // in the URL eden shows or connects by.
+        let (endpoint, login) = without_userinfo(&endpoint);
+        let metrics = metrics.map(|metrics| without_userinfo(&metrics).0);
+        let has_authorization = headers.iter().any(|(key, _)| key.eq_ignore_ascii_case("authorization"));
+        if let Some(login) = login.filter(|_| !has_authorization) {
+            headers.push(("Authorization".to_owned(), format!("Basic {}", base64(login.as_bytes()))));
+        }
         Some(Settings {
             endpoint,
             metrics,
@@ -71,6 +79,38 @@ impl Settings {
             resource: pairs(&set("OTEL_RESOURCE_ATTRIBUTES").unwrap_or_default()),
         })
     }
+}
+
+/// `url` without its `user:password@` (percent-decoded), and that login.
+fn without_userinfo(url: &str) -> (String, Option<String>) {
+    let Some((scheme, rest)) = url.split_once("://") else { return (url.to_owned(), None) };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    match rest[..authority_end].rsplit_once('@') {
+        Some((userinfo, host)) => {
+            let login = match userinfo.split_once(':') {
+                Some((user, password)) => format!("{}:{}", percent_decode(user), percent_decode(password)),
+                None => format!("{}:", percent_decode(userinfo)),
+            };
+            (format!("{scheme}://{host}{}", &rest[authority_end..]), Some(login))
+        }
+        None => (url.to_owned(), None),
+    }
+}
+
+/// Standard base64, padded (RFC 4648).
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let n = chunk.iter().enumerate().fold(0u32, |n, (i, byte)| n | u32::from(*byte) << (16 - 8 * i));
+        for i in 0..4 {
+            out.push(match i <= chunk.len() {
+                true => ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char,
+                false => '=',
+            });
+        }
+    }
+    out
 }
 
 /// `key=value,key=value`, each part percent-decoded, as the specification writes them.
@@ -219,13 +259,37 @@ impl Open {
         Span {
             id: self.id,
             parent: self.parent,
-            name: self.name,
+            // A name carries what the agent said (a tool's name, a step's): as an attribute
+            // would, redacted and with no control character.
+            name: plain(&crate::redact::apply(&self.name), MAX_NAME),
             start: self.start,
             end,
             attributes: self.attributes,
-            error,
+            error: error.map(|error| plain(&crate::redact::apply(&error), MAX_TEXT)),
         }
     }
+}
+
+/// The most characters of a span's name, and of a text attribute.
+const MAX_NAME: usize = 128;
+const MAX_TEXT: usize = 4096;
+
+/// `text` with every control character but a newline or a tab as `\u{..}`, at most `max`
+/// characters: what an agent prints reaches a collector's screens as data.
+fn plain(text: &str, max: usize) -> String {
+    let mut out = String::with_capacity(text.len().min(max));
+    for (count, c) in text.chars().enumerate() {
+        if count == max {
+            out.push('…');
+            break;
+        }
+        match c {
+            '\n' | '\t' => out.push(c),
+            c if c.is_control() => out.push_str(&c.escape_unicode().to_string()),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// Turns a run's events into spans and, when the run finishes, exports them.
@@ -299,7 +363,7 @@ impl TraceReporter {
 }
 
 fn text(value: impl Into<String>) -> Value {
-    Value::Text(crate::redact::apply(&value.into()).into_owned())
+    Value::Text(plain(&crate::redact::apply(&value.into()), MAX_TEXT))
 }
 
 impl Reporter for TraceReporter {
@@ -545,7 +609,9 @@ fn usage_attributes(usage: &crate::agent::Usage) -> Vec<(String, Value)> {
         ("gen_ai.usage.cache_read.input_tokens".to_owned(), Value::Int(usage.cache_read_tokens as i64)),
         ("gen_ai.usage.cache_creation.input_tokens".to_owned(), Value::Int(usage.cache_write_tokens as i64)),
     ];
-    attributes.extend(usage.cost_usd.map(|cost| ("eden.cost_usd".to_owned(), Value::Float(cost))));
+    // To a millionth of a dollar: a sum of prices has float noise past it.
+    let cost = usage.cost_usd.map(|cost| (cost * 1e6).round() / 1e6);
+    attributes.extend(cost.map(|cost| ("eden.cost_usd".to_owned(), Value::Float(cost))));
     attributes
 }
 
@@ -882,6 +948,16 @@ mod tests {
         assert!(Settings::from_env(&env(&[])).is_none());
         let base = Settings::from_env(&env(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318/")])).unwrap();
         assert_eq!(base.endpoint, "http://collector:4318/v1/traces");
+        let login = Settings::from_env(&|name| {
+            (name == "OTEL_EXPORTER_OTLP_ENDPOINT").then(|| "https://me:p%40ss@collector:4318".to_owned())
+        })
+        .unwrap();
+        assert_eq!(login.endpoint, "https://collector:4318/v1/traces");
+        assert_eq!(login.metrics.as_deref(), Some("https://collector:4318/v1/metrics"));
+        assert_eq!(login.headers, [("Authorization".to_owned(), format!("Basic {}", base64(b"me:p@ss")))]);
+        assert_eq!(base64(b"me:p@ss"), "bWU6cEBzcw==");
+        assert_eq!(base64(b"ab"), "YWI=");
+        assert_eq!(plain("eden.tool Bash\u{1b}[2J\r", 128), "eden.tool Bash\\u{1b}[2J\\u{d}");
         assert!(!base.json);
         let traces = Settings::from_env(&env(&[
             ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://a:4318"),

@@ -119,10 +119,15 @@ pub(crate) fn finish(
             None
         }
     };
-    if error.is_none() && !commits.is_empty() {
+    // A run started `--from` another carries that run's commits: they land with it, even when
+    // it adds none of its own.
+    let carried = pre.start_commit != pre.base_commit
+        && workspace.repo.commits_between(&pre.base_commit, &pre.branch).is_ok_and(|carried| !carried.is_empty());
+    let has_work = !commits.is_empty() || carried;
+    if error.is_none() && has_work {
         guard_what_steers(&workspace, &settings.protected, &mut error, reporter);
     }
-    let mut landing = decide(pre.strategy, error.is_some(), !commits.is_empty(), pre.base_branch.as_deref());
+    let mut landing = decide(pre.strategy, error.is_some(), has_work, pre.base_branch.as_deref());
     let claim = settle_attempt(&mut landing, &settings, shared.is_some(), &workspace, reporter);
     let waited_ms = u64::try_from(asked.elapsed().as_millis()).unwrap_or(u64::MAX);
     let merged = match &landing {

@@ -36,6 +36,21 @@ fn a_kept_runs_commits_land_with_the_new_work() {
     assert_eq!(env.log_subjects("main")[..3], ["step-3", "step-2", "step-1"]);
 }
 
+/// A run `--from` a kept one that adds nothing of its own still lands what it carries.
+#[test]
+fn a_run_that_adds_nothing_still_lands_what_it_carries() {
+    let env = TestEnv::new();
+    let first = kept_run(&env);
+    let done = "name = \"review\"\nprompt = \"go\"\n[agent]\nkind = \"cli\"\nbinary = \"sh\"\n\
+        args = [\"-c\", \"cat >/dev/null; echo '<promise>COMPLETE</promise>'\"]\n[loop]\nmax_iterations = 1\n";
+    let run = env.run_manifest(done, &["--from", &first]);
+    run.assert_code(0);
+    let record = run.json();
+    assert_eq!(record["merged_into"], "main", "{}", run.stderr);
+    assert_eq!(record["commits"].as_array().unwrap().len(), 0, "none of its own");
+    assert_eq!(env.log_subjects("main")[..2], ["step-2", "step-1"]);
+}
+
 #[test]
 fn from_an_iteration_starts_after_it() {
     let env = TestEnv::new();

@@ -361,3 +361,57 @@ fn work_back_and_the_push_are_spans() {
     assert_eq!(push.attribute("eden.push.remote"), Some("origin"));
     assert_eq!(push.status, "STATUS_CODE_OK");
 }
+
+/// What reaches a collector is what the log holds: an agent's tool named with a `.eden/.env`
+/// token and terminal escapes is a span whose name has neither; an endpoint's `user:password@`
+/// goes as basic authentication, and is in no warning, no `--dry-run` and no request line.
+#[test]
+fn span_names_and_the_endpoint_keep_secrets() {
+    let receiver = Receiver::start(false);
+    let env = TestEnv::new();
+    let token = "tok-4417-from-dotenv";
+    env.write(".eden/.env", &format!("DEPLOY_TOKEN={token}\n"));
+    let tool = format!(
+        r#"{{"type":"assistant","message":{{"id":"m1","type":"message","role":"assistant","content":[{{"type":"tool_use","id":"t1","name":"Bash {token} \u001b]0;owned\u0007\u001b[2J","input":{{}}}}]}},"session_id":"s-1"}}"#
+    );
+    let agent = env.script(
+        "agent.sh",
+        &format!("cat >/dev/null\necho '{tool}'\necho '{{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"<promise>COMPLETE</promise>\",\"session_id\":\"s-1\"}}'\n"),
+    );
+    let manifest = format!(
+        "name = \"traced\"\nprompt = \"go\"\n[agent]\nkind = \"cli\"\nbinary = \"{}\"\nparser = \"claude-code\"\n[loop]\nmax_iterations = 1\n",
+        agent.display()
+    );
+    let path = env.write_manifest(&manifest);
+    let endpoint = receiver.endpoint().replace("http://", "http://me:pa%24%24word@");
+    let mut command = env.eden_command(&["run", path.to_str().unwrap(), "--json"]);
+    command.env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint).env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json");
+    let run = Run::from(command.output().unwrap());
+    run.assert_code(0);
+    let requests = receiver.bodies();
+    let (request_path, head, body) = &requests[0];
+    assert_eq!(request_path, "/v1/traces");
+    assert!(head.contains(&format!("Authorization: Basic {}", "bWU6cGEkJHdvcmQ=")), "{head}");
+    let body = String::from_utf8_lossy(body);
+    assert!(!body.contains(token), "the token reached the collector: {body}");
+    assert!(!body.contains('\u{1b}') && !body.contains("\\u001b"), "a raw escape reached the collector: {body}");
+    let json: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let spans = json["resourceSpans"][0]["scopeSpans"][0]["spans"].as_array().unwrap().clone();
+    let named = spans.iter().find(|span| span["name"].as_str().unwrap().starts_with("eden.tool ")).unwrap();
+    assert!(named["name"].as_str().unwrap().contains("***"), "{named}");
+    // The password is nowhere eden writes.
+    let dry = {
+        let mut command = env.eden_command(&["run", path.to_str().unwrap(), "--dry-run"]);
+        command.env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint);
+        Run::from(command.output().unwrap())
+    };
+    assert!(dry.stdout.contains(&receiver.endpoint()), "{}", dry.stdout);
+    let closed = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut command = env.eden_command(&["run", path.to_str().unwrap()]);
+    command.env("OTEL_EXPORTER_OTLP_ENDPOINT", format!("http://me:pa%24%24word@127.0.0.1:{closed}"));
+    let down = Run::from(command.output().unwrap());
+    assert!(down.stderr.contains("telemetry was not exported"), "{}", down.stderr);
+    for text in [&run.stdout, &run.stderr, &dry.stdout, &dry.stderr, &down.stderr] {
+        assert!(!text.contains("pa%24%24word") && !text.contains("pa$$word"), "{text}");
+    }
+}
