@@ -278,3 +278,34 @@ fn the_readmes_workflow_is_the_example_and_fits_the_action() {
         assert!(workflow.contains(&format!("steps.eden.outputs.{output}")), "{output}");
     }
 }
+
+/// Every workflow and action the project ships parses as YAML, as GitHub reads it (PyYAML,
+/// which `.ci/run` installs): `action.yml`, `action/*.yml`, and every `yaml` block of the README.
+#[test]
+fn every_workflow_shipped_is_valid_yaml() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut shipped: Vec<(String, String)> = Vec::new();
+    shipped.push(("action.yml".into(), std::fs::read_to_string(root.join("action.yml")).unwrap()));
+    for entry in std::fs::read_dir(root.join("action")).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.ends_with(".yml") || name.ends_with(".yaml") {
+            shipped.push((format!("action/{name}"), std::fs::read_to_string(entry.path()).unwrap()));
+        }
+    }
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    for (n, block) in readme.split("```yaml\n").skip(1).enumerate() {
+        shipped.push((format!("README.md, yaml block {}", n + 1), block.split("\n```").next().unwrap().to_owned()));
+    }
+    assert!(shipped.len() >= 3, "{shipped:?}");
+    for (what, text) in &shipped {
+        let mut check = std::process::Command::new("python3")
+            .args(["-c", "import sys, yaml; d = yaml.safe_load(sys.stdin); assert isinstance(d, dict), type(d)"])
+            .stdin(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("python3 runs");
+        std::io::Write::write_all(&mut check.stdin.take().unwrap(), text.as_bytes()).unwrap();
+        let out = check.wait_with_output().unwrap();
+        assert!(out.status.success(), "{what} is not valid YAML: {}", String::from_utf8_lossy(&out.stderr));
+    }
+}
