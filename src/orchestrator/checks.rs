@@ -32,6 +32,7 @@ pub(super) async fn run<'a>(
     live: &mut Live<'_>,
 ) -> Result<Vec<Ran<'a>>, Error> {
     let mut runs = Vec::new();
+    let before = untracked(shared);
     for check in due {
         let run = shared.hooks.run_check(check, iteration, shared.sandbox, extra_env, live.events, live.abort).await?;
         let record = CheckRecord {
@@ -50,7 +51,56 @@ pub(super) async fn run<'a>(
         }
         runs.push(Ran { check, run });
     }
+    if let (Some(before), Some(after)) = (before, untracked(shared)) {
+        live.progress.check_outputs.extend(after.difference(&before).cloned());
+    }
     Ok(runs)
+}
+
+/// `git ARGS` in the workspace: the sandbox's own repository, or the worktree here.
+pub(super) fn workspace_git(
+    sandbox: &dyn crate::sandbox::SandboxHandle,
+    worktree: &std::path::Path,
+    args: &[&str],
+) -> Option<crate::process::Output> {
+    let output = match sandbox.workspace_git(args) {
+        Some(output) => output,
+        None => crate::git::Git::new(worktree)
+            .command(args)
+            .env("GIT_LITERAL_PATHSPECS", "1")
+            .output()
+            .map_err(|err| Error::git(err.to_string())),
+    };
+    output.ok().filter(crate::process::Output::success)
+}
+
+/// The workspace's untracked files (what git ignores aside), `None` if they cannot be had.
+fn untracked(shared: &Shared<'_>) -> Option<std::collections::BTreeSet<String>> {
+    let args = ["ls-files", "-z", "--others", "--exclude-standard"];
+    let listed = workspace_git(shared.sandbox, &shared.workspace.pre.worktree, &args)?;
+    Some(listed.stdout.split('\0').filter(|path| !path.is_empty()).map(str::to_owned).collect())
+}
+
+/// What the checks wrote (and nobody added to git since) is removed from the workspace before
+/// the work comes home: a check's report is not the agent's work (`artifacts` keeps it).
+pub(super) fn set_aside_outputs(
+    sandbox: &dyn crate::sandbox::SandboxHandle,
+    worktree: &std::path::Path,
+    outputs: &std::collections::BTreeSet<String>,
+) -> usize {
+    if outputs.is_empty() {
+        return 0;
+    }
+    let mut removed = 0;
+    let paths: Vec<&String> = outputs.iter().collect();
+    for chunk in paths.chunks(256) {
+        let mut args = vec!["clean", "-f", "-q", "--"];
+        args.extend(chunk.iter().map(|path| path.as_str()));
+        if workspace_git(sandbox, worktree, &args).is_some() {
+            removed += chunk.len();
+        }
+    }
+    removed
 }
 
 /// A check whose program is missing where it runs (126 or 127 from its shell): no agent can

@@ -57,6 +57,9 @@ pub(crate) struct Progress {
     /// The usage limits waited out so far: how many, and how long in all.
     pub(super) limit_waits: u32,
     pub(super) limit_waited: Duration,
+    /// Files the checks wrote in the workspace (untracked before, there after): the checks'
+    /// own, never the agent's leftovers; set aside before the work comes home.
+    pub(crate) check_outputs: std::collections::BTreeSet<String>,
 }
 
 /// How a step ended when it did not fail.

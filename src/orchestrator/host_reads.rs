@@ -173,8 +173,16 @@ fn tool_name(word: &str) -> &str {
 /// The scripts a command runs from the repository: each word that is a relative path (`./x`,
 /// `scripts/x.sh`), relative to the command's `cwd` in the worktree.
 pub(crate) fn scripts_in(cmd: &str, cwd: &str) -> Vec<String> {
-    words(cmd)
+    let words = words(cmd);
+    // A redirection's target is written or read as data, never run: `> report/out.txt`.
+    let operator = |word: &str| word.trim_start_matches(|c: char| c.is_ascii_digit() || c == '&').to_owned();
+    let redirect = |word: &str| operator(word).starts_with(['>', '<']);
+    let bare = |word: &str| matches!(operator(word).as_str(), ">" | ">>" | "<" | ">|" | "<<" | "<>");
+    words
         .iter()
+        .enumerate()
+        .filter(|(at, word)| !redirect(word) && !(*at > 0 && bare(&words[at - 1])))
+        .map(|(_, word)| word)
         .filter(|word| word.contains('/') && !word.starts_with(['/', '-', '$', '~']) && !word.contains("://"))
         .filter_map(|word| normalize(&Path::new(cwd).join(word)))
         .collect()

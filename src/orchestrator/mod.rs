@@ -383,6 +383,10 @@ impl<'p> Run<'p> {
         let outcome = self.score_attempt(sandbox.as_deref(), outcome).await;
         let outcome = self.close_hooks(sandbox.as_deref(), outcome).await;
         self.keep_artifacts(sandbox.as_deref(), &workspace, &outcome);
+        if let Some(sandbox) = sandbox.as_deref() {
+            let outputs = std::mem::take(&mut self.progress.check_outputs);
+            checks::set_aside_outputs(sandbox, &workspace.pre.worktree, &outputs);
+        }
         let outcome = self.close_sandbox(&workspace, sandbox, outcome);
         self.remove_unchanged_copies(&workspace);
         let outcome = self.commit_leftovers(&workspace, outcome);

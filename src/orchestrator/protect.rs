@@ -114,5 +114,8 @@ mod tests {
         assert_eq!(scripts_in("cargo test", ""), Vec::<String>::new());
         assert_eq!(scripts_in("/usr/bin/env x https://example.com/a", ""), Vec::<String>::new());
         assert_eq!(scripts_in("../outside/x.sh", ""), Vec::<String>::new());
+        let reports = "./run-tests.sh --junitxml=report/junit.xml > report/out.txt 2>report/err.txt < in/data";
+        assert_eq!(scripts_in(reports, ""), ["run-tests.sh"], "what a redirection names is data");
+        assert_eq!(scripts_in("make 2>&1 ./after.sh", ""), ["after.sh"]);
     }
 }

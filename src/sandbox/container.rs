@@ -665,6 +665,10 @@ impl Channel for Container {
 }
 
 impl SandboxHandle for Container {
+    fn workspace_git(&self, args: &[&str]) -> Option<Result<crate::process::Output, Error>> {
+        Some(super::repository::workspace_git(self, args))
+    }
+
     fn artifacts(&self, request: &super::artifacts::ArtifactRequest<'_>) -> Result<super::artifacts::Collected, Error> {
         carry::copy_eden_in(&self.eden_inside, &|command, stdin| self.as_root(command, stdin), "container")?;
         let channel: &dyn Channel = self;

@@ -76,6 +76,11 @@ pub(crate) trait SandboxHandle: Send {
     fn check_alive(&self, _exit_code: Option<i32>) -> Result<(), Error> {
         Ok(())
     }
+    /// `git ARGS` in the sandbox's own repository, with eden's configuration (`None` without a
+    /// sandbox: ask the worktree on this machine).
+    fn workspace_git(&self, _args: &[&str]) -> Option<Result<crate::process::Output, Error>> {
+        None
+    }
     /// The workspace's files `request` selects, copied into its folder (`artifacts`). Without a
     /// sandbox, the worktree on this machine.
     fn artifacts(&self, request: &artifacts::ArtifactRequest<'_>) -> Result<artifacts::Collected, Error> {

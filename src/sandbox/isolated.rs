@@ -204,6 +204,10 @@ impl Isolated {
 }
 
 impl SandboxHandle for Isolated {
+    fn workspace_git(&self, args: &[&str]) -> Option<Result<crate::process::Output, Error>> {
+        Some(super::repository::workspace_git(&self.bubble, args))
+    }
+
     fn artifacts(&self, request: &super::artifacts::ArtifactRequest<'_>) -> Result<super::artifacts::Collected, Error> {
         // eden's executable is one of the programs the sandbox is given, at its own path.
         let eden =

@@ -693,6 +693,10 @@ impl Channel for Pod {
 }
 
 impl SandboxHandle for Pod {
+    fn workspace_git(&self, args: &[&str]) -> Option<Result<crate::process::Output, Error>> {
+        Some(super::repository::workspace_git(self, args))
+    }
+
     fn artifacts(&self, request: &super::artifacts::ArtifactRequest<'_>) -> Result<super::artifacts::Collected, Error> {
         carry::copy_eden_in(&self.eden_inside, &|command, stdin| self.exec_plain(command, stdin), "pod")?;
         let channel: &dyn Channel = self;

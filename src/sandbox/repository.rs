@@ -311,6 +311,16 @@ fi
     };
 }
 
+/// git in the sandbox's workspace with eden's own configuration (the agent's set aside), for
+/// eden's questions about its files: `git ARGS`, its output. What it prints is the sandbox's
+/// word, used only for what eden then does inside the sandbox.
+pub(crate) fn workspace_git(channel: &dyn Channel, args: &[&str]) -> Result<crate::process::Output, Error> {
+    const GIT: &str = with_eden_config!(r#"GIT_LITERAL_PATHSPECS=1 git "$@""#);
+    shell(channel, GIT, args)
+        .output()
+        .map_err(|err| Error::sandbox(format!("cannot ask the sandbox's repository: {err}")))
+}
+
 /// Prints `tip <id>` for the branch (or `missing`), then, when the host lacks commits, a bundle
 /// of them: everything reachable from the tip but not from what the host already has.
 const BUNDLE_SCRIPT: &str = with_eden_config!(

@@ -353,3 +353,45 @@ fn failed_checks_with_nothing_committed_keep_no_branch_and_say_so() {
     );
     assert!(run.stderr.contains(&said), "{}", run.stderr);
 }
+
+/// A check that writes reports (`junit.xml`, `report/out.txt` through a redirection) is the
+/// check's doing: a good run still merges (no `uncommitted_work`), the reports are not the
+/// agent's leftovers nor files that steer eden, `commit_leftovers` commits none of them, and
+/// `artifacts` keeps them. Without a sandbox and in docker.
+fn what_a_check_writes_is_the_checks(sandbox: &str) {
+    let env = TestEnv::new();
+    let agent = "echo work > work.txt && git add work.txt && git -c user.name=a -c user.email=a@e commit -qm work; echo '<promise>COMPLETE</promise>'";
+    let check = "mkdir -p report && echo '<testsuite/>' > junit.xml && test -s work.txt > report/out.txt";
+    let sandbox_table = match sandbox {
+        "none" => String::new(),
+        engine => format!("[sandbox]\nkind = \"{engine}\"\nimage = \"{}\"\n", crate::containers::IMAGE),
+    };
+    for extra in ["", "[branch]\ncommit_leftovers = true\n"] {
+        let manifest = format!(
+            "name = \"reports\"\nprompt = \"go\"\nartifacts = [\"junit.xml\"]\n[agent]\nkind = \"cli\"\nbinary = \"sh\"\n\
+             args = [\"-c\", \"cat >/dev/null; {agent}\"]\n{sandbox_table}{extra}[loop]\nmax_iterations = 1\n\
+             [[check]]\nname = \"tests\"\ncmd = \"{check}\"\n"
+        );
+        let run = env.run_manifest(&manifest, &[]);
+        run.assert_code(0);
+        let record = run.record();
+        assert_eq!(record["merged_into"], "main", "{extra}: {}", run.stderr);
+        assert!(record["preserved_worktree"].is_null(), "{}", run.stderr);
+        assert_eq!(record["artifacts"][0]["path"], "junit.xml", "{}", run.stderr);
+        let landed = env.git(&["ls-tree", "-r", "--name-only", "main"]);
+        assert!(!landed.contains("junit.xml") && !landed.contains("report/"), "{extra}: {landed}");
+        env.git(&["reset", "-q", "--hard", "HEAD~1"]);
+    }
+}
+
+#[test]
+fn what_a_check_writes_is_the_checks_without_a_sandbox() {
+    what_a_check_writes_is_the_checks("none");
+}
+
+#[test]
+fn what_a_check_writes_is_the_checks_in_docker() {
+    if crate::containers::ready("docker") {
+        what_a_check_writes_is_the_checks("docker");
+    }
+}
