@@ -181,7 +181,10 @@ pub(crate) fn scripts_in(cmd: &str, cwd: &str) -> Vec<String> {
     words
         .iter()
         .enumerate()
-        .filter(|(at, word)| !redirect(word) && !(*at > 0 && bare(&words[at - 1])))
+        .filter(|(at, word)| {
+            let target = *at > 0 && bare(&words[at - 1]);
+            !(redirect(word) || target)
+        })
         .map(|(_, word)| word)
         .filter(|word| word.contains('/') && !word.starts_with(['/', '-', '$', '~']) && !word.contains("://"))
         .filter_map(|word| normalize(&Path::new(cwd).join(word)))
