@@ -134,7 +134,9 @@ impl<'a> StepRun<'a> {
         self.hooks(Phase::OnIterationStart, iteration, live).await?;
         self.values.insert("ITERATION".into(), iteration.to_string());
         let (rendered, resume) = match self.take_steer(live) {
-            Some(steered) => steered,
+            Some((steer, Some(session))) => (steer, Some(session)),
+            // A session of its own: the task (with its completion signal) first, then the steer.
+            Some((steer, None)) => (format!("{}\n\n{steer}", self.render_prompt(iteration, live).await?), None),
             None => (self.render_prompt(iteration, live).await?, None),
         };
         let (mut invoked, prompt_text, output) = self.ask(iteration, rendered, resume, live).await?;
@@ -185,9 +187,9 @@ impl<'a> StepRun<'a> {
         let session = self.session.clone().filter(|_| resumes);
         let message = match &session {
             Some(session) => format!("steered: the new prompt goes to the agent in session `{session}`"),
-            None if resumes => "steered: the new prompt starts the agent's first session".to_owned(),
+            None if resumes => "steered: the agent's first session starts with the task and the new prompt after it".to_owned(),
             None => format!(
-                "steered: `{}` cannot resume a session, so the new prompt starts a new one",
+                "steered: `{}` cannot resume a session, so a new one starts with the task and the new prompt after it",
                 self.step.agent.kind().as_str()
             ),
         };

@@ -43,11 +43,16 @@ pub fn assert_steered(env: &TestEnv, run: &Run, took: Duration) {
     let record = run.json();
     let iterations = record["iterations"].as_array().unwrap();
     assert_eq!(iterations[0]["outcome"], "steered", "{}", run.stderr);
-    assert_eq!(iterations[1]["prompt"], "STEERED: write it down instead");
+    // The agent cannot resume its session: the new one gets the task first, then the steer.
+    assert_eq!(iterations[1]["prompt"], "the first prompt\n\nSTEERED: write it down instead");
     assert_eq!(iterations[1]["outcome"], "completed");
     // Not the sleep: the agent was interrupted (the bound is loose on purpose).
     assert!(took < Duration::from_secs(60), "{took:?}");
-    assert_eq!(std::fs::read_to_string(env.repo.join("got.txt")).unwrap(), "STEERED: write it down instead\n");
+    assert_eq!(
+        std::fs::read_to_string(env.repo.join("got.txt")).unwrap(),
+        "the first prompt\n\nSTEERED: write it down instead\n"
+    );
+    assert!(run.stderr.contains("a new one starts with the task and the new prompt after it"), "{}", run.stderr);
     assert!(run.stderr.contains("iteration 1 finished: steered"), "{}", run.stderr);
     let shown = env.eden(&["sessions", "show", "last", "--no-pager"]);
     assert!(shown.stdout.contains("steered"), "{}", shown.stdout);
