@@ -206,7 +206,13 @@ fn git_checks(current: &std::path::Path, repo: Option<&std::path::PathBuf>) -> V
 fn sandbox_checks(plan: Option<&Plan>, host: Option<&crate::manifest::plan::EngineHost>) -> Vec<Finding> {
     let mut findings = Vec::new();
     let wanted = plan.map(|plan| &plan.sandbox);
-    if let Some(SandboxPlan::Container(container)) = wanted {
+    if let Some(SandboxPlan::Container(planned)) = wanted {
+        // `--host` is where the run would go: that engine is asked, not the manifest's.
+        let mut container = planned.clone();
+        if let Some(host) = host {
+            container.hosts = vec![host.clone()];
+        }
+        let container = &container;
         let target = Target::new(container.engine, container.hosts.first().cloned());
         match crate::sandbox::container::preflight(container) {
             Ok(_) => {

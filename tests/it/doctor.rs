@@ -176,6 +176,21 @@ fn everything_is_reported_for_a_fresh_manifest() {
     let findings = elsewhere.json();
     let docker = findings.as_array().unwrap().iter().find(|finding| finding["check"] == "docker").unwrap();
     assert!(docker["detail"].as_str().unwrap().contains("does not answer"), "{docker:#}");
+    // With a manifest too: `--host` is the engine asked for its image, not the local one that
+    // has it.
+    if crate::containers::ready("docker") {
+        let boxed = env.write_manifest(&format!(
+            "name = \"x\"\nprompt = \"p\"\n[agent]\nkind = \"simulated\"\n[sandbox]\nkind = \"docker\"\nimage = \"{}\"\n",
+            crate::containers::IMAGE
+        ));
+        let here = doctor(&env, &[boxed.to_str().unwrap(), "--json"], &[], &[]);
+        let found = |run: &Run| run.json().as_array().unwrap().iter().find(|f| f["check"] == "docker").unwrap().clone();
+        assert_eq!(found(&here)["state"], "ok", "{}", here.stdout);
+        let there = doctor(&env, &[boxed.to_str().unwrap(), "--host", "unix:///nonexistent/docker.sock", "--json"], &[], &[]);
+        let docker = found(&there);
+        assert_ne!(docker["state"], "ok", "{docker:#}");
+        assert!(!docker["detail"].as_str().unwrap().contains("has the image"), "{docker:#}");
+    }
 }
 
 /// What the sandbox's agent is given, not what this machine has: a key in eden's environment
