@@ -927,7 +927,8 @@ impl Listed {
     }
 }
 
-/// The engines' templates differ: docker's `ps` has a `Label` function, podman a `Labels` map.
+/// The engines' templates differ: docker's `ps` and `volume ls` have a `Label` function,
+/// podman's a `Labels` map.
 fn label_template(engine: Engine, name: &str) -> String {
     match engine {
         Engine::Docker => format!("{{{{.Label \"{name}\"}}}}"),
@@ -970,8 +971,9 @@ pub(crate) fn list(target: &Target, repo: Option<&Path>) -> Result<Vec<Listed>, 
 
 /// eden's workspace volumes on `engine` (of `repo`, or every repository): name, run id, repo.
 pub(crate) fn list_volumes(target: &Target, repo: Option<&Path>) -> Result<Vec<(String, String, String)>, Error> {
-    let format =
-        format!("{{{{.Name}}}}\t{{{{index .Labels \"{LABEL_RUN}\"}}}}\t{{{{index .Labels \"{LABEL_REPO}\"}}}}");
+    // docker's `Label` function, podman's `Labels` map: docker 20.10 cannot `index` its labels.
+    let label = |name: &str| label_template(target.engine, name);
+    let format = format!("{{{{.Name}}}}\t{}\t{}", label(LABEL_RUN), label(LABEL_REPO));
     let listing = engine::run(target.command().args(["volume", "ls", "--filter", &filter(repo), "--format", &format]))?;
     if !listing.success() {
         return Err(Error::sandbox(format!(
