@@ -165,6 +165,8 @@ enum Action {
     SalvageIsolated {
         run_id: String,
         owner: Box<crate::sandbox::isolated::Owner>,
+        /// `--force`: removed even when its work is over its run's `max_return`.
+        force: bool,
     },
     RemoveFile(PathBuf),
     RemoveDir(PathBuf),
@@ -710,7 +712,7 @@ fn isolated_copies(layout: Option<&Layout>, settings: &Settings, live: &Live, su
                 Kind::IsolatedCopy,
                 name,
                 "its run is over (what it holds is saved under `.eden/patches` first)",
-                Action::SalvageIsolated { run_id: run_id.to_owned(), owner: Box::new(owner) },
+                Action::SalvageIsolated { run_id: run_id.to_owned(), owner: Box::new(owner), force: settings.force },
             )),
             None => survey.items.push(Item::unsafe_to_remove(
                 Kind::IsolatedCopy,
@@ -809,9 +811,8 @@ fn perform(action: &Action, layout: Option<&Layout>) -> Result<(), Error> {
         Action::SalvagePod { kube, name, repo, run_id } => {
             crate::sandbox::pod::salvage_and_delete(kube, name, repo, run_id).map(drop)
         }
-        Action::SalvageIsolated { run_id, owner } => {
-            crate::sandbox::isolated::salvage_and_remove(run_id, owner);
-            Ok(())
+        Action::SalvageIsolated { run_id, owner, force } => {
+            crate::sandbox::isolated::salvage_and_remove(run_id, owner, *force).map(drop)
         }
         Action::RemoveFile(path) => match std::fs::remove_file(path) {
             Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(io(err)),

@@ -33,6 +33,13 @@ pub(crate) struct Owner {
     /// The commit the copy started from.
     pub(crate) base: String,
     pub(crate) process: crate::process::ProcessStamp,
+    /// `sandbox.max_return`: a salvage brings back no more than the run itself would have.
+    #[serde(default = "default_max_return")]
+    pub(crate) max_return: u64,
+}
+
+fn default_max_return() -> u64 {
+    super::DEFAULT_MAX_RETURN
 }
 
 impl Owner {
@@ -152,6 +159,7 @@ pub(crate) fn start(
         branch: site.branch.clone(),
         base,
         process: crate::process::ProcessStamp::current(),
+        max_return: site.max_return,
     };
     // From here on the handle removes what was made, whatever fails.
     let made = serde_json::to_string(&owner)
@@ -287,8 +295,9 @@ impl Drop for Isolated {
 
 /// What `eden clean` does with a killed run's copy: save its commits and uncommitted work
 /// under the repository's `.eden/patches/` (run inside bubblewrap, as always), then remove it.
-/// Returns the files saved.
-pub(crate) fn salvage_and_remove(run_id: &str, owner: &Owner) -> Vec<PathBuf> {
+/// Returns the files saved. Work over the run's `max_return` is not brought back: the copy is
+/// kept (an error says so) unless `force`.
+pub(crate) fn salvage_and_remove(run_id: &str, owner: &Owner, force: bool) -> Result<Vec<PathBuf>, Error> {
     let paths = crate::layout::isolated_copy(run_id);
     let layout = crate::layout::Layout::new(&owner.repo, owner.repo.join(".git"));
     let (tmp, home) = (paths.tmp.join("tmp"), paths.tmp.join("home"));
@@ -306,14 +315,22 @@ pub(crate) fn salvage_and_remove(run_id: &str, owner: &Owner) -> Vec<PathBuf> {
     };
     let bubble = Bubble::new(&paths, &view, false);
     let patches = layout.patches();
-    let saved = if paths.copy.is_dir() {
+    let (saved, over) = if paths.copy.is_dir() {
         let _ = fs_err::create_dir_all(&tmp).and_then(|()| fs_err::create_dir_all(&home));
-        repository::salvage(&bubble, &owner.branch, &owner.base, &patches, run_id, super::DEFAULT_MAX_RETURN)
+        repository::salvage_within(&bubble, &owner.branch, &owner.base, &patches, run_id, owner.max_return)
     } else {
-        Vec::new()
+        (Vec::new(), false)
     };
+    if over && !force {
+        return Err(Error::sandbox(format!(
+            "the copy holds more than its run's `sandbox.max_return` ({}): kept at {}",
+            crate::values::format_size(owner.max_return),
+            paths.copy.display()
+        ))
+        .with_hint("take what you need from it, then `eden clean --force` removes it"));
+    }
     let _ = crate::safe_fs::remove_tree(&paths.copy);
     let _ = crate::safe_fs::remove_tree(&paths.tmp);
     let _ = std::fs::remove_file(&paths.owner);
-    saved
+    Ok(saved)
 }

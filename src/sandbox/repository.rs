@@ -727,13 +727,26 @@ pub(crate) fn salvage(
     run_id: &str,
     limit: u64,
 ) -> Vec<PathBuf> {
+    salvage_within(channel, branch, base, patches, run_id, limit).0
+}
+
+/// `salvage`, and whether anything was over `limit` (and so not saved).
+pub(crate) fn salvage_within(
+    channel: &dyn Channel,
+    branch: &str,
+    base: &str,
+    patches: &Path,
+    run_id: &str,
+    limit: u64,
+) -> (Vec<PathBuf>, bool) {
     let _ = fs_err::create_dir_all(patches);
-    let mut saved = Vec::new();
+    let (mut saved, mut over) = (Vec::new(), false);
     let jobs = [(SALVAGE_BUNDLE_SCRIPT, "bundle", vec![branch, base]), (PATCH_SCRIPT, "patch", vec!["HEAD"])];
     for (script, extension, args) in jobs {
         let path = patches.join(format!("{run_id}.salvaged.{extension}"));
         let Ok(file) = std::fs::File::create(&path) else { continue };
         let capped = shell(channel, script, &args).output_to_file_capped(file, limit);
+        over |= capped.as_ref().is_ok_and(|capped| capped.over);
         let ok = capped.is_ok_and(|capped| !capped.over && capped.output.success());
         if ok && std::fs::metadata(&path).is_ok_and(|meta| meta.len() > 0) {
             saved.push(path);
@@ -741,7 +754,7 @@ pub(crate) fn salvage(
             let _ = std::fs::remove_file(&path);
         }
     }
-    saved
+    (saved, over)
 }
 
 /// The error of work that could not be brought back, with where it was saved instead.

@@ -193,6 +193,12 @@ fn what_comes_back_is_bounded(sandbox: &str) {
     // removes it.
     let listed = env.eden(&["clean", "--dry-run"]);
     assert!(!listed.stderr.contains("cannot list"), "{}", listed.stderr);
+    if sandbox == "isolated" {
+        // A salvage brings back no more than the run would have: the copy stays for the person.
+        let kept = env.eden(&["clean"]);
+        let said = format!("{}{}", kept.stdout, kept.stderr);
+        assert!(said.contains("more than its run's `sandbox.max_return` (20 MiB): kept"), "{said}");
+    }
     env.eden(&["clean", "--force"]).assert_code(0);
     if sandbox != "isolated" {
         let volumes = std::process::Command::new(sandbox)
