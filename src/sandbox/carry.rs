@@ -311,12 +311,15 @@ pub(crate) fn signal_group_script(signal: Signal) -> String {
 /// A wrapper's last words, unless its command has a terminal (whose screen they would reach):
 /// the branch's tip on stderr for eden (`process::SANDBOX_NOTE`), so that after an iteration
 /// that committed nothing eden need not ask the sandbox again (`SandboxHandle::sync`).
+/// Read from the branch's loose ref file, never through git: git would read the agent's config
+/// (an `include.path` of a FIFO stalls it). A ref that is not a plain file (packed, a link, a
+/// FIFO) gives no note, and eden asks the sandbox as it would without one.
 pub(crate) fn tip_note(workspace: &Path, branch: &str) -> String {
     let quote = |text: &str| shlex::try_quote(text).map(|q| q.into_owned()).unwrap_or_else(|_| "/nonexistent".into());
     format!(
-        r#"tip=$(git -C {} rev-parse -q --verify {} 2>/dev/null) && printf '\001eden tip %s\n' "$tip" >&2; "#,
+        r#"g={}/.git; if [ -f "$g" ] && [ ! -L "$g" ]; then g=$(sed -n 's/^gitdir: //p' "$g" | head -n 1); fi; r="$g"/{}; if [ -f "$r" ] && [ ! -L "$r" ]; then read -r tip < "$r"; case $tip in ''|*[!0-9a-f]*) ;; *) printf '\001eden tip %s\n' "$tip" >&2;; esac; fi; "#,
         quote(&workspace.to_string_lossy()),
-        quote(&format!("refs/heads/{branch}^{{commit}}")),
+        quote(&format!("refs/heads/{branch}")),
     )
 }
 
