@@ -1402,7 +1402,7 @@ _eden() {
                     return 0
                     ;;
                 --status)
-                    COMPREPLY=($(compgen -W "running finished abandoned completed output max_iterations session_ended incomplete usage agent_failed timeout hook_failed sandbox_error git_error interrupted internal" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "running finished abandoned completed output max_iterations session_ended incomplete uncommitted_work usage agent_failed timeout hook_failed sandbox_error git_error interrupted internal budget_exceeded checks_failed protected" -- "${cur}"))
                     return 0
                     ;;
                 --branch)

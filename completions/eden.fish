@@ -218,6 +218,7 @@ output\t''
 max_iterations\t''
 session_ended\t''
 incomplete\t''
+uncommitted_work\t''
 usage\t''
 agent_failed\t''
 timeout\t''
@@ -225,7 +226,10 @@ hook_failed\t''
 sandbox_error\t''
 git_error\t''
 interrupted\t''
-internal\t''"
+internal\t''
+budget_exceeded\t''
+checks_failed\t''
+protected\t''"
 complete -c eden -n "__fish_eden_using_subcommand sessions; and __fish_seen_subcommand_from list" -l branch -d 'Only runs on this branch' -r -f
 complete -c eden -n "__fish_eden_using_subcommand sessions; and __fish_seen_subcommand_from list" -l repo -d 'The repository (default: the current directory\'s)' -r -f -a "(__fish_complete_directories)"
 complete -c eden -n "__fish_eden_using_subcommand sessions; and __fish_seen_subcommand_from list" -l json -d 'Print the runs as a JSON array on stdout'

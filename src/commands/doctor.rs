@@ -45,6 +45,10 @@ fn not_there(check: impl Into<String>, needed: bool, detail: impl Into<String>, 
 
 pub(crate) fn doctor(args: DoctorArgs) -> Result<i32, Error> {
     let current = crate::commands::current_dir()?;
+    if let Some(repo) = args.repo.as_ref().filter(|repo| !current.join(repo).is_dir()) {
+        return Err(Error::usage(format!("`--repo {}` is not a folder", repo.display()))
+            .with_hint("give the folder of the repository to check, or leave `--repo` out for the current one"));
+    }
     let mut findings = Vec::new();
     findings.extend(git_checks(&current, args.repo.as_ref()));
     // The `${VAR}`s the manifest hands over that are not set here.

@@ -30,6 +30,15 @@ pub(crate) fn init(args: InitArgs) -> Result<i32, Error> {
         files.push((DOCKERFILE_NAME, DOCKERFILE.to_owned()));
     }
     // Check everything before writing anything.
+    let existing = dir.ancestors().find(|ancestor| ancestor.exists()).unwrap_or(Path::new("/"));
+    if !existing.is_dir() {
+        return Err(Error::usage(format!(
+            "`{}` cannot be a folder: `{}` is a file",
+            dir.display(),
+            existing.display()
+        ))
+        .with_hint("give `--dir` a folder (one that does not exist yet is made)"));
+    }
     for (name, _) in &files {
         let path = dir.join(name);
         if path.exists() && !args.force {

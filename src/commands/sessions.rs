@@ -47,13 +47,19 @@ fn since(text: Option<&String>) -> Result<Option<Duration>, Error> {
 }
 
 fn list(args: SessionsListArgs) -> Result<i32, Error> {
-    let filter = Filter {
-        since: since(args.since.as_ref())?,
-        name: args.name,
-        agent: args.agent.as_deref().and_then(AgentKind::from_name),
-        status: args.status,
-        branch: args.branch,
+    let agent = match args.agent.as_deref() {
+        Some(name) => Some(AgentKind::from_name(name).ok_or_else(|| {
+            Error::usage(format!("`--agent {name}` is not an agent kind"))
+                .with_hint(format!("agent kinds: {}", AgentKind::names().join(", ")))
+        })?),
+        None => None,
     };
+    if let Some(status) = args.status.as_deref().filter(|status| !history::STATUS_WORDS.contains(status)) {
+        return Err(Error::usage(format!("`--status {status}` is not a status or an exit reason"))
+            .with_hint(format!("give one of: {}", history::STATUS_WORDS.join(", "))));
+    }
+    let filter =
+        Filter { since: since(args.since.as_ref())?, name: args.name, agent, status: args.status, branch: args.branch };
     let layout = super::layout(args.repo.as_ref())?;
     let summaries: Vec<RunSummary> =
         runs(&layout).iter().map(Light::summary).filter(|summary| filter.keeps(summary)).collect();
@@ -340,7 +346,10 @@ fn page(text: &str, no_pager: bool) {
 }
 
 fn cost(args: SessionsCostArgs) -> Result<i32, Error> {
-    let by = By::parse(&args.by).expect("clap checked the value");
+    let by = By::parse(&args.by).ok_or_else(|| {
+        Error::usage(format!("`--by {}`: totals go by run, agent, model, branch or day", args.by))
+            .with_hint(format!("give one of: {}", By::NAMES.join(", ")))
+    })?;
     let since = since(args.since.as_ref())?;
     let prices = match (&args.prices, cost::default_prices_path()) {
         (Some(path), _) => {

@@ -187,7 +187,9 @@ impl<'a> StepRun<'a> {
         let session = self.session.clone().filter(|_| resumes);
         let message = match &session {
             Some(session) => format!("steered: the new prompt goes to the agent in session `{session}`"),
-            None if resumes => "steered: the agent's first session starts with the task and the new prompt after it".to_owned(),
+            None if resumes => {
+                "steered: the agent's first session starts with the task and the new prompt after it".to_owned()
+            }
             None => format!(
                 "steered: `{}` cannot resume a session, so a new one starts with the task and the new prompt after it",
                 self.step.agent.kind().as_str()

@@ -254,7 +254,7 @@ pub(crate) struct Filter {
 }
 
 /// The words `--status` accepts.
-pub(crate) const STATUS_WORDS: [&str; 16] = [
+pub(crate) const STATUS_WORDS: [&str; 20] = [
     "running",
     "finished",
     "abandoned",
@@ -263,6 +263,7 @@ pub(crate) const STATUS_WORDS: [&str; 16] = [
     "max_iterations",
     "session_ended",
     "incomplete",
+    "uncommitted_work",
     "usage",
     "agent_failed",
     "timeout",
@@ -271,6 +272,9 @@ pub(crate) const STATUS_WORDS: [&str; 16] = [
     "git_error",
     "interrupted",
     "internal",
+    "budget_exceeded",
+    "checks_failed",
+    "protected",
 ];
 
 impl Filter {

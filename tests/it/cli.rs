@@ -453,3 +453,68 @@ fn eden_run_alone_runs_the_eden_toml_init_wrote() {
     assert_eq!(record["name"], "from-default");
     assert!(record["manifest"].as_str().unwrap().ends_with("eden.toml"), "{record:#}");
 }
+
+/// The subcommands (`run`, `sessions cost`, …) as `--help` lists them, found from the top.
+fn subcommands(env: &TestEnv, path: &[String]) -> Vec<Vec<String>> {
+    let args: Vec<&str> = path.iter().map(String::as_str).chain(["--help"]).collect();
+    let help = env.eden(&args).stdout;
+    let mut found = vec![path.to_vec()];
+    let listed = help.split("Commands:\n").nth(1).map(|rest| rest.split("\n\n").next().unwrap_or("").to_owned());
+    for line in listed.unwrap_or_default().lines() {
+        let name = line.split_whitespace().next().unwrap_or("");
+        if !name.is_empty() && name != "help" {
+            let mut deeper = path.to_vec();
+            deeper.push(name.to_owned());
+            found.extend(subcommands(env, &deeper));
+        }
+    }
+    found
+}
+
+/// No panic is reachable from the command line: every flag of every subcommand that takes a
+/// value, given a wrong one, ends with exit 2, an `error:` and a way forward (a `hint:` or
+/// clap's "try '--help'"), and changes nothing. Free text (a prompt, a model, a name, an image
+/// tag, a branch to filter by) has no wrong value and is left out.
+#[test]
+fn a_wrong_value_for_any_flag_is_exit_2_with_a_hint() {
+    const FREE: [&str; 8] = ["PROMPT", "MODEL", "NAME", "TAG", "IMAGE", "BRANCH", "TEXT", "SESSION"];
+    let env = TestEnv::new();
+    // A path no file or folder can be at: below a file.
+    let blocker = env.root().join("a-file");
+    std::fs::write(&blocker, "").unwrap();
+    let nowhere = blocker.join("below").display().to_string();
+    let mut tried = 0;
+    for path in subcommands(&env, &[]) {
+        let mut args: Vec<&str> = path.iter().map(String::as_str).collect();
+        args.push("--help");
+        let help = env.eden(&args).stdout;
+        for line in help.lines().map(str::trim_start).filter(|line| line.starts_with('-')) {
+            let Some(flag) = line.split([' ', ',']).find(|word| word.starts_with("--")) else { continue };
+            let Some(value_name) = line.split('<').nth(1).and_then(|rest| rest.split('>').next()) else { continue };
+            if FREE.contains(&value_name) {
+                continue;
+            }
+            let wrong = match value_name {
+                "N" => "many",
+                "DURATION" => "soon",
+                "ENGINE" | "HOST" => "ftp://nowhere",
+                name if name.contains('=') => "=no-key",
+                "PATH" | "FILE" | "DIR" | "MANIFEST" => nowhere.as_str(),
+                name if name.starts_with("RUN") => "no-such-run@x",
+                _ => "no-such-value",
+            };
+            let mut command: Vec<&str> = path.iter().map(String::as_str).collect();
+            command.extend([flag, wrong]);
+            let before = crate::support::tree_digest(&env.repo);
+            let run = env.eden(&command);
+            let said = format!("`eden {}`: {}", command.join(" "), run.stderr);
+            assert!(!run.stderr.contains("panicked"), "{said}");
+            assert_eq!(run.code, 2, "{said}");
+            assert!(run.stderr.contains("error"), "{said}");
+            assert!(run.stderr.contains("hint:") || run.stderr.contains("--help"), "{said}");
+            assert_eq!(crate::support::tree_digest(&env.repo), before, "changed something: {said}");
+            tried += 1;
+        }
+    }
+    assert!(tried > 40, "only {tried} flags were tried");
+}

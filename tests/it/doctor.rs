@@ -186,7 +186,8 @@ fn everything_is_reported_for_a_fresh_manifest() {
         let here = doctor(&env, &[boxed.to_str().unwrap(), "--json"], &[], &[]);
         let found = |run: &Run| run.json().as_array().unwrap().iter().find(|f| f["check"] == "docker").unwrap().clone();
         assert_eq!(found(&here)["state"], "ok", "{}", here.stdout);
-        let there = doctor(&env, &[boxed.to_str().unwrap(), "--host", "unix:///nonexistent/docker.sock", "--json"], &[], &[]);
+        let there =
+            doctor(&env, &[boxed.to_str().unwrap(), "--host", "unix:///nonexistent/docker.sock", "--json"], &[], &[]);
         let docker = found(&there);
         assert_ne!(docker["state"], "ok", "{docker:#}");
         assert!(!docker["detail"].as_str().unwrap().contains("has the image"), "{docker:#}");

@@ -69,10 +69,16 @@ fn a_fifo_in_a_container_s_git_config_does_not_hang_eden() {
     let env = TestEnv::new();
     let script = "echo c > c.txt && git add c.txt && git -c user.name=a -c user.email=a@e commit -qm fifo && \
         mkfifo /tmp/fifo && git config include.path /tmp/fifo && echo x > loose.txt; echo '<promise>COMPLETE</promise>'";
-    let manifest = crate::containers::manifest("docker", script, "").replace("[loop]", "[loop]\ncompletion_timeout = \"60s\"");
+    let manifest =
+        crate::containers::manifest("docker", script, "").replace("[loop]", "[loop]\ncompletion_timeout = \"60s\"");
     let started = Instant::now();
     let run = env.run_manifest(&manifest, &[]);
-    assert!(started.elapsed() < Duration::from_secs(30), "eden waited on the FIFO: {:?}\n{}", started.elapsed(), run.stderr);
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "eden waited on the FIFO: {:?}\n{}",
+        started.elapsed(),
+        run.stderr
+    );
     run.assert_code(1);
     assert_eq!(env.log_subjects("main")[0], "fifo", "{}", run.stderr);
     assert!(run.stderr.contains("the agent left 1 file(s) uncommitted"), "its work came back: {}", run.stderr);
