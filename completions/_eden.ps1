@@ -132,7 +132,7 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'Agent whose CLI to install from npm (`none`: install nothing) (default: the manifest''s agent, else claude-code)')
             [CompletionResult]::new('--manifest', '--manifest', [CompletionResultType]::ParameterName, 'Build the image this manifest runs in: its engine, `host`, `image` and agent, unless the options above say otherwise')
             [CompletionResult]::new('--base', '--base', [CompletionResultType]::ParameterName, 'Base image (default: the Dockerfile''s, `node:22-bookworm-slim`)')
-            [CompletionResult]::new('--build-arg', '--build-arg', [CompletionResultType]::ParameterName, 'A build argument for the Dockerfile (a proxy, a CA certificate''s path): KEY=VALUE, or KEY to take its value from eden''s environment; repeatable. Values go to the engine in its environment, never on its command line')
+            [CompletionResult]::new('--build-arg', '--build-arg', [CompletionResultType]::ParameterName, 'A build argument for the Dockerfile (a proxy; `EXTRA_CA_CERT`, a CA certificate''s PEM text, not its path: `EXTRA_CA_CERT="$(cat ca.crt)"`): KEY=VALUE, or KEY to take its value from eden''s environment; repeatable. Values go to the engine in its environment, never on its command line')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break

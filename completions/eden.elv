@@ -124,7 +124,7 @@ set edit:completion:arg-completer[eden] = {|@words|
             cand --agent 'Agent whose CLI to install from npm (`none`: install nothing) (default: the manifest''s agent, else claude-code)'
             cand --manifest 'Build the image this manifest runs in: its engine, `host`, `image` and agent, unless the options above say otherwise'
             cand --base 'Base image (default: the Dockerfile''s, `node:22-bookworm-slim`)'
-            cand --build-arg 'A build argument for the Dockerfile (a proxy, a CA certificate''s path): KEY=VALUE, or KEY to take its value from eden''s environment; repeatable. Values go to the engine in its environment, never on its command line'
+            cand --build-arg 'A build argument for the Dockerfile (a proxy; `EXTRA_CA_CERT`, a CA certificate''s PEM text, not its path: `EXTRA_CA_CERT="$(cat ca.crt)"`): KEY=VALUE, or KEY to take its value from eden''s environment; repeatable. Values go to the engine in its environment, never on its command line'
             cand -h 'Print help'
             cand --help 'Print help'
         }

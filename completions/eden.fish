@@ -153,7 +153,7 @@ copilot\t''
 none\t''"
 complete -c eden -n "__fish_eden_using_subcommand image; and __fish_seen_subcommand_from build" -l manifest -d 'Build the image this manifest runs in: its engine, `host`, `image` and agent, unless the options above say otherwise' -r -F
 complete -c eden -n "__fish_eden_using_subcommand image; and __fish_seen_subcommand_from build" -l base -d 'Base image (default: the Dockerfile\'s, `node:22-bookworm-slim`)' -r -f
-complete -c eden -n "__fish_eden_using_subcommand image; and __fish_seen_subcommand_from build" -l build-arg -d 'A build argument for the Dockerfile (a proxy, a CA certificate\'s path): KEY=VALUE, or KEY to take its value from eden\'s environment; repeatable. Values go to the engine in its environment, never on its command line' -r
+complete -c eden -n "__fish_eden_using_subcommand image; and __fish_seen_subcommand_from build" -l build-arg -d 'A build argument for the Dockerfile (a proxy; `EXTRA_CA_CERT`, a CA certificate\'s PEM text, not its path: `EXTRA_CA_CERT="$(cat ca.crt)"`): KEY=VALUE, or KEY to take its value from eden\'s environment; repeatable. Values go to the engine in its environment, never on its command line' -r
 complete -c eden -n "__fish_eden_using_subcommand image; and __fish_seen_subcommand_from build" -s h -l help -d 'Print help'
 complete -c eden -n "__fish_eden_using_subcommand image; and __fish_seen_subcommand_from remove" -l engine -d 'The container engine (default: docker when its daemon answers, else podman)' -r -f -a "docker\t''
 podman\t''"

@@ -471,9 +471,10 @@ pub(crate) struct ImageBuildArgs {
     #[arg(long, value_name = "IMAGE", value_hint = ValueHint::Other)]
     pub(crate) base: Option<String>,
 
-    /// A build argument for the Dockerfile (a proxy, a CA certificate's path): KEY=VALUE, or KEY
-    /// to take its value from eden's environment; repeatable. Values go to the engine in its
-    /// environment, never on its command line
+    /// A build argument for the Dockerfile (a proxy; `EXTRA_CA_CERT`, a CA certificate's PEM text,
+    /// not its path: `EXTRA_CA_CERT="$(cat ca.crt)"`): KEY=VALUE, or KEY to take its value from
+    /// eden's environment; repeatable. Values go to the engine in its environment, never on its
+    /// command line
     #[arg(long = "build-arg", value_name = "KEY[=VALUE]")]
     pub(crate) build_args: Vec<String>,
 }

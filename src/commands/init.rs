@@ -22,7 +22,8 @@ pub(crate) fn init(args: InitArgs) -> Result<i32, Error> {
     let current = crate::commands::current_dir()?;
     let dir = args.dir.as_ref().map_or(current.clone(), |dir| crate::values::normalize_path(&current.join(dir)));
     let repo = repository_of(&dir);
-    let container = matches!(args.sandbox.as_str(), "docker" | "podman");
+    // A pod runs an image too: built the same way, then pushed where the cluster pulls from.
+    let container = matches!(args.sandbox.as_str(), "docker" | "podman" | "kubernetes");
     // The image is named after the repository, as `eden image build` names it.
     let tag = default_tag(repo.as_deref().unwrap_or(&dir));
     let mut files = vec![("eden.toml", manifest(&args.agent, &args.sandbox, &tag))];
@@ -69,15 +70,18 @@ pub(crate) fn init(args: InitArgs) -> Result<i32, Error> {
 fn next_steps(args: &InitArgs, dir: &Path, current: &Path) -> Vec<String> {
     let manifest = shown(&dir.join("eden.toml"), current);
     let mut steps = vec![format!("next: edit the prompt in {manifest}")];
-    if matches!(args.sandbox.as_str(), "docker" | "podman") {
-        let npm_agent = AgentKind::from_name(&args.agent).is_some_and(|kind| kind.spec().npm_package.is_some());
-        let agent = if npm_agent { args.agent.as_str() } else { "none" };
-        let file = shown(&dir.join(DOCKERFILE_NAME), current);
-        let file = if file == DOCKERFILE_NAME { String::new() } else { format!(" --file {file}") };
-        steps.push(format!("then: eden image build --engine {} --agent {agent}{file}", args.sandbox));
-    }
-    if args.sandbox == "kubernetes" {
-        steps.push("then: build an image (`eden image build`), push it where your cluster's nodes pull from, and name it in `sandbox.image`".to_owned());
+    let npm_agent = AgentKind::from_name(&args.agent).is_some_and(|kind| kind.spec().npm_package.is_some());
+    let agent = if npm_agent { args.agent.as_str() } else { "none" };
+    let file = shown(&dir.join(DOCKERFILE_NAME), current);
+    let file = if file == DOCKERFILE_NAME { String::new() } else { format!(" --file {file}") };
+    match args.sandbox.as_str() {
+        engine @ ("docker" | "podman") => {
+            steps.push(format!("then: eden image build --engine {engine} --agent {agent}{file}"));
+        }
+        "kubernetes" => steps.push(format!(
+            "then: eden image build --agent {agent}{file}, push the image where your cluster's nodes pull from, and name it in `sandbox.image`"
+        )),
+        _ => {}
     }
     // `eden run` alone runs `./eden.toml`.
     let run =

@@ -132,6 +132,16 @@ fn init_next_steps_work_from_where_it_ran() {
     let manifest = std::fs::read_to_string(env.repo.join("sub/cfg/eden.toml")).unwrap();
     assert!(manifest.contains("image = \"eden:repo\""), "named after the repository: {manifest}");
 
+    // A pod runs an image too: the Dockerfile is written, and the step names it.
+    let run = env.eden(&["init", "--agent", "claude-code", "--sandbox", "kubernetes", "--dir", "pods"]);
+    run.assert_code(0);
+    assert!(env.repo.join("pods/Dockerfile.eden").is_file(), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("then: eden image build --agent claude-code --file pods/Dockerfile.eden, push the image"),
+        "{}",
+        run.stderr
+    );
+
     let outside = env.root().join("not-a-repo");
     let mut command = env.eden_command(&["init", "--agent", "simulated"]);
     std::fs::create_dir_all(&outside).unwrap();
