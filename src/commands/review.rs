@@ -208,7 +208,9 @@ pub(crate) fn discard(args: DiscardArgs) -> Result<i32, Error> {
         None => {}
     }
     done.extend(remove_container(&layout, &record)?);
-    if !done.is_empty() {
+    // A merged run's work is in its target: nothing of it is discarded, whatever goes here.
+    let merged = record.merged_into.clone();
+    if !done.is_empty() && merged.is_none() {
         let at = crate::record::now_rfc3339();
         record.later.push(crate::record::LaterRecord { at, action: crate::record::LaterAction::Discarded, into: None });
     }
@@ -220,9 +222,16 @@ pub(crate) fn discard(args: DiscardArgs) -> Result<i32, Error> {
         done.push(format!("artifacts `{}`", artifacts.display()));
     }
     record.save().map_err(|err| Error::internal("cannot write the run record").with_source(err))?;
-    match done.is_empty() {
-        true => print_note(&format!("run `{id}` left nothing to discard; its record stays")),
-        false => print_note(&format!("discarded {} of run `{id}`; its record stays", done.join(", "))),
+    match (done.is_empty(), merged) {
+        (true, Some(target)) => print_note(&format!(
+            "run `{id}` was merged into `{target}`: its work is there, and nothing is discarded (`git revert` undoes a merge)"
+        )),
+        (false, Some(target)) => print_note(&format!(
+            "removed {} of run `{id}`; its work stays merged into `{target}` (`git revert` undoes a merge)",
+            done.join(", ")
+        )),
+        (true, None) => print_note(&format!("run `{id}` left nothing to discard; its record stays")),
+        (false, None) => print_note(&format!("discarded {} of run `{id}`; its record stays", done.join(", "))),
     }
     Ok(0)
 }
