@@ -190,6 +190,17 @@ struct RecordHead {
     process: Option<ProcessStamp>,
     branch: Option<String>,
     container: Option<ContainerHead>,
+    exit_reason: Option<crate::record::ExitReason>,
+}
+
+impl RecordHead {
+    /// Could its sandbox still be there? Not after a run that finished: it removed its
+    /// container or pod, but for the volume of work too big to come back (a sandbox error). An
+    /// engine or cluster only such records name is not asked (one that is gone would be a
+    /// warning at every `eden clean`).
+    fn may_have_left_a_sandbox(&self) -> bool {
+        self.status != Some(RunStatus::Finished) || self.exit_reason == Some(crate::record::ExitReason::SandboxError)
+    }
 }
 
 /// Which engine a record's container went on.
@@ -323,13 +334,14 @@ fn records(layout: &Layout, live: &mut Live, survey: &mut Survey) {
             continue;
         }
         let Some(head) = read_record(&path) else { continue };
-        if let Some(target) = head.container.as_ref().and_then(ContainerHead::target) {
+        let asked = head.may_have_left_a_sandbox();
+        if let Some(target) = head.container.as_ref().filter(|_| asked).and_then(ContainerHead::target) {
             if !live.engines.contains(&target) {
                 live.engines.push(target);
             }
         }
         if let Some(ContainerHead { engine, host: Some(cluster), name: Some(pod) }) = &head.container {
-            if SandboxEngine::named(engine) == Some(SandboxEngine::Kubernetes) {
+            if asked && SandboxEngine::named(engine) == Some(SandboxEngine::Kubernetes) {
                 live.pods.push((cluster.clone(), pod.clone(), head.id.clone()));
             }
         }

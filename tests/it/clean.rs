@@ -438,3 +438,27 @@ fn discard_removes_a_killed_runs_container() {
     assert_salvaged(&env, id, "boxed", "half.txt");
     assert!(env.repo.join(".eden/runs").join(format!("{id}.json")).exists(), "the record stays");
 }
+
+/// A finished run removed its container: the engine its record names (gone since, as remote
+/// engines come and go) is not asked, so `eden clean` does not warn about it at every call; a
+/// run that may have left one (abandoned) still has its engine asked.
+#[test]
+fn engines_of_finished_runs_are_not_asked() {
+    let env = TestEnv::new();
+    let agent = env.script("done.sh", "cat >/dev/null\necho '<promise>COMPLETE</promise>'\n");
+    let run = env.run_manifest(&cli_manifest(&agent, ""), &[]);
+    run.assert_code(0);
+    let id = run.json()["id"].as_str().unwrap().to_owned();
+    let path = env.repo.join(format!(".eden/runs/{id}.json"));
+    let mut record: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    record["container"] = serde_json::json!({
+        "engine": "docker", "host": "tcp://127.0.0.1:1", "name": "eden-gone", "id": "x", "image": "i"
+    });
+    std::fs::write(&path, serde_json::to_string_pretty(&record).unwrap()).unwrap();
+    let quiet = clean(&env, &["--dry-run"]);
+    assert!(!quiet.stderr.contains("127.0.0.1:1"), "{}", quiet.stderr);
+    record["status"] = "abandoned".into();
+    std::fs::write(&path, serde_json::to_string_pretty(&record).unwrap()).unwrap();
+    let asked = clean(&env, &["--dry-run"]);
+    assert!(asked.stderr.contains("127.0.0.1:1"), "the engine of a run that may have left a container: {}", asked.stderr);
+}
