@@ -84,27 +84,52 @@ pub(super) fn resolve_agent(
     }
 }
 
-/// Every key set is one the kind uses; the hint says which kinds use it.
-fn check_keys_apply(agent: &AgentSection, kind: AgentKind, at: &AgentAt<'_>) -> Result<(), Error> {
+/// The keys of `[agent]` that belong to some kinds only: each with whether `kind` refuses it,
+/// and the kinds that use it (for the hint).
+fn kind_bound_keys(kind: AgentKind) -> [(&'static str, bool, String); 12] {
     let all_but_simulated = "every agent kind but `simulated`";
     let simulated = kind == AgentKind::Simulated;
     let cli = kind == AgentKind::Cli;
-    let rules: [(&str, bool, bool, String); 12] = [
-        ("binary", agent.binary.is_some(), simulated, all_but_simulated.to_owned()),
-        ("args", agent.args.is_some(), !cli, "kind `cli`".to_owned()),
-        ("prompt_via", agent.prompt_via.is_some(), !cli, "kind `cli`".to_owned()),
-        ("parser", agent.parser.is_some(), !cli, "kind `cli`".to_owned()),
-        ("lines", agent.lines.is_some(), !simulated, "kind `simulated`".to_owned()),
-        ("line_delay", agent.line_delay.is_some(), !simulated, "kind `simulated`".to_owned()),
-        ("exit_code", agent.exit_code.is_some(), !simulated, "kind `simulated`".to_owned()),
-        ("effort", agent.effort.is_some(), !kind.spec().effort, kinds_where(|spec| spec.effort)),
-        ("resume", agent.resume.is_some(), !kind.spec().resume, kinds_where(|spec| spec.resume)),
-        ("model", agent.model.is_some(), simulated, all_but_simulated.to_owned()),
-        ("extra_args", agent.extra_args.is_some(), simulated, all_but_simulated.to_owned()),
-        ("env", agent.env.is_some(), simulated, all_but_simulated.to_owned()),
-    ];
-    for (key, set, refused, owners) in rules {
-        if set && refused {
+    [
+        ("binary", simulated, all_but_simulated.to_owned()),
+        ("args", !cli, "kind `cli`".to_owned()),
+        ("prompt_via", !cli, "kind `cli`".to_owned()),
+        ("parser", !cli, "kind `cli`".to_owned()),
+        ("lines", !simulated, "kind `simulated`".to_owned()),
+        ("line_delay", !simulated, "kind `simulated`".to_owned()),
+        ("exit_code", !simulated, "kind `simulated`".to_owned()),
+        ("effort", !kind.spec().effort, kinds_where(|spec| spec.effort)),
+        ("resume", !kind.spec().resume, kinds_where(|spec| spec.resume)),
+        ("model", simulated, all_but_simulated.to_owned()),
+        ("extra_args", simulated, all_but_simulated.to_owned()),
+        ("env", simulated, all_but_simulated.to_owned()),
+    ]
+}
+
+/// The `[agent]` keys agent kind `kind` has no use for: what a flag that changes the kind
+/// drops from the manifest (with a note) rather than refuses.
+pub(crate) fn keys_unused_by(kind: AgentKind) -> Vec<&'static str> {
+    kind_bound_keys(kind).into_iter().filter(|(_, refused, _)| *refused).map(|(key, _, _)| key).collect()
+}
+
+/// Every key set is one the kind uses; the hint says which kinds use it.
+fn check_keys_apply(agent: &AgentSection, kind: AgentKind, at: &AgentAt<'_>) -> Result<(), Error> {
+    let set = |key: &str| match key {
+        "binary" => agent.binary.is_some(),
+        "args" => agent.args.is_some(),
+        "prompt_via" => agent.prompt_via.is_some(),
+        "parser" => agent.parser.is_some(),
+        "lines" => agent.lines.is_some(),
+        "line_delay" => agent.line_delay.is_some(),
+        "exit_code" => agent.exit_code.is_some(),
+        "effort" => agent.effort.is_some(),
+        "resume" => agent.resume.is_some(),
+        "model" => agent.model.is_some(),
+        "extra_args" => agent.extra_args.is_some(),
+        _ => agent.env.is_some(),
+    };
+    for (key, refused, owners) in kind_bound_keys(kind) {
+        if set(key) && refused {
             return Err(at
                 .source
                 .error_at_key(

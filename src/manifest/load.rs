@@ -345,8 +345,19 @@ fn apply_override(table: &mut toml::Table, item: &Override) -> Result<Option<Str
 /// `branch_plan`); the note says which.
 fn drop_keys_of_old(current: &mut toml::Table, parent: Option<&Segment>, key: &str, item: &Override) -> Option<String> {
     let Some(Segment::Key(parent)) = parent else { return None };
+    let new_kind = item.value.as_str();
+    let agent_keys: Vec<&str> = match new_kind.and_then(crate::agent::AgentKind::from_name) {
+        Some(kind) => super::agent_plan::keys_unused_by(kind),
+        None => KIND_BOUND_KEYS.to_vec(),
+    };
+    let network = current.get("network").and_then(toml::Value::as_str);
+    let sandbox_keys: Vec<&str> = match new_kind.and_then(super::schema::SandboxKind::from_name) {
+        Some(kind) => super::sandbox_plan::keys_unused_by(kind, network),
+        None => Vec::new(),
+    };
     let (unused, what, prefix, for_it): (&[&str], &str, &str, &str) = match (parent.as_str(), key) {
-        ("agent", "kind") => (&KIND_BOUND_KEYS, "agent kind", "", " for it"),
+        ("agent", "kind") => (&agent_keys, "agent kind", "agent.", " for it"),
+        ("sandbox", "kind") => (&sandbox_keys, "sandbox kind", "sandbox.", " for it"),
         ("branch", "strategy") => {
             let unused: &[&str] = match item.value.as_str() {
                 Some("head") => &["name", "reuse_worktree", "base"],

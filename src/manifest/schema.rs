@@ -276,6 +276,12 @@ impl SandboxKind {
             SandboxKind::Kubernetes => "kubernetes",
         }
     }
+
+    pub(crate) fn from_name(name: &str) -> Option<SandboxKind> {
+        [SandboxKind::None, SandboxKind::Docker, SandboxKind::Podman, SandboxKind::Isolated, SandboxKind::Kubernetes]
+            .into_iter()
+            .find(|kind| kind.as_str() == name)
+    }
 }
 
 impl Strategy {

@@ -460,5 +460,9 @@ fn engines_of_finished_runs_are_not_asked() {
     record["status"] = "abandoned".into();
     std::fs::write(&path, serde_json::to_string_pretty(&record).unwrap()).unwrap();
     let asked = clean(&env, &["--dry-run"]);
-    assert!(asked.stderr.contains("127.0.0.1:1"), "the engine of a run that may have left a container: {}", asked.stderr);
+    assert!(
+        asked.stderr.contains("127.0.0.1:1"),
+        "the engine of a run that may have left a container: {}",
+        asked.stderr
+    );
 }

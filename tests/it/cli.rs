@@ -336,11 +336,34 @@ fn changing_the_agent_kind_drops_the_old_kinds_keys() {
     run.assert_code(0);
     assert!(
         run.stderr.contains(
-            "warning: `--agent` replaces agent kind `cli`, so the manifest's `binary`, `args` for it are not used"
+            "warning: `--agent` replaces agent kind `cli`, so the manifest's `agent.binary`, `agent.args` for it are not used"
         ),
         "{}",
         run.stderr
     );
+    // The same for the keys only some kinds have, and for `--sandbox`: dropped, said, and the
+    // run goes on.
+    let manifest =
+        "name = \"n\"\nprompt = \"go\"\n[agent]\nkind = \"claude-code\"\nmodel = \"opus\"\neffort = \"high\"\n\
+        [sandbox]\nkind = \"docker\"\nimage = \"x\"\nmemory = \"1g\"\nnetwork = \"none\"\n";
+    let path = env.write_manifest(manifest);
+    let run = env.eden(&["run", path.to_str().unwrap(), "--agent", "simulated", "--sandbox", "none", "--json"]);
+    run.assert_code(0);
+    assert!(
+        run.stderr.contains("so the manifest's `agent.effort`, `agent.model` for it are not used"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("so the manifest's `sandbox.image`, `sandbox.network`, `sandbox.memory` for it are not used"),
+        "{}",
+        run.stderr
+    );
+    let isolated =
+        env.eden(&["run", path.to_str().unwrap(), "--agent", "simulated", "--sandbox", "isolated", "--dry-run"]);
+    isolated.assert_code(0);
+    assert!(isolated.stderr.contains("`sandbox.image`, `sandbox.memory` for it are not used"), "{}", isolated.stderr);
 }
 
 #[test]

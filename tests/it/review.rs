@@ -189,7 +189,11 @@ fn history_says_what_happened_after_a_run() {
     // Discarding the merged run discards nothing of its work, and says so.
     let again = env.eden(&["discard", merged["id"].as_str().unwrap()]);
     again.assert_code(0);
-    assert!(again.stderr.contains("was merged into `main`: its work is there, and nothing is discarded"), "{}", again.stderr);
+    assert!(
+        again.stderr.contains("was merged into `main`: its work is there, and nothing is discarded"),
+        "{}",
+        again.stderr
+    );
     let record = std::fs::read_to_string(env.repo.join(format!(".eden/runs/{}.json", merged["id"].as_str().unwrap())));
     assert!(!record.unwrap().contains("\"discarded\""), "a merged run is not recorded as discarded");
 }
