@@ -17,6 +17,8 @@ pub(crate) enum Removal {
     Removed,
     /// It has uncommitted changes and was left in place.
     KeptDirty,
+    /// Whether it has uncommitted changes could not be told in the time given: left in place.
+    NotChecked,
 }
 
 /// One entry of `git worktree list --porcelain`.
@@ -132,6 +134,47 @@ impl Git {
             return Ok(Removal::KeptDirty);
         }
         Err(super::git_failure(&command, &output.stderr))
+    }
+
+    /// Remove a worktree within about `within`: its changes looked for (bounded; not told in
+    /// time, it stays), then its folder moved to `trash` (a rename, on the same file system) and
+    /// its registration pruned, and the files deleted by a process of their own that outlives
+    /// eden (a stopped run answers at once; what a killed deletion leaves is `eden clean`'s).
+    /// A worktree with submodules goes the usual way.
+    pub(crate) fn remove_worktree_within(
+        &self,
+        path: &Path,
+        trash: &Path,
+        within: std::time::Duration,
+    ) -> Result<Removal, Error> {
+        if path.join(".gitmodules").exists() {
+            return self.remove_worktree(path);
+        }
+        let status =
+            Git::new(path).command(["status", "--porcelain", "--untracked-files=normal"]).timeout(within).output();
+        let status = match status {
+            Ok(output) if output.success() => output.stdout,
+            Ok(output) => return Err(super::git_failure("git status", &output.stderr)),
+            Err(err) if err.kind() == std::io::ErrorKind::TimedOut => return Ok(Removal::NotChecked),
+            Err(err) => return Err(Error::git(format!("cannot run `git status`: {err}"))),
+        };
+        if !status.trim().is_empty() {
+            return Ok(Removal::KeptDirty);
+        }
+        if let Some(parent) = trash.parent() {
+            fs_err::create_dir_all(parent).map_err(|err| Error::git(err.to_string()))?;
+        }
+        if std::fs::rename(path, trash).is_err() {
+            return self.remove_worktree(path);
+        }
+        self.prune_worktrees()?;
+        let removal = crate::process::ProcessBuilder::new("rm").args(["-rf", "--"]).arg(trash).spawn_detached();
+        if let Ok(mut child) = removal {
+            // It reads nothing: its stdin closed, it goes on alone, spared by eden's sweep.
+            drop(child.stdin.take());
+            crate::process::contain::exempt(child.id());
+        }
+        Ok(Removal::Removed)
     }
 
     /// Delete a branch whose commits are safe elsewhere (merged, or none of its own), only if

@@ -145,7 +145,8 @@ pub(crate) fn finish(
         let _ = std::fs::remove_file(claim);
     }
     let chosen = claim.is_some() && merged.is_some();
-    let worktree = close_worktree(&workspace, shared.is_some(), reporter);
+    let stopped = error.as_ref().is_some_and(|error| matches!(error.kind, crate::error::ErrorKind::Interrupted { .. }));
+    let worktree = close_worktree(&workspace, shared.is_some(), stopped, reporter);
     let worktree_removed = matches!(worktree, WorktreeEnd::Removed);
     let preserved_worktree = match worktree {
         WorktreeEnd::Kept(path) => Some(path),
@@ -286,32 +287,44 @@ fn report_merge(merged: &Merged, branch: &str, run_commits: u32, reporter: &mut 
 /// Remove the worktree eden made, unless it holds uncommitted work: git refuses to remove a
 /// worktree with modified or untracked files, and that is the test, so nothing can be lost.
 /// Without the repository lock nothing shared is touched: it is kept.
-fn close_worktree(workspace: &Workspace, locked: bool, reporter: &mut RunEvents) -> WorktreeEnd {
+/// After a stop (Ctrl-C, SIGTERM), the person waits: the worktree's removal gets this long to
+/// tell whether it holds uncommitted work, its files deleted afterwards on their own.
+const STOPPED_REMOVAL: std::time::Duration = std::time::Duration::from_millis(1200);
+
+fn close_worktree(workspace: &Workspace, locked: bool, stopped: bool, reporter: &mut RunEvents) -> WorktreeEnd {
     let pre = &workspace.pre;
     let kept = WorktreeEnd::Kept(pre.worktree.clone());
-    let end = match pre.action {
-        WorktreeAction::UseCheckout => WorktreeEnd::Untouched,
-        WorktreeAction::Reuse if workspace.worktree.dirty_paths().map_or(true, |paths| !paths.is_empty()) => kept,
-        WorktreeAction::Reuse => WorktreeEnd::Untouched,
-        WorktreeAction::CreateWithNewBranch | WorktreeAction::CreateForExistingBranch if !locked => kept,
+    let removal = match pre.action {
+        WorktreeAction::UseCheckout => return WorktreeEnd::Untouched,
+        WorktreeAction::Reuse if workspace.worktree.dirty_paths().map_or(true, |paths| !paths.is_empty()) => {
+            Ok(Removal::KeptDirty)
+        }
+        WorktreeAction::Reuse => return WorktreeEnd::Untouched,
+        WorktreeAction::CreateWithNewBranch | WorktreeAction::CreateForExistingBranch if !locked => {
+            Ok(Removal::KeptDirty)
+        }
+        WorktreeAction::CreateWithNewBranch | WorktreeAction::CreateForExistingBranch if stopped => {
+            let trash = pre.layout().scratches().join(format!("removed-{}", workspace.run_id));
+            workspace.repo.remove_worktree_within(&pre.worktree, &trash, STOPPED_REMOVAL)
+        }
         WorktreeAction::CreateWithNewBranch | WorktreeAction::CreateForExistingBranch => {
-            match workspace.repo.remove_worktree(&pre.worktree) {
-                Ok(Removal::Removed) => WorktreeEnd::Removed,
-                Ok(Removal::KeptDirty) => kept,
-                Err(err) => {
-                    reporter
-                        .report(&Event::Warning { message: format!("could not remove the worktree: {err}").into() });
-                    kept
-                }
-            }
+            workspace.repo.remove_worktree(&pre.worktree)
         }
     };
-    if let WorktreeEnd::Kept(path) = &end {
-        reporter.report(&Event::Warning {
-            message: format!("the worktree has uncommitted changes and is kept: {}", path.display()).into(),
-        });
-    }
-    end
+    let why = match removal {
+        Ok(Removal::Removed) => return WorktreeEnd::Removed,
+        Ok(Removal::KeptDirty) => "has uncommitted changes and is kept".to_owned(),
+        Ok(Removal::NotChecked) => format!(
+            "was not checked for uncommitted changes in time and is kept (`eden discard {}` removes it)",
+            workspace.run_id
+        ),
+        Err(err) => {
+            reporter.report(&Event::Warning { message: format!("could not remove the worktree: {err}").into() });
+            "is kept".to_owned()
+        }
+    };
+    reporter.report(&Event::Warning { message: format!("the worktree {why}: {}", pre.worktree.display()).into() });
+    kept
 }
 
 /// The run's branch: kept with `named`, and with `merge-to-head` unless its work landed (or
