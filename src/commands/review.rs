@@ -222,18 +222,23 @@ pub(crate) fn discard(args: DiscardArgs) -> Result<i32, Error> {
         done.push(format!("artifacts `{}`", artifacts.display()));
     }
     record.save().map_err(|err| Error::internal("cannot write the run record").with_source(err))?;
+    print_note(&discarded(&id, &done, merged.as_deref()));
+    Ok(0)
+}
+
+/// What `eden discard` says it did: for a merged run, that its work stays where it landed.
+fn discarded(id: &str, done: &[String], merged: Option<&str>) -> String {
     match (done.is_empty(), merged) {
-        (true, Some(target)) => print_note(&format!(
+        (true, Some(target)) => format!(
             "run `{id}` was merged into `{target}`: its work is there, and nothing is discarded (`git revert` undoes a merge)"
-        )),
-        (false, Some(target)) => print_note(&format!(
+        ),
+        (false, Some(target)) => format!(
             "removed {} of run `{id}`; its work stays merged into `{target}` (`git revert` undoes a merge)",
             done.join(", ")
-        )),
-        (true, None) => print_note(&format!("run `{id}` left nothing to discard; its record stays")),
-        (false, None) => print_note(&format!("discarded {} of run `{id}`; its record stays", done.join(", "))),
+        ),
+        (true, None) => format!("run `{id}` left nothing to discard; its record stays"),
+        (false, None) => format!("discarded {} of run `{id}`; its record stays", done.join(", ")),
     }
-    Ok(0)
 }
 
 /// Why deleting `branch` would lose more than the run's own work, if it would: commits on it

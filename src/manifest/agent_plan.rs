@@ -84,34 +84,6 @@ pub(super) fn resolve_agent(
     }
 }
 
-/// The keys of `[agent]` that belong to some kinds only: each with whether `kind` refuses it,
-/// and the kinds that use it (for the hint).
-fn kind_bound_keys(kind: AgentKind) -> [(&'static str, bool, String); 12] {
-    let all_but_simulated = "every agent kind but `simulated`";
-    let simulated = kind == AgentKind::Simulated;
-    let cli = kind == AgentKind::Cli;
-    [
-        ("binary", simulated, all_but_simulated.to_owned()),
-        ("args", !cli, "kind `cli`".to_owned()),
-        ("prompt_via", !cli, "kind `cli`".to_owned()),
-        ("parser", !cli, "kind `cli`".to_owned()),
-        ("lines", !simulated, "kind `simulated`".to_owned()),
-        ("line_delay", !simulated, "kind `simulated`".to_owned()),
-        ("exit_code", !simulated, "kind `simulated`".to_owned()),
-        ("effort", !kind.spec().effort, kinds_where(|spec| spec.effort)),
-        ("resume", !kind.spec().resume, kinds_where(|spec| spec.resume)),
-        ("model", simulated, all_but_simulated.to_owned()),
-        ("extra_args", simulated, all_but_simulated.to_owned()),
-        ("env", simulated, all_but_simulated.to_owned()),
-    ]
-}
-
-/// The `[agent]` keys agent kind `kind` has no use for: what a flag that changes the kind
-/// drops from the manifest (with a note) rather than refuses.
-pub(crate) fn keys_unused_by(kind: AgentKind) -> Vec<&'static str> {
-    kind_bound_keys(kind).into_iter().filter(|(_, refused, _)| *refused).map(|(key, _, _)| key).collect()
-}
-
 /// Every key set is one the kind uses; the hint says which kinds use it.
 fn check_keys_apply(agent: &AgentSection, kind: AgentKind, at: &AgentAt<'_>) -> Result<(), Error> {
     let set = |key: &str| match key {
@@ -128,7 +100,7 @@ fn check_keys_apply(agent: &AgentSection, kind: AgentKind, at: &AgentAt<'_>) -> 
         "extra_args" => agent.extra_args.is_some(),
         _ => agent.env.is_some(),
     };
-    for (key, refused, owners) in kind_bound_keys(kind) {
+    for (key, refused, owners) in super::kind_keys::agent_keys(kind) {
         if set(key) && refused {
             return Err(at
                 .source
@@ -187,17 +159,6 @@ fn adapter_binary(agent: &AgentSection, adapter: AgentKind, at: &AgentAt<'_>) ->
                 )
                 .with_hint(format!("{}; or set `agent.binary` to its path", adapter.install_hint()))
         }),
-    }
-}
-
-/// `kinds `a`, `b` and `c``: the agent kinds whose spec says so.
-fn kinds_where(has: impl Fn(&crate::agent::AgentSpec) -> bool) -> String {
-    let names: Vec<String> =
-        crate::agent::spec::SPECS.iter().filter(|spec| has(spec)).map(|spec| format!("`{}`", spec.name)).collect();
-    match names.split_last() {
-        Some((last, [])) => format!("kind {last}"),
-        Some((last, rest)) => format!("kinds {} and {last}", rest.join(", ")),
-        None => "no agent kind".to_owned(),
     }
 }
 

@@ -347,12 +347,12 @@ fn drop_keys_of_old(current: &mut toml::Table, parent: Option<&Segment>, key: &s
     let Some(Segment::Key(parent)) = parent else { return None };
     let new_kind = item.value.as_str();
     let agent_keys: Vec<&str> = match new_kind.and_then(crate::agent::AgentKind::from_name) {
-        Some(kind) => super::agent_plan::keys_unused_by(kind),
+        Some(kind) => super::kind_keys::agent_keys_unused_by(kind),
         None => KIND_BOUND_KEYS.to_vec(),
     };
     let network = current.get("network").and_then(toml::Value::as_str);
     let sandbox_keys: Vec<&str> = match new_kind.and_then(super::schema::SandboxKind::from_name) {
-        Some(kind) => super::sandbox_plan::keys_unused_by(kind, network),
+        Some(kind) => super::kind_keys::sandbox_keys_unused_by(kind, network),
         None => Vec::new(),
     };
     let (unused, what, prefix, for_it): (&[&str], &str, &str, &str) = match (parent.as_str(), key) {

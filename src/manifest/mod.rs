@@ -11,6 +11,7 @@ pub(crate) mod dotenv;
 mod env_plan;
 pub(crate) mod held_plan;
 pub(crate) mod hooks_plan;
+mod kind_keys;
 pub(crate) mod load;
 pub(crate) mod logging_plan;
 mod loop_plan;

@@ -664,68 +664,6 @@ fn resolve_hosts(section: &SandboxSection, source: &Source, path: &KeyPath) -> R
     Ok(hosts)
 }
 
-/// The `[sandbox]` keys sandbox kind `kind` has no use for (the network by its value: a
-/// network `isolated` cannot have): what a flag that changes the kind drops from the manifest
-/// (with a note) rather than refuses.
-pub(crate) fn keys_unused_by(kind: SandboxKind, network: Option<&str>) -> Vec<&'static str> {
-    const CONTAINER: [&str; 13] = [
-        "image",
-        "network",
-        "allow",
-        "cpus",
-        "memory",
-        "pids_limit",
-        "mounts",
-        "run_args",
-        "mount_agent_config",
-        "expose_worktree",
-        "expose_host",
-        "host",
-        "runtime",
-    ];
-    let mut unused: Vec<&'static str> = match kind {
-        SandboxKind::None => CONTAINER.iter().chain(&["max_return"]).copied().collect(),
-        SandboxKind::Isolated => {
-            let mut keys = vec![
-                "image",
-                "cpus",
-                "memory",
-                "pids_limit",
-                "run_args",
-                "expose_worktree",
-                "host",
-                "runtime",
-                "allow",
-            ];
-            if network.is_some_and(|network| !matches!(network, "none" | "host")) {
-                keys.push("network");
-            }
-            keys
-        }
-        SandboxKind::Docker | SandboxKind::Podman => Vec::new(),
-        SandboxKind::Kubernetes => {
-            vec!["pids_limit", "mounts", "run_args", "runtime", "expose_worktree", "expose_host", "host"]
-        }
-    };
-    if kind != SandboxKind::Kubernetes {
-        unused.extend(POD_KEYS);
-    }
-    unused
-}
-
-/// The keys only a pod has.
-const POD_KEYS: [&str; 9] = [
-    "namespace",
-    "context",
-    "image_pull_policy",
-    "service_account",
-    "node_selector",
-    "tolerations",
-    "start_timeout",
-    "deadline",
-    "runtime_class",
-];
-
 /// What a container has and a pod cannot, refused with the reason.
 fn refuse_container_keys(section: &SandboxSection, source: &Source, path: &KeyPath) -> Result<(), Error> {
     let refused = [
@@ -844,7 +782,7 @@ pub(super) fn refuse_pod_keys(section: &SandboxSection, source: &Source, path: &
         section.deadline.is_some(),
         section.runtime_class.is_some(),
     ];
-    match POD_KEYS.iter().zip(set).find(|(_, set)| *set) {
+    match super::kind_keys::POD_KEYS.iter().zip(set).find(|(_, set)| *set) {
         Some((key, _)) => Err(source
             .error_at_key(&path.child(key), format!("`sandbox.{key}` applies to `kubernetes` only"))
             .with_hint("remove it, or use `sandbox.kind = \"kubernetes\"`")),
