@@ -31,8 +31,23 @@ const TARGETS: [(&str, Option<&str>, u64); 4] = [
     ("before the worktree", None, 40),
     ("hooks", Some("hook"), 150),
     ("agent", Some("agent"), 200),
-    ("merge", Some("merge"), 200),
+    ("merge", Some("merge"), 60),
 ];
+
+/// The repository lock, held by the test until dropped.
+fn hold_repository_lock(env: &TestEnv) -> nix::fcntl::Flock<std::fs::File> {
+    let locks = env.repo.join(".eden/locks");
+    std::fs::create_dir_all(&locks).unwrap();
+    let file = std::fs::OpenOptions::new().create(true).append(true).open(locks.join("repository.lock")).unwrap();
+    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive).unwrap()
+}
+
+/// The phase of the run whose record is new since `before`, if it has one yet.
+fn phase_of(env: &TestEnv, before: &[std::path::PathBuf]) -> Option<String> {
+    let path = records(env).into_iter().find(|path| !before.contains(path))?;
+    let record: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+    record["phase"].as_str().map(str::to_owned)
+}
 
 #[test]
 fn runs_killed_at_random_points_lose_nothing_and_block_nothing() {
@@ -40,7 +55,8 @@ fn runs_killed_at_random_points_lose_nothing_and_block_nothing() {
     let marks = env.root().join("marks");
     std::fs::create_dir_all(&marks).unwrap();
     // Each phase is made a little slower, so kills can land inside it: a host hook, the agent,
-    // and git's own post-merge hook (which runs inside eden's `git merge`).
+    // and the finish, held at the repository lock the test takes (eden's own git runs no
+    // repository hook that could slow its merge).
     let agent = env.script(
         "agent.sh",
         &format!(
@@ -49,12 +65,6 @@ fn runs_killed_at_random_points_lose_nothing_and_block_nothing() {
             marks = marks.display()
         ),
     );
-    std::fs::write(
-        env.repo.join(".git/hooks/post-merge"),
-        format!("#!/bin/sh\ntouch {}/merge\nsleep 0.15\n", marks.display()),
-    )
-    .unwrap();
-    make_executable(&env.repo.join(".git/hooks/post-merge"));
     let manifest = format!(
         "name = \"crash\"\nprompt = \"go\"\n[agent]\nkind = \"cli\"\nbinary = \"{}\"\n[hooks.host]\non_worktree_ready = [\"touch {}/hook; sleep 0.15\"]\n",
         agent.display(),
@@ -77,11 +87,23 @@ fn runs_killed_at_random_points_lose_nothing_and_block_nothing() {
         let mut child =
             command.env("RUN_N", n.to_string()).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
         let started = Instant::now();
-        if let Some(marker) = marker {
-            while !marks.join(marker).exists() && child.try_wait().unwrap().is_none() {
-                assert!(started.elapsed() < Duration::from_secs(60), "run {n} never reached `{marker}`");
+        let mut wait_until = |what: &str, reached: &dyn Fn() -> bool| {
+            while !reached() && child.try_wait().unwrap().is_none() {
+                assert!(started.elapsed() < Duration::from_secs(60), "run {n} never reached {what}");
                 std::thread::sleep(Duration::from_millis(2));
             }
+        };
+        match marker {
+            // The finish: the repository lock held until the run waits at it in `finishing`, then
+            // let go, and the kill comes while the merge and the clean-up go on.
+            Some("merge") => {
+                wait_until("`committed`", &|| marks.join("committed").exists());
+                let held = hold_repository_lock(&env);
+                wait_until("the finish", &|| phase_of(&env, &records_before).as_deref() == Some("finishing"));
+                drop(held);
+            }
+            Some(marker) => wait_until(marker, &|| marks.join(marker).exists()),
+            None => {}
         }
         std::thread::sleep(Duration::from_millis(random.next(spread)));
         let _ = child.kill();
