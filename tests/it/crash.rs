@@ -211,8 +211,3 @@ fn live_git_processes() -> String {
     });
     live.collect::<Vec<_>>().join("\n")
 }
-
-fn make_executable(path: &Path) {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
-}
