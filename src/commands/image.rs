@@ -240,14 +240,29 @@ pub(crate) fn remove(args: ImageRemoveArgs) -> Result<i32, Error> {
     let target = engine(args.engine.as_deref(), args.host.as_deref())?;
     let tag = tag(args.tag)?;
     let command = target.command().args(["rmi", &tag]);
-    let output = command.output().map_err(|err| Error::sandbox(format!("cannot run `{command}`: {err}")))?;
-    if !output.success() {
-        return Err(Error::sandbox(format!("cannot remove `{tag}`: {}", output.stderr.trim()))
-            .with_hint("a container may still use it; `eden` removes its own containers at the end of each run"));
+    // podman can say a container it has just removed still uses the image (its clean-up runs
+    // on after `rm` returns): when no container is there to use it, asked again a moment later.
+    for _ in 0..RMI_TRIES {
+        let output = command.output().map_err(|err| Error::sandbox(format!("cannot run `{command}`: {err}")))?;
+        if output.success() {
+            crate::ui::print_note(&format!("removed `{tag}`"));
+            return Ok(0);
+        }
+        let users = target.command().args(["ps", "-a", "-q", "--filter", &format!("ancestor={tag}")]).output();
+        let none_left = users.is_ok_and(|users| users.success() && users.stdout.trim().is_empty());
+        if !output.stderr.contains("in use") || !none_left {
+            return Err(Error::sandbox(format!("cannot remove `{tag}`: {}", output.stderr.trim()))
+                .with_hint("a container may still use it; `eden` removes its own containers at the end of each run"));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(250));
     }
-    crate::ui::print_note(&format!("removed `{tag}`"));
-    Ok(0)
+    Err(Error::sandbox(format!("cannot remove `{tag}`: the engine still says it is in use, and no container uses it"))
+        .with_hint("try again in a moment"))
 }
+
+/// How many times `eden image remove` asks an engine that says a container it no longer has
+/// still uses the image.
+const RMI_TRIES: usize = 12;
 
 /// `eden image push IMAGE --host HOST`: the local engine's image, saved and loaded into the
 /// engine at `--host` through the two clients (no registry).
