@@ -5,7 +5,7 @@
 
 use super::budget::Budget;
 use super::context::{Live, Progress, Shared};
-use super::judge::{failure_on_stderr, verdict, Heard};
+use super::judge::{failure_on_stderr, verdict, Heard, Verdict};
 use super::stream::{report_request, IterationHandlers, Said};
 use super::transcript::{capture, AgentEnv};
 use crate::agent::{Agent, Invocation, Usage};
@@ -35,8 +35,7 @@ pub(super) struct Invoked {
     pub(crate) model: Option<String>,
     pub(crate) outcome: IterationOutcome,
     pub(crate) exit_code: Option<i32>,
-    /// `Ok(true)` complete, `Ok(false)` go on, `Err` failed.
-    pub(crate) result: Result<bool, Error>,
+    pub(crate) verdict: Verdict,
     pub(crate) signal: Option<String>,
     pub(crate) usage: Option<Usage>,
     pub(crate) session_id: Option<String>,
@@ -96,11 +95,11 @@ pub(super) async fn invoke(shared: &Shared<'_>, ask: &Ask<'_>, live: &mut Live<'
         retrying: said.retrying.as_deref(),
         tail: &tail.describe(15),
     };
-    let (outcome, exit_code, mut result) = verdict(heard, ask.iteration, ask.step.agent.kind().spec().login);
+    let (outcome, exit_code, mut verdict) = verdict(heard, ask.iteration, ask.step.agent.kind().spec().login);
     // A container that went away is the sandbox's failure, not the agent's.
-    if result.as_ref().is_err_and(|error| error.kind == ErrorKind::Agent) {
+    if matches!(&verdict, Verdict::Failed(error) if error.kind == ErrorKind::Agent) {
         if let Err(gone) = shared.sandbox.check_alive(exit_code) {
-            result = Err(gone);
+            verdict = Verdict::Failed(gone);
         }
     }
     let (transcript, transcript_warning) = match &said.session_id {
@@ -110,7 +109,7 @@ pub(super) async fn invoke(shared: &Shared<'_>, ask: &Ask<'_>, live: &mut Live<'
     Ok(Invoked {
         outcome,
         exit_code,
-        result,
+        verdict,
         signal: said.signal,
         usage: said.usage,
         session_id: said.session_id,

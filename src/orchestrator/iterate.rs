@@ -5,7 +5,7 @@
 
 pub(crate) use super::context::{Live, Progress, Shared, StepEnd};
 use super::invoke::{invoke, push_record, Ask, Invoked};
-use super::judge::output_error;
+use super::judge::{output_error, Verdict};
 use crate::agent::{Agent, Usage};
 use crate::error::{Error, ErrorKind};
 use crate::hooks::PhaseRun;
@@ -142,11 +142,11 @@ impl<'a> StepRun<'a> {
         let (mut invoked, prompt_text, output) = self.ask(iteration, rendered, resume, live).await?;
         self.session = invoked.session_id.clone().or(self.session.take());
         // `on_iteration_end` checks an iteration that went well; a failed one goes to `on_close`.
-        if invoked.result.is_ok() && self.shared.hooks.has(Phase::OnIterationEnd) {
+        if !invoked.verdict.failed() && self.shared.hooks.has(Phase::OnIterationEnd) {
             if let Err(error) = self.hooks(Phase::OnIterationEnd, iteration, live).await {
-                invoked.result = Err(error);
+                invoked.verdict.fail(error);
             }
-            sync_into((&mut invoked.result, iteration), self.shared.sandbox, None, live.events);
+            sync_into((&mut invoked.verdict, iteration), self.shared.sandbox, None, live.events);
         }
         let new_commits = self.collect_commits(iteration, live)?;
         let outcome = invoked.outcome;
@@ -158,10 +158,11 @@ impl<'a> StepRun<'a> {
             record.hooks.append(&mut progress.hooks);
             record.commits = progress.commits.clone().unwrap_or_default();
         });
-        let completed = match invoked.result {
-            Err(error) => return Err(error),
-            Ok(_) if outcome == IterationOutcome::Steered => return Ok(Ended::Steered),
-            Ok(signalled) => signalled || output.is_some(),
+        let completed = match invoked.verdict {
+            Verdict::Failed(error) => return Err(error),
+            _ if outcome == IterationOutcome::Steered => return Ok(Ended::Steered),
+            Verdict::Complete => true,
+            Verdict::GoOn => output.is_some(),
         };
         // The checks that are due: all of them once the agent says it is done, or before a run
         // that needs no completion signal ends; else those that run after every iteration.
@@ -230,7 +231,7 @@ impl<'a> StepRun<'a> {
         live: &mut Live<'_>,
     ) -> Result<Option<(String, Option<String>)>, Error> {
         let limited = invoked.failure.as_ref().filter(|failure| failure.kind == crate::agent::FailureKind::RateLimit);
-        let (Some(failure), Err(_)) = (limited, &invoked.result) else { return Ok(None) };
+        let (Some(failure), true) = (limited, invoked.verdict.failed()) else { return Ok(None) };
         let now = std::time::SystemTime::now();
         let wait = super::usage_limit::wait_for(&failure.message, now, live.progress.limit_waits);
         let allowed = self.step.loop_.usage_limit_wait.0;
@@ -332,12 +333,12 @@ impl<'a> StepRun<'a> {
             };
             let mut invoked = invoke(self.shared, &ask, live).await?;
             let tip = invoked.sandbox_tip.take();
-            sync_into((&mut invoked.result, iteration), self.shared.sandbox, tip.as_deref(), live.events);
+            sync_into((&mut invoked.verdict, iteration), self.shared.sandbox, tip.as_deref(), live.events);
             if let Some(next) = self.wait_out_usage_limit(iteration, &invoked, &prompt_text, live).await? {
                 (prompt_text, resume) = next;
                 continue;
             }
-            let (Some(checker), Ok(_)) = (&self.checker, &invoked.result) else {
+            let (Some(checker), false) = (&self.checker, invoked.verdict.failed()) else {
                 return Ok((invoked, prompt_text, None));
             };
             let errors = match checker.check(&invoked.text) {
@@ -349,12 +350,13 @@ impl<'a> StepRun<'a> {
             };
             let retries = self.step.output.as_ref().map_or(0, |o| o.max_retries);
             let Some(session) = invoked.session_id.clone().filter(|_| attempt <= retries as usize) else {
-                invoked.result = Err(output_error(&errors, &invoked.text, invoked.session_id.as_deref(), attempt));
+                invoked.verdict =
+                    Verdict::Failed(output_error(&errors, &invoked.text, invoked.session_id.as_deref(), attempt));
                 return Ok((invoked, prompt_text, None));
             };
             // The retry resumes the session: it must be where the agent will look for it.
             if let Some(missing) = &invoked.transcript_warning {
-                invoked.result = Err(Error::usage(format!(
+                invoked.verdict = Verdict::Failed(Error::usage(format!(
                     "the structured output is not usable ({}), and the session cannot be resumed for a retry: {missing}",
                     errors.join("; ")
                 ))
@@ -403,7 +405,7 @@ impl<'a> StepRun<'a> {
 /// Bring the agent's work into the worktree where it worked elsewhere (an isolated copy); a
 /// failure to do so fails the iteration.
 fn sync_into(
-    (result, iteration): (&mut Result<bool, Error>, u32),
+    (verdict, iteration): (&mut Verdict, u32),
     sandbox: &dyn SandboxHandle,
     tip: Option<&str>,
     events: &mut RunEvents,
@@ -416,7 +418,6 @@ fn sync_into(
     match synced {
         Ok(Some(note)) => events.report(&Event::Info { message: note.as_str().into() }),
         Ok(None) => {}
-        Err(error) if result.is_ok() => *result = Err(error),
-        Err(_) => {}
+        Err(error) => verdict.fail(error),
     }
 }
