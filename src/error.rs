@@ -46,25 +46,62 @@ pub(crate) enum ErrorKind {
     Internal,
 }
 
-/// Which `[budget]` cap a run crossed, and by how much.
+/// Which `[budget]` cap a run crossed, and by how much. Written as `scope` (`run` or `step`)
+/// and, for a step's, `step` (its name), as records have always said it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(into = "ExceededWritten", from = "ExceededWritten")]
 pub(crate) struct BudgetExceeded {
     pub(crate) scope: BudgetScope,
-    /// The step whose `budget` it was (with `scope = "step"`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) step: Option<String>,
     pub(crate) cap: BudgetCap,
     /// The cap and what was spent when eden stopped the agent, as text (`2,000 tokens`).
     pub(crate) limit: String,
     pub(crate) used: String,
 }
 
-/// Whose cap: the run's (`[budget]`) or a step's own (`budget`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
+/// Whose cap: the run's (`[budget]`) or a step's own (`budget`), by its name.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum BudgetScope {
     Run,
+    Step(String),
+}
+
+/// `BudgetExceeded` as records and events write it.
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
+struct ExceededWritten {
+    scope: ScopeWritten,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    step: Option<String>,
+    cap: BudgetCap,
+    limit: String,
+    used: String,
+}
+
+#[derive(Clone, Copy, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum ScopeWritten {
+    Run,
     Step,
+}
+
+impl From<BudgetExceeded> for ExceededWritten {
+    fn from(exceeded: BudgetExceeded) -> Self {
+        let (scope, step) = match exceeded.scope {
+            BudgetScope::Run => (ScopeWritten::Run, None),
+            BudgetScope::Step(name) => (ScopeWritten::Step, Some(name)),
+        };
+        ExceededWritten { scope, step, cap: exceeded.cap, limit: exceeded.limit, used: exceeded.used }
+    }
+}
+
+impl From<ExceededWritten> for BudgetExceeded {
+    fn from(written: ExceededWritten) -> Self {
+        let scope = match (written.scope, written.step) {
+            (ScopeWritten::Step, Some(name)) => BudgetScope::Step(name),
+            (ScopeWritten::Step, None) => BudgetScope::Step(String::new()),
+            (ScopeWritten::Run, _) => BudgetScope::Run,
+        };
+        BudgetExceeded { scope, cap: written.cap, limit: written.limit, used: written.used }
+    }
 }
 
 /// Which cap, named as the manifest key that sets it (hence the shared prefix).

@@ -116,8 +116,8 @@ impl Scope {
     }
 
     fn exceeded(&self, cap: BudgetCap, limit: String, used: String) -> BudgetExceeded {
-        let scope = if self.step.is_some() { BudgetScope::Step } else { BudgetScope::Run };
-        BudgetExceeded { scope, step: self.step.clone(), cap, limit, used }
+        let scope = self.step.clone().map_or(BudgetScope::Run, BudgetScope::Step);
+        BudgetExceeded { scope, cap, limit, used }
     }
 }
 
@@ -143,9 +143,9 @@ fn with_other_attempts(
 
 /// The run's error for a crossed cap: work is kept as on any failure.
 pub(crate) fn error(exceeded: BudgetExceeded, iteration: u32) -> Error {
-    let scope = match &exceeded.step {
-        None => "the run's `[budget]`".to_owned(),
-        Some(step) => format!("step `{step}`'s `budget`"),
+    let scope = match &exceeded.scope {
+        BudgetScope::Run => "the run's `[budget]`".to_owned(),
+        BudgetScope::Step(step) => format!("step `{step}`'s `budget`"),
     };
     let message = format!(
         "{scope} `{}` of {} was reached in iteration {iteration} ({} spent); the agent was stopped",
@@ -179,10 +179,7 @@ mod tests {
             (BudgetScope::Run, BudgetCap::MaxTokens, "1,001 tokens")
         );
         let over = budget.crossed(&usage(1, Some(0.3))).unwrap();
-        assert_eq!(
-            (over.scope, over.step.as_deref(), over.cap),
-            (BudgetScope::Step, Some("review"), BudgetCap::MaxCostUsd)
-        );
+        assert_eq!((over.scope, over.cap), (BudgetScope::Step("review".into()), BudgetCap::MaxCostUsd));
         assert_eq!(budget.reached(), None);
         let spent = Budget::new((&run, usage(1000, None), now), ("s", &BudgetPlan::default(), Usage::default(), now));
         assert_eq!(spent.reached().unwrap().cap, BudgetCap::MaxTokens, "at the cap, no new iteration starts");
@@ -201,7 +198,7 @@ mod tests {
         };
         let budget = Budget::new((&run, Usage::default(), start), ("s", &step, Usage::default(), start));
         assert_eq!(budget.deadline(), Some(start + std::time::Duration::from_secs(5)));
-        assert_eq!(budget.timed_out().unwrap().step.as_deref(), Some("s"));
+        assert_eq!(budget.timed_out().unwrap().scope, BudgetScope::Step("s".into()));
         assert!(Budget::new(
             (&BudgetPlan::default(), Usage::default(), start),
             ("s", &BudgetPlan::default(), Usage::default(), start)

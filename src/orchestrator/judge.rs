@@ -218,7 +218,6 @@ mod tests {
     fn a_crossed_cap_wins_over_the_signal() {
         let exceeded = BudgetExceeded {
             scope: crate::error::BudgetScope::Run,
-            step: None,
             cap: crate::error::BudgetCap::MaxTokens,
             limit: "10 tokens".into(),
             used: "12 tokens".into(),
