@@ -6,7 +6,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub(crate) enum Stdin {
     #[default]
     Null,
@@ -17,7 +17,7 @@ pub(crate) enum Stdin {
     Terminal { tty: bool },
 }
 
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) struct ProcessBuilder {
     program: OsString,
     args: Vec<OsString>,
@@ -547,6 +547,41 @@ impl ProcessBuilder {
     }
 }
 
+/// What is fed in, without its bytes: stdin can carry a secret (a key, a patch).
+impl fmt::Debug for Stdin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Stdin::Null => write!(f, "Null"),
+            Stdin::Bytes(bytes) => write!(f, "Bytes({} bytes)", bytes.len()),
+            Stdin::Terminal { tty } => write!(f, "Terminal {{ tty: {tty} }}"),
+        }
+    }
+}
+
+/// The command line and the names of the variables it sets, never their values or stdin's bytes:
+/// a `{:?}` in a log or a panic shows no secret.
+impl fmt::Debug for ProcessBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<String> = self
+            .env
+            .iter()
+            .map(|(key, value)| match value {
+                Some(_) => key.to_string_lossy().into_owned(),
+                None => format!("-{}", key.to_string_lossy()),
+            })
+            .collect();
+        f.debug_struct("ProcessBuilder")
+            .field("command", &self.to_string())
+            .field("cwd", &self.cwd)
+            .field("env", &names)
+            .field("stdin", &self.stdin)
+            .field("contained", &self.contained)
+            .field("clear_env", &self.clear_env)
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
+
 impl fmt::Display for ProcessBuilder {
     /// The command line, shell-quoted. Environment values are never part of it.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -565,6 +600,19 @@ impl fmt::Display for ProcessBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn debug_shows_no_value_and_no_stdin() {
+        let command = ProcessBuilder::new("agent")
+            .arg("--go")
+            .env("API_KEY", "sk-very-secret")
+            .env_remove("GIT_DIR")
+            .stdin(Stdin::Bytes(b"sk-stdin-secret".to_vec()));
+        let shown = format!("{command:?}");
+        assert!(shown.contains("API_KEY") && shown.contains("-GIT_DIR") && shown.contains("agent --go"), "{shown}");
+        assert!(!shown.contains("sk-very-secret") && !shown.contains("sk-stdin-secret"), "{shown}");
+        assert!(shown.contains("Bytes(15 bytes)"), "{shown}");
+    }
 
     #[test]
     fn pwd_follows_the_working_directory() {
