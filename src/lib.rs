@@ -74,7 +74,7 @@ pub fn main_with_args(args: Vec<std::ffi::OsString>) -> i32 {
     let result = match cli.command {
         cli::Command::Run(args) => commands::run::run(*args),
         cli::Command::Interactive(args) => {
-            let mode = commands::run::InteractiveMode { no_tty: args.no_tty, resume: args.resume };
+            let mode = commands::invocation::InteractiveMode { no_tty: args.no_tty, resume: args.resume };
             commands::run::execute(args.run, Some(mode))
         }
         cli::Command::Init(args) => commands::init::init(args),

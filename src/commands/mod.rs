@@ -7,6 +7,7 @@ pub(crate) mod doctor;
 pub(crate) mod from;
 pub(crate) mod image;
 pub(crate) mod init;
+pub(crate) mod invocation;
 pub(crate) mod review;
 pub(crate) mod run;
 pub(crate) mod sessions;

@@ -1,7 +1,8 @@
 //! `eden run`: flags and manifest into a `Plan`, then the orchestrator; the record on stdout
 //! with `--json`.
 
-use super::settings::{load, RunSettings};
+use super::invocation::{InteractiveMode, Invocation, Markers, Single};
+use super::settings::RunSettings;
 use crate::cli::RunArgs;
 use crate::error::Error;
 use crate::manifest::plan;
@@ -16,79 +17,47 @@ pub(crate) fn run(args: RunArgs) -> Result<i32, Error> {
     execute(args, None)
 }
 
-/// `eden interactive`'s own settings on top of `eden run`'s.
-pub(crate) struct InteractiveMode {
-    /// A plain attached session without a terminal (`--no-tty`).
-    pub(crate) no_tty: bool,
-    /// A session to continue.
-    pub(crate) resume: Option<String>,
-}
-
 /// A run, or with `interactive` a session in the agent's own UI.
 pub(crate) fn execute(args: RunArgs, interactive: Option<InteractiveMode>) -> Result<i32, Error> {
     let args = with_default_manifest(args)?;
-    let json = args.json || args.json_events;
-    let args_json = args.json && !args.json_events;
+    let markers = Markers::read();
+    let several = super::invocation::several_by_args(&args, &markers);
     let mut printed = false;
-    // An attempt of several (`--attempts`) is one run: the coordinator made it.
-    let an_attempt = std::env::var_os(crate::coordinator::ATTEMPT_ENV).is_some();
-    let several = args.manifests.len() > 1
-        || !args.matrix.is_empty()
-        || (args.attempts.is_some_and(|attempts| attempts > 1) && !an_attempt);
-    let manifests: Vec<String> = args.manifests.iter().map(|path| path.display().to_string()).collect();
     let settings = RunSettings::from_args(&args);
-    let result = match interactive {
-        _ if args.json && args.json_events => {
-            Err(Error::usage("`--json` and `--json-events` cannot be used together").with_hint(if several {
-                "`--json` prints an array of run records at the end; `--json-events` prints every event of every run"
-            } else {
-                "`--json` prints the run record at the end; `--json-events` prints every event, and the last one carries the record"
-            }))
-        }
-        Some(_)
-            if several
-                || args.jobs.is_some()
-                || args.jobs_per_host.is_some()
-                || args.fail_fast
-                || args.attempts.is_some() =>
-        {
-            Err(Error::usage(
-            "`eden interactive` runs one session: one manifest, no `--matrix`, `--attempts`, `--jobs`, `--jobs-per-host` or `--fail-fast`",
-        )
-        .with_hint("run several at once with `eden run A.toml B.toml`"))
-        }
-        _ if several && args.from.is_some() => Err(from_with_several()),
-        None if several => super::batch::run(&args, &settings, &mut printed),
-        _ => run_inner(args, &settings, interactive, &mut printed),
+    let result = match super::invocation::resolve(&args, &settings, interactive, &markers) {
+        Ok(Invocation::Several) => super::batch::run(&args, &settings, &mut printed),
+        Ok(Invocation::Single(single)) => run_single(&args, *single, markers, &mut printed),
+        Err(error) => Err(error),
     };
-    // Scripts that read stdout get JSON whatever happened: an error before the run began is
-    // printed as one (once it began, its record, with the error in it, is what is printed).
-    // Several runs keep their one shape, an array: an entry per manifest, none started.
-    if let (Err(error), true, false) = (&result, json, printed) {
-        let entry = |name: Option<String>| {
-            serde_json::json!({
-                "name": name,
-                "status": "not_started",
-                "exit_code": error.kind.exit_code(),
-                "error": error_json(error),
-            })
-        };
-        let value = match (several, args_json) {
-            (true, true) if manifests.is_empty() => serde_json::json!([entry(None)]),
-            (true, true) => serde_json::Value::Array(manifests.iter().map(|path| entry(Some(path.clone()))).collect()),
-            _ => serde_json::to_value(crate::report::Failed { error: crate::report::ErrorReport::of(error) })
-                .expect("errors serialize"),
-        };
-        print_data(&value.to_string());
+    if let (Err(error), false) = (&result, printed) {
+        error_on_stdout(&args, error, several);
     }
     result
 }
 
-fn from_with_several() -> Error {
-    Error::usage(
-        "`--from` starts one run from another; it does not go with several runs (manifests, `--matrix`, attempts)",
-    )
-    .with_hint("start one run with `--from RUN`; to try several times from there, run it again with `--from` each time")
+/// Scripts that read stdout get JSON whatever happened: an error before the run began is
+/// printed as one (once it began, its record, with the error in it, is what is printed).
+/// Several runs keep their one shape, an array: an entry per manifest, none started.
+fn error_on_stdout(args: &RunArgs, error: &Error, several: bool) {
+    if !(args.json || args.json_events) {
+        return;
+    }
+    let entry = |name: Option<String>| {
+        serde_json::json!({
+            "name": name,
+            "status": "not_started",
+            "exit_code": error.kind.exit_code(),
+            "error": error_json(error),
+        })
+    };
+    let manifests: Vec<String> = args.manifests.iter().map(|path| path.display().to_string()).collect();
+    let value = match (several, args.json && !args.json_events) {
+        (true, true) if manifests.is_empty() => serde_json::json!([entry(None)]),
+        (true, true) => serde_json::Value::Array(manifests.iter().map(|path| entry(Some(path.clone()))).collect()),
+        _ => serde_json::to_value(crate::report::Failed { error: crate::report::ErrorReport::of(error) })
+            .expect("errors serialize"),
+    };
+    print_data(&value.to_string());
 }
 
 /// The manifest `eden init` writes, used when none is named (as cargo uses `Cargo.toml`).
@@ -111,75 +80,31 @@ fn error_json(error: &Error) -> serde_json::Value {
 }
 
 /// The run; `printed` says whether it put its record (or events) on stdout.
-fn run_inner(
-    args: RunArgs,
-    settings: &RunSettings,
-    interactive: Option<InteractiveMode>,
-    printed: &mut bool,
-) -> Result<i32, Error> {
-    let current_dir = crate::commands::current_dir()?;
-    if interactive.is_some() && args.json_events {
-        return Err(Error::usage("`--json-events` does not go with `eden interactive`: the agent has stdout")
-            .with_hint("use `--json` for the record at the end, or the run's log (`.eden/logs/`)"));
-    }
-    let purpose =
-        if interactive.is_some() { super::settings::Purpose::Interactive } else { super::settings::Purpose::Run };
-    let loaded = load(settings, args.manifests.first().map(PathBuf::as_path), &[], purpose, &current_dir)?;
-    for note in &loaded.notes {
-        crate::ui::print_note(&format!("warning: {note}"));
-    }
-    let (mut plan, repo, given) = (loaded.plan, loaded.repo, loaded.given);
-    let from = from(&args, &mut plan)?;
-    // The manifest's `attempts`: several runs of it at once.
-    if plan.attempts.count > 1 && interactive.is_none() && std::env::var_os(crate::coordinator::ATTEMPT_ENV).is_none() {
-        return super::batch::run(&args, settings, printed);
-    }
-    let attached = match &interactive {
-        Some(mode) => Some(check_interactive(&plan, mode, &args)?),
-        None => None,
-    };
+fn run_single(args: &RunArgs, single: Single, markers: Markers, printed: &mut bool) -> Result<i32, Error> {
+    let Single { plan, repo, given, from, interactive } = single;
     crate::redact::register(plan.secrets.iter().map(|secret| secret.0.clone()));
-
     let containment = crate::process::contain::install()?;
     if args.dry_run {
         return dry_run(&plan, &repo, interactive.is_some(), from.as_ref(), containment);
     }
-
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|err| Error::internal("cannot start the async runtime").with_source(err))?;
-    let options = options(&plan, repo, given, attached, from);
-    let reporters = reporters(&args, options.interactive.is_some());
+    let attached = interactive.map(|(_, attached)| attached);
+    let options = options(&plan, repo, given, attached, from, markers);
+    let reporters = reporters(args, options.interactive.is_some());
     let result = runtime.block_on(orchestrator::run(&plan, &options, reporters));
     // The run is over; nothing left on the runtime may hold eden's exit.
     runtime.shutdown_background();
     if let Some(record) = &result.record {
         *printed = true;
-        said(&args, &plan, record, result.error.as_ref(), options.interactive.is_none());
+        said(args, &plan, record, result.error.as_ref(), options.interactive.is_none());
     }
     match result.error {
         Some(error) => Err(error),
         None => Ok(0),
     }
-}
-
-/// `--from RUN[@N]`, resolved against the plan (its notes said), or `None`.
-fn from(args: &RunArgs, plan: &mut plan::Plan) -> Result<Option<crate::record::FromRecord>, Error> {
-    Ok(match &args.from {
-        Some(_) if plan.attempts.count > 1 && std::env::var_os(crate::coordinator::ATTEMPT_ENV).is_none() => {
-            return Err(from_with_several());
-        }
-        Some(text) => {
-            let mut notes = Vec::new();
-            let from = super::from::resolve(text, plan, &mut notes)?;
-            for note in &notes {
-                crate::ui::print_note(&format!("note: {note}"));
-            }
-            Some(from)
-        }
-        None => None,
-    })
 }
 
 /// `--dry-run`: the plan, what the agent reaches, the workspace it would get and its commands,
@@ -222,31 +147,24 @@ fn dry_run(
     Ok(0)
 }
 
-/// The run's options: how it stops, and what its coordinator (several runs, attempts) says in
-/// eden's environment.
+/// The run's options: how it stops, and what its coordinator (several runs, attempts) said.
 fn options(
     plan: &plan::Plan,
     repo: Result<crate::git::Discovered, Error>,
     given: Vec<String>,
     attached: Option<orchestrator::Interactive>,
     from: Option<crate::record::FromRecord>,
+    markers: Markers,
 ) -> RunOptions {
     let stopping = Stopping { kill_grace: plan.timeouts.kill_grace.0, drain: plan.timeouts.output_drain.0 };
-    let batch = std::env::var(crate::coordinator::BATCH_ENV)
-        .ok()
-        .filter(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'));
-    let attempt = std::env::var(crate::coordinator::ATTEMPT_ENV)
-        .ok()
-        .and_then(|text| crate::record::AttemptRecord::parse(&text))
-        .filter(|_| batch.is_some());
     RunOptions {
         repo,
         stopping,
         overrides: given,
         open_log: LogFileReporter::open,
         interactive: attached,
-        batch,
-        attempt,
+        batch: markers.batch,
+        attempt: markers.attempt,
         from,
     }
 }
@@ -280,56 +198,6 @@ fn said(args: &RunArgs, plan: &plan::Plan, record: &crate::record::RunRecord, er
         let row = Row::from_record(&plan.name, plan.steps[0].agent.kind().as_str(), record, Some(code));
         crate::ui::github::write(&[Summarized { row, record: Some(record) }], code);
     }
-}
-
-/// What an interactive session cannot do, refused; what it does not use, said once.
-fn check_interactive(
-    plan: &plan::Plan,
-    mode: &InteractiveMode,
-    args: &RunArgs,
-) -> Result<orchestrator::Interactive, Error> {
-    use crate::manifest::hooks_plan::{Phase, Side};
-    use crate::manifest::plan::SandboxPlan;
-    if matches!(plan.sandbox, SandboxPlan::Isolated(_)) {
-        return Err(Error::usage("`eden interactive` cannot attach a terminal to an `isolated` sandbox")
-            .with_hint("use `--sandbox docker` or `--sandbox podman` (with `sandbox.image`), or `--sandbox none`"));
-    }
-    if plan.steps.len() > 1 {
-        return Err(Error::usage(format!(
-            "the manifest has {} steps; an interactive session runs one agent",
-            plan.steps.len()
-        ))
-        .with_hint("give the agent with flags (`--agent`, `--model`) and a manifest without `[[step]]`"));
-    }
-    let tty = crate::process::attached::stdin_is_terminal();
-    if !tty && !mode.no_tty {
-        return Err(Error::usage("`eden interactive` needs a terminal on stdin").with_hint(
-            "run it from a terminal, or pass `--no-tty` for a plain attached session (a script piping into the agent)",
-        ));
-    }
-    let iteration_hooks = [Phase::OnIterationStart, Phase::OnIterationEnd]
-        .iter()
-        .any(|phase| [Side::Host, Side::Sandbox].iter().any(|side| !plan.hooks.get(*side, *phase).is_empty()));
-    let mut unused = Vec::new();
-    if args.max_iterations.is_some() {
-        unused.push("`--max-iterations`");
-    }
-    if plan.steps[0].output.is_some() {
-        unused.push("`[output]`");
-    }
-    if iteration_hooks {
-        unused.push("the `on_iteration_start`/`on_iteration_end` hooks");
-    }
-    if !plan.steps[0].checks.is_empty() {
-        unused.push("the `[[check]]`s (you decide what merges)");
-    }
-    if !unused.is_empty() {
-        crate::ui::print_note(&format!(
-            "warning: an interactive session has no iteration loop: {} and the `[loop]` settings are not used",
-            unused.join(", ")
-        ));
-    }
-    Ok(orchestrator::Interactive { tty: tty && !mode.no_tty, resume: mode.resume.clone() })
 }
 
 /// What each step's agent will be started as, for `--dry-run`: program, arguments (the prompt

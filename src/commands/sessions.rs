@@ -643,7 +643,8 @@ fn resume(args: SessionsResumeArgs) -> Result<i32, Error> {
     // A follow-up continues one session: one run, whatever the manifest's `attempts`.
     set.push("attempts=1".to_owned());
     set.extend(args.set.iter().cloned());
-    let interactive = args.interactive.then_some(crate::commands::run::InteractiveMode { no_tty: false, resume: None });
+    let interactive =
+        args.interactive.then_some(crate::commands::invocation::InteractiveMode { no_tty: false, resume: None });
     crate::commands::run::execute(
         RunArgs {
             manifests: manifest.into_iter().collect(),
