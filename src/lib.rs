@@ -71,25 +71,7 @@ pub fn main_with_args(args: Vec<std::ffi::OsString>) -> i32 {
             return if err.use_stderr() { exit::Exit::Usage.code() } else { exit::Exit::Success.code() };
         }
     };
-    let result = match cli.command {
-        cli::Command::Run(args) => commands::run::run(*args),
-        cli::Command::Interactive(args) => {
-            let mode = commands::invocation::InteractiveMode { no_tty: args.no_tty, resume: args.resume };
-            commands::run::execute(args.run, Some(mode))
-        }
-        cli::Command::Init(args) => commands::init::init(args),
-        cli::Command::Image(cli::ImageCommand::Build(args)) => commands::image::build(args),
-        cli::Command::Image(cli::ImageCommand::Remove(args)) => commands::image::remove(args),
-        cli::Command::Image(cli::ImageCommand::Push(args)) => commands::image::push(args),
-        cli::Command::Clean(args) => commands::clean::clean(args),
-        cli::Command::Diff(args) => commands::review::diff(args),
-        cli::Command::Merge(args) => commands::review::merge(args),
-        cli::Command::Discard(args) => commands::review::discard(args),
-        cli::Command::Steer(args) => commands::steer::steer(args),
-        cli::Command::Doctor(args) => commands::doctor::doctor(args),
-        cli::Command::Completions(args) => commands::completions::completions(args),
-        cli::Command::Sessions(command) => commands::sessions::sessions(command),
-    };
+    let result = commands::dispatch(cli.command);
     match result {
         Ok(code) => code,
         Err(error) => {

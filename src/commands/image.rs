@@ -57,7 +57,16 @@ fn tag(given: Option<String>) -> Result<String, Error> {
     Ok(default_tag(&root))
 }
 
-pub(crate) fn build(mut args: ImageBuildArgs) -> Result<i32, Error> {
+/// `eden image build|remove|push`.
+pub(crate) fn image(command: crate::cli::ImageCommand) -> Result<i32, Error> {
+    match command {
+        crate::cli::ImageCommand::Build(args) => build(args),
+        crate::cli::ImageCommand::Remove(args) => remove(args),
+        crate::cli::ImageCommand::Push(args) => push(args),
+    }
+}
+
+fn build(mut args: ImageBuildArgs) -> Result<i32, Error> {
     if let Some(path) = args.manifest.clone() {
         from_manifest(&path, &mut args)?;
     }
@@ -236,7 +245,7 @@ fn failed_hint(args: &ImageBuildArgs, untrusted: bool) -> String {
     }
 }
 
-pub(crate) fn remove(args: ImageRemoveArgs) -> Result<i32, Error> {
+fn remove(args: ImageRemoveArgs) -> Result<i32, Error> {
     let target = engine(args.engine.as_deref(), args.host.as_deref())?;
     let tag = tag(args.tag)?;
     let command = target.command().args(["rmi", &tag]);
@@ -266,7 +275,7 @@ const RMI_TRIES: usize = 12;
 
 /// `eden image push IMAGE --host HOST`: the local engine's image, saved and loaded into the
 /// engine at `--host` through the two clients (no registry).
-pub(crate) fn push(args: ImagePushArgs) -> Result<i32, Error> {
+fn push(args: ImagePushArgs) -> Result<i32, Error> {
     let target = engine(args.engine.as_deref(), Some(&args.host))?;
     let local = Target::new(target.engine, None);
     let tag = tag(args.tag)?;

@@ -56,20 +56,32 @@ pub(crate) struct Single {
 }
 
 /// Is this several runs by its arguments alone (before any manifest is read)?
-pub(crate) fn several_by_args(args: &RunArgs, markers: &Markers) -> bool {
+fn several_by_args(args: &RunArgs, markers: &Markers) -> bool {
     args.manifests.len() > 1
         || !args.matrix.is_empty()
         || (args.attempts.is_some_and(|attempts| attempts > 1) && !markers.an_attempt())
 }
 
-/// Decide what `args` ask for; refuse what cannot go together.
+/// Decide what `args` ask for; refuse what cannot go together. Whether the arguments name
+/// several runs is said whatever the outcome: an error before any began is reported in their
+/// shape.
 pub(crate) fn resolve(
     args: &RunArgs,
     settings: &RunSettings,
     interactive: Option<InteractiveMode>,
     markers: &Markers,
-) -> Result<Invocation, Error> {
+) -> (bool, Result<Invocation, Error>) {
     let several = several_by_args(args, markers);
+    (several, resolve_as(args, settings, interactive, markers, several))
+}
+
+fn resolve_as(
+    args: &RunArgs,
+    settings: &RunSettings,
+    interactive: Option<InteractiveMode>,
+    markers: &Markers,
+    several: bool,
+) -> Result<Invocation, Error> {
     refuse_combinations(args, interactive.as_ref(), several)?;
     if several {
         return Ok(Invocation::Several);

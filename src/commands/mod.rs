@@ -2,7 +2,9 @@
 
 pub(crate) mod batch;
 pub(crate) mod clean;
+mod common;
 pub mod completions;
+mod dispatch;
 pub(crate) mod doctor;
 pub(crate) mod from;
 pub(crate) mod image;
@@ -12,37 +14,8 @@ pub(crate) mod review;
 pub(crate) mod run;
 pub(crate) mod sessions;
 pub(crate) mod settings;
+mod single;
 pub(crate) mod steer;
 
-/// The directory eden was started in.
-pub(crate) fn current_dir() -> Result<std::path::PathBuf, crate::error::Error> {
-    std::env::current_dir().map_err(|err| {
-        crate::error::Error::internal("cannot read the current directory")
-            .with_source(err)
-            .with_hint("was it deleted while you were in it? `cd` there again")
-    })
-}
-
-/// The repository's layout, from `--repo` or the current directory.
-pub(crate) fn layout(repo: Option<&std::path::PathBuf>) -> Result<crate::layout::Layout, crate::error::Error> {
-    let current = crate::commands::current_dir()?;
-    let dir = repo.map_or_else(|| current.clone(), |repo| current.join(repo));
-    let found = crate::git::Git::discover(&dir)?;
-    Ok(crate::layout::Layout::new(found.root, found.common_dir))
-}
-
-/// The run's last commit: its branch's tip while it has one, else the last commit it recorded.
-pub(crate) fn last_commit(
-    git: &crate::git::Git,
-    record: &crate::record::RunRecord,
-) -> Result<Option<String>, crate::error::Error> {
-    let branch = record.preserved_branch.as_deref().unwrap_or(&record.branch);
-    // The branch's tip only where eden made the branch for that run: a record's word names no
-    // branch of the person's.
-    if let Some(tip) = git.branch_commit(branch)?.filter(|_| git.made_for(branch, &record.id)) {
-        if tip != record.base_commit {
-            return Ok(Some(tip));
-        }
-    }
-    Ok(record.commits.last().map(|commit| commit.sha.clone()))
-}
+pub(crate) use common::{current_dir, last_commit, layout};
+pub(crate) use dispatch::dispatch;

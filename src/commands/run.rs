@@ -1,32 +1,35 @@
-//! `eden run`: flags and manifest into a `Plan`, then the orchestrator; the record on stdout
-//! with `--json`.
+//! `eden run` and `eden interactive`: the arguments resolved once (`invocation`), carried out
+//! as one run (`single`) or several (`batch`); an error before any run began is still JSON on
+//! stdout for a script that asked for it.
 
-use super::invocation::{InteractiveMode, Invocation, Markers, Single};
+use super::invocation::{InteractiveMode, Invocation, Markers};
 use super::settings::RunSettings;
 use crate::cli::RunArgs;
 use crate::error::Error;
-use crate::manifest::plan;
-use crate::orchestrator::{self, workspace, RunOptions};
-use crate::process::Stopping;
-use crate::ui::batch::Row;
-use crate::ui::github::Summarized;
-use crate::ui::{print_data, Display, JsonLinesReporter, LogFileReporter, Reporter};
+use crate::ui::print_data;
 use std::path::PathBuf;
 
-pub(crate) fn run(args: RunArgs) -> Result<i32, Error> {
-    execute(args, None)
+/// `eden run` and `eden interactive`, as the command line gives them.
+pub(crate) fn execute(command: crate::cli::Command) -> Result<i32, Error> {
+    match command {
+        crate::cli::Command::Interactive(args) => {
+            invoke(args.run, Some(InteractiveMode { no_tty: args.no_tty, resume: args.resume }))
+        }
+        crate::cli::Command::Run(args) => invoke(*args, None),
+        _ => Err(Error::internal("not a run")),
+    }
 }
 
 /// A run, or with `interactive` a session in the agent's own UI.
-pub(crate) fn execute(args: RunArgs, interactive: Option<InteractiveMode>) -> Result<i32, Error> {
+pub(crate) fn invoke(args: RunArgs, interactive: Option<InteractiveMode>) -> Result<i32, Error> {
     let args = with_default_manifest(args)?;
     let markers = Markers::read();
-    let several = super::invocation::several_by_args(&args, &markers);
     let mut printed = false;
     let settings = RunSettings::from_args(&args);
-    let result = match super::invocation::resolve(&args, &settings, interactive, &markers) {
+    let (several, invocation) = super::invocation::resolve(&args, &settings, interactive, &markers);
+    let result = match invocation {
         Ok(Invocation::Several) => super::batch::run(&args, &settings, &mut printed),
-        Ok(Invocation::Single(single)) => run_single(&args, *single, markers, &mut printed),
+        Ok(Invocation::Single(single)) => super::single::run(&args, *single, markers, &mut printed),
         Err(error) => Err(error),
     };
     if let (Err(error), false) = (&result, printed) {
@@ -77,164 +80,4 @@ fn with_default_manifest(mut args: RunArgs) -> Result<RunArgs, Error> {
 /// An error as data: kind, message, hint, exit code.
 fn error_json(error: &Error) -> serde_json::Value {
     serde_json::to_value(crate::report::ErrorReport::of(error)).expect("errors serialize")
-}
-
-/// The run; `printed` says whether it put its record (or events) on stdout.
-fn run_single(args: &RunArgs, single: Single, markers: Markers, printed: &mut bool) -> Result<i32, Error> {
-    let Single { plan, repo, given, from, interactive } = single;
-    crate::redact::register(plan.secrets.iter().map(|secret| secret.0.clone()));
-    let containment = crate::process::contain::install()?;
-    if args.dry_run {
-        return dry_run(&plan, &repo, interactive.is_some(), from.as_ref(), containment);
-    }
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|err| Error::internal("cannot start the async runtime").with_source(err))?;
-    let attached = interactive.map(|(_, attached)| attached);
-    let options = options(&plan, repo, given, attached, from, markers);
-    let reporters = reporters(args, options.interactive.is_some());
-    let result = runtime.block_on(orchestrator::run(&plan, &options, reporters));
-    // The run is over; nothing left on the runtime may hold eden's exit.
-    runtime.shutdown_background();
-    if let Some(record) = &result.record {
-        *printed = true;
-        said(args, &plan, record, result.error.as_ref(), options.interactive.is_none());
-    }
-    match result.error {
-        Some(error) => Err(error),
-        None => Ok(0),
-    }
-}
-
-/// `--dry-run`: the plan, what the agent reaches, the workspace it would get and its commands,
-/// as JSON on stdout; nothing is made.
-fn dry_run(
-    plan: &plan::Plan,
-    repo: &Result<crate::git::Discovered, Error>,
-    interactive: bool,
-    from: Option<&crate::record::FromRecord>,
-    containment: crate::process::contain::Containment,
-) -> Result<i32, Error> {
-    let usage = if interactive { workspace::Use::Session } else { workspace::Use::Run };
-    let mut preview = workspace::preflight(plan, repo, "RUN_ID", usage)?;
-    workspace::start_from(&mut preview, from)?;
-    let json = serde_json::json!({
-        "plan": plan,
-        "reach": crate::sandbox::reach::of(&plan.sandbox),
-        "host_hooks": crate::orchestrator::host_reads::of(plan, &crate::orchestrator::host_reads::in_checkout(&preview.root)),
-        "containment": containment,
-        "workspace": {
-            "repo": preview.root,
-            "strategy": preview.strategy,
-            "branch": preview.branch,
-            "base_branch": preview.base_branch,
-            "base_commit": preview.base_commit,
-            "start_commit": preview.start_commit,
-            "from": from,
-            "worktree": preview.worktree,
-        },
-        "agent_commands": agent_commands(plan, &preview.worktree)?,
-        "telemetry": crate::telemetry::Settings::from_env(&|name| std::env::var(name).ok()).map(|settings| {
-            serde_json::json!({
-                "traces": settings.endpoint,
-                "protocol": if settings.json { "http/json" } else { "http/protobuf" },
-                "service_name": settings.service_name,
-            })
-        }),
-    });
-    print_data(&serde_json::to_string_pretty(&json).expect("plans serialize"));
-    Ok(0)
-}
-
-/// The run's options: how it stops, and what its coordinator (several runs, attempts) said.
-fn options(
-    plan: &plan::Plan,
-    repo: Result<crate::git::Discovered, Error>,
-    given: Vec<String>,
-    attached: Option<orchestrator::Interactive>,
-    from: Option<crate::record::FromRecord>,
-    markers: Markers,
-) -> RunOptions {
-    let stopping = Stopping { kill_grace: plan.timeouts.kill_grace.0, drain: plan.timeouts.output_drain.0 };
-    RunOptions {
-        repo,
-        stopping,
-        overrides: given,
-        open_log: LogFileReporter::open,
-        interactive: attached,
-        batch: markers.batch,
-        attempt: markers.attempt,
-        from,
-    }
-}
-
-/// Who hears of the run: the display, `--json-events`, and OpenTelemetry.
-fn reporters(args: &RunArgs, interactive: bool) -> Vec<Box<dyn Reporter>> {
-    let display = match Display::detect(args.quiet) {
-        // The agent draws on the terminal: eden's own lines only before and after, no spinner.
-        Display::Live if interactive => Display::Plain,
-        display => display,
-    };
-    let mut reporters: Vec<Box<dyn Reporter>> = display.reporter().into_iter().collect();
-    if args.json_events {
-        reporters.push(Box::new(JsonLinesReporter::stdout()));
-    }
-    if let Some(telemetry) = crate::telemetry::Settings::from_env(&|name| std::env::var(name).ok()) {
-        reporters.push(Box::new(crate::telemetry::TraceReporter::new(telemetry)));
-    }
-    reporters
-}
-
-/// The record said: `--json` on stdout and, in a GitHub Actions step, the job's summary and
-/// the step's outputs (not for an interactive session).
-fn said(args: &RunArgs, plan: &plan::Plan, record: &crate::record::RunRecord, error: Option<&Error>, summarize: bool) {
-    if args.json {
-        print_data(&serde_json::to_string_pretty(record).expect("records serialize"));
-    }
-    // In a GitHub Actions step: the job's summary and the step's outputs.
-    if summarize {
-        let code = error.map_or(0, |error| error.kind.exit_code());
-        let row = Row::from_record(&plan.name, plan.steps[0].agent.kind().as_str(), record, Some(code));
-        crate::ui::github::write(&[Summarized { row, record: Some(record) }], code);
-    }
-}
-
-/// What each step's agent will be started as, for `--dry-run`: program, arguments (the prompt
-/// shown as `<prompt>`: it is rendered per iteration) and the environment eden sets, every
-/// secret value shown as `***` and nothing else hidden.
-fn agent_commands(plan: &crate::manifest::plan::Plan, worktree: &std::path::Path) -> Result<serde_json::Value, Error> {
-    let mut commands = Vec::new();
-    for step in &plan.steps {
-        let agent = crate::agent::from_plan(&step.agent)?;
-        let invocation = crate::agent::Invocation { prompt: "<prompt>", worktree, resume: None };
-        let mut command = agent.command(&invocation)?;
-        let on_stdin = matches!(command.take_stdin(), crate::process::Stdin::Bytes(_));
-        let mut env: serde_json::Map<String, serde_json::Value> = command
-            .get_env()
-            .iter()
-            .filter_map(|(key, value)| {
-                let value = value.as_ref()?.to_string_lossy();
-                Some((key.to_string_lossy().into_owned(), crate::redact::apply(&value).into_owned().into()))
-            })
-            .collect();
-        // A held key: the agent is pointed at eden's relay, with a placeholder, as the run does.
-        if let crate::manifest::held_plan::Held::Keys { upstream, base_url_var, keys, .. } = &step.held {
-            if let Some(var) = base_url_var {
-                let relay = format!("http://127.0.0.1:<relay port> (eden's relay, to {upstream})");
-                env.insert((*var).to_owned(), relay.into());
-            }
-            for key in keys {
-                env.insert(key.var.clone(), "eden-held-<placeholder>".into());
-            }
-        }
-        commands.push(serde_json::json!({
-            "step": step.name,
-            "program": command.program().to_string_lossy(),
-            "args": command.get_args().iter().map(|arg| crate::redact::apply(&arg.to_string_lossy()).into_owned()).collect::<Vec<_>>(),
-            "prompt_on_stdin": on_stdin,
-            "env": env,
-        }));
-    }
-    Ok(serde_json::Value::Array(commands))
 }

@@ -645,7 +645,7 @@ fn resume(args: SessionsResumeArgs) -> Result<i32, Error> {
     set.extend(args.set.iter().cloned());
     let interactive =
         args.interactive.then_some(crate::commands::invocation::InteractiveMode { no_tty: false, resume: None });
-    crate::commands::run::execute(
+    crate::commands::run::invoke(
         RunArgs {
             manifests: manifest.into_iter().collect(),
             jobs: None,

@@ -1,0 +1,19 @@
+//! The command line's commands, each to the file that carries it out: one way into each.
+
+use super::{clean, completions, doctor, image, init, review, run, sessions, steer};
+
+/// Each command to the file that carries it out: one way into each.
+pub(crate) fn dispatch(command: crate::cli::Command) -> Result<i32, crate::error::Error> {
+    use crate::cli::Command;
+    match command {
+        Command::Run(_) | Command::Interactive(_) => run::execute(command),
+        Command::Init(args) => init::init(args),
+        Command::Image(command) => image::image(command),
+        Command::Clean(args) => clean::clean(args),
+        Command::Diff(_) | Command::Merge(_) | Command::Discard(_) => review::review(command),
+        Command::Steer(args) => steer::steer(args),
+        Command::Doctor(args) => doctor::doctor(args),
+        Command::Completions(args) => completions::completions(args),
+        Command::Sessions(command) => sessions::sessions(command),
+    }
+}
