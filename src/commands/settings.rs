@@ -312,6 +312,34 @@ mod tests {
         assert_eq!(keys(&reread), keys(&settings));
     }
 
+    /// Every row of `KEY_FLAGS`: its flag is one clap has (spelled as clap spells it), a value
+    /// given to it is read into the settings under its key, written back on a command line and
+    /// read again unchanged, and becomes the override of its key.
+    #[test]
+    fn every_key_flag_round_trips() {
+        use clap::CommandFactory;
+        let cli = crate::cli::Cli::command();
+        let run = cli.find_subcommand("run").expect("the run command");
+        for row in &KEY_FLAGS {
+            let long = row.flag.trim_start_matches("--");
+            let arg = run.get_arguments().find(|arg| arg.get_long() == Some(long));
+            assert!(arg.is_some(), "`{}` is not a flag of `eden run`", row.flag);
+            let value = if row.integer { "2" } else { "value-of-it" };
+            let settings = parse(&[row.flag, value]);
+            let read: Vec<(&str, String)> = settings.key_flags.iter().map(|(f, v)| (f.key, v.clone())).collect();
+            assert_eq!(read, [(row.key, value.to_owned())], "{}", row.flag);
+            let line: Vec<String> =
+                settings.command_line(&[]).iter().map(|part| part.to_string_lossy().into_owned()).collect();
+            assert_eq!(line, [row.flag, value], "{}", row.flag);
+            let again = parse(&line.iter().map(String::as_str).collect::<Vec<_>>());
+            let reread: Vec<(&str, String)> = again.key_flags.iter().map(|(f, v)| (f.key, v.clone())).collect();
+            assert_eq!(reread, read, "{}", row.flag);
+            let overrides = settings.overrides(Path::new("/work")).unwrap();
+            assert_eq!(overrides.len(), 1, "{}", row.flag);
+            assert_eq!(overrides[0].path.to_string(), row.key, "{}", row.flag);
+        }
+    }
+
     #[test]
     fn the_flags_become_overrides_in_order_with_paths_from_the_current_directory() {
         let settings = parse(&["--binary", "./bin/agent", "--max-iterations", "2", "--set", "loop.max_iterations=5"]);
