@@ -14,6 +14,7 @@ pub mod hooks;
 pub mod layout;
 pub mod lock;
 pub mod manifest;
+pub mod net;
 pub mod orchestrator;
 pub mod output;
 pub mod process;
@@ -24,7 +25,7 @@ pub mod report;
 pub mod safe_fs;
 pub mod sandbox;
 pub mod sessions;
-pub mod telemetry;
+pub mod trace;
 pub mod ui;
 pub mod values;
 

@@ -3,6 +3,7 @@
 //! with the totals (and `is_error` for failures the CLI reports on stdout, exit code 1).
 
 use super::credentials::NotHeld;
+use super::facts::{self, dirs, jsonl, modified_last, Found, NotFound, Store, Ui};
 use super::stream::*;
 use super::{AdapterSettings, Invocation, Parser};
 use crate::process::{ProcessBuilder, Stdin};
@@ -11,6 +12,8 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 use std::borrow::Cow;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 /// How long a login's access token must still be valid for eden to hold it: Claude refreshes
 /// one near its end itself, which it cannot do with a placeholder.
@@ -68,6 +71,61 @@ pub(crate) fn command(settings: &AdapterSettings, invocation: &Invocation<'_>) -
         command = command.env("IS_SANDBOX", "1");
     }
     command.stdin(Stdin::Bytes(invocation.prompt.as_bytes().to_vec()))
+}
+
+/// Its own UI (`eden interactive`): the permission bypass only where a container makes it safe.
+pub(crate) fn interactive(command: ProcessBuilder, ui: &Ui<'_>) -> (ProcessBuilder, Option<&'static str>) {
+    let mut command = command.option("--model", ui.model).option("--resume", ui.resume);
+    if ui.bypass {
+        command = command.arg("--dangerously-skip-permissions");
+        if nix::unistd::geteuid().is_root() {
+            command = command.env("IS_SANDBOX", "1");
+        }
+    }
+    (command, None)
+}
+
+/// Its transcripts: `projects/<slug of the working directory>/<id>.jsonl`, with subagents in
+/// `<slug>/<id>/subagents/`. A slug over 200 characters is cut and hashed, so when the expected
+/// file is missing every project folder is searched for `<id>.jsonl`. It resumes a session from
+/// its working directory's project folder only.
+pub(crate) const TRANSCRIPTS: Store = Store {
+    locate: locate_transcript,
+    newest: newest_transcript,
+    transfer: Some(|state, session_id, cwd, _| project_file(state, session_id, cwd)),
+    resumes_from: Some(project_file),
+};
+
+/// Its project folder name for a working directory: every character outside `[A-Za-z0-9]`
+/// becomes `-`.
+pub(crate) fn slug(cwd: &Path) -> String {
+    let real = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
+    real.to_string_lossy().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect()
+}
+
+fn project_file(state: &Path, session_id: &str, cwd: &Path) -> PathBuf {
+    state.join("projects").join(slug(cwd)).join(format!("{session_id}.jsonl"))
+}
+
+fn locate_transcript(state: &Path, session_id: &str, cwd: &Path) -> Result<Found, NotFound> {
+    let projects = state.join("projects");
+    let expected = project_file(state, session_id, cwd);
+    let main = if expected.is_file() {
+        Some(expected.clone())
+    } else {
+        dirs(&projects).into_iter().map(|dir| dir.join(format!("{session_id}.jsonl"))).find(|p| p.is_file())
+    };
+    let main = main.ok_or_else(|| NotFound {
+        tried: format!("{} (and {}/*/{session_id}.jsonl)", expected.display(), projects.display()),
+    })?;
+    let mut subagents = jsonl(&main.with_extension("").join("subagents"));
+    subagents.sort();
+    Ok(Found { main, subagents })
+}
+
+fn newest_transcript(state: &Path, cwd: &Path, since: SystemTime) -> Option<(String, PathBuf)> {
+    let path = modified_last(jsonl(&state.join("projects").join(slug(cwd))), since)?;
+    Some((facts::stem(&path), path))
 }
 
 /// Reads the stream, and keeps a running total of usage as it goes: every assistant line
@@ -351,6 +409,11 @@ mod tests {
 
     /// The total is each message's latest usage, summed: a message's repeated lines replace its
     /// usage (output growing), a new message adds its own.
+    #[test]
+    fn slugs_replace_everything_but_letters_and_digits() {
+        assert_eq!(slug(Path::new("/nonexistent/My Repo_v1.2")), "-nonexistent-My-Repo-v1-2");
+    }
+
     #[test]
     fn usage_totals_follow_each_messages_latest() {
         let line = |id: &str, input: u64, output: u64| {

@@ -2,11 +2,14 @@
 //! `command_execution`, `file_change`, ...) start and complete; `turn.completed` carries usage
 //! (cached tokens are part of the input count); `turn.failed` is the failure.
 
+use super::facts::{dirs, files, jsonl, modified_last, newest_first, Found, NotFound, Store, Ui};
 use super::stream::*;
 use super::{AdapterSettings, Invocation, Parser};
 use crate::process::{ProcessBuilder, Stdin};
 use serde_json::Value;
 use std::borrow::Cow;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 /// Why eden cannot hold Codex's key: it is logged in (`auth.json`, from `codex login`), which
 /// it may use rather than the key, and which the sandbox gets as before; or its `config.toml`
@@ -42,6 +45,82 @@ pub(crate) fn command(settings: &AdapterSettings, invocation: &Invocation<'_>) -
         command = command.args(["-c", &format!("model_reasoning_effort=\"{effort}\"")]);
     }
     command.args(&settings.extra_args).arg("-").stdin(Stdin::Bytes(invocation.prompt.as_bytes().to_vec()))
+}
+
+/// Its own UI (`eden interactive`): a session to resume is a subcommand.
+pub(crate) fn interactive(mut command: ProcessBuilder, ui: &Ui<'_>) -> (ProcessBuilder, Option<&'static str>) {
+    if let Some(session) = ui.resume {
+        command = command.args(["resume", session]);
+    }
+    command = command.option("--model", ui.model);
+    if ui.bypass {
+        command = command.arg("--dangerously-bypass-approvals-and-sandbox");
+    }
+    (command, None)
+}
+
+/// Its transcripts: `sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl`, newest day first, the
+/// first line a `session_meta` naming the id. It finds a session by its id anywhere there.
+pub(crate) const TRANSCRIPTS: Store =
+    Store { locate: locate_transcript, newest: newest_transcript, transfer: Some(transfer_target), resumes_from: None };
+
+fn locate_transcript(state: &Path, session_id: &str, _cwd: &Path) -> Result<Found, NotFound> {
+    let sessions = state.join("sessions");
+    let suffix = format!("-{session_id}.jsonl");
+    let mut days: Vec<PathBuf> = Vec::new();
+    for year in newest_first(dirs(&sessions)) {
+        for month in newest_first(dirs(&year)) {
+            days.extend(newest_first(dirs(&month)));
+        }
+    }
+    days.into_iter()
+        .flat_map(files)
+        .find(|path| {
+            let name = path.file_name().unwrap_or_default().to_string_lossy();
+            name.starts_with("rollout-") && name.ends_with(&suffix) && meta_names(path, session_id)
+        })
+        .map(Found::alone)
+        .ok_or_else(|| NotFound { tried: format!("{}/YYYY/MM/DD/rollout-*{suffix}", sessions.display()) })
+}
+
+/// The newest rollout of the latest two days, and the id its `session_meta` names.
+fn newest_transcript(state: &Path, _cwd: &Path, since: SystemTime) -> Option<(String, PathBuf)> {
+    let mut days = Vec::new();
+    for year in newest_first(dirs(&state.join("sessions"))).into_iter().take(1) {
+        for month in newest_first(dirs(&year)).into_iter().take(1) {
+            days.extend(newest_first(dirs(&month)).into_iter().take(2));
+        }
+    }
+    let path = modified_last(days.iter().flat_map(|day| jsonl(day)).collect(), since)?;
+    let text = std::fs::read_to_string(&path).ok()?;
+    let meta: Value = serde_json::from_str(text.lines().next()?).ok()?;
+    let id = meta["payload"]["id"].as_str()?.to_owned();
+    Some((id, path))
+}
+
+/// A moved session keeps its own file name (a captured copy's is rebuilt), filed under today.
+fn transfer_target(state: &Path, session_id: &str, _cwd: &Path, file_name: &str) -> PathBuf {
+    let today = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+    let (date, time) = (&today[..10], today[11..19].replace(':', "-"));
+    let file = if file_name.starts_with("rollout-") {
+        file_name.to_owned()
+    } else {
+        format!("rollout-{date}T{time}-{session_id}.jsonl")
+    };
+    state.join("sessions").join(&date[..4]).join(&date[5..7]).join(&date[8..10]).join(file)
+}
+
+/// The first line is `session_meta`; it must name the session (a file name alone could lie).
+fn meta_names(path: &Path, session_id: &str) -> bool {
+    use std::io::{BufRead, Read};
+    let Ok(file) = std::fs::File::open(path) else { return false };
+    let mut first = String::new();
+    if std::io::BufReader::new(file).take(1 << 20).read_line(&mut first).is_err() {
+        return false;
+    }
+    let Ok(meta) = serde_json::from_str::<Value>(&first) else { return false };
+    meta["type"] == "session_meta"
+        && (meta["payload"]["id"] == session_id || meta["payload"]["session_id"] == session_id)
 }
 
 #[derive(Default)]

@@ -2,11 +2,14 @@
 //! argv). Lines carry `type` and `data`: complete `assistant.message`s, `tool.execution_*`,
 //! `session.error` for failures, and a final `result` with the session id (no token counts).
 
+use super::facts::{dirs, modified_last, Found, NotFound, Store, Ui};
 use super::stream::*;
 use super::{AdapterSettings, Invocation, Parser};
 use crate::process::ProcessBuilder;
 use serde_json::Value;
 use std::borrow::Cow;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 pub(crate) fn command(settings: &AdapterSettings, invocation: &Invocation<'_>) -> ProcessBuilder {
     let command = ProcessBuilder::new(&settings.binary).args(["-p", invocation.prompt]).args([
@@ -18,6 +21,32 @@ pub(crate) fn command(settings: &AdapterSettings, invocation: &Invocation<'_>) -
         .option("--model", settings.model.as_deref())
         .option("--resume", invocation.resume.or(settings.resume.as_deref()))
         .args(&settings.extra_args)
+}
+
+/// Its own UI (`eden interactive`): the first message by `-i`.
+pub(crate) fn interactive(command: ProcessBuilder, ui: &Ui<'_>) -> (ProcessBuilder, Option<&'static str>) {
+    let command = command.option("--model", ui.model).option("--resume", ui.resume);
+    (if ui.bypass { command.arg("--allow-all-tools") } else { command }, Some("-i"))
+}
+
+/// Its transcripts: `session-state/<id>/events.jsonl`. Its sessions are not moved: it keeps
+/// more than the transcript in its session state.
+pub(crate) const TRANSCRIPTS: Store =
+    Store { locate: locate_transcript, newest: newest_transcript, transfer: None, resumes_from: None };
+
+fn locate_transcript(state: &Path, session_id: &str, _cwd: &Path) -> Result<Found, NotFound> {
+    let dir = state.join("session-state");
+    [dir.join(session_id).join("events.jsonl"), dir.join(format!("{session_id}.jsonl"))]
+        .into_iter()
+        .find(|path| path.is_file())
+        .map(Found::alone)
+        .ok_or_else(|| NotFound { tried: dir.join(session_id).join("events.jsonl").display().to_string() })
+}
+
+fn newest_transcript(state: &Path, _cwd: &Path, since: SystemTime) -> Option<(String, PathBuf)> {
+    let events = dirs(&state.join("session-state")).into_iter().map(|dir| dir.join("events.jsonl"));
+    let path = modified_last(events.filter(|p| p.is_file()).collect(), since)?;
+    Some((path.parent()?.file_name()?.to_string_lossy().into_owned(), path))
 }
 
 #[derive(Default)]

@@ -3,6 +3,7 @@
 //! tested with recorded lines and a fake binary.
 
 use super::claude::parse_claude_line;
+use super::facts::Ui;
 use super::stream::*;
 use super::{AdapterSettings, Invocation, Parser};
 use crate::process::ProcessBuilder;
@@ -15,6 +16,12 @@ pub(crate) fn command(settings: &AdapterSettings, invocation: &Invocation<'_>) -
         .option("--resume", invocation.resume.or(settings.resume.as_deref()))
         .args(&settings.extra_args)
         .arg(invocation.prompt)
+}
+
+/// Its own UI (`eden interactive`).
+pub(crate) fn interactive(command: ProcessBuilder, ui: &Ui<'_>) -> (ProcessBuilder, Option<&'static str>) {
+    let command = command.option("--model", ui.model).option("--resume", ui.resume);
+    (if ui.bypass { command.arg("--force") } else { command }, None)
 }
 
 #[derive(Default)]

@@ -3,7 +3,8 @@
 //! one, `resume` to continue a session, and the permission-bypass flag only where a container
 //! makes it safe (`bypass`); on the host the agent asks the person at the keyboard.
 
-use super::{AgentKind, AgentPlan};
+use super::facts::Ui;
+use super::AgentPlan;
 use crate::error::Error;
 use crate::process::{ProcessBuilder, Stdin};
 use std::path::Path;
@@ -31,10 +32,13 @@ pub(crate) fn command(plan: &AgentPlan, start: &InteractiveStart<'_>) -> Result<
         AgentPlan::Cli(cli) => return Ok(cli_command(cli, start).stdin(stdin)),
         AgentPlan::Adapter(settings) => settings,
     };
-    let resume = start.resume.or(settings.resume.as_deref());
-    let model = settings.model.as_deref();
-    let command = ProcessBuilder::new(&settings.binary);
-    let (mut command, prompt_flag) = adapter_flags(settings.kind, command, model, resume, start.bypass);
+    let ui = Ui {
+        model: settings.model.as_deref(),
+        resume: start.resume.or(settings.resume.as_deref()),
+        bypass: start.bypass,
+    };
+    let flags = settings.kind.spec().interactive.expect("every adapter has an interactive mode");
+    let (mut command, prompt_flag) = flags(ProcessBuilder::new(&settings.binary), &ui);
     // The first message before `extra_args`: a flag there that takes several values
     // (`--allowedTools A B`) would swallow it.
     if let Some(prompt) = start.prompt {
@@ -70,70 +74,10 @@ fn cli_command(cli: &super::CliPlan, start: &InteractiveStart<'_>) -> ProcessBui
     command
 }
 
-/// Each agent CLI's flags for the model, a session to resume and the permission bypass, and
-/// the flag that gives its first message, if it takes one by a flag.
-fn adapter_flags(
-    kind: AgentKind,
-    mut command: ProcessBuilder,
-    model: Option<&str>,
-    resume: Option<&str>,
-    bypass: bool,
-) -> (ProcessBuilder, Option<&'static str>) {
-    let mut prompt_flag = None;
-    match kind {
-        AgentKind::ClaudeCode => {
-            command = command.option("--model", model).option("--resume", resume);
-            if bypass {
-                command = command.arg("--dangerously-skip-permissions");
-                if nix::unistd::geteuid().is_root() {
-                    command = command.env("IS_SANDBOX", "1");
-                }
-            }
-        }
-        AgentKind::Codex => {
-            if let Some(session) = resume {
-                command = command.args(["resume", session]);
-            }
-            command = command.option("--model", model);
-            if bypass {
-                command = command.arg("--dangerously-bypass-approvals-and-sandbox");
-            }
-        }
-        AgentKind::Opencode => {
-            command = command.option("--model", model).option("--session", resume);
-            prompt_flag = Some("--prompt");
-        }
-        AgentKind::Pi => {
-            if let Some(model) = model {
-                command = match model.split_once('/') {
-                    Some((provider, model)) => command.args(["--provider", provider, "--model", model]),
-                    None => command.args(["--model", model]),
-                };
-            }
-            command = command.option("--session", resume);
-        }
-        AgentKind::Cursor => {
-            command = command.option("--model", model).option("--resume", resume);
-            if bypass {
-                command = command.arg("--force");
-            }
-        }
-        AgentKind::Copilot => {
-            command = command.option("--model", model).option("--resume", resume);
-            if bypass {
-                command = command.arg("--allow-all-tools");
-            }
-            prompt_flag = Some("-i");
-        }
-        AgentKind::Cli | AgentKind::Simulated => unreachable!("not adapters"),
-    }
-    (command, prompt_flag)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::AdapterSettings;
+    use crate::agent::{AdapterSettings, AgentKind};
 
     fn adapter(kind: AgentKind) -> AgentPlan {
         AgentPlan::Adapter(AdapterSettings {

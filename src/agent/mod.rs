@@ -8,6 +8,7 @@ mod codex;
 mod copilot;
 pub mod credentials;
 mod cursor;
+mod facts;
 pub(crate) mod interactive;
 mod opencode;
 mod pi;
@@ -15,11 +16,12 @@ mod scanner;
 mod simulated;
 pub mod spec;
 pub(crate) mod stream;
+pub(crate) mod transcripts;
 
 pub(crate) use cli::CliAgent;
 pub(crate) use scanner::CompletionScanner;
 pub(crate) use simulated::{run_simulated_agent, SimulatedAgent, SIMULATED_SUBCOMMAND};
-pub(crate) use spec::{AgentKind, AgentSpec, ParserKind, PromptVia, Reports};
+pub(crate) use spec::{AgentKind, AgentSpec, Family, ParserKind, PromptVia, Reports};
 pub(crate) use stream::{FailureKind, StreamEvent, Usage, UsageMode};
 
 use crate::error::Error;

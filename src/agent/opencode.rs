@@ -3,6 +3,7 @@
 //! tokens and cost, and `error`.
 
 use super::credentials::{ConfigFile, ConfigFront, CredentialHeader, FrontQuery, NotHeld, RELAY_URL_MARK};
+use super::facts::Ui;
 use super::stream::*;
 use super::{AdapterSettings, Invocation, Parser};
 use crate::process::ProcessBuilder;
@@ -18,6 +19,11 @@ pub(crate) fn command(settings: &AdapterSettings, invocation: &Invocation<'_>) -
         .option("--session", invocation.resume.or(settings.resume.as_deref()))
         .args(&settings.extra_args)
         .arg(invocation.prompt)
+}
+
+/// Its own UI (`eden interactive`): the first message by `--prompt`.
+pub(crate) fn interactive(command: ProcessBuilder, ui: &Ui<'_>) -> (ProcessBuilder, Option<&'static str>) {
+    (command.option("--model", ui.model).option("--session", ui.resume), Some("--prompt"))
 }
 
 /// opencode's built-in providers whose API eden knows: the variable its key is read from, and

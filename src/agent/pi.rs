@@ -3,25 +3,71 @@
 //! `stopReason: "error"` with `errorMessage` for failures — pi exits 0 even then.
 
 use super::credentials::{ConfigFile, ConfigFront, CredentialHeader, FrontQuery, NotHeld, RELAY_URL_MARK};
+use super::facts::{self, dirs, find_by_suffix, jsonl, modified_last, Found, NotFound, Store, Ui};
 use super::stream::*;
 use super::{AdapterSettings, Invocation, Parser};
 use crate::process::ProcessBuilder;
 use serde_json::Value;
 use std::borrow::Cow;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 pub(crate) fn command(settings: &AdapterSettings, invocation: &Invocation<'_>) -> ProcessBuilder {
-    let mut command = ProcessBuilder::new(&settings.binary).args(["-p", "--mode", "json"]);
-    if let Some(model) = &settings.model {
-        // `provider/model` selects both.
-        match model.split_once('/') {
-            Some((provider, model)) => command = command.args(["--provider", provider, "--model", model]),
-            None => command = command.args(["--model", model]),
-        }
-    }
-    command
+    let command = ProcessBuilder::new(&settings.binary).args(["-p", "--mode", "json"]);
+    with_model(command, settings.model.as_deref())
         .option("--session", invocation.resume.or(settings.resume.as_deref()))
         .args(&settings.extra_args)
         .arg(invocation.prompt)
+}
+
+/// `provider/model` selects both.
+fn with_model(command: ProcessBuilder, model: Option<&str>) -> ProcessBuilder {
+    match model.map(|model| (model, model.split_once('/'))) {
+        None => command,
+        Some((_, Some((provider, model)))) => command.args(["--provider", provider, "--model", model]),
+        Some((model, None)) => command.args(["--model", model]),
+    }
+}
+
+/// Its own UI (`eden interactive`).
+pub(crate) fn interactive(command: ProcessBuilder, ui: &Ui<'_>) -> (ProcessBuilder, Option<&'static str>) {
+    (with_model(command, ui.model).option("--session", ui.resume), None)
+}
+
+/// Its transcripts: `sessions/--<cwd>--/<time>_<id>.jsonl`. It finds a session by its id.
+pub(crate) const TRANSCRIPTS: Store =
+    Store { locate: locate_transcript, newest: newest_transcript, transfer: Some(transfer_target), resumes_from: None };
+
+/// Its session folder for a working directory: `--<path without its leading / , / as ->--`.
+pub(crate) fn folder(cwd: &Path) -> String {
+    let path = cwd.to_string_lossy();
+    format!("--{}--", path.trim_start_matches('/').replace('/', "-"))
+}
+
+fn locate_transcript(state: &Path, session_id: &str, _cwd: &Path) -> Result<Found, NotFound> {
+    let sessions = state.join("sessions");
+    let suffix = format!("_{session_id}.jsonl");
+    find_by_suffix(dirs(&sessions), &suffix)
+        .map(Found::alone)
+        .ok_or_else(|| NotFound { tried: format!("{}/*/*{suffix}", sessions.display()) })
+}
+
+fn newest_transcript(state: &Path, cwd: &Path, since: SystemTime) -> Option<(String, PathBuf)> {
+    let path = modified_last(jsonl(&state.join("sessions").join(folder(cwd))), since)?;
+    let name = facts::stem(&path);
+    Some((name.rsplit_once('_').map_or(name.clone(), |(_, id)| id.to_owned()), path))
+}
+
+/// A moved session keeps its own file name (a captured copy's is rebuilt), in the folder of
+/// its new working directory.
+fn transfer_target(state: &Path, session_id: &str, cwd: &Path, file_name: &str) -> PathBuf {
+    let file = if file_name.contains(&format!("_{session_id}")) {
+        file_name.to_owned()
+    } else {
+        let now = humantime::format_rfc3339_millis(SystemTime::now()).to_string();
+        format!("{}_{session_id}.jsonl", now.trim_end_matches('Z').replace([':', '.'], "-"))
+    };
+    state.join("sessions").join(folder(cwd)).join(file)
 }
 
 /// pi's built-in providers whose API eden knows: the variable its key is read from, and its
@@ -184,6 +230,11 @@ mod tests {
     fn front_in(dir: &std::path::Path, model: Option<&str>, vars: &[(&str, &str)]) -> Result<ConfigFront, NotHeld> {
         let env = |key: &str| vars.iter().find(|(name, _)| *name == key).map(|(_, value)| (*value).to_owned());
         front(&FrontQuery { model, extra_args: &[], env: &env, folders: &[dir.to_owned()], project: None })
+    }
+
+    #[test]
+    fn its_session_folder_is_the_directory_with_dashes() {
+        assert_eq!(folder(Path::new("/tmp/a b/c")), "--tmp-a b-c--");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! build`, error hints) looks facts up here instead of keeping lists of its own.
 
 use super::credentials::{nowhere_else, CredentialHeader, Credentials, Fronting, Login};
+use super::facts::{Transcripts, UiFlags};
 use super::{claude, codex, copilot, cursor, opencode, pi};
 use super::{AdapterSettings, Invocation, LinesParser, Parser};
 
@@ -19,6 +20,16 @@ pub(crate) enum AgentKind {
     Pi,
     Cursor,
     Copilot,
+    Cli,
+    Simulated,
+}
+
+/// The three shapes an agent comes in, each with its own manifest keys and plan: an agent CLI
+/// eden has an adapter for (everything about it in its spec row), any executable (`cli`), and
+/// the scripted agent (`simulated`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Family {
+    Adapter,
     Cli,
     Simulated,
 }
@@ -66,6 +77,10 @@ pub struct AgentSpec {
     pub(crate) parser: Option<fn() -> Box<dyn Parser>>,
     /// Its command line for one invocation (adapters only).
     pub(crate) command: Option<fn(&AdapterSettings, &Invocation<'_>) -> ProcessBuilder>,
+    /// Its flags for its own UI, `eden interactive` (adapters only).
+    pub(crate) interactive: Option<UiFlags>,
+    /// Where it keeps the transcript of a session, and whether eden can move one.
+    pub(crate) transcripts: Transcripts,
     /// What its output says about usage: what budget caps (`[budget]`) can be checked against.
     pub(crate) reports: Reports,
     /// How it reaches its provider with a key, so eden can hold the key (`proxy`); or why eden
@@ -129,6 +144,8 @@ const ADAPTER: AgentSpec = AgentSpec {
     login: "check the API key or login the agent uses (`agent.env`, or its own configuration)",
     parser: None,
     command: None,
+    interactive: None,
+    transcripts: Transcripts::None,
     reports: Reports::Nothing,
     credentials: Err("eden does not front its provider settings yet"),
     doctor: Doctor { key_vars: &[], login_files: &[], model_host: "" },
@@ -178,6 +195,8 @@ pub static SPECS: [AgentSpec; 8] = [
         })),
         parser: Some(|| Box::<claude::ClaudeParser>::default()),
         command: Some(claude::command),
+        interactive: Some(claude::interactive),
+        transcripts: Transcripts::Files(claude::TRANSCRIPTS),
         reports: Reports::TokensAndCost,
         doctor: Doctor { key_vars: &["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"], login_files: &[".credentials.json"], model_host: "api.anthropic.com" },
         init_key: Some("ANTHROPIC_API_KEY"),
@@ -193,6 +212,8 @@ pub static SPECS: [AgentSpec; 8] = [
         login: "log in once with `codex login`, or give it a key: `agent.env = { OPENAI_API_KEY = \"${OPENAI_API_KEY}\" }`",
         parser: Some(|| Box::new(codex::CodexParser)),
         command: Some(codex::command),
+        interactive: Some(codex::interactive),
+        transcripts: Transcripts::Files(codex::TRANSCRIPTS),
         reports: Reports::Tokens,
         // The built-in OpenAI provider, whose base URL is its `openai_base_url` setting. A
         // provider of the person's own in `config.toml` names its own key variable, which eden
@@ -228,6 +249,8 @@ pub static SPECS: [AgentSpec; 8] = [
         login: "log in once with `opencode auth login`, or give it its provider's key in `agent.env` (e.g. `ANTHROPIC_API_KEY`)",
         parser: Some(|| Box::<opencode::OpencodeParser>::default()),
         command: Some(opencode::command),
+        interactive: Some(opencode::interactive),
+        transcripts: Transcripts::Export(&["export"]),
         reports: Reports::TokensAndCost,
         // Its provider is the model's (`provider/model`); its base URL is in its configuration,
         // which `OPENCODE_CONFIG_CONTENT` overrides.
@@ -250,6 +273,8 @@ pub static SPECS: [AgentSpec; 8] = [
         login: "log in once with `pi` (then `/login`), or give it its provider's key in `agent.env` (e.g. `ANTHROPIC_API_KEY`)",
         parser: Some(|| Box::new(pi::PiParser)),
         command: Some(pi::command),
+        interactive: Some(pi::interactive),
+        transcripts: Transcripts::Files(pi::TRANSCRIPTS),
         reports: Reports::TokensAndCost,
         // Its provider is the model's (`provider/model`); its base URL is in `models.json`.
         credentials: Ok(Fronting::Config(pi::front)),
@@ -264,6 +289,7 @@ pub static SPECS: [AgentSpec; 8] = [
         login: "log in once with `agent login`, or give it a key: `agent.env = { CURSOR_API_KEY = \"${CURSOR_API_KEY}\" }`",
         parser: Some(|| Box::new(cursor::CursorParser)),
         command: Some(cursor::command),
+        interactive: Some(cursor::interactive),
         doctor: Doctor { key_vars: &["CURSOR_API_KEY"], login_files: &[], model_host: "api2.cursor.sh" },
         ..ADAPTER
     },
@@ -277,6 +303,8 @@ pub static SPECS: [AgentSpec; 8] = [
         login: "log in once with `copilot` (then `/login`), or give it a token: `agent.env = { COPILOT_GITHUB_TOKEN = \"${GH_TOKEN}\" }`",
         parser: Some(|| Box::new(copilot::CopilotParser)),
         command: Some(copilot::command),
+        interactive: Some(copilot::interactive),
+        transcripts: Transcripts::Files(copilot::TRANSCRIPTS),
         // Its own provider (`COPILOT_PROVIDER_BASE_URL`, `COPILOT_PROVIDER_TYPE`); without one
         // it talks to GitHub with its login.
         credentials: Ok(Fronting::Env(Credentials {
@@ -297,6 +325,14 @@ pub static SPECS: [AgentSpec; 8] = [
 impl AgentKind {
     /// The agent eden sets up when none is named (`eden init`, `eden image build`).
     pub(crate) const DEFAULT: AgentKind = AgentKind::ClaudeCode;
+
+    pub(crate) fn family(self) -> Family {
+        match self {
+            AgentKind::Cli => Family::Cli,
+            AgentKind::Simulated => Family::Simulated,
+            _ => Family::Adapter,
+        }
+    }
 
     pub(crate) fn spec(self) -> &'static AgentSpec {
         SPECS.iter().find(|spec| spec.kind == self).expect("every kind has a spec")
@@ -396,6 +432,23 @@ mod tests {
         assert_eq!(ParserKind::named("claude-stream-json"), Some(ParserKind::Of(AgentKind::ClaudeCode)));
         assert_eq!(ParserKind::named("simulated"), None, "no parser of its own");
         assert_eq!(ParserKind::named("json"), None);
+    }
+
+    /// An agent CLI's row holds all of it: how to start it for a run and for its own UI, how to
+    /// read it, and a state folder wherever its transcripts are files.
+    #[test]
+    fn every_adapters_row_is_whole() {
+        for spec in SPECS.iter().filter(|spec| spec.binary.is_some()) {
+            assert_eq!(spec.kind.family(), Family::Adapter, "{}", spec.name);
+            assert!(spec.command.is_some() && spec.parser.is_some() && spec.interactive.is_some(), "{}", spec.name);
+            if matches!(spec.transcripts, Transcripts::Files(_)) {
+                assert!(!spec.state_dirs.is_empty(), "{}: its transcripts are in its state folder", spec.name);
+            }
+        }
+        for spec in SPECS.iter().filter(|spec| spec.binary.is_none()) {
+            assert_ne!(spec.kind.family(), Family::Adapter, "{}", spec.name);
+            assert!(spec.command.is_none() && spec.interactive.is_none(), "{}", spec.name);
+        }
     }
 
     #[test]

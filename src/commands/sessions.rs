@@ -555,9 +555,14 @@ fn session_of<'r>(
             "only agents that report a session id can be resumed or transferred (not `cli` or `simulated`)",
         ));
     };
-    let step = run.step_of(iteration);
-    let kind = step.map_or(AgentKind::Cli, |step| step.agent);
-    Ok((run, session, iteration, kind, step.and_then(|step| step.model.as_deref())))
+    let Some(step) = run.step_of(iteration) else {
+        return Err(Error::usage(format!(
+            "the record of run `{}` names no step `{}` for session `{session}`",
+            run.id, iteration.step
+        ))
+        .with_hint("its record is not one eden wrote whole; start a new session"));
+    };
+    Ok((run, session, iteration, step.agent, step.model.as_deref()))
 }
 
 fn transfer(args: SessionsTransferArgs) -> Result<i32, Error> {

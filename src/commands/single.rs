@@ -67,7 +67,7 @@ fn dry_run(
             "worktree": preview.worktree,
         },
         "agent_commands": agent_commands(plan, &preview.worktree)?,
-        "telemetry": crate::telemetry::Settings::from_env(&|name| std::env::var(name).ok()).map(|settings| {
+        "telemetry": crate::ui::otlp::Settings::from_env(&|name| std::env::var(name).ok()).map(|settings| {
             serde_json::json!({
                 "traces": settings.endpoint,
                 "protocol": if settings.json { "http/json" } else { "http/protobuf" },
@@ -98,6 +98,7 @@ fn options(
         batch: markers.batch,
         attempt: markers.attempt,
         from,
+        traced: crate::ui::otlp::Settings::from_env(&|name| std::env::var(name).ok()).is_some(),
     }
 }
 
@@ -112,8 +113,8 @@ fn reporters(args: &RunArgs, interactive: bool) -> Vec<Box<dyn Reporter>> {
     if args.json_events {
         reporters.push(Box::new(JsonLinesReporter::stdout()));
     }
-    if let Some(telemetry) = crate::telemetry::Settings::from_env(&|name| std::env::var(name).ok()) {
-        reporters.push(Box::new(crate::telemetry::TraceReporter::new(telemetry)));
+    if let Some(telemetry) = crate::ui::otlp::Settings::from_env(&|name| std::env::var(name).ok()) {
+        reporters.push(Box::new(crate::ui::otlp::TraceReporter::new(telemetry)));
     }
     reporters
 }

@@ -4,7 +4,7 @@
 use super::load::{KeyPath, Source};
 use super::schema::*;
 use super::DEFAULT_SIGNAL;
-use crate::agent::{AdapterSettings, AgentPlan, CliPlan, ParserKind};
+use crate::agent::{AdapterSettings, AgentPlan, CliPlan, Family, ParserKind};
 use crate::error::Error;
 use crate::redact::Secret;
 use std::collections::BTreeMap;
@@ -56,8 +56,8 @@ pub(super) fn resolve_agent(
     check_keys_apply(agent, kind, &at)?;
     let env =
         || super::env_plan::resolve_env(&agent.env.clone().unwrap_or_default(), &path.child("env"), source, host_env);
-    match kind {
-        AgentKind::Simulated => Ok(AgentPlan::Simulated {
+    match kind.family() {
+        Family::Simulated => Ok(AgentPlan::Simulated {
             lines: agent.lines.clone().unwrap_or_else(|| {
                 vec![
                     "simulated agent: reading the task".into(),
@@ -68,11 +68,11 @@ pub(super) fn resolve_agent(
             line_delay: agent.line_delay,
             exit_code: agent.exit_code.unwrap_or(0),
         }),
-        AgentKind::Cli => Ok(AgentPlan::Cli(resolve_cli(agent, &at, env()?)?)),
-        adapter => {
-            let binary = adapter_binary(agent, adapter, &at)?;
+        Family::Cli => Ok(AgentPlan::Cli(resolve_cli(agent, &at, env()?)?)),
+        Family::Adapter => {
+            let binary = adapter_binary(agent, kind, &at)?;
             Ok(AgentPlan::Adapter(AdapterSettings {
-                kind: adapter,
+                kind,
                 binary,
                 model: agent.model.clone(),
                 effort: agent.effort.clone(),

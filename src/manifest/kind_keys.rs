@@ -3,13 +3,14 @@
 //! it imports no resolver.
 
 use super::schema::{AgentKind, SandboxKind};
+use crate::agent::Family;
 
 /// The keys of `[agent]` that belong to some kinds only: each with whether `kind` refuses it,
 /// and the kinds that use it (for the hint).
 pub(super) fn agent_keys(kind: AgentKind) -> [(&'static str, bool, String); 12] {
     let all_but_simulated = "every agent kind but `simulated`";
-    let simulated = kind == AgentKind::Simulated;
-    let cli = kind == AgentKind::Cli;
+    let simulated = kind.family() == Family::Simulated;
+    let cli = kind.family() == Family::Cli;
     [
         ("binary", simulated, all_but_simulated.to_owned()),
         ("args", !cli, "kind `cli`".to_owned()),

@@ -31,6 +31,8 @@ pub(crate) struct Shared<'a> {
     pub(crate) holder: Option<&'a crate::proxy::held::Holder>,
     /// `eden steer`'s requests (`process::listen_for_steering`).
     pub(crate) steer: tokio::sync::watch::Receiver<u64>,
+    /// The run's traces are exported: the agent gets `TRACEPARENT`.
+    pub(crate) traced: bool,
 }
 
 /// What the loop works with as it goes: events out, the abort channel in, and its progress.

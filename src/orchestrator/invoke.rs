@@ -3,6 +3,7 @@
 //! the watchdogs and the budget's deadline, its stream read, its end judged, its transcript
 //! captured.
 
+use super::agent_command::Around;
 use super::budget::Budget;
 use super::context::{Live, Progress, Shared};
 use super::judge::{failure_on_stderr, verdict, Heard, Verdict};
@@ -16,6 +17,7 @@ use crate::record::AgentFailure;
 use crate::record::{now_rfc3339, IterationOutcome, IterationRecord, ToolCallRecord, TranscriptRecord};
 use crate::report::Event;
 use crate::sandbox::Prepared;
+use crate::trace::AgentSpan;
 
 /// What to ask: the step's agent, the prompt, the session to resume, the caps in force.
 pub(super) struct Ask<'a> {
@@ -142,32 +144,20 @@ async fn report_requests(shared: &Shared<'_>, iteration: u32, events: &mut crate
     }
 }
 
-/// The agent's command line, with the run's environment under the agent's own `env` and the
-/// sandbox's private state folders, prepared to run in the sandbox.
+/// The agent's command line as eden runs it (`agent_command::around`), prepared to run in the
+/// sandbox, and the environment it runs with.
 fn agent_command(shared: &Shared<'_>, ask: &Ask<'_>) -> Result<(Prepared, AgentEnv), Error> {
     let worktree = &shared.workspace.pre.worktree;
     let invocation = Invocation { prompt: ask.prompt, worktree, resume: ask.resume };
-    let mut command = ask.agent.command(&invocation)?;
-    // Under the agent's own `env`: `[sandbox] env`, then `.eden/.env`.
-    for (key, value) in shared.plan.env.sandbox.iter().chain(&shared.plan.env.dotenv) {
-        command = command.env_default(key, &value.0);
-    }
-    let mut command = crate::git::with_config(command, &crate::git::NO_BACKGROUND_WORK);
-    // In a sandbox the agent's state is the run's private folder, and its transcripts are
-    // looked for there.
-    for (key, value) in shared.sandbox.state_env() {
-        command = command.env(key, value);
-    }
-    // Traces exported: the agent's own spans join its iteration's (W3C trace context).
-    if let Some(traceparent) = crate::telemetry::agent_traceparent(shared.run_id, &ask.step.name, ask.iteration) {
-        command = command.env("TRACEPARENT", traceparent);
-    }
-    // Held keys: placeholders, and the relay in front that points the agent at the proxy.
-    if let Some(holder) = shared.holder {
-        let eden =
-            std::env::current_exe().map_err(|err| Error::internal("cannot find eden's executable").with_source(err))?;
-        command = holder.wrap(&ask.step.held, command, &eden);
-    }
+    let around = Around {
+        plan: shared.plan,
+        sandbox: shared.sandbox,
+        holder: shared.holder,
+        run_id: shared.run_id,
+        step: ask.step,
+        traced: shared.traced.then_some(AgentSpan::Iteration { step: &ask.step.name, n: ask.iteration }),
+    };
+    let command = super::agent_command::around(ask.agent.command(&invocation)?, &around)?;
     // What eden runs later as the agent (opencode's `export`) gets its placeholders too.
     let agent_env = AgentEnv::of(&command);
     Ok((shared.sandbox.prepare(command)?, agent_env))

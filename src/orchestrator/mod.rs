@@ -9,6 +9,7 @@
 //! outside world is reached only through `Agent`, `SandboxHandle`, the `Reporter`s handed in,
 //! the git runner and the supervisor.
 
+mod agent_command;
 mod artifacts;
 mod budget;
 mod checks;
@@ -68,6 +69,9 @@ pub(crate) struct RunOptions {
     pub(crate) attempt: Option<crate::record::AttemptRecord>,
     /// `--from RUN[@N]`: the run's branch starts at that run's commit.
     pub(crate) from: Option<crate::record::FromRecord>,
+    /// The run's traces are exported (by a reporter at the edge): its agent gets
+    /// `TRACEPARENT`, so its own spans join them.
+    pub(crate) traced: bool,
 }
 
 /// How an interactive session is attached.
@@ -364,6 +368,7 @@ impl<'p> Run<'p> {
             started: self.started,
             holder: self.holder.as_ref(),
             steer: self.steer.clone(),
+            traced: self.options.traced,
         };
         let mut live = iterate::Live { events: &mut self.events, abort: &mut self.abort, progress: &mut self.progress };
         steps::run(&shared, &self.agents, &mut live, &mut self.steps).await
@@ -910,26 +915,26 @@ fn sessions_to_carry(plan: &Plan, pre: &workspace::Preflight) -> Result<Vec<Sess
         let private = plan.sandbox.agent_state();
         let Some(private) = private else {
             let found = crate::sessions::transfer::find_resumable(kind, session, &pre.worktree, &env)?;
-            if let Some((main, subagents)) = found {
+            if let Some(agent::transcripts::Found { main, subagents }) = found {
                 carry.push(SessionToCarry { step, kind, session: session.clone(), main, subagents, to_host: true });
             }
             continue;
         };
-        if !crate::sessions::transfer::TRANSFERABLE.contains(&kind) || private.is_empty() {
+        if !agent::transcripts::transferable(kind) || private.is_empty() {
             return Err(Error::usage(format!(
                 "a `{}` session cannot be resumed in a sandbox: the agent there has a private state folder, and eden can carry only {} sessions into it",
                 kind.as_str(),
-                crate::agent::spec::spoken(&crate::agent::spec::adapters_where(|spec| crate::sessions::transfer::TRANSFERABLE.contains(&spec.kind)))
+                crate::sessions::transfer::transferable_kinds()
             ))
             .with_hint("resume it with `sandbox.kind = \"none\"`, or start a new session (remove `agent.resume`)"));
         }
         let found = crate::sessions::capture::captured(&pre.layout().sessions(), session).or_else(|| {
-            match crate::sessions::capture::locate(kind, session, &pre.worktree, &env) {
-                Ok(crate::sessions::capture::Located::File { main, subagents }) => Some((main, subagents)),
+            match agent::transcripts::locate(kind, session, &pre.worktree, &env) {
+                Ok(agent::transcripts::Located::File(found)) => Some(found),
                 _ => None,
             }
         });
-        let Some((main, subagents)) = found else {
+        let Some(agent::transcripts::Found { main, subagents }) = found else {
             return Err(Error::usage(format!(
                 "session `{session}` to resume was captured by no earlier run and is not in {}'s own store",
                 kind.as_str()

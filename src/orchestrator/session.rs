@@ -24,20 +24,16 @@ impl Run<'_> {
             bypass: matches!(plan.sandbox, SandboxPlan::Container(_)),
             tty: interactive.tty,
         };
-        let mut command = agent::interactive::command(&step.agent, &start)?;
-        for (key, value) in plan.env.sandbox.iter().chain(&plan.env.dotenv) {
-            command = command.env_default(key, &value.0);
-        }
-        let mut command = crate::git::with_config(command, &crate::git::NO_BACKGROUND_WORK);
-        for (key, value) in sandbox.state_env() {
-            command = command.env(key, value);
-        }
-        // Held keys: placeholders, and the relay in front that points the agent at the proxy.
-        if let Some(holder) = &self.holder {
-            let eden = std::env::current_exe()
-                .map_err(|err| Error::internal("cannot find eden's executable").with_source(err))?;
-            command = holder.wrap(&step.held, command, &eden);
-        }
+        let around = super::agent_command::Around {
+            plan,
+            sandbox,
+            holder: self.holder.as_ref(),
+            run_id: &self.run_id,
+            step,
+            // No iteration span: the session's agent joins the run's.
+            traced: self.options.traced.then_some(crate::trace::AgentSpan::Run),
+        };
+        let command = super::agent_command::around(agent::interactive::command(&step.agent, &start)?, &around)?;
         let prepared = sandbox.prepare(command)?;
         self.events.report(&Event::Info {
             message: format!(
@@ -110,7 +106,7 @@ impl Run<'_> {
                 .map(|(_, value)| value.display().to_string())
                 .or_else(|| step.agent.env_var(key))
         };
-        if let Some((id, path)) = capture::newest_session(kind, cwd, &env, started) {
+        if let Some((id, path)) = agent::transcripts::newest_session(kind, cwd, &env, started) {
             let layout = workspace.pre.layout();
             let (dir, confined) = (layout.sessions().join(&self.run_id), layout.agent_state(&self.run_id));
             match capture::keep_file(&path, &[], &dir, &capture::stem(&step.name, 1, &id), &confined) {

@@ -1,8 +1,9 @@
 //! The agent's transcript of a session, copied into `.eden/sessions/<run-id>/` after each
-//! invocation (found in the agent's store, or opencode's own `export`), and the environment
+//! invocation (found in the agent's store, or exported by its own CLI), and the environment
 //! the agent ran with, which says where that store is.
 
 use super::context::Shared;
+use crate::agent::transcripts::{self, Found, Located};
 use crate::error::Error;
 use crate::manifest::plan::StepPlan;
 use crate::process::ProcessBuilder;
@@ -34,14 +35,14 @@ pub(super) async fn capture(
         events.report(&Event::Warning { message: message.as_str().into() });
         return (None, Some(message));
     }
-    let kept = match capture::locate(kind, session_id, cwd, &lookup) {
-        Ok(capture::Located::Nothing) => return (None, None),
-        Ok(capture::Located::File { main, subagents }) => {
+    let kept = match transcripts::locate(kind, session_id, cwd, &lookup) {
+        Ok(Located::Nothing) => return (None, None),
+        Ok(Located::File(Found { main, subagents })) => {
             let confined = shared.workspace.pre.layout().agent_state(shared.run_id);
             capture::keep_file(&main, &subagents, &dir, &stem, &confined)
                 .map_err(|err| Error::internal(format!("cannot copy the transcript `{}`: {err}", main.display())))
         }
-        Ok(capture::Located::Export) => export(shared, step, session_id, env).await.and_then(|(text, source)| {
+        Ok(Located::Export(args)) => export(shared, step, args, session_id, env).await.and_then(|(text, source)| {
             capture::keep_export(&text, &dir, &stem, source)
                 .map_err(|err| Error::internal(format!("cannot write the transcript: {err}")))
         }),
@@ -61,21 +62,23 @@ pub(super) async fn capture(
     }
 }
 
-/// opencode keeps its sessions in SQLite: its own `export` is the transcript, run where the
-/// agent ran, with the agent's environment.
+/// The transcript only the agent's own CLI can give (opencode keeps sessions in SQLite):
+/// `<binary> <args> <session id>`, run where the agent ran, with the agent's environment; what
+/// it prints from its first `{` on.
 async fn export(
     shared: &Shared<'_>,
     step: &StepPlan,
+    args: &[&str],
     session_id: &str,
     env: &AgentEnv,
 ) -> Result<(Vec<u8>, String), Error> {
     let usual = step.agent.kind().spec().binary.unwrap_or_default();
     let binary = step.agent.binary().map_or_else(|| usual.into(), Path::to_path_buf);
-    let mut command = ProcessBuilder::new(&binary).args(["export", session_id]).cwd(&shared.workspace.pre.worktree);
+    let mut command = ProcessBuilder::new(&binary).args(args).arg(session_id).cwd(&shared.workspace.pre.worktree);
     for (key, value) in &env.set {
         command = command.env(key, value);
     }
-    let source = format!("{} export {session_id}", binary.display());
+    let source = format!("{} {} {session_id}", binary.display(), args.join(" "));
     let prepared = shared.sandbox.prepare(command)?;
     let output = tokio::time::timeout(EXPORT_TIMEOUT, prepared.command.output_async())
         .await

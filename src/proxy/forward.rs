@@ -384,7 +384,7 @@ fn copy_flushing(from: &mut impl Read, to: &mut dyn Write) -> std::io::Result<u6
 /// The response: its head read and passed on (its status noted), then its body as its framing
 /// says, streamed.
 fn stream_back(
-    server: Box<dyn super::upstream::Stream>,
+    server: crate::net::connect::Connection,
     method: &str,
     client: &mut dyn Write,
     audit: &mut Audit,

@@ -3,7 +3,7 @@
 //! the old directory rewritten to the new one, so the agent can resume it there. Used by
 //! `eden sessions transfer` and before a run that resumes a session Claude Code would not find.
 
-use super::capture::{self, Located};
+use crate::agent::transcripts::{self, Found, Located};
 use crate::agent::AgentKind;
 use crate::error::Error;
 use std::path::{Path, PathBuf};
@@ -14,8 +14,10 @@ pub(crate) struct Transferred {
     pub(crate) path: PathBuf,
 }
 
-/// The agents whose sessions can be moved, and how each finds one.
-pub(crate) const TRANSFERABLE: [AgentKind; 3] = [AgentKind::ClaudeCode, AgentKind::Codex, AgentKind::Pi];
+/// The agents whose sessions can be moved, as a person lists them.
+pub(crate) fn transferable_kinds() -> String {
+    crate::agent::spec::spoken(&crate::agent::spec::adapters_where(|spec| transcripts::transferable(spec.kind)))
+}
 
 /// The working directory a transcript says it ran in: Claude's `cwd`, Codex's
 /// `session_meta.payload.cwd`, pi's `session.cwd`, Copilot's `session.start` context.
@@ -51,27 +53,6 @@ pub(crate) fn rewrite_paths(text: &str, old: &str, new: &str) -> String {
     out
 }
 
-/// Where the agent of `kind` looks for `session_id` when it runs in `cwd`, and whether a file
-/// there counts: Claude Code only looks in the project folder of its working directory; Codex,
-/// pi and Copilot find a session by its id wherever it is in their store.
-pub(crate) fn expected_path(
-    kind: AgentKind,
-    session_id: &str,
-    cwd: &Path,
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Option<PathBuf> {
-    let state = capture::state_dir(kind, env)?;
-    Some(match kind {
-        AgentKind::ClaudeCode => {
-            state.join("projects").join(capture::claude_slug(cwd)).join(format!("{session_id}.jsonl"))
-        }
-        AgentKind::Codex => state.join("sessions"),
-        AgentKind::Pi => state.join("sessions").join(capture::pi_folder(cwd)),
-        AgentKind::Copilot => state.join("session-state").join(session_id),
-        _ => return None,
-    })
-}
-
 /// Copy `transcript` (with `subagents`) of `session_id` into the store of an agent of `kind`
 /// for `new_cwd`, rewriting `old_cwd` to it. Refuses to overwrite unless `force`.
 pub(crate) fn transfer(
@@ -83,12 +64,13 @@ pub(crate) fn transfer(
     env: &dyn Fn(&str) -> Option<String>,
     force: bool,
 ) -> Result<Transferred, Error> {
-    if !TRANSFERABLE.contains(&kind) {
-        return Err(Error::usage(format!("sessions of `{}` cannot be transferred", kind.as_str())).with_hint(
-            "claude-code, codex and pi sessions can; opencode keeps sessions in its database (`opencode import` the export), copilot in its own session state",
-        ));
+    if !transcripts::transferable(kind) {
+        return Err(Error::usage(format!("sessions of `{}` cannot be transferred", kind.as_str())).with_hint(format!(
+            "{} sessions can; the other agents keep more than a transcript in stores of their own",
+            transferable_kinds()
+        )));
     }
-    if !capture::plain_session_id(session_id) {
+    if !transcripts::plain_session_id(session_id) {
         return Err(Error::usage(format!("the session id `{session_id}` is not one eden uses in a path")));
     }
     let text = fs_err::read_to_string(transcript).map_err(|err| {
@@ -99,45 +81,20 @@ pub(crate) fn transfer(
     let old_cwd = transcript_cwd(&text);
     let new = new_cwd.to_string_lossy();
     let rewrite = |text: &str| old_cwd.as_deref().map_or_else(|| text.to_owned(), |old| rewrite_paths(text, old, &new));
-    let store = expected_path(kind, session_id, new_cwd, env).expect("transferable kinds have a store");
     let name = transcript.file_name().unwrap_or_default().to_string_lossy().into_owned();
-    let path = match kind {
-        AgentKind::ClaudeCode => store,
-        AgentKind::Codex => {
-            // Codex finds a rollout by its id anywhere under `sessions/`: keep its own file name
-            // (captured copies are renamed, so rebuild it), filed under today.
-            let today = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
-            let (date, time) = (&today[..10], today[11..19].replace(':', "-"));
-            let file = if name.starts_with("rollout-") {
-                name.clone()
-            } else {
-                format!("rollout-{date}T{time}-{session_id}.jsonl")
-            };
-            store.join(&date[..4]).join(&date[5..7]).join(&date[8..10]).join(file)
-        }
-        AgentKind::Pi => {
-            let file = if name.contains(&format!("_{session_id}")) {
-                name.clone()
-            } else {
-                let now = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
-                format!("{}_{session_id}.jsonl", now.trim_end_matches('Z').replace([':', '.'], "-"))
-            };
-            store.join(file)
-        }
-        _ => unreachable!("checked above"),
-    };
+    let path = transcripts::transfer_target(kind, session_id, new_cwd, &name, env)
+        .ok_or_else(|| Error::usage(format!("{} keeps no state folder eden can find", kind.as_str())))?;
     if path.exists() && !force {
         return Err(Error::usage(format!("`{}` exists already", path.display()))
             .with_hint("the agent has this session there already; `--force` overwrites it"));
     }
     write(&path, &rewrite(&text))?;
-    if kind == AgentKind::ClaudeCode {
-        for sub in subagents {
-            let target = path.with_extension("").join("subagents").join(sub.file_name().unwrap_or_default());
-            let text = fs_err::read_to_string(sub)
-                .map_err(|err| Error::usage(format!("cannot read `{}`", sub.display())).with_source(err))?;
-            write(&target, &rewrite(&text))?;
-        }
+    // Subagents' transcripts (Claude Code's) beside it, as the agent keeps them.
+    for sub in subagents {
+        let target = path.with_extension("").join("subagents").join(sub.file_name().unwrap_or_default());
+        let text = fs_err::read_to_string(sub)
+            .map_err(|err| Error::usage(format!("cannot read `{}`", sub.display())).with_source(err))?;
+        write(&target, &rewrite(&text))?;
     }
     Ok(Transferred { path })
 }
@@ -156,15 +113,13 @@ pub(crate) fn find_resumable(
     session_id: &str,
     cwd: &Path,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Option<(PathBuf, Vec<PathBuf>)>, Error> {
-    let Some(expected) = expected_path(kind, session_id, cwd, env) else { return Ok(None) };
-    match capture::locate(kind, session_id, cwd, env) {
-        Ok(Located::File { main, subagents }) if kind == AgentKind::ClaudeCode && main != expected => {
-            Ok(Some((main, subagents)))
-        }
+) -> Result<Option<Found>, Error> {
+    let Some(only_from) = transcripts::resumes_from(kind, session_id, cwd, env) else { return Ok(None) };
+    match transcripts::locate(kind, session_id, cwd, env) {
+        Ok(Located::File(found)) if only_from.as_ref().is_some_and(|place| *place != found.main) => Ok(Some(found)),
         Ok(_) => Ok(None),
         Err(not_found) => {
-            let tried = if kind == AgentKind::ClaudeCode { expected.display().to_string() } else { not_found.tried };
+            let tried = only_from.map_or(not_found.tried, |place| place.display().to_string());
             Err(Error::usage(format!(
                 "session `{session_id}` to resume is not where {} looks for it: {tried}",
                 kind.as_str()
@@ -200,7 +155,7 @@ mod tests {
         let state_path = state.display().to_string();
         let env = move |key: &str| (key == "CLAUDE_CONFIG_DIR").then(|| state_path.clone());
         let cwd = Path::new("/new/wt");
-        let (main, subagents) = find_resumable(AgentKind::ClaudeCode, "s-1", cwd, &env).unwrap().unwrap();
+        let Found { main, subagents } = find_resumable(AgentKind::ClaudeCode, "s-1", cwd, &env).unwrap().unwrap();
         assert_eq!(main, old.join("s-1.jsonl"));
         // Finding it copies nothing: that is the run's, once it has a workspace.
         assert!(!state.join("projects/-new-wt").exists());
@@ -223,6 +178,5 @@ mod tests {
             transcript_cwd("{\"type\":\"session.start\",\"data\":{\"context\":{\"cwd\":\"/y\"}}}").as_deref(),
             Some("/y")
         );
-        assert_eq!(capture::pi_folder(Path::new("/tmp/a b/c")), "--tmp-a b-c--");
     }
 }

@@ -8,6 +8,7 @@ pub(crate) mod batch;
 pub(crate) mod github;
 mod live;
 mod log_file;
+pub(crate) mod otlp;
 mod plain;
 pub(crate) mod replay;
 mod terminal;

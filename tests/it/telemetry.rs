@@ -279,6 +279,34 @@ fn json_when_asked_and_nothing_without_an_endpoint() {
 
 /// A receiver that is down, or that hangs: the run's result is the same, its end at most the
 /// export's wait later, and a warning says so.
+/// `eden interactive` builds the agent's command where a run does: its agent joins the trace
+/// too (an interactive session's agent once went without `TRACEPARENT`).
+#[test]
+fn an_interactive_sessions_agent_joins_the_trace() {
+    let receiver = Receiver::start(false);
+    let env = TestEnv::new();
+    let caller = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let path = env.write_manifest(
+        "name = \"i\"\nprompt = \"\"\n[agent]\nkind = \"cli\"\nbinary = \"sh\"\nargs = [\"-c\", \"echo \\\"$TRACEPARENT\\\" > traceparent.txt\"]\n",
+    );
+    let mut command = env.eden_command(&["interactive", path.to_str().unwrap(), "--no-tty", "--json"]);
+    command.env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint()).env("TRACEPARENT", caller);
+    let run = Run::from(command.stdin(std::process::Stdio::null()).output().unwrap());
+    run.assert_code(0);
+    let worktree = run.record()["worktree"].as_str().map(std::path::PathBuf::from).unwrap();
+    let given = std::fs::read_to_string(worktree.join("traceparent.txt"))
+        .or_else(|_| std::fs::read_to_string(env.repo.join("traceparent.txt")))
+        .unwrap();
+    let parts: Vec<&str> = given.trim().split('-').collect();
+    assert_eq!(parts.len(), 4, "{given:?}");
+    assert_eq!(parts[1], "4bf92f3577b34da6a3ce929d0e0e4736", "{given}");
+    let (_, _, body) = &receiver.bodies()[0];
+    let (_, spans) = decode(body);
+    let escaped: String =
+        (0..8).map(|i| u8::from_str_radix(&parts[2][2 * i..2 * i + 2], 16).unwrap()).map(escape).collect();
+    assert!(spans.iter().any(|span| span.span_id == escaped), "its parent is a span of the run: {spans:#?}");
+}
+
 #[test]
 fn a_receiver_down_or_hanging_changes_nothing() {
     let closed = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
