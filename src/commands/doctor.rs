@@ -477,12 +477,7 @@ fn credentials(kind: AgentKind) -> Option<String> {
 /// Whether the agent's model host answers on 443 (a TCP connection, within 3 seconds).
 fn reachable(kind: AgentKind, (host, port): (String, u16), needed: bool) -> Finding {
     let check = format!("{} network", kind.as_str());
-    let addresses = std::net::ToSocketAddrs::to_socket_addrs(&(host.as_str(), port));
-    let reached = addresses
-        .ok()
-        .and_then(|mut addresses| addresses.next())
-        .is_some_and(|address| std::net::TcpStream::connect_timeout(&address, Duration::from_secs(3)).is_ok());
-    match reached {
+    match crate::net::connect::answers(&host, port, Duration::from_secs(3)) {
         true => ok(check, format!("{host}:{port} answers")),
         false => not_there(
             check,

@@ -71,6 +71,12 @@ pub(crate) fn connect(url: &BaseUrl, tls: &Arc<rustls::ClientConfig>, within: Du
     Ok(Connection::Tls(Box::new(rustls::StreamOwned::new(session, tcp))))
 }
 
+/// Whether `host` takes a TCP connection on `port` within `within` (`eden doctor`'s look at a
+/// model host).
+pub(crate) fn answers(host: &str, port: u16, within: Duration) -> bool {
+    connect_any(host, port, within).is_ok()
+}
+
 /// The first of the host's addresses that answers within `within`.
 fn connect_any(host: &str, port: u16, within: Duration) -> std::io::Result<TcpStream> {
     use std::net::ToSocketAddrs;

@@ -135,6 +135,26 @@ fn processes_start_only_in_process() {
     assert!(found.is_empty(), "processes start outside src/process (use ProcessBuilder): {found:#?}");
 }
 
+/// eden's own connections out (TCP, TLS, HTTP) are made in `src/net/`: one TLS configuration,
+/// one HTTP client with its deadline, redirect and status rules. The only other is the
+/// allowlist's probe, a helper that runs inside the sandbox (`__eden-connect`).
+#[test]
+fn connections_out_are_made_only_in_net() {
+    let mut found = Vec::new();
+    for (file, text) in sources() {
+        if file.starts_with("net/") || file == "sandbox/firewall.rs" {
+            continue;
+        }
+        for (n, line) in code(&text).lines().enumerate() {
+            let opens = ["TcpStream::connect", "ClientConnection::new", "ClientConfig::builder"];
+            if opens.iter().any(|open| line.contains(open)) {
+                found.push(format!("src/{file}:{}: {}", n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(found.is_empty(), "a connection out made outside src/net (use `net::connect` or `net::http`): {found:#?}");
+}
+
 /// A container engine's or a cluster's client starts in one place: docker and podman from a
 /// `Target` (`sandbox/engine.rs`), kubectl from a `Kube` (`sandbox/pod.rs`).
 #[test]
@@ -562,6 +582,30 @@ fn the_documented_dependencies_have_no_cycle() {
     let documented: BTreeMap<String, BTreeSet<String>> =
         documented_dependencies().into_iter().filter(|(_, targets)| !targets.contains("everything")).collect();
     assert_eq!(cycle(&documented), None, "a cycle in ARCHITECTURE.md's table");
+}
+
+/// The edge: where eden talks to people and scripts and decides who hears of a run.
+const EDGE: [&str; 4] = ["commands", "coordinator", "ui", "cli"];
+
+/// The core never reaches the edge, directly or through another module: a run reports events to
+/// the reporters it is handed and prints nothing (the telemetry exporter once sat outside `ui`
+/// and was reached from the orchestrator, and with it `ui`).
+#[test]
+fn the_core_never_reaches_the_edge() {
+    let documented = documented_dependencies();
+    let mut found = Vec::new();
+    for from in documented.keys().filter(|module| !EDGE.contains(&module.as_str())) {
+        let (mut seen, mut todo) = (BTreeSet::new(), vec![from.clone()]);
+        while let Some(module) = todo.pop() {
+            for next in documented.get(&module).into_iter().flatten() {
+                if seen.insert(next.clone()) {
+                    todo.push(next.clone());
+                }
+            }
+        }
+        found.extend(EDGE.iter().filter(|edge| seen.contains(**edge)).map(|edge| format!("{from} ─→ … ─→ {edge}")));
+    }
+    assert!(found.is_empty(), "the core reaches the edge: {found:#?}");
 }
 
 /// The names a `mod.rs` defines itself, at its top level: its types, functions, constants.
