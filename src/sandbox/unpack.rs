@@ -2,12 +2,12 @@
 //! iteration) into a folder only eden writes. The stream is hostile input: only regular files
 //! and folders are taken, each name must be plain relative components (no `..`, nothing
 //! absolute), nothing already there that is not a file or folder is written through, and the
-//! whole is capped in size. Links, devices and anything else are skipped, never made.
+//! whole is capped in size. Links, devices and anything else are skipped, never made. The
+//! `tar` crate reads the headers (checksums, numbers, ustar prefixes, padding); long names and
+//! pax records are read here, bounded, and every check above is eden's own.
 
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
-
-const BLOCK: usize = 512;
 
 /// The most entries (files, folders, links, headers) one stream may hold.
 const MAX_ENTRIES: usize = 200_000;
@@ -55,48 +55,42 @@ pub(crate) fn unpack_wanted(
 }
 
 fn unpack_with(
-    mut stream: impl Read,
+    stream: impl Read,
     into: &Path,
     limit: u64,
     taking: Taking<'_>,
 ) -> std::io::Result<(Unpacked, Vec<Received>)> {
     let (mut done, mut received) = (Unpacked::default(), Vec::new());
-    let mut entries = 0usize;
+    let mut archive = tar::Archive::new(stream);
+    // Raw: long names and pax records are read here, bounded, not by the crate.
+    let entries = archive.entries()?.raw(true);
     let mut long_name: Option<Vec<u8>> = None;
-    let mut header = [0u8; BLOCK];
-    loop {
+    let mut count = 0usize;
+    for entry in entries {
         if taking.hash && crate::process::stopping() {
             return Err(std::io::Error::new(std::io::ErrorKind::Interrupted, "stopped"));
         }
-        if !read_block(&mut stream, &mut header)? || header.iter().all(|b| *b == 0) {
-            return Ok((done, received));
-        }
-        if !checksum_ok(&header) {
-            return Err(invalid("a tar header's checksum is wrong"));
-        }
-        let size = octal(&header[124..136]).ok_or_else(|| invalid("a tar header's size is not a number"))?;
-        let kind = header[156];
-        let name = long_name.take().unwrap_or_else(|| header_name(&header));
-        entries += 1;
-        if entries > MAX_ENTRIES {
+        let mut entry = entry?;
+        count += 1;
+        if count > MAX_ENTRIES {
             return Err(invalid("the sandbox's state has more entries than eden takes back"));
         }
+        let (kind, size) = (entry.header().entry_type(), entry.size());
+        let name = long_name.take().unwrap_or_else(|| entry.path_bytes().into_owned());
         let relative = confined(&name).filter(|relative| !relative.as_os_str().is_empty());
         let taken = relative.filter(|relative| {
-            taking.wanted.is_none_or(|wanted| kind != b'5' && wanted.contains(&*relative.to_string_lossy()))
+            taking.wanted.is_none_or(|wanted| !kind.is_dir() && wanted.contains(&*relative.to_string_lossy()))
         });
         match (kind, taken) {
             // GNU long name, or a pax header whose `path` names the next entry.
-            (b'L', _) => long_name = Some(trim_nul(&read_data(&mut stream, size, 64 * 1024)?).to_vec()),
-            (b'x', _) => long_name = pax_path(&read_data(&mut stream, size, 64 * 1024)?),
-            (b'5', Some(relative)) => make_dirs(into, &relative)?,
-            // The folder itself.
-            (b'5', None) if confined(&name).is_some_and(|relative| relative.as_os_str().is_empty()) => {}
-            (b'0' | 0, Some(relative)) => {
+            (tar::EntryType::GNULongName, _) => long_name = Some(trim_nul(&read_data(&mut entry, size)?).to_vec()),
+            (tar::EntryType::XHeader, _) => long_name = pax_path(&read_data(&mut entry, size)?),
+            (tar::EntryType::Directory, Some(relative)) => make_dirs(into, &relative)?,
+            (tar::EntryType::Regular, Some(relative)) => {
                 if done.bytes + size > limit {
                     return Err(invalid("the sandbox's files are larger than eden takes back"));
                 }
-                match write_file(&mut stream, into, &relative, size, taking.hash)? {
+                match write_file(&mut entry, into, &relative, size, taking.hash)? {
                     Some(sha256) => {
                         done.files += 1;
                         done.bytes += size;
@@ -106,12 +100,13 @@ fn unpack_with(
                     None => done.skipped += 1,
                 }
             }
-            _ => {
-                skip(&mut stream, size)?;
-                done.skipped += 1;
-            }
+            // The folder itself.
+            (tar::EntryType::Directory, None) if confined(&name).is_some_and(|r| r.as_os_str().is_empty()) => {}
+            // Links, devices, names that leave the folder: the crate skips their data.
+            _ => done.skipped += 1,
         }
     }
+    Ok((done, received))
 }
 
 /// One regular file of `size` bytes from `stream` at `relative` below `into`, and its SHA-256
@@ -128,7 +123,6 @@ fn write_file(
     }
     let path = into.join(relative);
     if std::fs::symlink_metadata(&path).is_ok_and(|meta| !meta.is_file()) {
-        skip(stream, size)?;
         return Ok(None);
     }
     let mut file = std::fs::File::create(&path)?;
@@ -149,7 +143,6 @@ fn write_file(
         }
         left -= read as u64;
     }
-    skip_padding(stream, size)?;
     let digest = context.map(|context| context.finish().as_ref().iter().map(|byte| format!("{byte:02x}")).collect());
     Ok(Some(digest))
 }
@@ -184,30 +177,11 @@ fn make_dirs(into: &Path, relative: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-fn header_name(header: &[u8; BLOCK]) -> Vec<u8> {
-    let name = trim_nul(&header[0..100]);
-    let ustar = &header[257..262] == b"ustar";
-    let prefix = if ustar { trim_nul(&header[345..500]) } else { &[] };
-    if prefix.is_empty() {
-        name.to_vec()
-    } else {
-        [prefix, b"/", name].concat()
-    }
-}
-
+/// The `path` record of a pax header.
 fn pax_path(records: &[u8]) -> Option<Vec<u8>> {
-    // Records are `LEN path=VALUE\n`.
-    let mut rest = records;
-    while !rest.is_empty() {
-        let space = rest.iter().position(|b| *b == b' ')?;
-        let len: usize = std::str::from_utf8(&rest[..space]).ok()?.parse().ok()?;
-        let record = rest.get(space + 1..len)?;
-        if let Some(value) = record.strip_prefix(b"path=") {
-            return Some(value.strip_suffix(b"\n").unwrap_or(value).to_vec());
-        }
-        rest = &rest[len..];
-    }
-    None
+    let mut extensions = tar::PaxExtensions::new(records);
+    let path = extensions.find_map(|record| record.ok().filter(|record| record.key_bytes() == b"path"))?;
+    Some(path.value_bytes().to_vec())
 }
 
 fn trim_nul(field: &[u8]) -> &[u8] {
@@ -215,59 +189,17 @@ fn trim_nul(field: &[u8]) -> &[u8] {
     &field[..end]
 }
 
-fn octal(field: &[u8]) -> Option<u64> {
-    let text = std::str::from_utf8(trim_nul(field)).ok()?.trim();
-    if text.is_empty() {
-        return Some(0);
-    }
-    u64::from_str_radix(text, 8).ok()
-}
-
-fn checksum_ok(header: &[u8; BLOCK]) -> bool {
-    let Some(stored) = octal(&header[148..156]) else { return false };
-    let sum: u64 =
-        header.iter().enumerate().map(|(i, b)| if (148..156).contains(&i) { 32 } else { u64::from(*b) }).sum();
-    sum == stored
-}
-
-fn read_block(stream: &mut impl Read, block: &mut [u8; BLOCK]) -> std::io::Result<bool> {
-    let mut filled = 0;
-    while filled < BLOCK {
-        match stream.read(&mut block[filled..])? {
-            0 if filled == 0 => return Ok(false),
-            0 => return Err(invalid("the tar stream ended inside a header")),
-            n => filled += n,
-        }
-    }
-    Ok(true)
-}
-
-fn read_data(stream: &mut impl Read, size: u64, limit: u64) -> std::io::Result<Vec<u8>> {
-    if size > limit {
+/// A long name's or pax header's data: at most 64 KiB.
+fn read_data(entry: &mut impl Read, size: u64) -> std::io::Result<Vec<u8>> {
+    if size > 64 * 1024 {
         return Err(invalid("a tar header entry is too large"));
     }
-    let mut data = vec![0; size as usize];
-    stream.read_exact(&mut data)?;
-    skip_padding(stream, size)?;
+    let mut data = Vec::with_capacity(size as usize);
+    entry.take(size).read_to_end(&mut data)?;
+    if data.len() as u64 != size {
+        return Err(invalid("the tar stream ended inside an entry"));
+    }
     Ok(data)
-}
-
-fn skip(stream: &mut impl Read, size: u64) -> std::io::Result<()> {
-    let padded = size.div_ceil(BLOCK as u64) * BLOCK as u64;
-    let skipped = std::io::copy(&mut stream.take(padded), &mut std::io::sink())?;
-    if skipped != padded {
-        return Err(invalid("the tar stream ended inside an entry"));
-    }
-    Ok(())
-}
-
-fn skip_padding(stream: &mut impl Read, size: u64) -> std::io::Result<()> {
-    let padding = (BLOCK as u64 - size % BLOCK as u64) % BLOCK as u64;
-    let skipped = std::io::copy(&mut stream.take(padding), &mut std::io::sink())?;
-    if skipped != padding {
-        return Err(invalid("the tar stream ended inside an entry"));
-    }
-    Ok(())
 }
 
 fn invalid(what: &str) -> std::io::Error {
@@ -351,5 +283,19 @@ mod tests {
         let mut garbage = tar_of(&from, &[]);
         garbage[150] ^= 1;
         assert!(unpack(&garbage[..], &into, 1 << 20).is_err(), "a bad checksum");
+    }
+
+    #[test]
+    fn a_long_name_claiming_a_gigabyte_is_refused_before_it_is_read() {
+        let mut header = tar::Header::new_gnu();
+        header.set_entry_type(tar::EntryType::GNULongName);
+        header.set_path("././@LongLink").unwrap();
+        header.set_size(1 << 30);
+        header.set_cksum();
+        let mut stream = header.as_bytes().to_vec();
+        stream.extend_from_slice(&[b'a'; 4096]);
+        let into = tempfile::tempdir().unwrap();
+        let error = unpack(&stream[..], into.path(), 1 << 40).unwrap_err();
+        assert_eq!(error.to_string(), "a tar header entry is too large");
     }
 }
