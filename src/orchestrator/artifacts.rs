@@ -3,7 +3,7 @@
 //! the sandbox's channel (`sandbox::artifacts`), listed in the record, never merged. A failed
 //! collection is a warning: the run's result is the work's, not its by-products'.
 
-use super::glob::matches;
+use super::glob::Globs;
 use super::journal::Journal;
 use super::workspace::Workspace;
 use crate::record::ArtifactRecord;
@@ -29,7 +29,8 @@ pub(super) fn keep(keeping: &Keeping<'_>, globs: &[String], what: &str, events: 
     let pre = &keeping.workspace.pre;
     let layout = pre.layout();
     let into = layout.artifacts(keeping.run_id);
-    let select = |path: &str| globs.iter().any(|glob| matches(glob, path));
+    let globs = Globs::new(globs.iter().map(String::as_str));
+    let select = |path: &str| globs.matches(path);
     let scratch = layout.scratch(keeping.run_id).join("artifacts");
     let request = ArtifactRequest {
         select: &select,

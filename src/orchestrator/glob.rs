@@ -1,47 +1,68 @@
-//! Globs over paths relative to the repository's top, as `branch.protect` and
-//! `hooks.host.reads` write them: `*` and `?` within a name, `**` any number of folders, a glob
-//! without `/` a name at any depth, a folder everything in it.
+//! Globs over paths relative to the repository's top, as `branch.protect`, `hooks.host.reads`
+//! and `artifacts` write them: `*` and `?` within a name, `**` any number of folders, a glob
+//! without `/` a name at any depth, a folder everything in it. `[`, `]`, `{`, `}` and `\` are
+//! plain characters. Compiled once into a `globset` set, whose matching time grows with the
+//! path, never with how the glob's stars can be arranged over it.
 
-/// Does `glob` match `path` (both relative to the repository's top)? `*` and `?` within a
-/// folder's name, `**` any number of folders; a glob without `/` matches a name at any depth.
-pub(crate) fn matches(glob: &str, path: &str) -> bool {
+/// A compiled list of globs: does any of them match a path?
+pub(crate) struct Globs(globset::GlobSet);
+
+impl Globs {
+    pub(crate) fn new<'a>(globs: impl IntoIterator<Item = &'a str>) -> Globs {
+        let mut set = globset::GlobSetBuilder::new();
+        for pattern in globs.into_iter().flat_map(patterns) {
+            let built = globset::GlobBuilder::new(&pattern).literal_separator(true).backslash_escape(false).build();
+            // Every special character but `*` and `?` is escaped, so nothing fails to build.
+            if let Ok(glob) = built {
+                set.add(glob);
+            }
+        }
+        Globs(set.build().unwrap_or_else(|_| globset::GlobSet::empty()))
+    }
+
+    /// Does a glob match `path` (relative to the repository's top, `/`-separated)?
+    pub(crate) fn matches(&self, path: &str) -> bool {
+        self.0.is_match(path)
+    }
+}
+
+/// The globset patterns of one glob: itself (anywhere, when it has no `/`), and what is in it.
+fn patterns(glob: &str) -> Vec<String> {
     let glob = glob.trim_start_matches("./").trim_end_matches('/');
-    let path_parts: Vec<&str> = path.split('/').collect();
-    if !glob.contains('/') {
-        return path_parts.iter().any(|part| name_matches(glob.as_bytes(), part.as_bytes()));
+    if glob.is_empty() {
+        return Vec::new();
     }
-    let glob_parts: Vec<&str> = glob.split('/').collect();
-    parts_match(&glob_parts, &path_parts)
-        || (glob_parts.last() != Some(&"**") && prefix_match(&glob_parts, &path_parts))
+    let plain = plain_brackets(glob);
+    let at = if glob.contains('/') { plain } else { format!("**/{plain}") };
+    let mut patterns = vec![format!("{at}/**")];
+    // `a/**` is also the folder `a` itself.
+    patterns.push(at.strip_suffix("/**").map(str::to_owned).unwrap_or(at));
+    patterns
 }
 
-/// A glob naming a folder covers what is in it.
-fn prefix_match(glob: &[&str], path: &[&str]) -> bool {
-    (1..path.len()).any(|end| parts_match(glob, &path[..end]))
-}
-
-fn parts_match(glob: &[&str], path: &[&str]) -> bool {
-    match glob.split_first() {
-        None => path.is_empty(),
-        Some((&"**", rest)) => (0..=path.len()).any(|skip| parts_match(rest, &path[skip..])),
-        Some((first, rest)) => path
-            .split_first()
-            .is_some_and(|(name, others)| name_matches(first.as_bytes(), name.as_bytes()) && parts_match(rest, others)),
+/// `glob` with globset's classes and alternatives turned into the characters they are spelt with.
+fn plain_brackets(glob: &str) -> String {
+    let mut plain = String::with_capacity(glob.len());
+    for c in glob.chars() {
+        match c {
+            '[' | ']' | '{' | '}' | '\\' => {
+                plain.push('[');
+                plain.push(c);
+                plain.push(']');
+            }
+            c => plain.push(c),
+        }
     }
-}
-
-fn name_matches(glob: &[u8], name: &[u8]) -> bool {
-    match glob.split_first() {
-        None => name.is_empty(),
-        Some((b'*', rest)) => (0..=name.len()).any(|skip| name_matches(rest, &name[skip..])),
-        Some((b'?', rest)) => !name.is_empty() && name_matches(rest, &name[1..]),
-        Some((c, rest)) => name.first() == Some(c) && name_matches(rest, &name[1..]),
-    }
+    plain
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn matches(glob: &str, path: &str) -> bool {
+        Globs::new([glob]).matches(path)
+    }
 
     #[test]
     fn globs_match_as_documented() {
@@ -55,5 +76,26 @@ mod tests {
         assert!(!matches("src/*.rs", "src/a/main.rs"));
         assert!(matches("src/**/*.rs", "src/main.rs") && matches("src/**/*.rs", "src/a/b/main.rs"));
         assert!(matches("Make?ile", "Makefile") && !matches("Make?ile", "Maakefile"));
+        assert!(matches("./scripts/", "scripts/lib.sh"));
+        assert!(matches("node_modules", "web/node_modules/x/index.js"), "a name at any depth covers what is in it");
+        assert!(!matches("*.lock", "Cargo.lock.d/x"));
+        assert!(!matches("", "anything"));
+    }
+
+    #[test]
+    fn brackets_and_braces_are_plain_characters() {
+        assert!(matches("pages/[id].tsx", "pages/[id].tsx"));
+        assert!(!matches("pages/[id].tsx", "pages/i.tsx"));
+        assert!(matches("{a,b}.txt", "{a,b}.txt") && !matches("{a,b}.txt", "a.txt"));
+        assert!(matches(r"back\slash", r"back\slash"));
+    }
+
+    #[test]
+    fn many_stars_over_a_long_name_answer_at_once() {
+        // Backtracking over this took exponential time; an automaton reads the path once.
+        let glob = format!("{}b", "*a".repeat(40));
+        let path = format!("{}/{}", "a".repeat(4000), "a".repeat(4000));
+        assert!(!matches(&glob, &path));
+        assert!(matches(&glob, &format!("{path}b")));
     }
 }

@@ -5,6 +5,7 @@
 //! any of them unreviewed (`protect`), and a sandboxed agent's change to one stops the hook from
 //! running on this machine in the same run (`HostGuard`). `--dry-run` and `eden doctor` say it.
 
+use super::glob::Globs;
 use crate::manifest::hooks_plan::{HookPlan, HooksPlan, Phase};
 use crate::manifest::plan::Plan;
 use serde::Serialize;
@@ -312,7 +313,7 @@ impl crate::hooks::HostGate for HostGuard {
         let unmerged: Vec<String> = self
             .unmerged
             .iter()
-            .filter(|path| reads.iter().any(|glob| super::glob::matches(glob, path)))
+            .filter(|path| reads.as_ref().is_some_and(|reads| reads.matches(path)))
             .cloned()
             .collect();
         let (changed, who) = match unmerged.is_empty() {
@@ -356,20 +357,22 @@ impl HostGuard {
         if hooks.is_empty() {
             return None;
         }
-        let globs: Vec<&str> = hooks.iter().flat_map(|hook| hook.reads.iter().map(String::as_str)).collect();
+        let globs = Globs::new(hooks.iter().flat_map(|hook| hook.reads.iter().map(String::as_str)));
         let trusted = sandboxed.then(|| std::sync::Mutex::new(snapshot(worktree, &globs)));
         Some(HostGuard { hooks, worktree: worktree.to_path_buf(), trusted, unmerged, run_id: run_id.to_owned() })
     }
 
-    fn reads_of(&self, phase: Phase, cmd: &str) -> Vec<&str> {
+    /// What `cmd` (a host hook of `phase`) reads; `None` when it reads nothing.
+    fn reads_of(&self, phase: Phase, cmd: &str) -> Option<Globs> {
         let hook = self.hooks.iter().find(|hook| hook.phase == phase.as_str() && hook.cmd == cmd);
-        hook.map(|hook| hook.reads.iter().map(String::as_str).collect()).unwrap_or_default()
+        hook.filter(|hook| !hook.reads.is_empty()).map(|hook| Globs::new(hook.reads.iter().map(String::as_str)))
     }
 
     /// The files `cmd` (a host hook of `phase`) reads that changed since they were trusted.
     fn changed_for(&self, phase: Phase, cmd: &str) -> Vec<String> {
-        let globs = self.reads_of(phase, cmd);
-        let Some(trusted) = self.trusted.as_ref().filter(|_| !globs.is_empty()) else { return Vec::new() };
+        let (Some(trusted), Some(globs)) = (self.trusted.as_ref(), self.reads_of(phase, cmd)) else {
+            return Vec::new();
+        };
         let now = snapshot(&self.worktree, &globs);
         let trusted = trusted.lock().unwrap_or_else(|e| e.into_inner());
         let mut changed: BTreeSet<String> = now
@@ -378,30 +381,29 @@ impl HostGuard {
             .filter(|(path, digest)| trusted.0.get(*path) != Some(digest))
             .map(|(path, _)| path.clone())
             .collect();
-        let gone = trusted.0.keys().filter(|path| globs.iter().any(|glob| super::glob::matches(glob, path)));
+        let gone = trusted.0.keys().filter(|path| globs.matches(path));
         changed.extend(gone.filter(|path| !now.0.contains_key(*path)).cloned());
         changed.into_iter().collect()
     }
 
     /// `cmd` ran: what it reads is as it left it.
     fn ran(&self, phase: Phase, cmd: &str) {
-        let globs = self.reads_of(phase, cmd);
-        let Some(trusted) = self.trusted.as_ref().filter(|_| !globs.is_empty()) else { return };
+        let (Some(trusted), Some(globs)) = (self.trusted.as_ref(), self.reads_of(phase, cmd)) else { return };
         let now = snapshot(&self.worktree, &globs);
         let mut trusted = trusted.lock().unwrap_or_else(|e| e.into_inner());
-        trusted.0.retain(|path, _| !globs.iter().any(|glob| super::glob::matches(glob, path)));
+        trusted.0.retain(|path, _| !globs.matches(path));
         trusted.0.extend(now.0);
     }
 }
 
 /// The worktree's files (tracked, and untracked ones git does not ignore) that `globs` match,
 /// each with the SHA-256 of its bytes; a symlink by its target's name.
-fn snapshot(worktree: &Path, globs: &[&str]) -> Snapshot {
+fn snapshot(worktree: &Path, globs: &Globs) -> Snapshot {
     let git = crate::git::Git::new(worktree);
     let listed = git.run(["ls-files", "-z", "--cached", "--others", "--exclude-standard"]).unwrap_or_default();
     let mut files = BTreeMap::new();
     for path in listed.split('\0').filter(|path| !path.is_empty()) {
-        if !globs.iter().any(|glob| super::glob::matches(glob, path)) {
+        if !globs.matches(path) {
             continue;
         }
         let full = worktree.join(path);

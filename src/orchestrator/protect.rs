@@ -7,7 +7,7 @@
 //! merged: its branch is kept and the run ends with exit 10 (`protected`), saying which;
 //! `eden merge RUN` merges it after review.
 
-use super::glob::matches;
+use super::glob::Globs;
 use super::host_reads;
 use crate::error::{Error, ErrorKind};
 use crate::git::Git;
@@ -63,12 +63,11 @@ impl Protected {
     /// The protected paths among those the commits `base..tip` touch.
     pub(crate) fn touched(&self, repo: &Git, base: &str, tip: &str) -> Result<Vec<String>, Error> {
         let changed = repo.run(["log", "--no-renames", "--name-only", "--format=", "-z", &format!("{base}..{tip}")])?;
+        let globs = Globs::new(self.globs.iter().map(String::as_str));
         let mut touched: Vec<String> = changed
             .split('\0')
             .filter(|path| !path.is_empty())
-            .filter(|path| {
-                self.files.iter().any(|file| file == path) || self.globs.iter().any(|glob| matches(glob, path))
-            })
+            .filter(|path| self.files.iter().any(|file| file == path) || globs.matches(path))
             .map(str::to_owned)
             .collect();
         touched.sort();
