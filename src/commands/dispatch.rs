@@ -6,11 +6,14 @@ use super::{clean, completions, doctor, image, init, review, run, sessions, stee
 pub(crate) fn dispatch(command: crate::cli::Command) -> Result<i32, crate::error::Error> {
     use crate::cli::Command;
     match command {
-        Command::Run(_) | Command::Interactive(_) => run::execute(command),
+        Command::Run(args) => run::invoke(*args, None),
+        Command::Interactive(args) => run::interactive(args),
         Command::Init(args) => init::init(args),
         Command::Image(command) => image::image(command),
         Command::Clean(args) => clean::clean(args),
-        Command::Diff(_) | Command::Merge(_) | Command::Discard(_) => review::review(command),
+        Command::Diff(args) => review::diff(args),
+        Command::Merge(args) => review::merge(args),
+        Command::Discard(args) => review::discard(args),
         Command::Steer(args) => steer::steer(args),
         Command::Doctor(args) => doctor::doctor(args),
         Command::Completions(args) => completions::completions(args),

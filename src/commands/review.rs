@@ -24,17 +24,8 @@ fn the_run(run: &str, repo: Option<&PathBuf>) -> Result<(Layout, Git, RunRecord)
     Ok((layout, git, record))
 }
 
-/// `eden diff`, `eden merge`, `eden discard`.
-pub(crate) fn review(command: crate::cli::Command) -> Result<i32, Error> {
-    match command {
-        crate::cli::Command::Diff(args) => diff(args),
-        crate::cli::Command::Merge(args) => merge(args),
-        crate::cli::Command::Discard(args) => discard(args),
-        _ => Err(Error::internal("not a review command")),
-    }
-}
-
-fn diff(mut args: DiffArgs) -> Result<i32, Error> {
+/// `eden diff`.
+pub(crate) fn diff(mut args: DiffArgs) -> Result<i32, Error> {
     // No run id starts with `-`: `eden diff --stat` is the last run's, with `--stat` for git.
     if args.run.starts_with('-') {
         args.args.insert(0, std::mem::replace(&mut args.run, "last".to_owned()));
@@ -102,7 +93,8 @@ fn what_to_merge(git: &Git, record: &RunRecord) -> Result<(String, String, Strin
     Ok((tip, branch, target))
 }
 
-fn merge(args: ReviewArgs) -> Result<i32, Error> {
+/// `eden merge`.
+pub(crate) fn merge(args: ReviewArgs) -> Result<i32, Error> {
     let (layout, git, mut record) = the_run(&args.run, args.repo.as_ref())?;
     let id = record.id.clone();
     let run_branch = record.branch.clone();
@@ -163,7 +155,8 @@ fn merge(args: ReviewArgs) -> Result<i32, Error> {
     Ok(0)
 }
 
-fn discard(args: DiscardArgs) -> Result<i32, Error> {
+/// `eden discard`.
+pub(crate) fn discard(args: DiscardArgs) -> Result<i32, Error> {
     let (layout, git, mut record) = the_run(&args.review.run, args.review.repo.as_ref())?;
     let id = record.id.clone();
     let _lock = lock_of(&layout, &record, &record.branch, "discard")?;

@@ -9,15 +9,9 @@ use crate::error::Error;
 use crate::ui::print_data;
 use std::path::PathBuf;
 
-/// `eden run` and `eden interactive`, as the command line gives them.
-pub(crate) fn execute(command: crate::cli::Command) -> Result<i32, Error> {
-    match command {
-        crate::cli::Command::Interactive(args) => {
-            invoke(args.run, Some(InteractiveMode { no_tty: args.no_tty, resume: args.resume }))
-        }
-        crate::cli::Command::Run(args) => invoke(*args, None),
-        _ => Err(Error::internal("not a run")),
-    }
+/// `eden interactive`: a run's manifest and flags, the session in the agent's own UI.
+pub(crate) fn interactive(args: Box<crate::cli::InteractiveArgs>) -> Result<i32, Error> {
+    invoke(args.run, Some(InteractiveMode { no_tty: args.no_tty, resume: args.resume }))
 }
 
 /// A run, or with `interactive` a session in the agent's own UI.

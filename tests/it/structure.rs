@@ -246,6 +246,34 @@ fn agent_kinds_are_named_only_where_their_facts_live() {
     assert!(found.is_empty(), "an agent kind is named outside {KIND_FACTS:?} (ask its spec row instead): {found:#?}");
 }
 
+/// A command is a file in `src/commands/` and a row in `commands/dispatch.rs`: the command
+/// line's subcommands (`cli::Command`'s variants) are told apart there and nowhere else, so
+/// adding one never means editing a `match` elsewhere.
+#[test]
+fn commands_are_told_apart_only_in_dispatch() {
+    let mut found = Vec::new();
+    for (file, text) in sources() {
+        if file == "cli.rs" || file == "commands/dispatch.rs" {
+            continue;
+        }
+        for (n, line) in code(&text).lines().enumerate() {
+            let named = line.match_indices("Command::").any(|(at, call)| {
+                // `cli::Command::Run`, `Command::Run`; not `SessionsCommand::List` or `std::process::Command::new`.
+                let before = line[..at].chars().next_back();
+                let whole = before.is_none_or(|c| !c.is_alphanumeric() && c != '_');
+                whole && line[at + call.len()..].starts_with(|c: char| c.is_ascii_uppercase())
+            });
+            if named {
+                found.push(format!("src/{file}:{}: {}", n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "a subcommand is told apart outside commands/dispatch.rs (add its row there): {found:#?}"
+    );
+}
+
 /// Every string literal of shipped code, with its line: the text between its quotes as written.
 /// Literals in test modules and in attributes (`#[arg(default_value = "…")]`, clap's help
 /// text: documentation, as doc comments are) are left out.
