@@ -92,8 +92,7 @@ fn newest_transcript(state: &Path, _cwd: &Path, since: SystemTime) -> Option<(St
         }
     }
     let path = modified_last(days.iter().flat_map(|day| jsonl(day)).collect(), since)?;
-    let text = std::fs::read_to_string(&path).ok()?;
-    let meta: Value = serde_json::from_str(text.lines().next()?).ok()?;
+    let meta = first_line_json(&path)?;
     let id = meta["payload"]["id"].as_str()?.to_owned();
     Some((id, path))
 }
@@ -112,15 +111,18 @@ fn transfer_target(state: &Path, session_id: &str, _cwd: &Path, file_name: &str)
 
 /// The first line is `session_meta`; it must name the session (a file name alone could lie).
 fn meta_names(path: &Path, session_id: &str) -> bool {
-    use std::io::{BufRead, Read};
-    let Ok(file) = std::fs::File::open(path) else { return false };
-    let mut first = String::new();
-    if std::io::BufReader::new(file).take(1 << 20).read_line(&mut first).is_err() {
-        return false;
-    }
-    let Ok(meta) = serde_json::from_str::<Value>(&first) else { return false };
+    let Some(meta) = first_line_json(path) else { return false };
     meta["type"] == "session_meta"
         && (meta["payload"]["id"] == session_id || meta["payload"]["session_id"] == session_id)
+}
+
+/// A rollout's first line (`session_meta`) as JSON, read no further than 1 MiB into the file.
+fn first_line_json(path: &Path) -> Option<Value> {
+    use std::io::{BufRead, Read};
+    let file = std::fs::File::open(path).ok()?;
+    let mut first = String::new();
+    std::io::BufReader::new(file).take(1 << 20).read_line(&mut first).ok()?;
+    serde_json::from_str(&first).ok()
 }
 
 #[derive(Default)]

@@ -10,12 +10,8 @@ pub(crate) struct Globs(globset::GlobSet);
 impl Globs {
     pub(crate) fn new<'a>(globs: impl IntoIterator<Item = &'a str>) -> Globs {
         let mut set = globset::GlobSetBuilder::new();
-        for pattern in globs.into_iter().flat_map(patterns) {
-            let built = globset::GlobBuilder::new(&pattern).literal_separator(true).backslash_escape(false).build();
-            // Every special character but `*` and `?` is escaped, so nothing fails to build.
-            if let Ok(glob) = built {
-                set.add(glob);
-            }
+        for glob in globs.into_iter().flat_map(compiled) {
+            set.add(glob);
         }
         Globs(set.build().unwrap_or_else(|_| globset::GlobSet::empty()))
     }
@@ -24,6 +20,14 @@ impl Globs {
     pub(crate) fn matches(&self, path: &str) -> bool {
         self.0.is_match(path)
     }
+}
+
+/// One glob as globset's: every special character but `*` and `?` is escaped, so each of its
+/// patterns builds (`every_glob_compiles` holds that: a glob that did not would protect nothing).
+fn compiled(glob: &str) -> Vec<globset::Glob> {
+    let build =
+        |pattern: &String| globset::GlobBuilder::new(pattern).literal_separator(true).backslash_escape(false).build();
+    patterns(glob).iter().filter_map(|pattern| build(pattern).ok()).collect()
 }
 
 /// The globset patterns of one glob: itself (anywhere, when it has no `/`), and what is in it.
@@ -97,5 +101,16 @@ mod tests {
         let path = format!("{}/{}", "a".repeat(4000), "a".repeat(4000));
         assert!(!matches(&glob, &path));
         assert!(matches(&glob, &format!("{path}b")));
+    }
+
+    #[test]
+    fn every_glob_compiles() {
+        let odd = [
+            "a**b", "**", "***", "x/**/", "[", "]", "{", "}", "[!a]", "{a,", "\\", "a\\*", "?*?", "**/**/x", "é*ñ",
+            "a b/c d",
+        ];
+        for glob in odd {
+            assert_eq!(compiled(glob).len(), 2, "{glob:?} would protect nothing");
+        }
     }
 }

@@ -227,7 +227,6 @@ fn fixed64_field(out: &mut Vec<u8>, field: u64, value: u64) {
 
 /// The OTLP/JSON mapping of the same request: ids in hex, 64-bit integers as strings.
 pub(crate) fn encode_json(settings: &Settings, context: &TraceContext, spans: &[Span]) -> String {
-    let attributes = json_attributes;
     let spans: Vec<serde_json::Value> = spans
         .iter()
         .map(|span| {
@@ -238,7 +237,7 @@ pub(crate) fn encode_json(settings: &Settings, context: &TraceContext, spans: &[
                 "kind": 1,
                 "startTimeUnixNano": span.start.to_string(),
                 "endTimeUnixNano": span.end.max(span.start).to_string(),
-                "attributes": attributes(&span.attributes),
+                "attributes": json_attributes(&span.attributes),
                 "status": match &span.error {
                     Some(message) => serde_json::json!({"code": 2, "message": message}),
                     None => serde_json::json!({"code": 1}),
@@ -251,7 +250,7 @@ pub(crate) fn encode_json(settings: &Settings, context: &TraceContext, spans: &[
         })
         .collect();
     serde_json::json!({"resourceSpans": [{
-        "resource": {"attributes": attributes(&resource_attributes(settings))},
+        "resource": {"attributes": json_attributes(&resource_attributes(settings))},
         "scopeSpans": [{"scope": {"name": "eden", "version": env!("CARGO_PKG_VERSION")}, "spans": spans}],
     }]})
     .to_string()
