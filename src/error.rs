@@ -30,6 +30,8 @@ pub(crate) enum ErrorKind {
     Hook,
     /// The sandbox could not be set up or used.
     Sandbox,
+    /// The forge refused or could not be reached (a token, a repository, a push, an API call).
+    Forge,
     /// A git operation failed.
     Git,
     /// Merging the run's branch into its target conflicts in these files.
@@ -134,7 +136,7 @@ impl ErrorKind {
             ErrorKind::Agent | ErrorKind::Exited { .. } => Exit::AgentFailed,
             ErrorKind::Timeout => Exit::Timeout,
             ErrorKind::Hook => Exit::HookFailed,
-            ErrorKind::Sandbox => Exit::Sandbox,
+            ErrorKind::Sandbox | ErrorKind::Forge => Exit::Sandbox,
             ErrorKind::Git | ErrorKind::MergeConflict { .. } => Exit::Git,
             ErrorKind::Interrupted { signal } => Exit::Interrupted(*signal),
             ErrorKind::Internal => Exit::Internal,
@@ -162,6 +164,7 @@ impl ErrorKind {
             ErrorKind::Timeout => "timeout",
             ErrorKind::Hook => "hook_failed",
             ErrorKind::Sandbox => "sandbox_error",
+            ErrorKind::Forge => "forge_error",
             // Scripts have matched `git_error` for conflicts since the first release.
             ErrorKind::Git | ErrorKind::MergeConflict { .. } => "git_error",
             ErrorKind::Interrupted { .. } => "interrupted",
@@ -218,6 +221,10 @@ impl Error {
 
     pub(crate) fn sandbox(message: impl Into<String>) -> Self {
         Error::new(ErrorKind::Sandbox, message)
+    }
+
+    pub(crate) fn forge(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::Forge, message)
     }
 
     pub(crate) fn hook(message: impl Into<String>) -> Self {

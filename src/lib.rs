@@ -9,6 +9,7 @@ pub mod commands;
 pub mod coordinator;
 pub mod error;
 pub mod exit;
+pub mod forge;
 pub mod git;
 pub mod hooks;
 pub mod layout;
@@ -57,6 +58,9 @@ pub fn main_with_args(args: Vec<std::ffi::OsString>) -> i32 {
     }
     if args.get(1).is_some_and(|a| a == sandbox::pack::PACK_SUBCOMMAND) {
         return sandbox::pack::run_pack();
+    }
+    if args.get(1).is_some_and(|a| a == forge::credential::CREDENTIAL_SUBCOMMAND) {
+        return forge::credential::run_helper(&args[2..]);
     }
     if args.get(1).is_some_and(|a| a == sandbox::firewall::CONNECT_SUBCOMMAND) {
         return sandbox::firewall::run_connect(&args[2..]);

@@ -26,6 +26,7 @@ pub(crate) enum Method {
     Get,
     Head,
     Post,
+    Put,
 }
 
 impl Method {
@@ -34,6 +35,7 @@ impl Method {
             Method::Get => "GET",
             Method::Head => "HEAD",
             Method::Post => "POST",
+            Method::Put => "PUT",
         }
     }
 }
