@@ -20,6 +20,7 @@ pub mod orchestrator;
 pub mod output;
 pub mod process;
 pub mod proxy;
+pub mod pull_request;
 pub mod record;
 pub mod redact;
 pub mod report;

@@ -206,6 +206,9 @@ pub struct RunRecord {
     /// `[branch] push`, once tried.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) push: Option<PushRecord>,
+    /// `[pull_request]`: the pull request the run opened or updated, and its rounds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) pull_request: Option<PullRequestRecord>,
     /// Each step with its agent: `ok`, `failed` or `skipped`, with its output.
     pub(crate) steps: Vec<StepRecord>,
     /// The structured output (`[output]`; with steps, the last step's that has one).
@@ -675,6 +678,21 @@ pub(crate) struct PushRecord {
     /// What git said when a push failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) error: Option<String>,
+}
+
+/// The pull request a run opened (or updated), as eden last saw it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub(crate) struct PullRequestRecord {
+    pub(crate) forge: String,
+    pub(crate) repository: String,
+    pub(crate) number: u64,
+    pub(crate) url: String,
+    pub(crate) base: String,
+    pub(crate) head: String,
+    /// The head commit eden pushed last.
+    pub(crate) head_sha: String,
+    /// `opened` by this run, or `updated` (it was open already: the push added to it).
+    pub(crate) action: String,
 }
 
 /// One run of a `[[check]]`.

@@ -26,9 +26,12 @@ pub(super) fn run(args: &RunArgs, single: Single, markers: Markers, printed: &mu
     let attached = interactive.map(|(_, attached)| attached);
     let options = options(&plan, repo, given, attached, from, markers);
     let reporters = reporters(args, options.interactive.is_some());
-    let result = runtime.block_on(orchestrator::run(&plan, &options, reporters));
+    let mut result = runtime.block_on(orchestrator::run(&plan, &options, reporters));
     // The run is over; nothing left on the runtime may hold eden's exit.
     runtime.shutdown_background();
+    if let (Some(record), None) = (&mut result.record, &result.error) {
+        result.error = open_pull_request(&plan, record, args.quiet).err();
+    }
     if let Some(record) = &result.record {
         *printed = true;
         said(args, &plan, record, result.error.as_ref(), options.interactive.is_none());
@@ -117,6 +120,26 @@ fn reporters(args: &RunArgs, interactive: bool) -> Vec<Box<dyn Reporter>> {
         reporters.push(Box::new(crate::ui::otlp::TraceReporter::new(telemetry)));
     }
     reporters
+}
+
+/// `[pull_request]`, after a run that pushed its branch: the pull request opened (or the open
+/// one found), saved in the record and said.
+fn open_pull_request(plan: &plan::Plan, record: &mut crate::record::RunRecord, quiet: bool) -> Result<(), Error> {
+    if plan.pull_request.is_none() {
+        return Ok(());
+    }
+    let Some(pull) = crate::pull_request::open_for(plan, record)? else {
+        if !quiet {
+            crate::ui::print_note("no commits were pushed: no pull request to open");
+        }
+        return Ok(());
+    };
+    if !quiet {
+        let (number, url) = (pull.number, &pull.url);
+        crate::ui::print_note(&format!("pull request #{number} {}: {url}", pull.action));
+    }
+    record.pull_request = Some(pull);
+    record.save().map_err(|err| Error::internal("cannot save the run's record").with_source(err))
 }
 
 /// The record said: `--json` on stdout and, in a GitHub Actions step, the job's summary and

@@ -32,11 +32,15 @@ pub(crate) struct Held {
 }
 
 impl Held {
-    /// Serve `token` to git's requests for `remote_url`'s protocol and host.
-    pub(crate) fn serve(token: &Secret, remote_url: &str) -> Result<Held, Error> {
+    /// Serve `token` to git's requests for `remote_url`'s protocol and host; `None` for a
+    /// remote git reaches over ssh (the person's own key, not the token).
+    pub(crate) fn serve(token: &Secret, remote_url: &str) -> Result<Option<Held>, Error> {
+        if !remote_url.starts_with("http://") && !remote_url.starts_with("https://") {
+            return Ok(None);
+        }
         let allowed = Allowed::of(remote_url).ok_or_else(|| {
-            Error::forge(format!("eden holds the forge's token only for an `https://` push remote, not `{remote_url}`"))
-                .with_hint("point the push remote at the forge's https URL (an ssh remote uses your ssh key instead)")
+            Error::forge(format!("the push remote `{}` is plain http: the forge's token would travel in the clear", without_userinfo(remote_url)))
+                .with_hint("point the push remote at the forge's https URL: `git remote set-url origin https://…`")
         })?;
         let cannot = |err: std::io::Error| Error::internal("cannot make the folder of eden's credential socket").with_source(err);
         let dir = std::env::temp_dir().join(format!("eden-credential-{}", crate::values::random_hex(8).map_err(cannot)?));
@@ -55,7 +59,7 @@ impl Held {
                 }
             }
         });
-        Ok(Held { dir, socket, stop, thread: Some(thread) })
+        Ok(Some(Held { dir, socket, stop, thread: Some(thread) }))
     }
 
     /// `command` (a git command) with eden as its only credential helper.
@@ -76,6 +80,18 @@ impl Drop for Held {
             let _ = thread.join();
         }
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// `url` without a user or password in it.
+fn without_userinfo(url: &str) -> String {
+    match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+            let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+            format!("{scheme}://{host}/{path}")
+        }
+        None => url.to_owned(),
     }
 }
 
@@ -158,7 +174,10 @@ mod tests {
 
     #[test]
     fn the_socket_answers_and_goes_with_its_holder() {
-        let held = Held::serve(&Secret("tok-12345".into()), "https://github.com/o/r.git").unwrap();
+        assert!(Held::serve(&Secret("tok-12345".into()), "git@github.com:o/r.git").unwrap().is_none(), "ssh: the person's key");
+        let plain = Held::serve(&Secret("tok-12345".into()), "http://me:pw@forge.example/o/r.git").err().unwrap();
+        assert!(plain.message.contains("http://forge.example/o/r.git") && !plain.message.contains("pw"), "{}", plain.message);
+        let held = Held::serve(&Secret("tok-12345".into()), "https://github.com/o/r.git").unwrap().unwrap();
         let ask = |request: &str| {
             let mut stream = UnixStream::connect(&held.socket).unwrap();
             stream.write_all(request.as_bytes()).unwrap();

@@ -18,6 +18,7 @@ mod loop_plan;
 pub(crate) mod output_plan;
 pub(crate) mod plan;
 pub(crate) mod prompt;
+pub(crate) mod pull_request_plan;
 mod sandbox_plan;
 pub(crate) mod schema;
 pub(crate) mod services_plan;

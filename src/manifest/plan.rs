@@ -50,6 +50,10 @@ pub(crate) struct Plan {
     pub(crate) attempts: AttemptsPlan,
     /// `artifacts`: globs of the workspace's files kept after the run (`.eden/artifacts/RUN/`).
     pub(crate) artifacts: Vec<String>,
+    /// `[forge]`: where pull requests go, and the token eden holds for it.
+    pub(crate) forge: Option<super::pull_request_plan::ForgePlan>,
+    /// `[pull_request]`: push and open a pull request instead of merging here.
+    pub(crate) pull_request: Option<super::pull_request_plan::PullRequestPlan>,
     /// Values replaced by `***` in everything eden writes.
     #[serde(skip)]
     pub(crate) secrets: Vec<Secret>,
@@ -118,8 +122,14 @@ pub(crate) fn resolve(
     // `${VAR}` looks in eden's environment first, then in `.eden/.env`.
     let lookup = |name: &str| process_env(name).or_else(|| dotenv.values.get(name).cloned());
     let host_env: &dyn Fn(&str) -> Option<String> = &lookup;
-    let Parts { name, mut sandbox, hooks, sandbox_env, branch, log_file, mut steps, copy_to_worktree, services } =
+    let Parts { name, mut sandbox, hooks, sandbox_env, mut branch, log_file, mut steps, copy_to_worktree, services } =
         resolve_parts(&manifest, source, host_env)?;
+    let pull_request = super::pull_request_plan::resolve_pull_request(&manifest, branch.strategy, source)?;
+    let forge = super::pull_request_plan::resolve_forge(&manifest, source, host_env)?;
+    if let Some(pull_request) = &pull_request {
+        // The branch goes to the pull request's remote, under the lease `[branch] push` takes.
+        branch.push = Some(pull_request.remote.clone());
+    }
     sandbox.set_services(services);
     if manifest.sandbox.mount_agent_config != Some(false) {
         add_agent_state(&mut sandbox, &steps, host_env);
@@ -134,7 +144,8 @@ pub(crate) fn resolve(
         .iter()
         .map(|(key, value)| (key.clone(), Secret(lookup(key).unwrap_or_else(|| value.clone()))))
         .collect();
-    let secrets = secrets(&manifest, dotenv, host_env);
+    let mut secrets = secrets(&manifest, dotenv, host_env);
+    secrets.extend(forge.as_ref().map(|forge| forge.token.clone()));
     let env = EnvPlan { file: dotenv.path.clone(), dotenv: dotenv_plan, sandbox: sandbox_env };
     let around = super::held_plan::Surroundings {
         sandbox: &sandbox,
@@ -162,6 +173,8 @@ pub(crate) fn resolve(
         budget,
         attempts,
         artifacts,
+        forge,
+        pull_request,
         secrets,
     })
 }

@@ -54,6 +54,56 @@ pub(crate) struct Manifest {
     /// `attempts_pick = "best"`: a command run in each attempt's sandbox that prints a number;
     /// the lowest wins.
     pub(crate) attempts_score: Option<String>,
+    /// `[forge]`: where pull requests are opened, and the token eden holds for it.
+    pub(crate) forge: Option<ForgeSection>,
+    /// `[pull_request]`: the run's branch is pushed and a pull request opened (or updated)
+    /// instead of a local merge, then followed until it is green.
+    pub(crate) pull_request: Option<PullRequestSection>,
+}
+
+pub(crate) use crate::forge::{ForgeKind, MergeMethod};
+
+/// `[forge]`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ForgeSection {
+    /// `github` (the only kind for now).
+    pub(crate) kind: Option<ForgeKind>,
+    /// Default: `GITHUB_API_URL` when set, else `https://api.github.com`.
+    pub(crate) api_url: Option<String>,
+    /// `owner/name`; default: read from the push remote's URL.
+    pub(crate) repository: Option<String>,
+    /// Default: `${GITHUB_TOKEN}`, then `${GH_TOKEN}`. Held by eden: never in a sandbox.
+    pub(crate) token: Option<String>,
+}
+
+/// `[pull_request]`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PullRequestSection {
+    /// The branch the pull request goes into; default: the run's base branch.
+    pub(crate) base: Option<String>,
+    pub(crate) title: Option<String>,
+    pub(crate) body: Option<String>,
+    pub(crate) draft: Option<bool>,
+    pub(crate) labels: Option<Vec<String>>,
+    /// Follow the pull request after opening it until it is green (default true).
+    pub(crate) follow: Option<bool>,
+    pub(crate) max_rounds: Option<u32>,
+    pub(crate) give_up_label: Option<String>,
+    pub(crate) poll: Option<Duration>,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) require_approval: Option<bool>,
+    /// `false` (default), or how it is merged through the API once green.
+    pub(crate) merge: Option<MergeSetting>,
+}
+
+/// `pull_request.merge`: `false`, or a merge method.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(untagged)]
+pub(crate) enum MergeSetting {
+    Flag(bool),
+    Method(MergeMethod),
 }
 
 /// `attempts_pick`: which attempt lands.

@@ -53,6 +53,8 @@ pub(crate) struct MergeSettings<'a> {
     pub(crate) leftovers_fail: bool,
     /// What the run may not change and still merge by itself.
     pub(crate) protected: super::protect::Protected,
+    /// `[pull_request]`: the work lands through the forge, never by a merge here.
+    pub(crate) pull_request: bool,
 }
 
 /// What the run's work lands as: the decision, before anything is done.
@@ -128,6 +130,9 @@ pub(crate) fn finish(
         guard_what_steers(&workspace, &settings.protected, &mut error, reporter);
     }
     let mut landing = decide(pre.strategy, error.is_some(), has_work, pre.base_branch.as_deref());
+    if settings.pull_request && matches!(landing, Landing::Merge { .. }) {
+        landing = Landing::Branch;
+    }
     let claim = settle_attempt(&mut landing, &settings, shared.is_some(), &workspace, reporter);
     let waited_ms = u64::try_from(asked.elapsed().as_millis()).unwrap_or(u64::MAX);
     let merged = match &landing {

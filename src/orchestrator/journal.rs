@@ -66,6 +66,7 @@ impl Journal {
             hooks: Vec::new(),
             checks: Vec::new(),
             push: None,
+            pull_request: None,
             steps: Vec::new(),
             output: None,
             completion_signal: None,

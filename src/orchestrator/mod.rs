@@ -140,6 +140,8 @@ pub(crate) struct Run<'p> {
     holder: Option<crate::proxy::held::Holder>,
     /// `[branch] push`: where the remote's branch was when the run began.
     push_lease: Option<push::Lease>,
+    /// `[pull_request]`: the forge's token, answering eden's own git for the push remote.
+    credential: Option<crate::forge::credential::Held>,
 }
 
 impl<'p> Run<'p> {
@@ -171,11 +173,17 @@ impl<'p> Run<'p> {
             _ => {}
         }
         let sessions = sessions_to_carry(plan, &pre)?;
+        let repo = crate::git::Git::new(&pre.root);
+        if let Some(destination) = crate::pull_request::destination(plan, &repo)? {
+            let base = plan.pull_request.as_ref().and_then(|pr| pr.base.clone()).or_else(|| pre.base_branch.clone());
+            crate::pull_request::preflight(&destination, base.as_deref().unwrap_or("main"))?;
+        }
+        let credential = crate::pull_request::credential(plan, &repo)?;
         let push_lease = plan
             .branch
             .push
             .as_ref()
-            .map(|remote| push::take_lease(&crate::git::Git::new(&pre.root), remote, &pre.branch));
+            .map(|remote| push::take_lease(&crate::git::Git::new(&pre.root), remote, &pre.branch, credential.as_ref()));
         if let Some(interrupted) = interrupted(&abort) {
             return Err(interrupted);
         }
@@ -215,6 +223,7 @@ impl<'p> Run<'p> {
             sessions,
             holder: None,
             push_lease,
+            credential,
         };
         Ok((run, pre))
     }
@@ -466,7 +475,7 @@ impl<'p> Run<'p> {
         }
         let base = merged_into.filter(|_| self.plan.branch.push_base);
         let clock = std::time::Instant::now();
-        let record = push::push(repo, lease, &tip, base);
+        let record = push::push(repo, lease, &tip, base, self.credential.as_ref());
         self.events.report(&Event::Pushed {
             remote: lease.remote.as_str().into(),
             branch: lease.branch.as_str().into(),
@@ -527,6 +536,7 @@ impl<'p> Run<'p> {
             hold: self.plan.attempts.score.is_some(),
             leftovers_fail: ours && self.options.interactive.is_none(),
             protected: protect::Protected::of(self.plan, &workspace.pre.root, &workspace.pre.base_commit),
+            pull_request: self.plan.pull_request.is_some(),
         }
     }
 

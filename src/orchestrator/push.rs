@@ -4,6 +4,7 @@
 //! push that fails keeps everything local and says so.
 
 use crate::error::Error;
+use crate::forge::credential::Held;
 use crate::git::Git;
 use crate::record::PushRecord;
 
@@ -16,8 +17,10 @@ pub(super) struct Lease {
 }
 
 /// Ask `remote` where `branch` is. Never prompts for credentials: a run must not hang on one.
-pub(super) fn take_lease(repo: &Git, remote: &str, branch: &str) -> Lease {
-    let asked = quiet(repo.command(["ls-remote", "--heads", remote, &format!("refs/heads/{branch}")])).output();
+/// `credential`: the forge's token, held by eden, for this remote.
+pub(super) fn take_lease(repo: &Git, remote: &str, branch: &str, credential: Option<&Held>) -> Lease {
+    let command = quiet(repo.command(["ls-remote", "--heads", remote, &format!("refs/heads/{branch}")]), credential);
+    let asked = command.output();
     let expected = match asked {
         Ok(output) if output.success() => {
             Some(output.stdout.split_whitespace().next().map(str::to_owned).unwrap_or_default())
@@ -27,12 +30,15 @@ pub(super) fn take_lease(repo: &Git, remote: &str, branch: &str) -> Lease {
     Lease { remote: remote.to_owned(), branch: branch.to_owned(), expected }
 }
 
-fn quiet(command: crate::process::ProcessBuilder) -> crate::process::ProcessBuilder {
-    command.env("GIT_TERMINAL_PROMPT", "0").env("GIT_ASKPASS", "true").env("SSH_ASKPASS", "true")
+fn quiet(command: crate::process::ProcessBuilder, credential: Option<&Held>) -> crate::process::ProcessBuilder {
+    match credential {
+        Some(held) => held.dress(command).env("SSH_ASKPASS", "true"),
+        None => command.env("GIT_TERMINAL_PROMPT", "0").env("GIT_ASKPASS", "true").env("SSH_ASKPASS", "true"),
+    }
 }
 
 /// Push `tip` as the lease's branch, and `base` (the target the run merged into) when given.
-pub(super) fn push(repo: &Git, lease: &Lease, tip: &str, base: Option<&str>) -> PushRecord {
+pub(super) fn push(repo: &Git, lease: &Lease, tip: &str, base: Option<&str>, credential: Option<&Held>) -> PushRecord {
     let refspec = format!("{tip}:refs/heads/{}", lease.branch);
     let mut args = vec!["push".to_owned(), "--porcelain".to_owned()];
     // The remote's branch must still be where it was: a new branch must still be absent.
@@ -49,7 +55,7 @@ pub(super) fn push(repo: &Git, lease: &Lease, tip: &str, base: Option<&str>) -> 
         base_pushed: None,
         error: None,
     };
-    if let Err(why) = run(repo, &args) {
+    if let Err(why) = run(repo, &args, credential) {
         record.error = Some(why.message);
         return record;
     }
@@ -64,6 +70,7 @@ pub(super) fn push(repo: &Git, lease: &Lease, tip: &str, base: Option<&str>) -> 
                 lease.remote.clone(),
                 format!("refs/heads/{base}:refs/heads/{base}"),
             ],
+            credential,
         );
         record.base_pushed = Some(pushed.is_ok());
         record.error = pushed.err().map(|why| why.message);
@@ -72,8 +79,8 @@ pub(super) fn push(repo: &Git, lease: &Lease, tip: &str, base: Option<&str>) -> 
 }
 
 /// Run git; `Err` is what git said, its last lines.
-fn run(repo: &Git, args: &[String]) -> Result<(), Error> {
-    let output = quiet(repo.command(args)).output().map_err(|err| Error::git(format!("cannot run git: {err}")))?;
+fn run(repo: &Git, args: &[String], credential: Option<&Held>) -> Result<(), Error> {
+    let output = quiet(repo.command(args), credential).output().map_err(|err| Error::git(format!("cannot run git: {err}")))?;
     if output.success() {
         return Ok(());
     }

@@ -144,6 +144,13 @@ pub(crate) fn outputs(runs: &[Summarized<'_>], exit_code: i32) -> String {
         let dir = run.record.and_then(|record| record.artifacts_dir.as_ref());
         dir.map(|dir| dir.display().to_string()).unwrap_or_default()
     };
+    let pull_url = |run: &Summarized<'_>| {
+        run.record.and_then(|record| record.pull_request.as_ref()).map(|pull| pull.url.clone()).unwrap_or_default()
+    };
+    let pull_number = |run: &Summarized<'_>| {
+        let pull = run.record.and_then(|record| record.pull_request.as_ref());
+        pull.map(|pull| pull.number.to_string()).unwrap_or_default()
+    };
     let json: Vec<serde_json::Value> = runs
         .iter()
         .map(|run| {
@@ -161,6 +168,7 @@ pub(crate) fn outputs(runs: &[Summarized<'_>], exit_code: i32) -> String {
                 "attempt": run.record.and_then(|record| record.attempt.as_ref()).map(|attempt| attempt.number),
                 "chosen": run.record.and_then(|record| record.attempt.as_ref()).map(|attempt| attempt.chosen),
                 "artifacts": run.record.map(|record| record.artifacts.clone()).unwrap_or_default(),
+                "pull_request": run.record.and_then(|record| record.pull_request.clone()),
             })
         })
         .collect();
@@ -181,6 +189,8 @@ pub(crate) fn outputs(runs: &[Summarized<'_>], exit_code: i32) -> String {
         ("commits", values(&commits)),
         ("cost_usd", values(&cost)),
         ("artifacts", values(&artifacts)),
+        ("pull_request_url", values(&pull_url)),
+        ("pull_request_number", values(&pull_number)),
         ("runs", serde_json::Value::Array(json).to_string()),
     ];
     let mut out = String::new();
