@@ -110,6 +110,35 @@ fn refuse_held_keys_in_services(
     Ok(())
 }
 
+/// The forge's token is eden's alone: an `env` table that hands its value to the agent, a
+/// sandbox hook or a service is refused.
+fn refuse_forge_token_handed_on(
+    forge: Option<&super::pull_request_plan::ForgePlan>,
+    steps: &[StepPlan],
+    env: &EnvPlan,
+    sandbox: &SandboxPlan,
+    source: &Source,
+) -> Result<(), Error> {
+    let Some(forge) = forge else { return Ok(()) };
+    let mut tables: Vec<(String, &BTreeMap<String, Secret>)> = vec![("sandbox.env".to_owned(), &env.sandbox)];
+    for step in steps {
+        if let Some(agent_env) = step.agent.env() {
+            tables.push(("agent.env".to_owned(), agent_env));
+        }
+    }
+    for service in sandbox.services() {
+        tables.push((format!("service `{}`'s env", service.name), &service.env));
+    }
+    for (table, values) in tables {
+        if let Some((key, _)) = values.iter().find(|(_, value)| value.0 == forge.token.0) {
+            return Err(source
+                .error_at(&KeyPath::parse("forge"), format!("{table} hands `{key}` the forge's token, which eden holds: the agent would hold the keys to the repository"))
+                .with_hint("leave the token out of the sandbox: eden pushes and talks to the forge itself"));
+        }
+    }
+    Ok(())
+}
+
 /// The manifest resolved into the settings of a run, or its mistakes: every independent one is
 /// found, the first with the others as its `also`.
 pub(crate) fn resolve(
@@ -159,6 +188,7 @@ pub(crate) fn resolve(
         step.held = super::held_plan::resolve(&step.agent, manifest.sandbox.hold_keys, &around)?;
     }
     refuse_held_keys_in_services(&steps, sandbox.services(), source)?;
+    refuse_forge_token_handed_on(forge.as_ref(), &steps, &env, &sandbox, source)?;
     Ok(Plan {
         name,
         manifest: source.file.clone(),
