@@ -39,11 +39,17 @@ impl Held {
             return Ok(None);
         }
         let allowed = Allowed::of(remote_url).ok_or_else(|| {
-            Error::forge(format!("the push remote `{}` is plain http: the forge's token would travel in the clear", without_userinfo(remote_url)))
-                .with_hint("point the push remote at the forge's https URL: `git remote set-url origin https://…`")
+            Error::forge(format!(
+                "the push remote `{}` is plain http: the forge's token would travel in the clear",
+                without_userinfo(remote_url)
+            ))
+            .with_hint("point the push remote at the forge's https URL: `git remote set-url origin https://…`")
         })?;
-        let cannot = |err: std::io::Error| Error::internal("cannot make the folder of eden's credential socket").with_source(err);
-        let dir = std::env::temp_dir().join(format!("eden-credential-{}", crate::values::random_hex(8).map_err(cannot)?));
+        let cannot = |err: std::io::Error| {
+            Error::internal("cannot make the folder of eden's credential socket").with_source(err)
+        };
+        let dir =
+            std::env::temp_dir().join(format!("eden-credential-{}", crate::values::random_hex(8).map_err(cannot)?));
         std::fs::DirBuilder::new().mode(0o700).create(&dir).map_err(cannot)?;
         let socket = dir.join("socket");
         let listener = UnixListener::bind(&socket).map_err(cannot)?;
@@ -67,7 +73,11 @@ impl Held {
         let eden = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("eden"));
         let helper = format!("!'{}' {CREDENTIAL_SUBCOMMAND}", eden.display().to_string().replace('\'', r"'\''"));
         let command = crate::git::with_config(command, &[("credential.helper", ""), ("credential.helper", &helper)]);
-        command.env(SOCKET_VAR, &self.socket).env("GIT_TERMINAL_PROMPT", "0").env_remove("GIT_ASKPASS").env_remove("SSH_ASKPASS")
+        command
+            .env(SOCKET_VAR, &self.socket)
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .env_remove("GIT_ASKPASS")
+            .env_remove("SSH_ASKPASS")
     }
 }
 
@@ -106,7 +116,9 @@ impl Allowed {
         let (protocol, rest) = remote_url.split_once("://")?;
         let authority = rest.split('/').next()?;
         let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host).to_owned();
-        let loopback = ["127.0.0.1", "localhost", "[::1]"].iter().any(|name| host == *name || host.starts_with(&format!("{name}:")));
+        let loopback = ["127.0.0.1", "localhost", "[::1]"]
+            .iter()
+            .any(|name| host == *name || host.starts_with(&format!("{name}:")));
         match protocol {
             "https" => Some(Allowed { protocol: protocol.to_owned(), host }),
             "http" if loopback => Some(Allowed { protocol: protocol.to_owned(), host }),
@@ -174,9 +186,16 @@ mod tests {
 
     #[test]
     fn the_socket_answers_and_goes_with_its_holder() {
-        assert!(Held::serve(&Secret("tok-12345".into()), "git@github.com:o/r.git").unwrap().is_none(), "ssh: the person's key");
+        assert!(
+            Held::serve(&Secret("tok-12345".into()), "git@github.com:o/r.git").unwrap().is_none(),
+            "ssh: the person's key"
+        );
         let plain = Held::serve(&Secret("tok-12345".into()), "http://me:pw@forge.example/o/r.git").err().unwrap();
-        assert!(plain.message.contains("http://forge.example/o/r.git") && !plain.message.contains("pw"), "{}", plain.message);
+        assert!(
+            plain.message.contains("http://forge.example/o/r.git") && !plain.message.contains("pw"),
+            "{}",
+            plain.message
+        );
         let held = Held::serve(&Secret("tok-12345".into()), "https://github.com/o/r.git").unwrap().unwrap();
         let ask = |request: &str| {
             let mut stream = UnixStream::connect(&held.socket).unwrap();

@@ -5,7 +5,9 @@
 //! `Authorization` header of requests to the API's own origin only: a job log's download is a
 //! redirect elsewhere, which the client follows without it.
 
-use super::{Check, CheckState, Forge, NewPullRequest, PullRequest, Requests, Review, ReviewComment, Target};
+use super::api::{
+    Check, CheckState, Forge, MergeMethod, NewPullRequest, PullRequest, Requests, Review, ReviewComment, Target,
+};
 use crate::error::Error;
 use crate::net::http::{Client, HttpError, Method, Request, Response};
 use crate::values::BaseUrl;
@@ -70,7 +72,13 @@ impl GitHub {
     }
 
     /// One request, its rate limits waited out: the answer, whatever its status.
-    fn exchange(&mut self, method: Method, url: &str, extra: &[(String, String)], body: &[u8]) -> Result<Response, Error> {
+    fn exchange(
+        &mut self,
+        method: Method,
+        url: &str,
+        extra: &[(String, String)],
+        body: &[u8],
+    ) -> Result<Response, Error> {
         let mut headers = self.headers();
         headers.extend(extra.iter().cloned());
         if !body.is_empty() {
@@ -209,7 +217,7 @@ impl Forge for GitHub {
         self.send_json(Method::Post, &url, &serde_json::json!({ "labels": labels })).map(drop)
     }
 
-    fn merge(&mut self, number: u64, method: super::MergeMethod, sha: &str) -> Result<(), Error> {
+    fn merge(&mut self, number: u64, method: MergeMethod, sha: &str) -> Result<(), Error> {
         let url = self.repo(&format!("/pulls/{number}/merge"));
         let body = serde_json::json!({ "merge_method": method.as_str(), "sha": sha });
         self.send_json(Method::Put, &url, &body).map(drop)
@@ -313,8 +321,11 @@ fn unreachable_api(target: &Target, err: &HttpError) -> Error {
 
 fn parse<T: DeserializeOwned>(body: &[u8], url: &str) -> Result<T, Error> {
     serde_json::from_slice(body).map_err(|err| {
-        Error::forge(format!("the forge's answer to `{}` is not what eden reads: {err}", url.split('?').next().unwrap_or(url)))
-            .with_hint("is `[forge] api_url` a GitHub API? (`https://api.github.com`, or `https://HOST/api/v3`)")
+        Error::forge(format!(
+            "the forge's answer to `{}` is not what eden reads: {err}",
+            url.split('?').next().unwrap_or(url)
+        ))
+        .with_hint("is `[forge] api_url` a GitHub API? (`https://api.github.com`, or `https://HOST/api/v3`)")
     })
 }
 
@@ -559,7 +570,8 @@ mod tests {
         assert_eq!(rate_limited(&answer(403, &[("Retry-After", "7")])), Some(Duration::from_secs(7)));
         assert_eq!(rate_limited(&answer(429, &[])), Some(Duration::from_secs(60)));
         let soon = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() + 5;
-        let wait = rate_limited(&answer(403, &[("X-RateLimit-Remaining", "0"), ("X-RateLimit-Reset", &soon.to_string())]));
+        let wait =
+            rate_limited(&answer(403, &[("X-RateLimit-Remaining", "0"), ("X-RateLimit-Reset", &soon.to_string())]));
         assert!(wait.is_some_and(|wait| wait <= Duration::from_secs(6) && wait >= Duration::from_secs(4)), "{wait:?}");
         assert_eq!(rate_limited(&answer(403, &[("X-RateLimit-Remaining", "12")])), None, "a plain refusal");
         assert_eq!(rate_limited(&answer(200, &[("Retry-After", "7")])), None);

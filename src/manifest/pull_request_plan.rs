@@ -99,7 +99,10 @@ fn api_url(
     let loopback = matches!(url.host.as_str(), "127.0.0.1" | "localhost" | "::1");
     if !url.tls && !loopback {
         return Err(source
-            .error_at(&path.child("api_url"), format!("{from} `{text}` is plain http: the token would travel in the clear"))
+            .error_at(
+                &path.child("api_url"),
+                format!("{from} `{text}` is plain http: the token would travel in the clear"),
+            )
             .with_hint("use the forge's https URL"));
     }
     Ok(url)
@@ -123,16 +126,19 @@ fn token(
                 row.token_vars.iter().map(|var| format!("`{var}`")).collect::<Vec<_>>().join(" nor ")
             ))
             .with_hint(format!(
-                "export `{}` (in GitHub Actions: `env: GITHUB_TOKEN: ${{{{ secrets.GITHUB_TOKEN }}}}`), or name another variable: `[forge] token = \"${{MY_TOKEN}}\"`",
-                row.token_vars[0]
+                "export `{var}` (in GitHub Actions: `env: {var}: ${{{{ secrets.{var} }}}}`), or name another variable: `[forge] token = \"${{MY_TOKEN}}\"`",
+                var = row.token_vars[0]
             ))
         });
     };
     let names = super::env_plan::env_references(written);
     if names.len() != 1 || written.trim() != format!("${{{}}}", names[0]) {
         return Err(source
-            .error_at(&key, "`forge.token` must be one `${VAR}` reference: a token written in the manifest is a leaked token")
-            .with_hint("export the token and refer to it: `token = \"${GITHUB_TOKEN}\"`"));
+            .error_at(
+                &key,
+                "`forge.token` must be one `${VAR}` reference: a token written in the manifest is a leaked token",
+            )
+            .with_hint(format!("export the token and refer to it: `token = \"${{{}}}\"`", row.token_vars[0])));
     }
     match host_env(names[0]).filter(|value| !value.is_empty()) {
         Some(value) => Ok((Secret(value), names[0].to_owned())),
@@ -151,19 +157,27 @@ pub(crate) fn resolve_pull_request(
     let path = KeyPath::parse("pull_request");
     if strategy == Strategy::Head {
         return Err(source
-            .error_at(&KeyPath::parse("branch.strategy"), "a `[pull_request]` needs a branch of the run's own: strategy `head` commits on your checkout")
+            .error_at(
+                &KeyPath::parse("branch.strategy"),
+                "a `[pull_request]` needs a branch of the run's own: strategy `head` commits on your checkout",
+            )
             .with_hint("use `strategy = \"merge-to-head\"` (the default) or `\"named\"`"));
     }
     if manifest.branch.push_base == Some(true) {
         return Err(source
-            .error_at_key(&KeyPath::parse("branch.push_base"), "`branch.push_base` pushes a base the run merged into; with a `[pull_request]` nothing merges here")
+            .error_at_key(
+                &KeyPath::parse("branch.push_base"),
+                "`branch.push_base` pushes a base the run merged into; with a `[pull_request]` nothing merges here",
+            )
             .with_hint("leave `push_base` out: the pull request merges on the forge (`pull_request.merge`)"));
     }
     check_placeholders(section, manifest, &path, source)?;
     if section.follow != Some(false) {
         return Err(source
             .error_at(&path, "following a pull request until it is green (`follow`, the default) is not built yet")
-            .with_hint("set `follow = false`: eden pushes the branch and opens (or updates) the pull request, and stops there"));
+            .with_hint(
+                "set `follow = false`: eden pushes the branch and opens (or updates) the pull request, and stops there",
+            ));
     }
     let merge = match section.merge {
         None | Some(MergeSetting::Flag(false)) => None,
@@ -176,11 +190,14 @@ pub(crate) fn resolve_pull_request(
     };
     let durations = [("poll", section.poll), ("timeout", section.timeout)];
     if let Some((key, _)) = durations.iter().find(|(_, value)| value.is_some_and(|value| value.0.is_zero())) {
-        return Err(source.error_at(&path.child(key), format!("`{key}` must be longer than 0")).with_hint("e.g. \"30s\" or \"2h\""));
+        return Err(source
+            .error_at(&path.child(key), format!("`{key}` must be longer than 0"))
+            .with_hint("e.g. \"30s\" or \"2h\""));
     }
     let labels = section.labels.clone().unwrap_or_default();
     let give_up_label = section.give_up_label.clone().unwrap_or_else(|| "needs-human".to_owned());
-    if let Some(label) = labels.iter().chain([&give_up_label]).find(|label| label.trim().is_empty() || label.len() > 50) {
+    if let Some(label) = labels.iter().chain([&give_up_label]).find(|label| label.trim().is_empty() || label.len() > 50)
+    {
         return Err(source
             .error_at(&path.child("labels"), format!("`{label}` is not a label a forge takes (1 to 50 characters)"))
             .with_hint("e.g. `labels = [\"agent\"]`"));
@@ -202,7 +219,12 @@ pub(crate) fn resolve_pull_request(
     }))
 }
 
-fn check_placeholders(section: &PullRequestSection, manifest: &Manifest, path: &KeyPath, source: &Source) -> Result<(), Error> {
+fn check_placeholders(
+    section: &PullRequestSection,
+    manifest: &Manifest,
+    path: &KeyPath,
+    source: &Source,
+) -> Result<(), Error> {
     for (key, template) in [("title", &section.title), ("body", &section.body)] {
         let Some(template) = template else { continue };
         let unknown = super::prompt::placeholders(template)
@@ -211,7 +233,10 @@ fn check_placeholders(section: &PullRequestSection, manifest: &Manifest, path: &
         if let Some(name) = unknown {
             return Err(source
                 .error_at(&path.child(key), format!("`{{{{{name}}}}}` is not a placeholder a pull request knows"))
-                .with_hint(format!("use one of {} or a key of `[prompt_args]`", PLACEHOLDERS.map(|p| format!("{{{{{p}}}}}")).join(", "))));
+                .with_hint(format!(
+                    "use one of {} or a key of `[prompt_args]`",
+                    PLACEHOLDERS.map(|p| format!("{{{{{p}}}}}")).join(", ")
+                )));
         }
     }
     Ok(())

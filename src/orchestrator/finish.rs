@@ -121,18 +121,12 @@ pub(crate) fn finish(
             None
         }
     };
-    // A run started `--from` another carries that run's commits: they land with it, even when
-    // it adds none of its own.
-    let carried = pre.start_commit != pre.base_commit
-        && workspace.repo.commits_between(&pre.base_commit, &pre.branch).is_ok_and(|carried| !carried.is_empty());
-    let has_work = !commits.is_empty() || carried;
+    let has_work = !commits.is_empty() || carries_work(&workspace);
     if error.is_none() && has_work {
         guard_what_steers(&workspace, &settings.protected, &mut error, reporter);
     }
-    let mut landing = decide(pre.strategy, error.is_some(), has_work, pre.base_branch.as_deref());
-    if settings.pull_request && matches!(landing, Landing::Merge { .. }) {
-        landing = Landing::Branch;
-    }
+    let target = pre.base_branch.as_deref().filter(|_| !settings.pull_request);
+    let mut landing = decide(pre.strategy, error.is_some(), has_work, target);
     let claim = settle_attempt(&mut landing, &settings, shared.is_some(), &workspace, reporter);
     let waited_ms = u64::try_from(asked.elapsed().as_millis()).unwrap_or(u64::MAX);
     let merged = match &landing {
@@ -171,6 +165,14 @@ pub(crate) fn finish(
     }
     drop(shared);
     Finished { lock: workspace.lock, commits, merged, preserved_branch, preserved_worktree, error, chosen }
+}
+
+/// A run started `--from` another carries that run's commits: they land with it, even when it
+/// adds none of its own.
+fn carries_work(workspace: &Workspace) -> bool {
+    let pre = &workspace.pre;
+    pre.start_commit != pre.base_commit
+        && workspace.repo.commits_between(&pre.base_commit, &pre.branch).is_ok_and(|carried| !carried.is_empty())
 }
 
 /// Of several attempts, the first to get here with work to merge lands (the claim's path);

@@ -80,7 +80,8 @@ pub(super) fn push(repo: &Git, lease: &Lease, tip: &str, base: Option<&str>, cre
 
 /// Run git; `Err` is what git said, its last lines.
 fn run(repo: &Git, args: &[String], credential: Option<&Held>) -> Result<(), Error> {
-    let output = quiet(repo.command(args), credential).output().map_err(|err| Error::git(format!("cannot run git: {err}")))?;
+    let output =
+        quiet(repo.command(args), credential).output().map_err(|err| Error::git(format!("cannot run git: {err}")))?;
     if output.success() {
         return Ok(());
     }

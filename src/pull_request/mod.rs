@@ -101,7 +101,13 @@ pub(crate) fn open_for(plan: &Plan, record: &RunRecord) -> Result<Option<PullReq
             let values = placeholders(plan, record, &repo);
             let title = render(pull_request.title.as_deref(), &values, &default_title(plan, &values));
             let body = render(pull_request.body.as_deref(), &values, &default_body(record, &values));
-            let new = NewPullRequest { head: &pushed.branch, base: &base, title: &title, body: &body, draft: pull_request.draft };
+            let new = NewPullRequest {
+                head: &pushed.branch,
+                base: &base,
+                title: &title,
+                body: &body,
+                draft: pull_request.draft,
+            };
             let opened = forge.open(&new)?;
             if !pull_request.labels.is_empty() {
                 forge.add_labels(opened.number, &pull_request.labels)?;
@@ -123,7 +129,12 @@ pub(crate) fn open_for(plan: &Plan, record: &RunRecord) -> Result<Option<PullReq
 
 fn placeholders(plan: &Plan, record: &RunRecord, repo: &Git) -> BTreeMap<String, String> {
     let first = repo
-        .run(["log", "--reverse", "--format=%s", &format!("{}..{}", record.base_commit, record.push.as_ref().map_or("HEAD", |p| &p.commit))])
+        .run([
+            "log",
+            "--reverse",
+            "--format=%s",
+            &format!("{}..{}", record.base_commit, record.push.as_ref().map_or("HEAD", |p| &p.commit)),
+        ])
         .ok()
         .and_then(|subjects| subjects.lines().next().map(str::to_owned))
         .unwrap_or_default();
@@ -140,7 +151,8 @@ fn placeholders(plan: &Plan, record: &RunRecord, repo: &Git) -> BTreeMap<String,
 }
 
 fn render(template: Option<&str>, values: &BTreeMap<String, String>, default: &str) -> String {
-    let text = template.map_or_else(|| default.to_owned(), |template| crate::manifest::prompt::render(template, values));
+    let text =
+        template.map_or_else(|| default.to_owned(), |template| crate::manifest::prompt::render(template, values));
     crate::redact::apply(&text).into_owned()
 }
 
@@ -164,7 +176,11 @@ fn default_body(record: &RunRecord, values: &BTreeMap<String, String>) -> String
     let checks = record.last_checks();
     if !checks.is_empty() {
         let passed = checks.iter().filter(|check| check.outcome == crate::record::HookOutcome::Ok).count();
-        body.push_str(&format!("- checks: {passed}/{} passed ({})\n", checks.len(), checks.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ")));
+        body.push_str(&format!(
+            "- checks: {passed}/{} passed ({})\n",
+            checks.len(),
+            checks.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ")
+        ));
     }
     if let Some(cost) = record.usage.as_ref().and_then(|usage| usage.cost_usd) {
         body.push_str(&format!("- cost: ${cost:.2}\n"));

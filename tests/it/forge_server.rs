@@ -151,7 +151,8 @@ fn read_request(stream: &mut TcpStream) -> std::io::Result<Request> {
     let mut parts = line.split_whitespace();
     let method = parts.next().unwrap_or_default().to_owned();
     let target = parts.next().unwrap_or_default().to_owned();
-    let (path, query) = target.split_once('?').map_or((target.clone(), String::new()), |(p, q)| (p.to_owned(), q.to_owned()));
+    let (path, query) =
+        target.split_once('?').map_or((target.clone(), String::new()), |(p, q)| (p.to_owned(), q.to_owned()));
     let mut headers = Vec::new();
     loop {
         let mut line = String::new();
@@ -272,7 +273,10 @@ fn api(state: &State, request: &Request) -> (u16, Value) {
             let body: Value = serde_json::from_slice(&request.body).unwrap_or_default();
             let field = |key: &str| body[key].as_str().unwrap_or_default().to_owned();
             if tip(&bare, &field("base")).is_none() || tip(&bare, &field("head")).is_none() {
-                return (422, json!({ "message": "Validation Failed", "errors": [{ "message": "base or head invalid" }] }));
+                return (
+                    422,
+                    json!({ "message": "Validation Failed", "errors": [{ "message": "base or head invalid" }] }),
+                );
             }
             let pull = Pull {
                 number: pulls.len() as u64 + 1,
@@ -297,7 +301,8 @@ fn api(state: &State, request: &Request) -> (u16, Value) {
             let Some(pull) = pulls.iter_mut().find(|pull| pull.number.to_string() == *number) else {
                 return (404, json!({ "message": "Not Found" }));
             };
-            pull.labels.extend(body["labels"].as_array().into_iter().flatten().filter_map(|l| l.as_str().map(str::to_owned)));
+            pull.labels
+                .extend(body["labels"].as_array().into_iter().flatten().filter_map(|l| l.as_str().map(str::to_owned)));
             (200, json!(pull.labels.iter().map(|name| json!({ "name": name })).collect::<Vec<_>>()))
         }
         _ => (404, json!({ "message": "Not Found" })),

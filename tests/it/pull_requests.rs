@@ -72,7 +72,10 @@ fn a_run_pushes_with_the_held_token_and_opens_its_pull_request() {
     assert!(run.stderr.contains("pull request #1 opened: https://forge.test/octo/hello/pull/1"), "{}", run.stderr);
     // Every call to the API and every git request that asked carried the token.
     let seen = forge.seen();
-    assert!(seen.iter().any(|s| s.path.starts_with("/git/") && s.method == "POST" && s.authorized), "a push: {seen:#?}");
+    assert!(
+        seen.iter().any(|s| s.path.starts_with("/git/") && s.method == "POST" && s.authorized),
+        "a push: {seen:#?}"
+    );
     for request in seen.iter().filter(|s| !s.path.starts_with("/git/")) {
         assert!(request.authorized, "an API call without the token: {request:?}");
     }
