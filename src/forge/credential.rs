@@ -23,8 +23,41 @@ const SOCKET_VAR: &str = "EDEN_CREDENTIAL_SOCKET";
 /// The most a request may be.
 const MAX_REQUEST: u64 = 8 * 1024;
 
+/// The forge's token and the one remote it is for. It is served only while one of eden's git
+/// commands to that remote runs (`output`): never while an agent runs, so not even an agent
+/// on this machine (sandbox `none`) finds a socket that answers.
+#[derive(Clone)]
+pub(crate) struct ForRemote {
+    token: Secret,
+    url: String,
+}
+
+impl ForRemote {
+    /// The token for `remote_url`; `None` for a remote git reaches over ssh (the person's own
+    /// key, not the token); an error for plain http off this machine.
+    pub(crate) fn new(token: &Secret, remote_url: &str) -> Result<Option<ForRemote>, Error> {
+        if !remote_url.starts_with("http://") && !remote_url.starts_with("https://") {
+            return Ok(None);
+        }
+        if Allowed::of(remote_url).is_none() {
+            return Err(Error::forge(format!(
+                "the push remote `{}` is plain http: the forge's token would travel in the clear",
+                without_userinfo(remote_url)
+            ))
+            .with_hint("point the push remote at the forge's https URL: `git remote set-url origin https://…`"));
+        }
+        Ok(Some(ForRemote { token: token.clone(), url: remote_url.to_owned() }))
+    }
+
+    /// Run `command` (a git command to the remote) with the token served to it alone.
+    pub(crate) fn output(&self, command: ProcessBuilder) -> std::io::Result<crate::process::Output> {
+        let held = Held::serve(&self.token, &self.url).map_err(|err| std::io::Error::other(err.message))?;
+        held.dress(command).output()
+    }
+}
+
 /// The token, answering git's helper for as long as this lives.
-pub(crate) struct Held {
+struct Held {
     dir: PathBuf,
     socket: PathBuf,
     stop: Arc<AtomicBool>,
@@ -32,19 +65,10 @@ pub(crate) struct Held {
 }
 
 impl Held {
-    /// Serve `token` to git's requests for `remote_url`'s protocol and host; `None` for a
-    /// remote git reaches over ssh (the person's own key, not the token).
-    pub(crate) fn serve(token: &Secret, remote_url: &str) -> Result<Option<Held>, Error> {
-        if !remote_url.starts_with("http://") && !remote_url.starts_with("https://") {
-            return Ok(None);
-        }
-        let allowed = Allowed::of(remote_url).ok_or_else(|| {
-            Error::forge(format!(
-                "the push remote `{}` is plain http: the forge's token would travel in the clear",
-                without_userinfo(remote_url)
-            ))
-            .with_hint("point the push remote at the forge's https URL: `git remote set-url origin https://…`")
-        })?;
+    /// Serve `token` to git's requests for `remote_url`'s protocol and host (one `ForRemote`
+    /// checked).
+    fn serve(token: &Secret, remote_url: &str) -> Result<Held, Error> {
+        let allowed = Allowed::of(remote_url).ok_or_else(|| Error::internal("a remote the token is not for"))?;
         let cannot = |err: std::io::Error| {
             Error::internal("cannot make the folder of eden's credential socket").with_source(err)
         };
@@ -65,11 +89,11 @@ impl Held {
                 }
             }
         });
-        Ok(Some(Held { dir, socket, stop, thread: Some(thread) }))
+        Ok(Held { dir, socket, stop, thread: Some(thread) })
     }
 
     /// `command` (a git command) with eden as its only credential helper.
-    pub(crate) fn dress(&self, command: ProcessBuilder) -> ProcessBuilder {
+    fn dress(&self, command: ProcessBuilder) -> ProcessBuilder {
         let eden = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("eden"));
         let helper = format!("!'{}' {CREDENTIAL_SUBCOMMAND}", eden.display().to_string().replace('\'', r"'\''"));
         let command = crate::git::with_config(command, &[("credential.helper", ""), ("credential.helper", &helper)]);

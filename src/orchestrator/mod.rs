@@ -141,7 +141,7 @@ pub(crate) struct Run<'p> {
     /// `[branch] push`: where the remote's branch was when the run began.
     push_lease: Option<push::Lease>,
     /// `[pull_request]`: the forge's token, answering eden's own git for the push remote.
-    credential: Option<crate::forge::credential::Held>,
+    credential: Option<crate::forge::credential::ForRemote>,
 }
 
 impl<'p> Run<'p> {

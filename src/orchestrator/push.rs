@@ -4,7 +4,7 @@
 //! push that fails keeps everything local and says so.
 
 use crate::error::Error;
-use crate::forge::credential::Held;
+use crate::forge::credential::ForRemote;
 use crate::git::Git;
 use crate::record::PushRecord;
 
@@ -18,9 +18,8 @@ pub(super) struct Lease {
 
 /// Ask `remote` where `branch` is. Never prompts for credentials: a run must not hang on one.
 /// `credential`: the forge's token, held by eden, for this remote.
-pub(super) fn take_lease(repo: &Git, remote: &str, branch: &str, credential: Option<&Held>) -> Lease {
-    let command = quiet(repo.command(["ls-remote", "--heads", remote, &format!("refs/heads/{branch}")]), credential);
-    let asked = command.output();
+pub(super) fn take_lease(repo: &Git, remote: &str, branch: &str, credential: Option<&ForRemote>) -> Lease {
+    let asked = output(repo.command(["ls-remote", "--heads", remote, &format!("refs/heads/{branch}")]), credential);
     let expected = match asked {
         Ok(output) if output.success() => {
             Some(output.stdout.split_whitespace().next().map(str::to_owned).unwrap_or_default())
@@ -30,15 +29,27 @@ pub(super) fn take_lease(repo: &Git, remote: &str, branch: &str, credential: Opt
     Lease { remote: remote.to_owned(), branch: branch.to_owned(), expected }
 }
 
-fn quiet(command: crate::process::ProcessBuilder, credential: Option<&Held>) -> crate::process::ProcessBuilder {
+/// Run a git command to the remote: with the forge's token served to it alone, or never asking
+/// for a credential.
+fn output(
+    command: crate::process::ProcessBuilder,
+    credential: Option<&ForRemote>,
+) -> std::io::Result<crate::process::Output> {
+    let command = command.env("GIT_TERMINAL_PROMPT", "0").env("SSH_ASKPASS", "true");
     match credential {
-        Some(held) => held.dress(command).env("SSH_ASKPASS", "true"),
-        None => command.env("GIT_TERMINAL_PROMPT", "0").env("GIT_ASKPASS", "true").env("SSH_ASKPASS", "true"),
+        Some(credential) => credential.output(command),
+        None => command.env("GIT_ASKPASS", "true").output(),
     }
 }
 
 /// Push `tip` as the lease's branch, and `base` (the target the run merged into) when given.
-pub(super) fn push(repo: &Git, lease: &Lease, tip: &str, base: Option<&str>, credential: Option<&Held>) -> PushRecord {
+pub(super) fn push(
+    repo: &Git,
+    lease: &Lease,
+    tip: &str,
+    base: Option<&str>,
+    credential: Option<&ForRemote>,
+) -> PushRecord {
     let refspec = format!("{tip}:refs/heads/{}", lease.branch);
     let mut args = vec!["push".to_owned(), "--porcelain".to_owned()];
     // The remote's branch must still be where it was: a new branch must still be absent.
@@ -79,9 +90,8 @@ pub(super) fn push(repo: &Git, lease: &Lease, tip: &str, base: Option<&str>, cre
 }
 
 /// Run git; `Err` is what git said, its last lines.
-fn run(repo: &Git, args: &[String], credential: Option<&Held>) -> Result<(), Error> {
-    let output =
-        quiet(repo.command(args), credential).output().map_err(|err| Error::git(format!("cannot run git: {err}")))?;
+fn run(repo: &Git, args: &[String], credential: Option<&ForRemote>) -> Result<(), Error> {
+    let output = output(repo.command(args), credential).map_err(|err| Error::git(format!("cannot run git: {err}")))?;
     if output.success() {
         return Ok(());
     }

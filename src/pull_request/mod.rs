@@ -5,7 +5,7 @@
 //! push and found again: a branch never gets a second one.
 
 use crate::error::Error;
-use crate::forge::credential::Held;
+use crate::forge::credential::ForRemote;
 use crate::forge::{NewPullRequest, Repository, Target};
 use crate::git::Git;
 use crate::manifest::plan::Plan;
@@ -37,7 +37,7 @@ pub(crate) fn destination(plan: &Plan, repo: &Git) -> Result<Option<Destination>
 
 /// The forge's token, served to eden's own git for the push remote (`None` without a pull
 /// request, or for an ssh remote).
-pub(crate) fn credential(plan: &Plan, repo: &Git) -> Result<Option<Held>, Error> {
+pub(crate) fn credential(plan: &Plan, repo: &Git) -> Result<Option<ForRemote>, Error> {
     let (Some(pull_request), Some(forge)) = (&plan.pull_request, &plan.forge) else { return Ok(None) };
     let url = push_url(repo, &pull_request.remote)?;
     // The token is for the forge's own git host: a remote elsewhere never gets it.
@@ -51,7 +51,7 @@ pub(crate) fn credential(plan: &Plan, repo: &Git) -> Result<Option<Held>, Error>
             .with_hint("push to a remote on the forge (`[branch] push = \"origin\"`), or set `[forge] api_url` to that host's API"));
         }
     }
-    Held::serve(&forge.token, &url)
+    ForRemote::new(&forge.token, &url)
 }
 
 /// Before anything is made: the token is taken, the repository is there, the base exists.

@@ -25,6 +25,7 @@ fn agent(env: &TestEnv) -> std::path::PathBuf {
         r#"cat > /dev/null
 env > seen-env.txt
 { grep -rl "ghs_test_forge_token" "$HOME" "${TMPDIR:-/tmp}" . 2>/dev/null | grep -v seen- || true; } > seen-files.txt
+{ ls -d "${TMPDIR:-/tmp}"/eden-credential-* /tmp/eden-credential-* 2>/dev/null || true; } > seen-sockets.txt
 date +%s%N > change.txt
 git add -A && git commit -q -m "the agent's change"
 echo "<promise>COMPLETE</promise>""#,
@@ -83,6 +84,7 @@ fn a_run_pushes_with_the_held_token_and_opens_its_pull_request() {
     let show = |file: &str| env.git(&["show", &format!("{branch}:{file}")]);
     assert!(!show("seen-env.txt").contains(TOKEN), "the token in the agent's environment");
     assert_eq!(show("seen-files.txt"), "", "files holding the token where the agent looks");
+    assert_eq!(show("seen-sockets.txt"), "", "no credential socket answers while the agent runs");
     // Nor anything eden wrote.
     assert!(!run.stdout.contains(TOKEN) && !run.stderr.contains(TOKEN));
     for dir in [".eden/runs", ".eden/logs"] {
