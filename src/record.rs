@@ -693,6 +693,30 @@ pub(crate) struct PullRequestRecord {
     pub(crate) head_sha: String,
     /// `opened` by this run, or `updated` (it was open already: the push added to it).
     pub(crate) action: String,
+    /// Where following it stands: `open`, `green`, `merged`, `gave_up`.
+    #[serde(default = "open_state")]
+    pub(crate) state: String,
+    /// The rounds of feedback the agent answered, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) rounds: Vec<RoundRecord>,
+}
+
+fn open_state() -> String {
+    "open".to_owned()
+}
+
+/// One round of a pull request: what started it, on which head, and the run that answered.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub(crate) struct RoundRecord {
+    /// The head commit and the failures it answered (a round is never started twice for one).
+    pub(crate) key: String,
+    /// What started it, for people (`check \`test\` failed`, `@alice requested changes`).
+    pub(crate) trigger: Vec<String>,
+    pub(crate) head: String,
+    /// The run that answered it, and the head it pushed (none when it pushed nothing).
+    pub(crate) run: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) pushed: Option<String>,
 }
 
 /// One run of a `[[check]]`.

@@ -210,17 +210,15 @@ mod tests {
 
     #[test]
     fn the_socket_answers_and_goes_with_its_holder() {
-        assert!(
-            Held::serve(&Secret("tok-12345".into()), "git@github.com:o/r.git").unwrap().is_none(),
-            "ssh: the person's key"
-        );
-        let plain = Held::serve(&Secret("tok-12345".into()), "http://me:pw@forge.example/o/r.git").err().unwrap();
+        let token = Secret("tok-12345".into());
+        assert!(ForRemote::new(&token, "git@github.com:o/r.git").unwrap().is_none(), "ssh: the person's key");
+        let plain = ForRemote::new(&token, "http://me:pw@forge.example/o/r.git").err().unwrap();
         assert!(
             plain.message.contains("http://forge.example/o/r.git") && !plain.message.contains("pw"),
             "{}",
             plain.message
         );
-        let held = Held::serve(&Secret("tok-12345".into()), "https://github.com/o/r.git").unwrap().unwrap();
+        let held = Held::serve(&token, "https://github.com/o/r.git").unwrap();
         let ask = |request: &str| {
             let mut stream = UnixStream::connect(&held.socket).unwrap();
             stream.write_all(request.as_bytes()).unwrap();

@@ -4,6 +4,9 @@
 //! gets its pull request opened, or the one already open for that branch is updated by the
 //! push and found again: a branch never gets a second one.
 
+pub(crate) mod feedback;
+pub(crate) mod judge;
+
 use crate::error::Error;
 use crate::forge::credential::ForRemote;
 use crate::forge::{NewPullRequest, Repository, Target};
@@ -124,6 +127,8 @@ pub(crate) fn open_for(plan: &Plan, record: &RunRecord) -> Result<Option<PullReq
         head: pushed.branch.clone(),
         head_sha: pushed.commit.clone(),
         action: action.to_owned(),
+        state: "open".to_owned(),
+        rounds: Vec::new(),
     }))
 }
 
