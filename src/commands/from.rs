@@ -81,7 +81,7 @@ fn after_iteration(record: &RunRecord, n: u32) -> Result<String, Error> {
 
 /// The session to resume (set on the plan's first step), when its agent can: the same kind,
 /// one that resumes, and no `agent.resume` of its own.
-fn resume(
+pub(super) fn resume(
     record: &RunRecord,
     iteration: Option<u32>,
     plan: &mut Plan,

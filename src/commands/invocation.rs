@@ -11,7 +11,7 @@ use crate::record::{AttemptRecord, FromRecord};
 
 /// What the coordinator of several runs told this one, through its environment: the
 /// invocation it belongs to (`EDEN_BATCH`), and which attempt it is (`EDEN_ATTEMPT`).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct Markers {
     pub(crate) batch: Option<String>,
     /// Which attempt, for the record: counted only within an invocation.

@@ -10,6 +10,7 @@ pub(crate) mod from;
 pub(crate) mod image;
 pub(crate) mod init;
 pub(crate) mod invocation;
+mod pr;
 pub(crate) mod review;
 pub(crate) mod run;
 pub(crate) mod sessions;

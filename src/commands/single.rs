@@ -30,7 +30,7 @@ pub(super) fn run(args: &RunArgs, single: Single, markers: Markers, printed: &mu
     // The run is over; nothing left on the runtime may hold eden's exit.
     runtime.shutdown_background();
     if let (Some(record), None) = (&mut result.record, &result.error) {
-        result.error = open_pull_request(&plan, record, args.quiet).err();
+        result.error = super::pr::after_run(args, &plan, record).err();
     }
     if let Some(record) = &result.record {
         *printed = true;
@@ -39,6 +39,28 @@ pub(super) fn run(args: &RunArgs, single: Single, markers: Markers, printed: &mu
     match result.error {
         Some(error) => Err(error),
         None => Ok(0),
+    }
+}
+
+/// A pull request's round: `plan` (the feedback as its prompt, on the pull request's branch)
+/// run in the repository at `root`, reported as a run is. Its record, or its error.
+pub(super) fn round(
+    args: &RunArgs,
+    plan: &plan::Plan,
+    root: &std::path::Path,
+) -> Result<crate::record::RunRecord, Error> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|err| Error::internal("cannot start the async runtime").with_source(err))?;
+    let repo = crate::git::Git::discover(root);
+    let options = options(plan, repo, Vec::new(), None, None, Markers::default());
+    let result = runtime.block_on(orchestrator::run(plan, &options, reporters(args, false)));
+    runtime.shutdown_background();
+    match (result.record, result.error) {
+        (_, Some(error)) => Err(error),
+        (Some(record), None) => Ok(record),
+        (None, None) => Err(Error::internal("a round ended without a record")),
     }
 }
 
@@ -70,6 +92,7 @@ fn dry_run(
             "worktree": preview.worktree,
         },
         "agent_commands": agent_commands(plan, &preview.worktree)?,
+        "pull_request": pull_request_preview(plan, &preview)?,
         "telemetry": crate::ui::otlp::Settings::from_env(&|name| std::env::var(name).ok()).map(|settings| {
             serde_json::json!({
                 "traces": settings.endpoint,
@@ -122,26 +145,6 @@ fn reporters(args: &RunArgs, interactive: bool) -> Vec<Box<dyn Reporter>> {
     reporters
 }
 
-/// `[pull_request]`, after a run that pushed its branch: the pull request opened (or the open
-/// one found), saved in the record and said.
-fn open_pull_request(plan: &plan::Plan, record: &mut crate::record::RunRecord, quiet: bool) -> Result<(), Error> {
-    if plan.pull_request.is_none() {
-        return Ok(());
-    }
-    let Some(pull) = crate::pull_request::open_for(plan, record)? else {
-        if !quiet {
-            crate::ui::print_note("no commits were pushed: no pull request to open");
-        }
-        return Ok(());
-    };
-    if !quiet {
-        let (number, url) = (pull.number, &pull.url);
-        crate::ui::print_note(&format!("pull request #{number} {}: {url}", pull.action));
-    }
-    record.pull_request = Some(pull);
-    record.save().map_err(|err| Error::internal("cannot save the run's record").with_source(err))
-}
-
 /// The record said: `--json` on stdout and, in a GitHub Actions step, the job's summary and
 /// the step's outputs (not for an interactive session).
 fn said(args: &RunArgs, plan: &plan::Plan, record: &crate::record::RunRecord, error: Option<&Error>, summarize: bool) {
@@ -154,6 +157,28 @@ fn said(args: &RunArgs, plan: &plan::Plan, record: &crate::record::RunRecord, er
         let row = Row::from_record(&plan.name, plan.steps[0].agent.kind().as_str(), record, Some(code));
         crate::ui::github::write(&[Summarized { row, record: Some(record) }], code);
     }
+}
+
+/// `[pull_request]`, for `--dry-run`: what is pushed where, and what is opened on which forge.
+fn pull_request_preview(plan: &plan::Plan, preview: &workspace::Preflight) -> Result<Option<serde_json::Value>, Error> {
+    let (Some(settings), Some(destination)) =
+        (&plan.pull_request, crate::pull_request::destination(plan, &crate::git::Git::new(&preview.root))?)
+    else {
+        return Ok(None);
+    };
+    let base = settings.base.clone().or_else(|| preview.base_branch.clone());
+    Ok(Some(serde_json::json!({
+        "push": { "remote": settings.remote, "url": destination.remote_url, "branch": preview.branch },
+        "open": {
+            "forge": destination.target.kind.as_str(),
+            "api_url": destination.target.api_url.url(),
+            "repository": destination.target.repository.to_string(),
+            "head": preview.branch,
+            "base": base,
+            "draft": settings.draft,
+        },
+        "follow": settings.follow,
+    })))
 }
 
 /// What each step's agent will be started as, for `--dry-run`: program, arguments (the prompt

@@ -89,7 +89,7 @@ impl GitHub {
             self.requests.sent += 1;
             let response = self.client.exchange(&request).map_err(|err| unreachable_api(&self.target, &err))?;
             match rate_limited(&response) {
-                Some(wait) => wait_out(wait)?,
+                Some(wait) => crate::process::sleep_unless_stopped(wait)?,
                 None => return Ok(response),
             }
         }
@@ -254,18 +254,6 @@ fn rate_limited(response: &Response) -> Option<Duration> {
     }
     // A secondary limit without a word on how long: a minute, as GitHub's docs advise.
     (response.status == 429).then_some(Duration::from_secs(60))
-}
-
-/// Sleep `wait`, or less when eden is stopped (then `Interrupted`).
-fn wait_out(wait: Duration) -> Result<(), Error> {
-    let until = std::time::Instant::now() + wait;
-    while std::time::Instant::now() < until {
-        if crate::process::stopping() {
-            return Err(Error::interrupted(crate::process::signal_received().unwrap_or(crate::exit::Signal::INT)));
-        }
-        std::thread::sleep(Duration::from_millis(100).min(until.saturating_duration_since(std::time::Instant::now())));
-    }
-    Ok(())
 }
 
 /// A 2xx answer, or the error that says what the forge refused and what to do.

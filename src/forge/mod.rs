@@ -12,8 +12,8 @@ pub(crate) mod text;
 
 use crate::error::Error;
 pub(crate) use api::{
-    Check, CheckState, Forge, ForgeKind, MergeMethod, NewPullRequest, PullRequest, Repository, Requests, Review,
-    ReviewComment, Target,
+    Check, CheckState, Forge, ForgeKind, MergeMethod, NewPullRequest, PullRequest, Repository, Review, ReviewComment,
+    Target,
 };
 
 /// One row per kind: its name, its default API, and how its client is made.

@@ -172,13 +172,6 @@ pub(crate) fn resolve_pull_request(
             .with_hint("leave `push_base` out: the pull request merges on the forge (`pull_request.merge`)"));
     }
     check_placeholders(section, manifest, &path, source)?;
-    if section.follow != Some(false) {
-        return Err(source
-            .error_at(&path, "following a pull request until it is green (`follow`, the default) is not built yet")
-            .with_hint(
-                "set `follow = false`: eden pushes the branch and opens (or updates) the pull request, and stops there",
-            ));
-    }
     let merge = match section.merge {
         None | Some(MergeSetting::Flag(false)) => None,
         Some(MergeSetting::Method(method)) => Some(method),

@@ -123,7 +123,7 @@ pub(crate) fn finish(
     };
     let has_work = !commits.is_empty() || carries_work(&workspace);
     if error.is_none() && has_work {
-        guard_what_steers(&workspace, &settings.protected, &mut error, reporter);
+        guard_what_steers(&workspace, &settings, &mut error, reporter);
     }
     let target = pre.base_branch.as_deref().filter(|_| !settings.pull_request);
     let mut landing = decide(pre.strategy, error.is_some(), has_work, target);
@@ -407,20 +407,22 @@ fn explain_checks_failed(error: &mut Error, branch: Option<&str>, run_id: &str) 
 /// `head` they are in the checkout already, and with `named` on a branch kept anyway: said.
 fn guard_what_steers(
     workspace: &Workspace,
-    protected: &super::protect::Protected,
+    settings: &MergeSettings<'_>,
     error: &mut Option<Error>,
     reporter: &mut RunEvents,
 ) {
     let pre = &workspace.pre;
-    let touched = match protected.touched(&workspace.repo, &pre.base_commit, &format!("refs/heads/{}", pre.branch)) {
-        Ok(touched) if touched.is_empty() => return,
-        Ok(touched) => touched,
-        Err(err) => {
-            *error = Some(err);
-            return;
-        }
-    };
-    if pre.strategy == Strategy::MergeToHead {
+    let touched =
+        match settings.protected.touched(&workspace.repo, &pre.base_commit, &format!("refs/heads/{}", pre.branch)) {
+            Ok(touched) if touched.is_empty() => return,
+            Ok(touched) => touched,
+            Err(err) => {
+                *error = Some(err);
+                return;
+            }
+        };
+    // What lands by itself (a merge here, a push to a pull request) may not change them.
+    if pre.strategy == Strategy::MergeToHead || settings.pull_request {
         *error = Some(super::protect::refused(&touched, &workspace.run_id));
         return;
     }

@@ -468,6 +468,10 @@ impl<'p> Run<'p> {
         error: Option<Error>,
     ) -> (Option<crate::record::PushRecord>, Option<Error>) {
         let (Some(lease), (Some(tip), merged_into)) = (&self.push_lease, landed) else { return (None, error) };
+        // A pull request gets only work that ended well: never a failed or protected run's.
+        if self.plan.pull_request.is_some() && error.is_some() {
+            return (None, error);
+        }
         if lease.expected.is_none() {
             let message = format!("`{}` could not be asked when the run began: pushing without a lease", lease.remote);
             self.events.report(&Event::Warning { message: message.into() });

@@ -55,6 +55,10 @@ impl Protected {
         let mut globs: Vec<String> = host_reads::of(plan, &read).into_iter().flat_map(|hook| hook.reads).collect();
         globs.extend(host_reads::git_hooks_folder(&repo, &checkout));
         globs.extend(plan.branch.protect.iter().cloned());
+        // What judges a pull request (its CI) is out of the agent's reach.
+        if plan.pull_request.is_some() {
+            globs.push(".github/workflows/**".to_owned());
+        }
         globs.sort();
         globs.dedup();
         Protected { files, globs }

@@ -66,6 +66,21 @@ pub(crate) fn stopping() -> bool {
     count() > BASELINE.load(Ordering::SeqCst)
 }
 
+/// Sleep `wait`, or less when eden is to stop (then the `Interrupted` error of the signal).
+pub(crate) fn sleep_unless_stopped(wait: std::time::Duration) -> Result<(), crate::error::Error> {
+    let until = std::time::Instant::now() + wait;
+    loop {
+        if stopping() {
+            return Err(crate::error::Error::interrupted(received().unwrap_or(crate::exit::Signal::INT)));
+        }
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Ok(());
+        }
+        std::thread::sleep(left.min(std::time::Duration::from_millis(100)));
+    }
+}
+
 /// From here on only a signal that comes from now stops what eden does (`stopping`).
 pub(crate) fn rearm() {
     FINISHING.store(true, Ordering::SeqCst);

@@ -64,19 +64,26 @@ pub(crate) fn judge(
         look.checks.iter().filter(|check| check.state == CheckState::Failed).partition(|check| on_base(&check.name));
     let reviews = changes_requested(look);
     let conflict = look.pull.mergeable == Some(false) || look.pull.mergeable_state.as_deref() == Some("dirty");
-    // Checks are answered together, once none is still running.
-    let failing: Vec<Check> = if pending { Vec::new() } else { failing.into_iter().cloned().collect() };
-    if !failing.is_empty() || !reviews.is_empty() || conflict {
-        let mut parts: Vec<String> = failing.iter().map(|check| format!("check:{}", check.name)).collect();
+    // Checks are answered together, once none is still running; each failure on a head, each
+    // review and each conflict on a head is answered once.
+    let done: Vec<&str> = answered.iter().flat_map(|key| key.split(',')).collect();
+    let fresh = |part: &String| !done.contains(&part.as_str());
+    let failing: Vec<Check> = match pending {
+        true => Vec::new(),
+        false => failing.into_iter().filter(|check| fresh(&format!("{head}:check:{}", check.name))).cloned().collect(),
+    };
+    let reviews: Vec<_> = reviews.into_iter().filter(|(review, _)| fresh(&format!("review:{}", review.id))).collect();
+    let conflict_now = conflict && fresh(&format!("{head}:conflict"));
+    if !failing.is_empty() || !reviews.is_empty() || conflict_now {
+        let mut parts: Vec<String> = failing.iter().map(|check| format!("{head}:check:{}", check.name)).collect();
         parts.extend(reviews.iter().map(|(review, _)| format!("review:{}", review.id)));
-        if conflict {
-            parts.push("conflict".to_owned());
+        if conflict_now {
+            parts.push(format!("{head}:conflict"));
         }
         parts.sort();
-        let key = format!("{head} {}", parts.join(","));
-        if !answered.contains(&key) {
-            return Verdict::Feedback(Feedback { key, failing, reviews, conflict });
-        }
+        return Verdict::Feedback(Feedback { key: parts.join(","), failing, reviews, conflict: conflict_now });
+    }
+    if conflict || look.checks.iter().any(|check| check.state == CheckState::Failed && !on_base(&check.name)) {
         return Verdict::Wait;
     }
     let approved = !require_approval || approved(look);
@@ -164,7 +171,7 @@ mod tests {
         assert_eq!(judge(&running, NONE_ON_BASE, &[], false), Verdict::Wait);
         let done = look(vec![check("a", CheckState::Failed), check("b", CheckState::Failed)], vec![]);
         let Verdict::Feedback(feedback) = judge(&done, NONE_ON_BASE, &[], false) else { panic!() };
-        assert_eq!(feedback.key, "h1 check:a,check:b");
+        assert_eq!(feedback.key, "h1:check:a,h1:check:b");
         assert_eq!(judge(&done, NONE_ON_BASE, &[feedback.key], false), Verdict::Wait, "never twice on one head");
     }
 
@@ -180,6 +187,13 @@ mod tests {
         let changed = look(vec![], vec![review(1, "ann", "CHANGES_REQUESTED"), review(2, "bob", "COMMENTED")]);
         let Verdict::Feedback(feedback) = judge(&changed, NONE_ON_BASE, &[], false) else { panic!() };
         assert_eq!(feedback.triggers(), ["@ann requested changes"]);
+        let mut next_head = changed.clone();
+        next_head.pull.head_sha = "h2".into();
+        assert_eq!(
+            judge(&next_head, NONE_ON_BASE, &[feedback.key], false),
+            Verdict::Green { inherited: vec![] },
+            "a review is answered once, whatever the head"
+        );
         let resolved = look(vec![], vec![review(1, "ann", "CHANGES_REQUESTED"), review(3, "ann", "APPROVED")]);
         assert_eq!(judge(&resolved, NONE_ON_BASE, &[], true), Verdict::Green { inherited: vec![] });
         assert_eq!(judge(&look(vec![], vec![]), NONE_ON_BASE, &[], true), Verdict::Wait, "approval required");
@@ -190,7 +204,7 @@ mod tests {
         let mut conflicted = look(vec![], vec![]);
         conflicted.pull.mergeable = Some(false);
         let Verdict::Feedback(feedback) = judge(&conflicted, NONE_ON_BASE, &[], false) else { panic!() };
-        assert!(feedback.conflict && feedback.key == "h1 conflict");
+        assert!(feedback.conflict && feedback.key == "h1:conflict");
         conflicted.pull.mergeable = None;
         assert_eq!(judge(&conflicted, NONE_ON_BASE, &[], false), Verdict::Wait);
     }

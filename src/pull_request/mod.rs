@@ -5,6 +5,7 @@
 //! push and found again: a branch never gets a second one.
 
 pub(crate) mod feedback;
+pub(crate) mod follow;
 pub(crate) mod judge;
 
 use crate::error::Error;

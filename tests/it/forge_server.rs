@@ -35,7 +35,21 @@ pub struct Pull {
     pub draft: bool,
     pub labels: Vec<String>,
     pub open: bool,
+    pub merged: bool,
 }
+
+/// A check run the forge's CI reports for a commit.
+#[derive(Debug, Clone)]
+pub struct CheckRun {
+    pub name: String,
+    /// `success`, `failure`, … (completed), or `None` while it runs.
+    pub conclusion: Option<String>,
+    /// Its job's log (an Actions job: served through a redirect elsewhere).
+    pub log: String,
+}
+
+/// What the forge's CI says of a commit: `(bare repository, sha)` → its check runs.
+pub type Ci = Box<dyn Fn(&Path, &str) -> Vec<CheckRun> + Send + Sync>;
 
 pub struct State {
     pub token: String,
@@ -43,6 +57,21 @@ pub struct State {
     pub root: PathBuf,
     pub seen: Mutex<Vec<Seen>>,
     pub pulls: Mutex<Vec<Pull>>,
+    pub ci: Mutex<Ci>,
+    /// The reviews and inline comments (`pull_request_review_id`) every pull request gets.
+    pub reviews: Mutex<Vec<Value>>,
+    pub review_comments: Mutex<Vec<Value>>,
+    /// Comments posted on pull requests: (number, body).
+    pub comments: Mutex<Vec<(u64, String)>>,
+    /// Answer the next API request with a rate limit (403, `Retry-After: 1`).
+    pub rate_limit_next: AtomicBool,
+    /// Run when a pull request is opened (a base that moves into a conflict, say).
+    pub on_open: Mutex<Option<Box<dyn Fn(&Path) + Send>>>,
+    /// Answers of `304 Not Modified`.
+    pub not_modified: std::sync::atomic::AtomicU64,
+    /// Job logs by id, and their next id.
+    logs: Mutex<Vec<String>>,
+    port: std::sync::atomic::AtomicU16,
 }
 
 pub struct Forge {
@@ -72,6 +101,15 @@ impl Forge {
             root: root.to_path_buf(),
             seen: Mutex::new(Vec::new()),
             pulls: Mutex::new(Vec::new()),
+            ci: Mutex::new(Box::new(|_: &Path, _: &str| Vec::new())),
+            reviews: Mutex::new(Vec::new()),
+            review_comments: Mutex::new(Vec::new()),
+            comments: Mutex::new(Vec::new()),
+            rate_limit_next: AtomicBool::new(false),
+            on_open: Mutex::new(None),
+            not_modified: std::sync::atomic::AtomicU64::new(0),
+            logs: Mutex::new(Vec::new()),
+            port: std::sync::atomic::AtomicU16::new(port),
         });
         let stop = Arc::new(AtomicBool::new(false));
         let (thread_state, thread_stop) = (state.clone(), stop.clone());
@@ -104,6 +142,16 @@ impl Forge {
 
     pub fn pulls(&self) -> Vec<Pull> {
         self.state.pulls.lock().unwrap().clone()
+    }
+
+    /// The forge's CI from now on.
+    pub fn set_ci(&self, ci: impl Fn(&Path, &str) -> Vec<CheckRun> + Send + Sync + 'static) {
+        *self.state.ci.lock().unwrap() = Box::new(ci);
+    }
+
+    /// The bare repository of `owner/name`.
+    pub fn bare(&self, repository: &str) -> PathBuf {
+        self.state.root.join(format!("{repository}.git"))
     }
 
     /// The tip of `branch` in `owner/name` on the forge.
@@ -226,15 +274,70 @@ fn serve(mut stream: TcpStream, state: &State) -> std::io::Result<()> {
         }
         return http_backend(&mut stream, state, &request);
     }
+    // A job log's short-lived download, on another origin: no credential needed (or wanted).
+    if let Some(id) = request.path.strip_prefix("/download/job/") {
+        let log = id.parse::<usize>().ok().and_then(|id| state.logs.lock().unwrap().get(id).cloned());
+        return match log {
+            Some(log) => respond(&mut stream, 200, &[("Content-Type", "text/plain".to_owned())], log.as_bytes()),
+            None => respond(&mut stream, 404, &[], b""),
+        };
+    }
     if !authorized {
         return respond_json(&mut stream, 401, &json!({ "message": "Bad credentials" }));
     }
-    let (status, answer) = api(state, &request);
-    respond_json(&mut stream, status, &answer)
+    if state.rate_limit_next.swap(false, Ordering::SeqCst) {
+        let headers = [("Retry-After", "1".to_owned()), ("X-RateLimit-Remaining", "0".to_owned())];
+        let body = json!({ "message": "API rate limit exceeded" }).to_string();
+        return respond(&mut stream, 403, &headers, body.as_bytes());
+    }
+    let (status, answer, location) = api(state, &request);
+    if let Some(location) = location {
+        return respond(&mut stream, 302, &[("Location", location)], b"");
+    }
+    let body = answer.to_string();
+    let etag = format!("\"{:x}\"", fnv(body.as_bytes()));
+    if request.method == "GET" && status == 200 && request.header("If-None-Match") == Some(etag.as_str()) {
+        state.not_modified.fetch_add(1, Ordering::SeqCst);
+        return respond(&mut stream, 304, &[("ETag", etag)], b"");
+    }
+    respond(&mut stream, status, &[("Content-Type", "application/json".to_owned()), ("ETag", etag)], body.as_bytes())
+}
+
+fn fnv(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf29ce484222325u64, |hash, byte| (hash ^ u64::from(*byte)).wrapping_mul(0x100000001b3))
+}
+
+/// Does `head` merge into `base` without a conflict?
+fn merges_cleanly(bare: &Path, base: &str, head: &str) -> bool {
+    Command::new("git")
+        .args(["merge-tree", "--write-tree", base, head])
+        .current_dir(bare)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .is_ok_and(|output| output.status.success())
 }
 
 /// The REST subset, for `/repos/OWNER/NAME/…` of a repository the forge holds.
-fn api(state: &State, request: &Request) -> (u16, Value) {
+fn api(state: &State, request: &Request) -> (u16, Value, Option<String>) {
+    let (status, value) = match api_jobs(state, request) {
+        Some(Ok(location)) => return (302, Value::Null, Some(location)),
+        Some(Err(status)) => (status, json!({ "message": "Not Found" })),
+        None => api_json(state, request),
+    };
+    (status, value, None)
+}
+
+/// `GET /repos/O/N/actions/jobs/ID/logs`: a redirect to the log on another origin.
+fn api_jobs(state: &State, request: &Request) -> Option<Result<String, u16>> {
+    let parts: Vec<&str> = request.path.trim_start_matches('/').split('/').collect();
+    let ["repos", _, _, "actions", "jobs", id, "logs"] = parts.as_slice() else { return None };
+    let id = id.parse::<usize>().ok().filter(|id| *id < state.logs.lock().unwrap().len());
+    let port = state.port.load(Ordering::SeqCst);
+    Some(id.map(|id| format!("http://localhost:{port}/download/job/{id}")).ok_or(404))
+}
+
+fn api_json(state: &State, request: &Request) -> (u16, Value) {
     let parts: Vec<&str> = request.path.trim_start_matches('/').split('/').collect();
     let ["repos", owner, name, rest @ ..] = parts.as_slice() else { return (404, json!({ "message": "Not Found" })) };
     let bare = state.root.join(format!("{owner}/{name}.git"));
@@ -243,13 +346,14 @@ fn api(state: &State, request: &Request) -> (u16, Value) {
     }
     let base_url = format!("https://forge.test/{owner}/{name}");
     let pull_json = |pull: &Pull| {
+        let clean = pull.merged || merges_cleanly(&bare, &pull.base, &pull.head);
         json!({
             "number": pull.number,
             "html_url": format!("{base_url}/pull/{}", pull.number),
             "state": if pull.open { "open" } else { "closed" },
-            "merged": false,
-            "mergeable": true,
-            "mergeable_state": "clean",
+            "merged": pull.merged,
+            "mergeable": clean,
+            "mergeable_state": if clean { "clean" } else { "dirty" },
             "head": { "ref": pull.head, "sha": tip(&bare, &pull.head).unwrap_or_default() },
             "base": { "ref": pull.base, "sha": tip(&bare, &pull.base).unwrap_or_default() },
         })
@@ -287,7 +391,11 @@ fn api(state: &State, request: &Request) -> (u16, Value) {
                 draft: body["draft"].as_bool().unwrap_or(false),
                 labels: Vec::new(),
                 open: true,
+                merged: false,
             };
+            if let Some(on_open) = state.on_open.lock().unwrap().as_ref() {
+                on_open(&bare);
+            }
             let answer = pull_json(&pull);
             pulls.push(pull);
             (201, answer)
@@ -304,6 +412,45 @@ fn api(state: &State, request: &Request) -> (u16, Value) {
             pull.labels
                 .extend(body["labels"].as_array().into_iter().flatten().filter_map(|l| l.as_str().map(str::to_owned)));
             (200, json!(pull.labels.iter().map(|name| json!({ "name": name })).collect::<Vec<_>>()))
+        }
+        ("GET", ["commits", sha, "check-runs"]) => {
+            let runs = (state.ci.lock().unwrap())(&bare, sha);
+            let mut logs = state.logs.lock().unwrap();
+            let runs: Vec<Value> = runs
+                .into_iter()
+                .map(|run| {
+                    logs.push(run.log.clone());
+                    json!({
+                        "id": logs.len() - 1,
+                        "name": run.name,
+                        "status": if run.conclusion.is_some() { "completed" } else { "in_progress" },
+                        "conclusion": run.conclusion,
+                        "output": { "title": "CI", "summary": run.log.lines().last().unwrap_or_default() },
+                        "app": { "slug": "github-actions" },
+                    })
+                })
+                .collect();
+            (200, json!({ "total_count": runs.len(), "check_runs": runs }))
+        }
+        ("GET", ["commits", _, "status"]) => (200, json!({ "state": "pending", "statuses": [] })),
+        ("GET", ["pulls", _, "reviews"]) => (200, Value::Array(state.reviews.lock().unwrap().clone())),
+        ("GET", ["pulls", _, "comments"]) => (200, Value::Array(state.review_comments.lock().unwrap().clone())),
+        ("POST", ["issues", number, "comments"]) => {
+            let body: Value = serde_json::from_slice(&request.body).unwrap_or_default();
+            let number = number.parse().unwrap_or(0);
+            state.comments.lock().unwrap().push((number, body["body"].as_str().unwrap_or_default().to_owned()));
+            (201, json!({ "id": 1 }))
+        }
+        ("PUT", ["pulls", number, "merge"]) => {
+            let Some(pull) = pulls.iter_mut().find(|pull| pull.number.to_string() == *number) else {
+                return (404, json!({ "message": "Not Found" }));
+            };
+            let body: Value = serde_json::from_slice(&request.body).unwrap_or_default();
+            if body["sha"].as_str() != tip(&bare, &pull.head).as_deref() {
+                return (409, json!({ "message": "Head branch was modified" }));
+            }
+            (pull.merged, pull.open) = (true, false);
+            (200, json!({ "merged": true }))
         }
         _ => (404, json!({ "message": "Not Found" })),
     }
