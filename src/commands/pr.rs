@@ -9,8 +9,16 @@ use crate::manifest::schema::Strategy;
 use crate::pull_request::follow::{self, Ended, Following, Rounds};
 use crate::record::{PullRequestRecord, RunRecord};
 
+/// How a round's plan is run: as `eden run` runs one, reported the same way.
+pub(super) type RunPlan<'a> = &'a dyn Fn(&Plan) -> Result<RunRecord, Error>;
+
 /// `[pull_request]`, after a run that ended well: open it, say it, and follow it when asked.
-pub(super) fn after_run(args: &RunArgs, plan: &Plan, record: &mut RunRecord) -> Result<(), Error> {
+pub(super) fn after_run(
+    args: &RunArgs,
+    plan: &Plan,
+    record: &mut RunRecord,
+    run_plan: RunPlan<'_>,
+) -> Result<(), Error> {
     let Some(settings) = &plan.pull_request else { return Ok(()) };
     let Some(pull) = crate::pull_request::open_for(plan, record)? else {
         note(args, "no commits were pushed: no pull request to open");
@@ -22,16 +30,16 @@ pub(super) fn after_run(args: &RunArgs, plan: &Plan, record: &mut RunRecord) -> 
     if !settings.follow {
         return Ok(());
     }
-    follow_pull(args, plan, record)
+    follow_pull(args, plan, record, run_plan)
 }
 
 /// Follow the record's pull request; the record keeps its rounds and how it ended.
-fn follow_pull(args: &RunArgs, plan: &Plan, record: &mut RunRecord) -> Result<(), Error> {
+fn follow_pull(args: &RunArgs, plan: &Plan, record: &mut RunRecord, run_plan: RunPlan<'_>) -> Result<(), Error> {
     let (Some(settings), Some(mut pull)) = (&plan.pull_request, record.pull_request.clone()) else { return Ok(()) };
     let repo = crate::git::Git::new(&record.repo);
     let destination = crate::pull_request::destination(plan, &repo)?.ok_or_else(|| Error::internal("no forge"))?;
     let mut forge = crate::forge::open(&destination.target)?;
-    let mut rounds = RunRounds { args, plan, branch: pull.head.clone(), last: record.clone() };
+    let mut rounds = RunRounds { args, plan, run_plan, branch: pull.head.clone(), last: record.clone() };
     let first = plan.steps.first().ok_or_else(|| Error::internal("a plan without a step"))?;
     let task = crate::manifest::prompt::render(&first.prompt.template, &first.prompt.args);
     let signals = first.loop_.completion_signal.clone();
@@ -68,6 +76,7 @@ fn follow_pull(args: &RunArgs, plan: &Plan, record: &mut RunRecord) -> Result<()
 struct RunRounds<'a> {
     args: &'a RunArgs,
     plan: &'a Plan,
+    run_plan: RunPlan<'a>,
     branch: String,
     /// The run before this round: its session is resumed.
     last: RunRecord,
@@ -94,7 +103,7 @@ impl Rounds for RunRounds<'_> {
         for line in notes {
             note(self.args, &line);
         }
-        let record = super::single::round(self.args, &plan, &self.last.repo)?;
+        let record = (self.run_plan)(&plan)?;
         self.last = record.clone();
         Ok(record)
     }

@@ -30,7 +30,9 @@ pub(super) fn run(args: &RunArgs, single: Single, markers: Markers, printed: &mu
     // The run is over; nothing left on the runtime may hold eden's exit.
     runtime.shutdown_background();
     if let (Some(record), None) = (&mut result.record, &result.error) {
-        result.error = super::pr::after_run(args, &plan, record).err();
+        let root = record.repo.clone();
+        let run_round = |round: &plan::Plan| self::round(args, round, &root);
+        result.error = super::pr::after_run(args, &plan, record, &run_round).err();
     }
     if let Some(record) = &result.record {
         *printed = true;
@@ -44,11 +46,7 @@ pub(super) fn run(args: &RunArgs, single: Single, markers: Markers, printed: &mu
 
 /// A pull request's round: `plan` (the feedback as its prompt, on the pull request's branch)
 /// run in the repository at `root`, reported as a run is. Its record, or its error.
-pub(super) fn round(
-    args: &RunArgs,
-    plan: &plan::Plan,
-    root: &std::path::Path,
-) -> Result<crate::record::RunRecord, Error> {
+fn round(args: &RunArgs, plan: &plan::Plan, root: &std::path::Path) -> Result<crate::record::RunRecord, Error> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -51,6 +51,9 @@ pub struct CheckRun {
 /// What the forge's CI says of a commit: `(bare repository, sha)` → its check runs.
 pub type Ci = Box<dyn Fn(&Path, &str) -> Vec<CheckRun> + Send + Sync>;
 
+/// What happens on the forge when a pull request is opened: `(bare repository)`.
+pub type OnOpen = Box<dyn Fn(&Path) + Send>;
+
 pub struct State {
     pub token: String,
     /// The folder its bare repositories are in (`OWNER/NAME.git`).
@@ -66,7 +69,7 @@ pub struct State {
     /// Answer the next API request with a rate limit (403, `Retry-After: 1`).
     pub rate_limit_next: AtomicBool,
     /// Run when a pull request is opened (a base that moves into a conflict, say).
-    pub on_open: Mutex<Option<Box<dyn Fn(&Path) + Send>>>,
+    pub on_open: Mutex<Option<OnOpen>>,
     /// Answers of `304 Not Modified`.
     pub not_modified: std::sync::atomic::AtomicU64,
     /// Job logs by id, and their next id.
@@ -147,11 +150,6 @@ impl Forge {
     /// The forge's CI from now on.
     pub fn set_ci(&self, ci: impl Fn(&Path, &str) -> Vec<CheckRun> + Send + Sync + 'static) {
         *self.state.ci.lock().unwrap() = Box::new(ci);
-    }
-
-    /// The bare repository of `owner/name`.
-    pub fn bare(&self, repository: &str) -> PathBuf {
-        self.state.root.join(format!("{repository}.git"))
     }
 
     /// The tip of `branch` in `owner/name` on the forge.
@@ -526,7 +524,7 @@ fn http_backend(stream: &mut TcpStream, state: &State, request: &Request) -> std
     for line in head.lines() {
         let Some((key, value)) = line.split_once(':') else { continue };
         if key.eq_ignore_ascii_case("Status") {
-            status = value.trim().split_whitespace().next().and_then(|s| s.parse().ok()).unwrap_or(200);
+            status = value.split_whitespace().next().and_then(|s| s.parse().ok()).unwrap_or(200);
         } else {
             headers.push((key.trim(), value.trim().to_owned()));
         }

@@ -99,7 +99,7 @@ fn a_run_pushes_with_the_held_token_and_opens_its_pull_request() {
 #[test]
 fn a_second_run_of_the_same_branch_updates_its_pull_request() {
     let (env, forge) = world();
-    let extra = "[branch]\nstrategy = \"named\"\nname = \"agent/fix\"\n";
+    let extra = "draft = true\n[branch]\nstrategy = \"named\"\nname = \"agent/fix\"\n";
     run_with_token(&env, &manifest(&env, &forge, extra), TOKEN).assert_code(0);
     let first = forge.tip("octo/hello", "agent/fix").unwrap();
     let run = run_with_token(&env, &manifest(&env, &forge, &format!("{extra}reuse_worktree = true\n")), TOKEN);
@@ -107,6 +107,7 @@ fn a_second_run_of_the_same_branch_updates_its_pull_request() {
     let second = forge.tip("octo/hello", "agent/fix").unwrap();
     assert_ne!(first, second, "the second run's commit is pushed on top: {}", run.stdout);
     assert_eq!(forge.pulls().len(), 1, "never a second pull request for one branch");
+    assert!(forge.pulls()[0].draft, "opened as a draft");
     assert_eq!(run.record()["pull_request"]["action"], "updated");
 }
 
