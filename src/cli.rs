@@ -95,6 +95,18 @@ fish: `eden completions fish > ~/.config/fish/completions/eden.fish`. Packagers:
     /// The run history: list runs, replay one, total tokens and cost, remove runs
     #[command(subcommand)]
     Sessions(SessionsCommand),
+    /// Open (or update) a run's pull request, or follow it again (`eden pr follow RUN`)
+    #[command(
+        args_conflicts_with_subcommands = true,
+        after_help = "RUN is a run id, an unambiguous prefix of one, or `last` (the default), as in `eden sessions`. \
+The run's manifest (or `--manifest`) must have a `[pull_request]` table; its `[forge]` says where. `eden pr RUN` pushes \
+the run's kept branch with the token eden holds and opens its pull request (or finds the open one), then follows it \
+when `follow` is on; `eden pr follow RUN` takes up following after a restart or in a later CI job, without repeating \
+a round already answered. Exit codes: 0 opened, or green (merged when `merge` is set) · 2 no such run, or no \
+`[pull_request]` · 6 the forge refused (token, repository, base, push) · 9 rounds spent or timed out (labelled, left \
+open) · 10 a round changed what judges it · 130/143 interrupted (the pull request stays)."
+    )]
+    Pr(PrArgs),
 }
 
 #[derive(Debug, Args)]
@@ -157,6 +169,43 @@ pub(crate) struct SessionsTransferArgs {
     /// The repository whose runs to look in (default: the current directory's)
     #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath)]
     pub(crate) repo: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct PrArgs {
+    #[command(subcommand)]
+    pub(crate) command: Option<PrCommand>,
+    #[command(flatten)]
+    pub(crate) open: PrRunArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum PrCommand {
+    /// Follow a run's pull request again until it is green
+    Follow(PrRunArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct PrRunArgs {
+    /// A run id, an unambiguous prefix of one, or `last`
+    #[arg(value_name = "RUN", value_hint = ValueHint::Other)]
+    pub(crate) run: Option<String>,
+
+    /// The manifest with the `[pull_request]` (default: the run's own, when it is in the repository)
+    #[arg(long, value_name = "MANIFEST", value_hint = ValueHint::FilePath)]
+    pub(crate) manifest: Option<PathBuf>,
+
+    /// The repository (default: the current directory's)
+    #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath)]
+    pub(crate) repo: Option<PathBuf>,
+
+    /// Print the run record as JSON on stdout at the end
+    #[arg(long)]
+    pub(crate) json: bool,
+
+    /// No progress output
+    #[arg(long, short)]
+    pub(crate) quiet: bool,
 }
 
 #[derive(Debug, Args)]
@@ -623,6 +672,42 @@ pub(crate) struct RunArgs {
     /// No progress output (errors are still printed)
     #[arg(long, short)]
     pub(crate) quiet: bool,
+}
+
+impl RunArgs {
+    /// `eden run` of `manifests` in the repository at `repo` with `set`s, every other flag
+    /// unset: how a command that starts a run for a recorded one (`sessions resume`, `pr`)
+    /// describes it.
+    pub(crate) fn of_manifest(manifests: Vec<PathBuf>, set: Vec<String>, repo: PathBuf) -> RunArgs {
+        RunArgs {
+            manifests,
+            jobs: None,
+            jobs_per_host: None,
+            fail_fast: false,
+            from: None,
+            attempts: None,
+            matrix: Vec::new(),
+            set,
+            prompt_args: Vec::new(),
+            agent: None,
+            binary: None,
+            model: None,
+            prompt: None,
+            prompt_file: None,
+            name: None,
+            max_iterations: None,
+            sandbox: None,
+            host: None,
+            strategy: None,
+            branch: None,
+            base: None,
+            repo: Some(repo),
+            dry_run: false,
+            json: false,
+            json_events: false,
+            quiet: false,
+        }
+    }
 }
 
 /// Accepts any text (eden checks it later, with its own hints) but tells `--help` and shell

@@ -2,23 +2,122 @@
 //! it is green, each round of feedback answered by a run on the pull request's branch: the
 //! first step's agent, its session resumed where it can be, the feedback as its prompt.
 
-use crate::cli::RunArgs;
+use crate::cli::{PrArgs, PrCommand, PrRunArgs, RunArgs};
 use crate::error::Error;
 use crate::manifest::plan::Plan;
 use crate::manifest::schema::Strategy;
 use crate::pull_request::follow::{self, Ended, Following, Rounds};
 use crate::record::{PullRequestRecord, RunRecord};
 
-/// How a round's plan is run: as `eden run` runs one, reported the same way.
-pub(super) type RunPlan<'a> = &'a dyn Fn(&Plan) -> Result<RunRecord, Error>;
+/// `eden pr RUN` and `eden pr follow RUN`.
+pub(crate) fn pr(args: PrArgs) -> Result<i32, Error> {
+    let (following, given) = match args.command {
+        Some(PrCommand::Follow(given)) => (true, given),
+        None => (false, args.open),
+    };
+    let (run_args, plan, mut record) = load(&given)?;
+    let result = match following {
+        true => follow_again(&run_args, &plan, &mut record),
+        false => open_again(&run_args, &plan, &mut record),
+    };
+    if run_args.json {
+        crate::ui::print_data(&serde_json::to_string_pretty(&record).expect("records serialize"));
+    }
+    result.map(|()| 0)
+}
+
+/// The run `given` names, and the plan of its manifest (which must have a `[pull_request]`).
+fn load(given: &PrRunArgs) -> Result<(RunArgs, Plan, RunRecord), Error> {
+    let layout = super::layout(given.repo.as_ref())?;
+    let (runs, _) = crate::sessions::history::load(&layout);
+    let light = crate::sessions::history::find(&runs, given.run.as_deref().unwrap_or("last"))?;
+    let record = RunRecord::load(&light.record_path)?;
+    let manifest = match &given.manifest {
+        Some(manifest) => Some(manifest.clone()),
+        None => super::recorded::record_manifest(light, &layout).map_err(|error| {
+            let manifest = light.manifest.as_ref().map(|path| path.display().to_string()).unwrap_or_default();
+            error.with_hint(format!("name it yourself if it is yours: `eden pr {} --manifest {manifest}`", light.id))
+        })?,
+    };
+    let Some(manifest) = manifest else {
+        return Err(Error::usage(format!("run `{}` has no manifest eden can read again", record.id))
+            .with_hint(format!("name the one with its `[pull_request]`: `eden pr {} --manifest FILE`", record.id)));
+    };
+    let set = super::recorded::carried_overrides(light);
+    let run_args = RunArgs {
+        json: given.json,
+        quiet: given.quiet,
+        ..RunArgs::of_manifest(vec![manifest.clone()], set, layout.root.clone())
+    };
+    let settings = super::settings::RunSettings::from_args(&run_args);
+    let current = super::current_dir()?;
+    let loaded = super::settings::load(&settings, Some(&manifest), &[], super::settings::Purpose::Run, &current)?;
+    let plan = loaded.plan;
+    crate::redact::register(plan.secrets.iter().map(|secret| secret.0.clone()));
+    if plan.pull_request.is_none() {
+        return Err(Error::usage(format!(
+            "`{}` has no `[pull_request]`: eden does not know where to open one",
+            manifest.display()
+        ))
+        .with_hint(
+            "add `[pull_request]` (and `[forge]` if the defaults do not fit) to the manifest, or pass `--manifest`",
+        ));
+    }
+    Ok((run_args, plan, record))
+}
+
+/// `eden pr RUN`: the run's kept branch pushed, its pull request opened or found.
+fn open_again(args: &RunArgs, plan: &Plan, record: &mut RunRecord) -> Result<(), Error> {
+    if record.merged_into.is_some() {
+        return Err(Error::usage(format!("run `{}` was merged here already: there is nothing to open", record.id))
+            .with_hint("open a pull request for a run that kept its branch"));
+    }
+    let repo = crate::git::Git::new(&record.repo);
+    let branch = record.preserved_branch.clone().unwrap_or_else(|| record.branch.clone());
+    let tip = repo.branch_commit(&branch)?.filter(|tip| *tip != record.base_commit);
+    let Some(tip) = tip.filter(|_| repo.made_for(&branch, &record.id)) else {
+        return Err(Error::usage(format!("run `{}` left no branch of its own with commits", record.id))
+            .with_hint("`eden sessions show RUN` says what the run kept"));
+    };
+    record.push = Some(push_branch(plan, &repo, &branch, &tip)?);
+    save(record)?;
+    after_run(args, plan, record)
+}
+
+/// `branch` at `tip` pushed to the pull request's remote with the token eden holds, under a
+/// lease taken now: what someone else pushed there meanwhile is never overwritten.
+fn push_branch(
+    plan: &Plan,
+    repo: &crate::git::Git,
+    branch: &str,
+    tip: &str,
+) -> Result<crate::record::PushRecord, Error> {
+    use crate::orchestrator::push;
+    let settings = plan.pull_request.as_ref().ok_or_else(|| Error::internal("no pull request"))?;
+    let credential = crate::pull_request::credential(plan, repo)?;
+    let lease = push::take_lease(repo, &settings.remote, branch, credential.as_ref());
+    let record = push::push(repo, &lease, tip, None, credential.as_ref());
+    match record.pushed {
+        true => Ok(record),
+        false => Err(push::error(&record, Some(branch), true)),
+    }
+}
+
+/// `eden pr follow RUN`: following taken up again, the rounds answered before kept.
+fn follow_again(args: &RunArgs, plan: &Plan, record: &mut RunRecord) -> Result<(), Error> {
+    match &record.pull_request {
+        None => Err(Error::usage(format!("run `{}` has no pull request", record.id))
+            .with_hint(format!("open it with `eden pr {}` (a round's run: follow the run that opened it)", record.id))),
+        Some(pull) if pull.state == "merged" => {
+            note(args, &format!("pull request #{} is merged already: {}", pull.number, pull.url));
+            Ok(())
+        }
+        Some(_) => follow_pull(args, plan, record),
+    }
+}
 
 /// `[pull_request]`, after a run that ended well: open it, say it, and follow it when asked.
-pub(super) fn after_run(
-    args: &RunArgs,
-    plan: &Plan,
-    record: &mut RunRecord,
-    run_plan: RunPlan<'_>,
-) -> Result<(), Error> {
+pub(super) fn after_run(args: &RunArgs, plan: &Plan, record: &mut RunRecord) -> Result<(), Error> {
     let Some(settings) = &plan.pull_request else { return Ok(()) };
     let Some(pull) = crate::pull_request::open_for(plan, record)? else {
         note(args, "no commits were pushed: no pull request to open");
@@ -30,16 +129,16 @@ pub(super) fn after_run(
     if !settings.follow {
         return Ok(());
     }
-    follow_pull(args, plan, record, run_plan)
+    follow_pull(args, plan, record)
 }
 
 /// Follow the record's pull request; the record keeps its rounds and how it ended.
-fn follow_pull(args: &RunArgs, plan: &Plan, record: &mut RunRecord, run_plan: RunPlan<'_>) -> Result<(), Error> {
+fn follow_pull(args: &RunArgs, plan: &Plan, record: &mut RunRecord) -> Result<(), Error> {
     let (Some(settings), Some(mut pull)) = (&plan.pull_request, record.pull_request.clone()) else { return Ok(()) };
     let repo = crate::git::Git::new(&record.repo);
     let destination = crate::pull_request::destination(plan, &repo)?.ok_or_else(|| Error::internal("no forge"))?;
     let mut forge = crate::forge::open(&destination.target)?;
-    let mut rounds = RunRounds { args, plan, run_plan, branch: pull.head.clone(), last: record.clone() };
+    let mut rounds = RunRounds { args, plan, branch: pull.head.clone(), last: record.clone() };
     let first = plan.steps.first().ok_or_else(|| Error::internal("a plan without a step"))?;
     let task = crate::manifest::prompt::render(&first.prompt.template, &first.prompt.args);
     let signals = first.loop_.completion_signal.clone();
@@ -76,7 +175,6 @@ fn follow_pull(args: &RunArgs, plan: &Plan, record: &mut RunRecord, run_plan: Ru
 struct RunRounds<'a> {
     args: &'a RunArgs,
     plan: &'a Plan,
-    run_plan: RunPlan<'a>,
     branch: String,
     /// The run before this round: its session is resumed.
     last: RunRecord,
@@ -103,7 +201,7 @@ impl Rounds for RunRounds<'_> {
         for line in notes {
             note(self.args, &line);
         }
-        let record = (self.run_plan)(&plan)?;
+        let record = round(self.args, &plan, &self.last.repo)?;
         self.last = record.clone();
         Ok(record)
     }
@@ -140,6 +238,24 @@ fn fetch_base(plan: &Plan, repo: &crate::git::Git, last: &RunRecord) -> Result<(
         Ok(output) if output.success() => Ok(()),
         _ => Err(Error::forge(format!("cannot fetch `{}` from `{}` for the next round", pull.base, settings.remote))
             .with_hint("check the remote and the token's access, then `eden pr follow RUN`")),
+    }
+}
+
+/// A pull request's round: `plan` (the feedback as its prompt, on the pull request's branch)
+/// run in the repository at `root`, reported as a run is. Its record, or its error.
+fn round(args: &RunArgs, plan: &Plan, root: &std::path::Path) -> Result<crate::record::RunRecord, Error> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|err| Error::internal("cannot start the async runtime").with_source(err))?;
+    let repo = crate::git::Git::discover(root);
+    let options = super::launch::options(plan, repo, Vec::new(), None, None, Default::default());
+    let result = runtime.block_on(crate::orchestrator::run(plan, &options, super::launch::reporters(args, false)));
+    runtime.shutdown_background();
+    match (result.record, result.error) {
+        (_, Some(error)) => Err(error),
+        (Some(record), None) => Ok(record),
+        (None, None) => Err(Error::internal("a round ended without a record")),
     }
 }
 

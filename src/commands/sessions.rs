@@ -488,27 +488,6 @@ fn rm(args: SessionsRmArgs) -> Result<i32, Error> {
     Ok(0)
 }
 
-/// What a resume may take from a run's record on its word: the agent, its model and effort, the
-/// loop, the timeouts, prompt arguments. Not hooks, the sandbox, mounts or a binary to run.
-const CARRIED: [&str; 6] = ["agent.kind=", "agent.model=", "agent.effort=", "loop.", "timeouts.", "prompt_args."];
-
-/// The original run's own overrides, except what resuming decides (then ours, then the
-/// user's, follow): the record's word chooses the agent and how long it goes on, never what
-/// runs here.
-fn carried_overrides(run: &Light) -> Vec<String> {
-    let decided = ["agent.resume", "branch.", "prompt", "name", "loop.max_iterations"];
-    let mut set = Vec::new();
-    for pair in run.overrides.iter().filter(|pair| !decided.iter().any(|key| pair.starts_with(key))) {
-        if CARRIED.iter().any(|key| pair.starts_with(key)) {
-            set.push(pair.clone());
-        } else {
-            let key = pair.split('=').next().unwrap_or_default();
-            print_note(&format!("`{key}` from the run's record is not carried over: give it again with `--set`"));
-        }
-    }
-    set
-}
-
 /// The branch a resume goes on in: the run's, when eden made it for that run (or it is gone and
 /// is made again).
 fn resumed_branch(run: &Light, layout: &crate::layout::Layout) -> Result<String, Error> {
@@ -522,26 +501,6 @@ fn resumed_branch(run: &Light, layout: &crate::layout::Layout) -> Result<String,
         .with_hint("resume the session on a branch of its own: `eden run MANIFEST --set agent.resume=\"SESSION\"`"));
     }
     Ok(branch)
-}
-
-/// The manifest a run's record names, if it is still there: only one in the repository (a
-/// record names any path it likes; one outside is given again with `--manifest`).
-fn record_manifest(run: &Light, layout: &crate::layout::Layout) -> Result<Option<std::path::PathBuf>, Error> {
-    let Some(path) = run.manifest.clone().filter(|path| path.is_file()) else { return Ok(None) };
-    let inside = std::fs::canonicalize(&path).is_ok_and(|path| path.starts_with(&layout.root));
-    if !inside {
-        return Err(Error::usage(format!(
-            "run `{}` was run from `{}`, outside this repository: eden does not run a manifest on a record's word",
-            run.id,
-            path.display()
-        ))
-        .with_hint(format!(
-            "name it yourself if it is yours: `eden sessions resume {} {}`",
-            run.id,
-            path.display()
-        )));
-    }
-    Ok(Some(path))
 }
 
 /// The run, session and step agent `wanted` names, for `transfer` and `resume`.
@@ -619,10 +578,10 @@ fn resume(args: SessionsResumeArgs) -> Result<i32, Error> {
     }
     let manifest = match &args.manifest {
         Some(manifest) => Some(manifest.clone()),
-        None => record_manifest(run, &layout)?,
+        None => super::recorded::record_manifest(run, &layout)?,
     };
     let quote = |value: &str| toml::Value::String(value.to_owned()).to_string();
-    let mut set = carried_overrides(run);
+    let mut set = super::recorded::carried_overrides(run);
     if manifest.is_none() && !set.iter().any(|pair| pair.starts_with("agent.kind=")) {
         set.push(format!("agent.kind={}", quote(kind.as_str())));
         if let Some(model) = model {
@@ -650,37 +609,13 @@ fn resume(args: SessionsResumeArgs) -> Result<i32, Error> {
     set.extend(args.set.iter().cloned());
     let interactive =
         args.interactive.then_some(crate::commands::invocation::InteractiveMode { no_tty: false, resume: None });
-    crate::commands::run::invoke(
-        RunArgs {
-            manifests: manifest.into_iter().collect(),
-            jobs: None,
-            jobs_per_host: None,
-            fail_fast: false,
-            from: None,
-            attempts: None,
-            matrix: Vec::new(),
-            set,
-            prompt_args: Vec::new(),
-            agent: None,
-            binary: None,
-            model: None,
-            prompt: None,
-            prompt_file: None,
-            name: None,
-            max_iterations: None,
-            sandbox: None,
-            host: None,
-            strategy: None,
-            branch: None,
-            base: None,
-            repo: Some(layout.root.clone()),
-            dry_run: args.dry_run,
-            json: args.json,
-            json_events: false,
-            quiet: args.quiet,
-        },
-        interactive,
-    )
+    let run_args = RunArgs {
+        dry_run: args.dry_run,
+        json: args.json,
+        quiet: args.quiet,
+        ..RunArgs::of_manifest(manifest.into_iter().collect(), set, layout.root.clone())
+    };
+    crate::commands::run::invoke(run_args, interactive)
 }
 
 /// The follow-up message when `--prompt` gives none.

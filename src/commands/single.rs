@@ -2,14 +2,14 @@
 //! `--dry-run`, shown), the reporters it gets, and its record said at the end.
 
 use super::invocation::{Markers, Single};
+use super::launch::{options, reporters};
 use crate::cli::RunArgs;
 use crate::error::Error;
 use crate::manifest::plan;
-use crate::orchestrator::{self, workspace, RunOptions};
-use crate::process::Stopping;
+use crate::orchestrator::{self, workspace};
 use crate::ui::batch::Row;
 use crate::ui::github::Summarized;
-use crate::ui::{print_data, Display, JsonLinesReporter, LogFileReporter, Reporter};
+use crate::ui::print_data;
 
 /// The run; `printed` says whether it put its record (or events) on stdout.
 pub(super) fn run(args: &RunArgs, single: Single, markers: Markers, printed: &mut bool) -> Result<i32, Error> {
@@ -30,9 +30,7 @@ pub(super) fn run(args: &RunArgs, single: Single, markers: Markers, printed: &mu
     // The run is over; nothing left on the runtime may hold eden's exit.
     runtime.shutdown_background();
     if let (Some(record), None) = (&mut result.record, &result.error) {
-        let root = record.repo.clone();
-        let run_round = |round: &plan::Plan| self::round(args, round, &root);
-        result.error = super::pr::after_run(args, &plan, record, &run_round).err();
+        result.error = super::pr::after_run(args, &plan, record).err();
     }
     if let Some(record) = &result.record {
         *printed = true;
@@ -41,24 +39,6 @@ pub(super) fn run(args: &RunArgs, single: Single, markers: Markers, printed: &mu
     match result.error {
         Some(error) => Err(error),
         None => Ok(0),
-    }
-}
-
-/// A pull request's round: `plan` (the feedback as its prompt, on the pull request's branch)
-/// run in the repository at `root`, reported as a run is. Its record, or its error.
-fn round(args: &RunArgs, plan: &plan::Plan, root: &std::path::Path) -> Result<crate::record::RunRecord, Error> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|err| Error::internal("cannot start the async runtime").with_source(err))?;
-    let repo = crate::git::Git::discover(root);
-    let options = options(plan, repo, Vec::new(), None, None, Markers::default());
-    let result = runtime.block_on(orchestrator::run(plan, &options, reporters(args, false)));
-    runtime.shutdown_background();
-    match (result.record, result.error) {
-        (_, Some(error)) => Err(error),
-        (Some(record), None) => Ok(record),
-        (None, None) => Err(Error::internal("a round ended without a record")),
     }
 }
 
@@ -101,46 +81,6 @@ fn dry_run(
     });
     print_data(&serde_json::to_string_pretty(&json).expect("plans serialize"));
     Ok(0)
-}
-
-/// The run's options: how it stops, and what its coordinator (several runs, attempts) said.
-fn options(
-    plan: &plan::Plan,
-    repo: Result<crate::git::Discovered, Error>,
-    given: Vec<String>,
-    attached: Option<orchestrator::Interactive>,
-    from: Option<crate::record::FromRecord>,
-    markers: Markers,
-) -> RunOptions {
-    let stopping = Stopping { kill_grace: plan.timeouts.kill_grace.0, drain: plan.timeouts.output_drain.0 };
-    RunOptions {
-        repo,
-        stopping,
-        overrides: given,
-        open_log: LogFileReporter::open,
-        interactive: attached,
-        batch: markers.batch,
-        attempt: markers.attempt,
-        from,
-        traced: crate::ui::otlp::Settings::from_env(&|name| std::env::var(name).ok()).is_some(),
-    }
-}
-
-/// Who hears of the run: the display, `--json-events`, and OpenTelemetry.
-fn reporters(args: &RunArgs, interactive: bool) -> Vec<Box<dyn Reporter>> {
-    let display = match Display::detect(args.quiet) {
-        // The agent draws on the terminal: eden's own lines only before and after, no spinner.
-        Display::Live if interactive => Display::Plain,
-        display => display,
-    };
-    let mut reporters: Vec<Box<dyn Reporter>> = display.reporter().into_iter().collect();
-    if args.json_events {
-        reporters.push(Box::new(JsonLinesReporter::stdout()));
-    }
-    if let Some(telemetry) = crate::ui::otlp::Settings::from_env(&|name| std::env::var(name).ok()) {
-        reporters.push(Box::new(crate::ui::otlp::TraceReporter::new(telemetry)));
-    }
-    reporters
 }
 
 /// The record said: `--json` on stdout and, in a GitHub Actions step, the job's summary and

@@ -23,7 +23,7 @@ mod iterate;
 mod journal;
 mod judge;
 mod protect;
-mod push;
+pub(crate) mod push;
 mod session;
 mod steps;
 mod stream;
@@ -495,7 +495,7 @@ impl<'p> Run<'p> {
             let _ = repo.mark_branch(&lease.branch, &self.run_id);
             *preserved_branch = Some(lease.branch.clone());
         }
-        let failed = push::error(&record, preserved_branch.as_deref());
+        let failed = push::error(&record, preserved_branch.as_deref(), self.plan.pull_request.is_some());
         match error {
             Some(error) => {
                 self.events.report(&Event::Warning { message: failed.message.into() });

@@ -9,7 +9,7 @@ use crate::git::Git;
 use crate::record::PushRecord;
 
 /// Where the remote's copy of the branch was when the run began.
-pub(super) struct Lease {
+pub(crate) struct Lease {
     pub(crate) remote: String,
     pub(crate) branch: String,
     /// Its commit there (`Some("")`: it had none); `None` when the remote could not be asked.
@@ -18,7 +18,7 @@ pub(super) struct Lease {
 
 /// Ask `remote` where `branch` is. Never prompts for credentials: a run must not hang on one.
 /// `credential`: the forge's token, held by eden, for this remote.
-pub(super) fn take_lease(repo: &Git, remote: &str, branch: &str, credential: Option<&ForRemote>) -> Lease {
+pub(crate) fn take_lease(repo: &Git, remote: &str, branch: &str, credential: Option<&ForRemote>) -> Lease {
     let asked = output(repo.command(["ls-remote", "--heads", remote, &format!("refs/heads/{branch}")]), credential);
     let expected = match asked {
         Ok(output) if output.success() => {
@@ -43,7 +43,7 @@ fn output(
 }
 
 /// Push `tip` as the lease's branch, and `base` (the target the run merged into) when given.
-pub(super) fn push(
+pub(crate) fn push(
     repo: &Git,
     lease: &Lease,
     tip: &str,
@@ -129,8 +129,9 @@ fn without_userinfo(text: &str) -> String {
     out
 }
 
-/// What failed, for the person: the push is theirs to do once they see why.
-pub(super) fn error(record: &PushRecord, kept: Option<&str>) -> Error {
+/// What failed, for the person: the push is theirs to do once they see why. A pull request's
+/// push is the forge refusing (exit 6), any other a git failure (exit 7).
+pub(crate) fn error(record: &PushRecord, kept: Option<&str>, pull_request: bool) -> Error {
     let why = record.error.as_deref().unwrap_or("git did not say why");
     let (what, command) = match record.base_pushed {
         Some(false) => (
@@ -140,7 +141,9 @@ pub(super) fn error(record: &PushRecord, kept: Option<&str>) -> Error {
         _ => (format!("`{}`", record.branch), format!("git push {} {}", record.remote, record.branch)),
     };
     let kept = kept.map(|branch| format!("; the branch is kept here as `{branch}`")).unwrap_or_default();
-    Error::git(format!("the push of {what} to `{}` failed: {why}{kept}", record.remote))
+    let message = format!("the push of {what} to `{}` failed: {why}{kept}", record.remote);
+    let kind = if pull_request { crate::error::ErrorKind::Forge } else { crate::error::ErrorKind::Git };
+    Error::new(kind, message)
         .with_hint(format!("everything is kept in this repository; once the remote takes it: `{command}`"))
 }
 

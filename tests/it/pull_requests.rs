@@ -376,3 +376,105 @@ fn green_with_merge_set_merges_through_the_api() {
     let merge = forge.seen().into_iter().find(|s| s.method == "PUT").unwrap();
     assert!(merge.body.contains("\"merge_method\":\"squash\""), "{}", merge.body);
 }
+
+/// The records of the runs in `.eden/runs/`, oldest first.
+fn records(env: &TestEnv) -> Vec<serde_json::Value> {
+    let mut paths: Vec<std::path::PathBuf> =
+        std::fs::read_dir(env.repo.join(".eden/runs")).unwrap().flatten().map(|entry| entry.path()).collect();
+    paths.retain(|path| path.extension().is_some_and(|ext| ext == "json"));
+    paths.sort();
+    paths.iter().map(|path| serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()).collect()
+}
+
+#[test]
+fn eden_pr_opens_a_kept_runs_pull_request() {
+    let (env, forge) = world();
+    // A run that keeps its branch, with no pull request of its own.
+    let plain = cli_manifest(
+        &round_agent(&env),
+        "[branch]\nstrategy = \"named\"\nname = \"agent/later\"\n[loop]\nmax_iterations = 1\n",
+    );
+    env.run_manifest(&plain, &[]).assert_code(0);
+    let id = records(&env)[0]["id"].as_str().unwrap().to_owned();
+    let with_pr = env.root().join("pr.toml");
+    std::fs::write(&with_pr, followed(&env, &forge, "follow = false\n")).unwrap();
+    let mut command = env.eden_command(&["pr", &id, "--manifest", &with_pr.to_string_lossy(), "--json"]);
+    command.env("GITHUB_TOKEN", TOKEN);
+    let run = crate::support::Run::from(command.output().unwrap());
+    run.assert_code(0);
+    assert_eq!(forge.pulls()[0].head, "agent/later");
+    assert_eq!(forge.tip("octo/hello", "agent/later"), Some(env.git(&["rev-parse", "agent/later"])));
+    assert_eq!(run.json()["pull_request"]["number"], 1);
+    assert!(!run.stdout.contains(TOKEN) && !run.stderr.contains(TOKEN));
+    // Its manifest gone and none given: said, nothing done.
+    let run = env.eden(&["pr", &id]);
+    run.assert_code(2);
+    assert!(run.error_text().contains("hint: "), "{}", run.error_text());
+}
+
+#[test]
+fn eden_pr_follow_takes_up_after_a_stop_without_repeating_a_round() {
+    let (env, forge) = world();
+    let hold = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let held = hold.clone();
+    forge.set_ci(move |bare, sha| {
+        let fixed = std::process::Command::new("git")
+            .args(["cat-file", "-e", &format!("{sha}:fixed.txt")])
+            .current_dir(bare)
+            .status()
+            .is_ok_and(|status| status.success());
+        let changed = std::process::Command::new("git")
+            .args(["cat-file", "-e", &format!("{sha}:change.txt")])
+            .current_dir(bare)
+            .status()
+            .is_ok_and(|status| status.success());
+        // The fixed head's check runs until the test lets it finish.
+        let conclusion = match (fixed, changed) {
+            (true, _) if held.load(std::sync::atomic::Ordering::SeqCst) => None,
+            (true, _) | (false, false) => Some("success".to_owned()),
+            (false, true) => Some("failure".to_owned()),
+        };
+        vec![crate::forge_server::CheckRun { name: "test".into(), conclusion, log: "boom\n".into() }]
+    });
+    let manifest = env.write_manifest(&followed(&env, &forge, ""));
+    let mut command = env.eden_command(&["run", &manifest.to_string_lossy()]);
+    command.env("GITHUB_TOKEN", TOKEN).stderr(std::process::Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    // Round 1 pushed the fix; its check is running: stop eden there.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let branch = forge.pulls().first().map(|pull| pull.head.clone());
+        let fixed = branch.and_then(|branch| forge.tip("octo/hello", &branch)).is_some_and(|tip| {
+            env.git(&["cat-file", "-t", &tip]) == "commit"
+                && env.git(&["ls-tree", "--name-only", &tip]).contains("fixed.txt")
+        });
+        if fixed {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "round 1 never pushed");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(143), "stopped by SIGTERM");
+    let opened = records(&env).into_iter().find(|record| record["pull_request"].is_object()).unwrap();
+    assert_eq!(opened["pull_request"]["rounds"].as_array().unwrap().len(), 1);
+    assert_eq!(opened["pull_request"]["state"], "open");
+    assert!(forge.pulls()[0].open, "the pull request stays");
+    // Later: the check finishes; following is taken up and round 1 is not run again.
+    hold.store(false, std::sync::atomic::Ordering::SeqCst);
+    let id = opened["id"].as_str().unwrap();
+    // The manifest is outside the repository: eden runs it again only when told.
+    let refused = env.eden(&["pr", "follow", id]);
+    refused.assert_code(2);
+    assert!(refused.error_text().contains("--manifest"), "{}", refused.error_text());
+    let manifest = manifest.to_string_lossy();
+    let mut command = env.eden_command(&["pr", "follow", id, "--manifest", &manifest, "--json"]);
+    command.env("GITHUB_TOKEN", TOKEN);
+    let run = crate::support::Run::from(command.output().unwrap());
+    run.assert_code(0);
+    let pull = &run.json()["pull_request"];
+    assert_eq!(pull["state"], "green");
+    assert_eq!(pull["rounds"].as_array().unwrap().len(), 1, "no round repeated: {pull:#}");
+}
