@@ -478,3 +478,77 @@ fn eden_pr_follow_takes_up_after_a_stop_without_repeating_a_round() {
     assert_eq!(pull["state"], "green");
     assert_eq!(pull["rounds"].as_array().unwrap().len(), 1, "no round repeated: {pull:#}");
 }
+
+/// What an agent in a container can find of the token: its environment, every process's, and
+/// every file but the image's own programs.
+const SEARCH: &str = "env > seen-env.txt; { for p in /proc/[0-9]*; do tr '\\0' '\\n' < $p/environ | grep -a 'ghs_test_forge_token_5f3a9[c]'; done; \
+    grep -rlsE 'ghs_test_forge_token_5f3a9[c]' / --exclude-dir=proc --exclude-dir=sys --exclude-dir=usr --exclude-dir=opt; } \
+    2>/dev/null | grep -v seen- > seen-files.txt; true";
+
+#[test]
+fn an_agent_in_docker_never_holds_the_forge_token() {
+    if !crate::containers::ready("docker") {
+        return;
+    }
+    let (env, forge) = world();
+    let script = env.script("agent.sh", &format!("cat > /dev/null\n{SEARCH}\ndate +%s%N > change.txt\ngit add -A && git commit -q -m change\necho '<promise>COMPLETE</promise>'"));
+    let manifest = format!(
+        "name = \"docker\"\nprompt = \"change\"\n[agent]\nkind = \"cli\"\nbinary = \"/opt/agent.sh\"\n\
+         [sandbox]\nkind = \"docker\"\nimage = \"{}\"\nmounts = [{{ host = \"{}\", sandbox = \"/opt/agent.sh\", read_only = true }}]\n\
+         [forge]\napi_url = \"{}\"\n[pull_request]\nfollow = false\n[loop]\nmax_iterations = 1\n",
+        crate::containers::IMAGE,
+        script.display(),
+        forge.api_url()
+    );
+    let run = run_with_token(&env, &manifest, TOKEN);
+    run.assert_code(0);
+    let branch = run.json()["branch"].as_str().unwrap().to_owned();
+    let tip = forge.tip("octo/hello", &branch).expect("pushed");
+    assert!(!env.git(&["show", &format!("{tip}:seen-env.txt")]).contains(TOKEN));
+    assert_eq!(env.git(&["show", &format!("{tip}:seen-files.txt")]), "", "the token is somewhere in the container");
+    assert_eq!(forge.pulls().len(), 1);
+}
+
+/// The real Claude Code in docker, its model's Bash tool searching the container for the token
+/// before it commits: found nowhere, and the pull request opened with the token eden held.
+#[test]
+fn claude_code_in_docker_never_holds_the_forge_token() {
+    const KEY: &str = "sk-ant-forge-4711";
+    let Some(claude) = crate::real_agents::require("claude") else { return };
+    if !crate::containers::ready("docker") {
+        return;
+    }
+    let (env, forge) = world();
+    let server = crate::model_server::ModelServer::start(std::fs::canonicalize(&env.repo).unwrap(), false);
+    *server.stats.commit_command.lock().unwrap() =
+        Some(format!("{SEARCH}; git add -A && git commit -q -m 'add hello.txt'"));
+    let claude = std::fs::canonicalize(claude).unwrap();
+    let manifest = format!(
+        "name = \"claude\"\nprompt = \"create hello.txt and commit it\"\n[agent]\nkind = \"claude-code\"\nbinary = \"/opt/claude\"\n\
+         env = {{ ANTHROPIC_BASE_URL = \"${{ANTHROPIC_BASE_URL}}\", ANTHROPIC_API_KEY = \"{KEY}\", DISABLE_TELEMETRY = \"1\", \
+         CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = \"1\", CLAUDE_CODE_MAX_RETRIES = \"0\" }}\n\
+         [sandbox]\nkind = \"docker\"\nimage = \"{}\"\nnetwork = \"none\"\n\
+         mounts = [{{ host = \"{}\", sandbox = \"/opt/claude\", read_only = true }}]\n\
+         [forge]\napi_url = \"{}\"\n[pull_request]\nfollow = false\n[loop]\nmax_iterations = 1\nidle_timeout = \"90s\"\n",
+        crate::containers::IMAGE,
+        claude.display(),
+        forge.api_url()
+    );
+    let path = env.write_manifest(&manifest);
+    let mut command = env.eden_command(&["run", path.to_str().unwrap(), "--json"]);
+    command.envs(crate::real_agents::claude_env(&env, &server)).env("GITHUB_TOKEN", TOKEN);
+    let run = crate::support::Run::from(command.output().unwrap());
+    run.assert_code(0);
+    let branch = run.json()["branch"].as_str().unwrap().to_owned();
+    let tip = forge.tip("octo/hello", &branch).expect("pushed");
+    let tree = env.git(&["ls-tree", "--name-only", &tip]);
+    assert!(tree.contains("hello.txt") && tree.contains("seen-files.txt"), "the search ran: {tree}");
+    assert!(!env.git(&["show", &format!("{tip}:seen-env.txt")]).contains(TOKEN));
+    assert_eq!(env.git(&["show", &format!("{tip}:seen-files.txt")]), "", "the token is somewhere in the container");
+    assert_eq!(forge.pulls().len(), 1);
+    assert!(forge
+        .seen()
+        .iter()
+        .filter(|s| !s.path.starts_with("/download/"))
+        .all(|s| s.authorized || s.path.starts_with("/git/")));
+}
