@@ -204,12 +204,36 @@ pub(crate) fn summary_lines(record: &RunRecord) -> Vec<String> {
     if let Some(worktree) = &record.preserved_worktree {
         lines.push(format!("worktree kept (uncommitted changes): {}", worktree.display()));
     }
+    if let Some(pull) = &record.pull_request {
+        lines.push(format!("pull request #{} ({}, {}): {}", pull.number, pull.action, pull.state, pull.url));
+        for (n, round) in pull.rounds.iter().enumerate() {
+            let pushed = round
+                .pushed
+                .as_deref()
+                .map_or("nothing pushed".to_owned(), |sha| format!("pushed {}", &sha[..sha.len().min(10)]));
+            lines.push(format!("  round {}: {} → run {}, {pushed}", n + 1, round.trigger.join(", "), round.run));
+        }
+    }
     // What was done with it since: the lines above are as the run ended.
     lines.extend(record.later.iter().map(crate::record::LaterRecord::said));
     if let Some(log) = &record.log {
         lines.push(format!("log: {}", log.display()));
     }
     lines.push(format!("run record: {}", record.record_path.display()));
+    lines
+}
+
+/// The run's pull request and its rounds, for the end of a run and `eden sessions show`.
+pub(crate) fn pull_request_lines(record: &RunRecord) -> Vec<String> {
+    let Some(pull) = &record.pull_request else { return Vec::new() };
+    let mut lines = vec![format!("pull request #{} ({}, {}): {}", pull.number, pull.action, pull.state, pull.url)];
+    for (n, round) in pull.rounds.iter().enumerate() {
+        let pushed = match round.pushed.as_deref() {
+            Some(sha) => format!("pushed {}", &sha[..sha.len().min(10)]),
+            None => "nothing pushed".to_owned(),
+        };
+        lines.push(format!("  round {}: {} → run {}, {pushed}", n + 1, round.trigger.join(", "), round.run));
+    }
     lines
 }
 

@@ -202,6 +202,9 @@ fn footer(record: &RunRecord) -> String {
     if let Some(worktree) = &record.preserved_worktree {
         let _ = writeln!(out, "worktree kept: {}", worktree.display());
     }
+    for line in super::pull_request_lines(record) {
+        let _ = writeln!(out, "{line}");
+    }
     // What was done with it since: the error and hint above are as the run ended.
     for later in &record.later {
         let _ = writeln!(out, "{}", later.said());

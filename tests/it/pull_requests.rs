@@ -230,6 +230,14 @@ fn a_failing_check_is_answered_by_a_round_until_the_pull_request_is_green() {
         assert!(!env.git(&["show", &format!("{head}:seen-env-{n}.txt")]).contains(TOKEN));
     }
     assert!(forge.state.not_modified.load(std::sync::atomic::Ordering::SeqCst) > 0, "unchanged answers cost nothing");
+    // `eden sessions show` says it too.
+    let shown = env.eden(&["sessions", "show", record["id"].as_str().unwrap()]);
+    assert!(
+        shown.stdout.contains("pull request #1 (opened, green)")
+            && shown.stdout.contains("round 1: check `test` failure"),
+        "{}",
+        shown.stdout
+    );
 }
 
 #[test]
