@@ -37,6 +37,7 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check what a first run needs, and say what to fix')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script for bash, zsh, fish, elvish or powershell')
             [CompletionResult]::new('sessions', 'sessions', [CompletionResultType]::ParameterValue, 'The run history: list runs, replay one, total tokens and cost, remove runs')
+            [CompletionResult]::new('pr', 'pr', [CompletionResultType]::ParameterValue, 'Open (or update) a run''s pull request, or follow it again (`eden pr follow RUN`)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -328,6 +329,39 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
         'eden;sessions;help;help' {
             break
         }
+        'eden;pr' {
+            [CompletionResult]::new('--manifest', '--manifest', [CompletionResultType]::ParameterName, 'The manifest with the `[pull_request]` (default: the run''s own, when it is in the repository)')
+            [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'The repository (default: the current directory''s)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print the run record as JSON on stdout at the end')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress output')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'No progress output')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('follow', 'follow', [CompletionResultType]::ParameterValue, 'Follow a run''s pull request again until it is green')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'eden;pr;follow' {
+            [CompletionResult]::new('--manifest', '--manifest', [CompletionResultType]::ParameterName, 'The manifest with the `[pull_request]` (default: the run''s own, when it is in the repository)')
+            [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'The repository (default: the current directory''s)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print the run record as JSON on stdout at the end')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress output')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'No progress output')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'eden;pr;help' {
+            [CompletionResult]::new('follow', 'follow', [CompletionResultType]::ParameterValue, 'Follow a run''s pull request again until it is green')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'eden;pr;help;follow' {
+            break
+        }
+        'eden;pr;help;help' {
+            break
+        }
         'eden;help' {
             [CompletionResult]::new('run', 'run', [CompletionResultType]::ParameterValue, 'Run an agent as a manifest (or flags) describes: worktree, iterations, merge back')
             [CompletionResult]::new('interactive', 'interactive', [CompletionResultType]::ParameterValue, 'The agent''s own terminal UI, in a fresh worktree and sandbox, hooks and all')
@@ -341,6 +375,7 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check what a first run needs, and say what to fix')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script for bash, zsh, fish, elvish or powershell')
             [CompletionResult]::new('sessions', 'sessions', [CompletionResultType]::ParameterValue, 'The run history: list runs, replay one, total tokens and cost, remove runs')
+            [CompletionResult]::new('pr', 'pr', [CompletionResultType]::ParameterValue, 'Open (or update) a run''s pull request, or follow it again (`eden pr follow RUN`)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -414,6 +449,13 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             break
         }
         'eden;help;sessions;resume' {
+            break
+        }
+        'eden;help;pr' {
+            [CompletionResult]::new('follow', 'follow', [CompletionResultType]::ParameterValue, 'Follow a run''s pull request again until it is green')
+            break
+        }
+        'eden;help;pr;follow' {
             break
         }
         'eden;help;help' {

@@ -46,6 +46,9 @@ _eden() {
             eden,merge)
                 cmd="eden__subcmd__merge"
                 ;;
+            eden,pr)
+                cmd="eden__subcmd__pr"
+                ;;
             eden,run)
                 cmd="eden__subcmd__run"
                 ;;
@@ -85,6 +88,9 @@ _eden() {
             eden__subcmd__help,merge)
                 cmd="eden__subcmd__help__subcmd__merge"
                 ;;
+            eden__subcmd__help,pr)
+                cmd="eden__subcmd__help__subcmd__pr"
+                ;;
             eden__subcmd__help,run)
                 cmd="eden__subcmd__help__subcmd__run"
                 ;;
@@ -102,6 +108,9 @@ _eden() {
                 ;;
             eden__subcmd__help__subcmd__image,remove)
                 cmd="eden__subcmd__help__subcmd__image__subcmd__remove"
+                ;;
+            eden__subcmd__help__subcmd__pr,follow)
+                cmd="eden__subcmd__help__subcmd__pr__subcmd__follow"
                 ;;
             eden__subcmd__help__subcmd__sessions,cost)
                 cmd="eden__subcmd__help__subcmd__sessions__subcmd__cost"
@@ -144,6 +153,18 @@ _eden() {
                 ;;
             eden__subcmd__image__subcmd__help,remove)
                 cmd="eden__subcmd__image__subcmd__help__subcmd__remove"
+                ;;
+            eden__subcmd__pr,follow)
+                cmd="eden__subcmd__pr__subcmd__follow"
+                ;;
+            eden__subcmd__pr,help)
+                cmd="eden__subcmd__pr__subcmd__help"
+                ;;
+            eden__subcmd__pr__subcmd__help,follow)
+                cmd="eden__subcmd__pr__subcmd__help__subcmd__follow"
+                ;;
+            eden__subcmd__pr__subcmd__help,help)
+                cmd="eden__subcmd__pr__subcmd__help__subcmd__help"
                 ;;
             eden__subcmd__sessions,cost)
                 cmd="eden__subcmd__sessions__subcmd__cost"
@@ -194,7 +215,7 @@ _eden() {
 
     case "${cmd}" in
         eden)
-            opts="-h -V --help --version run interactive init image clean diff merge discard steer doctor completions sessions help"
+            opts="-h -V --help --version run interactive init image clean diff merge discard steer doctor completions sessions pr help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -317,7 +338,7 @@ _eden() {
             return 0
             ;;
         eden__subcmd__help)
-            opts="run interactive init image clean diff merge discard steer doctor completions sessions help"
+            opts="run interactive init image clean diff merge discard steer doctor completions sessions pr help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -501,6 +522,34 @@ _eden() {
         eden__subcmd__help__subcmd__merge)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        eden__subcmd__help__subcmd__pr)
+            opts="follow"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        eden__subcmd__help__subcmd__pr__subcmd__follow)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -1051,6 +1100,120 @@ _eden() {
                     fi
                     return 0
                     ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        eden__subcmd__pr)
+            opts="-q -h --manifest --repo --json --quiet --help follow help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --manifest)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
+                    return 0
+                    ;;
+                --repo)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
+                    fi
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        eden__subcmd__pr__subcmd__follow)
+            opts="-q -h --manifest --repo --json --quiet --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --manifest)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
+                    return 0
+                    ;;
+                --repo)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
+                    fi
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        eden__subcmd__pr__subcmd__help)
+            opts="follow help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        eden__subcmd__pr__subcmd__help__subcmd__follow)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        eden__subcmd__pr__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 *)
                     COMPREPLY=()
                     ;;

@@ -34,6 +34,7 @@ set edit:completion:arg-completer[eden] = {|@words|
             cand doctor 'Check what a first run needs, and say what to fix'
             cand completions 'Print a shell completion script for bash, zsh, fish, elvish or powershell'
             cand sessions 'The run history: list runs, replay one, total tokens and cost, remove runs'
+            cand pr 'Open (or update) a run''s pull request, or follow it again (`eden pr follow RUN`)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'eden;run'= {
@@ -290,6 +291,34 @@ set edit:completion:arg-completer[eden] = {|@words|
         }
         &'eden;sessions;help;help'= {
         }
+        &'eden;pr'= {
+            cand --manifest 'The manifest with the `[pull_request]` (default: the run''s own, when it is in the repository)'
+            cand --repo 'The repository (default: the current directory''s)'
+            cand --json 'Print the run record as JSON on stdout at the end'
+            cand -q 'No progress output'
+            cand --quiet 'No progress output'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand follow 'Follow a run''s pull request again until it is green'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'eden;pr;follow'= {
+            cand --manifest 'The manifest with the `[pull_request]` (default: the run''s own, when it is in the repository)'
+            cand --repo 'The repository (default: the current directory''s)'
+            cand --json 'Print the run record as JSON on stdout at the end'
+            cand -q 'No progress output'
+            cand --quiet 'No progress output'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'eden;pr;help'= {
+            cand follow 'Follow a run''s pull request again until it is green'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'eden;pr;help;follow'= {
+        }
+        &'eden;pr;help;help'= {
+        }
         &'eden;help'= {
             cand run 'Run an agent as a manifest (or flags) describes: worktree, iterations, merge back'
             cand interactive 'The agent''s own terminal UI, in a fresh worktree and sandbox, hooks and all'
@@ -303,6 +332,7 @@ set edit:completion:arg-completer[eden] = {|@words|
             cand doctor 'Check what a first run needs, and say what to fix'
             cand completions 'Print a shell completion script for bash, zsh, fish, elvish or powershell'
             cand sessions 'The run history: list runs, replay one, total tokens and cost, remove runs'
+            cand pr 'Open (or update) a run''s pull request, or follow it again (`eden pr follow RUN`)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'eden;help;run'= {
@@ -355,6 +385,11 @@ set edit:completion:arg-completer[eden] = {|@words|
         &'eden;help;sessions;transfer'= {
         }
         &'eden;help;sessions;resume'= {
+        }
+        &'eden;help;pr'= {
+            cand follow 'Follow a run''s pull request again until it is green'
+        }
+        &'eden;help;pr;follow'= {
         }
         &'eden;help;help'= {
         }

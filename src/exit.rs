@@ -155,7 +155,7 @@ impl Exit {
             Exit::AgentFailed => "agent failed",
             Exit::Timeout => "timeout",
             Exit::HookFailed => "hook failed",
-            Exit::Sandbox => "sandbox error",
+            Exit::Sandbox => "sandbox or forge error",
             Exit::Git => "git error or merge conflict",
             Exit::Budget => "budget exceeded",
             Exit::ChecksFailed => "checks failed",
@@ -187,7 +187,8 @@ impl Exit {
             Exit::HookFailed => "a lifecycle hook exited non-zero",
             Exit::Sandbox => {
                 "engine or bubblewrap missing, engine not running, image missing, container failed or gone, agent \
-                 missing from the image, work could not be brought back from the sandbox"
+                 missing from the image, work could not be brought back from the sandbox; or the forge refused a \
+                 pull request's token, repository, base or push (`exit_reason: \"forge_error\"`)"
             }
             Exit::Git => {
                 "merge conflict, dirty checkout for `head` (or for the base of `merge-to-head`, found before the \
@@ -201,14 +202,16 @@ impl Exit {
             Exit::ChecksFailed => {
                 "the agent signalled completion, but a `[[check]]` still failed when `max_iterations` ran out \
                  (each failure went back to the agent in the next prompt); the work is kept on its branch, nothing \
-                 merged; the record's `checks` has each run of each check"
+                 merged; the record's `checks` has each run of each check. Also a followed pull request that is not \
+                 green when its `max_rounds` or `timeout` ran out (labelled and left open)"
             }
             Exit::Protected => {
                 "the run's commits change a file that steers eden's next run of the manifest (the manifest itself, \
                  its prompt files, a `cli` agent's script, the scripts its hooks and checks run, `Dockerfile.eden`), \
                  one its host hooks execute (what their scripts source, what their tools read: `Makefile`, \
                  `package.json`, `build.rs`, …; `hooks.host.reads`), the git hooks' folder when `core.hooksPath` \
-                 is in the repository, or one `branch.protect` names: nothing merged, the branch kept; or a \
+                 is in the repository, or one `branch.protect` names (with a `[pull_request]`, also \
+                 `.github/workflows/**`): nothing merged or pushed, the branch kept; or a \
                  host hook was not run because the agent changed what it executes. The error and the record's \
                  `error.conflicts` say which files; `eden diff RUN` to review, `eden merge RUN` to merge"
             }

@@ -237,6 +237,8 @@ fn the_action_declares_what_eden_writes() {
             "commits",
             "cost_usd",
             "artifacts",
+            "pull_request_url",
+            "pull_request_number",
             "runs"
         ]
     );
@@ -274,8 +276,12 @@ fn the_readmes_workflow_is_the_example_and_fits_the_action() {
         let name = line.trim().split(':').next().unwrap();
         assert!(inputs.contains(&format!("\n  {name}:\n")) || inputs.starts_with(&format!("  {name}:\n")), "{name}");
     }
-    for output in ["status", "branch"] {
+    for output in ["status", "branch", "pull_request_url"] {
         assert!(workflow.contains(&format!("steps.eden.outputs.{output}")), "{output}");
+    }
+    // The pull-request loop's permissions, each named.
+    for permission in ["contents: write", "pull-requests: write", "checks: read", "actions: read"] {
+        assert!(workflow.contains(&format!("  {permission}")), "{permission}");
     }
 }
 
