@@ -13,8 +13,11 @@ use crate::manifest::pull_request_plan::PullRequestPlan;
 use crate::record::{PullRequestRecord, RoundRecord, RunRecord};
 use std::time::{Duration, Instant};
 
-/// The longest wait between two looks while nothing changes.
-const LONGEST_POLL: Duration = Duration::from_secs(300);
+/// The longest wait between two looks while nothing changes: ten polls, at most five minutes
+/// (the default `poll` of 30 s backs off to 5 min), never less than one poll.
+fn longest_poll(poll: Duration) -> Duration {
+    (poll * 10).min(Duration::from_secs(300)).max(poll)
+}
 /// The most of a job's log read.
 const LOG_BYTES: usize = 4 << 20;
 
@@ -87,7 +90,8 @@ pub(crate) fn follow(
         }
         // Nothing changed since the last look: ask less often, up to five minutes.
         let now = fingerprint(&look);
-        wait = if last.as_ref() == Some(&now) { (wait * 2).min(LONGEST_POLL) } else { with.settings.poll.0 };
+        let poll = with.settings.poll.0;
+        wait = if last.as_ref() == Some(&now) { (wait * 2).min(longest_poll(poll)) } else { poll };
         last = Some(now);
         crate::process::sleep_unless_stopped(wait.min(deadline.saturating_duration_since(Instant::now())))?;
     }
@@ -222,4 +226,16 @@ fn give_up(forge: &mut dyn Forge, pull: &mut PullRequestRecord, why: String, wit
     (with.save)(pull);
     Error::new(crate::error::ErrorKind::ChecksFailed, format!("pull request #{} is not green: {why}", pull.number))
         .with_hint(format!("it is labelled `{}` and left open: {}", with.settings.give_up_label, pull.url))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_poll_backs_off_to_five_minutes() {
+        assert_eq!(longest_poll(Duration::from_secs(30)), Duration::from_secs(300));
+        assert_eq!(longest_poll(Duration::from_millis(300)), Duration::from_secs(3), "scaled alike");
+        assert_eq!(longest_poll(Duration::from_secs(600)), Duration::from_secs(600));
+    }
 }
