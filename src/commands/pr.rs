@@ -15,6 +15,8 @@ pub(crate) fn pr(args: PrArgs) -> Result<i32, Error> {
         Some(PrCommand::Follow(given)) => (true, given),
         None => (false, args.open),
     };
+    // Ctrl-C while following stops it at the next look, the pull request left as it is.
+    crate::process::note_signals().map_err(|err| Error::internal("cannot listen for signals").with_source(err))?;
     let (run_args, plan, mut record) = load(&given)?;
     let result = match following {
         true => follow_again(&run_args, &plan, &mut record),

@@ -21,7 +21,7 @@ pub(crate) use lines::{sandbox_note, LineSplitter, Tail};
 pub(crate) use liveness::ProcessStamp;
 pub(crate) use signals::{
     deliver_to as deliver_signals_to, flag as signal_flag, listen as listen_for_signals, listen_for_steering,
-    rearm as rearm_signals, received as signal_received, sleep_unless_stopped, stop_requested, stopping, Abort,
-    STEER_REQUEST, STOP_REQUEST,
+    note_all as note_signals, rearm as rearm_signals, received as signal_received, sleep_unless_stopped,
+    stop_requested, stopping, Abort, STEER_REQUEST, STOP_REQUEST,
 };
 pub(crate) use supervise::{supervise, Flow, Handlers, Inside, Outcome, OutputTails, Stopping, Watchdogs};

@@ -15,10 +15,33 @@ use tokio::sync::watch;
 static FIRST: AtomicI32 = AtomicI32::new(0);
 static COUNT: AtomicU32 = AtomicU32::new(0);
 
-/// Only atomic operations: async-signal-safe.
+/// A pipe a signal writes a byte to, so a thread asleep in `sleep_unless_stopped` wakes at once
+/// (-1 until `note_all` made it): its read and write ends.
+static WAKE_READ: AtomicI32 = AtomicI32::new(-1);
+static WAKE_WRITE: AtomicI32 = AtomicI32::new(-1);
+
+/// Only atomic operations and a `write(2)`: async-signal-safe.
 fn note(signal: i32) {
     let _ = FIRST.compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst);
     COUNT.fetch_add(1, Ordering::SeqCst);
+    let wake = WAKE_WRITE.load(Ordering::SeqCst);
+    if wake >= 0 {
+        // SAFETY: one byte from a live buffer to a non-blocking pipe eden keeps open.
+        let _ = unsafe { nix::libc::write(wake, [1u8].as_ptr().cast(), 1) };
+    }
+}
+
+/// The wake-up pipe, made once (non-blocking, closed on exec), before any handler writes to it.
+fn make_wake_pipe() {
+    use std::os::fd::IntoRawFd;
+    if WAKE_READ.load(Ordering::SeqCst) >= 0 {
+        return;
+    }
+    let flags = nix::fcntl::OFlag::O_NONBLOCK | nix::fcntl::OFlag::O_CLOEXEC;
+    if let Ok((read, write)) = nix::unistd::pipe2(flags) {
+        WAKE_READ.store(read.into_raw_fd(), Ordering::SeqCst);
+        WAKE_WRITE.store(write.into_raw_fd(), Ordering::SeqCst);
+    }
 }
 
 /// The first SIGINT, SIGTERM or SIGHUP eden received, if any.
@@ -77,7 +100,26 @@ pub(crate) fn sleep_unless_stopped(wait: std::time::Duration) -> Result<(), crat
         if left.is_zero() {
             return Ok(());
         }
+        wait_for_a_signal(left);
+    }
+}
+
+/// Sleep at most `left` (and at most a second, for a sleeper whose wake-up another took), or
+/// until a signal writes to the wake-up pipe; the bytes read are signals `stopping` counts.
+fn wait_for_a_signal(left: std::time::Duration) {
+    let read = WAKE_READ.load(Ordering::SeqCst);
+    if read < 0 {
         std::thread::sleep(left.min(std::time::Duration::from_millis(100)));
+        return;
+    }
+    let millis = i32::try_from(left.as_millis().clamp(1, 1000)).unwrap_or(1000);
+    let mut wake = nix::libc::pollfd { fd: read, events: nix::libc::POLLIN, revents: 0 };
+    // SAFETY: one pollfd that lives for the call, on a descriptor eden keeps open.
+    let ready = unsafe { nix::libc::poll(&mut wake, 1, millis) };
+    if ready > 0 {
+        let mut drained = [0u8; 64];
+        // SAFETY: a non-blocking read into a live buffer of its length.
+        while unsafe { nix::libc::read(read, drained.as_mut_ptr().cast(), drained.len()) } > 0 {}
     }
 }
 
@@ -88,10 +130,17 @@ pub(crate) fn rearm() {
 }
 
 /// Note every SIGINT, SIGTERM and SIGHUP in `FIRST` and `COUNT`, beside whatever else handles
-/// them.
-fn note_all() -> std::io::Result<()> {
+/// them: once per process (a pull request's rounds are runs of their own in it, and a signal
+/// counted twice would read as "kill now"). From then on they no longer end eden by default.
+pub(crate) fn note_all() -> std::io::Result<()> {
+    static NOTED: std::sync::OnceLock<Result<(), std::io::ErrorKind>> = std::sync::OnceLock::new();
+    NOTED.get_or_init(|| register_notes().map_err(|err| err.kind())).map_err(std::io::Error::from)
+}
+
+fn register_notes() -> std::io::Result<()> {
+    make_wake_pipe();
     for signal in [libc_signal::SIGINT, libc_signal::SIGTERM, libc_signal::SIGHUP] {
-        // SAFETY: `note` only does atomic operations, which are async-signal-safe.
+        // SAFETY: `note` only does atomic operations and a `write`, which are async-signal-safe.
         unsafe { signal_hook_registry::register(signal, move || note(signal)) }?;
     }
     // SAFETY: `note_stop_request` only does atomic operations, which are async-signal-safe.
@@ -168,6 +217,7 @@ mod libc_signal {
 /// so far, if any.
 pub(crate) fn flag() -> fn() -> Option<Signal> {
     use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
+    make_wake_pipe();
     extern "C" fn record(signal: i32) {
         note(signal);
     }
