@@ -51,6 +51,8 @@ class Forge(http.server.BaseHTTPRequestHandler):
             body = json.loads(self.rfile.read(length) or b"{}")
             path = self.path.split("?")[0].strip("/").split("/")
             rest = path[3:]
+            if rest == []:
+                return self.answer(200, {"full_name": "octo/hello"})
             if rest[:1] == ["branches"]:
                 sha = tip(rest[1])
                 return self.answer(200, {"commit": {"sha": sha}}) if sha else self.answer(404, {"message": "Not Found"})

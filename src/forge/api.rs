@@ -184,6 +184,8 @@ pub(crate) struct Requests {
 /// A forge's API, as the pull-request loop uses it. Every call may wait out a rate limit (and
 /// returns `Interrupted` when eden is stopped meanwhile).
 pub(crate) trait Forge {
+    /// The repository is there, and the token sees it.
+    fn repository(&mut self) -> Result<(), Error>;
     /// The open pull request whose head is `branch` (of this repository), if there is one.
     fn find_open(&mut self, branch: &str) -> Result<Option<PullRequest>, Error>;
     fn open(&mut self, new: &NewPullRequest<'_>) -> Result<PullRequest, Error>;

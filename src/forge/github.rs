@@ -147,6 +147,11 @@ impl GitHub {
 }
 
 impl Forge for GitHub {
+    fn repository(&mut self) -> Result<(), Error> {
+        let url = self.repo("");
+        self.get(&url).map(drop)
+    }
+
     fn find_open(&mut self, branch: &str) -> Result<Option<PullRequest>, Error> {
         let owner = &self.target.repository.owner;
         let url = self.repo(&format!("/pulls?head={}&state=open&per_page=100", query(&format!("{owner}:{branch}"))));

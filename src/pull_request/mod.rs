@@ -61,6 +61,7 @@ pub(crate) fn credential(plan: &Plan, repo: &Git) -> Result<Option<ForRemote>, E
 /// Before anything is made: the token is taken, the repository is there, the base exists.
 pub(crate) fn preflight(destination: &Destination, base: &str) -> Result<(), Error> {
     let mut forge = crate::forge::open(&destination.target)?;
+    forge.repository()?;
     if forge.branch_tip(base)?.is_none() {
         return Err(Error::forge(format!(
             "the pull request's base `{base}` is not a branch of `{}` on the forge",

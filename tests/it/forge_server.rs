@@ -358,6 +358,7 @@ fn api_json(state: &State, request: &Request) -> (u16, Value) {
     };
     let mut pulls = state.pulls.lock().unwrap();
     match (request.method.as_str(), rest) {
+        ("GET", []) => (200, json!({ "full_name": format!("{owner}/{name}") })),
         ("GET", ["branches", branch]) => match tip(&bare, branch) {
             Some(sha) => (200, json!({ "name": branch, "commit": { "sha": sha } })),
             None => (404, json!({ "message": "Branch not found" })),

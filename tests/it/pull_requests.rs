@@ -126,6 +126,49 @@ fn a_refused_token_or_a_missing_base_stops_the_run_before_anything_is_made() {
     assert!(forge.pulls().is_empty() && forge.seen().iter().all(|s| s.method == "GET"), "{:#?}", forge.seen());
 }
 
+/// Every request to the forge's API carried the token, and every push that got through did.
+fn token_went_only_to_the_forge(forge: &Forge) {
+    for request in forge.seen() {
+        let api = !request.path.starts_with("/git/") && !request.path.starts_with("/download/");
+        assert!(!api || request.authorized, "an API call without the token: {request:?}");
+        assert!(!request.path.starts_with("/download/") || request.authorization.is_empty(), "{request:?}");
+    }
+}
+
+#[test]
+fn dry_run_says_what_is_pushed_and_opened_and_a_wrong_repository_or_strategy_is_refused() {
+    let (env, forge) = world();
+    let path = env.write_manifest(&manifest(&env, &forge, ""));
+    let mut command = env.eden_command(&["run", &path.to_string_lossy(), "--dry-run"]);
+    command.env("GITHUB_TOKEN", TOKEN);
+    let run = crate::support::Run::from(command.output().unwrap());
+    run.assert_code(0);
+    let dry = run.json();
+    let pull = &dry["pull_request"];
+    assert_eq!(pull["push"]["remote"], "origin", "{pull:#}");
+    assert_eq!(pull["push"]["url"], forge.git_url("octo/hello"));
+    assert_eq!(
+        (pull["open"]["repository"].as_str(), pull["open"]["base"].as_str()),
+        (Some("octo/hello"), Some("main"))
+    );
+    assert_eq!(dry["plan"]["forge"]["token"], "***");
+    assert!(!run.stdout.contains(TOKEN));
+    env.assert_pristine();
+    // A repository the forge does not have: exit 6 before anything is made.
+    let elsewhere = manifest(&env, &forge, "").replace("[forge]\n", "[forge]\nrepository = \"octo/nothere\"\n");
+    let run = run_with_token(&env, &elsewhere, TOKEN);
+    run.assert_code(6);
+    assert!(run.error_text().contains("`octo/nothere` was not found"), "{}", run.error_text());
+    env.assert_pristine();
+    // Strategy `head` has no branch of its own to open a pull request from.
+    let head = manifest(&env, &forge, "").replace("[forge]\n", "[branch]\nstrategy = \"head\"\n[forge]\n");
+    let run = run_with_token(&env, &head, TOKEN);
+    run.assert_code(2);
+    assert!(run.error_text().contains("needs a branch of the run's own"), "{}", run.error_text());
+    assert!(forge.pulls().is_empty());
+    token_went_only_to_the_forge(&forge);
+}
+
 #[test]
 fn a_missing_token_and_a_token_handed_to_the_agent_are_refused_at_load() {
     let (env, forge) = world();
@@ -269,6 +312,7 @@ fn spent_rounds_end_with_the_give_up_label_and_a_comment() {
     assert!(comments[0].1.contains("round 1: check `test` failure"), "{comments:?}");
     assert_eq!(run.json()["pull_request"]["state"], "gave_up");
     assert!(forge.pulls()[0].open, "the pull request is left open");
+    token_went_only_to_the_forge(&forge);
 }
 
 #[test]
@@ -285,6 +329,7 @@ fn a_failure_the_base_has_too_is_inherited_and_not_sent() {
     run.assert_code(0);
     assert!(run.stderr.contains("`lint` fail(s) on the base too: inherited"), "{}", run.stderr);
     assert!(run.json()["pull_request"]["rounds"].is_null());
+    token_went_only_to_the_forge(&forge);
 }
 
 #[test]
@@ -310,6 +355,7 @@ fn a_review_that_requests_changes_is_answered_with_its_comments() {
         assert!(prompt.contains(said), "{said:?} in {prompt}");
     }
     assert!(!prompt.contains('\u{1b}'));
+    token_went_only_to_the_forge(&forge);
 }
 
 #[test]
@@ -345,6 +391,7 @@ fn a_base_that_moves_into_a_conflict_is_merged_by_a_round() {
     let head = record["pull_request"]["head_sha"].as_str().unwrap().to_owned();
     let main = forge.tip("octo/hello", "main").unwrap();
     assert!(env.git(&["merge-base", "--is-ancestor", &main, &head]).is_empty(), "the round merged the moved base");
+    token_went_only_to_the_forge(&forge);
 }
 
 #[test]
@@ -371,6 +418,7 @@ fn a_rate_limit_is_waited_out() {
     let run = run_with_token(&env, &followed(&env, &forge, "follow = false\n"), TOKEN);
     run.assert_code(0);
     assert_eq!(forge.pulls().len(), 1);
+    token_went_only_to_the_forge(&forge);
 }
 
 #[test]
@@ -383,6 +431,7 @@ fn green_with_merge_set_merges_through_the_api() {
     assert_eq!(run.json()["pull_request"]["state"], "merged");
     let merge = forge.seen().into_iter().find(|s| s.method == "PUT").unwrap();
     assert!(merge.body.contains("\"merge_method\":\"squash\""), "{}", merge.body);
+    token_went_only_to_the_forge(&forge);
 }
 
 /// The records of the runs in `.eden/runs/`, oldest first.
