@@ -97,7 +97,7 @@ fn push_branch(
     use crate::orchestrator::push;
     let settings = plan.pull_request.as_ref().ok_or_else(|| Error::internal("no pull request"))?;
     let credential = crate::pull_request::credential(plan, repo)?;
-    let lease = push::take_lease(repo, &settings.remote, branch, credential.as_ref());
+    let lease = push::take_lease(repo, (&settings.remote, branch), credential.as_ref(), true);
     let record = push::push(repo, &lease, tip, None, credential.as_ref());
     match record.pushed {
         true => Ok(record),
@@ -138,6 +138,7 @@ pub(super) fn after_run(args: &RunArgs, plan: &Plan, record: &mut RunRecord) -> 
 fn follow_pull(args: &RunArgs, plan: &Plan, record: &mut RunRecord) -> Result<(), Error> {
     let (Some(settings), Some(mut pull)) = (&plan.pull_request, record.pull_request.clone()) else { return Ok(()) };
     let repo = crate::git::Git::new(&record.repo);
+    check_own(record, &repo)?;
     let destination = crate::pull_request::destination(plan, &repo)?.ok_or_else(|| Error::internal("no forge"))?;
     let mut forge = crate::forge::open(&destination.target)?;
     let mut rounds = RunRounds { args, plan, branch: pull.head.clone(), last: record.clone() };
@@ -196,7 +197,7 @@ impl Rounds for RunRounds<'_> {
                 .map_err(|err| Error::internal("cannot save a round's feedback").with_source(err))?;
             plan.copy_to_worktree.push(path.into());
         }
-        fetch_base(&plan, &checkout, &self.last)?;
+        fetch_pull(&plan, &checkout, &self.last)?;
         let layout = super::layout(Some(&self.last.repo))?;
         let mut notes = Vec::new();
         super::from::resume(&self.last, None, &mut plan, &layout, &mut notes);
@@ -226,21 +227,44 @@ impl RunRounds<'_> {
     }
 }
 
-/// The base as the forge has it now, so a round can merge it to end a conflict.
-fn fetch_base(plan: &Plan, repo: &crate::git::Git, last: &RunRecord) -> Result<(), Error> {
+/// The base as the forge has it now, so a round can merge it to end a conflict, and the pull
+/// request's branch moved forward to its head there when someone added to it (never forced:
+/// when it went another way, the round's push is refused and says so).
+fn fetch_pull(plan: &Plan, repo: &crate::git::Git, last: &RunRecord) -> Result<(), Error> {
     let (Some(settings), Some(pull)) = (&plan.pull_request, &last.pull_request) else { return Ok(()) };
-    let refspec =
-        format!("+refs/heads/{base}:refs/remotes/{remote}/{base}", base = pull.base, remote = settings.remote);
-    let command = repo.command(["fetch", "--quiet", "--no-tags", &settings.remote, &refspec]);
-    let output = match crate::pull_request::credential(plan, repo)? {
-        Some(credential) => credential.output(command),
-        None => command.env("GIT_TERMINAL_PROMPT", "0").output(),
+    let remote = &settings.remote;
+    let base = format!("+refs/heads/{base}:refs/remotes/{remote}/{base}", base = pull.base);
+    let fetch = |refspec: &str| -> Result<bool, Error> {
+        let command = repo.command(["fetch", "--quiet", "--no-tags", remote, refspec]);
+        let output = match crate::pull_request::credential(plan, repo)? {
+            Some(credential) => credential.output(command),
+            None => command.env("GIT_TERMINAL_PROMPT", "0").output(),
+        };
+        Ok(output.is_ok_and(|output| output.success()))
     };
-    match output {
-        Ok(output) if output.success() => Ok(()),
-        _ => Err(Error::forge(format!("cannot fetch `{}` from `{}` for the next round", pull.base, settings.remote))
-            .with_hint("check the remote and the token's access, then `eden pr follow RUN`")),
+    if !fetch(&base)? {
+        return Err(Error::forge(format!("cannot fetch `{}` from `{remote}` for the next round", pull.base))
+            .with_hint("check the remote and the token's access, then `eden pr follow RUN`"));
     }
+    fetch(&format!("refs/heads/{head}:refs/heads/{head}", head = pull.head))?;
+    Ok(())
+}
+
+/// The record's pull request is the run's own: its branch is the one eden made for that run,
+/// and both branch names are plain (a record is data, and these go into git's refspecs).
+fn check_own(record: &RunRecord, repo: &crate::git::Git) -> Result<(), Error> {
+    let Some(pull) = &record.pull_request else { return Ok(()) };
+    let branch = record.preserved_branch.as_deref().unwrap_or(&record.branch);
+    let plain =
+        |name: &str| !name.starts_with('-') && repo.check(["check-ref-format", "--branch", name]).unwrap_or(false);
+    if pull.head != branch || !repo.made_for(branch, &record.id) || !plain(&pull.head) || !plain(&pull.base) {
+        return Err(Error::usage(format!(
+            "the record of run `{}` names a pull request of `{}`, not a branch eden made for that run: nothing was done",
+            record.id, pull.head
+        ))
+        .with_hint("follow a pull request eden opened for a run of this repository"));
+    }
+    Ok(())
 }
 
 /// A pull request's round: `plan` (the feedback as its prompt, on the pull request's branch)

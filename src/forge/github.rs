@@ -3,11 +3,13 @@
 //! no rate limit), `Retry-After` and `X-RateLimit-*` waited out, pages followed through `Link`,
 //! and each refusal turned into an error that says what to fix. The token goes in the
 //! `Authorization` header of requests to the API's own origin only: a job log's download is a
-//! redirect elsewhere, which the client follows without it.
+//! redirect elsewhere, which the client follows without it. Names, URLs and logins in an answer
+//! are made plain text here, where they enter eden.
 
 use super::api::{
     Check, CheckState, Forge, MergeMethod, NewPullRequest, PullRequest, Requests, Review, ReviewComment, Target,
 };
+use super::text::plain_line;
 use crate::error::Error;
 use crate::net::http::{Client, HttpError, Method, Request, Response};
 use crate::values::BaseUrl;
@@ -294,7 +296,7 @@ fn said(body: &[u8]) -> String {
         errors: Vec<serde_json::Value>,
     }
     let Ok(said) = serde_json::from_slice::<Said>(body) else {
-        return super::text::plain_line(&String::from_utf8_lossy(body), 200);
+        return plain_line(&String::from_utf8_lossy(body), 200);
     };
     let detail = said.errors.first().map(|error| match error {
         serde_json::Value::String(text) => text.clone(),
@@ -304,7 +306,7 @@ fn said(body: &[u8]) -> String {
         Some(detail) => format!("{}: {detail}", said.message),
         None => said.message,
     };
-    super::text::plain_line(&text, 300)
+    plain_line(&text, 300)
 }
 
 fn unreachable_api(target: &Target, err: &HttpError) -> Error {
@@ -372,7 +374,7 @@ impl Pull {
     fn into_pull_request(self) -> PullRequest {
         PullRequest {
             number: self.number,
-            url: self.html_url,
+            url: plain_line(&self.html_url, 300),
             head_sha: self.head.sha,
             head_branch: self.head.ref_,
             base: self.base.ref_,
@@ -432,10 +434,11 @@ impl CheckRun {
         let output = [output.title, output.summary, output.text].into_iter().flatten().collect::<Vec<_>>().join("\n");
         // Only an Actions job's id names a log the API serves.
         let actions = self.app.as_ref().is_some_and(|app| app.slug == "github-actions");
+        let conclusion = if conclusion.is_empty() { self.status } else { conclusion };
         Check {
-            name: self.name,
+            name: plain_line(&self.name, 200),
             state,
-            conclusion: if conclusion.is_empty() { self.status } else { conclusion },
+            conclusion: plain_line(&conclusion, 40),
             job: actions.then_some(self.id),
             output,
             details_url: self.details_url,
@@ -469,9 +472,9 @@ impl Status {
             _ => CheckState::Pending,
         };
         Check {
-            name: self.context,
+            name: plain_line(&self.context, 200),
             state,
-            conclusion: self.state,
+            conclusion: plain_line(&self.state, 40),
             job: None,
             output: self.description.unwrap_or_default(),
             details_url: self.target_url,
@@ -504,7 +507,7 @@ impl ReviewJson {
             id: self.id,
             state: self.state,
             commit: self.commit_id.unwrap_or_default(),
-            user: self.user.map(|user| user.login).unwrap_or_default(),
+            user: plain_line(&self.user.map(|user| user.login).unwrap_or_default(), 100),
             body: self.body.unwrap_or_default(),
         }
     }
@@ -528,7 +531,7 @@ impl CommentJson {
     fn into_comment(self) -> ReviewComment {
         ReviewComment {
             review: self.pull_request_review_id,
-            path: self.path,
+            path: plain_line(&self.path, 300),
             line: self.line.or(self.original_line),
             body: self.body,
         }

@@ -115,12 +115,15 @@ fn refuse_held_keys_in_services(
 fn refuse_forge_token_handed_on(
     forge: Option<&super::pull_request_plan::ForgePlan>,
     steps: &[StepPlan],
-    env: &EnvPlan,
+    (env, hooks): (&EnvPlan, &HooksPlan),
     sandbox: &SandboxPlan,
     source: &Source,
 ) -> Result<(), Error> {
     let Some(forge) = forge else { return Ok(()) };
     let mut tables: Vec<(String, &BTreeMap<String, Secret>)> = vec![("sandbox.env".to_owned(), &env.sandbox)];
+    for (phase, hooks) in &hooks.sandbox {
+        tables.extend(hooks.iter().map(|hook| (format!("a `hooks.sandbox.{phase}` hook's env"), &hook.env)));
+    }
     for step in steps {
         if let Some(agent_env) = step.agent.env() {
             tables.push(("agent.env".to_owned(), agent_env));
@@ -168,10 +171,13 @@ pub(crate) fn resolve(
     let budget = resolve_budget(&manifest.budget, &at("budget"), &agents, source)?;
     let attempts = resolve_attempts(&manifest, &branch, &steps, source)?;
     let artifacts = resolve_artifacts(manifest.artifacts.as_ref(), &at("artifacts"), source)?;
+    // `.eden/.env` goes to the agent and every hook; the forge's token it may hold is eden's alone.
+    let forge_token = forge.as_ref().map(|forge| forge.token.0.clone());
     let dotenv_plan: BTreeMap<String, Secret> = dotenv
         .values
         .iter()
         .map(|(key, value)| (key.clone(), Secret(lookup(key).unwrap_or_else(|| value.clone()))))
+        .filter(|(_, value)| Some(&value.0) != forge_token.as_ref())
         .collect();
     let mut secrets = secrets(&manifest, dotenv, host_env);
     secrets.extend(forge.as_ref().map(|forge| forge.token.clone()));
@@ -188,7 +194,7 @@ pub(crate) fn resolve(
         step.held = super::held_plan::resolve(&step.agent, manifest.sandbox.hold_keys, &around)?;
     }
     refuse_held_keys_in_services(&steps, sandbox.services(), source)?;
-    refuse_forge_token_handed_on(forge.as_ref(), &steps, &env, &sandbox, source)?;
+    refuse_forge_token_handed_on(forge.as_ref(), &steps, (&env, &hooks), &sandbox, source)?;
     Ok(Plan {
         name,
         manifest: source.file.clone(),

@@ -25,16 +25,13 @@ pub(super) struct Around<'a> {
 /// it.
 pub(super) fn around(agent: ProcessBuilder, at: &Around<'_>) -> Result<ProcessBuilder, Error> {
     let mut command = agent;
-    let forge_token = at.plan.forge.as_ref().map(|forge| forge.token.0.as_str());
-    // Under the agent's own `env`: `[sandbox] env`, then `.eden/.env` (but the forge's token,
-    // which `.eden/.env` may hold for eden).
+    // Under the agent's own `env`: `[sandbox] env`, then `.eden/.env` (the forge's token is
+    // never in either: the plan keeps it out).
     for (key, value) in at.plan.env.sandbox.iter().chain(&at.plan.env.dotenv) {
-        if Some(value.0.as_str()) != forge_token {
-            command = command.env_default(key, &value.0);
-        }
+        command = command.env_default(key, &value.0);
     }
     // The forge's token is eden's: an agent on this machine does not inherit it either.
-    if let Some(token) = forge_token {
+    if let Some(token) = at.plan.forge.as_ref().map(|forge| forge.token.0.as_str()) {
         let set: Vec<std::ffi::OsString> =
             command.get_env().iter().filter(|(_, value)| value.is_some()).map(|(key, _)| key.clone()).collect();
         for (key, value) in std::env::vars_os() {

@@ -179,10 +179,9 @@ impl<'p> Run<'p> {
             crate::pull_request::preflight(&destination, base.as_deref().unwrap_or("main"))?;
         }
         let credential = crate::pull_request::credential(plan, &repo)?;
-        let push_lease =
-            plan.branch.push.as_ref().map(|remote| {
-                push::take_lease(&crate::git::Git::new(&pre.root), remote, &pre.branch, credential.as_ref())
-            });
+        let push_lease = plan.branch.push.as_ref().map(|remote| {
+            push::take_lease(&repo, (remote, &pre.branch), credential.as_ref(), plan.pull_request.is_some())
+        });
         if let Some(interrupted) = interrupted(&abort) {
             return Err(interrupted);
         }

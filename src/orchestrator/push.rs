@@ -14,11 +14,20 @@ pub(crate) struct Lease {
     pub(crate) branch: String,
     /// Its commit there (`Some("")`: it had none); `None` when the remote could not be asked.
     pub(crate) expected: Option<String>,
+    /// A pull request's branch: only ever moved forward, never forced (what someone pushed to
+    /// it, even before the lease was taken, is never overwritten).
+    pub(crate) fast_forward_only: bool,
 }
 
 /// Ask `remote` where `branch` is. Never prompts for credentials: a run must not hang on one.
-/// `credential`: the forge's token, held by eden, for this remote.
-pub(crate) fn take_lease(repo: &Git, remote: &str, branch: &str, credential: Option<&ForRemote>) -> Lease {
+/// `credential`: the forge's token, held by eden, for this remote; `fast_forward_only`: a pull
+/// request's branch, never forced.
+pub(crate) fn take_lease(
+    repo: &Git,
+    (remote, branch): (&str, &str),
+    credential: Option<&ForRemote>,
+    fast_forward_only: bool,
+) -> Lease {
     let asked = output(repo.command(["ls-remote", "--heads", remote, &format!("refs/heads/{branch}")]), credential);
     let expected = match asked {
         Ok(output) if output.success() => {
@@ -26,7 +35,7 @@ pub(crate) fn take_lease(repo: &Git, remote: &str, branch: &str, credential: Opt
         }
         _ => None,
     };
-    Lease { remote: remote.to_owned(), branch: branch.to_owned(), expected }
+    Lease { remote: remote.to_owned(), branch: branch.to_owned(), expected, fast_forward_only }
 }
 
 /// Run a git command to the remote: with the forge's token served to it alone, or never asking
@@ -53,7 +62,7 @@ pub(crate) fn push(
     let refspec = format!("{tip}:refs/heads/{}", lease.branch);
     let mut args = vec!["push".to_owned(), "--porcelain".to_owned()];
     // The remote's branch must still be where it was: a new branch must still be absent.
-    if let Some(expected) = &lease.expected {
+    if let Some(expected) = lease.expected.as_ref().filter(|_| !lease.fast_forward_only) {
         args.push(format!("--force-with-lease=refs/heads/{}:{expected}", lease.branch));
     }
     args.extend([lease.remote.clone(), refspec]);

@@ -61,6 +61,13 @@ pub(crate) fn follow(
     let mut last: Option<String> = None;
     loop {
         let look = look(forge, pull.number)?;
+        if look.pull.head_branch != pull.head {
+            return Err(Error::forge(format!(
+                "the forge says pull request #{} is of `{}`, not of the run's `{}`: not followed",
+                pull.number, look.pull.head_branch, pull.head
+            ))
+            .with_hint("follow a pull request eden opened, from the record of the run that opened it"));
+        }
         if look.pull.merged {
             return Ok(Ended::MergedElsewhere);
         }

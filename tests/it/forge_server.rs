@@ -51,8 +51,8 @@ pub struct CheckRun {
 /// What the forge's CI says of a commit: `(bare repository, sha)` → its check runs.
 pub type Ci = Box<dyn Fn(&Path, &str) -> Vec<CheckRun> + Send + Sync>;
 
-/// What happens on the forge when a pull request is opened: `(bare repository)`.
-pub type OnOpen = Box<dyn Fn(&Path) + Send>;
+/// What happens on the forge when a pull request is opened: `(bare repository, its branch)`.
+pub type OnOpen = Box<dyn Fn(&Path, &str) + Send>;
 
 pub struct State {
     pub token: String,
@@ -393,7 +393,7 @@ fn api_json(state: &State, request: &Request) -> (u16, Value) {
                 merged: false,
             };
             if let Some(on_open) = state.on_open.lock().unwrap().as_ref() {
-                on_open(&bare);
+                on_open(&bare, &field("head"));
             }
             let answer = pull_json(&pull);
             pulls.push(pull);

@@ -358,32 +358,73 @@ fn a_review_that_requests_changes_is_answered_with_its_comments() {
     token_went_only_to_the_forge(&forge);
 }
 
+/// Someone's commit on the forge: `file` written on `branch` of the bare repository.
+fn push_on_forge(bare: &std::path::Path, branch: &str, file: &str, text: &str) {
+    rewrite_on_forge(bare, (branch, branch), file, text);
+}
+
+/// Someone's commit on `onto` of the bare repository, pushed (forced) as `branch`.
+fn rewrite_on_forge(bare: &std::path::Path, (onto, branch): (&str, &str), file: &str, text: &str) {
+    let work = bare.with_extension(format!("work-{}", branch.replace('/', "-")));
+    let git = |dir: &std::path::Path, args: &[&str]| {
+        let status = std::process::Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_AUTHOR_NAME", "o")
+            .env("GIT_AUTHOR_EMAIL", "o@e")
+            .env("GIT_COMMITTER_NAME", "o")
+            .env("GIT_COMMITTER_EMAIL", "o@e")
+            .status()
+            .unwrap();
+        assert!(status.success(), "{args:?}");
+    };
+    git(bare.parent().unwrap(), &["clone", "-q", "-b", onto, &bare.to_string_lossy(), &work.to_string_lossy()]);
+    std::fs::write(work.join(file), text).unwrap();
+    git(&work, &["add", "-A"]);
+    git(&work, &["commit", "-q", "-m", &format!("someone's {file}")]);
+    git(&work, &["push", "-q", "-f", "origin", &format!("HEAD:{branch}")]);
+}
+
+#[test]
+fn a_branch_someone_rewrote_is_never_forced_over() {
+    let (env, forge) = world();
+    ci_wants_fixed(&forge);
+    *forge.state.on_open.lock().unwrap() = Some(Box::new(|bare: &std::path::Path, head: &str| {
+        rewrite_on_forge(bare, ("main", head), "change.txt", "rewritten\n")
+    }));
+    let run = run_with_token(&env, &followed(&env, &forge, ""), TOKEN);
+    run.assert_code(6);
+    assert!(run.error_text().contains("the push of"), "{}", run.error_text());
+    let branch = forge.pulls()[0].head.clone();
+    let on_forge = forge.tip("octo/hello", &branch).unwrap();
+    assert_eq!(env.git(&["show", &format!("{on_forge}:change.txt")]), "rewritten", "their rewrite stands");
+    assert!(!env.git(&["ls-tree", "--name-only", &on_forge]).contains("fixed.txt"));
+    // The round's work is kept here.
+    assert!(env.git(&["ls-tree", "--name-only", &branch]).contains("fixed.txt"));
+}
+
+#[test]
+fn a_commit_someone_pushed_to_the_branch_is_kept() {
+    let (env, forge) = world();
+    ci_wants_fixed(&forge);
+    *forge.state.on_open.lock().unwrap() =
+        Some(Box::new(|bare: &std::path::Path, head: &str| push_on_forge(bare, head, "theirs.txt", "by hand\n")));
+    let run = run_with_token(&env, &followed(&env, &forge, ""), TOKEN);
+    run.assert_code(0);
+    let head = run.json()["pull_request"]["head_sha"].as_str().unwrap().to_owned();
+    let tree = env.git(&["ls-tree", "--name-only", &head]);
+    assert!(tree.contains("theirs.txt") && tree.contains("fixed.txt"), "the round built on their commit: {tree}");
+    token_went_only_to_the_forge(&forge);
+}
+
 #[test]
 fn a_base_that_moves_into_a_conflict_is_merged_by_a_round() {
     let (env, forge) = world();
-    *forge.state.on_open.lock().unwrap() = Some(Box::new(|bare: &std::path::Path| {
-        // Someone lands a change to the same file on the base: the pull request conflicts.
-        let work = bare.with_extension("work");
-        let git = |dir: &std::path::Path, args: &[&str]| {
-            let status = std::process::Command::new("git")
-                .args(args)
-                .current_dir(dir)
-                .env("GIT_CONFIG_NOSYSTEM", "1")
-                .env("GIT_CONFIG_GLOBAL", "/dev/null")
-                .env("GIT_AUTHOR_NAME", "o")
-                .env("GIT_AUTHOR_EMAIL", "o@e")
-                .env("GIT_COMMITTER_NAME", "o")
-                .env("GIT_COMMITTER_EMAIL", "o@e")
-                .status()
-                .unwrap();
-            assert!(status.success(), "{args:?}");
-        };
-        git(bare.parent().unwrap(), &["clone", "-q", &bare.to_string_lossy(), &work.to_string_lossy()]);
-        std::fs::write(work.join("change.txt"), "theirs\n").unwrap();
-        git(&work, &["add", "-A"]);
-        git(&work, &["commit", "-q", "-m", "a change on main"]);
-        git(&work, &["push", "-q", "origin", "HEAD:main"]);
-    }));
+    // Someone lands a change to the same file on the base: the pull request conflicts.
+    *forge.state.on_open.lock().unwrap() =
+        Some(Box::new(|bare: &std::path::Path, _: &str| push_on_forge(bare, "main", "change.txt", "theirs\n")));
     let run = run_with_token(&env, &followed(&env, &forge, ""), TOKEN);
     run.assert_code(0);
     assert!(run.stderr.contains("round 1: conflicts with its base"), "{}", run.stderr);
@@ -463,6 +504,15 @@ fn eden_pr_opens_a_kept_runs_pull_request() {
     assert_eq!(forge.tip("octo/hello", "agent/later"), Some(env.git(&["rev-parse", "agent/later"])));
     assert_eq!(run.json()["pull_request"]["number"], 1);
     assert!(!run.stdout.contains(TOKEN) && !run.stderr.contains(TOKEN));
+    // A record whose pull request names a branch that is not the run's own: refused.
+    let path = env.repo.join(format!(".eden/runs/{id}.json"));
+    let text = std::fs::read_to_string(&path).unwrap().replace("\"head\": \"agent/later\"", "\"head\": \"main\"");
+    std::fs::write(&path, text).unwrap();
+    let mut command = env.eden_command(&["pr", "follow", &id, "--manifest", &with_pr.to_string_lossy()]);
+    command.env("GITHUB_TOKEN", TOKEN);
+    let run = crate::support::Run::from(command.output().unwrap());
+    run.assert_code(2);
+    assert!(run.error_text().contains("not a branch eden made for that run"), "{}", run.error_text());
     // Its manifest gone and none given: said, nothing done.
     let run = env.eden(&["pr", &id]);
     run.assert_code(2);
