@@ -423,7 +423,7 @@ fn guard_what_steers(
         };
     // What lands by itself (a merge here, a push to a pull request) may not change them.
     if pre.strategy == Strategy::MergeToHead || settings.pull_request {
-        *error = Some(super::protect::refused(&touched, &workspace.run_id));
+        *error = Some(super::protect::refused(&touched, &workspace.run_id, settings.pull_request));
         return;
     }
     let files: Vec<String> = touched.iter().map(|path| format!("`{path}`")).collect();

@@ -81,17 +81,26 @@ impl Protected {
 }
 
 /// The error of a run that changed what steers eden.
-pub(crate) fn refused(touched: &[String], run_id: &str) -> Error {
+/// `pull_request`: the work was to be pushed to a pull request (which CI and reviewers judge),
+/// not merged here.
+pub(crate) fn refused(touched: &[String], run_id: &str, pull_request: bool) -> Error {
     let shown: Vec<String> = touched.iter().take(8).map(|path| format!("`{path}`")).collect();
     let more = if touched.len() > 8 { format!(" and {} more", touched.len() - 8) } else { String::new() };
+    let (what, hint) = match pull_request {
+        true => (
+            "what judges its pull request (`.github/workflows/**`), steer eden's next run or run on this machine (or `branch.protect` names): not pushed",
+            format!("review them with `eden diff {run_id}`; the branch is kept here, and pushing it is yours to do"),
+        ),
+        false => (
+            "steer eden's next run or run on this machine (or `branch.protect` names): not merged",
+            format!("review them with `eden diff {run_id}`, then merge with `eden merge {run_id}`"),
+        ),
+    };
     Error::new(
         ErrorKind::Protected { files: touched.to_vec() },
-        format!(
-            "the run's commits change {}{more}, which steer eden's next run or run on this machine (or `branch.protect` names): not merged",
-            shown.join(", ")
-        ),
+        format!("the run's commits change {}{more}, which {what}", shown.join(", ")),
     )
-    .with_hint(format!("review them with `eden diff {run_id}`, then merge with `eden merge {run_id}`"))
+    .with_hint(hint)
 }
 
 /// A repository file's text at `commit`, if it is there and small enough to read for what it

@@ -445,6 +445,11 @@ fn a_round_that_changes_the_ci_configuration_is_not_pushed() {
     let run = crate::support::Run::from(command.output().unwrap());
     run.assert_code(10);
     assert!(run.error_text().contains(".github/workflows/ci.yml"), "{}", run.error_text());
+    assert!(
+        run.error_text().contains("not pushed") && !run.error_text().contains("eden merge"),
+        "{}",
+        run.error_text()
+    );
     let record = env.last_record();
     let branch = record["branch"].as_str().unwrap().to_owned();
     let on_forge = forge.tip("octo/hello", &branch).unwrap();
