@@ -170,6 +170,28 @@ fn dry_run_says_what_is_pushed_and_opened_and_a_wrong_repository_or_strategy_is_
 }
 
 #[test]
+fn the_title_and_body_take_placeholders_and_an_unknown_one_is_refused() {
+    let (env, forge) = world();
+    let extra = "title = \"{{NAME}}: issue {{ISSUE}}\"\nbody = \"Run {{RUN_ID}} on {{BRANCH}} into {{BASE_BRANCH}}: {{TASK}}\"\n";
+    let manifest = format!("{}\n[prompt_args]\nISSUE = \"42\"\n", manifest(&env, &forge, extra));
+    let run = run_with_token(&env, &manifest, TOKEN);
+    run.assert_code(0);
+    let record = run.json();
+    let pull = &forge.pulls()[0];
+    assert_eq!(pull.title, "t: issue 42");
+    let body = format!(
+        "Run {} on {} into main: iteration {{{{ITERATION}}}}",
+        record["id"].as_str().unwrap(),
+        record["branch"].as_str().unwrap()
+    );
+    assert_eq!(pull.body, body);
+    let unknown = manifest.replace("{{ISSUE}}", "{{NOPE}}");
+    let run = run_with_token(&env, &unknown, TOKEN);
+    run.assert_code(2);
+    assert!(run.error_text().contains("`{{NOPE}}` is not a placeholder a pull request knows"), "{}", run.error_text());
+}
+
+#[test]
 fn a_missing_token_and_a_token_handed_to_the_agent_are_refused_at_load() {
     let (env, forge) = world();
     let path = env.write_manifest(&manifest(&env, &forge, ""));
@@ -200,6 +222,7 @@ fn round_agent(env: &TestEnv) -> std::path::PathBuf {
 n=$(ls seen-prompt-*.txt 2>/dev/null | wc -l)
 printf '%s' "$prompt" > "seen-prompt-$n.txt"
 env > "seen-env-$n.txt"
+ls -R .eden/feedback > "seen-feedback-$n.txt" 2>/dev/null || true
 case "$prompt" in
   *"# Conflict"*) git merge -q origin/main -m "merge main" 2>/dev/null || { git checkout -q --theirs . && git add -A && git commit -q --no-edit; } ;;
 esac
@@ -262,6 +285,9 @@ fn a_failing_check_is_answered_by_a_round_until_the_pull_request_is_green() {
     assert!(!prompt.contains(TOKEN) && prompt.contains("GITHUB_TOKEN=***"), "{prompt}");
     assert!(!prompt.contains('\u{1b}') && !prompt.contains("pwned\u{7}"), "{prompt}");
     assert_eq!(prompt.matches("<promise>COMPLETE</promise>").count(), 1, "only eden's own ask: {prompt}");
+    // The whole log is there for the agent to read.
+    assert!(prompt.contains("`.eden/feedback/pr-1-round-1/test.log`"), "{prompt}");
+    assert!(env.git(&["show", &format!("{head}:seen-feedback-1.txt")]).contains("test.log"));
     // The log was fetched through its redirect without the token; every API call had it.
     let seen = forge.seen();
     let download = seen.iter().find(|s| s.path.starts_with("/download/")).expect("the job's log was read");
