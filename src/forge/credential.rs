@@ -118,7 +118,7 @@ impl Drop for Held {
 }
 
 /// `url` without a user or password in it.
-fn without_userinfo(url: &str) -> String {
+pub(crate) fn without_userinfo(url: &str) -> String {
     match url.split_once("://") {
         Some((scheme, rest)) => {
             let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));

@@ -36,7 +36,7 @@ pub(crate) fn destination(plan: &Plan, repo: &Git) -> Result<Option<Destination>
         })?,
     };
     let target = Target { kind: forge.kind, api_url: forge.api_url.clone(), repository, token: forge.token.clone() };
-    Ok(Some(Destination { target, remote_url: without_userinfo(&remote_url) }))
+    Ok(Some(Destination { target, remote_url: crate::forge::credential::without_userinfo(&remote_url) }))
 }
 
 /// The forge's token, served to eden's own git for the push remote (`None` without a pull
@@ -78,18 +78,6 @@ fn push_url(repo: &Git, remote: &str) -> Result<String, Error> {
             .with_hint(format!("add it (`git remote add {remote} https://github.com/OWNER/NAME.git`), or name another: `[branch] push = \"upstream\"`"))
     })?;
     Ok(url.trim().to_owned())
-}
-
-/// `url` without a user or password.
-fn without_userinfo(url: &str) -> String {
-    match url.split_once("://") {
-        Some((scheme, rest)) => {
-            let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
-            let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
-            format!("{scheme}://{host}/{path}")
-        }
-        None => url.to_owned(),
-    }
 }
 
 /// After a run that pushed its branch: its pull request, opened or found open already.
