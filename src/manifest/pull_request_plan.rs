@@ -163,6 +163,14 @@ pub(crate) fn resolve_pull_request(
             )
             .with_hint("use `strategy = \"merge-to-head\"` (the default) or `\"named\"`"));
     }
+    if manifest.attempts.is_some_and(|attempts| attempts > 1) {
+        return Err(source
+            .error_at(
+                &KeyPath::parse("attempts"),
+                "several attempts with a `[pull_request]` are not built yet: each would open a pull request of its own",
+            )
+            .with_hint("run one attempt with the pull request (leave `attempts` out, or `attempts = 1`)"));
+    }
     if manifest.branch.push_base == Some(true) {
         return Err(source
             .error_at_key(

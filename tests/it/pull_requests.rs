@@ -160,6 +160,11 @@ fn dry_run_says_what_is_pushed_and_opened_and_a_wrong_repository_or_strategy_is_
     run.assert_code(6);
     assert!(run.error_text().contains("`octo/nothere` was not found"), "{}", run.error_text());
     env.assert_pristine();
+    // Several attempts would each open one.
+    let attempts = format!("attempts = 2\n{}", manifest(&env, &forge, ""));
+    let run = run_with_token(&env, &attempts, TOKEN);
+    run.assert_code(2);
+    assert!(run.error_text().contains("several attempts with a `[pull_request]`"), "{}", run.error_text());
     // Strategy `head` has no branch of its own to open a pull request from.
     let head = manifest(&env, &forge, "").replace("[forge]\n", "[branch]\nstrategy = \"head\"\n[forge]\n");
     let run = run_with_token(&env, &head, TOKEN);
