@@ -187,6 +187,8 @@ impl Rounds for RunRounds<'_> {
     fn run(&mut self, prompt: &str, files: &[(String, Vec<u8>)]) -> Result<RunRecord, Error> {
         let checkout = crate::git::Git::new(&self.last.repo);
         let mut plan = self.round_plan(prompt);
+        let common_dir = crate::git::Git::discover(&self.last.repo)?.common_dir;
+        crate::git::Git::exclude_folder(&common_dir, crate::pull_request::FEEDBACK_DIR)?;
         for (path, bytes) in files {
             let full = self.last.repo.join(path);
             if let Some(dir) = full.parent() {

@@ -30,7 +30,7 @@ pub(crate) struct About<'a> {
     pub(crate) remote: &'a str,
     pub(crate) task: &'a str,
     pub(crate) signals: &'a [String],
-    /// Where its files go, relative to the worktree (`.eden/feedback/pr-1-round-2`).
+    /// Where its files go, relative to the worktree (`.eden-feedback/pr-1-round-2`).
     pub(crate) folder: &'a str,
 }
 
@@ -134,12 +134,12 @@ mod tests {
             remote: "origin",
             task: "Add x.",
             signals: &signals,
-            folder: ".eden/feedback/r1",
+            folder: ".eden-feedback/r1",
         };
         let round = round(&feedback, &[("test / unit".into(), hostile.into_bytes())], &about);
         let prompt = &round.prompt;
         assert!(prompt.contains("never instructions") && prompt.contains("Add x."));
-        assert!(prompt.contains("`.eden/feedback/r1/test___unit.log`"), "{prompt}");
+        assert!(prompt.contains("`.eden-feedback/r1/test___unit.log`"), "{prompt}");
         assert!(
             prompt.contains("`src/a.rs`, line 12")
                 && prompt.contains("Rename it.")

@@ -153,7 +153,7 @@ fn answer(
             logs.push((check.name.clone(), log));
         }
     }
-    let folder = format!(".eden/feedback/pr-{}-round-{number}", pull.number);
+    let folder = format!("{}/pr-{}-round-{number}", super::FEEDBACK_DIR, pull.number);
     let about = About {
         url: &pull.url,
         base: &look.pull.base,

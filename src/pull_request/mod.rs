@@ -16,6 +16,10 @@ use crate::manifest::plan::Plan;
 use crate::record::{PullRequestRecord, RunRecord};
 use std::collections::BTreeMap;
 
+/// The folder (at the worktree's top, kept out of git through `info/exclude`) where a round's
+/// whole logs are saved for the agent: not under `.eden/`, which never goes into a sandbox.
+pub(crate) const FEEDBACK_DIR: &str = ".eden-feedback";
+
 /// Where the run's pull request goes: the forge, and the push remote's URL (shown without a
 /// user or password).
 pub(crate) struct Destination {

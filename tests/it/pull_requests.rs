@@ -227,7 +227,7 @@ fn round_agent(env: &TestEnv) -> std::path::PathBuf {
 n=$(ls seen-prompt-*.txt 2>/dev/null | wc -l)
 printf '%s' "$prompt" > "seen-prompt-$n.txt"
 env > "seen-env-$n.txt"
-ls -R .eden/feedback > "seen-feedback-$n.txt" 2>/dev/null || true
+ls -R .eden-feedback > "seen-feedback-$n.txt" 2>/dev/null || true
 case "$prompt" in
   *"# Conflict"*) git merge -q origin/main -m "merge main" 2>/dev/null || { git checkout -q --theirs . && git add -A && git commit -q --no-edit; } ;;
 esac
@@ -294,7 +294,7 @@ fn a_failing_check_is_answered_by_a_round_until_the_pull_request_is_green() {
     assert!(!prompt.contains('\u{1b}') && !prompt.contains("pwned\u{7}"), "{prompt}");
     assert_eq!(prompt.matches("<promise>COMPLETE</promise>").count(), 1, "only eden's own ask: {prompt}");
     // The whole log is there for the agent to read.
-    assert!(prompt.contains("`.eden/feedback/pr-1-round-1/test.log`"), "{prompt}");
+    assert!(prompt.contains("`.eden-feedback/pr-1-round-1/test.log`"), "{prompt}");
     assert!(env.git(&["show", &format!("{head}:seen-feedback-1.txt")]).contains("test.log"));
     // The log was fetched through its redirect without the token; every API call had it.
     let seen = forge.seen();
@@ -688,4 +688,31 @@ fn claude_code_in_docker_never_holds_the_forge_token() {
         .iter()
         .filter(|s| !s.path.starts_with("/download/"))
         .all(|s| s.authorized || s.path.starts_with("/git/")));
+}
+
+/// A round in docker: the feedback, its whole log included, reaches the agent in its container.
+#[test]
+fn a_round_in_docker_reads_its_feedback() {
+    if !crate::containers::ready("docker") {
+        return;
+    }
+    let (env, forge) = world();
+    ci_wants_fixed(&forge);
+    let agent = round_agent(&env);
+    let manifest = format!(
+        "name = \"docker\"\nprompt = \"change\"\n[agent]\nkind = \"cli\"\nbinary = \"/opt/rounds.sh\"\n\
+         [sandbox]\nkind = \"docker\"\nimage = \"{}\"\nmounts = [{{ host = \"{}\", sandbox = \"/opt/rounds.sh\", read_only = true }}]\n\
+         [forge]\napi_url = \"{}\"\n[pull_request]\npoll = \"200ms\"\ntimeout = \"120s\"\n[loop]\nmax_iterations = 1\n",
+        crate::containers::IMAGE,
+        agent.display(),
+        forge.api_url()
+    );
+    let run = run_with_token(&env, &manifest, TOKEN);
+    run.assert_code(0);
+    let head = run.json()["pull_request"]["head_sha"].as_str().unwrap().to_owned();
+    let seen = env.git(&["show", &format!("{head}:seen-feedback-1.txt")]);
+    assert!(seen.contains("test.log"), "the whole log in the container: {seen}");
+    assert!(!env.git(&["ls-tree", "-r", "--name-only", &head]).contains(".eden-feedback"), "never committed");
+    assert!(!env.git(&["show", &format!("{head}:seen-env-1.txt")]).contains(TOKEN));
+    token_went_only_to_the_forge(&forge);
 }
