@@ -20,11 +20,9 @@ use crate::error::Error;
 use crate::git::{slug, Git, WorktreeList};
 use crate::layout::{self, Layout};
 use crate::lock::{BranchLock, RepoLock};
-use crate::manifest::plan::{Engine, EngineHost};
 use crate::process::ProcessStamp;
-use crate::record::{RunStatus, SandboxEngine};
-use crate::sandbox::container;
-use crate::sandbox::engine::Target;
+use crate::record::RunStatus;
+use crate::sandbox::provider::{Left, Recorded, Removal, Scope, Verdict};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -145,29 +143,8 @@ enum Action {
         name: String,
         tip: String,
     },
-    /// Save what the container holds under `.eden/patches`, then remove it and its volume.
-    SalvageContainer {
-        target: Target,
-        name: String,
-    },
-    RemoveVolume {
-        target: Target,
-        name: String,
-    },
-    /// Save what the pod holds under `.eden/patches`, then delete it.
-    SalvagePod {
-        kube: crate::sandbox::pod::Kube,
-        name: String,
-        repo: PathBuf,
-        run_id: String,
-    },
-    /// Save what the copy holds (asked inside bubblewrap), then remove it.
-    SalvageIsolated {
-        run_id: String,
-        owner: Box<crate::sandbox::isolated::Owner>,
-        /// `--force`: removed even when its work is over its run's `max_return`.
-        force: bool,
-    },
+    /// What a sandbox kind found: saved what it holds under `.eden/patches`, then removed.
+    Sandbox(Removal),
     RemoveFile(PathBuf),
     RemoveDir(PathBuf),
     MarkAbandoned(PathBuf),
@@ -217,10 +194,8 @@ struct Live {
     run_ids: HashSet<String>,
     /// Slugs of branches whose lock is held (a worktree's folder name is its branch's slug).
     slugs: HashSet<String>,
-    /// The engines records name beyond the clients' defaults (`sandbox.host`, remote engines).
-    engines: Vec<Target>,
-    /// The pods records name: cluster (`CONTEXT/NAMESPACE`), pod name, run id.
-    pods: Vec<(String, String, String)>,
+    /// The sandboxes the records of runs that may have left one name.
+    recorded: Vec<Recorded>,
 }
 
 /// Look at everything; change nothing.
@@ -234,9 +209,7 @@ pub(crate) fn survey(layout: Option<&Layout>, settings: &Settings) -> Survey {
         legacy_exec_dirs(layout, &live, &mut survey);
         run_folders(layout, &live, &mut survey);
     }
-    containers(layout, settings, &live, &mut survey);
-    pods(layout, &live, &mut survey);
-    isolated_copies(layout, settings, &live, &mut survey);
+    sandboxes(layout, settings, &live, &mut survey);
     if let Some(layout) = layout {
         history(layout, settings, &live, &mut survey);
     }
@@ -287,7 +260,7 @@ impl Item {
 
 /// Branch locks: a held one marks its run as live; one nobody holds is left by a dead run.
 fn locks(layout: &Layout, live: &mut Live, survey: &mut Survey) {
-    for path in files_in(&layout.locks()) {
+    for path in crate::safe_fs::files_in(&layout.locks()) {
         let Some(file_name) = path.file_name().and_then(|n| n.to_str()).map(str::to_owned) else { continue };
         if file_name.starts_with("batch-") && file_name.ends_with(".merges") {
             // The merge count of several runs at once, removed by their `eden run` at the end;
@@ -327,23 +300,20 @@ fn locks(layout: &Layout, live: &mut Live, survey: &mut Survey) {
 /// Records of runs whose eden is alive mark them as live; `running` ones whose eden is gone
 /// are marked abandoned; temporary files of an interrupted write go.
 fn records(layout: &Layout, live: &mut Live, survey: &mut Survey) {
-    for path in files_in(&layout.runs()) {
+    for path in crate::safe_fs::files_in(&layout.runs()) {
         let name = relative(layout, &path);
         if path.extension().is_some_and(|ext| ext == "tmp") {
             survey.items.push(Item::remove(Kind::Record, name, "an unfinished write", Action::RemoveFile(path)));
             continue;
         }
         let Some(head) = read_record(&path) else { continue };
-        let asked = head.may_have_left_a_sandbox();
-        if let Some(target) = head.container.as_ref().filter(|_| asked).and_then(ContainerHead::target) {
-            if !live.engines.contains(&target) {
-                live.engines.push(target);
-            }
-        }
-        if let Some(ContainerHead { engine, host: Some(cluster), name: Some(pod) }) = &head.container {
-            if asked && SandboxEngine::named(engine) == Some(SandboxEngine::Kubernetes) {
-                live.pods.push((cluster.clone(), pod.clone(), head.id.clone()));
-            }
+        if let Some(container) = head.container.as_ref().filter(|_| head.may_have_left_a_sandbox()) {
+            live.recorded.push(Recorded {
+                run_id: head.id.clone(),
+                engine: container.engine.clone(),
+                host: container.host.clone(),
+                name: container.name.clone(),
+            });
         }
         let Some(process) = head.process else { continue };
         match head.status.map(|status| status.observed(&process)) {
@@ -359,15 +329,6 @@ fn records(layout: &Layout, live: &mut Live, survey: &mut Survey) {
             }
             _ => {}
         }
-    }
-}
-
-impl ContainerHead {
-    /// The engine to look at, when the record names one the defaults may not reach.
-    fn target(&self) -> Option<Target> {
-        let engine = SandboxEngine::named(&self.engine)?.container_engine()?;
-        let host = EngineHost::parse(self.host.as_deref()?).ok()?;
-        Some(Target::new(engine, Some(host)))
     }
 }
 
@@ -458,7 +419,7 @@ fn stray_folders(
     survey: &mut Survey,
     registered: &HashSet<PathBuf>,
 ) {
-    for path in dirs_in(&layout.worktrees()) {
+    for path in crate::safe_fs::dirs_in(&layout.worktrees()) {
         if registered.contains(&crate::git::dunce_canonical(&path)) {
             continue;
         }
@@ -564,7 +525,7 @@ fn legacy_exec_dirs(layout: &Layout, live: &Live, survey: &mut Survey) {
         }
         Err(_) => return,
     }
-    for path in dirs_in(&legacy) {
+    for path in crate::safe_fs::dirs_in(&legacy) {
         let run_id = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let name = path.display().to_string();
         if live.run_ids.contains(&run_id) {
@@ -579,7 +540,7 @@ fn legacy_exec_dirs(layout: &Layout, live: &Live, survey: &mut Survey) {
 /// end removed them).
 fn run_folders(layout: &Layout, live: &Live, survey: &mut Survey) {
     for (kind, parent) in [(Kind::AgentState, layout.agent_states()), (Kind::Scratch, layout.scratches())] {
-        for path in dirs_in(&parent) {
+        for path in crate::safe_fs::dirs_in(&parent) {
             let run_id = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             let name = relative(layout, &path);
             if live.run_ids.contains(&run_id) {
@@ -591,148 +552,31 @@ fn run_folders(layout: &Layout, live: &Live, survey: &mut Survey) {
     }
 }
 
-/// The pods this repository's records name, in the clusters and namespaces they name: a pod
-/// whose run is over is salvaged into this repository and deleted. Only records are trusted
-/// (they are eden's): a pod's labels and annotations can be changed from inside it when it has
-/// a service account.
-fn pods(layout: Option<&Layout>, live: &Live, survey: &mut Survey) {
-    if layout.is_none() || live.pods.is_empty() || which::which("kubectl").is_err() {
-        return;
-    }
-    let Some(layout) = layout else { return };
-    for (cluster, pod, run_id) in &live.pods {
-        let Some(kube) = crate::sandbox::pod::Kube::from_described(cluster) else { continue };
-        match crate::sandbox::pod::exists(&kube, pod) {
-            Ok(false) => continue,
-            Ok(true) => {}
-            Err(err) => {
-                survey.warnings.push(err.message);
-                continue;
-            }
-        }
-        let name = format!("{pod} (kubernetes {cluster})");
-        if live.run_ids.contains(run_id) {
-            survey.items.push(Item::keep(Kind::Container, name, "its run is still going"));
-        } else {
-            let action =
-                Action::SalvagePod { kube, name: pod.clone(), repo: layout.root.clone(), run_id: run_id.clone() };
-            let reason = "its run is over (what it holds is saved under `.eden/patches` first)";
-            survey.items.push(Item::remove(Kind::Container, name, reason, action));
-        }
-    }
-}
-
-/// Containers labelled by eden, on every engine that is installed.
-fn containers(layout: Option<&Layout>, settings: &Settings, live: &Live, survey: &mut Survey) {
-    // Of this repository, or (`--all-repos`) of any.
-    let repo = match (settings.all_repos, layout) {
-        (true, _) => None,
-        (false, Some(layout)) => Some(layout.root.as_path()),
-        (false, None) => return,
+/// What every sandbox kind finds of earlier runs: containers and their volumes, pods,
+/// isolated copies. Each kind says what is safe to remove.
+fn sandboxes(layout: Option<&Layout>, settings: &Settings, live: &Live, survey: &mut Survey) {
+    let scope = Scope {
+        all_repos: settings.all_repos,
+        force: settings.force,
+        live: &live.run_ids,
+        layout,
+        recorded: &live.recorded,
     };
-    let defaults = [Engine::Docker, Engine::Podman].map(|engine| Target::new(engine, None));
-    for target in defaults.iter().chain(&live.engines) {
-        if which::which(target.binary()).is_err() {
-            continue;
-        }
-        let listed = match container::list(target, repo) {
-            Ok(listed) => listed,
-            Err(err) => {
-                survey.warnings.push(err.message);
-                continue;
-            }
-        };
-        for found in listed {
-            let name = format!("{} ({})", found.name, target.describe());
-            if live.run_ids.contains(&found.run_id) || found.owner_alive() {
-                survey.items.push(Item::keep(
-                    Kind::Container,
-                    name,
-                    format!("its run is still going (pid {})", found.pid),
-                ));
-            } else {
-                let action = Action::SalvageContainer { target: target.clone(), name: found.name.clone() };
-                let reason = "its run is over (what it holds is saved under `.eden/patches` first)";
-                survey.items.push(Item::remove(Kind::Container, name, reason, action));
-            }
-        }
-        let containers: HashSet<String> =
-            survey.items.iter().filter(|item| item.kind == Kind::Container).map(|item| item.name.clone()).collect();
-        let volumes = match container::list_volumes(target, repo) {
-            Ok(volumes) => volumes,
-            Err(err) => {
-                survey.warnings.push(err.message);
-                continue;
-            }
-        };
-        for (volume, run_id, _) in volumes {
-            let name = format!("{volume} ({})", target.describe());
-            if containers.contains(&name) {
-                continue; // goes with its container
-            }
-            if live.run_ids.contains(&run_id) {
-                survey.items.push(Item::keep(Kind::Volume, name, "its run is still going"));
-                continue;
-            }
-            let reason =
-                "the workspace of a run whose container is gone: it may hold work that never came back".to_owned();
-            let action = Action::RemoveVolume { target: target.clone(), name: volume };
-            survey.items.push(Item::unsafe_to_remove(Kind::Volume, name, reason, settings.force, action));
-        }
-    }
-}
-
-/// `$TMPDIR/eden-isolated-<run-id>` (the copy), `…-tmp` (its private temporary folder) and
-/// `….json` (whose it is, see `sandbox::isolated::Owner`). A copy of a run that is over is
-/// asked, inside bubblewrap, for what it holds, which is saved under its repository's
-/// `.eden/patches/`; then it goes.
-fn isolated_copies(layout: Option<&Layout>, settings: &Settings, live: &Live, survey: &mut Survey) {
-    let temp = std::env::temp_dir();
-    for path in dirs_in(&temp) {
-        let Some(rest) =
-            path.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_prefix(layout::ISOLATED_PREFIX))
-        else {
-            continue;
-        };
-        let (run_id, is_tmp) = match rest.strip_suffix("-tmp") {
-            Some(run_id) => (run_id, true),
-            None => (rest, false),
-        };
-        let owner = crate::sandbox::isolated::Owner::read(run_id);
-        let ours = match (layout, &owner) {
-            (Some(layout), Some(owner)) => {
-                crate::git::dunce_canonical(&owner.repo) == crate::git::dunce_canonical(&layout.root)
-            }
-            (Some(layout), None) => layout.record(run_id).exists(),
-            (None, _) => false,
-        };
-        if !ours && !settings.all_repos {
-            continue;
-        }
-        let name = path.display().to_string();
-        let running = live.run_ids.contains(run_id) || owner.as_ref().is_some_and(|owner| owner.process.is_alive());
-        if running {
-            survey.items.push(Item::keep(Kind::IsolatedCopy, name, "its run is still going"));
-            continue;
-        }
-        if is_tmp {
-            survey.items.push(Item::remove(Kind::IsolatedCopy, name, "its run is over", Action::RemoveDir(path)));
-            continue;
-        }
-        match owner {
-            Some(owner) => survey.items.push(Item::remove(
-                Kind::IsolatedCopy,
-                name,
-                "its run is over (what it holds is saved under `.eden/patches` first)",
-                Action::SalvageIsolated { run_id: run_id.to_owned(), owner: Box::new(owner), force: settings.force },
-            )),
-            None => survey.items.push(Item::unsafe_to_remove(
-                Kind::IsolatedCopy,
-                name,
-                "a copy whose run eden cannot tell: it may hold work that never came back".to_owned(),
-                settings.force,
-                Action::RemoveDir(path),
-            )),
+    for row in &crate::sandbox::registry::KINDS {
+        let found = row.kind.leftovers(&scope);
+        survey.warnings.extend(found.warnings);
+        for leftover in found.found {
+            let kind = match leftover.what {
+                Left::Sandbox => Kind::Container,
+                Left::Volume => Kind::Volume,
+                Left::Copy => Kind::IsolatedCopy,
+            };
+            let (name, reason, action) = (leftover.name, leftover.reason, leftover.removal.map(Action::Sandbox));
+            survey.items.push(match (leftover.verdict, action) {
+                (Verdict::Remove, Some(action)) => Item::remove(kind, name, reason, action),
+                (Verdict::Unsafe, Some(action)) => Item::unsafe_to_remove(kind, name, reason, settings.force, action),
+                _ => Item::keep(kind, name, reason),
+            });
         }
     }
 }
@@ -740,19 +584,22 @@ fn isolated_copies(layout: Option<&Layout>, settings: &Settings, live: &Live, su
 /// Logs, records, sessions, patches and artifacts: kept unless older than `--older-than`.
 fn history(layout: &Layout, settings: &Settings, live: &Live, survey: &mut Survey) {
     let mut files: Vec<(Kind, PathBuf, bool)> = Vec::new();
-    for path in files_in(&layout.logs()) {
+    for path in crate::safe_fs::files_in(&layout.logs()) {
         files.push((Kind::Log, path, false));
     }
-    for path in files_in(&layout.runs()).into_iter().filter(|path| path.extension().is_some_and(|ext| ext == "json")) {
+    for path in crate::safe_fs::files_in(&layout.runs())
+        .into_iter()
+        .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
+    {
         files.push((Kind::Record, path, false));
     }
-    for path in dirs_in(&layout.sessions()) {
+    for path in crate::safe_fs::dirs_in(&layout.sessions()) {
         files.push((Kind::Session, path, true));
     }
-    for path in files_in(&layout.patches()) {
+    for path in crate::safe_fs::files_in(&layout.patches()) {
         files.push((Kind::Patch, path, false));
     }
-    for path in dirs_in(&layout.artifacts_root()) {
+    for path in crate::safe_fs::dirs_in(&layout.artifacts_root()) {
         files.push((Kind::Artifacts, path, true));
     }
     let Some(older_than) = settings.older_than else {
@@ -818,14 +665,7 @@ fn perform(action: &Action, layout: Option<&Layout>) -> Result<(), Error> {
         }
         Action::PruneWorktrees => repo()?.prune_worktrees(),
         Action::DeleteBranch { name, tip } => repo()?.delete_branch(name, tip),
-        Action::SalvageContainer { target, name } => container::salvage_and_remove(target, name).map(drop),
-        Action::RemoveVolume { target, name } => container::remove_volume(target, name),
-        Action::SalvagePod { kube, name, repo, run_id } => {
-            crate::sandbox::pod::salvage_and_delete(kube, name, repo, run_id).map(drop)
-        }
-        Action::SalvageIsolated { run_id, owner, force } => {
-            crate::sandbox::isolated::salvage_and_remove(run_id, owner, *force).map(drop)
-        }
+        Action::Sandbox(removal) => removal.run(),
         Action::RemoveFile(path) => match std::fs::remove_file(path) {
             Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(io(err)),
             _ => Ok(()),
@@ -848,20 +688,4 @@ fn relative(layout: &Layout, path: &Path) -> String {
     path.strip_prefix(&layout.root)
         .or_else(|_| path.strip_prefix(&root))
         .map_or_else(|_| path.display().to_string(), |rest| rest.display().to_string())
-}
-
-fn entries(dir: &Path) -> Vec<(PathBuf, std::fs::FileType)> {
-    let Ok(read) = std::fs::read_dir(dir) else { return Vec::new() };
-    let mut entries: Vec<_> =
-        read.flatten().filter_map(|entry| Some((entry.path(), entry.file_type().ok()?))).collect();
-    entries.sort_by(|a, b| a.0.cmp(&b.0));
-    entries
-}
-
-fn files_in(dir: &Path) -> Vec<PathBuf> {
-    entries(dir).into_iter().filter(|(_, kind)| kind.is_file()).map(|(path, _)| path).collect()
-}
-
-fn dirs_in(dir: &Path) -> Vec<PathBuf> {
-    entries(dir).into_iter().filter(|(_, kind)| kind.is_dir()).map(|(path, _)| path).collect()
 }

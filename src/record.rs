@@ -384,6 +384,14 @@ impl SandboxEngine {
         }
     }
 
+    /// What a sandbox on this engine is called: a `pod` or a `container`.
+    pub(crate) const fn sandbox_noun(self) -> &'static str {
+        match self {
+            SandboxEngine::Docker | SandboxEngine::Podman => "container",
+            SandboxEngine::Kubernetes => "pod",
+        }
+    }
+
     /// The one place an engine's name is read back: `docker`, `podman` or `kubernetes`.
     pub(crate) fn named(name: &str) -> Option<SandboxEngine> {
         [SandboxEngine::Docker, SandboxEngine::Podman, SandboxEngine::Kubernetes]

@@ -13,7 +13,7 @@ use std::ffi::{OsStr, OsString};
 use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Component, Path};
+use std::path::{Component, Path, PathBuf};
 
 /// What a directory entry is, as it is (a symlink is a symlink).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -233,6 +233,25 @@ fn kind_of_mode(mode: nix::libc::mode_t) -> Kind {
         SFlag::S_IFLNK => Kind::Symlink,
         _ => Kind::Other,
     }
+}
+
+/// `dir`'s entries and their kinds (a link is a link), sorted; none when it cannot be read.
+fn sorted_entries(dir: &Path) -> Vec<(PathBuf, std::fs::FileType)> {
+    let Ok(read) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut entries: Vec<_> =
+        read.flatten().filter_map(|entry| Some((entry.path(), entry.file_type().ok()?))).collect();
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    entries
+}
+
+/// The files in `dir` (not following links), sorted.
+pub(crate) fn files_in(dir: &Path) -> Vec<PathBuf> {
+    sorted_entries(dir).into_iter().filter(|(_, kind)| kind.is_file()).map(|(path, _)| path).collect()
+}
+
+/// The folders in `dir` (not following links), sorted.
+pub(crate) fn dirs_in(dir: &Path) -> Vec<PathBuf> {
+    sorted_entries(dir).into_iter().filter(|(_, kind)| kind.is_dir()).map(|(path, _)| path).collect()
 }
 
 #[cfg(test)]

@@ -259,21 +259,9 @@ fn preflight_everywhere(
     plan: &crate::manifest::Plan,
     repo: &Result<crate::git::Discovered, Error>,
 ) -> Result<crate::orchestrator::workspace::Preflight, Error> {
-    use crate::manifest::plan::SandboxPlan;
     let pre =
         crate::orchestrator::workspace::preflight(plan, repo, "RUN_ID", crate::orchestrator::workspace::Use::Run)?;
-    match &plan.sandbox {
-        SandboxPlan::Kubernetes(pod) => crate::sandbox::pod::preflight(pod)?,
-        SandboxPlan::Container(container) if container.hosts.is_empty() => {
-            crate::sandbox::container::preflight(container)?;
-        }
-        SandboxPlan::Container(container) => {
-            for host in &container.hosts {
-                crate::sandbox::container::preflight_on(container, Some(host))?;
-            }
-        }
-        _ => {}
-    }
+    crate::sandbox::provider(&plan.sandbox).preflight_everywhere()?;
     Ok(pre)
 }
 
@@ -285,12 +273,7 @@ fn attempt_members(
 ) -> Vec<Member> {
     let attempts = plan.attempts.count;
     let group = crate::record::new_run_id();
-    let hosts: Vec<String> = match &plan.sandbox {
-        crate::manifest::plan::SandboxPlan::Container(container) => {
-            container.hosts.iter().map(|host| host.as_str().to_owned()).collect()
-        }
-        _ => Vec::new(),
-    };
+    let hosts = crate::sandbox::provider(&plan.sandbox).hosts();
     (1..=attempts)
         .map(|number| Member {
             name: match attempts {

@@ -8,9 +8,8 @@ use crate::agent::{AgentKind, AgentPlan};
 use crate::cli::DoctorArgs;
 use crate::error::Error;
 use crate::git::Git;
-use crate::manifest::plan::{Engine, Plan, SandboxPlan};
+use crate::manifest::plan::Plan;
 use crate::process::ProcessBuilder;
-use crate::sandbox::engine::Target;
 use crate::ui::{print_data, print_note};
 use serde::Serialize;
 use std::time::Duration;
@@ -122,7 +121,7 @@ pub(crate) fn doctor(args: DoctorArgs) -> Result<i32, Error> {
 fn host_hooks(plan: &Plan, dir: &std::path::Path) -> Vec<Finding> {
     use crate::orchestrator::host_reads;
     let Ok(found) = crate::git::Git::discover(dir) else { return Vec::new() };
-    let sandboxed = plan.sandbox.kind() != crate::manifest::schema::SandboxKind::None;
+    let sandboxed = crate::sandbox::provider(&plan.sandbox).sandboxed();
     let mut findings = Vec::new();
     for hook in host_reads::of(plan, &host_reads::in_checkout(&found.root)) {
         findings.push(ok("host hook", host_reads::describe(&hook, sandboxed)));
@@ -160,7 +159,7 @@ fn placeholder(plan: &Plan) -> Option<Finding> {
 /// Git, its identity, the repository.
 fn git_checks(current: &std::path::Path, repo: Option<&std::path::PathBuf>) -> Vec<Finding> {
     let mut findings = Vec::new();
-    match first_line(ProcessBuilder::new("git").arg("--version")) {
+    match crate::sandbox::provider::first_line(ProcessBuilder::new("git").arg("--version")) {
         Some(version) => findings.push(ok("git", version)),
         None => {
             findings.push(not_there("git", true, "not found", "install git (Debian: `apt-get install git`)"));
@@ -206,143 +205,34 @@ fn git_checks(current: &std::path::Path, repo: Option<&std::path::PathBuf>) -> V
     findings
 }
 
-/// The engines (required when the manifest's sandbox uses one: then also its image), bubblewrap.
+/// The manifest's sandbox (its engine and image, its cluster), then what this machine has for
+/// every kind (the engines, bubblewrap): each kind says.
 fn sandbox_checks(plan: Option<&Plan>, host: Option<&crate::manifest::plan::EngineHost>) -> Vec<Finding> {
-    let mut findings = Vec::new();
-    let wanted = plan.map(|plan| &plan.sandbox);
-    if let Some(SandboxPlan::Container(planned)) = wanted {
-        // `--host` is where the run would go: that engine is asked, not the manifest's.
-        let mut container = planned.clone();
-        if let Some(host) = host {
-            container.hosts = vec![host.clone()];
-        }
-        let container = &container;
-        let target = Target::new(container.engine, container.hosts.first().cloned());
-        match crate::sandbox::container::preflight(container) {
-            Ok(_) => {
-                findings.push(ok(
-                    container.engine.binary(),
-                    format!(
-                        "answers, and has the image `{}`{}; runtimes: {}",
-                        container.image,
-                        services_images(&container.services),
-                        runtimes(&target).join(", ")
-                    ),
-                ));
-                findings.extend(plan.into_iter().flat_map(|plan| agents_in_image(plan, &target, &container.image)));
-            }
-            Err(err) => findings.push(not_there(
-                container.engine.binary(),
-                true,
-                err.message,
-                err.hint.unwrap_or_else(|| "see `eden image build`".into()),
-            )),
-        }
-    }
-    for target in [Engine::Docker, Engine::Podman].map(|engine| Target::new(engine, host.cloned())) {
-        let engine = target.binary();
-        if findings.iter().any(|finding| finding.check == engine) {
-            continue;
-        }
-        findings.push(match first_line(target.command().args(["version", "--format", "{{.Server.Version}}"])) {
-            Some(version) => {
-                ok(engine, format!("server {version} answers; runtimes: {}", runtimes(&target).join(", ")))
-            }
-            None if which::which(engine).is_ok() => not_there(
-                engine,
-                false,
-                "installed, but its engine does not answer",
-                format!("start it (`systemctl start {engine}`, or `dockerd`/`podman system service`)"),
-            ),
-            None => not_there(engine, false, "not installed", format!("needed for `sandbox.kind = \"{engine}\"`")),
-        });
-    }
-    let isolated = matches!(wanted, Some(SandboxPlan::Isolated(_)));
-    findings.push(match first_line(ProcessBuilder::new("bwrap").arg("--version")) {
-        Some(version) => ok("bubblewrap", version),
-        None => not_there(
-            "bubblewrap",
-            isolated,
-            "not installed",
-            "needed for `sandbox.kind = \"isolated\"` (Debian: `apt-get install bubblewrap`)",
-        ),
-    });
-    if let Some(SandboxPlan::Kubernetes(pod)) = wanted {
-        findings.push(match crate::sandbox::pod::preflight(pod) {
-            Ok(()) => ok("kubernetes", "the cluster answers"),
-            Err(err) => not_there("kubernetes", true, err.message, err.hint.unwrap_or_default()),
-        });
-    }
-    findings
-}
-
-/// ` and the services' images …`, for the engine's finding (empty without services).
-fn services_images(services: &[crate::manifest::services_plan::ServicePlan]) -> String {
-    let images: Vec<String> =
-        services.iter().map(|service| format!("`{}` ({})", service.image, service.name)).collect();
-    match images.is_empty() {
-        true => String::new(),
-        false => format!(" and the services' images {}", images.join(", ")),
-    }
-}
-
-/// Each step's agent CLI as the image has it: its version from inside, or its absence (which
-/// would stop the run with exit 6).
-fn agents_in_image(plan: &Plan, target: &Target, image: &str) -> Vec<Finding> {
-    let mut findings: Vec<Finding> = Vec::new();
-    for step in &plan.steps {
-        let AgentPlan::Adapter(settings) = &step.agent else { continue };
-        let check = format!("{} in the image", settings.kind.as_str());
-        if findings.iter().any(|finding| finding.check == check) {
-            continue;
-        }
-        let asked = target
-            .command()
-            .args(["run", "--rm", "--network", "none", "--entrypoint", "sh", image, "-c", r#""$0" --version"#])
-            .arg(&settings.binary)
-            .timeout(Duration::from_secs(120));
-        findings.push(match first_line(asked) {
-            Some(version) => ok(check, format!("`{}` {version}", settings.binary.display())),
-            None => not_there(
-                check,
-                true,
-                format!("`{}` is not in `{image}`, or does not run there", settings.binary.display()),
-                format!("build the image with the agent: `eden image build --agent {}`", settings.kind.as_str()),
-            ),
-        });
-    }
-    findings
-}
-
-/// The OCI runtimes an engine can run a container under (`sandbox.runtime`): docker's
-/// registered ones; podman's default, and gVisor's `runsc` when it is on `PATH`.
-fn runtimes(target: &Target) -> Vec<String> {
-    let mut found = match target.engine {
-        Engine::Docker => {
-            let json = first_line(target.command().args(["info", "--format", "{{json .Runtimes}}"]));
-            let parsed: Option<serde_json::Map<String, serde_json::Value>> =
-                json.and_then(|json| serde_json::from_str(&json).ok());
-            parsed.map(|runtimes| runtimes.keys().cloned().collect()).unwrap_or_default()
-        }
-        Engine::Podman => first_line(target.command().args(["info", "--format", "{{.Host.OCIRuntime.Name}}"]))
-            .map(|name| vec![format!("{name} (default)")])
-            .unwrap_or_default(),
+    let provider = plan.map(|plan| crate::sandbox::provider(&plan.sandbox));
+    let mut checks = match (plan, &provider) {
+        (Some(plan), Some(provider)) => provider.doctor(plan, host),
+        _ => Vec::new(),
     };
-    if target.engine == Engine::Podman {
-        if let Ok(path) = which::which("runsc") {
-            found.push(format!("runsc ({})", path.display()));
-        }
+    let wanted = plan.map(|plan| plan.sandbox.kind());
+    for row in &crate::sandbox::registry::KINDS {
+        let named: Vec<String> = checks.iter().map(|check| check.name.clone()).collect();
+        let machine = row.kind.machine(host, wanted.is_some_and(|wanted| row.names.contains(&wanted)), &named);
+        checks.extend(machine);
     }
-    if found.is_empty() {
-        found.push("unknown".into());
+    checks.into_iter().map(finding).collect()
+}
+
+fn finding(check: crate::sandbox::provider::Check) -> Finding {
+    match check.found {
+        Ok(detail) => ok(check.name, detail),
+        Err(missing) => not_there(check.name, missing.required, missing.detail, missing.fix),
     }
-    found
 }
 
 /// Each agent CLI: on PATH, its version, a key or login (never shown); the model host with
 /// `network`. The manifest's agents are required (on this machine when there is no container).
 fn agent_checks(plan: Option<&Plan>, network: bool) -> Vec<Finding> {
-    let in_container = plan.is_some_and(|plan| !matches!(plan.sandbox, SandboxPlan::None | SandboxPlan::Isolated(_)));
+    let in_container = plan.is_some_and(|plan| !crate::sandbox::provider(&plan.sandbox).agents_on_this_machine());
     let wanted: Vec<(AgentKind, Option<std::path::PathBuf>)> = plan
         .map(|plan| {
             plan.steps
@@ -366,7 +256,7 @@ fn agent_checks(plan: Option<&Plan>, network: bool) -> Vec<Finding> {
             || format!("install `{}`", binary.display()),
             |package| format!("install it: `npm install -g {package}`"),
         );
-        let Some(version) = first_line(ProcessBuilder::new(&binary).arg("--version")) else {
+        let Some(version) = crate::sandbox::provider::first_line(ProcessBuilder::new(&binary).arg("--version")) else {
             findings.push(not_there(spec.name, needed, format!("`{}` is not on PATH", binary.display()), install));
             continue;
         };
@@ -389,7 +279,7 @@ fn agent_checks(plan: Option<&Plan>, network: bool) -> Vec<Finding> {
 /// not set here (`unset`) is that variable's finding, not a missing hand-over.
 fn keys_in_the_sandbox(plan: &Plan, unset: &[String]) -> Vec<Finding> {
     use crate::manifest::held_plan::Held;
-    if matches!(plan.sandbox, SandboxPlan::None) {
+    if !crate::sandbox::provider(&plan.sandbox).sandboxed() {
         return Vec::new();
     }
     let mut findings: Vec<Finding> = Vec::new();
@@ -486,15 +376,4 @@ fn reachable(kind: AgentKind, (host, port): (String, u16), needed: bool) -> Find
             "check the network, a proxy (`HTTPS_PROXY`), or a base URL of your own",
         ),
     }
-}
-
-/// The first line of what `command` prints when it succeeds.
-fn first_line(command: ProcessBuilder) -> Option<String> {
-    let output = command.output().ok()?;
-    if !output.success() {
-        return None;
-    }
-    let text = if output.stdout.trim().is_empty() { &output.stderr } else { &output.stdout };
-    // A version line's own full stop (`GitHub Copilot CLI 1.0.102.`) would run into what follows.
-    text.lines().map(|line| line.trim().trim_end_matches('.')).find(|line| !line.is_empty()).map(str::to_owned)
 }

@@ -8,7 +8,7 @@ use crate::agent::AgentKind;
 use crate::cli::{ImageBuildArgs, ImagePushArgs, ImageRemoveArgs};
 use crate::error::Error;
 use crate::git::Git;
-use crate::manifest::plan::{Engine, EngineHost, SandboxPlan};
+use crate::manifest::plan::{Engine, EngineHost};
 use crate::sandbox::engine::Target;
 
 /// The engine to use: `--engine` (else docker when its daemon answers, else podman), at
@@ -143,7 +143,7 @@ fn from_manifest(path: &std::path::Path, args: &mut ImageBuildArgs) -> Result<()
     let current = crate::commands::current_dir()?;
     let settings = super::settings::RunSettings::plain(None);
     let plan = super::settings::load(&settings, Some(path), &[], super::settings::Purpose::Doctor, &current)?.plan;
-    let SandboxPlan::Container(container) = &plan.sandbox else {
+    let Some(built) = crate::sandbox::provider(&plan.sandbox).built_image() else {
         return Err(Error::usage(format!(
             "`{}` runs in no container image (its sandbox is `{}`)",
             path.display(),
@@ -151,16 +151,16 @@ fn from_manifest(path: &std::path::Path, args: &mut ImageBuildArgs) -> Result<()
         ))
         .with_hint("a `docker` or `podman` sandbox has an image to build; for a pod, build it here with `--tag` and `eden image push` it where the cluster pulls from"));
     };
-    if container.hosts.len() > 1 && args.host.is_none() {
-        return Err(Error::usage(format!("`{}` runs on {} engines", path.display(), container.hosts.len())).with_hint(
+    if built.hosts.len() > 1 && args.host.is_none() {
+        return Err(Error::usage(format!("`{}` runs on {} engines", path.display(), built.hosts.len())).with_hint(
             "build on one with `--host`, or build here and copy it to each with `eden image push --host HOST`",
         ));
     }
-    args.engine.get_or_insert_with(|| container.engine.binary().to_owned());
+    args.engine.get_or_insert_with(|| built.engine.to_owned());
     if args.host.is_none() {
-        args.host = container.hosts.first().map(|host| host.as_str().to_owned());
+        args.host = built.hosts.first().cloned();
     }
-    args.tag.get_or_insert_with(|| container.image.clone());
+    args.tag.get_or_insert_with(|| built.image.clone());
     args.agent.get_or_insert_with(|| {
         let kind = plan.steps[0].agent.kind();
         // A `cli` agent's program (or eden itself, relayed) is the image's business, not npm's.

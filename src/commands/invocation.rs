@@ -171,11 +171,7 @@ fn check_interactive(
     args: &RunArgs,
 ) -> Result<crate::orchestrator::Interactive, Error> {
     use crate::manifest::hooks_plan::{Phase, Side};
-    use crate::manifest::plan::SandboxPlan;
-    if matches!(plan.sandbox, SandboxPlan::Isolated(_)) {
-        return Err(Error::usage("`eden interactive` cannot attach a terminal to an `isolated` sandbox")
-            .with_hint("use `--sandbox docker` or `--sandbox podman` (with `sandbox.image`), or `--sandbox none`"));
-    }
+    crate::sandbox::provider(&plan.sandbox).interactive()?;
     if plan.steps.len() > 1 {
         return Err(Error::usage(format!(
             "the manifest has {} steps; an interactive session runs one agent",

@@ -210,7 +210,7 @@ pub(crate) fn discard(args: DiscardArgs) -> Result<i32, Error> {
         },
         None => {}
     }
-    done.extend(remove_container(&layout, &record)?);
+    done.extend(remove_sandbox(&layout, &record)?);
     // A merged run's work is in its target: nothing of it is discarded, whatever goes here.
     let merged = record.merged_into.clone();
     if !done.is_empty() && merged.is_none() {
@@ -262,36 +262,19 @@ fn others_on(git: &Git, record: &RunRecord, branch: &str) -> Result<Option<Strin
     Ok(None)
 }
 
-/// A pod the run left (it was killed): what it holds saved under `.eden/patches`, then deleted,
-/// as `eden clean` does.
-fn remove_pod(layout: &Layout, record: &RunRecord) -> Result<Vec<String>, Error> {
-    use crate::sandbox::pod::{exists, salvage_and_delete, Kube};
+/// The sandbox the run left (it was killed): what it holds saved under `.eden/patches`, then
+/// removed, as `eden clean` does. Its kind is asked, as the record names it.
+fn remove_sandbox(layout: &Layout, record: &RunRecord) -> Result<Vec<String>, Error> {
     let Some(container) = &record.container else { return Ok(Vec::new()) };
-    let kube = container.host.as_deref().and_then(Kube::from_described);
-    let Some(kube) = kube.filter(|_| which::which("kubectl").is_ok()) else { return Ok(Vec::new()) };
-    if !exists(&kube, &container.name)? {
-        return Ok(Vec::new());
-    }
-    salvage_and_delete(&kube, &container.name, &layout.root, &record.id)?;
-    Ok(vec![format!("pod `{}`", container.name)])
-}
-
-/// A container the run left (it was killed): what it holds saved under `.eden/patches`, then
-/// removed, as `eden clean` does.
-fn remove_container(layout: &Layout, record: &RunRecord) -> Result<Vec<String>, Error> {
-    use crate::manifest::plan::EngineHost;
-    use crate::sandbox::engine::Target;
-    let Some(container) = &record.container else { return Ok(Vec::new()) };
-    let Some(engine) = container.engine.container_engine() else { return remove_pod(layout, record) };
-    let target = Target::new(engine, container.host.clone().map(EngineHost::Url));
-    if which::which(target.binary()).is_err() {
-        return Ok(Vec::new());
-    }
-    let listed = crate::sandbox::container::list(&target, Some(&layout.root))?;
+    let recorded = crate::sandbox::provider::Recorded {
+        run_id: record.id.clone(),
+        engine: container.engine.as_str().to_owned(),
+        host: container.host.clone(),
+        name: Some(container.name.clone()),
+    };
     let mut removed = Vec::new();
-    for found in listed.into_iter().filter(|found| found.run_id == record.id) {
-        crate::sandbox::container::salvage_and_remove(&target, &found.name)?;
-        removed.push(format!("container `{}`", found.name));
+    for row in &crate::sandbox::registry::KINDS {
+        removed.extend(row.kind.remove_of_run(&layout.root, &recorded)?);
     }
     Ok(removed)
 }

@@ -37,11 +37,11 @@ use crate::error::{Error, ErrorKind};
 use crate::git::Discovered;
 use crate::hooks::{self, HookRunner, PhaseRun};
 use crate::manifest::hooks_plan::Phase;
-use crate::manifest::plan::{ContainerPlan, Plan, SandboxPlan};
+use crate::manifest::plan::Plan;
 use crate::process::{listen_for_signals, Abort, Stopping};
 use crate::record::{RunKind, RunPhase, RunRecord, StepRecord};
 use crate::report::{Event, Reporter, RunEvents};
-use crate::sandbox::{self, container::ContainerRequest, Host, RunSite, SandboxHandle};
+use crate::sandbox::{self, Host, RunSite, SandboxHandle};
 use iterate::{interrupted, Progress};
 use journal::Journal;
 use std::path::{Path, PathBuf};
@@ -122,6 +122,8 @@ pub(crate) struct Run<'p> {
     options: &'p RunOptions,
     run_id: String,
     agents: Vec<Box<dyn Agent>>,
+    /// The `[sandbox]` kind's provider, its preflight done.
+    sandbox: Box<dyn sandbox::Provider>,
     events: RunEvents,
     abort: watch::Receiver<Option<Abort>>,
     /// `eden steer`'s requests: each ends the agent's invocation; the next has the new prompt.
@@ -163,15 +165,10 @@ impl<'p> Run<'p> {
         let mut pre = workspace::preflight(plan, &options.repo, &run_id, usage)?;
         workspace::start_from(&mut pre, options.from.as_ref())?;
         // The engine and image are checked before anything is created.
-        match &plan.sandbox {
-            SandboxPlan::Container(container) => {
-                let engaged = sandbox::container::preflight(container)?;
-                refuse_held_keys_on(&engaged, plan)?;
-                pre.engine = Some(engaged);
-            }
-            SandboxPlan::Kubernetes(pod) => sandbox::pod::preflight(pod)?,
-            _ => {}
-        }
+        let mut provider = sandbox::provider(&plan.sandbox);
+        let holds_keys =
+            plan.steps.iter().any(|step| matches!(step.held, crate::manifest::held_plan::Held::Keys { .. }));
+        provider.preflight(holds_keys)?;
         let sessions = sessions_to_carry(plan, &pre)?;
         let repo = crate::git::Git::new(&pre.root);
         if let Some(destination) = crate::pull_request::destination(plan, &repo)? {
@@ -209,6 +206,7 @@ impl<'p> Run<'p> {
             options,
             run_id,
             agents,
+            sandbox: provider,
             abort,
             steer,
             journal,
@@ -355,7 +353,7 @@ impl<'p> Run<'p> {
             unmerged.dedup();
         }
         // Without a sandbox the agent runs on this machine already: nothing to keep out.
-        let sandboxed = self.plan.sandbox.kind() != crate::manifest::schema::SandboxKind::None;
+        let sandboxed = self.sandbox.sandboxed();
         let guard = host_reads::HostGuard::take(reads, &pre.worktree, sandboxed, unmerged, &self.run_id);
         self.hooks.gate = guard.map(|guard| Box::new(guard) as Box<dyn crate::hooks::HostGate>);
         Ok(())
@@ -758,16 +756,11 @@ impl Run<'_> {
         };
         let started = self.carry_sessions_into(pre, &site.agent_state);
         let started = started.and_then(|()| self.hold_keys(&mut site));
-        let started = started.and_then(|()| match &self.plan.sandbox {
-            SandboxPlan::Container(container) => self.start_container(container, pre, &site),
-            SandboxPlan::Kubernetes(pod) => self.start_pod(pod, &site),
-            SandboxPlan::Isolated(isolated) => {
-                let programs: Vec<std::path::PathBuf> =
-                    self.plan.steps.iter().filter_map(|step| step.agent.binary()).map(Into::into).collect();
-                sandbox::isolated::start(&site, isolated, &programs)
-            }
-            SandboxPlan::None => Ok(Box::new(Host) as Box<dyn SandboxHandle>),
-        });
+        let programs: Vec<std::path::PathBuf> =
+            self.plan.steps.iter().filter_map(|step| step.agent.binary()).map(Into::into).collect();
+        let started =
+            started.and_then(|()| self.sandbox.start(&sandbox::provider::Start { site: &site, programs: &programs }));
+        let started = started.map(|started| self.announce(started));
         if started.is_err() {
             let _ = sandbox::agent_state::remove(&state_dir);
         }
@@ -791,10 +784,7 @@ impl Run<'_> {
             return Ok(());
         }
         let dir = site.scratch.join("proxy");
-        let inside = match &self.plan.sandbox {
-            SandboxPlan::None => dir.clone(),
-            _ => std::path::PathBuf::from(sandbox::PROXY_INSIDE),
-        };
+        let inside = self.sandbox.proxy_inside(&dir);
         let holder = crate::proxy::held::Holder::start(&held, &dir, &inside)?;
         hold_logins(&held, &holder, &site.agent_state)?;
         self.holder = Some(holder);
@@ -809,10 +799,7 @@ impl Run<'_> {
         pre: &Preflight,
         private: &[sandbox::agent_state::PrivateState],
     ) -> Result<(), Error> {
-        let cwd = match &self.plan.sandbox {
-            SandboxPlan::Isolated(_) => crate::layout::isolated_copy(&self.run_id).copy,
-            _ => pre.worktree.clone(),
-        };
+        let cwd = self.sandbox.agent_cwd(&self.run_id, &pre.worktree);
         let env =
             |key: &str| private.iter().find(|state| state.var == key).map(|state| state.value.display().to_string());
         for carry in self.sessions.iter().filter(|carry| !carry.to_host) {
@@ -822,81 +809,22 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// A container of the run's own, after the containers earlier runs left behind are
-    /// salvaged and removed.
-    fn start_container(
-        &mut self,
-        container: &ContainerPlan,
-        pre: &Preflight,
-        site: &RunSite,
-    ) -> Result<Box<dyn SandboxHandle>, Error> {
-        let engaged = pre.engine.as_ref().ok_or_else(|| Error::internal("the container's engine was not checked"))?;
-        for (name, saved) in sandbox::prune_abandoned(&engaged.target, &pre.root) {
-            let saved = saved.iter().map(|path| format!(" `{}`", path.display())).collect::<String>();
-            let saved = if saved.is_empty() { String::new() } else { format!("; what it held is saved as{saved}") };
-            let message = format!("removed container `{name}` left by an earlier run{saved}");
-            self.events.report(&Event::Warning { message: message.as_str().into() });
+    /// What the sandbox's start says: what it found left behind, and that it started.
+    fn announce(&mut self, started: sandbox::provider::Started) -> Box<dyn SandboxHandle> {
+        for warning in &started.warnings {
+            self.events.report(&Event::Warning { message: warning.as_str().into() });
         }
-        let request = ContainerRequest { plan: container, engaged, site };
-        let handle = sandbox::start_container(&request)?;
-        let name = handle.container().map(|container| container.name).unwrap_or_default();
-        let host = engaged.target.host.as_ref().map(|host| host.as_str());
-        let on = host.map(|host| format!(" on {host}")).unwrap_or_default();
-        let message = format!(
-            "{} container `{name}` started{on} from `{}`, with a repository of its own",
-            container.engine.binary(),
-            container.image
-        );
-        self.events.report(&Event::SandboxStarted {
-            engine: container.engine.into(),
-            name: name.as_str().into(),
-            host: host.map(Into::into),
-            node: None,
-            message: message.into(),
-        });
-        Ok(handle)
-    }
-}
-
-impl Run<'_> {
-    /// A pod of the run's own on the person's cluster.
-    fn start_pod(
-        &mut self,
-        pod: &crate::manifest::plan::PodPlan,
-        site: &RunSite,
-    ) -> Result<Box<dyn SandboxHandle>, Error> {
-        let handle = sandbox::pod::start(pod, site)?;
-        let record = handle.container().unwrap_or_default();
-        let node = record.node.unwrap_or_default();
-        let message = format!(
-            "kubernetes pod `{}` started on node `{node}` from `{}`, with a repository of its own",
-            record.name, pod.image
-        );
-        self.events.report(&Event::SandboxStarted {
-            engine: crate::record::SandboxEngine::Kubernetes,
-            name: record.name.into(),
-            host: record.host.map(Into::into),
-            node: Some(node.into()),
-            message: message.into(),
-        });
-        Ok(handle)
-    }
-}
-
-/// Held keys under a gVisor that docker registered without `--host-uds=open`, refused before
-/// anything is made: the sandbox could not connect to the proxy's socket.
-fn refuse_held_keys_on(engaged: &sandbox::container::Engaged, plan: &Plan) -> Result<(), Error> {
-    use crate::manifest::held_plan::Held;
-    let holds = plan.steps.iter().any(|step| matches!(step.held, Held::Keys { .. }));
-    if let SandboxPlan::Container(container) = &plan.sandbox {
-        if holds && !engaged.remote() && engaged.gvisor_refuses_host_sockets(container) {
-            return Err(Error::sandbox(
-                "the agent's key is held by eden's proxy, whose unix socket gVisor does not let the sandbox connect to as docker registered it",
-            )
-            .with_hint("add `\"--host-uds=open\"` to the runtime's `runtimeArgs` in `/etc/docker/daemon.json` and reload the daemon, or set `sandbox.hold_keys = false`"));
+        if let Some(announce) = started.announce {
+            self.events.report(&Event::SandboxStarted {
+                engine: announce.engine,
+                name: announce.name.into(),
+                host: announce.host.map(Into::into),
+                node: announce.node.map(Into::into),
+                message: announce.message.into(),
+            });
         }
+        started.handle
     }
-    Ok(())
 }
 
 /// A session a step resumes (`agent.resume`) that is not yet where its agent will look for it:

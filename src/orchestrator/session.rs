@@ -2,7 +2,7 @@
 //! eden's terminal until the person quits it, then the session recorded as the run's one
 //! iteration (its id and transcript found in the agent's store).
 
-use super::{agent, Error, ErrorKind, Event, Interactive, LoopEnd, Path, Run, RunPhase, SandboxPlan, Workspace};
+use super::{agent, Error, ErrorKind, Event, Interactive, LoopEnd, Path, Run, RunPhase, Workspace};
 use crate::sandbox::SandboxHandle;
 
 impl Run<'_> {
@@ -21,7 +21,7 @@ impl Run<'_> {
             prompt: prompt.as_deref(),
             worktree: &workspace.pre.worktree,
             resume: interactive.resume.as_deref(),
-            bypass: matches!(plan.sandbox, SandboxPlan::Container(_)),
+            bypass: self.sandbox.interactive().unwrap_or(false),
             tty: interactive.tty,
         };
         let around = super::agent_command::Around {
@@ -43,7 +43,7 @@ impl Run<'_> {
             )
             .into(),
         });
-        if !matches!(plan.sandbox, SandboxPlan::None) {
+        if self.sandbox.sandboxed() {
             self.events.report(&Event::Info {
                 message: format!(
                     "it works in the sandbox's own copy of the worktree: when you quit, its commits come back to `{}` and what it left uncommitted is applied to {}",

@@ -26,8 +26,6 @@ pub(crate) struct Preflight {
     pub(crate) start_commit: String,
     pub(crate) worktree: PathBuf,
     pub(crate) action: WorktreeAction,
-    /// A container sandbox's engine, checked (set by `Run::prepare`).
-    pub(crate) engine: Option<crate::sandbox::container::Engaged>,
 }
 
 pub(crate) enum WorktreeAction {
@@ -126,27 +124,12 @@ fn check_remote(repo: &Git, remote: &str) -> Result<(), Error> {
         .with_hint(format!("add it (`git remote add {remote} URL`) or name another in `branch.push`")))
 }
 
-/// A container's `mounts` must not hand it this repository (its `.git`, the checkout, other
-/// worktrees): that is what the sandbox keeps from it. Only `expose_host` accepts one.
+/// A sandbox must not be handed this repository (its `.git`, the checkout, other worktrees):
+/// that is what it keeps from the agent.
 fn refuse_mounts_of_the_repository(plan: &Plan, found: &Discovered) -> Result<(), Error> {
-    let crate::manifest::plan::SandboxPlan::Container(container) = &plan.sandbox else { return Ok(()) };
-    if container.expose_host {
-        return Ok(());
-    }
     let canonical = |path: &Path| crate::git::dunce_canonical(path);
     let repository = [canonical(&found.root), canonical(&found.common_dir), canonical(&found.checkout)];
-    for mount in &container.mounts {
-        let host = canonical(&mount.host);
-        // The repository's folders or a folder holding them, or anything inside `.git`.
-        if repository.iter().any(|part| part.starts_with(&host)) || host.starts_with(&repository[1]) {
-            return Err(Error::usage(format!(
-                "`sandbox.mounts` gives the container `{}`, which holds this repository: its `.git` is what the sandbox keeps from the agent",
-                mount.host.display()
-            ))
-            .with_hint("mount something outside the repository; the sandbox gets the worktree's files itself"));
-        }
-    }
-    Ok(())
+    crate::sandbox::provider(&plan.sandbox).refuse_repository_mounts(&repository)
 }
 
 /// `head`: the agent works in the checkout, on its branch; refused if it has uncommitted
@@ -188,7 +171,6 @@ fn head(plan: &Plan, found: Discovered, current: Option<String>, usage: Use) -> 
         base_commit,
         worktree: found.checkout,
         action: WorktreeAction::UseCheckout,
-        engine: None,
     })
 }
 
@@ -228,7 +210,6 @@ fn merge_to_head(plan: &Plan, found: Discovered, current: Option<String>, run_id
         start_commit: base_commit.clone(),
         base_commit,
         action: WorktreeAction::CreateWithNewBranch,
-        engine: None,
     })
 }
 
@@ -292,7 +273,6 @@ fn named(plan: &Plan, found: Discovered, current: Option<String>) -> Result<Pref
         base_commit,
         worktree: eden_path,
         action,
-        engine: None,
     })
 }
 

@@ -44,13 +44,13 @@ pub(crate) struct Collected {
 /// How eden's own executable is run in the sandbox's workspace: `inside` wraps a command for
 /// the sandbox, `eden` is the executable's path there.
 pub(crate) struct EdenInside<'a> {
-    pub(crate) inside: &'a dyn Fn(ProcessBuilder) -> ProcessBuilder,
+    pub(crate) inside: &'a dyn Fn(ProcessBuilder) -> Result<ProcessBuilder, Error>,
     pub(crate) eden: &'a Path,
     pub(crate) workspace: &'a Path,
 }
 
 impl EdenInside<'_> {
-    fn command(&self, subcommand: &str) -> ProcessBuilder {
+    fn command(&self, subcommand: &str) -> Result<ProcessBuilder, Error> {
         (self.inside)(ProcessBuilder::new(self.eden).arg(subcommand).cwd(self.workspace))
     }
 }
@@ -59,7 +59,7 @@ impl EdenInside<'_> {
 pub(crate) fn collect(eden: &EdenInside<'_>, request: &ArtifactRequest<'_>) -> Result<Collected, Error> {
     fs_err::create_dir_all(request.scratch).map_err(|err| Error::sandbox(err.to_string()))?;
     let limit = request.limit.max(1);
-    let list = eden.command(super::pack::LIST_SUBCOMMAND).arg((limit + 1).to_string());
+    let list = eden.command(super::pack::LIST_SUBCOMMAND)?.arg((limit + 1).to_string());
     let listing = spool(&list, &request.scratch.join("artifacts.list"), MAX_LISTING)?;
     let listing = listing.ok_or_else(|| {
         Error::sandbox("the workspace lists more files than eden reads for artifacts").with_hint("narrow `artifacts`")
@@ -69,7 +69,7 @@ pub(crate) fn collect(eden: &EdenInside<'_>, request: &ArtifactRequest<'_>) -> R
         return Ok(collected);
     }
     let names: Vec<u8> = wanted.iter().flat_map(|name| name.bytes().chain([0])).collect();
-    let pack = eden.command(super::pack::PACK_SUBCOMMAND).stdin(Stdin::Bytes(names));
+    let pack = eden.command(super::pack::PACK_SUBCOMMAND)?.stdin(Stdin::Bytes(names));
     let stream = request.scratch.join("artifacts.tar");
     if spool(&pack, &stream, request.limit)?.is_none() {
         let _ = std::fs::remove_file(&stream);

@@ -1,5 +1,4 @@
-//! What the orchestrator sees of a sandbox (`SandboxHandle`), where a run is (`RunSite`), and
-//! the sandbox of no sandbox (`Host`).
+//! What the orchestrator sees of a sandbox (`SandboxHandle`) and where a run is (`RunSite`).
 
 use super::{agent_state, artifacts};
 use crate::error::Error;
@@ -86,31 +85,10 @@ pub(crate) trait SandboxHandle: Send {
     fn artifacts(&self, request: &artifacts::ArtifactRequest<'_>) -> Result<artifacts::Collected, Error> {
         let eden =
             std::env::current_exe().map_err(|err| Error::sandbox(format!("cannot find eden's executable: {err}")))?;
-        let inside = artifacts::EdenInside { inside: &|command| command, eden: &eden, workspace: request.worktree };
+        let inside = artifacts::EdenInside { inside: &|command| Ok(command), eden: &eden, workspace: request.worktree };
         artifacts::collect(&inside, request)
     }
     /// Remove the sandbox, bringing back what must come back first (its last commits, its
     /// uncommitted work as a patch). Idempotent. Returns a note for the display, if any.
     fn close(&mut self) -> Result<Option<String>, Error>;
-}
-
-/// No sandbox: commands run on the host as they are.
-pub(crate) struct Host;
-
-impl SandboxHandle for Host {
-    fn kind(&self) -> &'static str {
-        "none"
-    }
-
-    fn container(&self) -> Option<crate::record::ContainerRecord> {
-        None
-    }
-
-    fn prepare(&self, command: ProcessBuilder) -> Result<Prepared, Error> {
-        Ok(Prepared { command: command.contained(), inside: None })
-    }
-
-    fn close(&mut self) -> Result<Option<String>, Error> {
-        Ok(None)
-    }
 }

@@ -10,28 +10,28 @@
 
 pub(crate) mod agent_state;
 pub(crate) mod artifacts;
-pub(crate) mod bubble;
 mod carry;
-pub(crate) mod container;
+mod container;
 pub(crate) mod engine;
 pub(crate) mod firewall;
 mod handle;
-pub(crate) mod isolated;
+mod isolated;
 mod ledger;
+mod none;
 pub(crate) mod pack;
-pub(crate) mod pod;
-mod pod_rules;
-mod pod_services;
+mod pod;
+pub(crate) mod provider;
 pub(crate) mod reach;
+pub(crate) mod registry;
 pub(crate) mod remote_rules;
 pub(crate) mod repository;
-mod salvage;
 pub(crate) mod services;
 mod unpack;
 
-pub(crate) use container::{prune_abandoned, start as start_container};
-pub(crate) use handle::{Host, Prepared, RunSite, SandboxHandle};
-pub(crate) use salvage::run_salvage;
+pub(crate) use handle::{Prepared, RunSite, SandboxHandle};
+pub(crate) use none::Host;
+pub(crate) use provider::Provider;
+pub(crate) use registry::{provider, run_salvage};
 
 /// The hidden subcommand a sandbox's guard runs if eden dies: `__eden-salvage ENGINE [HOST]
 /// NAME` for a container, `__eden-salvage kubernetes CONTEXT NAMESPACE REPO RUN NAME` for a pod.

@@ -34,8 +34,8 @@ use std::path::{Path, PathBuf};
 pub(crate) trait Channel {
     /// The host command that runs `command` (program, arguments, environment and working
     /// directory as the sandbox sees them) inside, as the agent's user, its stdin open for
-    /// what `pipe_into` feeds it.
-    fn inside(&self, command: ProcessBuilder) -> ProcessBuilder;
+    /// what `pipe_into` feeds it. An error when the sandbox cannot be asked at all.
+    fn inside(&self, command: ProcessBuilder) -> Result<ProcessBuilder, Error>;
     /// The workspace as the sandbox sees it (the worktree's path, or the isolated copy).
     fn workspace(&self) -> &Path;
 }
@@ -43,12 +43,13 @@ pub(crate) trait Channel {
 /// `sh -c SCRIPT sh ARGS...` in the sandbox's workspace, with git settings of its own: no
 /// background maintenance (eden ends what a command leaves running), no prompts, no quoting of
 /// non-ASCII paths, no system or global configuration; stopped after `SANDBOX_STEP`.
-fn shell(channel: &dyn Channel, script: &str, args: &[&str]) -> ProcessBuilder {
+fn shell(channel: &dyn Channel, script: &str, args: &[&str]) -> Result<ProcessBuilder, Error> {
     let command = ProcessBuilder::new("sh").args(["-c", script, "sh"]).args(args).cwd(channel.workspace());
     let command = command.env("GIT_CONFIG_NOSYSTEM", "1").env("GIT_CONFIG_GLOBAL", "/dev/null");
     let command = crate::git::with_config(command, &crate::git::NO_BACKGROUND_WORK);
     let command = crate::git::with_config(command, &[("core.quotePath", "false")]);
-    channel.inside(command.env("GIT_TERMINAL_PROMPT", "0").env("LC_ALL", "C")).timeout(super::SANDBOX_STEP)
+    let command = channel.inside(command.env("GIT_TERMINAL_PROMPT", "0").env("LC_ALL", "C"))?;
+    Ok(command.timeout(super::SANDBOX_STEP))
 }
 
 /// What seeding needs from the host.
@@ -118,7 +119,7 @@ pub(crate) fn seed(channel: &dyn Channel, request: &SeedRequest<'_>) -> Result<S
                 ".",
             ),
         };
-        let extract = shell(channel, SEED_SCRIPT, &[into]);
+        let extract = shell(channel, SEED_SCRIPT, &[into])?;
         let (archived, extracted) = archive.pipe_into(&extract).map_err(|err| {
             Error::sandbox(format!("cannot copy the worktree into the sandbox: {err}"))
                 .with_hint("is `tar` installed on this machine?")
@@ -316,7 +317,7 @@ fi
 /// word, used only for what eden then does inside the sandbox.
 pub(crate) fn workspace_git(channel: &dyn Channel, args: &[&str]) -> Result<crate::process::Output, Error> {
     const GIT: &str = with_eden_config!(r#"GIT_LITERAL_PATHSPECS=1 git "$@""#);
-    shell(channel, GIT, args)
+    shell(channel, GIT, args)?
         .output()
         .map_err(|err| Error::sandbox(format!("cannot ask the sandbox's repository: {err}")))
 }
@@ -388,7 +389,7 @@ pub(crate) fn bring_commits(back: &CommitsBack<'_>) -> Result<Returned, Error> {
     let file = fs_err::File::create(&stream).map_err(|err| Error::sandbox(err.to_string()))?;
     let mut args = vec![back.branch];
     args.extend(back.known.iter().map(String::as_str));
-    let output = shell(back.channel, BUNDLE_SCRIPT, &args).output_to_file_capped(file.into_parts().0, back.limit);
+    let output = shell(back.channel, BUNDLE_SCRIPT, &args)?.output_to_file_capped(file.into_parts().0, back.limit);
     let result = output
         .map_err(|err| Error::sandbox(format!("cannot ask the sandbox for its commits: {err}")))
         .and_then(|capped| {
@@ -586,7 +587,7 @@ pub(crate) fn save_uncommitted(
     fs_err::create_dir_all(scratch).map_err(|err| Error::sandbox(err.to_string()))?;
     let incoming = scratch.join("uncommitted.patch");
     let file = fs_err::File::create(&incoming).map_err(|err| Error::sandbox(err.to_string()))?;
-    let capped = shell(channel, PATCH_SCRIPT, &[tip])
+    let capped = shell(channel, PATCH_SCRIPT, &[tip])?
         .output_to_file_capped(file.into_parts().0, limit)
         .map_err(|err| Error::sandbox(format!("cannot ask the sandbox for its uncommitted work: {err}")))?;
     if capped.over {
@@ -745,7 +746,8 @@ pub(crate) fn salvage_within(
     for (script, extension, args) in jobs {
         let path = patches.join(format!("{run_id}.salvaged.{extension}"));
         let Ok(file) = std::fs::File::create(&path) else { continue };
-        let capped = shell(channel, script, &args).output_to_file_capped(file, limit);
+        let Ok(command) = shell(channel, script, &args) else { continue };
+        let capped = command.output_to_file_capped(file, limit);
         over |= capped.as_ref().is_ok_and(|capped| capped.over);
         let ok = capped.is_ok_and(|capped| !capped.over && capped.output.success());
         if ok && std::fs::metadata(&path).is_ok_and(|meta| meta.len() > 0) {

@@ -172,7 +172,7 @@ impl BatchDisplay {
             // Where it runs: a pod and the node the scheduler chose, or a container.
             Event::SandboxStarted { engine, name, node, .. } => {
                 let node = node.as_ref().map(|node| format!(" @ {node}")).unwrap_or_default();
-                let what = if *engine == crate::record::SandboxEngine::Kubernetes { "pod" } else { "container" };
+                let what = engine.sandbox_noun();
                 run.sandbox = format!(" · {what} {name}{node}");
             }
             Event::ToolCall { name, summary, .. } => run.tool = format!("{name} {summary}"),

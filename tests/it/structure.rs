@@ -167,7 +167,7 @@ fn engine_clients_start_in_one_place() {
         );
         for (n, line) in shipped.lines().enumerate() {
             for client in ["docker", "podman", "kubectl"] {
-                let home = if client == "kubectl" { "sandbox/pod.rs" } else { "sandbox/engine.rs" };
+                let home = if client == "kubectl" { "sandbox/pod/mod.rs" } else { "sandbox/engine.rs" };
                 if line.contains(&format!("ProcessBuilder::new(\"{client}\")")) && file != home {
                     found.push(format!("src/{file}:{}: {}", n + 1, line.trim()));
                 }
@@ -245,6 +245,60 @@ fn agent_kinds_are_named_only_where_their_facts_live() {
         }
     }
     assert!(found.is_empty(), "an agent kind is named outside {KIND_FACTS:?} (ask its spec row instead): {found:#?}");
+}
+
+/// Where a sandbox kind may be named: its own folder, the registry that maps `[sandbox] kind`
+/// to its provider, the manifest (its schema and resolution) and the record's engine enum.
+const SANDBOX_KIND_PLACES: [&str; 7] = [
+    "sandbox/none/",
+    "sandbox/container/",
+    "sandbox/isolated/",
+    "sandbox/pod/",
+    "sandbox/registry.rs",
+    "manifest/",
+    "record.rs",
+];
+
+/// A sandbox kind is a folder under `src/sandbox/` and a row in `sandbox/registry.rs`: outside
+/// those (and the manifest and the record's engine), no variant of a kind's enum and no path
+/// into a kind's folder, so adding a kind never means editing a `match` elsewhere.
+#[test]
+fn sandbox_kinds_are_named_only_in_their_folders() {
+    // (`Engine::Docker`/`Podman` tell two clients of the container kind apart, in the engine
+    // client and the mechanisms containers and pods share: not kinds.)
+    let enums = ["SandboxPlan::", "SandboxKind::", "SandboxEngine::"];
+    let folders = ["sandbox::none::", "sandbox::container::", "sandbox::isolated::", "sandbox::pod::"];
+    let mut found = Vec::new();
+    for (file, text) in sources() {
+        if SANDBOX_KIND_PLACES.iter().any(|place| file.starts_with(place)) {
+            continue;
+        }
+        for (n, line) in code(&text).lines().enumerate() {
+            let variant = enums.iter().any(|name| {
+                line.match_indices(name).any(|(at, call)| {
+                    // `SandboxPlan::Container`, not `SandboxKind::NAMES` or `SandboxKind::from_name`.
+                    let before = line[..at].chars().next_back();
+                    let whole = before.is_none_or(|c| !c.is_alphanumeric() && c != '_');
+                    let mut rest = line[at + call.len()..].chars();
+                    whole
+                        && rest.next().is_some_and(|c| c.is_ascii_uppercase())
+                        && rest.next().is_some_and(|c| c.is_ascii_lowercase())
+                })
+            });
+            // In `src/sandbox/`'s own files the kinds' folders are `super::…` away.
+            let near = file.starts_with("sandbox/") && file.matches('/').count() == 1;
+            let folder = folders.iter().any(|path| {
+                line.contains(path) || near && line.contains(&format!("super::{}", &path["sandbox::".len()..]))
+            });
+            if variant || folder {
+                found.push(format!("src/{file}:{}: {}", n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "a sandbox kind is named outside {SANDBOX_KIND_PLACES:?} (ask its provider through `sandbox::registry`): {found:#?}"
+    );
 }
 
 /// A command is a file in `src/commands/` and a row in `commands/dispatch.rs`: the command

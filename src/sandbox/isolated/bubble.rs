@@ -75,7 +75,7 @@ pub(crate) struct View<'a> {
     pub(crate) read_only: &'a [PathBuf],
     /// Programs the sandbox runs from this machine (eden, the agent's executable), as found.
     pub(crate) programs: &'a [PathBuf],
-    /// eden's proxy folder, seen at `super::PROXY_INSIDE`.
+    /// eden's proxy folder, seen at `crate::sandbox::PROXY_INSIDE`.
     pub(crate) proxy: Option<&'a Path>,
     pub(crate) mounts: &'a [MountPlan],
     /// `network = "host"`: what name resolution needs of `/run` is given too.
@@ -138,7 +138,7 @@ pub(crate) fn tree(view: &View<'_>) -> Vec<OsString> {
         }
     }
     if let Some(proxy) = view.proxy {
-        args.bind("--ro-bind", proxy, Path::new(super::PROXY_INSIDE));
+        args.bind("--ro-bind", proxy, Path::new(crate::sandbox::PROXY_INSIDE));
     }
     for mount in view.mounts {
         let flag = if mount.read_only { "--ro-bind" } else { "--bind" };

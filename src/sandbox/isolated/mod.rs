@@ -11,14 +11,18 @@
 //! the host only receives a checked bundle after each iteration and a checked patch at the end.
 //! If bringing work back fails, what the copy holds is saved under `.eden/patches/` first.
 
-use super::bubble;
-use super::ledger::Ledger;
-use super::repository::{self, Channel};
-use super::{Prepared, RunSite, SandboxHandle};
+pub(crate) mod bubble;
+
+mod provider;
+
 use crate::error::Error;
 use crate::manifest::plan::IsolatedPlan;
 use crate::manifest::schema::Network;
 use crate::process::ProcessBuilder;
+use crate::sandbox::ledger::Ledger;
+use crate::sandbox::repository::{self, Channel};
+use crate::sandbox::{Prepared, RunSite, SandboxHandle};
+pub(crate) use provider::{Provider, KIND};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
@@ -39,7 +43,7 @@ pub(crate) struct Owner {
 }
 
 fn default_max_return() -> u64 {
-    super::DEFAULT_MAX_RETURN
+    crate::sandbox::DEFAULT_MAX_RETURN
 }
 
 impl Owner {
@@ -94,9 +98,9 @@ impl Bubble {
 }
 
 impl Channel for Bubble {
-    fn inside(&self, command: ProcessBuilder) -> ProcessBuilder {
+    fn inside(&self, command: ProcessBuilder) -> Result<ProcessBuilder, Error> {
         // eden's own scripts need no network.
-        self.wrap(command, false)
+        Ok(self.wrap(command, false))
     }
 
     fn workspace(&self) -> &Path {
@@ -213,20 +217,23 @@ impl Isolated {
 
 impl SandboxHandle for Isolated {
     fn workspace_git(&self, args: &[&str]) -> Option<Result<crate::process::Output, Error>> {
-        Some(super::repository::workspace_git(&self.bubble, args))
+        Some(crate::sandbox::repository::workspace_git(&self.bubble, args))
     }
 
-    fn artifacts(&self, request: &super::artifacts::ArtifactRequest<'_>) -> Result<super::artifacts::Collected, Error> {
+    fn artifacts(
+        &self,
+        request: &crate::sandbox::artifacts::ArtifactRequest<'_>,
+    ) -> Result<crate::sandbox::artifacts::Collected, Error> {
         // eden's executable is one of the programs the sandbox is given, at its own path.
         let eden =
             std::env::current_exe().map_err(|err| Error::sandbox(format!("cannot find eden's executable: {err}")))?;
         let channel: &dyn Channel = &self.bubble;
-        let inside = super::artifacts::EdenInside {
+        let inside = crate::sandbox::artifacts::EdenInside {
             inside: &|command| channel.inside(command),
             eden: &eden,
             workspace: channel.workspace(),
         };
-        super::artifacts::collect(&inside, request)
+        crate::sandbox::artifacts::collect(&inside, request)
     }
 
     fn kind(&self) -> &'static str {

@@ -14,16 +14,22 @@
 //! (never on a command line) that the command's wrapper reads and removes. The pod carries a
 //! deadline (`activeDeadlineSeconds`), so it ends even if eden and its guard both die.
 
-use super::agent_state::PrivateState;
-use super::carry::{self, first_line, EDEN_INSIDE};
-use super::engine::kubectl_reason;
-use super::ledger::Ledger;
-use super::repository::{self, Channel};
-use super::{Prepared, RunSite, SandboxHandle};
+mod rules;
+mod services;
+
+mod provider;
+
 use crate::error::Error;
 use crate::layout::{LABEL_BASE, LABEL_BRANCH, LABEL_PID, LABEL_REPO, LABEL_RUN, LABEL_WORKSPACE};
 use crate::manifest::plan::PodPlan;
 use crate::process::{ProcessBuilder, Stdin};
+use crate::sandbox::agent_state::PrivateState;
+use crate::sandbox::carry::{self, first_line, EDEN_INSIDE};
+use crate::sandbox::engine::kubectl_reason;
+use crate::sandbox::ledger::Ledger;
+use crate::sandbox::repository::{self, Channel};
+use crate::sandbox::{Prepared, RunSite, SandboxHandle};
+pub(crate) use provider::{Provider, KIND};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -103,7 +109,7 @@ impl Kube {
 }
 
 fn run(command: ProcessBuilder) -> Result<crate::process::Output, Error> {
-    let command = command.timeout(super::ENGINE_CALL);
+    let command = command.timeout(crate::sandbox::ENGINE_CALL);
     command.output().map_err(|err| Error::sandbox(format!("cannot run `{command}`: {err}")))
 }
 
@@ -166,7 +172,7 @@ pub(crate) fn start(plan: &PodPlan, site: &RunSite) -> Result<Box<dyn SandboxHan
     let name = format!("eden-{}", site.run_id);
     let base = site.base()?;
     let spec = pod_spec(plan, site, &name, &base);
-    super::pod_services::create_secret(&|| kube.command(), plan, &name, &pod_labels(site))?;
+    services::create_secret(&|| kube.command(), plan, &name, &pod_labels(site))?;
     let created = run(kube
         .command()
         .args(["create", "-f", "-", "-o", "jsonpath={.metadata.uid}"])
@@ -176,7 +182,7 @@ pub(crate) fn start(plan: &PodPlan, site: &RunSite) -> Result<Box<dyn SandboxHan
         false => Err(Error::sandbox(format!("the cluster refused the pod: {}", kubectl_reason(&created.stderr)))
             .with_hint("see the cluster's message; `--dry-run` shows the pod's settings")),
     });
-    let created = created.inspect_err(|_| super::pod_services::delete_secret(&|| kube.command(), &name))?;
+    let created = created.inspect_err(|_| services::delete_secret(&|| kube.command(), &name))?;
     let eden =
         std::env::current_exe().map_err(|err| Error::sandbox(format!("cannot find eden's executable: {err}")))?;
     let mut pod = Pod {
@@ -196,17 +202,16 @@ pub(crate) fn start(plan: &PodPlan, site: &RunSite) -> Result<Box<dyn SandboxHan
         removed: false,
     };
     let salvage = ProcessBuilder::new(&eden)
-        .arg(super::SALVAGE_SUBCOMMAND)
+        .arg(crate::sandbox::SALVAGE_SUBCOMMAND)
         .args(kube.to_args())
         .arg(&site.repo_root)
         .arg(&site.run_id)
         .arg(&name);
     pod.guard = crate::process::guard::Guard::start(&salvage).ok();
-    if super::pod_rules::has_rules(plan) {
+    if rules::has_rules(plan) {
         pod.network_policy = make_network_policy(&kube, plan, &name, &pod.uid, site);
     }
-    let set_up = super::pod_services::own_secret(&|| kube.command(), plan, &name, &pod.uid)
-        .and_then(|()| pod.set_up(plan, site));
+    let set_up = services::own_secret(&|| kube.command(), plan, &name, &pod.uid).and_then(|()| pod.set_up(plan, site));
     match set_up {
         Ok(()) => Ok(Box::new(pod)),
         Err(err) => {
@@ -222,7 +227,7 @@ pub(crate) fn start(plan: &PodPlan, site: &RunSite) -> Result<Box<dyn SandboxHan
 fn make_network_policy(kube: &Kube, plan: &PodPlan, name: &str, uid: &str, site: &RunSite) -> Option<String> {
     let labels = pod_labels(site);
     let selector = serde_json::json!({"eden.run": labels["eden.run"]});
-    let policy = super::pod_rules::network_policy(plan, name, uid, &selector).ok()?;
+    let policy = rules::network_policy(plan, name, uid, &selector).ok()?;
     let created = run(kube
         .command()
         .args(["create", "-f", "-", "-o", "name"])
@@ -280,15 +285,15 @@ fn pod_spec(plan: &PodPlan, site: &RunSite, name: &str, base: &str) -> serde_jso
         "volumes": volumes,
     });
     if let Some(containers) = spec["containers"].as_array_mut() {
-        containers.extend(super::pod_services::containers(plan, name));
+        containers.extend(services::containers(plan, name));
     }
-    if let Some(aliases) = super::pod_services::host_aliases(plan) {
+    if let Some(aliases) = services::host_aliases(plan) {
         spec["hostAliases"] = aliases;
     }
-    if super::pod_rules::has_rules(plan) {
+    if rules::has_rules(plan) {
         let eden_folder = Path::new(EDEN_INSIDE).parent().expect("a folder");
         let mount = serde_json::json!({"name": "eden", "mountPath": eden_folder});
-        spec["initContainers"] = serde_json::json!([super::pod_rules::init_container(plan, mount)]);
+        spec["initContainers"] = serde_json::json!([rules::init_container(plan, mount)]);
     }
     if let Some(account) = &plan.service_account {
         spec["serviceAccountName"] = serde_json::json!(account);
@@ -359,7 +364,7 @@ fn volumes(site: &RunSite) -> (Vec<serde_json::Value>, Vec<serde_json::Value>) {
         places.push((format!("state-{n}"), state.value.clone()));
     }
     if site.proxy.is_some() {
-        places.push(("proxy".into(), PathBuf::from(super::PROXY_INSIDE)));
+        places.push(("proxy".into(), PathBuf::from(crate::sandbox::PROXY_INSIDE)));
     }
     let mounts = places.iter().map(|(name, path)| serde_json::json!({"name": name, "mountPath": path})).collect();
     let volumes = places.iter().map(|(name, _)| serde_json::json!({"name": name, "emptyDir": {}})).collect();
@@ -369,7 +374,7 @@ fn volumes(site: &RunSite) -> (Vec<serde_json::Value>, Vec<serde_json::Value>) {
 impl Pod {
     fn set_up(&mut self, plan: &PodPlan, site: &RunSite) -> Result<(), Error> {
         let started = std::time::Instant::now();
-        let rules = match super::pod_rules::has_rules(plan) {
+        let rules = match rules::has_rules(plan) {
             true => Some(self.install_rules(plan, site, started)?),
             false => None,
         };
@@ -385,9 +390,9 @@ impl Pod {
             .with_hint("the image must have `sh`, `mkdir`, `tar` and `git`, and a writable `/tmp`"));
         }
         if let Some(rules) = rules {
-            super::pod_rules::verify(&rules, &|command, stdin| self.exec_plain(command, stdin), &self.name)?;
+            rules::verify(&rules, &|command, stdin| self.exec_plain(command, stdin), &self.name)?;
         }
-        super::pod_services::wait_ready(&|| self.kube.command(), &self.name, &plan.services)?;
+        services::wait_ready(&|| self.kube.command(), &self.name, &plan.services)?;
         let exec = |command, stdin| self.exec_plain(command, stdin);
         carry::push_state(&self.states, &exec, None, "pod")?;
         if let Some(proxy) = &site.proxy {
@@ -410,10 +415,10 @@ impl Pod {
         plan: &PodPlan,
         site: &RunSite,
         started: std::time::Instant,
-    ) -> Result<super::pod_rules::Installed, Error> {
+    ) -> Result<rules::Installed, Error> {
         let waiting = self.wait_for(Stage::Init, started, plan.start_timeout)?;
-        let rules = |command, stdin| self.exec_in(super::pod_rules::RULES_CONTAINER, command, stdin);
-        let helper = self.exec_in(super::pod_rules::RULES_CONTAINER, ProcessBuilder::new("sh"), true);
+        let rules = |command, stdin| self.exec_in(rules::RULES_CONTAINER, command, stdin);
+        let helper = self.exec_in(rules::RULES_CONTAINER, ProcessBuilder::new("sh"), true);
         // Asked a few times: the cluster may not have noted the end yet.
         let init_succeeded = || {
             let path = "jsonpath={.status.initContainerStatuses[0].state.terminated.exitCode}";
@@ -426,7 +431,7 @@ impl Pod {
                 ended
             })
         };
-        let pod = super::pod_rules::WaitingPod {
+        let pod = rules::WaitingPod {
             name: &self.name,
             host_ip: waiting.host_ip,
             rules: &rules,
@@ -435,7 +440,7 @@ impl Pod {
             scratch: &site.scratch,
             init_succeeded: &init_succeeded,
         };
-        super::pod_rules::install(&pod, plan)
+        rules::install(&pod, plan)
     }
 
     /// Until the pod is at `stage`: where it landed. Stuck pulling its image, or pending past
@@ -612,7 +617,7 @@ impl Pod {
         self.tunnel = None;
         let _ = crate::safe_fs::remove_tree(self.ledger.scratch());
         delete_pod(&self.kube, &self.name)?;
-        super::pod_services::delete_secret(&|| self.kube.command(), &self.name);
+        services::delete_secret(&|| self.kube.command(), &self.name);
         self.guard = None;
         Ok(())
     }
@@ -679,12 +684,9 @@ fn delete_pod(kube: &Kube, name: &str) -> Result<(), Error> {
 }
 
 impl Channel for Pod {
-    fn inside(&self, command: ProcessBuilder) -> ProcessBuilder {
+    fn inside(&self, command: ProcessBuilder) -> Result<ProcessBuilder, Error> {
         // The transport's scripts carry no secrets; their few settings go through the file too.
-        match self.wrapped(&command, None) {
-            Ok((exec, _)) => exec,
-            Err(_) => ProcessBuilder::new("false"),
-        }
+        self.wrapped(&command, None).map(|(exec, _)| exec)
     }
 
     fn workspace(&self) -> &Path {
@@ -694,18 +696,21 @@ impl Channel for Pod {
 
 impl SandboxHandle for Pod {
     fn workspace_git(&self, args: &[&str]) -> Option<Result<crate::process::Output, Error>> {
-        Some(super::repository::workspace_git(self, args))
+        Some(crate::sandbox::repository::workspace_git(self, args))
     }
 
-    fn artifacts(&self, request: &super::artifacts::ArtifactRequest<'_>) -> Result<super::artifacts::Collected, Error> {
+    fn artifacts(
+        &self,
+        request: &crate::sandbox::artifacts::ArtifactRequest<'_>,
+    ) -> Result<crate::sandbox::artifacts::Collected, Error> {
         carry::copy_eden_in(&self.eden_inside, &|command, stdin| self.exec_plain(command, stdin), "pod")?;
         let channel: &dyn Channel = self;
-        let inside = super::artifacts::EdenInside {
+        let inside = crate::sandbox::artifacts::EdenInside {
             inside: &|command| channel.inside(command),
             eden: Path::new(EDEN_INSIDE),
             workspace: channel.workspace(),
         };
-        super::artifacts::collect(&inside, request)
+        crate::sandbox::artifacts::collect(&inside, request)
     }
 
     fn kind(&self) -> &'static str {
@@ -788,7 +793,7 @@ struct Annotated {
 }
 
 impl Channel for Annotated {
-    fn inside(&self, command: ProcessBuilder) -> ProcessBuilder {
+    fn inside(&self, command: ProcessBuilder) -> Result<ProcessBuilder, Error> {
         let cwd = command
             .get_cwd()
             .map(|cwd| cwd.to_string_lossy().into_owned())
@@ -798,12 +803,13 @@ impl Channel for Annotated {
             let value = value.as_ref()?;
             Some(format!("{}={}", key.to_string_lossy(), value.to_string_lossy()))
         });
-        self.kube
+        Ok(self
+            .kube
             .command()
             .args(["exec", "-i", &self.name, "-c", "agent", "--", "sh", "-c", SALVAGE_WRAPPER, &cwd, "env"])
             .args(env.collect::<Vec<_>>())
             .arg(command.program())
-            .args(command.get_args())
+            .args(command.get_args()))
     }
 
     fn workspace(&self) -> &Path {
@@ -840,10 +846,10 @@ pub(crate) fn salvage_and_delete(kube: &Kube, name: &str, repo: &Path, run_id: &
     if got.success() && pod["status"]["phase"] == "Running" && plain && !workspace.is_empty() {
         let patches = crate::layout::Layout::new(repo, repo.join(".git")).patches();
         let channel = Annotated { kube: kube.clone(), name: name.to_owned(), workspace: PathBuf::from(workspace) };
-        saved = repository::salvage(&channel, &branch, &base, &patches, run_id, super::DEFAULT_MAX_RETURN);
+        saved = repository::salvage(&channel, &branch, &base, &patches, run_id, crate::sandbox::DEFAULT_MAX_RETURN);
     }
     delete_pod(kube, name)?;
-    super::pod_services::delete_secret(&|| kube.command(), name);
+    services::delete_secret(&|| kube.command(), name);
     Ok(saved)
 }
 

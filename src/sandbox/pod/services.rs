@@ -114,13 +114,13 @@ pub(crate) fn create_secret(
         "type": "Opaque",
         "stringData": data,
     });
-    let created = super::engine::run(
+    let created = crate::sandbox::engine::run(
         kubectl().args(["create", "-f", "-", "-o", "name"]).stdin(Stdin::Bytes(secret.to_string().into_bytes())),
     )?;
     if !created.success() {
         return Err(Error::sandbox(format!(
             "the cluster refused the Secret of the services' environment: {}",
-            super::engine::kubectl_reason(&created.stderr)
+            crate::sandbox::engine::kubectl_reason(&created.stderr)
         ))
         .with_hint("a service's `env` goes to the pod as a Secret: you need permission to create Secrets in the namespace (`kubectl auth can-i create secrets`)"));
     }
@@ -135,7 +135,7 @@ pub(crate) fn own_secret(kubectl: Kubectl<'_>, plan: &PodPlan, pod: &str, uid: &
     let owner = serde_json::json!({"metadata": {"ownerReferences": [
         {"apiVersion": "v1", "kind": "Pod", "name": pod, "uid": uid}
     ]}});
-    let patched = super::engine::run(kubectl().args([
+    let patched = crate::sandbox::engine::run(kubectl().args([
         "patch",
         "secret",
         &secret_name(pod),
@@ -148,7 +148,7 @@ pub(crate) fn own_secret(kubectl: Kubectl<'_>, plan: &PodPlan, pod: &str, uid: &
         true => Ok(()),
         false => Err(Error::sandbox(format!(
             "cannot hand the services' Secret to the pod: {}",
-            super::engine::kubectl_reason(&patched.stderr)
+            crate::sandbox::engine::kubectl_reason(&patched.stderr)
         ))),
     }
 }
@@ -156,7 +156,7 @@ pub(crate) fn own_secret(kubectl: Kubectl<'_>, plan: &PodPlan, pod: &str, uid: &
 /// Delete the Secret (gone already is fine): a pod that was never made cannot take it along.
 pub(crate) fn delete_secret(kubectl: Kubectl<'_>, pod: &str) {
     let name = secret_name(pod);
-    let _ = super::engine::run(kubectl().finishing().args([
+    let _ = crate::sandbox::engine::run(kubectl().finishing().args([
         "delete",
         "secret",
         &name,
@@ -174,7 +174,7 @@ pub(crate) fn wait_ready(kubectl: Kubectl<'_>, pod: &str, services: &[ServicePla
         if crate::process::stopping() {
             return Err(Error::interrupted(crate::process::signal_received().unwrap_or(crate::exit::Signal::INT)));
         }
-        let got = super::engine::run(kubectl().args(["get", "pod", pod, "-o", "json"]))?;
+        let got = crate::sandbox::engine::run(kubectl().args(["get", "pod", pod, "-o", "json"]))?;
         let status: serde_json::Value = serde_json::from_str(&got.stdout).unwrap_or_default();
         let mut still = Vec::new();
         for service in waiting {
@@ -233,6 +233,6 @@ fn not_ready(kubectl: Kubectl<'_>, pod: &str, service: &ServicePlan) -> Error {
 /// The service's last log lines, as a block for its error (empty when it said nothing).
 fn last_lines(kubectl: Kubectl<'_>, pod: &str, service: &ServicePlan) -> String {
     let logs = kubectl().args(["logs", pod, "-c", &container_name(service), "--tail", "20"]);
-    let Ok(logs) = super::engine::run(logs) else { return String::new() };
-    super::services::last_lines_block(&logs.stdout)
+    let Ok(logs) = crate::sandbox::engine::run(logs) else { return String::new() };
+    crate::sandbox::services::last_lines_block(&logs.stdout)
 }

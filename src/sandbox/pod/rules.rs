@@ -20,13 +20,13 @@
 //! Where the cluster enforces NetworkPolicies, a policy of the pod's own (`network_policy`,
 //! owned by the pod, so it goes with it) says the same.
 
-use super::carry::{self, Exec};
-use super::firewall::{self, Rule, DENIED_PROBE};
-use super::remote_rules::{connect_through, send_rules, INSTALL_SCRIPT};
 use crate::error::Error;
 use crate::manifest::plan::{AllowEntry, PodPlan};
 use crate::manifest::schema::Network;
 use crate::process::ProcessBuilder;
+use crate::sandbox::carry::{self, Exec};
+use crate::sandbox::firewall::{self, Rule, DENIED_PROBE};
+use crate::sandbox::remote_rules::{connect_through, send_rules, INSTALL_SCRIPT};
 use std::net::Ipv4Addr;
 use std::path::Path;
 
@@ -97,7 +97,7 @@ pub(crate) fn install(pod: &WaitingPod<'_>, plan: &PodPlan) -> Result<Installed,
     carry::copy_eden_in(pod.eden_inside, pod.rules, "pod")?;
     let read = |script: &str| {
         let command = (pod.rules)(ProcessBuilder::new("sh").args(["-c", script]), false);
-        let output = super::engine::run(command)?;
+        let output = crate::sandbox::engine::run(command)?;
         match output.success() {
             true => Ok(output.stdout),
             false => Err(Error::sandbox(format!("cannot read the pod's network settings: {}", output.stderr.trim()))),
@@ -145,7 +145,7 @@ pub(crate) fn install(pod: &WaitingPod<'_>, plan: &PodPlan) -> Result<Installed,
         )
     })?;
     let done = (pod.rules)(ProcessBuilder::new("touch").arg(DONE_FILE), false);
-    let done = super::engine::run(done)?;
+    let done = crate::sandbox::engine::run(done)?;
     if !done.success() && !(pod.init_succeeded)() {
         return Err(Error::sandbox(format!("cannot end pod `{}`'s init container: {}", pod.name, done.stderr.trim())));
     }

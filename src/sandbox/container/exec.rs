@@ -1,0 +1,93 @@
+//! How eden runs a command in a container: `exec` as the run's user, its environment passed
+//! by name; the wrapper that sweeps what a command left; the paths and privileges every
+//! container has.
+
+use crate::process::ProcessBuilder;
+use crate::sandbox::carry;
+use crate::sandbox::engine::Target;
+use std::path::{Path, PathBuf};
+
+/// Where the host's object stores appear inside, read-only: `/opt/eden/objects/<n>`.
+pub(super) const OBJECTS_INSIDE: &str = "/opt/eden/objects";
+
+/// The pid files of running commands, inside the container (made by the start-up exec).
+pub(super) const PIDS_INSIDE: &str = "/tmp/.eden-exec";
+
+/// With `expose_worktree`: where the container's own repository is (the workspace volume), and
+/// what the worktree's `.git` says inside (a read-only file over the host's pointer).
+pub(super) const GIT_DIR_INSIDE: &str = "/opt/eden/git";
+
+/// `sh -c WRAPPER PIDFILE PROGRAM ARGS...`: the command run as every sandbox's commands are
+/// (`carry::run_and_sweep`), its pid written to PIDFILE; last, unless the command has a
+/// terminal, it notes the branch's tip.
+pub(super) fn wrapper(keep: &str, note_tip: Option<(&Path, &str)>) -> String {
+    let note = note_tip.map_or_else(String::new, |(workspace, branch)| carry::tip_note(workspace, branch));
+    carry::run_and_sweep(r#""$0""#, keep, &note)
+}
+
+/// Run as root once the container is up: the workspace volume (made by the engine, owned by
+/// root) handed to the run's user, the pid folder made, and the init's one child (the
+/// keep-alive; an exec's parent is outside the container) printed, so sweeps spare it.
+pub(super) const START_SCRIPT: &str = r#"set -e
+chown "$1" "$2" && mkdir -p "$3" && chown "$1" "$3"
+for stat in /proc/[0-9]*/stat; do read -r pid comm state ppid rest < "$stat"; if [ "$ppid" = 1 ]; then echo "$pid"; fi; done"#;
+
+/// Every container runs without capabilities and cannot gain any (setuid programs, file
+/// capabilities): nothing inside can change the network rules, forge packets, mount, or load
+/// anything into the kernel. `run_args` that would give some back need `expose_host`.
+pub(super) const PRIVILEGES: [&str; 4] = ["--cap-drop", "ALL", "--security-opt", "no-new-privileges"];
+
+/// When the run's user is not root, eden's own set-up commands, which run as root in the
+/// container before (and between) the agent's (`as_root`: the workspace handed to the user,
+/// state folders carried in and out), need these back. The container's own user is root (under
+/// no-new-privileges an exec as root holds capabilities only then); every command of the run's
+/// is an exec as the run's user, which holds none of them and cannot gain them.
+pub(super) const SETUP_CAPABILITIES: [&str; 6] =
+    ["--cap-add", "CHOWN", "--cap-add", "DAC_OVERRIDE", "--cap-add", "FOWNER"];
+
+/// The run's user in its container: this machine's `uid:gid`.
+pub(super) fn run_user() -> String {
+    format!("{}:{}", nix::unistd::getuid().as_raw(), nix::unistd::getgid().as_raw())
+}
+
+/// gVisor's runtime (`runsc`, by name or path).
+pub(crate) fn is_gvisor(runtime: &str) -> bool {
+    runtime.rsplit('/').next().is_some_and(|name| name.starts_with("runsc"))
+}
+
+/// Git inside works on a repository owned by the same uid, but a mount may make it look
+/// foreign; allow it per command, never through anyone's global config.
+pub(super) const GIT_SAFE_DIRECTORY: [(&str, &str); 1] = [("safe.directory", "*")];
+
+/// `docker|podman exec FLAGS [-u USER] [-w CWD] [-e NAME]… NAME PROGRAM ARGS…`: `command` run in
+/// container `name`, git trusting the workspace, its variables (and `defaults` it does not set)
+/// passed by name only, their values in the client's environment, never on a command line. The
+/// one way eden runs a command in a container, whether its run is going or it is being salvaged.
+pub(super) fn exec_in(
+    target: &Target,
+    name: &str,
+    user: Option<&str>,
+    command: ProcessBuilder,
+    flags: &[&str],
+    defaults: &[(&'static str, PathBuf)],
+) -> ProcessBuilder {
+    let command = crate::git::with_config(command, &GIT_SAFE_DIRECTORY);
+    let mut exec = target.command().arg("exec").args(flags);
+    if let Some(user) = user {
+        exec = exec.args(["-u", user]);
+    }
+    if let Some(cwd) = command.get_cwd() {
+        exec = exec.args(["-w".as_ref(), cwd.as_os_str()]);
+    }
+    for (key, value) in defaults {
+        if !command.get_env().iter().any(|(set, _)| set == key) {
+            exec = exec.args(["-e", key]).env(key, value);
+        }
+    }
+    for (key, value) in command.get_env() {
+        if let Some(value) = value.as_ref().filter(|_| key != "PWD") {
+            exec = exec.arg("-e").arg(key).env(key, value);
+        }
+    }
+    exec.arg(name).arg(command.program()).args(command.get_args())
+}

@@ -1,0 +1,282 @@
+//! The run's container as the orchestrator sees it (`SandboxHandle`): commands as execs, work
+//! brought back, removal.
+
+use super::exec::{exec_in, run_user, wrapper, PIDS_INSIDE};
+use super::leftovers::{remove, remove_volume};
+use crate::error::Error;
+use crate::process::{ProcessBuilder, Stdin};
+use crate::sandbox::agent_state::PrivateState;
+use crate::sandbox::carry::{self, EDEN_INSIDE};
+use crate::sandbox::engine::{self, Target};
+use crate::sandbox::ledger::Ledger;
+use crate::sandbox::repository::Channel;
+use crate::sandbox::{Prepared, SandboxHandle};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+pub(crate) struct Container {
+    pub(super) target: Target,
+    /// The engine does not see this machine's files: everything crosses its channel.
+    pub(super) remote: bool,
+    /// What the record says of the engine's address.
+    pub(super) recorded_host: Option<String>,
+    pub(super) name: String,
+    /// The engine's id for it, and the image it runs.
+    pub(super) id: String,
+    pub(super) image: String,
+    /// The run's worktree, branch and what came back (the worktree's path is also the
+    /// workspace volume's place inside).
+    pub(super) ledger: Ledger,
+    pub(super) next_exec: AtomicU64,
+    /// The pid (inside) of the process that keeps the container alive; sweeps spare it.
+    pub(super) keep: String,
+    /// Programs already found in the image (checked once each, before their first exec).
+    pub(super) found: carry::Found,
+    /// Set for every exec unless the command sets it itself (the agent's private state folders).
+    pub(super) exec_env: Vec<(&'static str, PathBuf)>,
+    /// The agent's private state folders (a remote engine gets copies, which come back).
+    pub(super) states: Vec<PrivateState>,
+    /// eden's executable is inside (a remote engine gets a copy, the first time it is needed).
+    pub(super) eden_inside: std::sync::atomic::AtomicBool,
+    /// Salvages and removes the container if eden dies without doing it (SIGKILL).
+    pub(super) guard: Option<crate::process::guard::Guard>,
+    /// Keeps the allowlist following its names' addresses (`network = "allowlist"`).
+    pub(super) firewall: Option<crate::sandbox::firewall::Refresher>,
+    /// A remote engine's way to the held keys' proxy (`proxy::tunnel`).
+    pub(super) tunnel: Option<crate::proxy::tunnel::Tunnel>,
+    /// The workspace volume, kept when work could not be brought back from it.
+    pub(super) keep_volume: bool,
+    /// `expose_worktree`: the host worktree is bind-mounted; only the repository is the
+    /// container's own.
+    pub(super) exposed: bool,
+    /// The containers of its `[[service]]`s made so far (`services`), removed before it.
+    pub(super) services: Vec<String>,
+    pub(super) removed: bool,
+}
+
+impl Channel for Container {
+    fn inside(&self, command: ProcessBuilder) -> Result<ProcessBuilder, Error> {
+        Ok(self.exec(command, &["-i"]))
+    }
+
+    fn workspace(&self) -> &Path {
+        self.ledger.worktree()
+    }
+}
+
+impl SandboxHandle for Container {
+    fn workspace_git(&self, args: &[&str]) -> Option<Result<crate::process::Output, Error>> {
+        Some(crate::sandbox::repository::workspace_git(self, args))
+    }
+
+    fn artifacts(
+        &self,
+        request: &crate::sandbox::artifacts::ArtifactRequest<'_>,
+    ) -> Result<crate::sandbox::artifacts::Collected, Error> {
+        carry::copy_eden_in(&self.eden_inside, &|command, stdin| self.as_root(command, stdin), "container")?;
+        let channel: &dyn Channel = self;
+        let inside = crate::sandbox::artifacts::EdenInside {
+            inside: &|command| channel.inside(command),
+            eden: Path::new(EDEN_INSIDE),
+            workspace: channel.workspace(),
+        };
+        crate::sandbox::artifacts::collect(&inside, request)
+    }
+
+    fn kind(&self) -> &'static str {
+        self.target.binary()
+    }
+
+    fn container(&self) -> Option<crate::record::ContainerRecord> {
+        Some(crate::record::ContainerRecord {
+            engine: self.target.engine.into(),
+            host: self.recorded_host.clone(),
+            name: self.name.clone(),
+            id: self.id.clone(),
+            image: self.image.clone(),
+            node: None,
+            network_policy: None,
+        })
+    }
+
+    fn state_env(&self) -> Vec<(&'static str, PathBuf)> {
+        self.exec_env.clone()
+    }
+
+    fn prepare(&self, command: ProcessBuilder) -> Result<Prepared, Error> {
+        self.ledger.note_used();
+        let mut command = command;
+        let stdin = command.take_stdin();
+        let program = if carry::runs_eden(&command) {
+            carry::copy_eden_in(&self.eden_inside, &|command, stdin| self.as_root(command, stdin), "container")?;
+            EDEN_INSIDE.as_ref()
+        } else {
+            command.program()
+        };
+        let sandbox = format!("container `{}`", self.name);
+        let exec = |command, _| self.exec(command, &[]);
+        for program in std::iter::once(program).chain(carry::relayed_program(&command)) {
+            carry::check_program(&self.found, &exec, program, &sandbox)?;
+        }
+        let n = self.next_exec.fetch_add(1, Ordering::SeqCst);
+        let pid_file = format!("{PIDS_INSIDE}/{n}.pid");
+        let note_tip =
+            (!matches!(stdin, Stdin::Terminal { .. })).then_some((self.ledger.worktree(), self.ledger.branch()));
+        let flags: &[&str] = match stdin {
+            Stdin::Bytes(_) | Stdin::Terminal { tty: false } => &["-i"],
+            // A terminal inside, sized and resized by the engine's client from ours.
+            Stdin::Terminal { tty: true } => &["-it"],
+            Stdin::Null => &[],
+        };
+        let script = wrapper(&self.keep, note_tip);
+        let mut args: Vec<std::ffi::OsString> =
+            vec!["-c".into(), script.into(), pid_file.clone().into(), program.to_owned()];
+        args.extend(command.get_args().iter().cloned());
+        let wrapped = command.with_program("sh", args);
+        let exec = self.exec(wrapped, flags).stdin(stdin);
+        let (target, name) = (self.target.clone(), self.name.clone());
+        let inside = carry::InsideSandbox {
+            exec: Box::new(move |argv| target.command().args(["exec", &name]).args(argv)),
+            pid_file,
+            keep: self.keep.clone(),
+            gone: Some(self.target.command().args(["wait", &self.name])),
+        };
+        Ok(Prepared { command: exec, inside: Some(Box::new(inside)) })
+    }
+
+    fn sync(&self, reported_tip: Option<&str>) -> Result<Option<String>, Error> {
+        self.ledger.sync(self, reported_tip, self.exposed).map_err(|err| self.kept_if_over(err))?;
+        Ok(None)
+    }
+
+    fn bring_state_back(&self) -> Result<(), Error> {
+        if self.remote {
+            carry::pull_state(
+                &self.states,
+                &|command, stdin| self.as_root(command, stdin),
+                self.ledger.scratch(),
+                "container",
+                self.ledger.limit(),
+            )?;
+        }
+        Ok(())
+    }
+
+    fn check_alive(&self, exit_code: Option<i32>) -> Result<(), Error> {
+        // A container being removed kills the command first (137) and disappears a moment
+        // later: after a kill (or the engine's own error, 125), watch it for a while. 126 and
+        // 127 are the command's shell saying a program would not run: the container is fine.
+        let watch_for = match exit_code {
+            Some(code) if code == 125 || code > 128 => std::time::Duration::from_secs(5),
+            _ => std::time::Duration::ZERO,
+        };
+        let deadline = std::time::Instant::now() + watch_for;
+        loop {
+            if !self.running()? {
+                break;
+            }
+            if std::time::Instant::now() >= deadline {
+                return Ok(());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        Err(Error::sandbox(format!(
+            "the {} container `{}` stopped or was removed, so the command in it failed",
+            self.target.binary(),
+            self.name
+        ))
+        .with_hint(
+            "something outside eden stopped or removed it (`docker rm`, a daemon restart, the OOM killer); run again",
+        ))
+    }
+
+    fn close(&mut self) -> Result<Option<String>, Error> {
+        if self.removed {
+            return Ok(None);
+        }
+        // Stopped by something else: started again, so what it holds can still come back.
+        let alive = self.running().unwrap_or(false)
+            || (engine::run(self.target.command().args(["start", &self.name])).is_ok_and(|out| out.success())
+                && self.running().unwrap_or(false));
+        if !alive {
+            // Removed under us: its volume still holds the work, and is kept.
+            self.keep_volume = true;
+            self.close_quietly()?;
+            return Err(Error::sandbox(format!(
+                "the {} container `{}` was gone at the end of the run, so its last work could not come back",
+                self.target.binary(),
+                self.name
+            ))
+            .with_hint(format!(
+                "the agent's workspace is kept in the volume `{}`; `eden clean --force` removes it",
+                self.name
+            )));
+        }
+        let brought = self.ledger.bring_home(self, self.exposed);
+        // Work too big to come back stays in the workspace volume, for the person to look at.
+        if self.ledger.over_limit() {
+            self.keep_volume = true;
+        }
+        let brought = brought.map_err(|err| self.kept_if_over(err));
+        self.close_quietly()?;
+        brought
+    }
+}
+
+impl Container {
+    /// Work too big to come back (`sandbox.max_return`) stays in the workspace volume, which
+    /// the container's removal keeps: the error says where.
+    fn kept_if_over(&self, err: Error) -> Error {
+        if !self.ledger.over_limit() {
+            return err;
+        }
+        let (engine, name) = (self.target.binary(), &self.name);
+        err.with_hint(format!(
+            "the agent's work is kept in the {engine} volume `{name}` (`{engine} run --rm -it -v {name}:/w IMAGE sh` to look; `eden clean --force` removes it); raise `sandbox.max_return` if its work is meant to be that big"
+        ))
+    }
+
+    /// `ENGINE exec [flags] -u USER -w CWD -e NAME… NAME PROGRAM ARGS…` for `command`, as the
+    /// run's user unless `flags` name one, its environment passed by name only (the values
+    /// travel in the client's own environment).
+    fn exec(&self, command: ProcessBuilder, flags: &[&str]) -> ProcessBuilder {
+        let user = (!flags.contains(&"-u")).then(run_user);
+        exec_in(&self.target, &self.name, user.as_deref(), command, flags, &self.exec_env)
+    }
+
+    fn running(&self) -> Result<bool, Error> {
+        let state = engine::run(self.target.command().args(["inspect", "--format", "{{.State.Running}}", &self.name]))?;
+        Ok(state.success() && state.stdout.trim() == "true")
+    }
+
+    /// `command` inside as root (for what the run's user may not write yet), its stdin open
+    /// when `stdin` is set.
+    pub(super) fn as_root(&self, command: ProcessBuilder, stdin: bool) -> ProcessBuilder {
+        self.exec(command, if stdin { &["-i", "-u", "0"] } else { &["-u", "0"] })
+    }
+
+    /// Remove the container (and its volume unless kept), bringing nothing back.
+    pub(super) fn close_quietly(&mut self) -> Result<(), Error> {
+        if self.removed {
+            return Ok(());
+        }
+        self.removed = true;
+        self.firewall = None;
+        self.tunnel = None;
+        let _ = crate::safe_fs::remove_tree(self.ledger.scratch());
+        crate::sandbox::services::remove(&self.target, &self.services)?;
+        remove(&self.target, &self.name)?;
+        if !self.keep_volume {
+            remove_volume(&self.target, &self.name)?;
+        }
+        // Removed: the guard has nothing left to do.
+        self.guard = None;
+        Ok(())
+    }
+}
+
+impl Drop for Container {
+    fn drop(&mut self) {
+        let _ = self.close();
+    }
+}

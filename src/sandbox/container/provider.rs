@@ -1,0 +1,160 @@
+//! `docker` and `podman`, on this machine or a remote engine, as a provider.
+
+use super::create::ContainerRequest;
+use super::exec::is_gvisor;
+use super::leftovers::prune_abandoned;
+use super::preflight::{preflight, preflight_on, Engaged};
+use crate::error::Error;
+use crate::manifest::plan::{ContainerPlan, EngineHost, Plan};
+use crate::manifest::schema::Network;
+use crate::sandbox::provider::{self, Announce, BuiltImage, Check, Start, Started};
+use crate::sandbox::reach::{mounts, Reach, RELAY};
+use std::path::PathBuf;
+
+pub(crate) struct Provider {
+    plan: ContainerPlan,
+    /// The engine, as `preflight` found it.
+    engaged: Option<Engaged>,
+}
+
+impl Provider {
+    pub(crate) fn new(plan: &ContainerPlan) -> Provider {
+        Provider { plan: plan.clone(), engaged: None }
+    }
+}
+
+impl provider::Provider for Provider {
+    fn preflight(&mut self, holds_keys: bool) -> Result<(), Error> {
+        let engaged = preflight(&self.plan)?;
+        // Held keys under a gVisor that docker registered without `--host-uds=open`: the
+        // sandbox could not connect to the proxy's socket.
+        if holds_keys && !engaged.remote() && engaged.gvisor_refuses_host_sockets(&self.plan) {
+            return Err(Error::sandbox(
+                "the agent's key is held by eden's proxy, whose unix socket gVisor does not let the sandbox connect to as docker registered it",
+            )
+            .with_hint("add `\"--host-uds=open\"` to the runtime's `runtimeArgs` in `/etc/docker/daemon.json` and reload the daemon, or set `sandbox.hold_keys = false`"));
+        }
+        self.engaged = Some(engaged);
+        Ok(())
+    }
+
+    fn preflight_everywhere(&mut self) -> Result<(), Error> {
+        if self.plan.hosts.is_empty() {
+            return self.preflight(false);
+        }
+        for host in &self.plan.hosts {
+            preflight_on(&self.plan, Some(host))?;
+        }
+        Ok(())
+    }
+
+    fn hosts(&self) -> Vec<String> {
+        self.plan.hosts.iter().map(|host| host.as_str().to_owned()).collect()
+    }
+
+    /// `sandbox.mounts` must not hand the container this repository (its `.git`, the
+    /// checkout, other worktrees): that is what the sandbox keeps from it. Only `expose_host`
+    /// accepts one.
+    fn refuse_repository_mounts(&self, repository: &[PathBuf]) -> Result<(), Error> {
+        if self.plan.expose_host {
+            return Ok(());
+        }
+        let common_dir = repository.get(1);
+        for mount in &self.plan.mounts {
+            let host = crate::git::dunce_canonical(&mount.host);
+            // The repository's folders or a folder holding them, or anything inside `.git`.
+            if repository.iter().any(|part| part.starts_with(&host))
+                || common_dir.is_some_and(|git| host.starts_with(git))
+            {
+                return Err(Error::usage(format!(
+                    "`sandbox.mounts` gives the container `{}`, which holds this repository: its `.git` is what the sandbox keeps from the agent",
+                    mount.host.display()
+                ))
+                .with_hint("mount something outside the repository; the sandbox gets the worktree's files itself"));
+            }
+        }
+        Ok(())
+    }
+
+    /// A container of the run's own, after the containers earlier runs left behind are
+    /// salvaged and removed.
+    fn start(&self, start: &Start<'_>) -> Result<Started, Error> {
+        let engaged = self.engaged.as_ref().ok_or_else(|| Error::internal("the container's engine was not checked"))?;
+        let mut warnings = Vec::new();
+        for (name, saved) in prune_abandoned(&engaged.target, &start.site.repo_root) {
+            let saved = saved.iter().map(|path| format!(" `{}`", path.display())).collect::<String>();
+            let saved = if saved.is_empty() { String::new() } else { format!("; what it held is saved as{saved}") };
+            warnings.push(format!("removed container `{name}` left by an earlier run{saved}"));
+        }
+        let request = ContainerRequest { plan: &self.plan, engaged, site: start.site };
+        let handle = super::create::start(&request)?;
+        let name = handle.container().map(|container| container.name).unwrap_or_default();
+        let host = engaged.target.host.as_ref().map(|host| host.as_str().to_owned());
+        let on = host.as_ref().map(|host| format!(" on {host}")).unwrap_or_default();
+        let message = format!(
+            "{} container `{name}` started{on} from `{}`, with a repository of its own",
+            self.plan.engine.binary(),
+            self.plan.image
+        );
+        let announce = Announce { engine: self.plan.engine.into(), name, host, node: None, message };
+        Ok(Started { handle, warnings, announce: Some(announce) })
+    }
+
+    fn reach(&self) -> Reach {
+        let plan = &self.plan;
+        let mut reads = vec![
+            match plan.expose_worktree {
+                true => "the worktree itself, bind-mounted (`expose_worktree`), and a repository of its own".into(),
+                false => "its own copy of the worktree and repository, in a volume".into(),
+            },
+            "its private state folders (copies of your agent's login and settings)".into(),
+            format!("the image `{}`", plan.image),
+        ];
+        reads.extend(mounts(&plan.mounts));
+        let connects = match plan.network {
+            Network::Internet => format!("the internet, but not this machine, the bridge's gateway, private ranges or link-local addresses (`network = \"internet\"`, enforced by rules in its network namespace); and {RELAY}"),
+            Network::Bridge => "the internet and this machine: every service listening on the bridge's gateway or another of this machine's addresses, private ranges and link-local (cloud metadata) too (`network = \"bridge\"`)".into(),
+            Network::Host => "everything this machine reaches, its loopback services too (`network = \"host\"`)".into(),
+            Network::None => format!("nothing, and {RELAY}"),
+            Network::Allowlist => {
+                let allowed: Vec<&str> = plan.allow.iter().map(|entry| entry.host.as_str()).collect();
+                format!("only {} and DNS at its resolver; and {RELAY}", allowed.join(", "))
+            }
+        };
+        let mut privileges = "none: every capability dropped, no-new-privileges".to_owned();
+        if let Some(runtime) = &plan.runtime {
+            if is_gvisor(runtime) {
+                privileges.push_str(&format!(
+                    "; under gVisor (`runtime = \"{runtime}\"`), its system calls never reach this machine's kernel"
+                ));
+            } else {
+                privileges.push_str(&format!("; under the runtime `{runtime}`"));
+            }
+        }
+        for exposure in &plan.host_exposures {
+            privileges.push_str(&format!("; and, with `expose_host`, {exposure}"));
+        }
+        Reach { reads, connects, privileges }
+    }
+
+    fn doctor(&self, plan: &Plan, host: Option<&EngineHost>) -> Vec<Check> {
+        // `--host` is where the run would go: that engine is asked, not the manifest's.
+        let mut container = self.plan.clone();
+        if let Some(host) = host {
+            container.hosts = vec![host.clone()];
+        }
+        super::doctor::planned(plan, &container)
+    }
+
+    fn agents_on_this_machine(&self) -> bool {
+        false
+    }
+
+    fn interactive(&self) -> Result<bool, Error> {
+        Ok(true)
+    }
+
+    fn built_image(&self) -> Option<BuiltImage> {
+        Some(BuiltImage { engine: self.plan.engine.binary(), hosts: self.hosts(), image: self.plan.image.clone() })
+    }
+}
