@@ -156,7 +156,7 @@ fn connections_out_are_made_only_in_net() {
 }
 
 /// A container engine's or a cluster's client starts in one place: docker and podman from a
-/// `Target` (`sandbox/engine.rs`), kubectl from a `Kube` (`sandbox/pod.rs`).
+/// `Target` (`sandbox/engine.rs`), kubectl from a `Kube` (`sandbox/pod/mod.rs`).
 #[test]
 fn engine_clients_start_in_one_place() {
     let mut found = Vec::new();
