@@ -107,6 +107,69 @@ a round already answered. Exit codes: 0 opened, or green (merged when `merge` is
 open) · 10 a round changed what judges it · 130/143 interrupted (the pull request stays)."
     )]
     Pr(PrArgs),
+    /// Keep idle sandboxes warm for a manifest, so a run claims one instead of starting cold
+    #[command(subcommand)]
+    Pool(PoolCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum PoolCommand {
+    /// Start idle, generic sandboxes for a manifest's sandbox settings (docker and podman)
+    #[command(after_help = "Each member is made as the manifest's runs' containers are (engine and host, image, \
+runtime, network, limits, mounts) with nothing of any run: no worktree, environment, key or state folder. `eden run` \
+claims an idle one made with its own settings (atomically: two runs never share one), brings in the repository, \
+the run's environment, held keys and network rules, and starts the agent; a claimed member is its run's and goes \
+with it, and another is started behind the claim. With no idle member that matches, the run starts cold and says \
+why. Running `eden pool up` again tops the pool up to `--size`. Exit codes: 0 the pool is up · 2 usage (the \
+manifest's sandbox has no pool) · 6 the engine refused.")]
+    Up(PoolUpArgs),
+    /// The repository's warm pools and their members (idle, ended, claimed by a run)
+    Status(PoolStatusArgs),
+    /// Remove every idle member of the repository's warm pools, and the pools
+    #[command(after_help = "A member a run has claimed is that run's: it goes when its run ends.")]
+    Down(PoolStatusArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct PoolUpArgs {
+    /// The manifest whose runs will claim the pool's members
+    #[arg(value_name = "MANIFEST", value_hint = ValueHint::FilePath)]
+    pub(crate) manifest: Option<PathBuf>,
+
+    /// How many idle members to keep
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub(crate) size: u32,
+
+    /// How long an unclaimed member waits before it ends (e.g. `30m`, `2h`)
+    #[arg(long, value_name = "DURATION", default_value = "30m", value_hint = ValueHint::Other)]
+    pub(crate) idle: String,
+
+    /// Do not start a replacement behind each claim: the pool empties as runs claim it
+    #[arg(long)]
+    pub(crate) no_refill: bool,
+
+    /// Override any manifest key, as `eden run --set` does (repeatable)
+    #[arg(long = "set", value_name = "KEY=VALUE", value_hint = ValueHint::Other)]
+    pub(crate) set: Vec<String>,
+
+    /// What was done as JSON on stdout
+    #[arg(long)]
+    pub(crate) json: bool,
+
+    /// The repository (default: the current directory's)
+    #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath)]
+    pub(crate) repo: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct PoolStatusArgs {
+    /// As JSON on stdout
+    #[arg(long)]
+    pub(crate) json: bool,
+
+    /// The repository (default: the current directory's)
+    #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath)]
+    pub(crate) repo: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -672,6 +735,12 @@ pub(crate) struct RunArgs {
     /// No progress output (errors are still printed)
     #[arg(long, short)]
     pub(crate) quiet: bool,
+
+    /// Say how long each step to the agent's first byte took: worktree, the sandbox's claim or
+    /// start, its environment and seed, the first exec, the first byte (the record keeps them
+    /// either way)
+    #[arg(long)]
+    pub(crate) timings: bool,
 }
 
 impl RunArgs {
@@ -706,6 +775,7 @@ impl RunArgs {
             json: false,
             json_events: false,
             quiet: false,
+            timings: false,
         }
     }
 }

@@ -35,6 +35,7 @@ use clap::Parser;
 
 /// The whole command line: parse, dispatch, report an error. Returns the exit code.
 pub fn main_with_args(args: Vec<std::ffi::OsString>) -> i32 {
+    trace::note_process_start();
     // Before anything else: the init must fork while eden is still single-threaded.
     if args.get(1).is_some_and(|a| a == process::contain::INIT_SUBCOMMAND) {
         return process::contain::run_init(&args[2..]);
@@ -44,6 +45,9 @@ pub fn main_with_args(args: Vec<std::ffi::OsString>) -> i32 {
     }
     if args.get(1).is_some_and(|a| a == sandbox::SALVAGE_SUBCOMMAND) {
         return sandbox::run_salvage(&args[2..]);
+    }
+    if args.get(1).is_some_and(|a| a == sandbox::POOL_REFILL_SUBCOMMAND) {
+        return sandbox::registry::run_pool_refill(&args[2..]);
     }
     if args.get(1).is_some_and(|a| a == proxy::relay::RELAY_SUBCOMMAND) {
         return proxy::relay::run(&args[2..]);

@@ -209,6 +209,11 @@ pub struct RunRecord {
     /// `[pull_request]`: the pull request the run opened or updated, and its rounds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) pull_request: Option<PullRequestRecord>,
+    /// How long each step on the way to the agent's first byte took (`eden run --timings`
+    /// prints them): the worktree, the sandbox's claim or start, its environment and seed, the
+    /// first exec, the first byte.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) timings: Vec<TimingRecord>,
     /// Each step with its agent: `ok`, `failed` or `skipped`, with its output.
     pub(crate) steps: Vec<StepRecord>,
     /// The structured output (`[output]`; with steps, the last step's that has one).
@@ -774,6 +779,18 @@ pub(crate) struct ErrorRecord {
     pub(crate) budget: Option<crate::error::BudgetExceeded>,
     pub(crate) message: String,
     pub(crate) hint: Option<String>,
+}
+
+/// One step on the way to the agent's first byte.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct TimingRecord {
+    /// `worktree`, `sandbox`, `claim` or `start`, `environment`, `seed`, `rules`, `first exec`,
+    /// `first byte`.
+    pub(crate) step: String,
+    /// How long it took, in milliseconds.
+    pub(crate) ms: u64,
+    /// When it ended, in milliseconds after eden started.
+    pub(crate) at_ms: u64,
 }
 
 pub(crate) fn now_rfc3339() -> String {

@@ -100,6 +100,18 @@ pub(crate) fn agent_traceparent(run_id: &str, span: AgentSpan<'_>) -> String {
     format!("00-{}-{}-01", hex(&context.trace_id), hex(&id))
 }
 
+static PROCESS_STARTED: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+
+/// Noted as eden starts: what the run's timings count from.
+pub(crate) fn note_process_start() {
+    PROCESS_STARTED.get_or_init(std::time::Instant::now);
+}
+
+/// How long ago eden started (`note_process_start`; else the first time this is asked).
+pub(crate) fn since_process_start() -> std::time::Duration {
+    PROCESS_STARTED.get_or_init(std::time::Instant::now).elapsed()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,6 +1,6 @@
 //! The command line's commands, each to the file that carries it out: one way into each.
 
-use super::{clean, completions, doctor, image, init, pr, review, run, sessions, steer};
+use super::{clean, completions, doctor, image, init, pool, pr, review, run, sessions, steer};
 
 /// Each command to the file that carries it out: one way into each.
 pub(crate) fn dispatch(command: crate::cli::Command) -> Result<i32, crate::error::Error> {
@@ -19,5 +19,6 @@ pub(crate) fn dispatch(command: crate::cli::Command) -> Result<i32, crate::error
         Command::Completions(args) => completions::completions(args),
         Command::Sessions(command) => sessions::sessions(command),
         Command::Pr(args) => pr::pr(args),
+        Command::Pool(command) => pool::pool(command),
     }
 }

@@ -90,6 +90,7 @@ pub(crate) fn doctor(args: DoctorArgs) -> Result<i32, Error> {
         None => None,
     };
     findings.extend(sandbox_checks(plan.as_ref(), host.as_ref()));
+    findings.extend(warm_pools(&args.repo.as_deref().map_or_else(|| current.clone(), |repo| current.join(repo))));
     findings.extend(agent_checks(plan.as_ref(), args.network));
     findings.extend(plan.iter().flat_map(|plan| keys_in_the_sandbox(plan, &unset)));
     if let Some(plan) = &plan {
@@ -220,6 +221,42 @@ fn sandbox_checks(plan: Option<&Plan>, host: Option<&crate::manifest::plan::Engi
         checks.extend(machine);
     }
     checks.into_iter().map(finding).collect()
+}
+
+/// The repository's warm pools (`eden pool`): how many members are idle, and whose the
+/// claimed ones are. A pool whose engine does not answer is said, never required.
+fn warm_pools(dir: &std::path::Path) -> Vec<Finding> {
+    let Ok(found) = crate::git::Git::discover(dir) else { return Vec::new() };
+    let layout = crate::layout::Layout::new(found.root, found.common_dir);
+    let mut findings = Vec::new();
+    for row in &crate::sandbox::registry::KINDS {
+        match row.kind.pools(&layout) {
+            Ok(pools) => findings.extend(pools.iter().map(|pool| {
+                let idle = pool.members.iter().filter(|member| member.state == "idle").count();
+                let claimed = pool.members.iter().filter(|member| member.state == "claimed").count();
+                let detail = format!(
+                    "`{}` on {} (`{}`): {idle} of {} idle, {claimed} claimed by runs",
+                    pool.pool, pool.engine, pool.image, pool.size
+                );
+                match idle {
+                    0 => not_there(
+                        "warm pool",
+                        false,
+                        detail,
+                        "`eden pool up MANIFEST` tops it up; runs start cold meanwhile",
+                    ),
+                    _ => ok("warm pool", detail),
+                }
+            })),
+            Err(err) => findings.push(not_there(
+                "warm pool",
+                false,
+                err.message,
+                "`eden pool down` forgets a pool whose engine is gone",
+            )),
+        }
+    }
+    findings
 }
 
 fn finding(check: crate::sandbox::provider::Check) -> Finding {

@@ -23,6 +23,7 @@ pub(super) fn options(
         attempt: markers.attempt,
         from,
         traced: crate::ui::otlp::Settings::from_env(&|name| std::env::var(name).ok()).is_some(),
+        timings: false,
     }
 }
 

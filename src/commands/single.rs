@@ -24,7 +24,8 @@ pub(super) fn run(args: &RunArgs, single: Single, markers: Markers, printed: &mu
         .build()
         .map_err(|err| Error::internal("cannot start the async runtime").with_source(err))?;
     let attached = interactive.map(|(_, attached)| attached);
-    let options = options(&plan, repo, given, attached, from, markers);
+    let mut options = options(&plan, repo, given, attached, from, markers);
+    options.timings = args.timings;
     let reporters = reporters(args, options.interactive.is_some());
     let mut result = runtime.block_on(orchestrator::run(&plan, &options, reporters));
     // The run is over; nothing left on the runtime may hold eden's exit.

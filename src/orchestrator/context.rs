@@ -33,6 +33,8 @@ pub(crate) struct Shared<'a> {
     pub(crate) steer: tokio::sync::watch::Receiver<u64>,
     /// The run's traces are exported: the agent gets `TRACEPARENT`.
     pub(crate) traced: bool,
+    /// `--timings`: the steps to the agent's first byte are said once it is known.
+    pub(crate) timings: bool,
 }
 
 /// What the loop works with as it goes: events out, the abort channel in, and its progress.
@@ -49,6 +51,8 @@ pub(crate) struct Progress {
     /// Iterations and hooks not yet handed to the run record (`Journal`), oldest first.
     pub(crate) iterations: Vec<IterationRecord>,
     pub(crate) hooks: Vec<HookRecord>,
+    /// The steps to the agent's first byte, as they happen (`time`).
+    pub(crate) timings: Vec<crate::record::TimingRecord>,
     /// Every commit of the run so far, oldest first (`None` until an iteration collected them).
     pub(crate) commits: Option<Vec<Commit>>,
     pub(super) seen_commits: HashSet<String>,
@@ -68,4 +72,30 @@ pub(crate) struct Progress {
 pub(crate) struct StepEnd {
     pub(crate) completion_signal: Option<String>,
     pub(crate) output: Option<serde_json::Value>,
+}
+
+impl Progress {
+    /// A step on the way to the agent's first byte took `took`, ending at `ended`. Each step
+    /// once: the first time it is timed.
+    pub(crate) fn time(&mut self, step: &str, took: std::time::Duration, ended: std::time::Instant) {
+        if self.timings.iter().any(|timing| timing.step == step) {
+            return;
+        }
+        let at = crate::trace::since_process_start().saturating_sub(ended.elapsed());
+        self.timings.push(crate::record::TimingRecord {
+            step: step.to_owned(),
+            ms: took.as_millis() as u64,
+            at_ms: at.as_millis() as u64,
+        });
+    }
+}
+
+/// The timings as one line: each step, how long it took, and when the first byte came.
+pub(crate) fn timings_line(timings: &[crate::record::TimingRecord]) -> String {
+    let steps: Vec<String> = timings.iter().map(|timing| format!("{} {} ms", timing.step, timing.ms)).collect();
+    let first = timings.iter().find(|timing| timing.step == "first byte");
+    let at = first
+        .map(|timing| format!("; the agent's first byte {} ms after `eden run`", timing.at_ms))
+        .unwrap_or_default();
+    format!("timings: {}{at}", steps.join(" · "))
 }

@@ -54,7 +54,9 @@ pub(super) struct Invoked {
 
 /// Start the agent once and supervise it to the end.
 pub(super) async fn invoke(shared: &Shared<'_>, ask: &Ask<'_>, live: &mut Live<'_>) -> Result<Invoked, Error> {
+    let preparing = std::time::Instant::now();
     let (prepared, agent_env) = agent_command(shared, ask)?;
+    live.progress.time("first exec", preparing.elapsed(), std::time::Instant::now());
     let agent_cwd = prepared.command.get_cwd().unwrap_or(&shared.workspace.pre.worktree).to_path_buf();
     let program = prepared.command.to_string();
     let started_at = now_rfc3339();
@@ -75,6 +77,7 @@ pub(super) async fn invoke(shared: &Shared<'_>, ask: &Ask<'_>, live: &mut Live<'
             },
         )?;
     let mut said = handlers.said();
+    note_first_byte(shared, live, said.first_byte.map(|first| (first, clock)));
     account(live.progress, &mut said);
     report_requests(shared, ask.iteration, live.events).await;
     // Some agents say they cannot log in only on stderr (pi, Copilot) and exit 1.
@@ -125,6 +128,22 @@ pub(super) async fn invoke(shared: &Shared<'_>, ask: &Ask<'_>, live: &mut Live<'
         sandbox_tip: said.sandbox_tip,
         model: said.model,
     })
+}
+
+/// The run's first agent's first byte (`first`, since its command started at `spawned`): its
+/// timings complete, kept in the record and, with `--timings`, said.
+fn note_first_byte(shared: &Shared<'_>, live: &mut Live<'_>, first: Option<(std::time::Instant, std::time::Instant)>) {
+    let Some((first, spawned)) = first else { return };
+    if live.progress.timings.iter().any(|timing| timing.step == "first byte") {
+        return;
+    }
+    live.progress.time("first byte", first.saturating_duration_since(spawned), first);
+    let timings = live.progress.timings.clone();
+    let _ = shared.journal.update(|record| record.timings = timings.clone());
+    if shared.timings {
+        let line = super::context::timings_line(&timings);
+        live.events.report(&crate::orchestrator::Event::Info { message: line.into() });
+    }
 }
 
 /// What the agent asked of its provider through the key-holding proxy, for the run's log: the

@@ -67,6 +67,7 @@ impl Journal {
             checks: Vec::new(),
             push: None,
             pull_request: None,
+            timings: Vec::new(),
             steps: Vec::new(),
             output: None,
             completion_signal: None,

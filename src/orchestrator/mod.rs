@@ -72,6 +72,8 @@ pub(crate) struct RunOptions {
     /// The run's traces are exported (by a reporter at the edge): its agent gets
     /// `TRACEPARENT`, so its own spans join them.
     pub(crate) traced: bool,
+    /// `--timings`: say how long each step to the agent's first byte took.
+    pub(crate) timings: bool,
 }
 
 /// How an interactive session is attached.
@@ -241,7 +243,9 @@ impl<'p> Run<'p> {
             self.events.report(&Event::Warning { message: format!("cannot write the run record: {err}").into() });
         }
         let mut notes = Vec::new();
+        let clock = std::time::Instant::now();
         let created = workspace::create(pre, &self.run_id, &mut notes);
+        self.progress.time("worktree", clock.elapsed(), std::time::Instant::now());
         for note in &notes {
             self.events.report(&Event::Warning { message: note.as_str().into() });
         }
@@ -280,7 +284,13 @@ impl<'p> Run<'p> {
     ) -> Result<LoopEnd, Error> {
         self.workspace_ready(workspace).await?;
         self.journal.phase(RunPhase::Sandbox);
+        let clock = std::time::Instant::now();
         let started = self.start_sandbox(&workspace.pre)?;
+        let now = std::time::Instant::now();
+        for (step, took, ended) in started.timings() {
+            self.progress.time(step, took, ended);
+        }
+        self.progress.time("sandbox", clock.elapsed(), now);
         let sandbox = &**sandbox.insert(started);
         let container = sandbox.container();
         let _ = self.journal.update(|record| record.container = container);
@@ -374,6 +384,7 @@ impl<'p> Run<'p> {
             holder: self.holder.as_ref(),
             steer: self.steer.clone(),
             traced: self.options.traced,
+            timings: self.options.timings,
         };
         let mut live = iterate::Live { events: &mut self.events, abort: &mut self.abort, progress: &mut self.progress };
         steps::run(&shared, &self.agents, &mut live, &mut self.steps).await
@@ -813,6 +824,9 @@ impl Run<'_> {
     fn announce(&mut self, started: sandbox::provider::Started) -> Box<dyn SandboxHandle> {
         for warning in &started.warnings {
             self.events.report(&Event::Warning { message: warning.as_str().into() });
+        }
+        for note in &started.notes {
+            self.events.report(&Event::Info { message: note.as_str().into() });
         }
         if let Some(announce) = started.announce {
             self.events.report(&Event::SandboxStarted {

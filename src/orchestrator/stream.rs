@@ -16,6 +16,8 @@ use std::time::Duration;
 /// What the agent's stream said, by the time it ended.
 #[derive(Default)]
 pub(super) struct Said {
+    /// When the agent's first line came.
+    pub(crate) first_byte: Option<std::time::Instant>,
     pub(crate) signal: Option<String>,
     pub(crate) usage: Option<Usage>,
     pub(crate) session_id: Option<String>,
@@ -192,6 +194,7 @@ impl<'a> IterationHandlers<'a> {
 
 impl Handlers for IterationHandlers<'_> {
     fn stdout_line(&mut self, line: &[u8], continues: bool) -> Flow {
+        self.said.first_byte.get_or_insert_with(std::time::Instant::now);
         self.progressed = false;
         let mut parser = std::mem::replace(&mut self.parser, Box::new(crate::agent::LinesParser));
         if continues {

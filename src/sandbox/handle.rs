@@ -53,6 +53,11 @@ pub(crate) trait SandboxHandle: Send {
     /// The container (engine, name, id, image), if there is one.
     fn container(&self) -> Option<crate::record::ContainerRecord>;
     fn prepare(&self, command: ProcessBuilder) -> Result<Prepared, Error>;
+    /// How long each step of its start took (`claim` or `start`, `workspace`, `environment`,
+    /// `seed`, `rules`) and when it ended, for the run's timings.
+    fn timings(&self) -> Vec<(&'static str, std::time::Duration, std::time::Instant)> {
+        Vec::new()
+    }
     /// The variables that point the agent at its private state folders in this sandbox (set on
     /// the agent's command, so its transcripts are found there).
     fn state_env(&self) -> Vec<(&'static str, std::path::PathBuf)> {

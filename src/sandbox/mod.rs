@@ -37,6 +37,9 @@ pub(crate) use registry::{provider, run_salvage};
 /// NAME` for a container, `__eden-salvage kubernetes CONTEXT NAMESPACE REPO RUN NAME` for a pod.
 pub(crate) const SALVAGE_SUBCOMMAND: &str = "__eden-salvage";
 
+/// The hidden subcommand that tops a warm pool up behind a claim: `__eden-pool-refill REPO KEY`.
+pub(crate) const POOL_REFILL_SUBCOMMAND: &str = "__eden-pool-refill";
+
 /// The longest one of eden's own commands in a sandbox (seeding it, bringing work back, a
 /// salvage) may take; then it is stopped, with everything it started.
 pub(crate) const SANDBOX_STEP: std::time::Duration = std::time::Duration::from_secs(600);

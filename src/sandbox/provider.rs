@@ -79,11 +79,65 @@ pub(crate) trait Provider: Send + Sync {
     /// a terminal cannot be attached.
     fn interactive(&self) -> Result<bool, Error>;
 
+    /// `eden pool up`: `size` idle sandboxes of this plan made ahead for the repository, each
+    /// ending after `idle` unless a run claims it (after `preflight`).
+    fn pool_up(&self, _pool: &PoolRequest<'_>) -> Result<PoolUp, Error> {
+        Err(Error::usage("a warm pool is built for `docker` and `podman` sandboxes only, not for this manifest's")
+            .with_hint("give `eden pool up` a manifest whose `sandbox.kind` is `docker` or `podman`"))
+    }
+
     /// The image the kind runs, which `eden image build --manifest` builds (`None`: the kind
     /// has none of its own to build).
     fn built_image(&self) -> Option<BuiltImage> {
         None
     }
+}
+
+/// What `eden pool up` asks for.
+pub(crate) struct PoolRequest<'a> {
+    pub(crate) layout: &'a crate::layout::Layout,
+    pub(crate) size: u32,
+    pub(crate) idle: std::time::Duration,
+    /// A replacement is started behind each claim.
+    pub(crate) refill: bool,
+    /// The manifest, as given (for `eden pool status`).
+    pub(crate) manifest: Option<String>,
+}
+
+/// What `eden pool up` did.
+#[derive(Debug, Clone, serde::Serialize)]
+pub(crate) struct PoolUp {
+    /// The pool's key (a hash of what its members are made with).
+    pub(crate) pool: String,
+    pub(crate) engine: String,
+    pub(crate) image: String,
+    pub(crate) made: Vec<String>,
+    /// Idle members ready for a claim now.
+    pub(crate) idle: usize,
+}
+
+/// One pool of the repository, for `eden pool status`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub(crate) struct PoolStatus {
+    pub(crate) pool: String,
+    pub(crate) engine: String,
+    pub(crate) image: String,
+    pub(crate) size: u32,
+    pub(crate) manifest: Option<String>,
+    pub(crate) members: Vec<PoolMember>,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub(crate) struct PoolMember {
+    pub(crate) name: String,
+    /// `idle`, `ended` (its idle time is up), or `claimed`.
+    pub(crate) state: &'static str,
+    /// The run that claimed it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) run: Option<String>,
+    /// When an idle member ends (RFC 3339).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) idle_until: Option<String>,
 }
 
 /// What `eden image build --manifest` builds: with which engine, where, and its tag.
@@ -116,13 +170,15 @@ pub(crate) struct Started {
     pub(crate) handle: Box<dyn SandboxHandle>,
     /// Said as warnings first (what an earlier run left, removed on the way).
     pub(crate) warnings: Vec<String>,
+    /// Said as notes (why a warm pool's member was not claimed).
+    pub(crate) notes: Vec<String>,
     /// The `SandboxStarted` event, for a sandbox that has one.
     pub(crate) announce: Option<Announce>,
 }
 
 impl Started {
     pub(crate) fn quietly(handle: Box<dyn SandboxHandle>) -> Started {
-        Started { handle, warnings: Vec::new(), announce: None }
+        Started { handle, warnings: Vec::new(), notes: Vec::new(), announce: None }
     }
 }
 
@@ -179,6 +235,17 @@ pub(crate) trait Kind: Sync {
     /// A killed run's sandbox, as its record names it, saved and removed (`eden discard`).
     /// Returns what was removed, for the display.
     fn remove_of_run(&self, _repo: &Path, _sandbox: &Recorded) -> Result<Vec<String>, Error> {
+        Ok(Vec::new())
+    }
+
+    /// `eden pool status`: the repository's warm pools of this kind.
+    fn pools(&self, _layout: &crate::layout::Layout) -> Result<Vec<PoolStatus>, Error> {
+        Ok(Vec::new())
+    }
+
+    /// `eden pool down`: every idle member of the repository's pools of this kind removed, and
+    /// the pools forgotten. Returns what was removed.
+    fn pool_down(&self, _layout: &crate::layout::Layout) -> Result<Vec<String>, Error> {
         Ok(Vec::new())
     }
 

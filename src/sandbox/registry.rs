@@ -37,3 +37,9 @@ pub(crate) fn provider(plan: &SandboxPlan) -> Box<dyn Provider> {
 pub(crate) fn run_salvage(args: &[std::ffi::OsString]) -> i32 {
     KINDS.iter().find_map(|row| row.kind.salvage(args)).unwrap_or(2)
 }
+
+/// `eden __eden-pool-refill REPO KEY` (behind a claim): the warm pool topped up again. Pools
+/// are the container kind's.
+pub(crate) fn run_pool_refill(args: &[std::ffi::OsString]) -> i32 {
+    container::run_refill(args)
+}

@@ -37,6 +37,7 @@ mod loop_watchdogs;
 mod manifest_errors;
 mod model_server;
 mod parallel;
+mod pool;
 mod prompts;
 mod pull_requests;
 mod push;

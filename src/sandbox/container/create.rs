@@ -4,8 +4,9 @@
 use super::exec::{
     is_gvisor, run_user, GIT_DIR_INSIDE, OBJECTS_INSIDE, PIDS_INSIDE, PRIVILEGES, SETUP_CAPABILITIES, START_SCRIPT,
 };
+use super::exec::{remove, remove_volume};
 use super::handle::Container;
-use super::leftovers::{remove, remove_volume};
+use super::pool;
 use super::preflight::Engaged;
 use crate::error::Error;
 use crate::layout::{LABEL_BASE, LABEL_BRANCH, LABEL_PID, LABEL_REPO, LABEL_RUN, LABEL_USER, LABEL_WORKSPACE};
@@ -17,11 +18,13 @@ use crate::sandbox::engine::{self, Target};
 use crate::sandbox::ledger::Ledger;
 use crate::sandbox::repository::{self};
 use crate::sandbox::{RunSite, SandboxHandle};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 
 /// What the container needs to know about the run.
 pub(crate) struct ContainerRequest<'a> {
+    /// The steps' programs, looked for in the image while it is seeded.
+    pub(crate) programs: &'a [PathBuf],
     pub(crate) plan: &'a ContainerPlan,
     /// The engine, as `preflight` found it.
     pub(crate) engaged: &'a Engaged,
@@ -31,16 +34,117 @@ pub(crate) struct ContainerRequest<'a> {
 /// The engine a run's container goes on, checked: which one, and whether it sees this machine's
 /// Start the run's container (after `preflight`) and seed its workspace. Anything that fails
 /// after the container exists removes it, and its volume.
-pub(crate) fn start(request: &ContainerRequest<'_>) -> Result<Box<dyn SandboxHandle>, Error> {
-    let plan = request.plan;
-    let target = &request.engaged.target;
-    let name = format!("eden-{}", request.site.run_id);
+pub(crate) fn start(request: &ContainerRequest<'_>) -> Result<(Box<dyn SandboxHandle>, Origin), Error> {
     let eden =
         std::env::current_exe().map_err(|err| Error::sandbox(format!("cannot find eden's executable: {err}")))?;
     let base = request.site.base()?;
+    let cold = match warm(request, &eden, &base)? {
+        Warm::Claimed(container, member) => return Ok((container, Origin::Warm { member })),
+        Warm::Cold(why) => why,
+    };
+    cold_start(request, &eden, base).map(|container| (container, cold.map_or(Origin::Cold, Origin::ColdBecause)))
+}
+
+/// How the run's container came.
+pub(crate) enum Origin {
+    /// Made for the run (no warm pool in this repository).
+    Cold,
+    /// Made for the run, with the reason no pool member was claimed.
+    ColdBecause(String),
+    /// Claimed from the warm pool: the member's name before the claim.
+    Warm { member: String },
+}
+
+enum Warm {
+    Claimed(Box<dyn SandboxHandle>, String),
+    /// Why not (`None`: the repository has no pool, so nothing to say).
+    Cold(Option<String>),
+}
+
+/// A member of the warm pool made for this run's settings, claimed and set up for the run;
+/// or why there is none to claim.
+fn warm(request: &ContainerRequest<'_>, eden: &Path, base: &str) -> Result<Warm, Error> {
+    let site = request.site;
+    let layout = crate::layout::Layout::new(&site.repo_root, &site.common_dir);
+    if !pool::pool_dir(&layout).is_dir() || pool::pools(&layout).is_empty() {
+        return Ok(Warm::Cold(None));
+    }
+    if request.plan.expose_worktree {
+        return Ok(Warm::Cold(Some("`expose_worktree` mounts the worktree, which no member made ahead has".into())));
+    }
+    let target = &request.engaged.target;
+    let shape = shape(request.plan, request.engaged, &site.common_dir, eden, false);
+    let key = pool::key(target, &request.plan.image, &shape.args, eden);
+    if pool::read_pool(&layout, &key).is_none() {
+        return Ok(Warm::Cold(Some(
+            "no warm pool of this repository was made with this run's sandbox settings (`eden pool status` lists them)"
+                .into(),
+        )));
+    }
+    let name = format!("eden-{}", site.run_id);
+    let claim = pool::Claim {
+        run_id: site.run_id.clone(),
+        branch: site.branch.clone(),
+        workspace: site.worktree.display().to_string(),
+        base: base.to_owned(),
+        user: run_user(),
+        process: crate::process::ProcessStamp::current(),
+        kept: false,
+    };
+    let clock = std::time::Instant::now();
+    let Some(member) = pool::claim(target, &layout, &key, &name, &claim)? else {
+        pool::refill_behind(&layout, &key);
+        return Ok(Warm::Cold(Some("the warm pool has no idle member left".into())));
+    };
+    pool::refill_behind(&layout, &key);
+    let mut container = Container::new(request, &name, member_id(target, &name), base.to_owned());
+    container.time("claim", clock);
+    container.pooled = Some(site.repo_root.clone());
+    container.guard = guard(eden, target, &name);
+    let set_up = container
+        .set_up(request, &shape.alternates, &site.worktree.to_string_lossy())
+        .and_then(|()| start_services(&mut container, request, &labels(request, base)));
+    match set_up {
+        Ok(()) => Ok(Warm::Claimed(Box::new(container), member)),
+        Err(err) => {
+            let _ = container.close_quietly();
+            Err(err)
+        }
+    }
+}
+
+/// The engine's id for a claimed member (for the record); empty if it does not say.
+fn member_id(target: &Target, name: &str) -> String {
+    let inspected = engine::run(target.command().args(["inspect", "--format", "{{.Id}}", name]));
+    inspected.map(|output| output.stdout.trim().to_owned()).unwrap_or_default()
+}
+
+/// The run's `[[service]]`s, in the container's network namespace once its rules are in: ready
+/// before any hook runs.
+fn start_services(
+    container: &mut Container,
+    request: &ContainerRequest<'_>,
+    labels: &[(&'static str, String)],
+) -> Result<(), Error> {
+    let labels = service_labels(labels);
+    let (target, name) = (container.target.clone(), container.name.clone());
+    crate::sandbox::services::start(&target, &name, &labels, &request.plan.services, &mut container.services)
+}
+
+/// The salvage a guard runs if eden dies with the container still there.
+fn guard(eden: &Path, target: &Target, name: &str) -> Option<crate::process::guard::Guard> {
+    let salvage = ProcessBuilder::new(eden).arg(crate::sandbox::SALVAGE_SUBCOMMAND).args(target.to_args()).arg(name);
+    crate::process::guard::Guard::start(&salvage).ok()
+}
+
+/// A container made for the run: its volume, `docker run`, the set-up.
+fn cold_start(request: &ContainerRequest<'_>, eden: &Path, base: String) -> Result<Box<dyn SandboxHandle>, Error> {
+    let target = &request.engaged.target;
+    let name = format!("eden-{}", request.site.run_id);
     let labels = labels(request, &base);
+    let clock = std::time::Instant::now();
     create_volume(target, &name, &labels[..2])?;
-    let run = run_command(request, &name, &eden, &labels).inspect_err(|_| {
+    let run = run_command(request, &name, eden, &labels).inspect_err(|_| {
         let _ = remove_volume(target, &name);
     })?;
     // Not cut short by Ctrl-C (the engine would make the container all the same, after eden
@@ -49,35 +153,12 @@ pub(crate) fn start(request: &ContainerRequest<'_>) -> Result<Box<dyn SandboxHan
         let _ = remove(target, &name);
         let _ = remove_volume(target, &name);
     })?;
-    let mut container = Container {
-        target: target.clone(),
-        remote: request.engaged.remote(),
-        recorded_host: request.engaged.host_to_record(),
-        name: name.clone(),
-        id: output.stdout.trim().to_owned(),
-        image: plan.image.clone(),
-        ledger: Ledger::new(request.site, base),
-        next_exec: AtomicU64::new(0),
-        keep: String::new(),
-        found: Default::default(),
-        exec_env: request.site.agent_state.iter().map(|state| (state.var, state.value.clone())).collect(),
-        states: request.site.agent_state.clone(),
-        eden_inside: std::sync::atomic::AtomicBool::new(!request.engaged.remote()),
-        guard: None,
-        firewall: None,
-        tunnel: None,
-        keep_volume: false,
-        exposed: plan.expose_worktree,
-        services: Vec::new(),
-        removed: false,
-    };
-    let salvage = ProcessBuilder::new(&eden).arg(crate::sandbox::SALVAGE_SUBCOMMAND).args(target.to_args()).arg(&name);
-    container.guard = crate::process::guard::Guard::start(&salvage).ok();
-    // Services join the namespace once its rules are in; they are ready before any hook runs.
-    let set_up = container.set_up(request, &run, &output).and_then(|()| {
-        let labels = service_labels(&labels);
-        crate::sandbox::services::start(target, &name, &labels, &plan.services, &mut container.services)
-    });
+    let mut container = Container::new(request, &name, output.stdout.trim().to_owned(), base);
+    container.time("start", clock);
+    container.guard = guard(eden, target, &name);
+    let set_up = check_started(request, &run, &output)
+        .and_then(|()| container.set_up(request, &run.alternates, &run.workspace_volume))
+        .and_then(|()| start_services(&mut container, request, &labels));
     match set_up {
         Ok(()) => Ok(Box::new(container)),
         Err(err) => {
@@ -85,6 +166,69 @@ pub(crate) fn start(request: &ContainerRequest<'_>) -> Result<Box<dyn SandboxHan
             Err(err)
         }
     }
+}
+
+/// The plan's network rules, installed in the container's namespace (from this machine on a
+/// local engine, from a helper on a remote one).
+fn policy(plan: &ContainerPlan) -> Option<crate::sandbox::firewall::Policy> {
+    match plan.network {
+        Network::Allowlist => Some(crate::sandbox::firewall::Policy::Allow(plan.allow.clone())),
+        Network::Internet => Some(crate::sandbox::firewall::Policy::Internet),
+        _ => None,
+    }
+}
+
+impl Container {
+    fn new(request: &ContainerRequest<'_>, name: &str, id: String, base: String) -> Container {
+        Container {
+            target: request.engaged.target.clone(),
+            remote: request.engaged.remote(),
+            pooled: None,
+            recorded_host: request.engaged.host_to_record(),
+            name: name.to_owned(),
+            id,
+            image: request.plan.image.clone(),
+            ledger: Ledger::new(request.site, base),
+            next_exec: AtomicU64::new(0),
+            keep: String::new(),
+            found: Default::default(),
+            exec_env: request.site.agent_state.iter().map(|state| (state.var, state.value.clone())).collect(),
+            states: request.site.agent_state.clone(),
+            eden_inside: std::sync::atomic::AtomicBool::new(!request.engaged.remote()),
+            guard: None,
+            firewall: None,
+            tunnel: None,
+            keep_volume: false,
+            exposed: request.plan.expose_worktree,
+            services: Vec::new(),
+            steps: Vec::new(),
+            removed: false,
+        }
+    }
+}
+
+/// `docker run` made the container, which enforces every limit asked for.
+fn check_started(request: &ContainerRequest<'_>, run: &RunCommand, output: &Output) -> Result<(), Error> {
+    let (plan, binary) = (request.plan, request.engaged.target.binary());
+    if !output.success() {
+        let gvisor = plan.runtime.as_deref().is_some_and(is_gvisor);
+        let hint = match (gvisor, plan.pids_limit) {
+            (true, Some(limit)) => format!(
+                "under gVisor its own threads count toward `pids_limit` ({limit}): raise it (a few hundred), or remove it; the command was `{}`",
+                run.command
+            ),
+            _ => format!("the command was `{}`", run.command),
+        };
+        return Err(
+            Error::sandbox(format!("the {binary} container failed to start: {}", output.stderr.trim())).with_hint(hint)
+        );
+    }
+    // A limit the engine accepted but cannot enforce is reported as a warning: refuse the run.
+    if let Some(warning) = output.stderr.lines().find(|l| l.contains("WARNING") && l.to_lowercase().contains("limit")) {
+        return Err(Error::sandbox(format!("{binary} cannot enforce a limit: {}", warning.trim()))
+            .with_hint("remove the limit from `[sandbox]`, or run on a host whose kernel supports it"));
+    }
+    Ok(())
 }
 
 /// The labels that say whose a container (and its volume: the first two) is, for `eden clean`,
@@ -137,6 +281,85 @@ struct RunCommand {
     alternates: Vec<String>,
 }
 
+/// The arguments every container of a plan on an engine is made with, whatever run it is
+/// for: `docker run`'s after the name and labels, but for the working folder, the run's own
+/// mounts, the image and its command. A warm pool's members are made with these, and a run
+/// claims only a member made with its own (`pool`).
+pub(super) struct Shape {
+    pub(super) args: Vec<String>,
+    /// The host's object stores inside, read-only: the seeded repository's alternates.
+    pub(super) alternates: Vec<String>,
+}
+
+/// `proxy_socket`: the held keys' proxy is mounted in as a unix socket (gVisor must be told).
+pub(super) fn shape(
+    plan: &ContainerPlan,
+    engaged: &Engaged,
+    common_dir: &Path,
+    eden: &Path,
+    proxy_socket: bool,
+) -> Shape {
+    let uid = nix::unistd::getuid().as_raw();
+    let remote = engaged.remote();
+    let mut args: Vec<String> = Vec::new();
+    let mut push = |items: &[&str]| args.extend(items.iter().map(|item| (*item).to_owned()));
+    // The container's own user is root, holding (when the run's user is not) only what
+    // eden's set-up commands need; every command of the run's is an exec as its user.
+    push(&["--user", "0:0", "--network", network_name(plan.network)]);
+    let entries = crate::sandbox::services::host_entries(&plan.services);
+    push(&entries.iter().map(String::as_str).collect::<Vec<_>>());
+    push(&PRIVILEGES);
+    push(if uid == 0 { &[][..] } else { &SETUP_CAPABILITIES[..] });
+    if let Some(runtime) = &plan.runtime {
+        push(&["--runtime", runtime]);
+        if plan.engine == Engine::Podman && is_gvisor(runtime) {
+            // podman hands gVisor the container's network namespace; runsc is to use that
+            // namespace's stack (where eden's rules are), or none.
+            // With services, the namespace's own stack: its loopback is theirs too.
+            let own_stack = plan.network == Network::None && plan.services.is_empty();
+            push(&["--runtime-flag", if own_stack { "network=none" } else { "network=host" }]);
+            // The held keys' proxy is a unix socket in a folder mounted in, which gVisor
+            // connects to only when told (sockets mounted in, nothing else of this machine's).
+            if proxy_socket {
+                push(&["--runtime-flag", "host-uds=open"]);
+            }
+        }
+    }
+    if plan.engine == Engine::Podman {
+        push(&["--pull=never"]);
+        if uid != 0 {
+            push(&["--userns=keep-id"]);
+        }
+    }
+    let mut alternates = Vec::new();
+    // A remote engine sees none of this machine's files: what these mounts give, the channel
+    // carries instead (`Container::set_up`).
+    if !remote {
+        for (n, store) in repository::object_stores(common_dir).iter().enumerate() {
+            let inside = format!("{OBJECTS_INSIDE}/{n}");
+            push(&["-v", &format!("{}:{inside}:ro", store.display())]);
+            alternates.push(inside);
+        }
+        push(&["-v", &format!("{}:{EDEN_INSIDE}:ro", eden.display())]);
+    }
+    for mount in &plan.mounts {
+        let mode = if mount.read_only { ":ro" } else { "" };
+        push(&["-v", &format!("{}:{}{mode}", mount.host.display(), mount.sandbox)]);
+    }
+    if let Some(cpus) = plan.cpus {
+        push(&["--cpus", &cpus.to_string()]);
+    }
+    if let Some(memory) = plan.memory {
+        push(&["--memory", &memory.to_string()]);
+    }
+    if let Some(pids) = plan.pids_limit {
+        push(&["--pids-limit", &pids.to_string()]);
+    }
+    push(&plan.run_args.iter().map(String::as_str).collect::<Vec<_>>());
+    Shape { args, alternates }
+}
+
+/// `docker run` for the run's container, and what it mounts where.
 fn run_command(
     request: &ContainerRequest<'_>,
     name: &str,
@@ -144,55 +367,16 @@ fn run_command(
     labels: &[(&str, String)],
 ) -> Result<RunCommand, Error> {
     let plan = request.plan;
-    let uid = nix::unistd::getuid().as_raw();
-    let worktree = request.site.worktree.to_string_lossy();
     let remote = request.engaged.remote();
+    let proxy_socket = request.site.proxy.is_some() && !remote;
+    let shape = shape(plan, request.engaged, &request.site.common_dir, eden, proxy_socket);
     let mut command = request.engaged.target.command().args(["run", "-d", "--init", "--name", name]);
     for (key, value) in labels {
         command = command.args(["--label", &format!("{key}={value}")]);
     }
-    command = command
-        // The container's own user is root, holding (when the run's user is not) only what
-        // eden's set-up commands need; every command of the run's is an exec as its user.
-        .args(["--user", "0:0"])
-        .args(["--network", network_name(plan.network)])
-        .args(crate::sandbox::services::host_entries(&plan.services))
-        .args(PRIVILEGES)
-        .args(if uid == 0 { &[][..] } else { &SETUP_CAPABILITIES[..] })
-        .args(["-w", &worktree]);
-    if let Some(runtime) = &plan.runtime {
-        command = command.args(["--runtime", runtime]);
-        if plan.engine == Engine::Podman && is_gvisor(runtime) {
-            // podman hands gVisor the container's network namespace; runsc is to use that
-            // namespace's stack (where eden's rules are), or none.
-            // With services, the namespace's own stack: its loopback is theirs too.
-            let own_stack = plan.network == Network::None && plan.services.is_empty();
-            let flag = if own_stack { "network=none" } else { "network=host" };
-            command = command.args(["--runtime-flag", flag]);
-            // The held keys' proxy is a unix socket in a folder mounted in, which gVisor
-            // connects to only when told (sockets mounted in, nothing else of this machine's).
-            if request.site.proxy.is_some() && !remote {
-                command = command.args(["--runtime-flag", "host-uds=open"]);
-            }
-        }
-    }
-    if plan.engine == Engine::Podman {
-        command = command.arg("--pull=never");
-        if uid != 0 {
-            command = command.arg("--userns=keep-id");
-        }
-    }
+    let command = command.args(&shape.args).args(["-w".as_ref(), request.site.worktree.as_os_str()]);
     let (mut command, workspace_volume) = mount_workspace(command, request, name)?;
-    let mut alternates = Vec::new();
-    // A remote engine sees none of this machine's files: what these mounts give, the channel
-    // carries instead (`Container::set_up`).
     if !remote {
-        for (n, store) in repository::object_stores(&request.site.common_dir).iter().enumerate() {
-            let inside = format!("{OBJECTS_INSIDE}/{n}");
-            command = command.args(["-v", &format!("{}:{inside}:ro", store.display())]);
-            alternates.push(inside);
-        }
-        command = command.args(["-v", &format!("{}:{EDEN_INSIDE}:ro", eden.display())]);
         for state in &request.site.agent_state {
             let path = state.folder.to_string_lossy();
             command = command.args(["-v", &format!("{path}:{path}")]);
@@ -203,12 +387,8 @@ fn run_command(
     if let Some(proxy) = request.site.proxy.as_ref().filter(|_| !remote) {
         command = command.args(["-v", &format!("{}:{}:ro", proxy.display(), crate::sandbox::PROXY_INSIDE)]);
     }
-    for mount in &plan.mounts {
-        let mode = if mount.read_only { ":ro" } else { "" };
-        command = command.args(["-v", &format!("{}:{}{mode}", mount.host.display(), mount.sandbox)]);
-    }
-    let command = limits(command, plan).args(&plan.run_args).arg(&plan.image).args(["tail", "-f", "/dev/null"]);
-    Ok(RunCommand { command, workspace_volume, alternates })
+    let command = command.arg(&plan.image).args(["tail", "-f", "/dev/null"]);
+    Ok(RunCommand { command, workspace_volume, alternates: shape.alternates })
 }
 
 /// The workspace volume at the worktree's path; with `expose_worktree` the host's files there
@@ -234,49 +414,37 @@ fn mount_workspace(
     Ok((command, GIT_DIR_INSIDE.to_owned()))
 }
 
-fn limits(mut command: ProcessBuilder, plan: &ContainerPlan) -> ProcessBuilder {
-    if let Some(cpus) = plan.cpus {
-        command = command.args(["--cpus", &cpus.to_string()]);
-    }
-    if let Some(memory) = plan.memory {
-        command = command.args(["--memory", &memory.to_string()]);
-    }
-    if let Some(pids) = plan.pids_limit {
-        command = command.args(["--pids-limit", &pids.to_string()]);
-    }
-    command
-}
-
 impl Container {
     /// After `docker run`: the container started and enforces its limits, its workspace is
     /// the run's user's, its keep-alive is known, its allowlist installed, its repository
     /// seeded. An error leaves the removal to the caller.
-    fn set_up(&mut self, request: &ContainerRequest<'_>, run: &RunCommand, output: &Output) -> Result<(), Error> {
-        let (plan, binary) = (request.plan, self.target.binary());
-        if !output.success() {
-            let gvisor = plan.runtime.as_deref().is_some_and(is_gvisor);
-            let hint = match (gvisor, plan.pids_limit) {
-                (true, Some(limit)) => format!(
-                    "under gVisor its own threads count toward `pids_limit` ({limit}): raise it (a few hundred), or remove it; the command was `{}`",
-                    run.command
-                ),
-                _ => format!("the command was `{}`", run.command),
-            };
-            return Err(Error::sandbox(format!("the {binary} container failed to start: {}", output.stderr.trim()))
-                .with_hint(hint));
-        }
-        // A limit the engine accepted but cannot enforce is reported as a warning: refuse the run.
-        if let Some(warning) =
-            output.stderr.lines().find(|l| l.contains("WARNING") && l.to_lowercase().contains("limit"))
-        {
-            return Err(Error::sandbox(format!("{binary} cannot enforce a limit: {}", warning.trim()))
-                .with_hint("remove the limit from `[sandbox]`, or run on a host whose kernel supports it"));
-        }
-        self.keep = self.prepare_workspace(&run.workspace_volume)?;
-        if self.remote {
-            let owner = format!("{}:{}", nix::unistd::getuid().as_raw(), nix::unistd::getgid().as_raw());
+    /// After the container is up (made or claimed): its workspace is the run's user's, its
+    /// keep-alive is known, what a run brings is carried in, its rules installed, its repository
+    /// seeded. An error leaves the removal to the caller.
+    fn set_up(&mut self, request: &ContainerRequest<'_>, alternates: &[String], workspace: &str) -> Result<(), Error> {
+        let plan = request.plan;
+        let clock = std::time::Instant::now();
+        self.keep = self.prepare_workspace(workspace)?;
+        self.time("workspace", clock);
+        // The state folders go in, and the steps' programs are looked for, while the
+        // repository is seeded: each is an exec of its own.
+        let (pushed, seeded) = std::thread::scope(|scope| {
+            let this = &*self;
+            let pushed = scope.spawn(move || {
+                let clock = std::time::Instant::now();
+                this.push_state().map(|()| (clock.elapsed(), std::time::Instant::now()))
+            });
+            scope.spawn(move || this.look_for(request.programs));
+            let clock = std::time::Instant::now();
+            let seeded = this.seed_and_rules(request, alternates);
+            (pushed.join(), (seeded, clock.elapsed(), std::time::Instant::now()))
+        });
+        let (took, ended) = pushed.map_err(|_| Error::internal("carrying the state folders in panicked"))??;
+        self.steps.push(("environment", took, ended));
+        let ((seeded, firewall), took, ended) = seeded;
+        self.steps.push(("seed", took, ended));
+        if self.carried() {
             let exec = |command, stdin| self.as_root(command, stdin);
-            carry::push_state(&self.states, &exec, Some(&owner), "container")?;
             if let Some(proxy) = &request.site.proxy {
                 carry::copy_eden_in(&self.eden_inside, &exec, "container")?;
                 let tunnel = carry::tunnel_proxy(proxy, &exec, "container")?;
@@ -285,35 +453,10 @@ impl Container {
                 self.tunnel = Some(tunnel);
             }
         }
-        // The network rules go in while the workspace is seeded (eden's own commands, which
-        // connect nowhere); both are done before any hook or agent command runs.
-        let policy = match plan.network {
-            Network::Allowlist => Some(crate::sandbox::firewall::Policy::Allow(plan.allow.clone())),
-            Network::Internet => Some(crate::sandbox::firewall::Policy::Internet),
-            _ => None,
-        };
-        let (engine, name) = (self.target.engine, self.name.clone());
-        // A remote engine's rules go in from a helper there, after the seeding (below).
-        let (local, remote) = match self.remote {
-            true => (None, policy),
-            false => (policy, None),
-        };
-        let rules =
-            local.map(|policy| std::thread::spawn(move || crate::sandbox::firewall::install(engine, &name, &policy)));
-        let seed = repository::SeedRequest {
-            host_worktree: &request.site.worktree,
-            branch: &request.site.branch,
-            scratch: &request.site.scratch,
-            alternates: &run.alternates,
-            separate_git_dir: plan.expose_worktree.then_some(GIT_DIR_INSIDE),
-        };
-        let seeded = repository::seed(self, &seed).map(|_| ());
-        if let Some(rules) = rules {
-            let installed = rules.join().map_err(|_| Error::internal("installing the network rules panicked"))?;
-            self.firewall = installed?;
-        }
+        self.firewall = firewall?;
         seeded?;
-        if let Some(policy) = remote {
+        let clock = std::time::Instant::now();
+        if let Some(policy) = policy(plan).filter(|_| self.remote) {
             let sandbox = crate::sandbox::remote_rules::RemoteSandbox {
                 target: &self.target,
                 name: &self.name,
@@ -325,8 +468,65 @@ impl Container {
             };
             let refresher = crate::sandbox::remote_rules::install(&sandbox, &policy)?;
             self.firewall = refresher;
+            self.time("rules", clock);
         }
         Ok(())
+    }
+
+    /// A remote engine's or a pool member's state folders, carried in.
+    fn push_state(&self) -> Result<(), Error> {
+        if !self.carried() {
+            return Ok(());
+        }
+        let owner = format!("{}:{}", nix::unistd::getuid().as_raw(), nix::unistd::getgid().as_raw());
+        let exec = |command, stdin| self.as_root(command, stdin);
+        carry::push_state(&self.states, &exec, Some(&owner), "container")
+    }
+
+    /// The steps' programs looked for in the image ahead of their first exec (what is found is
+    /// remembered; what is not is said when the program is run).
+    fn look_for(&self, programs: &[PathBuf]) {
+        let sandbox = format!("container `{}`", self.name);
+        let exec = |command, _| self.exec(command, &[]);
+        for program in programs {
+            let _ = carry::check_program(&self.found, &exec, program.as_os_str(), &sandbox);
+        }
+    }
+
+    /// The repository seeded, and on a local engine the network rules installed meanwhile
+    /// (eden's own commands, which connect nowhere): both done before any hook or agent
+    /// command runs. A remote engine's rules go in from a helper there, after (`set_up`).
+    fn seed_and_rules(
+        &self,
+        request: &ContainerRequest<'_>,
+        alternates: &[String],
+    ) -> (Result<(), Error>, Result<Option<crate::sandbox::firewall::Refresher>, Error>) {
+        let plan = request.plan;
+        let (engine, name) = (self.target.engine, self.name.clone());
+        let local = policy(plan).filter(|_| !self.remote);
+        let rules =
+            local.map(|policy| std::thread::spawn(move || crate::sandbox::firewall::install(engine, &name, &policy)));
+        let seed = repository::SeedRequest {
+            host_worktree: &request.site.worktree,
+            branch: &request.site.branch,
+            scratch: &request.site.scratch,
+            alternates,
+            separate_git_dir: plan.expose_worktree.then_some(GIT_DIR_INSIDE),
+        };
+        let seeded = repository::seed(self, &seed).map(|_| ());
+        let firewall = match rules {
+            Some(rules) => rules
+                .join()
+                .map_err(|_| Error::internal("installing the network rules panicked"))
+                .and_then(|installed| installed),
+            None => Ok(None),
+        };
+        (seeded, firewall)
+    }
+
+    /// A step of the start took from `since` until now.
+    fn time(&mut self, step: &'static str, since: std::time::Instant) {
+        self.steps.push((step, since.elapsed(), std::time::Instant::now()));
     }
 
     /// The workspace volume (made by the engine, owned by root) handed to the run's user, the

@@ -2,9 +2,10 @@
 //! by name; the wrapper that sweeps what a command left; the paths and privileges every
 //! container has.
 
+use crate::error::Error;
 use crate::process::ProcessBuilder;
 use crate::sandbox::carry;
-use crate::sandbox::engine::Target;
+use crate::sandbox::engine::{self, Target};
 use std::path::{Path, PathBuf};
 
 /// Where the host's object stores appear inside, read-only: `/opt/eden/objects/<n>`.
@@ -25,11 +26,12 @@ pub(super) fn wrapper(keep: &str, note_tip: Option<(&Path, &str)>) -> String {
     carry::run_and_sweep(r#""$0""#, keep, &note)
 }
 
-/// Run as root once the container is up: the workspace volume (made by the engine, owned by
-/// root) handed to the run's user, the pid folder made, and the init's one child (the
+/// Run as root once the container is up: the workspace (a volume the engine made, owned by
+/// root; for a pool member, made here) handed to the run's user, the pid folder made (which
+/// ends an idle pool member's wait), and the init's one child (the
 /// keep-alive; an exec's parent is outside the container) printed, so sweeps spare it.
 pub(super) const START_SCRIPT: &str = r#"set -e
-chown "$1" "$2" && mkdir -p "$3" && chown "$1" "$3"
+mkdir -p "$2" && chown "$1" "$2" && mkdir -p "$3" && chown "$1" "$3"
 for stat in /proc/[0-9]*/stat; do read -r pid comm state ppid rest < "$stat"; if [ "$ppid" = 1 ]; then echo "$pid"; fi; done"#;
 
 /// Every container runs without capabilities and cannot gain any (setuid programs, file
@@ -90,4 +92,23 @@ pub(super) fn exec_in(
         }
     }
     exec.arg(name).arg(command.program()).args(command.get_args())
+}
+
+/// Remove a container, running or not. Gone already is fine.
+pub(crate) fn remove(target: &Target, name: &str) -> Result<(), Error> {
+    let output = engine::run(target.command().args(["rm", "-f", name]).finishing())?;
+    if output.success() || output.stderr.to_lowercase().contains("no such container") {
+        return Ok(());
+    }
+    Err(Error::sandbox(format!("cannot remove container `{name}`: {}", output.stderr.trim())))
+}
+
+/// Remove a workspace volume. Gone already is fine.
+pub(crate) fn remove_volume(target: &Target, name: &str) -> Result<(), Error> {
+    let output = engine::run(target.command().args(["volume", "rm", "-f", name]).finishing())?;
+    let stderr = output.stderr.to_lowercase();
+    if output.success() || stderr.contains("no such volume") || stderr.contains("no volume with name") {
+        return Ok(());
+    }
+    Err(Error::sandbox(format!("cannot remove volume `{name}`: {}", output.stderr.trim())))
 }

@@ -2,7 +2,7 @@
 //! brought back, removal.
 
 use super::exec::{exec_in, run_user, wrapper, PIDS_INSIDE};
-use super::leftovers::{remove, remove_volume};
+use super::exec::{remove, remove_volume};
 use crate::error::Error;
 use crate::process::{ProcessBuilder, Stdin};
 use crate::sandbox::agent_state::PrivateState;
@@ -18,6 +18,9 @@ pub(crate) struct Container {
     pub(super) target: Target,
     /// The engine does not see this machine's files: everything crosses its channel.
     pub(super) remote: bool,
+    /// Claimed from a warm pool of this repository: its workspace is in the container's own
+    /// layer (no volume), and what a run brings is carried in as for a remote engine.
+    pub(super) pooled: Option<PathBuf>,
     /// What the record says of the engine's address.
     pub(super) recorded_host: Option<String>,
     pub(super) name: String,
@@ -51,6 +54,8 @@ pub(crate) struct Container {
     pub(super) exposed: bool,
     /// The containers of its `[[service]]`s made so far (`services`), removed before it.
     pub(super) services: Vec<String>,
+    /// How long each step of its start took (`SandboxHandle::timings`).
+    pub(super) steps: Vec<(&'static str, std::time::Duration, std::time::Instant)>,
     pub(super) removed: bool,
 }
 
@@ -97,6 +102,10 @@ impl SandboxHandle for Container {
             node: None,
             network_policy: None,
         })
+    }
+
+    fn timings(&self) -> Vec<(&'static str, std::time::Duration, std::time::Instant)> {
+        self.steps.clone()
     }
 
     fn state_env(&self) -> Vec<(&'static str, PathBuf)> {
@@ -150,7 +159,7 @@ impl SandboxHandle for Container {
     }
 
     fn bring_state_back(&self) -> Result<(), Error> {
-        if self.remote {
+        if self.carried() {
             carry::pull_state(
                 &self.states,
                 &|command, stdin| self.as_root(command, stdin),
@@ -198,6 +207,15 @@ impl SandboxHandle for Container {
         let alive = self.running().unwrap_or(false)
             || (engine::run(self.target.command().args(["start", &self.name])).is_ok_and(|out| out.success())
                 && self.running().unwrap_or(false));
+        if !alive && self.pooled.is_some() {
+            self.close_quietly()?;
+            return Err(Error::sandbox(format!(
+                "the {} container `{}` was gone at the end of the run, so its last work could not come back",
+                self.target.binary(),
+                self.name
+            ))
+            .with_hint("it was claimed from the warm pool, whose workspace is the container's own: something outside eden removed it (`docker rm`, a daemon restart)"));
+        }
         if !alive {
             // Removed under us: its volume still holds the work, and is kept.
             self.keep_volume = true;
@@ -231,6 +249,11 @@ impl Container {
             return err;
         }
         let (engine, name) = (self.target.binary(), &self.name);
+        if self.pooled.is_some() {
+            return err.with_hint(format!(
+                "the agent's work is kept in the stopped {engine} container `{name}` (`{engine} start {name} && {engine} exec -it {name} sh` to look; `eden clean --force` removes it); raise `sandbox.max_return` if its work is meant to be that big"
+            ));
+        }
         err.with_hint(format!(
             "the agent's work is kept in the {engine} volume `{name}` (`{engine} run --rm -it -v {name}:/w IMAGE sh` to look; `eden clean --force` removes it); raise `sandbox.max_return` if its work is meant to be that big"
         ))
@@ -239,9 +262,15 @@ impl Container {
     /// `ENGINE exec [flags] -u USER -w CWD -e NAME… NAME PROGRAM ARGS…` for `command`, as the
     /// run's user unless `flags` name one, its environment passed by name only (the values
     /// travel in the client's own environment).
-    fn exec(&self, command: ProcessBuilder, flags: &[&str]) -> ProcessBuilder {
+    pub(super) fn exec(&self, command: ProcessBuilder, flags: &[&str]) -> ProcessBuilder {
         let user = (!flags.contains(&"-u")).then(run_user);
         exec_in(&self.target, &self.name, user.as_deref(), command, flags, &self.exec_env)
+    }
+
+    /// What a run brings (state folders, the held keys' proxy) is carried in through the
+    /// channel, not mounted: a remote engine, or a pool member made before the run.
+    pub(super) fn carried(&self) -> bool {
+        self.remote || self.pooled.is_some()
     }
 
     fn running(&self) -> Result<bool, Error> {
@@ -265,9 +294,22 @@ impl Container {
         self.tunnel = None;
         let _ = crate::safe_fs::remove_tree(self.ledger.scratch());
         crate::sandbox::services::remove(&self.target, &self.services)?;
-        remove(&self.target, &self.name)?;
-        if !self.keep_volume {
-            remove_volume(&self.target, &self.name)?;
+        match &self.pooled {
+            // A pool member's workspace is its own layer: kept, the container stays (stopped).
+            Some(repo) if self.keep_volume => {
+                let _ = engine::run(self.target.command().args(["stop", "-t", "1", &self.name]).finishing());
+                super::pool::mark_kept(repo, &self.name);
+            }
+            Some(repo) => {
+                remove(&self.target, &self.name)?;
+                super::pool::forget_claim(repo, &self.name);
+            }
+            None => {
+                remove(&self.target, &self.name)?;
+                if !self.keep_volume {
+                    remove_volume(&self.target, &self.name)?;
+                }
+            }
         }
         // Removed: the guard has nothing left to do.
         self.guard = None;

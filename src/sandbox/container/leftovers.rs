@@ -1,6 +1,7 @@
 //! What eden finds of containers it did not remove itself: listing by label, salvage, removal.
 
-use super::exec::exec_in;
+use super::exec::{exec_in, remove, remove_volume};
+use super::pool::LABEL_POOL;
 use crate::error::Error;
 use crate::layout::{LABEL_BASE, LABEL_BRANCH, LABEL_PID, LABEL_REPO, LABEL_RUN, LABEL_USER, LABEL_WORKSPACE};
 use crate::manifest::plan::{Engine, EngineHost};
@@ -8,7 +9,7 @@ use crate::process::ProcessBuilder;
 use crate::record::SandboxEngine;
 use crate::sandbox::carry::first_line;
 use crate::sandbox::engine::{self, Target};
-use crate::sandbox::provider::{Check, Left, Leftover, Leftovers, Recorded, Removal, Scope, Verdict};
+use crate::sandbox::provider::{Left, Leftover, Leftovers, Recorded, Removal, Scope, Verdict};
 use crate::sandbox::repository::{self, Channel};
 use std::path::{Path, PathBuf};
 
@@ -19,12 +20,30 @@ pub(crate) struct Listed {
     /// Labels `eden.run` and `eden.pid` (0 when missing).
     pub(crate) run_id: String,
     pub(crate) pid: i32,
+    pub(crate) pooled: Pooled,
+}
+
+/// Whether a container is a warm pool's member, and which kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Pooled {
+    No,
+    /// Waiting for a claim (`running`: not yet at the end of its idle time).
+    Idle {
+        running: bool,
+    },
+    /// Claimed by a run (its claim read from the repository: the run's id and eden's pid);
+    /// `kept`: the run ended with work too big to come back, kept in it.
+    Claimed {
+        kept: bool,
+    },
 }
 
 impl Listed {
-    /// Is the eden process that started it still running?
+    /// Is the eden process that started it (or claimed it) still running? An idle pool
+    /// member is nobody's to prune.
     pub(crate) fn owner_alive(&self) -> bool {
-        self.pid > 0 && crate::process::ProcessStamp { pid: self.pid as u32, start: 0 }.is_alive()
+        matches!(self.pooled, Pooled::Idle { .. })
+            || self.pid > 0 && crate::process::ProcessStamp { pid: self.pid as u32, start: 0 }.is_alive()
     }
 }
 
@@ -47,7 +66,13 @@ fn filter(repo: Option<&Path>) -> String {
 /// eden's containers on `engine`: of the repository at `repo`, or of every repository.
 pub(crate) fn list(target: &Target, repo: Option<&Path>) -> Result<Vec<Listed>, Error> {
     let label = |name: &str| label_template(target.engine, name);
-    let format = format!("{{{{.Names}}}}\t{}\t{}", label(LABEL_RUN), label(LABEL_PID));
+    let format = format!(
+        "{{{{.Names}}}}\t{}\t{}\t{}\t{}\t{{{{.State}}}}",
+        label(LABEL_RUN),
+        label(LABEL_PID),
+        label(LABEL_POOL),
+        label(LABEL_REPO)
+    );
     let listing = engine::run(target.command().args(["ps", "-a", "--filter", &filter(repo), "--format", &format]))?;
     if !listing.success() {
         return Err(Error::sandbox(format!(
@@ -61,11 +86,22 @@ pub(crate) fn list(target: &Target, repo: Option<&Path>) -> Result<Vec<Listed>, 
         .stdout
         .lines()
         .filter_map(|line| {
-            let mut fields = line.split('\t');
-            let name = fields.next()?.trim().to_owned();
-            let run_id = fields.next().unwrap_or_default().to_owned();
-            let pid = fields.next().and_then(|pid| pid.trim().parse().ok()).unwrap_or(0);
-            (!name.is_empty()).then_some(Listed { name, run_id, pid })
+            let fields: Vec<&str> = line.split('\t').collect();
+            let [name, run_id, pid, pool, repo, state] = fields[..] else { return None };
+            let name = name.trim().to_owned();
+            let (mut run_id, mut pid) = (run_id.to_owned(), pid.trim().parse().unwrap_or(0));
+            let pooled = match (pool.is_empty(), name.starts_with(super::pool::IDLE_PREFIX)) {
+                (true, _) => Pooled::No,
+                (false, true) => Pooled::Idle { running: super::pool::is_running(state) },
+                (false, false) => {
+                    let claim = super::pool::read_claim(Path::new(repo), &name);
+                    if let Some(claim) = &claim {
+                        (run_id, pid) = (claim.run_id.clone(), claim.process.pid as i32);
+                    }
+                    Pooled::Claimed { kept: claim.is_some_and(|claim| claim.kept) }
+                }
+            };
+            (!name.is_empty()).then_some(Listed { name, run_id, pid, pooled })
         })
         .collect())
 }
@@ -95,25 +131,6 @@ pub(crate) fn list_volumes(target: &Target, repo: Option<&Path>) -> Result<Vec<(
         .collect())
 }
 
-/// Remove a container, running or not. Gone already is fine.
-pub(crate) fn remove(target: &Target, name: &str) -> Result<(), Error> {
-    let output = engine::run(target.command().args(["rm", "-f", name]).finishing())?;
-    if output.success() || output.stderr.to_lowercase().contains("no such container") {
-        return Ok(());
-    }
-    Err(Error::sandbox(format!("cannot remove container `{name}`: {}", output.stderr.trim())))
-}
-
-/// Remove a workspace volume. Gone already is fine.
-pub(crate) fn remove_volume(target: &Target, name: &str) -> Result<(), Error> {
-    let output = engine::run(target.command().args(["volume", "rm", "-f", name]).finishing())?;
-    let stderr = output.stderr.to_lowercase();
-    if output.success() || stderr.contains("no such volume") || stderr.contains("no volume with name") {
-        return Ok(());
-    }
-    Err(Error::sandbox(format!("cannot remove volume `{name}`: {}", output.stderr.trim())))
-}
-
 /// A container known only by its name and labels (its eden is gone), for salvage.
 struct Labelled {
     target: Target,
@@ -139,14 +156,28 @@ impl Channel for Labelled {
 /// `<run>.salvaged.patch`, in the repository its labels name (`repository::salvage`). Returns
 /// the paths saved.
 pub(crate) fn salvage_and_remove(target: &Target, name: &str) -> Result<Vec<PathBuf>, Error> {
-    let format = [LABEL_RUN, LABEL_REPO, LABEL_BRANCH, LABEL_WORKSPACE, LABEL_BASE, LABEL_USER]
+    let format = [LABEL_RUN, LABEL_REPO, LABEL_BRANCH, LABEL_WORKSPACE, LABEL_BASE, LABEL_USER, LABEL_POOL]
         .map(|key| format!("{{{{index .Config.Labels \"{key}\"}}}}"))
         .join("\t");
     let format = format!("{{{{.State.Running}}}}\t{format}");
     let inspected = engine::run(target.command().args(["inspect", "--format", &format, name]))?;
-    let fields: Vec<String> = inspected.stdout.trim_end().split('\t').map(str::to_owned).collect();
+    let mut fields: Vec<String> = inspected.stdout.trim_end().split('\t').map(str::to_owned).collect();
+    // A claimed pool member's labels were set before its run: whose it is, the claim says.
+    let claimed = match &fields[..] {
+        [_, run_id, repo, _, _, _, _, pool] if run_id.is_empty() && !pool.is_empty() => {
+            super::pool::read_claim(Path::new(repo), name).map(|claim| (repo.clone(), claim))
+        }
+        _ => None,
+    };
+    if let Some((_, claim)) = &claimed {
+        fields[1] = claim.run_id.clone();
+        fields[3] = claim.branch.clone();
+        fields[4] = claim.workspace.clone();
+        fields[5] = claim.base.clone();
+        fields[6] = claim.user.clone();
+    }
     let mut saved = Vec::new();
-    if let (true, [running, run_id, repo, branch, workspace, base, user]) = (inspected.success(), &fields[..]) {
+    if let (true, [running, run_id, repo, branch, workspace, base, user, _]) = (inspected.success(), &fields[..]) {
         if !run_id.is_empty() && !repo.is_empty() && !workspace.is_empty() {
             if running != "true" {
                 let _ = engine::run(target.command().args(["start", name]));
@@ -163,6 +194,9 @@ pub(crate) fn salvage_and_remove(target: &Target, name: &str) -> Result<Vec<Path
     }
     remove(target, name)?;
     remove_volume(target, name)?;
+    if let Some((repo, _)) = claimed {
+        super::pool::forget_claim(Path::new(&repo), name);
+    }
     Ok(saved)
 }
 
@@ -178,65 +212,46 @@ pub(crate) fn prune_abandoned(target: &Target, repo_root: &Path) -> Vec<(String,
         .collect()
 }
 
-/// docker and podman without a plan.
-pub(crate) struct Containers;
-
-pub(crate) static KIND: Containers = Containers;
-
-impl crate::sandbox::provider::Kind for Containers {
-    fn machine(&self, host: Option<&EngineHost>, _wanted: bool, named: &[String]) -> Vec<Check> {
-        super::doctor::machine(host, named)
-    }
-
-    /// Containers labelled by eden and their workspace volumes, on every engine that is
-    /// installed and every engine a record names.
-    fn leftovers(&self, scope: &Scope<'_>) -> Leftovers {
-        let mut found = Leftovers::default();
-        // Of this repository, or (`--all-repos`) of any.
-        let repo = match (scope.all_repos, scope.layout) {
-            (true, _) => None,
-            (false, Some(layout)) => Some(layout.root.as_path()),
-            (false, None) => return found,
-        };
-        let mut targets: Vec<Target> = [Engine::Docker, Engine::Podman].map(|engine| Target::new(engine, None)).into();
-        for recorded in scope.recorded {
-            if let Some(target) = recorded_target(recorded).filter(|target| !targets.contains(target)) {
-                targets.push(target);
-            }
+/// Containers labelled by eden and their workspace volumes, on every engine that is installed
+/// and every engine a record names (`eden clean`).
+pub(super) fn survey(scope: &Scope<'_>) -> Leftovers {
+    let mut found = Leftovers::default();
+    // Of this repository, or (`--all-repos`) of any.
+    let repo = match (scope.all_repos, scope.layout) {
+        (true, _) => None,
+        (false, Some(layout)) => Some(layout.root.as_path()),
+        (false, None) => return found,
+    };
+    let mut targets: Vec<Target> = [Engine::Docker, Engine::Podman].map(|engine| Target::new(engine, None)).into();
+    for recorded in scope.recorded {
+        if let Some(target) = recorded_target(recorded).filter(|target| !targets.contains(target)) {
+            targets.push(target);
         }
-        for target in targets.iter().filter(|target| which::which(target.binary()).is_ok()) {
-            if let Err(err) = on_engine(target, repo, scope, &mut found.found) {
-                found.warnings.push(err.message);
-            }
-        }
-        found
     }
+    for target in targets.iter().filter(|target| which::which(target.binary()).is_ok()) {
+        if let Err(err) = on_engine(target, repo, scope, &mut found.found) {
+            found.warnings.push(err.message);
+        }
+    }
+    found
+}
 
-    /// A container the run left (it was killed): what it holds saved under `.eden/patches`,
-    /// then removed, as `eden clean` does.
-    fn remove_of_run(&self, repo: &Path, sandbox: &Recorded) -> Result<Vec<String>, Error> {
-        let Some(engine) = SandboxEngine::named(&sandbox.engine).and_then(SandboxEngine::container_engine) else {
-            return Ok(Vec::new());
-        };
-        let target = Target::new(engine, sandbox.host.clone().map(EngineHost::Url));
-        if which::which(target.binary()).is_err() {
-            return Ok(Vec::new());
-        }
-        let mut removed = Vec::new();
-        for found in list(&target, Some(repo))?.into_iter().filter(|found| found.run_id == sandbox.run_id) {
-            salvage_and_remove(&target, &found.name)?;
-            removed.push(format!("container `{}`", found.name));
-        }
-        Ok(removed)
+/// A container the run left (it was killed): what it holds saved under `.eden/patches`, then
+/// removed, as `eden clean` does (`eden discard`).
+pub(super) fn remove_of_run(repo: &Path, sandbox: &Recorded) -> Result<Vec<String>, Error> {
+    let Some(engine) = SandboxEngine::named(&sandbox.engine).and_then(SandboxEngine::container_engine) else {
+        return Ok(Vec::new());
+    };
+    let target = Target::new(engine, sandbox.host.clone().map(EngineHost::Url));
+    if which::which(target.binary()).is_err() {
+        return Ok(Vec::new());
     }
-
-    /// `eden __eden-salvage ENGINE [HOST] NAME`.
-    fn salvage(&self, args: &[std::ffi::OsString]) -> Option<i32> {
-        let (name, target) = args.split_last()?;
-        let target = Target::from_args(target)?;
-        let Some(name) = name.to_str() else { return Some(2) };
-        Some(salvage_and_remove(&target, name).map_or(1, |_| 0))
+    let mut removed = Vec::new();
+    for found in list(&target, Some(repo))?.into_iter().filter(|found| found.run_id == sandbox.run_id) {
+        salvage_and_remove(&target, &found.name)?;
+        removed.push(format!("container `{}`", found.name));
     }
+    Ok(removed)
 }
 
 /// The engine a record names beyond the clients' defaults (`sandbox.host`, a remote engine).
@@ -251,6 +266,10 @@ fn on_engine(target: &Target, repo: Option<&Path>, scope: &Scope<'_>, found: &mu
     let before = found.len();
     for listed in list(target, repo)? {
         let name = format!("{} ({})", listed.name, target.describe());
+        if let Some(leftover) = pool_member(target, &listed, scope, &name) {
+            found.push(leftover);
+            continue;
+        }
         if scope.live.contains(&listed.run_id) || listed.owner_alive() {
             let reason = format!("its run is still going (pid {})", listed.pid);
             found.push(Leftover { what: Left::Sandbox, name, verdict: Verdict::Keep, reason, removal: None });
@@ -284,4 +303,35 @@ fn on_engine(target: &Target, repo: Option<&Path>, scope: &Scope<'_>, found: &mu
         found.push(Leftover { what: Left::Volume, name, verdict: Verdict::Unsafe, reason, removal: Some(removal) });
     }
     Ok(())
+}
+
+/// What `eden clean` does with a warm pool's member: an idle one stays until its idle time is
+/// up (`eden pool down` removes it); one claimed by a run that is over is salvaged like any
+/// run's container (`None`), but for one keeping work too big to come back, which only
+/// `--force` removes.
+fn pool_member(target: &Target, listed: &Listed, scope: &Scope<'_>, name: &str) -> Option<Leftover> {
+    let leftover = |verdict, reason: &str, removal| Leftover {
+        what: Left::Sandbox,
+        name: name.to_owned(),
+        verdict,
+        reason: reason.to_owned(),
+        removal,
+    };
+    let (target_for_removal, member) = (target.clone(), listed.name.clone());
+    let removal = Removal::new(move || salvage_and_remove(&target_for_removal, &member).map(drop));
+    match listed.pooled {
+        Pooled::No => None,
+        Pooled::Idle { running: true } => Some(leftover(
+            Verdict::Keep,
+            "an idle member of this repository's warm pool (`eden pool down` removes it)",
+            None,
+        )),
+        Pooled::Idle { running: false } => {
+            Some(leftover(Verdict::Remove, "a warm pool's member whose idle time is up", Some(removal)))
+        }
+        Pooled::Claimed { kept: true } if !(scope.live.contains(&listed.run_id) || listed.owner_alive()) => {
+            Some(leftover(Verdict::Unsafe, "a pool member keeping its run's work, too big to come back", Some(removal)))
+        }
+        Pooled::Claimed { .. } => None,
+    }
 }

@@ -26,8 +26,10 @@ mod doctor;
 mod exec;
 mod handle;
 mod leftovers;
+mod pool;
 mod preflight;
 mod provider;
 
-pub(crate) use leftovers::KIND;
+pub(crate) use pool::run_refill;
 pub(crate) use provider::Provider;
+pub(crate) use provider::KIND;

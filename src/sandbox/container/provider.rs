@@ -1,15 +1,17 @@
 //! `docker` and `podman`, on this machine or a remote engine, as a provider.
 
-use super::create::ContainerRequest;
+use super::create::{ContainerRequest, Origin};
 use super::exec::is_gvisor;
 use super::leftovers::prune_abandoned;
 use super::preflight::{preflight, preflight_on, Engaged};
 use crate::error::Error;
 use crate::manifest::plan::{ContainerPlan, EngineHost, Plan};
 use crate::manifest::schema::Network;
-use crate::sandbox::provider::{self, Announce, BuiltImage, Check, Start, Started};
+use crate::sandbox::engine::Target;
+use crate::sandbox::provider::{self, Announce, BuiltImage, Check, PoolRequest, PoolUp, Start, Started};
+use crate::sandbox::provider::{Leftovers, Recorded, Scope};
 use crate::sandbox::reach::{mounts, Reach, RELAY};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 pub(crate) struct Provider {
     plan: ContainerPlan,
@@ -86,18 +88,27 @@ impl provider::Provider for Provider {
             let saved = if saved.is_empty() { String::new() } else { format!("; what it held is saved as{saved}") };
             warnings.push(format!("removed container `{name}` left by an earlier run{saved}"));
         }
-        let request = ContainerRequest { plan: &self.plan, engaged, site: start.site };
-        let handle = super::create::start(&request)?;
+        let request = ContainerRequest { plan: &self.plan, engaged, site: start.site, programs: start.programs };
+        let (handle, origin) = super::create::start(&request)?;
         let name = handle.container().map(|container| container.name).unwrap_or_default();
         let host = engaged.target.host.as_ref().map(|host| host.as_str().to_owned());
         let on = host.as_ref().map(|host| format!(" on {host}")).unwrap_or_default();
-        let message = format!(
-            "{} container `{name}` started{on} from `{}`, with a repository of its own",
-            self.plan.engine.binary(),
-            self.plan.image
-        );
+        let (engine, image) = (self.plan.engine.binary(), &self.plan.image);
+        let mut notes = Vec::new();
+        let message = match origin {
+            Origin::Warm { member } => {
+                format!("{engine} container `{name}` claimed{on} from the warm pool (member `{member}`, `{image}`), with a repository of its own")
+            }
+            Origin::ColdBecause(why) => {
+                notes.push(format!("starting cold: {why}"));
+                format!("{engine} container `{name}` started{on} from `{image}`, with a repository of its own")
+            }
+            Origin::Cold => {
+                format!("{engine} container `{name}` started{on} from `{image}`, with a repository of its own")
+            }
+        };
         let announce = Announce { engine: self.plan.engine.into(), name, host, node: None, message };
-        Ok(Started { handle, warnings, announce: Some(announce) })
+        Ok(Started { handle, warnings, notes, announce: Some(announce) })
     }
 
     fn reach(&self) -> Reach {
@@ -154,7 +165,54 @@ impl provider::Provider for Provider {
         Ok(true)
     }
 
+    fn pool_up(&self, pool: &PoolRequest<'_>) -> Result<PoolUp, Error> {
+        let engaged = self.engaged.as_ref().ok_or_else(|| Error::internal("the container's engine was not checked"))?;
+        if self.plan.expose_worktree {
+            return Err(Error::usage("`sandbox.expose_worktree` cannot be pooled: it mounts each run's own worktree")
+                .with_hint("remove it from the manifest, or run without a pool"));
+        }
+        let eden =
+            std::env::current_exe().map_err(|err| Error::sandbox(format!("cannot find eden's executable: {err}")))?;
+        let shape = super::create::shape(&self.plan, engaged, &pool.layout.common_dir, &eden, false);
+        super::pool::up(&engaged.target, &self.plan.image, shape.args, &eden, pool)
+    }
+
     fn built_image(&self) -> Option<BuiltImage> {
         Some(BuiltImage { engine: self.plan.engine.binary(), hosts: self.hosts(), image: self.plan.image.clone() })
+    }
+}
+
+/// docker and podman without a plan.
+pub(crate) struct Containers;
+
+pub(crate) static KIND: Containers = Containers;
+
+impl crate::sandbox::provider::Kind for Containers {
+    fn machine(&self, host: Option<&EngineHost>, _wanted: bool, named: &[String]) -> Vec<Check> {
+        super::doctor::machine(host, named)
+    }
+
+    fn leftovers(&self, scope: &Scope<'_>) -> Leftovers {
+        super::leftovers::survey(scope)
+    }
+
+    fn remove_of_run(&self, repo: &Path, sandbox: &Recorded) -> Result<Vec<String>, Error> {
+        super::leftovers::remove_of_run(repo, sandbox)
+    }
+
+    fn pools(&self, layout: &crate::layout::Layout) -> Result<Vec<crate::sandbox::provider::PoolStatus>, Error> {
+        super::pool::status(layout)
+    }
+
+    fn pool_down(&self, layout: &crate::layout::Layout) -> Result<Vec<String>, Error> {
+        super::pool::down(layout)
+    }
+
+    /// `eden __eden-salvage ENGINE [HOST] NAME`.
+    fn salvage(&self, args: &[std::ffi::OsString]) -> Option<i32> {
+        let (name, target) = args.split_last()?;
+        let target = Target::from_args(target)?;
+        let Some(name) = name.to_str() else { return Some(2) };
+        Some(super::leftovers::salvage_and_remove(&target, name).map_or(1, |_| 0))
     }
 }

@@ -38,7 +38,7 @@ impl provider::Provider for Provider {
         );
         let announce =
             Announce { engine: record.engine, name: record.name, host: record.host, node: Some(node), message };
-        Ok(Started { handle, warnings: Vec::new(), announce: Some(announce) })
+        Ok(Started { handle, warnings: Vec::new(), notes: Vec::new(), announce: Some(announce) })
     }
 
     fn reach(&self) -> Reach {

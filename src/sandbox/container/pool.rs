@@ -1,0 +1,417 @@
+//! A warm pool: idle containers made ahead (`eden pool up`), each claimed by one run.
+//!
+//! A member is made exactly as a run's container would be (`create::shape`: engine and host,
+//! image, runtime, network, limits, mounts, the repository's object stores and eden's
+//! executable on a local engine) but with nothing of any run: no workspace, environment, key,
+//! state folder or proxy. What a claim could not change afterwards is hashed into the pool's
+//! key, so a run only ever claims a member made for its own settings; everything per run
+//! arrives after the claim, through the same channel a remote engine uses (`carry`).
+//!
+//! A claim is the engine's own atomic rename (`eden-pool-…` → `eden-<run>`): of two runs
+//! after the same member one gets it, the other tries the next. Before renaming, eden writes
+//! the claim (whose run, branch, workspace, base, pid) to `.eden/pool/claims/<name>.json`, where
+//! no sandbox writes: that is what a salvage and `eden clean` read for a claimed member, since
+//! its labels were set before any run. A renamed member never looks idle again, so one claimed
+//! by a dead eden is salvaged and removed (its guard, the next run's prune, `eden clean`),
+//! never reused.
+//!
+//! An idle member waits in `IDLE_SCRIPT` until a claim makes its pid folder or its idle time
+//! is up (then it exits, and `eden pool`/`eden clean` remove it). After a claim, a detached
+//! `eden __eden-pool-refill` tops the pool up again, one member at a time.
+
+use super::exec::remove;
+use super::exec::{run_user, PIDS_INSIDE};
+use crate::error::Error;
+use crate::layout::{Layout, LABEL_PID, LABEL_REPO, LABEL_RUN, LABEL_USER};
+use crate::process::ProcessBuilder;
+use crate::sandbox::carry::first_line;
+use crate::sandbox::engine::{self, Target};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The pool's key, on each member.
+pub(super) const LABEL_POOL: &str = "eden.pool";
+/// When an idle member ends (seconds since the epoch).
+const LABEL_UNTIL: &str = "eden.pool.until";
+/// An idle member's name starts so; a claimed one is renamed `eden-<run>`.
+pub(super) const IDLE_PREFIX: &str = "eden-pool-";
+/// A member this close to its end is not claimed (it could exit under the run: its wait
+/// looks at the clock every second).
+const MARGIN: u64 = 3;
+/// Between two members a refill makes.
+const PACE: Duration = Duration::from_millis(500);
+
+/// The idle member's keep-alive: waits for the claim (`PIDS_INSIDE`, made by the claim's first
+/// exec), then becomes the container's keep-alive (the same pid); exits at `$1` if unclaimed.
+const IDLE_SCRIPT: &str = r#"until [ -d "$2" ]; do [ "$(date +%s)" -lt "$1" ] || exit 0; sleep 1; done
+exec tail -f /dev/null"#;
+
+/// `.eden/pool/<key>.json`: a pool of this repository, as `eden pool up` made it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(super) struct PoolFile {
+    pub(super) key: String,
+    /// `ENGINE [HOST]` (`Target::to_args`).
+    pub(super) target: Vec<String>,
+    pub(super) image: String,
+    /// `create::shape`'s arguments.
+    pub(super) args: Vec<String>,
+    pub(super) size: u32,
+    pub(super) idle_seconds: u64,
+    /// A replacement is started behind each claim.
+    #[serde(default = "refills")]
+    pub(super) refill: bool,
+    /// The manifest it was made from, for `eden pool status`.
+    pub(super) manifest: Option<String>,
+}
+
+fn refills() -> bool {
+    true
+}
+
+/// Whose a claimed member is, written before the rename (`.eden/pool/claims/<name>.json`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(super) struct Claim {
+    pub(super) run_id: String,
+    pub(super) branch: String,
+    pub(super) workspace: String,
+    pub(super) base: String,
+    pub(super) user: String,
+    pub(super) process: crate::process::ProcessStamp,
+    /// The run ended with work too big to come back, kept in the member.
+    #[serde(default)]
+    pub(super) kept: bool,
+}
+
+/// The pool's key: the engine, the image, every argument a member is made with, and eden's
+/// executable (mounted into members on a local engine).
+pub(super) fn key(target: &Target, image: &str, args: &[String], eden: &Path) -> String {
+    let identity =
+        std::fs::metadata(eden).map(|meta| format!("{}:{:?}", meta.len(), meta.modified().ok())).unwrap_or_default();
+    let mut text = format!("{}\n{image}\n{identity}\n", target.to_args().join(" "));
+    for arg in args {
+        text.push_str(arg);
+        text.push('\n');
+    }
+    let digest = ring::digest::digest(&ring::digest::SHA256, text.as_bytes());
+    digest.as_ref()[..8].iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+pub(super) fn pool_dir(layout: &Layout) -> PathBuf {
+    layout.eden_dir().join("pool")
+}
+
+fn claim_path(layout: &Layout, name: &str) -> PathBuf {
+    pool_dir(layout).join("claims").join(format!("{name}.json"))
+}
+
+pub(super) fn read_pool(layout: &Layout, key: &str) -> Option<PoolFile> {
+    let text = std::fs::read_to_string(pool_dir(layout).join(format!("{key}.json"))).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// Every pool of this repository.
+pub(super) fn pools(layout: &Layout) -> Vec<PoolFile> {
+    let files = crate::safe_fs::files_in(&pool_dir(layout));
+    let files = files.iter().filter(|path| path.extension().is_some_and(|ext| ext == "json"));
+    files.filter_map(|path| serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()).collect()
+}
+
+pub(super) fn write_pool(layout: &Layout, pool: &PoolFile) -> Result<(), Error> {
+    let path = pool_dir(layout).join(format!("{}.json", pool.key));
+    let json = serde_json::to_value(pool).map_err(|err| Error::internal(err.to_string()))?;
+    fs_err::create_dir_all(pool_dir(layout)).map_err(|err| Error::sandbox(err.to_string()))?;
+    crate::record::save_json(&path, &json)
+        .map_err(|err| Error::sandbox(format!("cannot write `{}`: {err}", path.display())))
+}
+
+pub(super) fn read_claim(repo: &Path, name: &str) -> Option<Claim> {
+    let layout = Layout::new(repo, repo.join(".git"));
+    serde_json::from_str(&std::fs::read_to_string(claim_path(&layout, name)).ok()?).ok()
+}
+
+/// The run's work is kept in its claimed member (too big to come back): `eden clean` then
+/// removes it only with `--force`.
+pub(super) fn mark_kept(repo: &Path, name: &str) {
+    let layout = Layout::new(repo, repo.join(".git"));
+    let path = claim_path(&layout, name);
+    let Some(mut claim) = read_claim(repo, name) else { return };
+    claim.kept = true;
+    if let Ok(json) = serde_json::to_value(&claim) {
+        let _ = crate::record::save_json(&path, &json);
+    }
+}
+
+pub(super) fn forget_claim(repo: &Path, name: &str) {
+    let layout = Layout::new(repo, repo.join(".git"));
+    let _ = std::fs::remove_file(claim_path(&layout, name));
+}
+
+/// `ps`'s `{{.State}}`: docker says `running`, podman 4 `Up 2 minutes ago`.
+pub(super) fn is_running(state: &str) -> bool {
+    let state = state.trim();
+    state.eq_ignore_ascii_case("running") || state.starts_with("Up ")
+}
+
+fn now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |since| since.as_secs())
+}
+
+/// Make one idle member of `pool`.
+pub(super) fn make_member(pool: &PoolFile, target: &Target, repo: &Path) -> Result<String, Error> {
+    let name = format!("{IDLE_PREFIX}{}-{}", pool.key, crate::record::new_run_id());
+    let until = (now() + pool.idle_seconds).to_string();
+    let labels = [
+        // Empty: a member is no run's until claimed, but `eden clean --all-repos` finds it.
+        (LABEL_RUN, String::new()),
+        (LABEL_POOL, pool.key.clone()),
+        (LABEL_UNTIL, until.clone()),
+        (LABEL_REPO, repo.display().to_string()),
+        (LABEL_PID, "0".to_owned()),
+        (LABEL_USER, run_user()),
+    ];
+    let mut command = target.command().args(["run", "-d", "--init", "--name", &name]);
+    for (key, value) in &labels {
+        command = command.args(["--label", &format!("{key}={value}")]);
+    }
+    let command = command.args(&pool.args).args(["-w", "/"]).arg(&pool.image).args([
+        "sh",
+        "-c",
+        IDLE_SCRIPT,
+        "sh",
+        &until,
+        PIDS_INSIDE,
+    ]);
+    let made = engine::run(command.finishing())?;
+    if !made.success() {
+        let _ = remove(target, &name);
+        return Err(Error::sandbox(format!(
+            "{} cannot start a pool member from `{}`: {}",
+            target.describe(),
+            pool.image,
+            first_line(&made.stderr)
+        )));
+    }
+    Ok(name)
+}
+
+/// A pool member, as `ps` lists it.
+#[derive(Debug, Clone)]
+pub(crate) struct Member {
+    pub(crate) name: String,
+    pub(crate) key: String,
+    pub(crate) running: bool,
+    /// When an idle member ends.
+    pub(crate) until: u64,
+}
+
+impl Member {
+    pub(crate) fn idle(&self) -> bool {
+        self.name.starts_with(IDLE_PREFIX)
+    }
+
+    /// Idle, running, and not about to end.
+    fn claimable(&self) -> bool {
+        self.idle() && self.running && self.until > now() + MARGIN
+    }
+}
+
+/// The pool members of `repo` on `target`, idle and claimed (of every pool).
+pub(super) fn members(target: &Target, repo: &Path) -> Result<Vec<Member>, Error> {
+    let label = |name: &str| match target.engine {
+        crate::manifest::plan::Engine::Docker => format!("{{{{.Label \"{name}\"}}}}"),
+        crate::manifest::plan::Engine::Podman => format!("{{{{index .Labels \"{name}\"}}}}"),
+    };
+    let format = format!("{{{{.Names}}}}\t{{{{.State}}}}\t{}\t{}", label(LABEL_POOL), label(LABEL_UNTIL));
+    let filters =
+        ["--filter", &format!("label={LABEL_REPO}={}", repo.display()), "--filter", &format!("label={LABEL_POOL}")];
+    let listing = engine::run(target.command().args(["ps", "-a"]).args(filters).args(["--format", &format]))?;
+    if !listing.success() {
+        return Err(Error::sandbox(format!(
+            "`{} ps` cannot list the pool ({}): {}",
+            target.binary(),
+            target.describe(),
+            first_line(&listing.stderr)
+        )));
+    }
+    Ok(listing
+        .stdout
+        .lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split('\t').collect();
+            let [name, state, key, until] = fields[..] else { return None };
+            Some(Member {
+                name: name.trim().to_owned(),
+                key: key.to_owned(),
+                running: is_running(state),
+                until: until.trim().parse().unwrap_or(0),
+            })
+        })
+        .collect())
+}
+
+/// Claim an idle member of pool `key` for the run: the claim written, then the member renamed
+/// `name`. `None` when no member could be claimed (there is none, or others took them first).
+pub(super) fn claim(
+    target: &Target,
+    layout: &Layout,
+    key: &str,
+    name: &str,
+    claim: &Claim,
+) -> Result<Option<String>, Error> {
+    let mut idle: Vec<Member> =
+        members(target, &layout.root)?.into_iter().filter(|member| member.key == key && member.claimable()).collect();
+    // The newest first: the oldest end first, and a refill replaces what is taken.
+    idle.sort_by_key(|member| std::cmp::Reverse(member.until));
+    let path = claim_path(layout, name);
+    let json = serde_json::to_value(claim).map_err(|err| Error::internal(err.to_string()))?;
+    fs_err::create_dir_all(path.parent().unwrap_or(layout.eden_dir().as_path()))
+        .map_err(|err| Error::sandbox(err.to_string()))?;
+    crate::record::save_json(&path, &json).map_err(|err| Error::sandbox(err.to_string()))?;
+    for member in idle {
+        let renamed = engine::run(target.command().args(["rename", &member.name, name]).finishing())?;
+        if renamed.success() {
+            return Ok(Some(member.name));
+        }
+    }
+    let _ = std::fs::remove_file(&path);
+    Ok(None)
+}
+
+/// After a claim: a detached eden tops the pool up again (one refill at a time per pool),
+/// unless the pool was made not to refill.
+pub(super) fn refill_behind(layout: &Layout, key: &str) {
+    if read_pool(layout, key).is_some_and(|pool| !pool.refill) {
+        return;
+    }
+    let Ok(eden) = std::env::current_exe() else { return };
+    let refill = ProcessBuilder::new(eden).arg(crate::sandbox::POOL_REFILL_SUBCOMMAND).arg(&layout.root).arg(key);
+    let _ = refill.spawn_detached();
+}
+
+/// `eden __eden-pool-refill REPO KEY`: makes members until the pool has its size of claimable
+/// ones, paced, under the pool's lock. Returns the exit code.
+pub(crate) fn run_refill(args: &[std::ffi::OsString]) -> i32 {
+    let [repo, key] = args else { return 2 };
+    let Some(key) = key.to_str().filter(|key| key.chars().all(|c| c.is_ascii_hexdigit())) else { return 2 };
+    let repo = Path::new(repo);
+    let layout = Layout::new(repo, repo.join(".git"));
+    let Ok(lock) = std::fs::File::create(pool_dir(&layout).join(format!("{key}.lock"))) else { return 1 };
+    if nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusiveNonblock).is_err() {
+        return 0; // another refill is at it
+    }
+    match top_up(&layout, key, PACE) {
+        Ok(_) => 0,
+        Err(_) => 1,
+    }
+}
+
+/// Members made until pool `key` has its size of claimable ones; returns their names.
+pub(super) fn top_up(layout: &Layout, key: &str, pace: Duration) -> Result<Vec<String>, Error> {
+    let mut made = Vec::new();
+    loop {
+        // Read each time: `eden pool down` removes it, and the refill stops.
+        let Some(pool) = read_pool(layout, key) else { return Ok(made) };
+        let target = target_of(&pool)?;
+        let members = members(&target, &layout.root)?;
+        let waiting = members.iter().filter(|member| member.key == pool.key && member.idle() && member.running).count();
+        // At most a pool's size at a time, whatever the engine says meanwhile.
+        if waiting >= pool.size as usize || made.len() >= pool.size as usize {
+            return Ok(made);
+        }
+        made.push(make_member(&pool, &target, &layout.root)?);
+        std::thread::sleep(pace);
+    }
+}
+
+/// `eden pool up` on `target` for members made with `args` (`create::shape`'s) from `image`.
+pub(super) fn up(
+    target: &Target,
+    image: &str,
+    args: Vec<String>,
+    eden: &Path,
+    request: &crate::sandbox::provider::PoolRequest<'_>,
+) -> Result<crate::sandbox::provider::PoolUp, Error> {
+    let layout = request.layout;
+    let key = key(target, image, &args, eden);
+    let pool = PoolFile {
+        key: key.clone(),
+        target: target.to_args(),
+        image: image.to_owned(),
+        args,
+        size: request.size,
+        idle_seconds: request.idle.as_secs().max(1),
+        refill: request.refill,
+        manifest: request.manifest.clone(),
+    };
+    write_pool(layout, &pool)?;
+    remove_ended(target, &layout.root, Some(&key))?;
+    let made = top_up(layout, &key, Duration::ZERO)?;
+    let idle = members(target, &layout.root)?.iter().filter(|member| member.key == key && member.claimable()).count();
+    Ok(crate::sandbox::provider::PoolUp { pool: key, engine: target.describe(), image: image.to_owned(), made, idle })
+}
+
+/// Idle members whose idle time is up (they exited), removed.
+fn remove_ended(target: &Target, repo: &Path, key: Option<&str>) -> Result<Vec<String>, Error> {
+    let mut removed = Vec::new();
+    for member in members(target, repo)? {
+        if member.idle() && !member.running && key.is_none_or(|key| member.key == key) {
+            remove(target, &member.name)?;
+            removed.push(member.name);
+        }
+    }
+    Ok(removed)
+}
+
+fn target_of(pool: &PoolFile) -> Result<Target, Error> {
+    let args: Vec<std::ffi::OsString> = pool.target.iter().map(Into::into).collect();
+    Target::from_args(&args)
+        .ok_or_else(|| Error::internal(format!("pool `{}` names an engine eden cannot read", pool.key)))
+}
+
+/// `eden pool status`: each pool of the repository and its members.
+pub(super) fn status(layout: &Layout) -> Result<Vec<crate::sandbox::provider::PoolStatus>, Error> {
+    let mut found = Vec::new();
+    for pool in pools(layout) {
+        let target = target_of(&pool)?;
+        let members = members(&target, &layout.root)?;
+        let members = members.into_iter().filter(|member| member.key == pool.key).map(|member| {
+            let (state, run) = match (member.idle(), member.running) {
+                (true, true) => ("idle", None),
+                (true, false) => ("ended", None),
+                (false, _) => ("claimed", read_claim(&layout.root, &member.name).map(|claim| claim.run_id)),
+            };
+            let until = member
+                .idle()
+                .then(|| humantime::format_rfc3339(UNIX_EPOCH + Duration::from_secs(member.until)).to_string());
+            crate::sandbox::provider::PoolMember { name: member.name, state, run, idle_until: until }
+        });
+        found.push(crate::sandbox::provider::PoolStatus {
+            pool: pool.key.clone(),
+            engine: target.describe(),
+            image: pool.image.clone(),
+            size: pool.size,
+            manifest: pool.manifest.clone(),
+            members: members.collect(),
+        });
+    }
+    Ok(found)
+}
+
+/// `eden pool down`: every idle member of the repository's pools removed, then the pools
+/// forgotten (a claimed member is its run's, and goes with it).
+pub(super) fn down(layout: &Layout) -> Result<Vec<String>, Error> {
+    let mut removed = Vec::new();
+    for pool in pools(layout) {
+        let target = target_of(&pool)?;
+        // The pool first: a refill that is running stops making members.
+        let _ = std::fs::remove_file(pool_dir(layout).join(format!("{}.json", pool.key)));
+        for member in members(&target, &layout.root)? {
+            if member.idle() && member.key == pool.key {
+                remove(&target, &member.name)?;
+                removed.push(format!("{} ({})", member.name, target.describe()));
+            }
+        }
+    }
+    Ok(removed)
+}
