@@ -38,6 +38,7 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script for bash, zsh, fish, elvish or powershell')
             [CompletionResult]::new('sessions', 'sessions', [CompletionResultType]::ParameterValue, 'The run history: list runs, replay one, total tokens and cost, remove runs')
             [CompletionResult]::new('pr', 'pr', [CompletionResultType]::ParameterValue, 'Open (or update) a run''s pull request, or follow it again (`eden pr follow RUN`)')
+            [CompletionResult]::new('pool', 'pool', [CompletionResultType]::ParameterValue, 'Keep idle sandboxes warm for a manifest, so a run claims one instead of starting cold')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -69,6 +70,7 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             [CompletionResult]::new('--json-events', '--json-events', [CompletionResultType]::ParameterName, 'Print every event as a JSON line on stdout as it happens; the last, `run_finished`, carries the run record')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress output (errors are still printed)')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'No progress output (errors are still printed)')
+            [CompletionResult]::new('--timings', '--timings', [CompletionResultType]::ParameterName, 'Say how long each step to the agent''s first byte took: worktree, the sandbox''s claim or start, its environment and seed, the first exec, the first byte (the record keeps them either way)')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
@@ -102,6 +104,7 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             [CompletionResult]::new('--json-events', '--json-events', [CompletionResultType]::ParameterName, 'Print every event as a JSON line on stdout as it happens; the last, `run_finished`, carries the run record')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress output (errors are still printed)')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'No progress output (errors are still printed)')
+            [CompletionResult]::new('--timings', '--timings', [CompletionResultType]::ParameterName, 'Say how long each step to the agent''s first byte took: worktree, the sandbox''s claim or start, its environment and seed, the first exec, the first byte (the record keeps them either way)')
             [CompletionResult]::new('--no-tty', '--no-tty', [CompletionResultType]::ParameterName, 'Without a terminal: the agent reads eden''s stdin and writes its stdout as they are')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
@@ -362,6 +365,59 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
         'eden;pr;help;help' {
             break
         }
+        'eden;pool' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('up', 'up', [CompletionResultType]::ParameterValue, 'Start idle, generic sandboxes for a manifest''s sandbox settings (docker and podman)')
+            [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'The repository''s warm pools and their members (idle, ended, claimed by a run)')
+            [CompletionResult]::new('down', 'down', [CompletionResultType]::ParameterValue, 'Remove every idle member of the repository''s warm pools, and the pools')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'eden;pool;up' {
+            [CompletionResult]::new('--size', '--size', [CompletionResultType]::ParameterName, 'How many idle members to keep')
+            [CompletionResult]::new('--idle', '--idle', [CompletionResultType]::ParameterName, 'How long an unclaimed member waits before it ends (e.g. `30m`, `2h`)')
+            [CompletionResult]::new('--set', '--set', [CompletionResultType]::ParameterName, 'Override any manifest key, as `eden run --set` does (repeatable)')
+            [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'The repository (default: the current directory''s)')
+            [CompletionResult]::new('--no-refill', '--no-refill', [CompletionResultType]::ParameterName, 'Do not start a replacement behind each claim: the pool empties as runs claim it')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'What was done as JSON on stdout')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'eden;pool;status' {
+            [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'The repository (default: the current directory''s)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'As JSON on stdout')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'eden;pool;down' {
+            [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'The repository (default: the current directory''s)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'As JSON on stdout')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'eden;pool;help' {
+            [CompletionResult]::new('up', 'up', [CompletionResultType]::ParameterValue, 'Start idle, generic sandboxes for a manifest''s sandbox settings (docker and podman)')
+            [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'The repository''s warm pools and their members (idle, ended, claimed by a run)')
+            [CompletionResult]::new('down', 'down', [CompletionResultType]::ParameterValue, 'Remove every idle member of the repository''s warm pools, and the pools')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'eden;pool;help;up' {
+            break
+        }
+        'eden;pool;help;status' {
+            break
+        }
+        'eden;pool;help;down' {
+            break
+        }
+        'eden;pool;help;help' {
+            break
+        }
         'eden;help' {
             [CompletionResult]::new('run', 'run', [CompletionResultType]::ParameterValue, 'Run an agent as a manifest (or flags) describes: worktree, iterations, merge back')
             [CompletionResult]::new('interactive', 'interactive', [CompletionResultType]::ParameterValue, 'The agent''s own terminal UI, in a fresh worktree and sandbox, hooks and all')
@@ -376,6 +432,7 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script for bash, zsh, fish, elvish or powershell')
             [CompletionResult]::new('sessions', 'sessions', [CompletionResultType]::ParameterValue, 'The run history: list runs, replay one, total tokens and cost, remove runs')
             [CompletionResult]::new('pr', 'pr', [CompletionResultType]::ParameterValue, 'Open (or update) a run''s pull request, or follow it again (`eden pr follow RUN`)')
+            [CompletionResult]::new('pool', 'pool', [CompletionResultType]::ParameterValue, 'Keep idle sandboxes warm for a manifest, so a run claims one instead of starting cold')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -456,6 +513,21 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             break
         }
         'eden;help;pr;follow' {
+            break
+        }
+        'eden;help;pool' {
+            [CompletionResult]::new('up', 'up', [CompletionResultType]::ParameterValue, 'Start idle, generic sandboxes for a manifest''s sandbox settings (docker and podman)')
+            [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'The repository''s warm pools and their members (idle, ended, claimed by a run)')
+            [CompletionResult]::new('down', 'down', [CompletionResultType]::ParameterValue, 'Remove every idle member of the repository''s warm pools, and the pools')
+            break
+        }
+        'eden;help;pool;up' {
+            break
+        }
+        'eden;help;pool;status' {
+            break
+        }
+        'eden;help;pool;down' {
             break
         }
         'eden;help;help' {

@@ -46,6 +46,9 @@ _eden() {
             eden,merge)
                 cmd="eden__subcmd__merge"
                 ;;
+            eden,pool)
+                cmd="eden__subcmd__pool"
+                ;;
             eden,pr)
                 cmd="eden__subcmd__pr"
                 ;;
@@ -88,6 +91,9 @@ _eden() {
             eden__subcmd__help,merge)
                 cmd="eden__subcmd__help__subcmd__merge"
                 ;;
+            eden__subcmd__help,pool)
+                cmd="eden__subcmd__help__subcmd__pool"
+                ;;
             eden__subcmd__help,pr)
                 cmd="eden__subcmd__help__subcmd__pr"
                 ;;
@@ -108,6 +114,15 @@ _eden() {
                 ;;
             eden__subcmd__help__subcmd__image,remove)
                 cmd="eden__subcmd__help__subcmd__image__subcmd__remove"
+                ;;
+            eden__subcmd__help__subcmd__pool,down)
+                cmd="eden__subcmd__help__subcmd__pool__subcmd__down"
+                ;;
+            eden__subcmd__help__subcmd__pool,status)
+                cmd="eden__subcmd__help__subcmd__pool__subcmd__status"
+                ;;
+            eden__subcmd__help__subcmd__pool,up)
+                cmd="eden__subcmd__help__subcmd__pool__subcmd__up"
                 ;;
             eden__subcmd__help__subcmd__pr,follow)
                 cmd="eden__subcmd__help__subcmd__pr__subcmd__follow"
@@ -153,6 +168,30 @@ _eden() {
                 ;;
             eden__subcmd__image__subcmd__help,remove)
                 cmd="eden__subcmd__image__subcmd__help__subcmd__remove"
+                ;;
+            eden__subcmd__pool,down)
+                cmd="eden__subcmd__pool__subcmd__down"
+                ;;
+            eden__subcmd__pool,help)
+                cmd="eden__subcmd__pool__subcmd__help"
+                ;;
+            eden__subcmd__pool,status)
+                cmd="eden__subcmd__pool__subcmd__status"
+                ;;
+            eden__subcmd__pool,up)
+                cmd="eden__subcmd__pool__subcmd__up"
+                ;;
+            eden__subcmd__pool__subcmd__help,down)
+                cmd="eden__subcmd__pool__subcmd__help__subcmd__down"
+                ;;
+            eden__subcmd__pool__subcmd__help,help)
+                cmd="eden__subcmd__pool__subcmd__help__subcmd__help"
+                ;;
+            eden__subcmd__pool__subcmd__help,status)
+                cmd="eden__subcmd__pool__subcmd__help__subcmd__status"
+                ;;
+            eden__subcmd__pool__subcmd__help,up)
+                cmd="eden__subcmd__pool__subcmd__help__subcmd__up"
                 ;;
             eden__subcmd__pr,follow)
                 cmd="eden__subcmd__pr__subcmd__follow"
@@ -215,7 +254,7 @@ _eden() {
 
     case "${cmd}" in
         eden)
-            opts="-h -V --help --version run interactive init image clean diff merge discard steer doctor completions sessions pr help"
+            opts="-h -V --help --version run interactive init image clean diff merge discard steer doctor completions sessions pr pool help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -338,7 +377,7 @@ _eden() {
             return 0
             ;;
         eden__subcmd__help)
-            opts="run interactive init image clean diff merge discard steer doctor completions sessions pr help"
+            opts="run interactive init image clean diff merge discard steer doctor completions sessions pr pool help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -522,6 +561,62 @@ _eden() {
         eden__subcmd__help__subcmd__merge)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        eden__subcmd__help__subcmd__pool)
+            opts="up status down"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        eden__subcmd__help__subcmd__pool__subcmd__down)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        eden__subcmd__help__subcmd__pool__subcmd__status)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        eden__subcmd__help__subcmd__pool__subcmd__up)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -935,7 +1030,7 @@ _eden() {
             return 0
             ;;
         eden__subcmd__interactive)
-            opts="-j -q -h --jobs --jobs-per-host --fail-fast --attempts --from --matrix --set --arg --agent --binary --model --prompt --prompt-file --name --max-iterations --sandbox --host --strategy --branch --base --repo --dry-run --json --json-events --quiet --no-tty --resume --help"
+            opts="-j -q -h --jobs --jobs-per-host --fail-fast --attempts --from --matrix --set --arg --agent --binary --model --prompt --prompt-file --name --max-iterations --sandbox --host --strategy --branch --base --repo --dry-run --json --json-events --quiet --timings --no-tty --resume --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1107,6 +1202,171 @@ _eden() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        eden__subcmd__pool)
+            opts="-h --help up status down help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        eden__subcmd__pool__subcmd__down)
+            opts="-h --json --repo --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --repo)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
+                    fi
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        eden__subcmd__pool__subcmd__help)
+            opts="up status down help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        eden__subcmd__pool__subcmd__help__subcmd__down)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        eden__subcmd__pool__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        eden__subcmd__pool__subcmd__help__subcmd__status)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        eden__subcmd__pool__subcmd__help__subcmd__up)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        eden__subcmd__pool__subcmd__status)
+            opts="-h --json --repo --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --repo)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
+                    fi
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        eden__subcmd__pool__subcmd__up)
+            opts="-h --size --idle --no-refill --set --json --repo --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --idle)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --set)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --repo)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
+                    fi
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         eden__subcmd__pr)
             opts="-q -h --manifest --repo --json --quiet --help follow help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -1222,7 +1482,7 @@ _eden() {
             return 0
             ;;
         eden__subcmd__run)
-            opts="-j -q -h --jobs --jobs-per-host --fail-fast --attempts --from --matrix --set --arg --agent --binary --model --prompt --prompt-file --name --max-iterations --sandbox --host --strategy --branch --base --repo --dry-run --json --json-events --quiet --help"
+            opts="-j -q -h --jobs --jobs-per-host --fail-fast --attempts --from --matrix --set --arg --agent --binary --model --prompt --prompt-file --name --max-iterations --sandbox --host --strategy --branch --base --repo --dry-run --json --json-events --quiet --timings --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

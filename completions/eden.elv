@@ -35,6 +35,7 @@ set edit:completion:arg-completer[eden] = {|@words|
             cand completions 'Print a shell completion script for bash, zsh, fish, elvish or powershell'
             cand sessions 'The run history: list runs, replay one, total tokens and cost, remove runs'
             cand pr 'Open (or update) a run''s pull request, or follow it again (`eden pr follow RUN`)'
+            cand pool 'Keep idle sandboxes warm for a manifest, so a run claims one instead of starting cold'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'eden;run'= {
@@ -65,6 +66,7 @@ set edit:completion:arg-completer[eden] = {|@words|
             cand --json-events 'Print every event as a JSON line on stdout as it happens; the last, `run_finished`, carries the run record'
             cand -q 'No progress output (errors are still printed)'
             cand --quiet 'No progress output (errors are still printed)'
+            cand --timings 'Say how long each step to the agent''s first byte took: worktree, the sandbox''s claim or start, its environment and seed, the first exec, the first byte (the record keeps them either way)'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }
@@ -97,6 +99,7 @@ set edit:completion:arg-completer[eden] = {|@words|
             cand --json-events 'Print every event as a JSON line on stdout as it happens; the last, `run_finished`, carries the run record'
             cand -q 'No progress output (errors are still printed)'
             cand --quiet 'No progress output (errors are still printed)'
+            cand --timings 'Say how long each step to the agent''s first byte took: worktree, the sandbox''s claim or start, its environment and seed, the first exec, the first byte (the record keeps them either way)'
             cand --no-tty 'Without a terminal: the agent reads eden''s stdin and writes its stdout as they are'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
@@ -319,6 +322,50 @@ set edit:completion:arg-completer[eden] = {|@words|
         }
         &'eden;pr;help;help'= {
         }
+        &'eden;pool'= {
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand up 'Start idle, generic sandboxes for a manifest''s sandbox settings (docker and podman)'
+            cand status 'The repository''s warm pools and their members (idle, ended, claimed by a run)'
+            cand down 'Remove every idle member of the repository''s warm pools, and the pools'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'eden;pool;up'= {
+            cand --size 'How many idle members to keep'
+            cand --idle 'How long an unclaimed member waits before it ends (e.g. `30m`, `2h`)'
+            cand --set 'Override any manifest key, as `eden run --set` does (repeatable)'
+            cand --repo 'The repository (default: the current directory''s)'
+            cand --no-refill 'Do not start a replacement behind each claim: the pool empties as runs claim it'
+            cand --json 'What was done as JSON on stdout'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'eden;pool;status'= {
+            cand --repo 'The repository (default: the current directory''s)'
+            cand --json 'As JSON on stdout'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'eden;pool;down'= {
+            cand --repo 'The repository (default: the current directory''s)'
+            cand --json 'As JSON on stdout'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'eden;pool;help'= {
+            cand up 'Start idle, generic sandboxes for a manifest''s sandbox settings (docker and podman)'
+            cand status 'The repository''s warm pools and their members (idle, ended, claimed by a run)'
+            cand down 'Remove every idle member of the repository''s warm pools, and the pools'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'eden;pool;help;up'= {
+        }
+        &'eden;pool;help;status'= {
+        }
+        &'eden;pool;help;down'= {
+        }
+        &'eden;pool;help;help'= {
+        }
         &'eden;help'= {
             cand run 'Run an agent as a manifest (or flags) describes: worktree, iterations, merge back'
             cand interactive 'The agent''s own terminal UI, in a fresh worktree and sandbox, hooks and all'
@@ -333,6 +380,7 @@ set edit:completion:arg-completer[eden] = {|@words|
             cand completions 'Print a shell completion script for bash, zsh, fish, elvish or powershell'
             cand sessions 'The run history: list runs, replay one, total tokens and cost, remove runs'
             cand pr 'Open (or update) a run''s pull request, or follow it again (`eden pr follow RUN`)'
+            cand pool 'Keep idle sandboxes warm for a manifest, so a run claims one instead of starting cold'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'eden;help;run'= {
@@ -390,6 +438,17 @@ set edit:completion:arg-completer[eden] = {|@words|
             cand follow 'Follow a run''s pull request again until it is green'
         }
         &'eden;help;pr;follow'= {
+        }
+        &'eden;help;pool'= {
+            cand up 'Start idle, generic sandboxes for a manifest''s sandbox settings (docker and podman)'
+            cand status 'The repository''s warm pools and their members (idle, ended, claimed by a run)'
+            cand down 'Remove every idle member of the repository''s warm pools, and the pools'
+        }
+        &'eden;help;pool;up'= {
+        }
+        &'eden;help;pool;status'= {
+        }
+        &'eden;help;pool;down'= {
         }
         &'eden;help;help'= {
         }

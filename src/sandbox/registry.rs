@@ -43,3 +43,90 @@ pub(crate) fn run_salvage(args: &[std::ffi::OsString]) -> i32 {
 pub(crate) fn run_pool_refill(args: &[std::ffi::OsString]) -> i32 {
     container::run_refill(args)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::plan::tests::plan_from_text;
+    use std::path::{Path, PathBuf};
+
+    fn provider_of(sandbox: &str) -> Box<dyn Provider> {
+        provider(
+            &plan_from_text(&format!("prompt = \"go\"\n[agent]\nkind = \"simulated\"\n[sandbox]\n{sandbox}\n")).sandbox,
+        )
+    }
+
+    #[test]
+    fn every_kind_answers_to_its_names_once() {
+        let names: Vec<SandboxKind> = KINDS.iter().flat_map(|row| row.names.iter().copied()).collect();
+        for name in SandboxKind::NAMES {
+            let kind = SandboxKind::from_name(name).unwrap();
+            assert_eq!(names.iter().filter(|known| **known == kind).count(), 1, "{name}");
+        }
+    }
+
+    #[test]
+    fn none_is_no_boundary() {
+        let none = provider_of("kind = \"none\"");
+        assert!(!none.sandboxed());
+        assert!(none.agents_on_this_machine());
+        assert_eq!(none.proxy_inside(Path::new("/run/x")), PathBuf::from("/run/x"));
+        assert!(!none.interactive().unwrap());
+        assert!(none.built_image().is_none());
+        assert_eq!(none.reach().privileges, "yours");
+    }
+
+    #[test]
+    fn isolated_works_in_its_copy_and_has_no_terminal() {
+        let isolated = provider_of("kind = \"isolated\"");
+        assert!(isolated.sandboxed());
+        assert_eq!(isolated.agent_cwd("RUN", Path::new("/w")), crate::layout::isolated_copy("RUN").copy);
+        assert_eq!(isolated.proxy_inside(Path::new("/run/x")), PathBuf::from(crate::sandbox::PROXY_INSIDE));
+        assert!(isolated.interactive().unwrap_err().message.contains("isolated"));
+        assert!(isolated.reach().connects.starts_with("nothing but its own loopback"));
+    }
+
+    #[test]
+    fn a_container_runs_its_image_and_keeps_the_repository_out() {
+        let container = provider_of(
+            "kind = \"docker\"\nimage = \"img:1\"\nmounts = [{ host = \"/usr/sbin\", sandbox = \"/data\" }]",
+        );
+        assert!(!container.agents_on_this_machine());
+        assert!(container.interactive().unwrap());
+        let built = container.built_image().unwrap();
+        assert_eq!((built.engine, built.image.as_str()), ("docker", "img:1"));
+        assert!(container.reach().reads.iter().any(|read| read.contains("/usr/sbin at /data")));
+        // A mount holding the repository (or inside its `.git`) is refused; another is not.
+        let repository =
+            [PathBuf::from("/usr/sbin/repo"), PathBuf::from("/usr/sbin/repo/.git"), PathBuf::from("/usr/sbin/repo")];
+        assert!(container.refuse_repository_mounts(&repository).is_err());
+        let elsewhere = [PathBuf::from("/home/r"), PathBuf::from("/home/r/.git"), PathBuf::from("/home/r")];
+        assert!(container.refuse_repository_mounts(&elsewhere).is_ok());
+        // Without a preflight there is no engine to start on: an error, never a guess.
+        let pool = crate::sandbox::provider::PoolRequest {
+            layout: &crate::layout::Layout::new("/r", "/r/.git"),
+            size: 1,
+            idle: std::time::Duration::from_secs(60),
+            refill: true,
+            manifest: None,
+        };
+        assert!(container.pool_up(&pool).is_err());
+    }
+
+    #[test]
+    fn a_pod_has_no_pool_and_asks_the_agent_as_usual() {
+        let pod = provider_of("kind = \"kubernetes\"\nimage = \"img:1\"");
+        assert!(!pod.agents_on_this_machine());
+        assert!(!pod.interactive().unwrap());
+        assert!(pod.built_image().is_none());
+        assert!(pod.reach().privileges.contains("never root"));
+        let pool = crate::sandbox::provider::PoolRequest {
+            layout: &crate::layout::Layout::new("/r", "/r/.git"),
+            size: 1,
+            idle: std::time::Duration::from_secs(60),
+            refill: true,
+            manifest: None,
+        };
+        assert_eq!(pod.pool_up(&pool).unwrap_err().kind, crate::error::ErrorKind::Usage);
+    }
+}

@@ -415,3 +415,41 @@ pub(super) fn down(layout: &Layout) -> Result<Vec<String>, Error> {
     }
     Ok(removed)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_key_changes_with_anything_a_claim_could_not_change() {
+        let eden = Path::new("/nonexistent/eden");
+        let docker = Target::new(crate::manifest::plan::Engine::Docker, None);
+        let podman = Target::new(crate::manifest::plan::Engine::Podman, None);
+        let args = |network: &str| vec!["--network".to_owned(), network.to_owned()];
+        let base = key(&docker, "img:1", &args("none"), eden);
+        assert_eq!(base, key(&docker, "img:1", &args("none"), eden), "the same settings, the same pool");
+        assert_eq!(base.len(), 16);
+        assert_ne!(base, key(&podman, "img:1", &args("none"), eden));
+        assert_ne!(base, key(&docker, "img:2", &args("none"), eden));
+        assert_ne!(base, key(&docker, "img:1", &args("bridge"), eden));
+    }
+
+    #[test]
+    fn both_engines_states_read_as_running() {
+        assert!(is_running("running"));
+        assert!(is_running("Up 2 minutes ago"));
+        assert!(!is_running("exited"));
+        assert!(!is_running("Exited (0) 5 seconds ago"));
+    }
+
+    #[test]
+    fn a_member_is_claimable_only_while_idle_running_and_not_about_to_end() {
+        let member =
+            |name: &str, running: bool, until: u64| Member { name: name.into(), key: "k".into(), running, until };
+        let later = now() + 600;
+        assert!(member("eden-pool-k-1", true, later).claimable());
+        assert!(!member("eden-20261127-000000-abcdef", true, later).claimable(), "claimed already");
+        assert!(!member("eden-pool-k-1", false, later).claimable(), "ended");
+        assert!(!member("eden-pool-k-1", true, now() + 1).claimable(), "about to end");
+    }
+}
