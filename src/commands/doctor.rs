@@ -94,7 +94,7 @@ pub(crate) fn doctor(args: DoctorArgs) -> Result<i32, Error> {
     findings.extend(agent_checks(plan.as_ref(), args.network));
     findings.extend(plan.iter().flat_map(|plan| keys_in_the_sandbox(plan, &unset)));
     if let Some(plan) = &plan {
-        let reach = crate::sandbox::reach::of(&plan.sandbox);
+        let reach = crate::sandbox::registry::reach(&plan.sandbox);
         findings.push(ok("the agent reads", reach.reads.join("; ")));
         findings.push(ok("the agent connects to", reach.connects));
         findings.push(ok("the agent's privileges", reach.privileges));

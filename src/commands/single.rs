@@ -57,7 +57,7 @@ fn dry_run(
     workspace::start_from(&mut preview, from)?;
     let json = serde_json::json!({
         "plan": plan,
-        "reach": crate::sandbox::reach::of(&plan.sandbox),
+        "reach": crate::sandbox::registry::reach(&plan.sandbox),
         "host_hooks": crate::orchestrator::host_reads::of(plan, &crate::orchestrator::host_reads::in_checkout(&preview.root)),
         "containment": containment,
         "workspace": {

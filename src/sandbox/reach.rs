@@ -1,25 +1,10 @@
-//! What the agent can read, connect to and do, in words, from the plan alone: what `--dry-run`
-//! (`reach`) and `eden doctor MANIFEST` say of a run.
+//! The words the kinds' reach descriptions share (`Provider::reach`; a plan's whole reach,
+//! services and all, is `registry::reach`).
 
-pub(crate) use super::provider::Reach;
-use crate::manifest::plan::{MountPlan, SandboxPlan};
+use crate::manifest::plan::MountPlan;
 
 /// The held key's way out, said once.
 pub(crate) const RELAY: &str = "its provider, when eden holds its key, through eden's relay";
-
-pub(crate) fn of(plan: &SandboxPlan) -> Reach {
-    let mut reach = super::registry::provider(plan).reach();
-    let services = plan.services();
-    if !services.is_empty() {
-        let names: Vec<String> = services.iter().map(|service| format!("`{}`", service.name)).collect();
-        reach.connects = format!(
-            "{}; and its services {} at 127.0.0.1, in its network namespace (which they share, rules and all)",
-            reach.connects,
-            names.join(", ")
-        );
-    }
-    reach
-}
 
 pub(crate) fn mounts(mounts: &[MountPlan]) -> impl Iterator<Item = String> + '_ {
     mounts.iter().map(|mount| {

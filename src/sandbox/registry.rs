@@ -3,7 +3,7 @@
 //! `eden clean`, `eden discard`, a guard's salvage). The only place outside a kind's folder
 //! that names one; a new kind is a folder beside the others and a row here.
 
-use super::provider::{Kind, Provider};
+use super::provider::{Kind, Provider, Reach};
 use super::{container, isolated, none, pod};
 use crate::manifest::plan::SandboxPlan;
 use crate::manifest::schema::SandboxKind;
@@ -30,6 +30,22 @@ pub(crate) fn provider(plan: &SandboxPlan) -> Box<dyn Provider> {
         SandboxPlan::Isolated(plan) => Box::new(isolated::Provider::new(plan)),
         SandboxPlan::Kubernetes(plan) => Box::new(pod::Provider::new(plan)),
     }
+}
+
+/// What a plan's agent can read, connect to and do, in words, from the plan alone: what
+/// `--dry-run` (`reach`) and `eden doctor MANIFEST` say of a run.
+pub(crate) fn reach(plan: &SandboxPlan) -> Reach {
+    let mut reach = provider(plan).reach();
+    let services = plan.services();
+    if !services.is_empty() {
+        let names: Vec<String> = services.iter().map(|service| format!("`{}`", service.name)).collect();
+        reach.connects = format!(
+            "{}; and its services {} at 127.0.0.1, in its network namespace (which they share, rules and all)",
+            reach.connects,
+            names.join(", ")
+        );
+    }
+    reach
 }
 
 /// `eden __eden-salvage …` (a guard's cleanup after eden died): the kind whose arguments these

@@ -97,7 +97,7 @@ fn warm(request: &ContainerRequest<'_>, eden: &Path, base: &str) -> Result<Warm,
         return Ok(Warm::Cold(Some("the warm pool has no idle member left".into())));
     };
     pool::refill_behind(&layout, &key);
-    let mut container = Container::new(request, &name, member_id(target, &name), base.to_owned());
+    let mut container = Container::new(request, &name, member.id.clone(), base.to_owned());
     container.time("claim", clock);
     container.pooled = Some(site.repo_root.clone());
     container.guard = guard(eden, target, &name);
@@ -105,18 +105,12 @@ fn warm(request: &ContainerRequest<'_>, eden: &Path, base: &str) -> Result<Warm,
         .set_up(request, &shape.alternates, &site.worktree.to_string_lossy())
         .and_then(|()| start_services(&mut container, request, &labels(request, base)));
     match set_up {
-        Ok(()) => Ok(Warm::Claimed(Box::new(container), member)),
+        Ok(()) => Ok(Warm::Claimed(Box::new(container), member.name)),
         Err(err) => {
             let _ = container.close_quietly();
             Err(err)
         }
     }
-}
-
-/// The engine's id for a claimed member (for the record); empty if it does not say.
-fn member_id(target: &Target, name: &str) -> String {
-    let inspected = engine::run(target.command().args(["inspect", "--format", "{{.Id}}", name]));
-    inspected.map(|output| output.stdout.trim().to_owned()).unwrap_or_default()
 }
 
 /// The run's `[[service]]`s, in the container's network namespace once its rules are in: ready

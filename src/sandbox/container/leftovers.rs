@@ -161,7 +161,8 @@ pub(crate) fn salvage_and_remove(target: &Target, name: &str) -> Result<Vec<Path
         .join("\t");
     let format = format!("{{{{.State.Running}}}}\t{format}");
     let inspected = engine::run(target.command().args(["inspect", "--format", &format, name]))?;
-    let mut fields: Vec<String> = inspected.stdout.trim_end().split('\t').map(str::to_owned).collect();
+    let mut fields: Vec<String> =
+        inspected.stdout.trim_end_matches(['\n', '\r']).split('\t').map(str::to_owned).collect();
     // A claimed pool member's labels were set before its run: whose it is, the claim says.
     let claimed = match &fields[..] {
         [_, run_id, repo, _, _, _, _, pool] if run_id.is_empty() && !pool.is_empty() => {

@@ -199,6 +199,8 @@ pub(super) fn make_member(pool: &PoolFile, target: &Target, repo: &Path) -> Resu
 #[derive(Debug, Clone)]
 pub(crate) struct Member {
     pub(crate) name: String,
+    /// The engine's id for it.
+    pub(crate) id: String,
     pub(crate) key: String,
     pub(crate) running: bool,
     /// When an idle member ends.
@@ -222,7 +224,7 @@ pub(super) fn members(target: &Target, repo: &Path) -> Result<Vec<Member>, Error
         crate::manifest::plan::Engine::Docker => format!("{{{{.Label \"{name}\"}}}}"),
         crate::manifest::plan::Engine::Podman => format!("{{{{index .Labels \"{name}\"}}}}"),
     };
-    let format = format!("{{{{.Names}}}}\t{{{{.State}}}}\t{}\t{}", label(LABEL_POOL), label(LABEL_UNTIL));
+    let format = format!("{{{{.Names}}}}\t{{{{.ID}}}}\t{{{{.State}}}}\t{}\t{}", label(LABEL_POOL), label(LABEL_UNTIL));
     let filters =
         ["--filter", &format!("label={LABEL_REPO}={}", repo.display()), "--filter", &format!("label={LABEL_POOL}")];
     let listing = engine::run(target.command().args(["ps", "-a"]).args(filters).args(["--format", &format]))?;
@@ -239,9 +241,10 @@ pub(super) fn members(target: &Target, repo: &Path) -> Result<Vec<Member>, Error
         .lines()
         .filter_map(|line| {
             let fields: Vec<&str> = line.split('\t').collect();
-            let [name, state, key, until] = fields[..] else { return None };
+            let [name, id, state, key, until] = fields[..] else { return None };
             Some(Member {
                 name: name.trim().to_owned(),
+                id: id.trim().to_owned(),
                 key: key.to_owned(),
                 running: is_running(state),
                 until: until.trim().parse().unwrap_or(0),
@@ -251,14 +254,15 @@ pub(super) fn members(target: &Target, repo: &Path) -> Result<Vec<Member>, Error
 }
 
 /// Claim an idle member of pool `key` for the run: the claim written, then the member renamed
-/// `name`. `None` when no member could be claimed (there is none, or others took them first).
+/// `name`. The member as it was listed; `None` when no member could be claimed (there is none,
+/// or others took them first).
 pub(super) fn claim(
     target: &Target,
     layout: &Layout,
     key: &str,
     name: &str,
     claim: &Claim,
-) -> Result<Option<String>, Error> {
+) -> Result<Option<Member>, Error> {
     let mut idle: Vec<Member> =
         members(target, &layout.root)?.into_iter().filter(|member| member.key == key && member.claimable()).collect();
     // The newest first: the oldest end first, and a refill replaces what is taken.
@@ -271,7 +275,7 @@ pub(super) fn claim(
     for member in idle {
         let renamed = engine::run(target.command().args(["rename", &member.name, name]).finishing())?;
         if renamed.success() {
-            return Ok(Some(member.name));
+            return Ok(Some(member));
         }
     }
     let _ = std::fs::remove_file(&path);
@@ -444,8 +448,13 @@ mod tests {
 
     #[test]
     fn a_member_is_claimable_only_while_idle_running_and_not_about_to_end() {
-        let member =
-            |name: &str, running: bool, until: u64| Member { name: name.into(), key: "k".into(), running, until };
+        let member = |name: &str, running: bool, until: u64| Member {
+            name: name.into(),
+            id: String::new(),
+            key: "k".into(),
+            running,
+            until,
+        };
         let later = now() + 600;
         assert!(member("eden-pool-k-1", true, later).claimable());
         assert!(!member("eden-20261127-000000-abcdef", true, later).claimable(), "claimed already");

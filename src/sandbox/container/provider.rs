@@ -8,9 +8,10 @@ use crate::error::Error;
 use crate::manifest::plan::{ContainerPlan, EngineHost, Plan};
 use crate::manifest::schema::Network;
 use crate::sandbox::engine::Target;
+use crate::sandbox::provider::Reach;
 use crate::sandbox::provider::{self, Announce, BuiltImage, Check, PoolRequest, PoolUp, Start, Started};
 use crate::sandbox::provider::{Leftovers, Recorded, Scope};
-use crate::sandbox::reach::{mounts, Reach, RELAY};
+use crate::sandbox::reach::{mounts, RELAY};
 use std::path::{Path, PathBuf};
 
 pub(crate) struct Provider {

@@ -5,10 +5,11 @@ use crate::error::Error;
 use crate::manifest::plan::{EngineHost, IsolatedPlan};
 use crate::manifest::schema::Network;
 use crate::process::ProcessBuilder;
+use crate::sandbox::provider::Reach;
 use crate::sandbox::provider::{
     self, first_line, Check, Left, Leftover, Leftovers, Removal, Scope, Start, Started, Verdict,
 };
-use crate::sandbox::reach::{mounts, Reach, RELAY};
+use crate::sandbox::reach::{mounts, RELAY};
 use std::path::{Path, PathBuf};
 
 pub(crate) struct Provider {

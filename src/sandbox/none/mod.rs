@@ -3,8 +3,8 @@
 
 use crate::error::Error;
 use crate::process::ProcessBuilder;
+use crate::sandbox::provider::Reach;
 use crate::sandbox::provider::{self, Start, Started};
-use crate::sandbox::reach::Reach;
 use crate::sandbox::{Prepared, SandboxHandle};
 use std::path::{Path, PathBuf};
 

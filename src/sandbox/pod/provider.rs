@@ -4,10 +4,11 @@ use super::{exists, preflight, salvage_and_delete, Kube};
 use crate::error::Error;
 use crate::manifest::plan::{Plan, PodPlan};
 use crate::manifest::schema::Network;
+use crate::sandbox::provider::Reach;
 use crate::sandbox::provider::{
     self, Announce, Check, Left, Leftover, Leftovers, Recorded, Removal, Scope, Start, Started, Verdict,
 };
-use crate::sandbox::reach::{Reach, RELAY};
+use crate::sandbox::reach::RELAY;
 use std::path::Path;
 
 /// The record's engine for a pod.
