@@ -56,8 +56,8 @@ network = \"bridge\""
     for n in $(seq "$runs"); do
       "$eden" run "$work/plan.toml" --quiet --json > "$work/$engine-$mode-$n.json" || true
       records+=("$work/$engine-$mode-$n.json")
-      # A warm run's member is replaced behind it; give the refill its pace.
-      [ "$mode" = warm ] && sleep 1
+      # A warm run's member is replaced behind it, two seconds later: let the refill finish.
+      [ "$mode" = warm ] && sleep 3
     done
     [ "$mode" = warm ] && "$eden" pool down >/dev/null 2>&1
     percentiles "$engine $mode" "${records[@]}"

@@ -41,6 +41,9 @@ pub(super) const IDLE_PREFIX: &str = "eden-pool-";
 const MARGIN: u64 = 3;
 /// Between two members a refill makes.
 const PACE: Duration = Duration::from_millis(500);
+/// How long after a claim its refill starts: the claiming run's set-up and its agent's start
+/// do not share the engine with a member being made.
+const REFILL_AFTER: Duration = Duration::from_secs(2);
 
 /// The idle member's keep-alive: waits for the claim (`PIDS_INSIDE`, made by the claim's first
 /// exec), then becomes the container's keep-alive (the same pid); exits at `$1` if unclaimed.
@@ -304,6 +307,8 @@ pub(crate) fn run_refill(args: &[std::ffi::OsString]) -> i32 {
     if nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusiveNonblock).is_err() {
         return 0; // another refill is at it
     }
+    // Behind the claim: the run that claimed sets its member up first, undisturbed.
+    std::thread::sleep(REFILL_AFTER);
     match top_up(&layout, key, PACE) {
         Ok(_) => 0,
         Err(_) => 1,
@@ -410,6 +415,7 @@ pub(super) fn down(layout: &Layout) -> Result<Vec<String>, Error> {
         let target = target_of(&pool)?;
         // The pool first: a refill that is running stops making members.
         let _ = std::fs::remove_file(pool_dir(layout).join(format!("{}.json", pool.key)));
+        let _ = std::fs::remove_file(pool_dir(layout).join(format!("{}.lock", pool.key)));
         for member in members(&target, &layout.root)? {
             if member.idle() && member.key == pool.key {
                 remove(&target, &member.name)?;
