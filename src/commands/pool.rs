@@ -19,9 +19,9 @@ fn up(args: PoolUpArgs) -> Result<i32, Error> {
         .map_err(|why| Error::usage(format!("`--idle`: {why}")).with_hint("give a duration such as `30m` or `2h`"))?;
     let layout = super::layout(args.repo.as_ref())?;
     let current = super::current_dir()?;
-    let settings = super::settings::RunSettings::plain(args.repo.clone());
+    let settings = super::settings::RunSettings::with_sets(args.repo.clone(), args.set.clone());
     let loaded =
-        super::settings::load(&settings, args.manifest.as_deref(), &args.set, super::settings::Purpose::Run, &current)?;
+        super::settings::load(&settings, args.manifest.as_deref(), &[], super::settings::Purpose::Run, &current)?;
     let mut provider = crate::sandbox::provider(&loaded.plan.sandbox);
     provider.preflight(false)?;
     let request = crate::sandbox::provider::PoolRequest {

@@ -58,6 +58,11 @@ pub(crate) struct RunSettings {
 }
 
 impl RunSettings {
+    /// `--set`s alone: a manifest with those keys changed (`eden pool up`).
+    pub(crate) fn with_sets(repo: Option<PathBuf>, sets: Vec<String>) -> RunSettings {
+        RunSettings { sets, ..RunSettings::plain(repo) }
+    }
+
     /// No flags: a manifest as it is (`eden doctor`).
     pub(crate) fn plain(repo: Option<PathBuf>) -> RunSettings {
         RunSettings { key_flags: Vec::new(), prompt_args: Vec::new(), sets: Vec::new(), repo }

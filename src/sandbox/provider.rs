@@ -19,6 +19,9 @@ use std::path::{Path, PathBuf};
 
 /// A kind bound to one run's `[sandbox]` plan.
 pub(crate) trait Provider: Send + Sync {
+    /// The `[sandbox] kind` it is (`docker` and `podman` by their engine), for messages.
+    fn name(&self) -> &'static str;
+
     /// Does the agent run anywhere but on this machine, as the person (false only for `none`)?
     fn sandboxed(&self) -> bool {
         true
@@ -82,8 +85,11 @@ pub(crate) trait Provider: Send + Sync {
     /// `eden pool up`: `size` idle sandboxes of this plan made ahead for the repository, each
     /// ending after `idle` unless a run claims it (after `preflight`).
     fn pool_up(&self, _pool: &PoolRequest<'_>) -> Result<PoolUp, Error> {
-        Err(Error::usage("a warm pool is built for `docker` and `podman` sandboxes only, not for this manifest's")
-            .with_hint("give `eden pool up` a manifest whose `sandbox.kind` is `docker` or `podman`"))
+        Err(Error::usage(format!(
+            "a warm pool is built for `docker` and `podman` sandboxes only, not for `{}`",
+            self.name()
+        ))
+        .with_hint("give `eden pool up` a manifest whose `sandbox.kind` is `docker` or `podman`"))
     }
 
     /// The image the kind runs, which `eden image build --manifest` builds (`None`: the kind

@@ -27,6 +27,10 @@ impl Provider {
 }
 
 impl provider::Provider for Provider {
+    fn name(&self) -> &'static str {
+        self.plan.engine.binary()
+    }
+
     fn preflight(&mut self, holds_keys: bool) -> Result<(), Error> {
         let engaged = preflight(&self.plan)?;
         // Held keys under a gVisor that docker registered without `--host-uds=open`: the

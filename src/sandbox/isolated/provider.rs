@@ -23,6 +23,10 @@ impl Provider {
 }
 
 impl provider::Provider for Provider {
+    fn name(&self) -> &'static str {
+        "isolated"
+    }
+
     fn preflight(&mut self, _holds_keys: bool) -> Result<(), Error> {
         Ok(())
     }

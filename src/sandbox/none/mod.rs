@@ -33,6 +33,10 @@ impl SandboxHandle for Host {
 pub(crate) struct Provider;
 
 impl provider::Provider for Provider {
+    fn name(&self) -> &'static str {
+        "none"
+    }
+
     fn sandboxed(&self) -> bool {
         false
     }

@@ -25,6 +25,10 @@ impl Provider {
 }
 
 impl provider::Provider for Provider {
+    fn name(&self) -> &'static str {
+        ENGINE
+    }
+
     fn preflight(&mut self, _holds_keys: bool) -> Result<(), Error> {
         preflight(&self.plan)
     }
