@@ -83,18 +83,25 @@ impl provider::Provider for Provider {
         Ok(())
     }
 
-    /// A container of the run's own, after the containers earlier runs left behind are
-    /// salvaged and removed.
+    /// A container of the run's own (claimed from a warm pool, or made), while the containers
+    /// earlier runs left behind are salvaged and removed.
     fn start(&self, start: &Start<'_>) -> Result<Started, Error> {
         let engaged = self.engaged.as_ref().ok_or_else(|| Error::internal("the container's engine was not checked"))?;
+        let request = ContainerRequest { plan: &self.plan, engaged, site: start.site, programs: start.programs };
+        // Containers earlier runs left are salvaged and removed while the run's own starts:
+        // neither touches the other (a pruned container's eden is dead; this one's is alive).
+        let (pruned, started) = std::thread::scope(|scope| {
+            let pruned = scope.spawn(|| prune_abandoned(&engaged.target, &start.site.repo_root));
+            let started = super::create::start(&request);
+            (pruned.join().unwrap_or_default(), started)
+        });
         let mut warnings = Vec::new();
-        for (name, saved) in prune_abandoned(&engaged.target, &start.site.repo_root) {
+        for (name, saved) in pruned {
             let saved = saved.iter().map(|path| format!(" `{}`", path.display())).collect::<String>();
             let saved = if saved.is_empty() { String::new() } else { format!("; what it held is saved as{saved}") };
             warnings.push(format!("removed container `{name}` left by an earlier run{saved}"));
         }
-        let request = ContainerRequest { plan: &self.plan, engaged, site: start.site, programs: start.programs };
-        let (handle, origin) = super::create::start(&request)?;
+        let (handle, origin) = started?;
         let name = handle.container().map(|container| container.name).unwrap_or_default();
         let host = engaged.target.host.as_ref().map(|host| host.as_str().to_owned());
         let on = host.as_ref().map(|host| format!(" on {host}")).unwrap_or_default();
