@@ -3,6 +3,7 @@
 //! container has.
 
 use crate::error::Error;
+use crate::manifest::plan::Engine;
 use crate::process::ProcessBuilder;
 use crate::sandbox::carry;
 use crate::sandbox::engine::{self, Target};
@@ -111,4 +112,13 @@ pub(crate) fn remove_volume(target: &Target, name: &str) -> Result<(), Error> {
         return Ok(());
     }
     Err(Error::sandbox(format!("cannot remove volume `{name}`: {}", output.stderr.trim())))
+}
+
+/// The engines' templates differ: docker's `ps` and `volume ls` have a `Label` function,
+/// podman's a `Labels` map.
+pub(super) fn label_template(engine: Engine, name: &str) -> String {
+    match engine {
+        Engine::Docker => format!("{{{{.Label \"{name}\"}}}}"),
+        Engine::Podman => format!("{{{{index .Labels \"{name}\"}}}}"),
+    }
 }

@@ -1,6 +1,6 @@
 //! What eden finds of containers it did not remove itself: listing by label, salvage, removal.
 
-use super::exec::{exec_in, remove, remove_volume};
+use super::exec::{exec_in, label_template, remove, remove_volume};
 use super::pool::LABEL_POOL;
 use crate::error::Error;
 use crate::layout::{LABEL_BASE, LABEL_BRANCH, LABEL_PID, LABEL_REPO, LABEL_RUN, LABEL_USER, LABEL_WORKSPACE};
@@ -44,15 +44,6 @@ impl Listed {
     pub(crate) fn owner_alive(&self) -> bool {
         matches!(self.pooled, Pooled::Idle { .. })
             || self.pid > 0 && crate::process::ProcessStamp { pid: self.pid as u32, start: 0 }.is_alive()
-    }
-}
-
-/// The engines' templates differ: docker's `ps` and `volume ls` have a `Label` function,
-/// podman's a `Labels` map.
-fn label_template(engine: Engine, name: &str) -> String {
-    match engine {
-        Engine::Docker => format!("{{{{.Label \"{name}\"}}}}"),
-        Engine::Podman => format!("{{{{index .Labels \"{name}\"}}}}"),
     }
 }
 

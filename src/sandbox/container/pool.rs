@@ -19,8 +19,7 @@
 //! is up (then it exits, and `eden pool`/`eden clean` remove it). After a claim, a detached
 //! `eden __eden-pool-refill` tops the pool up again, one member at a time.
 
-use super::exec::remove;
-use super::exec::{run_user, PIDS_INSIDE};
+use super::exec::{label_template, remove, run_user, PIDS_INSIDE};
 use crate::error::Error;
 use crate::layout::{Layout, LABEL_PID, LABEL_REPO, LABEL_RUN, LABEL_USER};
 use crate::process::ProcessBuilder;
@@ -223,10 +222,7 @@ impl Member {
 
 /// The pool members of `repo` on `target`, idle and claimed (of every pool).
 pub(super) fn members(target: &Target, repo: &Path) -> Result<Vec<Member>, Error> {
-    let label = |name: &str| match target.engine {
-        crate::manifest::plan::Engine::Docker => format!("{{{{.Label \"{name}\"}}}}"),
-        crate::manifest::plan::Engine::Podman => format!("{{{{index .Labels \"{name}\"}}}}"),
-    };
+    let label = |name: &str| label_template(target.engine, name);
     let format = format!("{{{{.Names}}}}\t{{{{.ID}}}}\t{{{{.State}}}}\t{}\t{}", label(LABEL_POOL), label(LABEL_UNTIL));
     let filters =
         ["--filter", &format!("label={LABEL_REPO}={}", repo.display()), "--filter", &format!("label={LABEL_POOL}")];
