@@ -117,7 +117,7 @@ pub(crate) enum PoolCommand {
     /// Start idle, generic sandboxes for a manifest's sandbox settings (docker and podman)
     #[command(after_help = "Each member is made as the manifest's runs' containers are (engine and host, image, \
 runtime, network, limits, mounts) with nothing of any run: no worktree, environment, key or state folder. `eden run` \
-claims an idle one made with its own settings (atomically: two runs never share one), brings in the repository, \
+claims an idle one made with its own settings (one claim at a time: two runs never share one), brings in the repository, \
 the run's environment, held keys and network rules, and starts the agent; a claimed member is its run's and goes \
 with it, and another is started behind the claim. With no idle member that matches, the run starts cold and says \
 why. Running `eden pool up` again tops the pool up to `--size`. Exit codes: 0 the pool is up · 2 usage (the \

@@ -7,8 +7,9 @@
 //! key, so a run only ever claims a member made for its own settings; everything per run
 //! arrives after the claim, through the same channel a remote engine uses (`carry`).
 //!
-//! A claim is the engine's own atomic rename (`eden-pool-…` → `eden-<run>`): of two runs
-//! after the same member one gets it, the other tries the next. Before renaming, eden writes
+//! A claim is a rename (`eden-pool-…` → `eden-<run>`) under the repository's claim lock
+//! (`.eden/pool/claims.lock`): the engine's rename alone is not atomic when two runs rename one
+//! container at once (both can succeed), so claims are one at a time. Before renaming, eden writes
 //! the claim (whose run, branch, workspace, base, pid) to `.eden/pool/claims/<name>.json`, where
 //! no sandbox writes: that is what a salvage and `eden clean` read for a claimed member, since
 //! its labels were set before any run. A renamed member never looks idle again, so one claimed
@@ -262,6 +263,14 @@ pub(super) fn claim(
     name: &str,
     claim: &Claim,
 ) -> Result<Option<Member>, Error> {
+    // One claim at a time in the repository: two `rename`s of one container at once can both
+    // succeed (the engine's rename is not atomic under concurrency: seen with docker), so the
+    // listing and the rename are done under this lock. A killed eden's lock goes with it.
+    fs_err::create_dir_all(pool_dir(layout)).map_err(|err| Error::sandbox(err.to_string()))?;
+    let lock = std::fs::File::create(pool_dir(layout).join("claims.lock"))
+        .map_err(|err| Error::sandbox(format!("cannot open the pool's claim lock: {err}")))?;
+    let _held = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusive)
+        .map_err(|(_, err)| Error::sandbox(format!("cannot take the pool's claim lock: {err}")))?;
     let mut idle: Vec<Member> =
         members(target, &layout.root)?.into_iter().filter(|member| member.key == key && member.claimable()).collect();
     // The newest first: the oldest end first, and a refill replaces what is taken.
