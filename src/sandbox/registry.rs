@@ -66,6 +66,16 @@ mod tests {
     use crate::manifest::plan::tests::plan_from_text;
     use std::path::{Path, PathBuf};
 
+    fn pool_request(layout: &crate::layout::Layout) -> crate::sandbox::provider::PoolRequest<'_> {
+        crate::sandbox::provider::PoolRequest {
+            layout,
+            size: 1,
+            idle: std::time::Duration::from_secs(60),
+            refill: true,
+            manifest: None,
+        }
+    }
+
     fn provider_of(sandbox: &str) -> Box<dyn Provider> {
         provider(
             &plan_from_text(&format!("prompt = \"go\"\n[agent]\nkind = \"simulated\"\n[sandbox]\n{sandbox}\n")).sandbox,
@@ -119,14 +129,7 @@ mod tests {
         let elsewhere = [PathBuf::from("/home/r"), PathBuf::from("/home/r/.git"), PathBuf::from("/home/r")];
         assert!(container.refuse_repository_mounts(&elsewhere).is_ok());
         // Without a preflight there is no engine to start on: an error, never a guess.
-        let pool = crate::sandbox::provider::PoolRequest {
-            layout: &crate::layout::Layout::new("/r", "/r/.git"),
-            size: 1,
-            idle: std::time::Duration::from_secs(60),
-            refill: true,
-            manifest: None,
-        };
-        assert!(container.pool_up(&pool).is_err());
+        assert!(container.pool_up(&pool_request(&crate::layout::Layout::new("/r", "/r/.git"))).is_err());
     }
 
     #[test]
@@ -136,13 +139,8 @@ mod tests {
         assert!(!pod.interactive().unwrap());
         assert!(pod.built_image().is_none());
         assert!(pod.reach().privileges.contains("never root"));
-        let pool = crate::sandbox::provider::PoolRequest {
-            layout: &crate::layout::Layout::new("/r", "/r/.git"),
-            size: 1,
-            idle: std::time::Duration::from_secs(60),
-            refill: true,
-            manifest: None,
-        };
-        assert_eq!(pod.pool_up(&pool).unwrap_err().kind, crate::error::ErrorKind::Usage);
+        let refused = pod.pool_up(&pool_request(&crate::layout::Layout::new("/r", "/r/.git"))).unwrap_err();
+        assert_eq!(refused.kind, crate::error::ErrorKind::Usage);
+        assert!(refused.message.contains("not for `kubernetes`"), "{}", refused.message);
     }
 }

@@ -122,3 +122,26 @@ pub(super) fn label_template(engine: Engine, name: &str) -> String {
         Engine::Podman => format!("{{{{index .Labels \"{name}\"}}}}"),
     }
 }
+
+/// `ENGINE ARGS… --format FIELDS` (a `ps` or `volume ls` listing), each line's tab-separated
+/// fields; the engine's refusal as an error naming `what` it could not list.
+pub(super) fn listing(
+    target: &Target,
+    args: &[&str],
+    fields: &[String],
+    what: &str,
+) -> Result<Vec<Vec<String>>, Error> {
+    let format = fields.join("\t");
+    let listing = engine::run(target.command().args(args).args(["--format", &format]))?;
+    if !listing.success() {
+        let verb: Vec<&str> = args.iter().copied().take_while(|arg| !arg.starts_with('-')).collect();
+        return Err(Error::sandbox(format!(
+            "`{} {}` cannot list {what} ({}): {}",
+            target.binary(),
+            verb.join(" "),
+            target.describe(),
+            carry::first_line(&listing.stderr)
+        )));
+    }
+    Ok(listing.stdout.lines().map(|line| line.split('\t').map(str::to_owned).collect()).collect())
+}

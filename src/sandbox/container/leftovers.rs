@@ -1,13 +1,12 @@
 //! What eden finds of containers it did not remove itself: listing by label, salvage, removal.
 
-use super::exec::{exec_in, label_template, remove, remove_volume};
+use super::exec::{exec_in, label_template, listing, remove, remove_volume};
 use super::pool::LABEL_POOL;
 use crate::error::Error;
 use crate::layout::{LABEL_BASE, LABEL_BRANCH, LABEL_PID, LABEL_REPO, LABEL_RUN, LABEL_USER, LABEL_WORKSPACE};
 use crate::manifest::plan::{Engine, EngineHost};
 use crate::process::ProcessBuilder;
 use crate::record::SandboxEngine;
-use crate::sandbox::carry::first_line;
 use crate::sandbox::engine::{self, Target};
 use crate::sandbox::provider::{Left, Leftover, Leftovers, Recorded, Removal, Scope, Verdict};
 use crate::sandbox::repository::{self, Channel};
@@ -57,28 +56,19 @@ fn filter(repo: Option<&Path>) -> String {
 /// eden's containers on `engine`: of the repository at `repo`, or of every repository.
 pub(crate) fn list(target: &Target, repo: Option<&Path>) -> Result<Vec<Listed>, Error> {
     let label = |name: &str| label_template(target.engine, name);
-    let format = format!(
-        "{{{{.Names}}}}\t{}\t{}\t{}\t{}\t{{{{.State}}}}",
+    let fields = [
+        "{{.Names}}".to_owned(),
         label(LABEL_RUN),
         label(LABEL_PID),
         label(LABEL_POOL),
-        label(LABEL_REPO)
-    );
-    let listing = engine::run(target.command().args(["ps", "-a", "--filter", &filter(repo), "--format", &format]))?;
-    if !listing.success() {
-        return Err(Error::sandbox(format!(
-            "`{} ps` cannot list containers ({}): {}",
-            target.binary(),
-            target.describe(),
-            first_line(&listing.stderr)
-        )));
-    }
-    Ok(listing
-        .stdout
-        .lines()
-        .filter_map(|line| {
-            let fields: Vec<&str> = line.split('\t').collect();
-            let [name, run_id, pid, pool, repo, state] = fields[..] else { return None };
+        label(LABEL_REPO),
+        "{{.State}}".to_owned(),
+    ];
+    let rows = listing(target, &["ps", "-a", "--filter", &filter(repo)], &fields, "containers")?;
+    Ok(rows
+        .iter()
+        .filter_map(|fields| {
+            let [name, run_id, pid, pool, repo, state] = &fields[..] else { return None };
             let name = name.trim().to_owned();
             let (mut run_id, mut pid) = (run_id.to_owned(), pid.trim().parse().unwrap_or(0));
             let pooled = match (pool.is_empty(), name.starts_with(super::pool::IDLE_PREFIX)) {
@@ -101,21 +91,12 @@ pub(crate) fn list(target: &Target, repo: Option<&Path>) -> Result<Vec<Listed>, 
 pub(crate) fn list_volumes(target: &Target, repo: Option<&Path>) -> Result<Vec<(String, String, String)>, Error> {
     // docker's `Label` function, podman's `Labels` map: docker 20.10 cannot `index` its labels.
     let label = |name: &str| label_template(target.engine, name);
-    let format = format!("{{{{.Name}}}}\t{}\t{}", label(LABEL_RUN), label(LABEL_REPO));
-    let listing = engine::run(target.command().args(["volume", "ls", "--filter", &filter(repo), "--format", &format]))?;
-    if !listing.success() {
-        return Err(Error::sandbox(format!(
-            "`{} volume ls` cannot list volumes ({}): {}",
-            target.binary(),
-            target.describe(),
-            first_line(&listing.stderr)
-        )));
-    }
-    Ok(listing
-        .stdout
-        .lines()
-        .filter_map(|line| {
-            let mut fields = line.split('\t').map(str::to_owned);
+    let fields = ["{{.Name}}".to_owned(), label(LABEL_RUN), label(LABEL_REPO)];
+    let rows = listing(target, &["volume", "ls", "--filter", &filter(repo)], &fields, "volumes")?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|fields| {
+            let mut fields = fields.into_iter();
             let name = fields.next().filter(|name| !name.trim().is_empty())?;
             Some((name, fields.next().unwrap_or_default(), fields.next().unwrap_or_default()))
         })

@@ -20,7 +20,7 @@
 //! is up (then it exits, and `eden pool`/`eden clean` remove it). After a claim, a detached
 //! `eden __eden-pool-refill` tops the pool up again, one member at a time.
 
-use super::exec::{label_template, remove, run_user, PIDS_INSIDE};
+use super::exec::{label_template, listing, remove, run_user, PIDS_INSIDE};
 use crate::error::Error;
 use crate::layout::{Layout, LABEL_PID, LABEL_REPO, LABEL_RUN, LABEL_USER};
 use crate::process::ProcessBuilder;
@@ -128,9 +128,12 @@ pub(super) fn write_pool(layout: &Layout, pool: &PoolFile) -> Result<(), Error> 
         .map_err(|err| Error::sandbox(format!("cannot write `{}`: {err}", path.display())))
 }
 
+/// The claim of member `name`, if eden wrote one there: a claim naming no run id eden makes is
+/// not taken (its id names the files a salvage writes).
 pub(super) fn read_claim(repo: &Path, name: &str) -> Option<Claim> {
     let layout = Layout::new(repo, repo.join(".git"));
-    serde_json::from_str(&std::fs::read_to_string(claim_path(&layout, name)).ok()?).ok()
+    let claim: Claim = serde_json::from_str(&std::fs::read_to_string(claim_path(&layout, name)).ok()?).ok()?;
+    crate::record::is_run_id(&claim.run_id).then_some(claim)
 }
 
 /// The run's work is kept in its claimed member (too big to come back): `eden clean` then
@@ -224,24 +227,21 @@ impl Member {
 /// The pool members of `repo` on `target`, idle and claimed (of every pool).
 pub(super) fn members(target: &Target, repo: &Path) -> Result<Vec<Member>, Error> {
     let label = |name: &str| label_template(target.engine, name);
-    let format = format!("{{{{.Names}}}}\t{{{{.ID}}}}\t{{{{.State}}}}\t{}\t{}", label(LABEL_POOL), label(LABEL_UNTIL));
-    let filters =
-        ["--filter", &format!("label={LABEL_REPO}={}", repo.display()), "--filter", &format!("label={LABEL_POOL}")];
-    let listing = engine::run(target.command().args(["ps", "-a"]).args(filters).args(["--format", &format]))?;
-    if !listing.success() {
-        return Err(Error::sandbox(format!(
-            "`{} ps` cannot list the pool ({}): {}",
-            target.binary(),
-            target.describe(),
-            first_line(&listing.stderr)
-        )));
-    }
-    Ok(listing
-        .stdout
-        .lines()
-        .filter_map(|line| {
-            let fields: Vec<&str> = line.split('\t').collect();
-            let [name, id, state, key, until] = fields[..] else { return None };
+    let fields =
+        ["{{.Names}}".to_owned(), "{{.ID}}".to_owned(), "{{.State}}".to_owned(), label(LABEL_POOL), label(LABEL_UNTIL)];
+    let args = [
+        "ps",
+        "-a",
+        "--filter",
+        &format!("label={LABEL_REPO}={}", repo.display()),
+        "--filter",
+        &format!("label={LABEL_POOL}"),
+    ];
+    let rows = listing(target, &args, &fields, "the pool")?;
+    Ok(rows
+        .iter()
+        .filter_map(|fields| {
+            let [name, id, state, key, until] = &fields[..] else { return None };
             Some(Member {
                 name: name.trim().to_owned(),
                 id: id.trim().to_owned(),
