@@ -11,6 +11,7 @@
 use crate::error::Error;
 use crate::manifest::plan::{Engine, EngineHost};
 use crate::process::{Output, ProcessBuilder};
+use std::path::{Path, PathBuf};
 
 /// An engine eden reaches: docker or podman, through its client's default or a given host.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,6 +100,7 @@ impl Target {
             (Some(EngineHost::Named(name)), Engine::Podman) => podman_connection_uri(name)?,
             (None, Engine::Docker) => match std::env::var("DOCKER_HOST").ok().filter(|host| !host.is_empty()) {
                 Some(host) => host,
+                None if docker_context_is_default() => return Ok(Reach::Local),
                 None => docker_context_host(None)?,
             },
             (None, Engine::Podman) => match std::env::var("CONTAINER_HOST").ok().filter(|host| !host.is_empty()) {
@@ -119,6 +121,41 @@ impl Target {
 
 fn podman_remote_by_environment() -> bool {
     ["CONTAINER_HOST", "CONTAINER_CONNECTION"].iter().any(|var| std::env::var_os(var).is_some_and(|v| !v.is_empty()))
+}
+
+/// docker's current context is its built-in `default` (the local daemon's socket, with
+/// `DOCKER_HOST` unset): neither `DOCKER_CONTEXT` nor the client's `config.json` names another.
+/// Read here, where asking `docker context inspect` would cost a process on every run's start;
+/// anything unclear is left to it.
+fn docker_context_is_default() -> bool {
+    let config = match std::env::var_os("DOCKER_CONFIG").filter(|dir| !dir.is_empty()) {
+        Some(dir) => Some(PathBuf::from(dir)),
+        None => std::env::var_os("HOME").map(|home| Path::new(&home).join(".docker")),
+    };
+    let text = config.map(|dir| std::fs::read_to_string(dir.join("config.json")));
+    context_is_default(std::env::var("DOCKER_CONTEXT").ok().as_deref(), text)
+}
+
+/// `docker_context_is_default` from `DOCKER_CONTEXT` and the client's `config.json` as read
+/// (`None`: no folder to read it from).
+fn context_is_default(variable: Option<&str>, config: Option<std::io::Result<String>>) -> bool {
+    if let Some(context) = variable.filter(|context| !context.is_empty()) {
+        return context == "default";
+    }
+    let text = match config {
+        Some(Ok(text)) => text,
+        Some(Err(err)) => return err.kind() == std::io::ErrorKind::NotFound,
+        None => return false,
+    };
+    let current = match serde_json::from_str::<serde_json::Value>(&text) {
+        Ok(value) => value.get("currentContext").map(|context| context.as_str().map(str::to_owned)),
+        Err(_) => return false,
+    };
+    match current {
+        None => true,
+        Some(Some(context)) => context.is_empty() || context == "default",
+        Some(None) => false,
+    }
 }
 
 /// The address of a docker context (the current one when `None`).
@@ -177,6 +214,23 @@ pub(super) fn kubectl_reason(stderr: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_default_docker_context_is_read_without_asking_docker() {
+        let config = |text: &str| Some(Ok(text.to_owned()));
+        let missing = || Some(Err(std::io::Error::from(std::io::ErrorKind::NotFound)));
+        assert!(context_is_default(None, missing()));
+        assert!(context_is_default(None, config(r#"{"auths": {}}"#)));
+        assert!(context_is_default(None, config(r#"{"currentContext": "default"}"#)));
+        assert!(!context_is_default(None, config(r#"{"currentContext": "build1"}"#)));
+        assert!(!context_is_default(Some("build1"), missing()));
+        assert!(context_is_default(Some("default"), config(r#"{"currentContext": "build1"}"#)));
+        // Anything unclear is docker's to answer.
+        assert!(!context_is_default(None, config("{not json")));
+        assert!(!context_is_default(None, config(r#"{"currentContext": 3}"#)));
+        assert!(!context_is_default(None, Some(Err(std::io::Error::from(std::io::ErrorKind::PermissionDenied)))));
+        assert!(!context_is_default(None, None));
+    }
 
     #[test]
     fn kubectls_reason_is_its_last_word() {

@@ -44,7 +44,12 @@ pub(crate) trait Channel {
 /// background maintenance (eden ends what a command leaves running), no prompts, no quoting of
 /// non-ASCII paths, no system or global configuration; stopped after `SANDBOX_STEP`.
 fn shell(channel: &dyn Channel, script: &str, args: &[&str]) -> Result<ProcessBuilder, Error> {
-    let command = ProcessBuilder::new("sh").args(["-c", script, "sh"]).args(args).cwd(channel.workspace());
+    shell_in(channel, channel.workspace(), script, args)
+}
+
+/// `shell`, from another folder than the workspace (one that may not exist yet).
+fn shell_in(channel: &dyn Channel, cwd: &Path, script: &str, args: &[&str]) -> Result<ProcessBuilder, Error> {
+    let command = ProcessBuilder::new("sh").args(["-c", script, "sh"]).args(args).cwd(cwd);
     let command = command.env("GIT_CONFIG_NOSYSTEM", "1").env("GIT_CONFIG_GLOBAL", "/dev/null");
     let command = crate::git::with_config(command, &crate::git::NO_BACKGROUND_WORK);
     let command = crate::git::with_config(command, &[("core.quotePath", "false")]);
@@ -67,6 +72,17 @@ pub(crate) struct SeedRequest<'a> {
     /// (`expose_worktree`): its own folder, and only the `.git` is streamed in. `None`: the
     /// workspace gets the `.git` and a copy of the files.
     pub(crate) separate_git_dir: Option<&'a str>,
+    /// The workspace does not exist yet, and the seed makes it (in a folder the sandbox's user
+    /// may write), after running this script from `/` (its output comes back as
+    /// `Seeded::said`): a claimed warm container's one set-up exec. `None`: the workspace is
+    /// there, empty.
+    pub(crate) first: Option<&'a str>,
+}
+
+/// What `seed` did.
+pub(crate) struct Seeded {
+    /// What `SeedRequest::first` printed.
+    pub(crate) said: String,
 }
 
 /// The host's object stores: the repository's `objects`, and every store it borrows from
@@ -94,64 +110,96 @@ tar -x -f - -C "$1"
 git update-index -q --refresh >/dev/null 2>&1 || :
 git rev-parse --verify -q HEAD"#;
 
+/// `SEED_SCRIPT` into a workspace it makes (`$2`), after `$3` (`SeedRequest::first`): all
+/// it prints but the last line is the latter's.
+const FIRST_SEED_SCRIPT: &str = r#"set -e
+sh -c "$3"
+mkdir -- "$2"
+cd -- "$2"
+tar -x -f - -C "$1"
+git update-index -q --refresh >/dev/null 2>&1 || :
+git rev-parse --verify -q HEAD"#;
+
 /// Fill the sandbox's empty workspace: its own repository on the run's branch at the host
-/// worktree's commit, with the host worktree's files. Returns that commit.
-pub(crate) fn seed(channel: &dyn Channel, request: &SeedRequest<'_>) -> Result<String, Error> {
+/// worktree's commit, with the host worktree's files.
+pub(crate) fn seed(channel: &dyn Channel, request: &SeedRequest<'_>) -> Result<Seeded, Error> {
+    send(channel, request, prepare(request)?)
+}
+
+/// A seed made ready on the host (`prepare`), to be sent into a sandbox (`send`): the sandbox's
+/// `.git` built in the scratch folder. Its `.git` is removed when it is dropped.
+pub(crate) struct Ready {
+    tip: String,
+    dot_git: PathBuf,
+}
+
+impl Drop for Ready {
+    fn drop(&mut self) {
+        let _ = crate::safe_fs::remove_tree(&self.dot_git);
+    }
+}
+
+/// `seed`'s host half, which needs no sandbox: done while the sandbox is being made or claimed.
+pub(crate) fn prepare(request: &SeedRequest<'_>) -> Result<Ready, Error> {
     let host = Git::new(request.host_worktree);
     let tip = host
         .resolve("HEAD")?
         .ok_or_else(|| Error::git(format!("the worktree `{}` has no commit", request.host_worktree.display())))?;
-    let dot_git = request.scratch.join(".git");
-    let built = build_dot_git(&host, request, &tip, &dot_git);
-    let result = built.and_then(|()| {
-        let (archive, into) = match request.separate_git_dir {
-            Some(git_dir) => (ProcessBuilder::new("tar").args(["-c", "-f", "-", "-C"]).arg(&dot_git).arg("."), git_dir),
-            None => (
-                ProcessBuilder::new("tar")
-                    .args(["-c", "-f", "-", "-C"])
-                    .arg(request.scratch)
-                    .arg(".git")
-                    // eden's own folder (with `head` the worktree is the checkout, which holds
-                    // it: other runs' worktrees, records, `.env` secrets) never goes in.
-                    .args(["--exclude=./.git".to_owned(), format!("--exclude=./{EDEN_DIR}"), "-C".to_owned()])
-                    .arg(request.host_worktree)
-                    .args(super::carry::top_level(request.host_worktree, &[".git", EDEN_DIR])?),
-                ".",
-            ),
-        };
-        let extract = shell(channel, SEED_SCRIPT, &[into])?;
-        let (archived, extracted) = archive.pipe_into(&extract).map_err(|err| {
-            Error::sandbox(format!("cannot copy the worktree into the sandbox: {err}"))
-                .with_hint("is `tar` installed on this machine?")
-        })?;
-        if !extracted.success() {
-            return Err(Error::sandbox(format!(
-                "cannot set up the sandbox's repository: {}",
-                last_line(&extracted.stderr)
-            ))
-            .with_hint("the image needs `sh`, `tar` and `git`, and its user must be able to write the workspace"));
-        }
-        if !archived.success() {
-            return Err(Error::sandbox(format!(
-                "cannot read the worktree to copy it: {}",
-                last_line(&archived.stderr)
-            )));
-        }
-        let seeded = extracted.stdout.trim();
-        if seeded != tip {
-            return Err(Error::sandbox(format!(
-                "the sandbox's repository is at `{seeded}`, not at the worktree's commit `{tip}`"
-            ))
-            .with_hint("the image's `git` may be too old to read the repository (git 2.20 or newer is needed)"));
-        }
-        Ok(tip.clone())
-    });
-    let _ = crate::safe_fs::remove_tree(&dot_git);
-    result
+    let ready = Ready { tip, dot_git: request.scratch.join(".git") };
+    build_dot_git(&host, request, &ready.tip, &ready.dot_git)?;
+    Ok(ready)
+}
+
+/// `seed`'s sandbox half: the `.git` `prepare` built and the worktree's files, streamed in.
+pub(crate) fn send(channel: &dyn Channel, request: &SeedRequest<'_>, ready: Ready) -> Result<Seeded, Error> {
+    let (dot_git, tip) = (&ready.dot_git, &ready.tip);
+    let (archive, into) = match request.separate_git_dir {
+        Some(git_dir) => (ProcessBuilder::new("tar").args(["-c", "-f", "-", "-C"]).arg(dot_git).arg("."), git_dir),
+        None => (
+            ProcessBuilder::new("tar")
+                .args(["-c", "-f", "-", "-C"])
+                .arg(request.scratch)
+                .arg(".git")
+                // eden's own folder (with `head` the worktree is the checkout, which holds
+                // it: other runs' worktrees, records, `.env` secrets) never goes in.
+                .args(["--exclude=./.git".to_owned(), format!("--exclude=./{EDEN_DIR}"), "-C".to_owned()])
+                .arg(request.host_worktree)
+                .args(super::carry::top_level(request.host_worktree, &[".git", EDEN_DIR])?),
+            ".",
+        ),
+    };
+    let workspace = channel.workspace().to_string_lossy();
+    let extract = match request.first {
+        Some(first) => shell_in(channel, Path::new("/"), FIRST_SEED_SCRIPT, &[into, &workspace, first])?,
+        None => shell(channel, SEED_SCRIPT, &[into])?,
+    };
+    let (archived, extracted) = archive.pipe_into(&extract).map_err(|err| {
+        Error::sandbox(format!("cannot copy the worktree into the sandbox: {err}"))
+            .with_hint("is `tar` installed on this machine?")
+    })?;
+    if !extracted.success() {
+        return Err(Error::sandbox(format!(
+            "cannot set up the sandbox's repository: {}",
+            last_line(&extracted.stderr)
+        ))
+        .with_hint("the image needs `sh`, `tar` and `git`, and its user must be able to write the workspace"));
+    }
+    if !archived.success() {
+        return Err(Error::sandbox(format!("cannot read the worktree to copy it: {}", last_line(&archived.stderr))));
+    }
+    let printed = extracted.stdout.trim_end();
+    let (said, seeded) = printed.rsplit_once('\n').unwrap_or(("", printed));
+    if seeded != tip {
+        return Err(Error::sandbox(format!(
+            "the sandbox's repository is at `{seeded}`, not at the worktree's commit `{tip}`"
+        ))
+        .with_hint("the image's `git` may be too old to read the repository (git 2.20 or newer is needed)"));
+    }
+    Ok(Seeded { said: said.to_owned() })
 }
 
 /// The sandbox's `.git`, made by eden in its scratch folder: nothing in it comes from a place
-/// the sandbox could write.
+/// the sandbox could write. What it asks the host's git is asked at once.
 fn build_dot_git(host: &Git, request: &SeedRequest<'_>, tip: &str, dot_git: &Path) -> Result<(), Error> {
     let write = |relative: &str, contents: &[u8]| -> Result<(), Error> {
         let path = dot_git.join(relative);
@@ -164,10 +212,20 @@ fn build_dot_git(host: &Git, request: &SeedRequest<'_>, tip: &str, dot_git: &Pat
     for folder in ["objects/pack", "refs/heads", "refs/tags", "info"] {
         fs_err::create_dir_all(dot_git.join(folder)).map_err(|err| Error::sandbox(err.to_string()))?;
     }
+    let (config, listed, exclude, index) = std::thread::scope(|scope| {
+        let config = scope.spawn(|| config(host));
+        let exclude = scope.spawn(|| exclude(host));
+        let index = scope.spawn(|| host.run(["rev-parse", "--path-format=absolute", "--git-path", "index"]));
+        let listed =
+            host.run(["for-each-ref", "--format=%(refname) %(objectname)", "refs/heads", "refs/tags", "refs/remotes"]);
+        let joined = |handle: std::thread::ScopedJoinHandle<'_, Result<String, Error>>| {
+            handle.join().unwrap_or_else(|_| Err(Error::internal("asking the host's git panicked")))
+        };
+        (joined(config), listed, joined(exclude), joined(index))
+    });
     write("HEAD", format!("ref: refs/heads/{}\n", request.branch).as_bytes())?;
-    write("config", config(host)?.as_bytes())?;
-    let mut refs: Vec<(String, String)> = host
-        .run(["for-each-ref", "--format=%(refname) %(objectname)", "refs/heads", "refs/tags", "refs/remotes"])?
+    write("config", config?.as_bytes())?;
+    let mut refs: Vec<(String, String)> = listed?
         .lines()
         .filter_map(|line| line.split_once(' '))
         .map(|(name, id)| (name.to_owned(), id.to_owned()))
@@ -182,10 +240,10 @@ fn build_dot_git(host: &Git, request: &SeedRequest<'_>, tip: &str, dot_git: &Pat
     } else {
         write("objects/info/alternates", format!("{}\n", request.alternates.join("\n")).as_bytes())?;
     }
-    write("info/exclude", exclude(host)?.as_bytes())?;
+    write("info/exclude", exclude?.as_bytes())?;
     // The host worktree's index, so the sandbox's git knows the files without reading them all
     // (stat data is compared by size and mtime only: the copies have other inodes).
-    let index = host.run(["rev-parse", "--path-format=absolute", "--git-path", "index"])?;
+    let index = index?;
     if Path::new(&index).is_file() {
         fs_err::copy(&index, dot_git.join("index")).map_err(|err| Error::sandbox(err.to_string()))?;
     }

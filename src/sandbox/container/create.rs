@@ -2,7 +2,8 @@
 //! the run's user, its network rules installed and its repository seeded.
 
 use super::exec::{
-    is_gvisor, run_user, GIT_DIR_INSIDE, OBJECTS_INSIDE, PIDS_INSIDE, PRIVILEGES, SETUP_CAPABILITIES, START_SCRIPT,
+    is_gvisor, run_user, GIT_DIR_INSIDE, KEEP_ALIVE_SCRIPT, OBJECTS_INSIDE, PIDS_INSIDE, PRIVILEGES,
+    SETUP_CAPABILITIES, START_SCRIPT,
 };
 use super::exec::{remove, remove_volume};
 use super::handle::Container;
@@ -38,11 +39,38 @@ pub(crate) fn start(request: &ContainerRequest<'_>) -> Result<(Box<dyn SandboxHa
     let eden =
         std::env::current_exe().map_err(|err| Error::sandbox(format!("cannot find eden's executable: {err}")))?;
     let base = request.site.base()?;
-    let cold = match warm(request, &eden, &base)? {
-        Warm::Claimed(container, member) => return Ok((container, Origin::Warm { member })),
-        Warm::Cold(why) => why,
-    };
-    cold_start(request, &eden, base).map(|container| (container, cold.map_or(Origin::Cold, Origin::ColdBecause)))
+    let alternates = shape(request.plan, request.engaged, &request.site.common_dir, &eden, false).alternates;
+    let seed = seed_request(request, &alternates);
+    std::thread::scope(|scope| {
+        // The seed's host half (the sandbox's `.git`, from the host's git) while the container
+        // is claimed or made.
+        let ready = scope.spawn(|| repository::prepare(&seed));
+        let (cold, ready) = match warm(request, &eden, &base, ready)? {
+            Warm::Claimed(container, member) => return Ok((container, Origin::Warm { member })),
+            Warm::Cold(why, ready) => (why, ready),
+        };
+        cold_start(request, &eden, base, ready)
+            .map(|container| (container, cold.map_or(Origin::Cold, Origin::ColdBecause)))
+    })
+}
+
+/// The seed's host half, on a thread of its own.
+type ReadySeed<'scope> = std::thread::ScopedJoinHandle<'scope, Result<repository::Ready, Error>>;
+
+fn joined(ready: ReadySeed<'_>) -> Result<repository::Ready, Error> {
+    ready.join().unwrap_or_else(|_| Err(Error::internal("preparing the sandbox's repository panicked")))
+}
+
+/// What the seed needs (with `SeedRequest::first` unset: `Container::seed_and_rules` sets it).
+fn seed_request<'a>(request: &'a ContainerRequest<'_>, alternates: &'a [String]) -> repository::SeedRequest<'a> {
+    repository::SeedRequest {
+        host_worktree: &request.site.worktree,
+        branch: &request.site.branch,
+        scratch: &request.site.scratch,
+        alternates,
+        separate_git_dir: request.plan.expose_worktree.then_some(GIT_DIR_INSIDE),
+        first: None,
+    }
 }
 
 /// How the run's container came.
@@ -55,22 +83,41 @@ pub(crate) enum Origin {
     Warm { member: String },
 }
 
-enum Warm {
+enum Warm<'scope> {
     Claimed(Box<dyn SandboxHandle>, String),
-    /// Why not (`None`: the repository has no pool, so nothing to say).
-    Cold(Option<String>),
+    /// Why not (`None`: the repository has no pool, so nothing to say), and the seed's host half
+    /// for the cold start.
+    Cold(Option<String>, ReadySeed<'scope>),
 }
 
 /// A member of the warm pool made for this run's settings, claimed and set up for the run;
 /// or why there is none to claim.
-fn warm(request: &ContainerRequest<'_>, eden: &Path, base: &str) -> Result<Warm, Error> {
+fn warm<'scope>(
+    request: &ContainerRequest<'_>,
+    eden: &Path,
+    base: &str,
+    ready: ReadySeed<'scope>,
+) -> Result<Warm<'scope>, Error> {
     let site = request.site;
     let layout = crate::layout::Layout::new(&site.repo_root, &site.common_dir);
     if !pool::pool_dir(&layout).is_dir() || pool::pools(&layout).is_empty() {
-        return Ok(Warm::Cold(None));
+        return Ok(Warm::Cold(None, ready));
     }
     if request.plan.expose_worktree {
-        return Ok(Warm::Cold(Some("`expose_worktree` mounts the worktree, which no member made ahead has".into())));
+        return Ok(Warm::Cold(
+            Some("`expose_worktree` mounts the worktree, which no member made ahead has".into()),
+            ready,
+        ));
+    }
+    if site.worktree.parent() != Some(layout.worktrees().as_path()) {
+        return Ok(Warm::Cold(
+            Some(format!(
+                "the run works in `{}`, and members are made ready for a workspace in `{}`",
+                site.worktree.display(),
+                layout.worktrees().display()
+            )),
+            ready,
+        ));
     }
     let target = &request.engaged.target;
     let shape = shape(request.plan, request.engaged, &site.common_dir, eden, false);
@@ -79,7 +126,7 @@ fn warm(request: &ContainerRequest<'_>, eden: &Path, base: &str) -> Result<Warm,
         return Ok(Warm::Cold(Some(
             "no warm pool of this repository was made with this run's sandbox settings (`eden pool status` lists them)"
                 .into(),
-        )));
+        ), ready));
     }
     let name = format!("eden-{}", site.run_id);
     let claim = pool::Claim {
@@ -94,7 +141,7 @@ fn warm(request: &ContainerRequest<'_>, eden: &Path, base: &str) -> Result<Warm,
     let clock = std::time::Instant::now();
     let Some(member) = pool::claim(target, &layout, &key, &name, &claim)? else {
         pool::refill_behind(&layout, &key);
-        return Ok(Warm::Cold(Some("the warm pool has no idle member left".into())));
+        return Ok(Warm::Cold(Some("the warm pool has no idle member left".into()), ready));
     };
     pool::refill_behind(&layout, &key);
     let mut container = Container::new(request, &name, member.id.clone(), base.to_owned());
@@ -102,7 +149,7 @@ fn warm(request: &ContainerRequest<'_>, eden: &Path, base: &str) -> Result<Warm,
     container.pooled = Some(site.repo_root.clone());
     container.guard = guard(eden, target, &name);
     let set_up = container
-        .set_up(request, &shape.alternates, &site.worktree.to_string_lossy())
+        .set_up(request, Workspace::MadeByTheSeed, joined(ready))
         .and_then(|()| start_services(&mut container, request, &labels(request, base)));
     match set_up {
         Ok(()) => Ok(Warm::Claimed(Box::new(container), member.name)),
@@ -132,7 +179,12 @@ fn guard(eden: &Path, target: &Target, name: &str) -> Option<crate::process::gua
 }
 
 /// A container made for the run: its volume, `docker run`, the set-up.
-fn cold_start(request: &ContainerRequest<'_>, eden: &Path, base: String) -> Result<Box<dyn SandboxHandle>, Error> {
+fn cold_start(
+    request: &ContainerRequest<'_>,
+    eden: &Path,
+    base: String,
+    ready: ReadySeed<'_>,
+) -> Result<Box<dyn SandboxHandle>, Error> {
     let target = &request.engaged.target;
     let name = format!("eden-{}", request.site.run_id);
     let labels = labels(request, &base);
@@ -151,7 +203,7 @@ fn cold_start(request: &ContainerRequest<'_>, eden: &Path, base: String) -> Resu
     container.time("start", clock);
     container.guard = guard(eden, target, &name);
     let set_up = check_started(request, &run, &output)
-        .and_then(|()| container.set_up(request, &run.alternates, &run.workspace_volume))
+        .and_then(|()| container.set_up(request, Workspace::Volume(&run.workspace_volume), joined(ready)))
         .and_then(|()| start_services(&mut container, request, &labels));
     match set_up {
         Ok(()) => Ok(Box::new(container)),
@@ -271,8 +323,6 @@ struct RunCommand {
     /// Where the workspace volume is inside (the worktree's path, or with `expose_worktree`
     /// the container's own repository).
     workspace_volume: String,
-    /// The host's object stores inside, read-only: the seeded repository's alternates.
-    alternates: Vec<String>,
 }
 
 /// The arguments every container of a plan on an engine is made with, whatever run it is
@@ -382,7 +432,7 @@ fn run_command(
         command = command.args(["-v", &format!("{}:{}:ro", proxy.display(), crate::sandbox::PROXY_INSIDE)]);
     }
     let command = command.arg(&plan.image).args(["tail", "-f", "/dev/null"]);
-    Ok(RunCommand { command, workspace_volume, alternates: shape.alternates })
+    Ok(RunCommand { command, workspace_volume })
 }
 
 /// The workspace volume at the worktree's path; with `expose_worktree` the host's files there
@@ -408,18 +458,34 @@ fn mount_workspace(
     Ok((command, GIT_DIR_INSIDE.to_owned()))
 }
 
+/// Where a container's workspace comes from.
+#[derive(Clone, Copy)]
+enum Workspace<'a> {
+    /// A volume mounted there (or, with `expose_worktree`, the repository's own folder), owned
+    /// by root until the set-up hands it to the run's user.
+    Volume(&'a str),
+    /// Nothing yet: a claimed pool member, whose worktrees folder and pid folder were made
+    /// ahead for the run's user. The seed makes the workspace (which ends the member's wait) and
+    /// reads the keep-alive in the same exec.
+    MadeByTheSeed,
+}
+
 impl Container {
-    /// After `docker run`: the container started and enforces its limits, its workspace is
-    /// the run's user's, its keep-alive is known, its allowlist installed, its repository
-    /// seeded. An error leaves the removal to the caller.
     /// After the container is up (made or claimed): its workspace is the run's user's, its
     /// keep-alive is known, what a run brings is carried in, its rules installed, its repository
     /// seeded. An error leaves the removal to the caller.
-    fn set_up(&mut self, request: &ContainerRequest<'_>, alternates: &[String], workspace: &str) -> Result<(), Error> {
+    fn set_up(
+        &mut self,
+        request: &ContainerRequest<'_>,
+        workspace: Workspace<'_>,
+        ready: Result<repository::Ready, Error>,
+    ) -> Result<(), Error> {
         let plan = request.plan;
-        let clock = std::time::Instant::now();
-        self.keep = self.prepare_workspace(workspace)?;
-        self.time("workspace", clock);
+        if let Workspace::Volume(volume) = workspace {
+            let clock = std::time::Instant::now();
+            self.keep = self.prepare_workspace(volume)?;
+            self.time("workspace", clock);
+        }
         // The state folders go in, and the steps' programs are looked for, while the
         // repository is seeded: each is an exec of its own.
         let (pushed, seeded) = std::thread::scope(|scope| {
@@ -430,7 +496,7 @@ impl Container {
             });
             scope.spawn(move || this.look_for(request.programs));
             let clock = std::time::Instant::now();
-            let seeded = this.seed_and_rules(request, alternates);
+            let seeded = this.seed_and_rules(request, workspace, ready);
             (pushed.join(), (seeded, clock.elapsed(), std::time::Instant::now()))
         });
         let (took, ended) = pushed.map_err(|_| Error::internal("carrying the state folders in panicked"))??;
@@ -448,7 +514,9 @@ impl Container {
             }
         }
         self.firewall = firewall?;
-        seeded?;
+        if let Some(keep) = seeded? {
+            self.keep = self.keep_alive(&keep)?;
+        }
         let clock = std::time::Instant::now();
         if let Some(policy) = policy(plan).filter(|_| self.remote) {
             let sandbox = crate::sandbox::remote_rules::RemoteSandbox {
@@ -490,24 +558,22 @@ impl Container {
     /// The repository seeded, and on a local engine the network rules installed meanwhile
     /// (eden's own commands, which connect nowhere): both done before any hook or agent
     /// command runs. A remote engine's rules go in from a helper there, after (`set_up`).
+    /// Returns what the seed's first script printed (the keep-alive), when it made the workspace.
     fn seed_and_rules(
         &self,
         request: &ContainerRequest<'_>,
-        alternates: &[String],
-    ) -> (Result<(), Error>, Result<Option<crate::sandbox::firewall::Refresher>, Error>) {
+        workspace: Workspace<'_>,
+        ready: Result<repository::Ready, Error>,
+    ) -> (Result<Option<String>, Error>, Result<Option<crate::sandbox::firewall::Refresher>, Error>) {
         let plan = request.plan;
         let (engine, name) = (self.target.engine, self.name.clone());
         let local = policy(plan).filter(|_| !self.remote);
         let rules =
             local.map(|policy| std::thread::spawn(move || crate::sandbox::firewall::install(engine, &name, &policy)));
-        let seed = repository::SeedRequest {
-            host_worktree: &request.site.worktree,
-            branch: &request.site.branch,
-            scratch: &request.site.scratch,
-            alternates,
-            separate_git_dir: plan.expose_worktree.then_some(GIT_DIR_INSIDE),
-        };
-        let seeded = repository::seed(self, &seed).map(|_| ());
+        let made = matches!(workspace, Workspace::MadeByTheSeed);
+        let seed = repository::SeedRequest { first: made.then_some(KEEP_ALIVE_SCRIPT), ..seed_request(request, &[]) };
+        let seeded =
+            ready.and_then(|ready| repository::send(self, &seed, ready)).map(|seeded| made.then_some(seeded.said));
         let firewall = match rules {
             Some(rules) => rules
                 .join()
@@ -538,11 +604,17 @@ impl Container {
             ))
             .with_hint("the image must have `sh`, `chown` and a writable `/tmp`"));
         }
-        match check.stdout.split_whitespace().collect::<Vec<_>>()[..] {
+        self.keep_alive(&check.stdout)
+    }
+
+    /// The keep-alive's pid, from what `keep_alive_listing` printed.
+    fn keep_alive(&self, printed: &str) -> Result<String, Error> {
+        match printed.split_whitespace().collect::<Vec<_>>()[..] {
             [pid] if pid.parse::<u32>().is_ok() => Ok(pid.to_owned()),
             _ => Err(Error::sandbox(format!(
-                "cannot tell the keep-alive process of container `{name}` from others: {}",
-                first_line(&check.stdout)
+                "cannot tell the keep-alive process of container `{}` from others: {}",
+                self.name,
+                first_line(printed)
             ))
             .with_hint("eden runs the container with `--init`; an image whose entrypoint starts processes of its own is not supported")),
         }

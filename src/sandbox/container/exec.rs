@@ -27,13 +27,26 @@ pub(super) fn wrapper(keep: &str, note_tip: Option<(&Path, &str)>) -> String {
     carry::run_and_sweep(r#""$0""#, keep, &note)
 }
 
-/// Run as root once the container is up: the workspace (a volume the engine made, owned by
-/// root; for a pool member, made here) handed to the run's user, the pid folder made (which
-/// ends an idle pool member's wait), and the init's one child (the
-/// keep-alive; an exec's parent is outside the container) printed, so sweeps spare it.
-pub(super) const START_SCRIPT: &str = r#"set -e
-mkdir -p "$2" && chown "$1" "$2" && mkdir -p "$3" && chown "$1" "$3"
-for stat in /proc/[0-9]*/stat; do read -r pid comm state ppid rest < "$stat"; if [ "$ppid" = 1 ]; then echo "$pid"; fi; done"#;
+/// Prints the init's one child, the container's keep-alive (an exec's parent is outside the
+/// container), so sweeps spare it.
+macro_rules! keep_alive_listing {
+    () => {
+        r#"for stat in /proc/[0-9]*/stat; do read -r pid comm state ppid rest < "$stat"; if [ "$ppid" = 1 ]; then echo "$pid"; fi; done"#
+    };
+}
+
+/// `keep_alive_listing`, on its own: a claimed pool member's is read by its one set-up exec.
+pub(super) const KEEP_ALIVE_SCRIPT: &str = keep_alive_listing!();
+
+/// Run as root once a container made for the run is up: the workspace (a volume the engine
+/// made, owned by root) handed to the run's user, the pid folder made, and the keep-alive
+/// printed.
+pub(super) const START_SCRIPT: &str = concat!(
+    "set -e\n",
+    r#"mkdir -p "$2" && chown "$1" "$2" && mkdir -p "$3" && chown "$1" "$3""#,
+    "\n",
+    keep_alive_listing!()
+);
 
 /// Every container runs without capabilities and cannot gain any (setuid programs, file
 /// capabilities): nothing inside can change the network rules, forge packets, mount, or load

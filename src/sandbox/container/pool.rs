@@ -16,7 +16,9 @@
 //! by a dead eden is salvaged and removed (its guard, the next run's prune, `eden clean`),
 //! never reused.
 //!
-//! An idle member waits in `IDLE_SCRIPT` until a claim makes its pid folder or its idle time
+//! A member is made with its folders ready for a claim (`PREPARE_SCRIPT`), so that a claim's
+//! set-up is one exec as the run's user (`create::warm`). An idle member waits in `IDLE_SCRIPT`
+//! until a claim makes its workspace in the repository's worktrees folder or its idle time
 //! is up (then it exits, and `eden pool`/`eden clean` remove it). After a claim, a detached
 //! `eden __eden-pool-refill` tops the pool up again, one member at a time.
 
@@ -45,10 +47,15 @@ const PACE: Duration = Duration::from_millis(500);
 /// do not share the engine with a member being made.
 const REFILL_AFTER: Duration = Duration::from_secs(2);
 
-/// The idle member's keep-alive: waits for the claim (`PIDS_INSIDE`, made by the claim's first
-/// exec), then becomes the container's keep-alive (the same pid); exits at `$1` if unclaimed.
-const IDLE_SCRIPT: &str = r#"until [ -d "$2" ]; do [ "$(date +%s)" -lt "$1" ] || exit 0; sleep 1; done
+/// The idle member's keep-alive: waits for the claim (a workspace in the repository's worktrees
+/// folder `$2`, made by the claim's one set-up exec), then becomes the container's keep-alive
+/// (the same pid); exits at `$1` if unclaimed.
+const IDLE_SCRIPT: &str = r#"until [ -n "$(ls -A "$2" 2>/dev/null)" ]; do [ "$(date +%s)" -lt "$1" ] || exit 0; sleep 1; done
 exec tail -f /dev/null"#;
+
+/// Made ahead in a member, as root, for the run's user (`$1`): the repository's worktrees folder
+/// (`$2`, where a claim makes its workspace) and the exec pid folder (`$3`).
+const PREPARE_SCRIPT: &str = r#"mkdir -p "$2" "$3" && chown "$1" "$2" "$3""#;
 
 /// `.eden/pool/<key>.json`: a pool of this repository, as `eden pool up` made it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -163,10 +170,12 @@ fn now() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |since| since.as_secs())
 }
 
-/// Make one idle member of `pool`.
-pub(super) fn make_member(pool: &PoolFile, target: &Target, repo: &Path) -> Result<String, Error> {
+/// Make one idle member of `pool`, its folders for a claim made ahead.
+pub(super) fn make_member(pool: &PoolFile, target: &Target, layout: &Layout) -> Result<String, Error> {
+    let repo = &layout.root;
     let name = format!("{IDLE_PREFIX}{}-{}", pool.key, crate::record::new_run_id());
     let until = (now() + pool.idle_seconds).to_string();
+    let worktrees = layout.worktrees().display().to_string();
     let labels = [
         // Empty: a member is no run's until claimed, but `eden clean --all-repos` finds it.
         (LABEL_RUN, String::new()),
@@ -186,19 +195,34 @@ pub(super) fn make_member(pool: &PoolFile, target: &Target, repo: &Path) -> Resu
         IDLE_SCRIPT,
         "sh",
         &until,
-        PIDS_INSIDE,
+        &worktrees,
     ]);
-    let made = engine::run(command.finishing())?;
-    if !made.success() {
-        let _ = remove(target, &name);
-        return Err(Error::sandbox(format!(
-            "{} cannot start a pool member from `{}`: {}",
-            target.describe(),
-            pool.image,
-            first_line(&made.stderr)
-        )));
+    let made = engine::run(command.finishing()).and_then(|made| match made.success() {
+        true => {
+            engine::run(target.command().args(["exec", "-u", "0", &name, "sh", "-c", PREPARE_SCRIPT, "sh"]).args([
+                run_user().as_str(),
+                &worktrees,
+                PIDS_INSIDE,
+            ]))
+        }
+        false => Ok(made),
+    });
+    match made {
+        Ok(made) if made.success() => Ok(name),
+        Ok(made) => {
+            let _ = remove(target, &name);
+            Err(Error::sandbox(format!(
+                "{} cannot start a pool member from `{}`: {}",
+                target.describe(),
+                pool.image,
+                first_line(&made.stderr)
+            )))
+        }
+        Err(err) => {
+            let _ = remove(target, &name);
+            Err(err)
+        }
     }
-    Ok(name)
 }
 
 /// A pool member, as `ps` lists it.
@@ -333,7 +357,7 @@ pub(super) fn top_up(layout: &Layout, key: &str, pace: Duration) -> Result<Vec<S
         if waiting >= pool.size as usize || made.len() >= pool.size as usize {
             return Ok(made);
         }
-        made.push(make_member(&pool, &target, &layout.root)?);
+        made.push(make_member(&pool, &target, layout)?);
         std::thread::sleep(pace);
     }
 }

@@ -186,6 +186,7 @@ pub(crate) fn start(
         scratch: &site.scratch,
         alternates: &alternates,
         separate_git_dir: None,
+        first: None,
     };
     if let Err(err) = repository::seed(&handle.bubble, &seed) {
         handle.remove();

@@ -405,6 +405,7 @@ impl Pod {
             scratch: &site.scratch,
             alternates: &[],
             separate_git_dir: None,
+            first: None,
         };
         repository::seed(self, &seed).map(|_| ())
     }
