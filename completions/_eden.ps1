@@ -368,7 +368,7 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
         'eden;pool' {
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('up', 'up', [CompletionResultType]::ParameterValue, 'Start idle, generic sandboxes for a manifest''s sandbox settings (docker and podman)')
+            [CompletionResult]::new('up', 'up', [CompletionResultType]::ParameterValue, 'Start idle, generic sandboxes for a manifest''s sandbox settings (docker, podman and kubernetes)')
             [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'The repository''s warm pools and their members (idle, ended, claimed by a run)')
             [CompletionResult]::new('down', 'down', [CompletionResultType]::ParameterValue, 'Remove every idle member of the repository''s warm pools, and the pools')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -400,7 +400,7 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             break
         }
         'eden;pool;help' {
-            [CompletionResult]::new('up', 'up', [CompletionResultType]::ParameterValue, 'Start idle, generic sandboxes for a manifest''s sandbox settings (docker and podman)')
+            [CompletionResult]::new('up', 'up', [CompletionResultType]::ParameterValue, 'Start idle, generic sandboxes for a manifest''s sandbox settings (docker, podman and kubernetes)')
             [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'The repository''s warm pools and their members (idle, ended, claimed by a run)')
             [CompletionResult]::new('down', 'down', [CompletionResultType]::ParameterValue, 'Remove every idle member of the repository''s warm pools, and the pools')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -516,7 +516,7 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             break
         }
         'eden;help;pool' {
-            [CompletionResult]::new('up', 'up', [CompletionResultType]::ParameterValue, 'Start idle, generic sandboxes for a manifest''s sandbox settings (docker and podman)')
+            [CompletionResult]::new('up', 'up', [CompletionResultType]::ParameterValue, 'Start idle, generic sandboxes for a manifest''s sandbox settings (docker, podman and kubernetes)')
             [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'The repository''s warm pools and their members (idle, ended, claimed by a run)')
             [CompletionResult]::new('down', 'down', [CompletionResultType]::ParameterValue, 'Remove every idle member of the repository''s warm pools, and the pools')
             break

@@ -325,7 +325,7 @@ set edit:completion:arg-completer[eden] = {|@words|
         &'eden;pool'= {
             cand -h 'Print help'
             cand --help 'Print help'
-            cand up 'Start idle, generic sandboxes for a manifest''s sandbox settings (docker and podman)'
+            cand up 'Start idle, generic sandboxes for a manifest''s sandbox settings (docker, podman and kubernetes)'
             cand status 'The repository''s warm pools and their members (idle, ended, claimed by a run)'
             cand down 'Remove every idle member of the repository''s warm pools, and the pools'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -353,7 +353,7 @@ set edit:completion:arg-completer[eden] = {|@words|
             cand --help 'Print help'
         }
         &'eden;pool;help'= {
-            cand up 'Start idle, generic sandboxes for a manifest''s sandbox settings (docker and podman)'
+            cand up 'Start idle, generic sandboxes for a manifest''s sandbox settings (docker, podman and kubernetes)'
             cand status 'The repository''s warm pools and their members (idle, ended, claimed by a run)'
             cand down 'Remove every idle member of the repository''s warm pools, and the pools'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -440,7 +440,7 @@ set edit:completion:arg-completer[eden] = {|@words|
         &'eden;help;pr;follow'= {
         }
         &'eden;help;pool'= {
-            cand up 'Start idle, generic sandboxes for a manifest''s sandbox settings (docker and podman)'
+            cand up 'Start idle, generic sandboxes for a manifest''s sandbox settings (docker, podman and kubernetes)'
             cand status 'The repository''s warm pools and their members (idle, ended, claimed by a run)'
             cand down 'Remove every idle member of the repository''s warm pools, and the pools'
         }

@@ -114,7 +114,7 @@ open) · 10 a round changed what judges it · 130/143 interrupted (the pull requ
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum PoolCommand {
-    /// Start idle, generic sandboxes for a manifest's sandbox settings (docker and podman)
+    /// Start idle, generic sandboxes for a manifest's sandbox settings (docker, podman and kubernetes)
     #[command(after_help = "Each member is made as the manifest's runs' containers are (engine and host, image, \
 runtime, network, limits, mounts) with nothing of any run: no worktree, environment, key or state folder. `eden run` \
 claims an idle one made with its own settings (one claim at a time: two runs never share one), brings in the repository, \

@@ -330,7 +330,7 @@ pub(super) fn agent_state(kind: AgentKind, host_env: &dyn Fn(&str) -> Option<Str
 
 /// A destination the sandbox may connect to: a name or an address (with a prefix length for a
 /// network), and a TCP/UDP port (any port when `None`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub(crate) struct AllowEntry {
     pub(crate) host: String,
     pub(crate) port: Option<u16>,

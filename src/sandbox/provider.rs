@@ -255,6 +255,12 @@ pub(crate) trait Kind: Sync {
         Ok(Vec::new())
     }
 
+    /// `eden __eden-pool-refill REPO KEY`: `None` when `KEY` is no pool of this kind's; else
+    /// the exit code.
+    fn pool_refill(&self, _args: &[std::ffi::OsString]) -> Option<i32> {
+        None
+    }
+
     /// A guard's cleanup after eden died (`eden __eden-salvage ARGS`): `None` when the
     /// arguments are not this kind's; else the exit code.
     fn salvage(&self, _args: &[std::ffi::OsString]) -> Option<i32> {

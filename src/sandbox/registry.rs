@@ -57,7 +57,7 @@ pub(crate) fn run_salvage(args: &[std::ffi::OsString]) -> i32 {
 /// `eden __eden-pool-refill REPO KEY` (behind a claim): the warm pool topped up again. Pools
 /// are the container kind's.
 pub(crate) fn run_pool_refill(args: &[std::ffi::OsString]) -> i32 {
-    container::run_refill(args)
+    KINDS.iter().find_map(|row| row.kind.pool_refill(args)).unwrap_or(2)
 }
 
 #[cfg(test)]
@@ -133,14 +133,17 @@ mod tests {
     }
 
     #[test]
-    fn a_pod_has_no_pool_and_asks_the_agent_as_usual() {
+    fn a_pod_asks_the_agent_as_usual_and_pools_without_services() {
         let pod = provider_of("kind = \"kubernetes\"\nimage = \"img:1\"");
         assert!(!pod.agents_on_this_machine());
         assert!(!pod.interactive().unwrap());
         assert!(pod.built_image().is_none());
         assert!(pod.reach().privileges.contains("never root"));
-        let refused = pod.pool_up(&pool_request(&crate::layout::Layout::new("/r", "/r/.git"))).unwrap_err();
+        let served = provider_of(
+            "kind = \"kubernetes\"\nimage = \"img:1\"\n[[service]]\nname = \"db\"\nimage = \"postgres:16\"",
+        );
+        let refused = served.pool_up(&pool_request(&crate::layout::Layout::new("/r", "/r/.git"))).unwrap_err();
         assert_eq!(refused.kind, crate::error::ErrorKind::Usage);
-        assert!(refused.message.contains("not for `kubernetes`"), "{}", refused.message);
+        assert!(refused.message.contains("`[[service]]`"), "{}", refused.message);
     }
 }

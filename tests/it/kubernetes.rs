@@ -810,3 +810,118 @@ fn an_agent_in_a_pod_is_steered() {
     crate::steer::assert_steered(&env, &run, sent.elapsed());
     assert!(cluster.pods(&env.repo).is_empty(), "the pod is deleted");
 }
+
+/// `eden pool …` with the cluster's kubectl and kubeconfig.
+fn pool(cluster: &Cluster, env: &TestEnv, args: &[&str]) -> Run {
+    let mut all = vec!["pool"];
+    all.extend_from_slice(args);
+    let mut command = env.eden_command(&all);
+    Run::from(command.envs(cluster.env("admin")).output().unwrap())
+}
+
+/// The agent commits a file holding its pod's name (its hostname), and completes.
+const COMMIT_POD_NAME: &str = "hostname > pod-$(date +%s%N).txt && git add . && git -c user.name=pod -c user.email=pod@example.com commit -qm pooled && echo '<promise>COMPLETE</promise>'";
+
+/// A warm pool of pods, its members' network rules installed as they start (the default
+/// `network = "none"`): two idle members, three runs at once; two claim one member each, the
+/// third starts cold and says why; every run's work lands, each from its own pod. A run with
+/// other pod settings never claims a member, and `pool down` leaves no pod on the cluster.
+#[test]
+fn a_warm_pool_of_pods() {
+    let Some(cluster) = cluster() else { return };
+    let env = TestEnv::new();
+    let path = env.write_manifest(&manifest(COMMIT_POD_NAME, ""));
+    let up = pool(cluster, &env, &["up", path.to_str().unwrap(), "--size", "2", "--no-refill", "--json"]);
+    up.assert_code(0);
+    let made: Vec<String> = up.json()["made"].as_array().unwrap().iter().map(|n| n.as_str().unwrap().into()).collect();
+    assert_eq!(made.len(), 2, "{}", up.stdout);
+    assert_eq!(up.json()["idle"], 2, "{}", up.stdout);
+    let children: Vec<_> = (0..3)
+        .map(|_| {
+            let mut command = env.eden_command(&["run", path.to_str().unwrap(), "--json"]);
+            command.envs(cluster.env("admin"));
+            command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+            command.spawn().unwrap()
+        })
+        .collect();
+    let runs: Vec<Run> = children.into_iter().map(|child| Run::from(child.wait_with_output().unwrap())).collect();
+    let mut claimed = Vec::new();
+    for run in &runs {
+        run.assert_code(0);
+        let name = run.record()["container"]["name"].as_str().unwrap().to_owned();
+        if run.stderr.contains("claimed from the warm pool") {
+            claimed.push(name);
+        } else {
+            assert!(run.stderr.contains("starting cold: the warm pool has no idle member left"), "{}", run.stderr);
+            assert!(!made.contains(&name));
+        }
+    }
+    claimed.sort();
+    assert_eq!(claimed, made, "each member claimed once");
+    let hosts: std::collections::HashSet<String> = std::fs::read_dir(&env.repo)
+        .unwrap()
+        .flatten()
+        .filter(|entry| entry.file_name().to_string_lossy().starts_with("pod-"))
+        .map(|entry| std::fs::read_to_string(entry.path()).unwrap().trim().to_owned())
+        .collect();
+    assert_eq!(hosts.len(), 3, "three pods: {hosts:?}");
+    assert!(made.iter().all(|name| hosts.contains(name)), "{hosts:?}");
+    assert!(cluster.pods(&env.repo).is_empty(), "each pod went with its run");
+
+    let up = pool(cluster, &env, &["up", path.to_str().unwrap(), "--size", "1", "--no-refill"]);
+    up.assert_code(0);
+    let mut other = env.eden_command(&["run", path.to_str().unwrap(), "--set", "sandbox.memory=256m"]);
+    let other = Run::from(other.envs(cluster.env("admin")).output().unwrap());
+    other.assert_code(0);
+    assert!(
+        other.stderr.contains("no warm pool of this repository was made with this run's pod settings"),
+        "{}",
+        other.stderr
+    );
+    assert_eq!(cluster.pods(&env.repo).len(), 1, "the member waits on");
+    let down = pool(cluster, &env, &["down"]);
+    down.assert_code(0);
+    assert!(down.stderr.contains("removed eden-pool-"), "{}", down.stderr);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !cluster.pods(&env.repo).is_empty() {
+        assert!(std::time::Instant::now() < deadline, "pool down leaves no pod");
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+}
+
+/// eden killed while its run holds a claimed pod: its guard saves what the pod holds and
+/// deletes it, and the pool never hands it out again (the next run starts cold).
+#[test]
+fn a_pod_claimed_by_a_dead_eden_is_never_reused() {
+    let Some(cluster) = cluster() else { return };
+    let env = TestEnv::new();
+    // `start_waiting`'s manifest, pooled.
+    let script = "echo c > c.txt && git add c.txt && git -c user.name=pod -c user.email=pod@example.com commit -qm killed && echo half > half.txt && echo ready; sleep 300";
+    let path = env.write_manifest(&manifest(script, "").replace("idle_timeout = \"60s\"", "idle_timeout = \"10m\""));
+    pool(cluster, &env, &["up", path.to_str().unwrap(), "--size", "1", "--no-refill"]).assert_code(0);
+    let member = cluster.pods(&env.repo);
+    assert_eq!(member.len(), 1);
+    let mut child = start_waiting(cluster, &env);
+    assert_eq!(cluster.pods(&env.repo), member, "the member is the run's pod");
+    child.kill().unwrap();
+    let _ = child.wait();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while cluster.has(&member[0]) {
+        assert!(std::time::Instant::now() < deadline, "the guard deletes the claimed pod");
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+    let saved: Vec<String> = std::fs::read_dir(env.repo.join(".eden/patches"))
+        .map(|dir| dir.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    assert!(saved.iter().any(|name| name.ends_with(".salvaged.patch")), "{saved:?}");
+    // Another agent command, the same pod settings: the same pool, which has nothing left.
+    let next = env.root().join("next.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let text = text.replace("echo half > half.txt && ", "").replace("sleep 300", "echo '<promise>COMPLETE</promise>'");
+    std::fs::write(&next, text).unwrap();
+    let mut command = env.eden_command(&["run", next.to_str().unwrap()]);
+    let next = Run::from(command.envs(cluster.env("admin")).output().unwrap());
+    next.assert_code(0);
+    assert!(next.stderr.contains("starting cold: the warm pool has no idle member left"), "{}", next.stderr);
+    pool(cluster, &env, &["down"]).assert_code(0);
+}

@@ -30,6 +30,5 @@ mod pool;
 mod preflight;
 mod provider;
 
-pub(crate) use pool::run_refill;
 pub(crate) use provider::Provider;
 pub(crate) use provider::KIND;

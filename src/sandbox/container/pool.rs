@@ -326,22 +326,21 @@ pub(super) fn refill_behind(layout: &Layout, key: &str) {
 }
 
 /// `eden __eden-pool-refill REPO KEY`: makes members until the pool has its size of claimable
-/// ones, paced, under the pool's lock. Returns the exit code.
-pub(crate) fn run_refill(args: &[std::ffi::OsString]) -> i32 {
-    let [repo, key] = args else { return 2 };
-    let Some(key) = key.to_str().filter(|key| key.chars().all(|c| c.is_ascii_hexdigit())) else { return 2 };
+/// ones, paced, under the pool's lock. `None` when `KEY` names no pool of containers here; else
+/// the exit code.
+pub(super) fn run_refill(args: &[std::ffi::OsString]) -> Option<i32> {
+    let [repo, key] = args else { return None };
+    let key = key.to_str().filter(|key| key.chars().all(|c| c.is_ascii_hexdigit()))?;
     let repo = Path::new(repo);
     let layout = Layout::new(repo, repo.join(".git"));
-    let Ok(lock) = std::fs::File::create(pool_dir(&layout).join(format!("{key}.lock"))) else { return 1 };
+    read_pool(&layout, key)?;
+    let Ok(lock) = std::fs::File::create(pool_dir(&layout).join(format!("{key}.lock"))) else { return Some(1) };
     if nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusiveNonblock).is_err() {
-        return 0; // another refill is at it
+        return Some(0); // another refill is at it
     }
     // Behind the claim: the run that claimed sets its member up first, undisturbed.
     std::thread::sleep(REFILL_AFTER);
-    match top_up(&layout, key, PACE) {
-        Ok(_) => 0,
-        Err(_) => 1,
-    }
+    Some(top_up(&layout, key, PACE).map_or(1, |_| 0))
 }
 
 /// Members made until pool `key` has its size of claimable ones; returns their names.

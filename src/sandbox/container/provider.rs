@@ -216,6 +216,10 @@ impl crate::sandbox::provider::Kind for Containers {
         super::pool::status(layout)
     }
 
+    fn pool_refill(&self, args: &[std::ffi::OsString]) -> Option<i32> {
+        super::pool::run_refill(args)
+    }
+
     fn pool_down(&self, layout: &crate::layout::Layout) -> Result<Vec<String>, Error> {
         super::pool::down(layout)
     }

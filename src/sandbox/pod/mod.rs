@@ -12,8 +12,10 @@
 //! `emptyDir` volumes at the paths the agent is pointed at. `kubectl exec` has no way to pass
 //! an environment, so a command's variables travel as a file written through the channel
 //! (never on a command line) that the command's wrapper reads and removes. The pod carries a
-//! deadline (`activeDeadlineSeconds`), so it ends even if eden and its guard both die.
+//! deadline (`activeDeadlineSeconds`), so it ends even if eden and its guard both die. A run may
+//! claim a pod made ahead instead (`pool`, asked by `provider`), whose workspace the seed makes.
 
+mod pool;
 mod rules;
 mod services;
 
@@ -165,12 +167,45 @@ pub(crate) struct Pod {
     removed: bool,
 }
 
-/// Start the run's pod, wait until it runs, and seed it. Anything that fails after the pod
-/// exists deletes it.
-pub(crate) fn start(plan: &PodPlan, site: &RunSite) -> Result<Box<dyn SandboxHandle>, Error> {
+/// A pod made for a run or a pool: its name, uid and node (known once it runs).
+pub(super) struct Member {
+    pub(super) name: String,
+    pub(super) uid: String,
+    pub(super) node: String,
+}
+
+/// The run's pod, claimed from a warm pool (`pool::claim`): what the run brings goes in, and
+/// the workspace is made by the seed. Deleted if that fails.
+pub(super) fn start_claimed(
+    plan: &PodPlan,
+    site: &RunSite,
+    base: String,
+    member: Member,
+) -> Result<Box<dyn SandboxHandle>, Error> {
     let kube = Kube::new(plan);
+    let eden =
+        std::env::current_exe().map_err(|err| Error::sandbox(format!("cannot find eden's executable: {err}")))?;
+    let mut pod = Pod::new(plan, site, &kube, member, base);
+    pod.guard = guard(&eden, &kube, site, &pod.name);
+    if rules::has_rules(plan) {
+        pod.network_policy = make_network_policy(&kube, plan, &pod.name, &pod.uid, site);
+    }
+    match pod.bring_in(site, Some(":")) {
+        Ok(()) => Ok(Box::new(pod)),
+        Err(err) => {
+            let _ = pod.delete();
+            Err(err)
+        }
+    }
+}
+
+/// Start the run's own pod, wait until it runs, and seed it. Anything that fails after the pod
+/// exists deletes it.
+pub(super) fn start(plan: &PodPlan, site: &RunSite, base: String) -> Result<Box<dyn SandboxHandle>, Error> {
+    let kube = Kube::new(plan);
+    let eden =
+        std::env::current_exe().map_err(|err| Error::sandbox(format!("cannot find eden's executable: {err}")))?;
     let name = format!("eden-{}", site.run_id);
-    let base = site.base()?;
     let spec = pod_spec(plan, site, &name, &base);
     services::create_secret(&|| kube.command(), plan, &name, &pod_labels(site))?;
     let created = run(kube
@@ -183,31 +218,9 @@ pub(crate) fn start(plan: &PodPlan, site: &RunSite) -> Result<Box<dyn SandboxHan
             .with_hint("see the cluster's message; `--dry-run` shows the pod's settings")),
     });
     let created = created.inspect_err(|_| services::delete_secret(&|| kube.command(), &name))?;
-    let eden =
-        std::env::current_exe().map_err(|err| Error::sandbox(format!("cannot find eden's executable: {err}")))?;
-    let mut pod = Pod {
-        kube: kube.clone(),
-        name: name.clone(),
-        uid: created.stdout.trim().to_owned(),
-        node: String::new(),
-        image: plan.image.clone(),
-        ledger: Ledger::new(site, base),
-        next_exec: AtomicU64::new(0),
-        states: site.agent_state.clone(),
-        eden_inside: AtomicBool::new(false),
-        found: Default::default(),
-        guard: None,
-        tunnel: None,
-        network_policy: None,
-        removed: false,
-    };
-    let salvage = ProcessBuilder::new(&eden)
-        .arg(crate::sandbox::SALVAGE_SUBCOMMAND)
-        .args(kube.to_args())
-        .arg(&site.repo_root)
-        .arg(&site.run_id)
-        .arg(&name);
-    pod.guard = crate::process::guard::Guard::start(&salvage).ok();
+    let made = Member { name: name.clone(), uid: created.stdout.trim().to_owned(), node: String::new() };
+    let mut pod = Pod::new(plan, site, &kube, made, base);
+    pod.guard = guard(&eden, &kube, site, &name);
     if rules::has_rules(plan) {
         pod.network_policy = make_network_policy(&kube, plan, &name, &pod.uid, site);
     }
@@ -219,6 +232,17 @@ pub(crate) fn start(plan: &PodPlan, site: &RunSite) -> Result<Box<dyn SandboxHan
             Err(err)
         }
     }
+}
+
+/// The salvage a guard runs if eden dies with the pod still there.
+fn guard(eden: &Path, kube: &Kube, site: &RunSite, name: &str) -> Option<crate::process::guard::Guard> {
+    let salvage = ProcessBuilder::new(eden)
+        .arg(crate::sandbox::SALVAGE_SUBCOMMAND)
+        .args(kube.to_args())
+        .arg(&site.repo_root)
+        .arg(&site.run_id)
+        .arg(name);
+    crate::process::guard::Guard::start(&salvage).ok()
 }
 
 /// The pod's NetworkPolicy (`pod_rules::network_policy`), for clusters that enforce them: its
@@ -249,15 +273,41 @@ fn pod_labels(site: &RunSite) -> serde_json::Value {
 /// The pod: the image's keep-alive as the run's user, the workspace and state folders as
 /// `emptyDir`s at their paths, the limits as requests and limits, the deadline.
 fn pod_spec(plan: &PodPlan, site: &RunSite, name: &str, base: &str) -> serde_json::Value {
-    let (_, volumes) = volumes(site);
-    let mut resources = serde_json::Map::new();
-    if let Some(cpus) = plan.cpus {
-        resources.insert("cpu".into(), serde_json::json!(format!("{}m", (cpus * 1000.0).round() as u64)));
-    }
-    if let Some(memory) = plan.memory {
-        resources.insert("memory".into(), serde_json::json!(memory.to_string()));
-    }
-    let container = agent_container(plan, site, resources);
+    let (mounts, volumes) = volumes(&places(site));
+    let container = agent_container(plan, mounts, &site.worktree, serde_json::json!(["tail", "-f", "/dev/null"]));
+    serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "labels": pod_labels(site),
+            "annotations": run_annotations(site, base),
+        },
+        "spec": spec_body(plan, name, container, volumes, plan.deadline.as_secs().max(1)),
+    })
+}
+
+/// What a pod of a run says of it: its run, repository, branch, eden, workspace and base.
+fn run_annotations(site: &RunSite, base: &str) -> serde_json::Value {
+    serde_json::json!({
+        LABEL_RUN: site.run_id,
+        LABEL_REPO: site.repo_root.display().to_string(),
+        LABEL_BRANCH: site.branch,
+        LABEL_PID: std::process::id().to_string(),
+        LABEL_WORKSPACE: site.worktree.display().to_string(),
+        LABEL_BASE: base,
+    })
+}
+
+/// A pod's `spec`: its agent container (and services, and the rules' init container), hardened,
+/// placed, ending `deadline` seconds after it starts.
+fn spec_body(
+    plan: &PodPlan,
+    name: &str,
+    container: serde_json::Value,
+    volumes: Vec<serde_json::Value>,
+    deadline: u64,
+) -> serde_json::Value {
     let tolerations: Vec<serde_json::Value> = plan
         .tolerations
         .iter()
@@ -270,7 +320,7 @@ fn pod_spec(plan: &PodPlan, site: &RunSite, name: &str, base: &str) -> serde_jso
     let mut spec = serde_json::json!({
         "restartPolicy": "Never",
         "terminationGracePeriodSeconds": 1,
-        "activeDeadlineSeconds": plan.deadline.as_secs().max(1),
+        "activeDeadlineSeconds": deadline,
         "automountServiceAccountToken": plan.service_account.is_some(),
         // Every service's address in the agent's environment: not handed over.
         "enableServiceLinks": false,
@@ -307,39 +357,30 @@ fn pod_spec(plan: &PodPlan, site: &RunSite, name: &str, base: &str) -> serde_jso
     if !tolerations.is_empty() {
         spec["tolerations"] = serde_json::json!(tolerations);
     }
-    serde_json::json!({
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "labels": pod_labels(site),
-            "annotations": {
-                LABEL_RUN: site.run_id,
-                LABEL_REPO: site.repo_root.display().to_string(),
-                LABEL_BRANCH: site.branch,
-                LABEL_PID: std::process::id().to_string(),
-                LABEL_WORKSPACE: site.worktree.display().to_string(),
-                LABEL_BASE: base,
-            },
-        },
-        "spec": spec,
-    })
+    spec
 }
 
-/// The pod's one container: the image's keep-alive in the worktree, with the pod's volumes and
-/// `resources` as requests and limits. No capability, no privilege to gain, never root: the
+/// The pod's one container: `command` in `working_dir`, with the pod's volumes and the plan's
+/// limits as requests and limits. No capability, no privilege to gain, never root: the
 /// "restricted" Pod Security Standard (the pod adds the runtime's seccomp profile).
 fn agent_container(
     plan: &PodPlan,
-    site: &RunSite,
-    resources: serde_json::Map<String, serde_json::Value>,
+    mounts: Vec<serde_json::Value>,
+    working_dir: &Path,
+    command: serde_json::Value,
 ) -> serde_json::Value {
-    let (mounts, _) = volumes(site);
+    let mut resources = serde_json::Map::new();
+    if let Some(cpus) = plan.cpus {
+        resources.insert("cpu".into(), serde_json::json!(format!("{}m", (cpus * 1000.0).round() as u64)));
+    }
+    if let Some(memory) = plan.memory {
+        resources.insert("memory".into(), serde_json::json!(memory.to_string()));
+    }
     let mut container = serde_json::json!({
         "name": "agent",
         "image": plan.image,
-        "command": ["tail", "-f", "/dev/null"],
-        "workingDir": site.worktree,
+        "command": command,
+        "workingDir": working_dir,
         "volumeMounts": mounts,
         "resources": {"requests": resources, "limits": resources},
         "securityContext": {
@@ -354,9 +395,9 @@ fn agent_container(
     container
 }
 
-/// The pod's `emptyDir`s and where they go: the workspace, eden's executable, each state folder,
-/// the held keys' proxy folder.
-fn volumes(site: &RunSite) -> (Vec<serde_json::Value>, Vec<serde_json::Value>) {
+/// Where a run's pod has `emptyDir`s: the workspace, eden's executable, each state folder, the
+/// held keys' proxy folder.
+fn places(site: &RunSite) -> Vec<(String, PathBuf)> {
     let eden_folder = Path::new(EDEN_INSIDE).parent().expect("a folder").to_owned();
     let mut places: Vec<(String, PathBuf)> =
         vec![("workspace".into(), site.worktree.clone()), ("eden".into(), eden_folder)];
@@ -366,12 +407,36 @@ fn volumes(site: &RunSite) -> (Vec<serde_json::Value>, Vec<serde_json::Value>) {
     if site.proxy.is_some() {
         places.push(("proxy".into(), PathBuf::from(crate::sandbox::PROXY_INSIDE)));
     }
+    places
+}
+
+/// The `emptyDir`s at `places`, and their mounts.
+fn volumes(places: &[(String, PathBuf)]) -> (Vec<serde_json::Value>, Vec<serde_json::Value>) {
     let mounts = places.iter().map(|(name, path)| serde_json::json!({"name": name, "mountPath": path})).collect();
     let volumes = places.iter().map(|(name, _)| serde_json::json!({"name": name, "emptyDir": {}})).collect();
     (mounts, volumes)
 }
 
 impl Pod {
+    fn new(plan: &PodPlan, site: &RunSite, kube: &Kube, pod: Member, base: String) -> Pod {
+        Pod {
+            kube: kube.clone(),
+            name: pod.name,
+            uid: pod.uid,
+            node: pod.node,
+            image: plan.image.clone(),
+            ledger: Ledger::new(site, base),
+            next_exec: AtomicU64::new(0),
+            states: site.agent_state.clone(),
+            eden_inside: AtomicBool::new(false),
+            found: Default::default(),
+            guard: None,
+            tunnel: None,
+            network_policy: None,
+            removed: false,
+        }
+    }
+
     fn set_up(&mut self, plan: &PodPlan, site: &RunSite) -> Result<(), Error> {
         let started = std::time::Instant::now();
         let rules = match rules::has_rules(plan) {
@@ -393,6 +458,13 @@ impl Pod {
             rules::verify(&rules, &|command, stdin| self.exec_plain(command, stdin), &self.name)?;
         }
         services::wait_ready(&|| self.kube.command(), &self.name, &plan.services)?;
+        self.bring_in(site, None)
+    }
+
+    /// What a run brings, into its running pod: the agent's state folders, the way to the held
+    /// keys' proxy, the repository (`first`: the workspace is not there yet, and the seed makes
+    /// it after that script, as in a claimed pool member).
+    fn bring_in(&mut self, site: &RunSite, first: Option<&str>) -> Result<(), Error> {
         let exec = |command, stdin| self.exec_plain(command, stdin);
         carry::push_state(&self.states, &exec, None, "pod")?;
         if let Some(proxy) = &site.proxy {
@@ -405,7 +477,7 @@ impl Pod {
             scratch: &site.scratch,
             alternates: &[],
             separate_git_dir: None,
-            first: None,
+            first,
         };
         repository::seed(self, &seed).map(|_| ())
     }
@@ -417,31 +489,16 @@ impl Pod {
         site: &RunSite,
         started: std::time::Instant,
     ) -> Result<rules::Installed, Error> {
-        let waiting = self.wait_for(Stage::Init, started, plan.start_timeout)?;
-        let rules = |command, stdin| self.exec_in(rules::RULES_CONTAINER, command, stdin);
-        let helper = self.exec_in(rules::RULES_CONTAINER, ProcessBuilder::new("sh"), true);
-        // Asked a few times: the cluster may not have noted the end yet.
-        let init_succeeded = || {
-            let path = "jsonpath={.status.initContainerStatuses[0].state.terminated.exitCode}";
-            (0..20).any(|_| {
-                let got = run(self.kube.command().args(["get", "pod", &self.name, "-o", path]));
-                let ended = got.is_ok_and(|got| got.success() && got.stdout.trim() == "0");
-                if !ended {
-                    std::thread::sleep(std::time::Duration::from_millis(250));
-                }
-                ended
-            })
-        };
-        let pod = rules::WaitingPod {
+        let pod = Ruled {
+            kube: &self.kube,
             name: &self.name,
-            host_ip: waiting.host_ip,
-            rules: &rules,
-            helper,
+            image: &self.image,
             eden_inside: &self.eden_inside,
-            scratch: &site.scratch,
-            init_succeeded: &init_succeeded,
+            network: plan.network,
+            allow: &plan.allow,
+            timeout: plan.start_timeout,
         };
-        rules::install(&pod, plan)
+        install_rules(&pod, &site.scratch, started)
     }
 
     /// Until the pod is at `stage`: where it landed. Stuck pulling its image, or pending past
@@ -452,59 +509,7 @@ impl Pod {
         started: std::time::Instant,
         timeout: std::time::Duration,
     ) -> Result<Landed, Error> {
-        loop {
-            if crate::process::stopping() {
-                return Err(Error::interrupted(crate::process::signal_received().unwrap_or(crate::exit::Signal::INT)));
-            }
-            let got = run(self.kube.command().args(["get", "pod", &self.name, "-o", "json"]))?;
-            let pod: serde_json::Value = serde_json::from_str(&got.stdout).unwrap_or_default();
-            let phase = pod["status"]["phase"].as_str().unwrap_or("");
-            let landed = Landed {
-                node: pod["spec"]["nodeName"].as_str().unwrap_or("").to_owned(),
-                host_ip: pod["status"]["hostIP"].as_str().and_then(|ip| ip.parse().ok()),
-            };
-            let statuses = match stage {
-                Stage::Init => "initContainerStatuses",
-                Stage::Running => "containerStatuses",
-            };
-            // The first container stuck on its image or configuration (a service's too), else the first.
-            let all = pod["status"][statuses].as_array().cloned().unwrap_or_default();
-            let stuck =
-                all.iter().find(|status| STUCK.contains(&status["state"]["waiting"]["reason"].as_str().unwrap_or("")));
-            let status = stuck.or(all.first()).cloned().unwrap_or_default();
-            let state = &status["state"];
-            let waiting = &state["waiting"];
-            let reason = waiting["reason"].as_str().unwrap_or("");
-            let image = status["image"].as_str().unwrap_or(&self.image);
-            let service = status["name"].as_str().and_then(|name| name.strip_prefix("svc-"));
-            let whose = service.map(|name| format!("service `{name}`'s ")).unwrap_or_default();
-            let there = match stage {
-                Stage::Init => state["running"].is_object(),
-                Stage::Running => phase == "Running",
-            };
-            if there {
-                return Ok(landed);
-            }
-            if STUCK[..4].contains(&reason) {
-                return Err(Error::sandbox(format!("the cluster cannot get {whose}image `{image}` for the pod ({reason}: {})", waiting["message"].as_str().unwrap_or("")))
-                    .with_hint("push the image where the cluster's nodes pull from, or load it on the node; `sandbox.image_pull_policy` says when nodes pull"));
-            }
-            if ["Failed", "Succeeded"].contains(&phase)
-                || reason == "CreateContainerConfigError"
-                || reason == "CreateContainerError"
-            {
-                return Err(Error::sandbox(format!(
-                    "the pod did not start ({}): {}",
-                    if reason.is_empty() { phase } else { reason },
-                    waiting["message"].as_str().or(pod["status"]["message"].as_str()).unwrap_or("")
-                ))
-                .with_hint("`kubectl describe pod` shows the cluster's events (eden deleted the pod)"));
-            }
-            if started.elapsed() >= timeout {
-                return Err(not_running(&pod, phase, reason, timeout));
-            }
-            std::thread::sleep(std::time::Duration::from_millis(250));
-        }
+        wait_for(&self.kube, &self.name, &self.image, stage, started, timeout)
     }
 
     /// `kubectl exec [-i] POD -c agent -- PROGRAM ARGS…`: `command` with no environment and
@@ -513,13 +518,8 @@ impl Pod {
         self.exec_in("agent", command, stdin)
     }
 
-    /// `kubectl exec [-i] POD -c CONTAINER -- PROGRAM ARGS…`.
     fn exec_in(&self, container: &str, command: ProcessBuilder, stdin: bool) -> ProcessBuilder {
-        let mut exec = self.kube.command().arg("exec");
-        if stdin {
-            exec = exec.arg("-i");
-        }
-        exec.args([self.name.as_str(), "-c", container, "--"]).arg(command.program()).args(command.get_args())
+        exec_in(&self.kube, &self.name, container, command, stdin)
     }
 
     /// The variables of `command`, as `export` lines for the wrapper (empty for none).
@@ -621,6 +621,124 @@ impl Pod {
         services::delete_secret(&|| self.kube.command(), &self.name);
         self.guard = None;
         Ok(())
+    }
+}
+
+/// A pod whose network rules are to be installed: the rules of `network` (its `allow` list),
+/// waited for up to `timeout`.
+struct Ruled<'a> {
+    kube: &'a Kube,
+    name: &'a str,
+    image: &'a str,
+    eden_inside: &'a AtomicBool,
+    network: crate::manifest::schema::Network,
+    allow: &'a [crate::manifest::plan::AllowEntry],
+    timeout: std::time::Duration,
+}
+
+/// The pod's network rules, from its init container while it waits (`pod_rules`), with the
+/// helper files in `scratch`.
+fn install_rules(pod: &Ruled<'_>, scratch: &Path, started: std::time::Instant) -> Result<rules::Installed, Error> {
+    let (kube, name) = (pod.kube, pod.name);
+    let waiting = wait_for(kube, name, pod.image, Stage::Init, started, pod.timeout)?;
+    let rules = |command, stdin| exec_in(kube, name, rules::RULES_CONTAINER, command, stdin);
+    let helper = exec_in(kube, name, rules::RULES_CONTAINER, ProcessBuilder::new("sh"), true);
+    // Asked a few times: the cluster may not have noted the end yet.
+    let init_succeeded = || {
+        let path = "jsonpath={.status.initContainerStatuses[0].state.terminated.exitCode}";
+        (0..20).any(|_| {
+            let got = run(kube.command().args(["get", "pod", name, "-o", path]));
+            let ended = got.is_ok_and(|got| got.success() && got.stdout.trim() == "0");
+            if !ended {
+                std::thread::sleep(std::time::Duration::from_millis(250));
+            }
+            ended
+        })
+    };
+    let waiting = rules::WaitingPod {
+        name,
+        host_ip: waiting.host_ip,
+        rules: &rules,
+        helper,
+        eden_inside: pod.eden_inside,
+        scratch,
+        init_succeeded: &init_succeeded,
+    };
+    rules::install(&waiting, pod.network, pod.allow)
+}
+
+/// `kubectl exec [-i] POD -c CONTAINER -- PROGRAM ARGS…`.
+fn exec_in(kube: &Kube, name: &str, container: &str, command: ProcessBuilder, stdin: bool) -> ProcessBuilder {
+    let mut exec = kube.command().arg("exec");
+    if stdin {
+        exec = exec.arg("-i");
+    }
+    exec.args([name, "-c", container, "--"]).arg(command.program()).args(command.get_args())
+}
+
+/// Until pod `name` is at `stage`: where it landed. Stuck pulling its image (`image`, as the
+/// plan names it), or pending past `timeout` since `started`, is an error that says why, as the
+/// cluster does.
+fn wait_for(
+    kube: &Kube,
+    name: &str,
+    image: &str,
+    stage: Stage,
+    started: std::time::Instant,
+    timeout: std::time::Duration,
+) -> Result<Landed, Error> {
+    loop {
+        if crate::process::stopping() {
+            return Err(Error::interrupted(crate::process::signal_received().unwrap_or(crate::exit::Signal::INT)));
+        }
+        let got = run(kube.command().args(["get", "pod", name, "-o", "json"]))?;
+        let pod: serde_json::Value = serde_json::from_str(&got.stdout).unwrap_or_default();
+        let phase = pod["status"]["phase"].as_str().unwrap_or("");
+        let landed = Landed {
+            node: pod["spec"]["nodeName"].as_str().unwrap_or("").to_owned(),
+            host_ip: pod["status"]["hostIP"].as_str().and_then(|ip| ip.parse().ok()),
+        };
+        let statuses = match stage {
+            Stage::Init => "initContainerStatuses",
+            Stage::Running => "containerStatuses",
+        };
+        // The first container stuck on its image or configuration (a service's too), else the first.
+        let all = pod["status"][statuses].as_array().cloned().unwrap_or_default();
+        let stuck =
+            all.iter().find(|status| STUCK.contains(&status["state"]["waiting"]["reason"].as_str().unwrap_or("")));
+        let status = stuck.or(all.first()).cloned().unwrap_or_default();
+        let state = &status["state"];
+        let waiting = &state["waiting"];
+        let reason = waiting["reason"].as_str().unwrap_or("");
+        let image = status["image"].as_str().unwrap_or(image);
+        let service = status["name"].as_str().and_then(|name| name.strip_prefix("svc-"));
+        let whose = service.map(|name| format!("service `{name}`'s ")).unwrap_or_default();
+        let there = match stage {
+            Stage::Init => state["running"].is_object(),
+            Stage::Running => phase == "Running",
+        };
+        if there {
+            return Ok(landed);
+        }
+        if STUCK[..4].contains(&reason) {
+            return Err(Error::sandbox(format!("the cluster cannot get {whose}image `{image}` for the pod ({reason}: {})", waiting["message"].as_str().unwrap_or("")))
+                    .with_hint("push the image where the cluster's nodes pull from, or load it on the node; `sandbox.image_pull_policy` says when nodes pull"));
+        }
+        if ["Failed", "Succeeded"].contains(&phase)
+            || reason == "CreateContainerConfigError"
+            || reason == "CreateContainerError"
+        {
+            return Err(Error::sandbox(format!(
+                "the pod did not start ({}): {}",
+                if reason.is_empty() { phase } else { reason },
+                waiting["message"].as_str().or(pod["status"]["message"].as_str()).unwrap_or("")
+            ))
+            .with_hint("`kubectl describe pod` shows the cluster's events (eden deleted the pod)"));
+        }
+        if started.elapsed() >= timeout {
+            return Err(not_running(&pod, phase, reason, timeout));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(250));
     }
 }
 

@@ -1,12 +1,14 @@
 //! `kubernetes` as a provider: one pod per run on the person's cluster, through their `kubectl`.
 
+use super::pool::Claimed;
 use super::{exists, preflight, salvage_and_delete, Kube};
 use crate::error::Error;
 use crate::manifest::plan::{Plan, PodPlan};
 use crate::manifest::schema::Network;
 use crate::sandbox::provider::Reach;
 use crate::sandbox::provider::{
-    self, Announce, Check, Left, Leftover, Leftovers, Recorded, Removal, Scope, Start, Started, Verdict,
+    self, Announce, Check, Left, Leftover, Leftovers, PoolRequest, PoolUp, Recorded, Removal, Scope, Start, Started,
+    Verdict,
 };
 use crate::sandbox::reach::RELAY;
 use std::path::Path;
@@ -33,17 +35,41 @@ impl provider::Provider for Provider {
         preflight(&self.plan)
     }
 
+    /// A pod of the run's own: claimed from a warm pool of the repository, or made.
     fn start(&self, start: &Start<'_>) -> Result<Started, Error> {
-        let handle = super::start(&self.plan, start.site)?;
+        let site = start.site;
+        let base = site.base()?;
+        let eden =
+            std::env::current_exe().map_err(|err| Error::sandbox(format!("cannot find eden's executable: {err}")))?;
+        let (handle, origin) = match super::pool::claim(&self.plan, site, &Kube::new(&self.plan), &base, &eden)? {
+            Claimed::Member(member) => (super::start_claimed(&self.plan, site, base, member)?, Origin::Warm),
+            Claimed::Cold(why) => {
+                (super::start(&self.plan, site, base)?, why.map_or(Origin::Cold, Origin::ColdBecause))
+            }
+        };
         let record = handle.container().unwrap_or_default();
         let node = record.node.unwrap_or_default();
-        let message = format!(
-            "kubernetes pod `{}` started on node `{node}` from `{}`, with a repository of its own",
-            record.name, self.plan.image
-        );
+        let (name, image) = (&record.name, &self.plan.image);
+        let mut notes = Vec::new();
+        let message = match origin {
+            Origin::Warm => format!(
+                "kubernetes pod `{name}` claimed from the warm pool on node `{node}` (`{image}`), with a repository of its own"
+            ),
+            Origin::ColdBecause(why) => {
+                notes.push(format!("starting cold: {why}"));
+                format!("kubernetes pod `{name}` started on node `{node}` from `{image}`, with a repository of its own")
+            }
+            Origin::Cold => {
+                format!("kubernetes pod `{name}` started on node `{node}` from `{image}`, with a repository of its own")
+            }
+        };
         let announce =
             Announce { engine: record.engine, name: record.name, host: record.host, node: Some(node), message };
-        Ok(Started { handle, warnings: Vec::new(), notes: Vec::new(), announce: Some(announce) })
+        Ok(Started { handle, warnings: Vec::new(), notes, announce: Some(announce) })
+    }
+
+    fn pool_up(&self, pool: &PoolRequest<'_>) -> Result<PoolUp, Error> {
+        super::pool::up(&self.plan, pool)
     }
 
     fn reach(&self) -> Reach {
@@ -93,6 +119,16 @@ fn connects(pod: &PodPlan) -> String {
     }
 }
 
+/// How the run's pod came.
+enum Origin {
+    /// Made for the run (no warm pool of pods in this repository).
+    Cold,
+    /// Made for the run, with the reason no pool member was claimed.
+    ColdBecause(String),
+    /// Claimed from the warm pool (a pod keeps its name).
+    Warm,
+}
+
 /// `kubernetes` without a plan: the pods records name, a killed run's pod, a guard's salvage.
 pub(crate) struct Pods;
 
@@ -105,6 +141,11 @@ impl provider::Kind for Pods {
     fn leftovers(&self, scope: &Scope<'_>) -> Leftovers {
         let mut found = Leftovers::default();
         let Some(layout) = scope.layout else { return found };
+        if which::which("kubectl").is_ok() {
+            let pooled = super::pool::leftovers(layout);
+            found.found.extend(pooled.found);
+            found.warnings.extend(pooled.warnings);
+        }
         let pods = scope.recorded.iter().filter(|sandbox| sandbox.engine == ENGINE);
         let pods: Vec<&Recorded> = pods.collect();
         if pods.is_empty() || which::which("kubectl").is_err() {
@@ -144,6 +185,18 @@ impl provider::Kind for Pods {
             found.found.push(leftover);
         }
         found
+    }
+
+    fn pools(&self, layout: &crate::layout::Layout) -> Result<Vec<provider::PoolStatus>, Error> {
+        super::pool::status(layout)
+    }
+
+    fn pool_down(&self, layout: &crate::layout::Layout) -> Result<Vec<String>, Error> {
+        super::pool::down(layout)
+    }
+
+    fn pool_refill(&self, args: &[std::ffi::OsString]) -> Option<i32> {
+        super::pool::run_refill(args)
     }
 
     /// A pod the run left (it was killed): what it holds saved under `.eden/patches`, then

@@ -92,8 +92,9 @@ pub(crate) struct Installed {
     allowed: Option<(String, String, u16)>,
 }
 
-/// Install `plan`'s rules in the waiting pod, and let its init container end.
-pub(crate) fn install(pod: &WaitingPod<'_>, plan: &PodPlan) -> Result<Installed, Error> {
+/// Install the rules of `network` (its `allow` list) in the waiting pod, and let its init
+/// container end.
+pub(crate) fn install(pod: &WaitingPod<'_>, network: Network, allow: &[AllowEntry]) -> Result<Installed, Error> {
     carry::copy_eden_in(pod.eden_inside, pod.rules, "pod")?;
     let read = |script: &str| {
         let command = (pod.rules)(ProcessBuilder::new("sh").args(["-c", script]), false);
@@ -106,8 +107,8 @@ pub(crate) fn install(pod: &WaitingPod<'_>, plan: &PodPlan) -> Result<Installed,
     let resolvers = firewall::resolvers(&read("cat /etc/resolv.conf")?);
     let gateway = firewall::default_gateway(&read("cat /proc/net/route")?);
     let api_server = read(r#"echo "$KUBERNETES_SERVICE_HOST $KUBERNETES_SERVICE_PORT""#)?;
-    let rules = firewall::resolve(&plan.allow)?;
-    let (v4, v6) = match plan.network {
+    let rules = firewall::resolve(allow)?;
+    let (v4, v6) = match network {
         Network::Allowlist => firewall::rule_sets(&resolvers, &rules),
         Network::Internet => {
             let mut blocked = firewall::blocked(gateway);
@@ -149,7 +150,7 @@ pub(crate) fn install(pod: &WaitingPod<'_>, plan: &PodPlan) -> Result<Installed,
     if !done.success() && !(pod.init_succeeded)() {
         return Err(Error::sandbox(format!("cannot end pod `{}`'s init container: {}", pod.name, done.stderr.trim())));
     }
-    Ok(Installed { target, allowed: first_allowed(&plan.allow, &rules) })
+    Ok(Installed { target, allowed: first_allowed(allow, &rules) })
 }
 
 /// Is `address:port` let through by the allowlist's rules?
