@@ -6,7 +6,7 @@
 # instead of a small one, and `git worktree add` there timed with `checkout.workers` 1 and 0 (one
 # per core).
 # Needs the test image `localhost/eden-test:git` (built by `cargo test containers`).
-#   bench/warm.sh [--big] [ENGINE...]     RUNS=20 by default (5 with --big)
+#   bench/warm.sh [--big] [ENGINE...]     RUNS=20 by default (5 with --big); MODES="warm" skips the cold runs
 source "$(dirname "$0")/common.sh"
 image=localhost/eden-test:git
 big=false
@@ -50,7 +50,7 @@ for engine in "${engines[@]}"; do
 image = \"$image\"
 network = \"bridge\""
   sandbox_plan 1 'cat >/dev/null; echo first'
-  for mode in cold warm; do
+  for mode in ${MODES:-cold warm}; do
     [ "$mode" = warm ] && "$eden" pool up "$work/plan.toml" --size 2 >/dev/null 2>&1
     records=()
     for n in $(seq "$runs"); do

@@ -47,7 +47,8 @@ pub fn main_with_args(args: Vec<std::ffi::OsString>) -> i32 {
         return sandbox::run_salvage(&args[2..]);
     }
     if args.get(1).is_some_and(|a| a == sandbox::POOL_REFILL_SUBCOMMAND) {
-        return sandbox::registry::run_pool_refill(&args[2..]);
+        return orchestrator::premade::run_refill(&args[2..])
+            .unwrap_or_else(|| sandbox::registry::run_pool_refill(&args[2..]));
     }
     if args.get(1).is_some_and(|a| a == proxy::relay::RELAY_SUBCOMMAND) {
         return proxy::relay::run(&args[2..]);

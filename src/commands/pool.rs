@@ -24,14 +24,35 @@ fn up(args: PoolUpArgs) -> Result<i32, Error> {
         super::settings::load(&settings, args.manifest.as_deref(), &[], super::settings::Purpose::Run, &current)?;
     let mut provider = crate::sandbox::provider(&loaded.plan.sandbox);
     provider.preflight(false)?;
+    // Where the manifest's runs start, as a run would find it now: the worktrees and the
+    // members' copies of the repository are made there. A run's own checks (a dirty checkout
+    // where it would merge) say why not.
+    let start = match start_point(&loaded) {
+        Ok(start) => start,
+        Err(err) => {
+            print_note(&format!("no worktrees or repository made ahead: {}", err.message));
+            None
+        }
+    };
     let request = crate::sandbox::provider::PoolRequest {
         layout: &layout,
         size: args.size,
         idle,
         refill: !args.no_refill,
         manifest: args.manifest.as_ref().map(|path| path.display().to_string()),
+        base: start.as_ref().map(|(base, _)| base.clone()),
     };
-    let made = provider.pool_up(&request)?;
+    let mut made = provider.pool_up(&request)?;
+    if let Some((base, commit)) = &start {
+        let repo = crate::git::Git::new(&layout.root);
+        let fresh = crate::orchestrator::premade::up(&layout, &repo, base, commit, args.size, !args.no_refill)?;
+        made.worktrees = Some(crate::sandbox::provider::WorktreesAhead {
+            base: base.clone(),
+            commit: commit.chars().take(10).collect(),
+            made: fresh,
+            ready: crate::orchestrator::premade::count(&layout),
+        });
+    }
     if args.json {
         print_data(&serde_json::to_string_pretty(&made).expect("a pool serializes"));
     } else {
@@ -44,8 +65,25 @@ fn up(args: PoolUpArgs) -> Result<i32, Error> {
             made.made.len(),
             humantime::format_duration(idle)
         ));
+        if let Some(worktrees) = &made.worktrees {
+            print_note(&format!(
+                "{} worktree(s) ready at `{}` ({}), {} made now",
+                worktrees.ready, worktrees.base, worktrees.commit, worktrees.made
+            ));
+        }
     }
     Ok(0)
+}
+
+/// The branch and commit the manifest's runs start from, where they make a worktree of their
+/// own (`merge-to-head`, or a new `named` branch); `None` where they do not.
+fn start_point(loaded: &super::settings::Loaded) -> Result<Option<(String, String)>, Error> {
+    use crate::orchestrator::workspace::{preflight, Use, WorktreeAction};
+    let pre = preflight(&loaded.plan, &loaded.repo, "RUN_ID", Use::Run)?;
+    Ok(match (&pre.action, &pre.base_branch) {
+        (WorktreeAction::CreateWithNewBranch, Some(base)) => Some((base.clone(), pre.start_commit.clone())),
+        _ => None,
+    })
 }
 
 fn status(args: PoolStatusArgs) -> Result<i32, Error> {
@@ -58,8 +96,12 @@ fn status(args: PoolStatusArgs) -> Result<i32, Error> {
         print_data(&serde_json::to_string_pretty(&pools).expect("pools serialize"));
         return Ok(0);
     }
-    if pools.is_empty() {
+    let worktrees = crate::orchestrator::premade::count(&layout);
+    if pools.is_empty() && worktrees == 0 {
         print_note("no warm pool in this repository (`eden pool up MANIFEST --size N` makes one)");
+    }
+    if worktrees > 0 {
+        print_note(&format!("{worktrees} worktree(s) made ahead, in `.eden/pool/worktrees`"));
     }
     for pool in &pools {
         let idle = pool.members.iter().filter(|member| member.state == "idle").count();
@@ -85,6 +127,10 @@ fn down(args: PoolStatusArgs) -> Result<i32, Error> {
     let mut removed = Vec::new();
     for row in &crate::sandbox::registry::KINDS {
         removed.extend(row.kind.pool_down(&layout)?);
+    }
+    let worktrees = crate::orchestrator::premade::down(&layout)?;
+    if worktrees > 0 {
+        removed.push(format!("{worktrees} worktree(s) made ahead"));
     }
     if args.json {
         print_data(&serde_json::to_string_pretty(&removed).expect("names serialize"));

@@ -22,6 +22,7 @@ mod invoke;
 mod iterate;
 mod journal;
 mod judge;
+pub(crate) mod premade;
 mod protect;
 pub(crate) mod push;
 mod session;

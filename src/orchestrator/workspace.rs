@@ -364,9 +364,15 @@ pub(crate) fn create(pre: Preflight, run_id: &str, notes: &mut Vec<String>) -> R
             }
         }
         WorktreeAction::CreateWithNewBranch => {
-            if let Err(err) =
-                with_pruning(&repo, || repo.add_worktree_new_branch(&pre.worktree, &pre.branch, &pre.start_commit))
-            {
+            // A worktree `eden pool up` made ahead at the start commit, or a new one.
+            let premade = super::premade::claim(&layout, &repo, &pre.worktree, &pre.branch, &pre.start_commit);
+            let made = match premade {
+                Ok(true) => Ok(()),
+                Ok(false) | Err(_) => {
+                    with_pruning(&repo, || repo.add_worktree_new_branch(&pre.worktree, &pre.branch, &pre.start_commit))
+                }
+            };
+            if let Err(err) = made {
                 // `git worktree add -b` may have made the branch before failing.
                 if let Ok(Some(tip)) = repo.branch_commit(&pre.branch) {
                     let _ = repo.delete_branch(&pre.branch, &tip);

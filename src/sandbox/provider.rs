@@ -108,6 +108,9 @@ pub(crate) struct PoolRequest<'a> {
     pub(crate) refill: bool,
     /// The manifest, as given (for `eden pool status`).
     pub(crate) manifest: Option<String>,
+    /// The branch the manifest's runs start from, where they make a worktree of their own: a
+    /// kind may hold the repository at its tip in each member, made ahead.
+    pub(crate) base: Option<String>,
 }
 
 /// What `eden pool up` did.
@@ -120,6 +123,19 @@ pub(crate) struct PoolUp {
     pub(crate) made: Vec<String>,
     /// Idle members ready for a claim now.
     pub(crate) idle: usize,
+    /// The worktrees made ahead with them (`None`: the plan's runs make none of their own).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) worktrees: Option<WorktreesAhead>,
+}
+
+/// `eden pool up`'s worktrees made ahead (`orchestrator::premade`).
+#[derive(Debug, Clone, serde::Serialize)]
+pub(crate) struct WorktreesAhead {
+    /// The branch runs start from, and its tip (abbreviated).
+    pub(crate) base: String,
+    pub(crate) commit: String,
+    pub(crate) made: usize,
+    pub(crate) ready: usize,
 }
 
 /// One pool of the repository, for `eden pool status`.
@@ -136,7 +152,7 @@ pub(crate) struct PoolStatus {
 #[derive(Debug, Clone, serde::Serialize)]
 pub(crate) struct PoolMember {
     pub(crate) name: String,
-    /// `idle`, `ended` (its idle time is up), or `claimed`.
+    /// `starting` (still being made), `idle`, `ended` (its idle time is up), or `claimed`.
     pub(crate) state: &'static str,
     /// The run that claimed it.
     #[serde(skip_serializing_if = "Option::is_none")]

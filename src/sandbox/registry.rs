@@ -73,6 +73,7 @@ mod tests {
             idle: std::time::Duration::from_secs(60),
             refill: true,
             manifest: None,
+            base: None,
         }
     }
 

@@ -77,6 +77,11 @@ pub(crate) struct SeedRequest<'a> {
     /// `Seeded::said`): a claimed warm container's one set-up exec. `None`: the workspace is
     /// there, empty.
     pub(crate) first: Option<&'a str>,
+    /// With `first`: the sandbox holds a copy of the repository made ahead (`seed_ahead`) at this
+    /// folder, at this commit. At the worktree's commit, with no tracked file changed on the
+    /// host, it is renamed into place: only the `.git` of the run's (without the index: the copy
+    /// has its own) and the files git does not track go in.
+    pub(crate) ahead: Option<(&'a str, &'a str)>,
 }
 
 /// What `seed` did.
@@ -120,6 +125,15 @@ tar -x -f - -C "$1"
 git update-index -q --refresh >/dev/null 2>&1 || :
 git rev-parse --verify -q HEAD"#;
 
+/// `FIRST_SEED_SCRIPT` with a copy made ahead (`$4`) renamed into the workspace instead of a
+/// folder made: the stream holds the run's `.git` (no index) and what git does not track.
+const AHEAD_SEED_SCRIPT: &str = r#"set -e
+sh -c "$3"
+mv -- "$4" "$2"
+cd -- "$2"
+tar -x -f - -C "$1"
+git rev-parse --verify -q HEAD"#;
+
 /// Fill the sandbox's empty workspace: its own repository on the run's branch at the host
 /// worktree's commit, with the host worktree's files.
 pub(crate) fn seed(channel: &dyn Channel, request: &SeedRequest<'_>) -> Result<Seeded, Error> {
@@ -131,6 +145,8 @@ pub(crate) fn seed(channel: &dyn Channel, request: &SeedRequest<'_>) -> Result<S
 pub(crate) struct Ready {
     tip: String,
     dot_git: PathBuf,
+    /// The host worktree beyond its commit.
+    beyond: Beyond,
 }
 
 impl Drop for Ready {
@@ -145,18 +161,38 @@ pub(crate) fn prepare(request: &SeedRequest<'_>) -> Result<Ready, Error> {
     let tip = host
         .resolve("HEAD")?
         .ok_or_else(|| Error::git(format!("the worktree `{}` has no commit", request.host_worktree.display())))?;
-    let ready = Ready { tip, dot_git: request.scratch.join(".git") };
-    build_dot_git(&host, request, &ready.tip, &ready.dot_git)?;
+    let mut ready = Ready { tip, dot_git: request.scratch.join(".git"), beyond: Beyond::default() };
+    ready.beyond = build_dot_git(&host, request, &ready.tip, &ready.dot_git)?;
     Ok(ready)
 }
 
 /// `seed`'s sandbox half: the `.git` `prepare` built and the worktree's files, streamed in.
 pub(crate) fn send(channel: &dyn Channel, request: &SeedRequest<'_>, ready: Ready) -> Result<Seeded, Error> {
     let (dot_git, tip) = (&ready.dot_git, &ready.tip);
-    let (archive, into) = match request.separate_git_dir {
-        Some(git_dir) => (ProcessBuilder::new("tar").args(["-c", "-f", "-", "-C"]).arg(dot_git).arg("."), git_dir),
-        None => (
-            ProcessBuilder::new("tar")
+    let workspace = channel.workspace().to_string_lossy();
+    let ahead = request.ahead.filter(|(_, at)| at == tip && !ready.beyond.changed && request.first.is_some());
+    let (archive, extract) = match (ahead, request.separate_git_dir) {
+        (Some((path, _)), _) => {
+            let listed = request.scratch.join("untracked.list");
+            let list: String = ready.beyond.untracked.iter().map(|path| format!("{path}\0")).collect();
+            fs_err::write(&listed, list).map_err(|err| Error::sandbox(err.to_string()))?;
+            let archive = ProcessBuilder::new("tar")
+                .args(["-c", "-f", "-", "--exclude=.git/index", "-C"])
+                .arg(request.scratch)
+                .arg(".git")
+                .arg("-C")
+                .arg(request.host_worktree)
+                .args(["--null", "-T"])
+                .arg(&listed);
+            let first = request.first.unwrap_or(":");
+            (archive, shell_in(channel, Path::new("/"), AHEAD_SEED_SCRIPT, &[".", &workspace, first, path])?)
+        }
+        (None, Some(git_dir)) => (
+            ProcessBuilder::new("tar").args(["-c", "-f", "-", "-C"]).arg(dot_git).arg("."),
+            shell(channel, SEED_SCRIPT, &[git_dir])?,
+        ),
+        (None, None) => {
+            let archive = ProcessBuilder::new("tar")
                 .args(["-c", "-f", "-", "-C"])
                 .arg(request.scratch)
                 .arg(".git")
@@ -164,14 +200,13 @@ pub(crate) fn send(channel: &dyn Channel, request: &SeedRequest<'_>, ready: Read
                 // it: other runs' worktrees, records, `.env` secrets) never goes in.
                 .args(["--exclude=./.git".to_owned(), format!("--exclude=./{EDEN_DIR}"), "-C".to_owned()])
                 .arg(request.host_worktree)
-                .args(super::carry::top_level(request.host_worktree, &[".git", EDEN_DIR])?),
-            ".",
-        ),
-    };
-    let workspace = channel.workspace().to_string_lossy();
-    let extract = match request.first {
-        Some(first) => shell_in(channel, Path::new("/"), FIRST_SEED_SCRIPT, &[into, &workspace, first])?,
-        None => shell(channel, SEED_SCRIPT, &[into])?,
+                .args(super::carry::top_level(request.host_worktree, &[".git", EDEN_DIR])?);
+            let extract = match request.first {
+                Some(first) => shell_in(channel, Path::new("/"), FIRST_SEED_SCRIPT, &[".", &workspace, first])?,
+                None => shell(channel, SEED_SCRIPT, &["."])?,
+            };
+            (archive, extract)
+        }
     };
     let (archived, extracted) = archive.pipe_into(&extract).map_err(|err| {
         Error::sandbox(format!("cannot copy the worktree into the sandbox: {err}"))
@@ -200,7 +235,7 @@ pub(crate) fn send(channel: &dyn Channel, request: &SeedRequest<'_>, ready: Read
 
 /// The sandbox's `.git`, made by eden in its scratch folder: nothing in it comes from a place
 /// the sandbox could write. What it asks the host's git is asked at once.
-fn build_dot_git(host: &Git, request: &SeedRequest<'_>, tip: &str, dot_git: &Path) -> Result<(), Error> {
+fn build_dot_git(host: &Git, request: &SeedRequest<'_>, tip: &str, dot_git: &Path) -> Result<Beyond, Error> {
     let write = |relative: &str, contents: &[u8]| -> Result<(), Error> {
         let path = dot_git.join(relative);
         if let Some(parent) = path.parent() {
@@ -218,9 +253,6 @@ fn build_dot_git(host: &Git, request: &SeedRequest<'_>, tip: &str, dot_git: &Pat
         let index = scope.spawn(|| host.run(["rev-parse", "--path-format=absolute", "--git-path", "index"]));
         let listed =
             host.run(["for-each-ref", "--format=%(refname) %(objectname)", "refs/heads", "refs/tags", "refs/remotes"]);
-        let joined = |handle: std::thread::ScopedJoinHandle<'_, Result<String, Error>>| {
-            handle.join().unwrap_or_else(|_| Err(Error::internal("asking the host's git panicked")))
-        };
         (joined(config), listed, joined(exclude), joined(index))
     });
     write("HEAD", format!("ref: refs/heads/{}\n", request.branch).as_bytes())?;
@@ -240,14 +272,72 @@ fn build_dot_git(host: &Git, request: &SeedRequest<'_>, tip: &str, dot_git: &Pat
     } else {
         write("objects/info/alternates", format!("{}\n", request.alternates.join("\n")).as_bytes())?;
     }
-    write("info/exclude", exclude?.as_bytes())?;
+    let (exclude, beyond) = exclude?;
+    write("info/exclude", exclude.as_bytes())?;
     // The host worktree's index, so the sandbox's git knows the files without reading them all
     // (stat data is compared by size and mtime only: the copies have other inodes).
     let index = index?;
     if Path::new(&index).is_file() {
         fs_err::copy(&index, dot_git.join("index")).map_err(|err| Error::sandbox(err.to_string()))?;
     }
-    Ok(())
+    Ok(beyond)
+}
+
+/// Makes the copy made ahead: the `.git` streamed in, the commit's files checked out from the
+/// object stores, the index settled against them a second later (entries written in the second
+/// their files were are "racily clean", and the first `git status` would read every file).
+const AHEAD_SCRIPT: &str = r#"set -e
+mkdir -p -- "$1"
+cd -- "$1"
+tar -x -f -
+git read-tree -u --reset HEAD
+sleep 1
+git update-index -q --really-refresh >/dev/null 2>&1 || :
+git rev-parse --verify -q HEAD"#;
+
+/// In a sandbox no run has had yet (a warm pool's member): the repository at `commit`, made at
+/// `path` for a claim to rename into its workspace (`SeedRequest::ahead`). Its `.git` is eden's
+/// (built in `scratch`: `HEAD` detached at `commit`, the person's identity, the host's object
+/// stores as `alternates`, which must be mounted), and the commit's files are checked out from
+/// those stores inside, so nothing but the small `.git` crosses.
+pub(crate) fn seed_ahead(
+    channel: &dyn Channel,
+    host: &Git,
+    commit: &str,
+    alternates: &[String],
+    scratch: &Path,
+    path: &str,
+) -> Result<(), Error> {
+    let dot_git = scratch.join(".git");
+    let _ = crate::safe_fs::remove_tree(&dot_git);
+    let made = (|| {
+        let failed = |err: std::io::Error| Error::sandbox(err.to_string());
+        for folder in ["objects/info", "refs/heads", "refs/tags", "info"] {
+            fs_err::create_dir_all(dot_git.join(folder)).map_err(failed)?;
+        }
+        fs_err::write(dot_git.join("HEAD"), format!("{commit}\n")).map_err(failed)?;
+        fs_err::write(dot_git.join("config"), config(host)?).map_err(failed)?;
+        fs_err::write(dot_git.join("objects/info/alternates"), format!("{}\n", alternates.join("\n")))
+            .map_err(failed)?;
+        let archive = ProcessBuilder::new("tar").args(["-c", "-f", "-", "-C"]).arg(scratch).arg(".git");
+        let extract = shell_in(channel, Path::new("/"), AHEAD_SCRIPT, &[path])?;
+        let (archived, extracted) = archive
+            .pipe_into(&extract)
+            .map_err(|err| Error::sandbox(format!("cannot copy the repository into the sandbox: {err}")))?;
+        if !archived.success() || !extracted.success() || extracted.stdout.trim() != commit {
+            let why = if archived.success() { &extracted.stderr } else { &archived.stderr };
+            return Err(Error::sandbox(format!("cannot make the repository ahead in the sandbox: {}", last_line(why)))
+                .with_hint("the image needs `sh`, `tar` and `git` (2.20 or newer)"));
+        }
+        Ok(())
+    })();
+    let _ = crate::safe_fs::remove_tree(&dot_git);
+    made
+}
+
+/// A thread's answer; its panic an error.
+fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, Result<T, Error>>) -> Result<T, Error> {
+    handle.join().unwrap_or_else(|_| Err(Error::internal("asking the host's git panicked")))
 }
 
 /// For a sandbox that cannot borrow the host's object stores: every object the refs reach, as
@@ -305,7 +395,15 @@ fn config(host: &Git) -> Result<String, Error> {
 /// git does not track (copied files, what host hooks made, ignored or not), each as a pattern
 /// that matches whatever takes its place (a symlink where a folder was), so the agent's `git
 /// add -A` and the uncommitted work that comes back leave them out.
-fn exclude(host: &Git) -> Result<String, Error> {
+/// What the host worktree has beyond its commit: the files git does not track (untracked and
+/// ignored, folders as `dir/`), and whether any tracked file differs.
+#[derive(Default)]
+struct Beyond {
+    untracked: Vec<String>,
+    changed: bool,
+}
+
+fn exclude(host: &Git) -> Result<(String, Beyond), Error> {
     let exclude = host.run(["rev-parse", "--path-format=absolute", "--git-path", "info/exclude"])?;
     let mut text = std::fs::read_to_string(exclude).unwrap_or_default();
     if !text.is_empty() && !text.ends_with('\n') {
@@ -313,8 +411,12 @@ fn exclude(host: &Git) -> Result<String, Error> {
     }
     let (status, _) = host.output(["status", "--porcelain", "-z", "--untracked-files=normal", "--ignored"])?;
     let mut added = String::new();
-    for entry in status.stdout.split('\0') {
-        if let Some(path) = entry.strip_prefix("?? ").or_else(|| entry.strip_prefix("!! ")) {
+    let mut beyond = Beyond::default();
+    for entry in status.stdout.split('\0').filter(|entry| !entry.is_empty()) {
+        let untracked = entry.strip_prefix("?? ").or_else(|| entry.strip_prefix("!! "));
+        beyond.changed |= untracked.is_none();
+        if let Some(path) = untracked {
+            beyond.untracked.push(path.to_owned());
             // No trailing slash: the pattern must also match what the agent may put in a
             // folder's place (a symlink), so that never comes back either.
             let path = path.trim_end_matches('/');
@@ -332,7 +434,7 @@ fn exclude(host: &Git) -> Result<String, Error> {
         text.push_str("# added on the host before the sandbox started (eden)\n");
         text.push_str(&added);
     }
-    Ok(text)
+    Ok((text, beyond))
 }
 
 /// First in every script of eden's that reads the sandbox's repository once the agent has had it:

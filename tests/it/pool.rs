@@ -230,6 +230,10 @@ macro_rules! pool_tests {
             fn idle_members_end_and_clean_knows_them() {
                 super::idle_members_end_and_clean_knows_them(stringify!($engine));
             }
+            #[test]
+            fn a_member_and_a_worktree_made_ahead() {
+                super::a_member_and_a_worktree_made_ahead(stringify!($engine));
+            }
         }
     };
 }
@@ -262,4 +266,54 @@ fn a_pool_on_a_remote_engine() {
     let down = with_tls(&["pool", "down"]);
     down.assert_code(0);
     assert!(host.containers(engines, &env.repo).is_empty(), "pool down leaves nothing: {}", down.stderr);
+}
+
+/// `pool up` also makes the run's worktree ahead, and each member holds the repository made
+/// ahead at the base's tip: a run at that commit claims both (the copy renamed into place, only
+/// the `.git` of the run's and what git does not track sent in, here a `copy_to_worktree` file),
+/// and its work lands. Once the base has moved, neither is used: the run gets a new worktree and
+/// a full seed, and sees the new commit.
+fn a_member_and_a_worktree_made_ahead(engine: &str) {
+    if !ready(engine) {
+        return;
+    }
+    let env = TestEnv::new();
+    std::fs::write(env.repo.join("local.txt"), "from the checkout\n").unwrap();
+    let script = "test ! -e /tmp/.eden-seed && cat local.txt > seen.txt && git status --porcelain > status.txt && git add seen.txt status.txt && git -c user.name=box -c user.email=box@example.com commit -qm ahead && echo '<promise>COMPLETE</promise>'";
+    let text = format!("copy_to_worktree = [\"local.txt\"]\n{}", manifest(engine, script, ""));
+    let path = env.write_manifest(&text);
+    let up = pool_up(&env, &path, &["--size", "1", "--no-refill"]);
+    let made: serde_json::Value = serde_json::from_str(&up.stdout).unwrap();
+    assert_eq!(made["worktrees"]["ready"], 1, "{}", up.stdout);
+    let premade = env.repo.join(".eden/pool/worktrees");
+    let count = || std::fs::read_dir(&premade).map(|dir| dir.count()).unwrap_or(0);
+    assert_eq!(count(), 1);
+    let run = env.eden(&["run", path.to_str().unwrap(), "--json"]);
+    run.assert_code(0);
+    assert!(run.stderr.contains("claimed from the warm pool"), "{}", run.stderr);
+    assert_eq!(count(), 0, "the worktree made ahead was the run's: {}", run.stderr);
+    assert_eq!(env.log_subjects("main")[0], "ahead");
+    assert_eq!(std::fs::read_to_string(env.repo.join("seen.txt")).unwrap(), "from the checkout\n");
+    let status = std::fs::read_to_string(env.repo.join("status.txt")).unwrap();
+    assert!(status.lines().all(|line| line.starts_with("?? ")) && !status.contains("local.txt"), "{status}");
+
+    pool_up(&env, &path, &["--size", "1", "--no-refill"]);
+    assert_eq!(count(), 1);
+    std::fs::write(env.repo.join("moved.txt"), "after the pool\n").unwrap();
+    env.git(&["add", "moved.txt"]);
+    env.git(&["commit", "-qm", "moved"]);
+    let script = "cat moved.txt > seen-after.txt && git add seen-after.txt && git -c user.name=box -c user.email=box@example.com commit -qm after && echo '<promise>COMPLETE</promise>'";
+    let next = env.root().join("next.toml");
+    let text = format!("copy_to_worktree = [\"local.txt\"]\n{}", manifest(engine, script, ""));
+    std::fs::write(&next, crate::support::with_test_runtime(&text)).unwrap();
+    let run = env.eden(&["run", next.to_str().unwrap(), "--json"]);
+    run.assert_code(0);
+    assert!(run.stderr.contains("claimed from the warm pool"), "{}", run.stderr);
+    assert_eq!(count(), 1, "the worktree made at the old commit was not used");
+    assert_eq!(std::fs::read_to_string(env.repo.join("seen-after.txt")).unwrap(), "after the pool\n");
+    let down = pool(&env, &["down"]);
+    down.assert_code(0);
+    assert!(down.stderr.contains("worktree(s) made ahead"), "{}", down.stderr);
+    assert_eq!(count(), 0);
+    assert!(!env.git(&["worktree", "list"]).contains(".eden/pool"), "{}", env.git(&["worktree", "list"]));
 }

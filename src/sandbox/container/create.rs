@@ -2,7 +2,7 @@
 //! the run's user, its network rules installed and its repository seeded.
 
 use super::exec::{
-    is_gvisor, run_user, GIT_DIR_INSIDE, KEEP_ALIVE_SCRIPT, OBJECTS_INSIDE, PIDS_INSIDE, PRIVILEGES,
+    is_gvisor, run_user, GIT_DIR_INSIDE, KEEP_ALIVE_SCRIPT, OBJECTS_INSIDE, PIDS_INSIDE, PRIVILEGES, SEED_AHEAD_INSIDE,
     SETUP_CAPABILITIES, START_SCRIPT,
 };
 use super::exec::{remove, remove_volume};
@@ -70,6 +70,7 @@ fn seed_request<'a>(request: &'a ContainerRequest<'_>, alternates: &'a [String])
         alternates,
         separate_git_dir: request.plan.expose_worktree.then_some(GIT_DIR_INSIDE),
         first: None,
+        ahead: None,
     }
 }
 
@@ -139,7 +140,7 @@ fn warm<'scope>(
         kept: false,
     };
     let clock = std::time::Instant::now();
-    let Some(member) = pool::claim(target, &layout, &key, &name, &claim)? else {
+    let Some(member) = pool::claim(target, &layout, &key, &name, &claim, base)? else {
         pool::refill_behind(&layout, &key);
         return Ok(Warm::Cold(Some("the warm pool has no idle member left".into()), ready));
     };
@@ -149,7 +150,11 @@ fn warm<'scope>(
     container.pooled = Some(site.repo_root.clone());
     container.guard = guard(eden, target, &name);
     let set_up = container
-        .set_up(request, Workspace::MadeByTheSeed, joined(ready))
+        .set_up(
+            request,
+            Workspace::MadeByTheSeed { ahead: Some(member.seed.as_str()).filter(|seed| !seed.is_empty()) },
+            joined(ready),
+        )
         .and_then(|()| start_services(&mut container, request, &labels(request, base)));
     match set_up {
         Ok(()) => Ok(Warm::Claimed(Box::new(container), member.name)),
@@ -466,8 +471,9 @@ enum Workspace<'a> {
     Volume(&'a str),
     /// Nothing yet: a claimed pool member, whose worktrees folder and pid folder were made
     /// ahead for the run's user. The seed makes the workspace (which ends the member's wait) and
-    /// reads the keep-alive in the same exec.
-    MadeByTheSeed,
+    /// reads the keep-alive in the same exec; from the repository the member holds made ahead
+    /// at `ahead`'s commit, if that is the run's.
+    MadeByTheSeed { ahead: Option<&'a str> },
 }
 
 impl Container {
@@ -570,8 +576,12 @@ impl Container {
         let local = policy(plan).filter(|_| !self.remote);
         let rules =
             local.map(|policy| std::thread::spawn(move || crate::sandbox::firewall::install(engine, &name, &policy)));
-        let made = matches!(workspace, Workspace::MadeByTheSeed);
-        let seed = repository::SeedRequest { first: made.then_some(KEEP_ALIVE_SCRIPT), ..seed_request(request, &[]) };
+        let (made, ahead) = match workspace {
+            Workspace::MadeByTheSeed { ahead } => (true, ahead.map(|commit| (SEED_AHEAD_INSIDE, commit))),
+            Workspace::Volume(_) => (false, None),
+        };
+        let seed =
+            repository::SeedRequest { first: made.then_some(KEEP_ALIVE_SCRIPT), ahead, ..seed_request(request, &[]) };
         let seeded =
             ready.and_then(|ready| repository::send(self, &seed, ready)).map(|seeded| made.then_some(seeded.said));
         let firewall = match rules {

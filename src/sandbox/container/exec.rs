@@ -14,6 +14,8 @@ pub(super) const OBJECTS_INSIDE: &str = "/opt/eden/objects";
 
 /// The pid files of running commands, inside the container (made by the start-up exec).
 pub(super) const PIDS_INSIDE: &str = "/tmp/.eden-exec";
+/// Where a pool member holds the repository made ahead, for a claim to rename into place.
+pub(super) const SEED_AHEAD_INSIDE: &str = "/tmp/.eden-seed";
 
 /// With `expose_worktree`: where the container's own repository is (the workspace volume), and
 /// what the worktree's `.git` says inside (a read-only file over the host's pointer).

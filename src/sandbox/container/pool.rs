@@ -22,7 +22,7 @@
 //! is up (then it exits, and `eden pool`/`eden clean` remove it). After a claim, a detached
 //! `eden __eden-pool-refill` tops the pool up again, one member at a time.
 
-use super::exec::{label_template, listing, remove, run_user, PIDS_INSIDE};
+use super::exec::{label_template, listing, remove, run_user, OBJECTS_INSIDE, PIDS_INSIDE, SEED_AHEAD_INSIDE};
 use crate::error::Error;
 use crate::layout::{Layout, LABEL_PID, LABEL_REPO, LABEL_RUN, LABEL_USER};
 use crate::process::ProcessBuilder;
@@ -36,8 +36,12 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 pub(super) const LABEL_POOL: &str = "eden.pool";
 /// When an idle member ends (seconds since the epoch).
 const LABEL_UNTIL: &str = "eden.pool.until";
+/// The commit of the repository a member holds made ahead (empty: none).
+const LABEL_SEED: &str = "eden.pool.seed";
 /// An idle member's name starts so; a claimed one is renamed `eden-<run>`.
 pub(super) const IDLE_PREFIX: &str = "eden-pool-";
+/// A member still being made ends so (it is idle, but not claimable).
+const MAKING: &str = "-making";
 /// A member this close to its end is not claimed (it could exit under the run: its wait
 /// looks at the clock every second).
 const MARGIN: u64 = 3;
@@ -73,6 +77,10 @@ pub(super) struct PoolFile {
     pub(super) refill: bool,
     /// The manifest it was made from, for `eden pool status`.
     pub(super) manifest: Option<String>,
+    /// The branch runs start from: each member holds the repository at its tip, made ahead
+    /// (`repository::seed_ahead`; a local engine only, whose members borrow the object stores).
+    #[serde(default)]
+    pub(super) seed: Option<String>,
 }
 
 fn refills() -> bool {
@@ -173,9 +181,17 @@ fn now() -> u64 {
 /// Make one idle member of `pool`, its folders for a claim made ahead.
 pub(super) fn make_member(pool: &PoolFile, target: &Target, layout: &Layout) -> Result<String, Error> {
     let repo = &layout.root;
-    let name = format!("{IDLE_PREFIX}{}-{}", pool.key, crate::record::new_run_id());
+    // Made under a name no claim takes, and renamed once it is ready: a run never gets a member
+    // whose folders or repository are still being made.
+    let ready = format!("{IDLE_PREFIX}{}-{}", pool.key, crate::record::new_run_id());
+    let name = format!("{ready}{MAKING}");
     let until = (now() + pool.idle_seconds).to_string();
     let worktrees = layout.worktrees().display().to_string();
+    let host = crate::git::Git::new(&layout.root);
+    let seed = match &pool.seed {
+        Some(base) => host.branch_commit(base)?.unwrap_or_default(),
+        None => String::new(),
+    };
     let labels = [
         // Empty: a member is no run's until claimed, but `eden clean --all-repos` finds it.
         (LABEL_RUN, String::new()),
@@ -184,6 +200,7 @@ pub(super) fn make_member(pool: &PoolFile, target: &Target, layout: &Layout) -> 
         (LABEL_REPO, repo.display().to_string()),
         (LABEL_PID, "0".to_owned()),
         (LABEL_USER, run_user()),
+        (LABEL_SEED, seed.clone()),
     ];
     let mut command = target.command().args(["run", "-d", "--init", "--name", &name]);
     for (key, value) in &labels {
@@ -207,8 +224,16 @@ pub(super) fn make_member(pool: &PoolFile, target: &Target, layout: &Layout) -> 
         }
         false => Ok(made),
     });
+    let made = made.and_then(|made| match made.success() && !seed.is_empty() {
+        true => seed_member(target, layout, &name, &seed).map(|()| made),
+        false => Ok(made),
+    });
+    let made = made.and_then(|made| match made.success() {
+        true => engine::run(target.command().args(["rename", &name, &ready]).finishing()),
+        false => Ok(made),
+    });
     match made {
-        Ok(made) if made.success() => Ok(name),
+        Ok(made) if made.success() => Ok(ready),
         Ok(made) => {
             let _ = remove(target, &name);
             Err(Error::sandbox(format!(
@@ -225,6 +250,34 @@ pub(super) fn make_member(pool: &PoolFile, target: &Target, layout: &Layout) -> 
     }
 }
 
+/// The repository at `commit` made ahead in member `name` (`SEED_AHEAD_INSIDE`), its files
+/// checked out from the object stores mounted in.
+fn seed_member(target: &Target, layout: &Layout, name: &str, commit: &str) -> Result<(), Error> {
+    struct Member<'a>(&'a Target, &'a str);
+    impl crate::sandbox::repository::Channel for Member<'_> {
+        fn inside(&self, command: ProcessBuilder) -> Result<ProcessBuilder, Error> {
+            Ok(super::exec::exec_in(self.0, self.1, Some(&run_user()), command, &["-i"], &[]))
+        }
+        fn workspace(&self) -> &Path {
+            Path::new("/")
+        }
+    }
+    let stores = crate::sandbox::repository::object_stores(&layout.common_dir);
+    let alternates: Vec<String> = (0..stores.len()).map(|n| format!("{OBJECTS_INSIDE}/{n}")).collect();
+    let scratch = layout.eden_dir().join("tmp").join(name);
+    let host = crate::git::Git::new(&layout.root);
+    let seeded = crate::sandbox::repository::seed_ahead(
+        &Member(target, name),
+        &host,
+        commit,
+        &alternates,
+        &scratch,
+        SEED_AHEAD_INSIDE,
+    );
+    let _ = crate::safe_fs::remove_tree(&scratch);
+    seeded
+}
+
 /// A pool member, as `ps` lists it.
 #[derive(Debug, Clone)]
 pub(crate) struct Member {
@@ -235,6 +288,8 @@ pub(crate) struct Member {
     pub(crate) running: bool,
     /// When an idle member ends.
     pub(crate) until: u64,
+    /// The commit of the repository it holds made ahead (empty: none).
+    pub(crate) seed: String,
 }
 
 impl Member {
@@ -242,17 +297,23 @@ impl Member {
         self.name.starts_with(IDLE_PREFIX)
     }
 
-    /// Idle, running, and not about to end.
+    /// Idle, ready (not still being made), running, and not about to end.
     fn claimable(&self) -> bool {
-        self.idle() && self.running && self.until > now() + MARGIN
+        self.idle() && !self.name.ends_with(MAKING) && self.running && self.until > now() + MARGIN
     }
 }
 
 /// The pool members of `repo` on `target`, idle and claimed (of every pool).
 pub(super) fn members(target: &Target, repo: &Path) -> Result<Vec<Member>, Error> {
     let label = |name: &str| label_template(target.engine, name);
-    let fields =
-        ["{{.Names}}".to_owned(), "{{.ID}}".to_owned(), "{{.State}}".to_owned(), label(LABEL_POOL), label(LABEL_UNTIL)];
+    let fields = [
+        "{{.Names}}".to_owned(),
+        "{{.ID}}".to_owned(),
+        "{{.State}}".to_owned(),
+        label(LABEL_POOL),
+        label(LABEL_UNTIL),
+        label(LABEL_SEED),
+    ];
     let args = [
         "ps",
         "-a",
@@ -265,13 +326,14 @@ pub(super) fn members(target: &Target, repo: &Path) -> Result<Vec<Member>, Error
     Ok(rows
         .iter()
         .filter_map(|fields| {
-            let [name, id, state, key, until] = &fields[..] else { return None };
+            let [name, id, state, key, until, seed] = &fields[..] else { return None };
             Some(Member {
                 name: name.trim().to_owned(),
                 id: id.trim().to_owned(),
                 key: key.to_owned(),
                 running: is_running(state),
                 until: until.trim().parse().unwrap_or(0),
+                seed: seed.trim().chars().filter(char::is_ascii_hexdigit).collect(),
             })
         })
         .collect())
@@ -286,6 +348,7 @@ pub(super) fn claim(
     key: &str,
     name: &str,
     claim: &Claim,
+    start: &str,
 ) -> Result<Option<Member>, Error> {
     // One claim at a time in the repository: two `rename`s of one container at once can both
     // succeed (the engine's rename is not atomic under concurrency: seen with docker), so the
@@ -297,8 +360,9 @@ pub(super) fn claim(
         .map_err(|(_, err)| Error::sandbox(format!("cannot take the pool's claim lock: {err}")))?;
     let mut idle: Vec<Member> =
         members(target, &layout.root)?.into_iter().filter(|member| member.key == key && member.claimable()).collect();
-    // The newest first: the oldest end first, and a refill replaces what is taken.
-    idle.sort_by_key(|member| std::cmp::Reverse(member.until));
+    // One holding the repository at the run's start first, then the newest: the oldest end
+    // first, and a refill replaces what is taken.
+    idle.sort_by_key(|member| (member.seed != start, std::cmp::Reverse(member.until)));
     let path = claim_path(layout, name);
     let json = serde_json::to_value(claim).map_err(|err| Error::internal(err.to_string()))?;
     fs_err::create_dir_all(path.parent().unwrap_or(layout.eden_dir().as_path()))
@@ -368,6 +432,7 @@ pub(super) fn up(
     args: Vec<String>,
     eden: &Path,
     request: &crate::sandbox::provider::PoolRequest<'_>,
+    seed: Option<String>,
 ) -> Result<crate::sandbox::provider::PoolUp, Error> {
     let layout = request.layout;
     let key = key(target, image, &args, eden);
@@ -380,12 +445,20 @@ pub(super) fn up(
         idle_seconds: request.idle.as_secs().max(1),
         refill: request.refill,
         manifest: request.manifest.clone(),
+        seed,
     };
     write_pool(layout, &pool)?;
     remove_ended(target, &layout.root, Some(&key))?;
     let made = top_up(layout, &key, Duration::ZERO)?;
     let idle = members(target, &layout.root)?.iter().filter(|member| member.key == key && member.claimable()).count();
-    Ok(crate::sandbox::provider::PoolUp { pool: key, engine: target.describe(), image: image.to_owned(), made, idle })
+    Ok(crate::sandbox::provider::PoolUp {
+        pool: key,
+        engine: target.describe(),
+        image: image.to_owned(),
+        made,
+        idle,
+        worktrees: None,
+    })
 }
 
 /// Idle members whose idle time is up (they exited), removed.
@@ -414,6 +487,7 @@ pub(super) fn status(layout: &Layout) -> Result<Vec<crate::sandbox::provider::Po
         let members = members(&target, &layout.root)?;
         let members = members.into_iter().filter(|member| member.key == pool.key).map(|member| {
             let (state, run) = match (member.idle(), member.running) {
+                (true, true) if member.name.ends_with(MAKING) => ("starting", None),
                 (true, true) => ("idle", None),
                 (true, false) => ("ended", None),
                 (false, _) => ("claimed", read_claim(&layout.root, &member.name).map(|claim| claim.run_id)),
@@ -488,11 +562,13 @@ mod tests {
             key: "k".into(),
             running,
             until,
+            seed: String::new(),
         };
         let later = now() + 600;
         assert!(member("eden-pool-k-1", true, later).claimable());
         assert!(!member("eden-20261127-000000-abcdef", true, later).claimable(), "claimed already");
         assert!(!member("eden-pool-k-1", false, later).claimable(), "ended");
         assert!(!member("eden-pool-k-1", true, now() + 1).claimable(), "about to end");
+        assert!(!member("eden-pool-k-1-making", true, later).claimable(), "still being made");
     }
 }

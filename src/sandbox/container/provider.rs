@@ -186,7 +186,10 @@ impl provider::Provider for Provider {
         let eden =
             std::env::current_exe().map_err(|err| Error::sandbox(format!("cannot find eden's executable: {err}")))?;
         let shape = super::create::shape(&self.plan, engaged, &pool.layout.common_dir, &eden, false);
-        super::pool::up(&engaged.target, &self.plan.image, shape.args, &eden, pool)
+        // A member on this machine holds the repository made ahead at the base's tip; a remote
+        // engine's would need the whole history streamed in for each.
+        let seed = pool.base.clone().filter(|_| !engaged.remote());
+        super::pool::up(&engaged.target, &self.plan.image, shape.args, &eden, pool, seed)
     }
 
     fn built_image(&self) -> Option<BuiltImage> {

@@ -187,6 +187,7 @@ pub(crate) fn start(
         alternates: &alternates,
         separate_git_dir: None,
         first: None,
+        ahead: None,
     };
     if let Err(err) = repository::seed(&handle.bubble, &seed) {
         handle.remove();

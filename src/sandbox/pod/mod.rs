@@ -478,6 +478,7 @@ impl Pod {
             alternates: &[],
             separate_git_dir: None,
             first,
+            ahead: None,
         };
         repository::seed(self, &seed).map(|_| ())
     }

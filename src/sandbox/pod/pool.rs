@@ -495,6 +495,7 @@ pub(super) fn up(
         image: plan.image.clone(),
         made,
         idle,
+        worktrees: None,
     })
 }
 
