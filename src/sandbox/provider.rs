@@ -86,10 +86,10 @@ pub(crate) trait Provider: Send + Sync {
     /// ending after `idle` unless a run claims it (after `preflight`).
     fn pool_up(&self, _pool: &PoolRequest<'_>) -> Result<PoolUp, Error> {
         Err(Error::usage(format!(
-            "a warm pool is built for `docker` and `podman` sandboxes only, not for `{}`",
+            "a warm pool is built for `docker`, `podman` and `kubernetes` sandboxes, not for `{}`: there is nothing to start ahead",
             self.name()
         ))
-        .with_hint("give `eden pool up` a manifest whose `sandbox.kind` is `docker` or `podman`"))
+        .with_hint("give `eden pool up` a manifest whose `sandbox.kind` is `docker`, `podman` or `kubernetes`"))
     }
 
     /// The image the kind runs, which `eden image build --manifest` builds (`None`: the kind
