@@ -81,32 +81,51 @@ pub(crate) fn up(
     top_up(layout, repo, commit, size)
 }
 
-/// Worktrees at other commits removed, then some made at `commit` until there are `size`.
+/// Worktrees at other commits removed, then some made at `commit` until there are `size`. Each
+/// is made aside (`.eden/pool/worktrees-making/`) and moved in, under the lock, once its files
+/// are all there: a claim never gets one half checked out, and never waits for one being made.
 fn top_up(layout: &Layout, repo: &Git, commit: &str, size: u32) -> Result<usize, Error> {
-    let mut made = 0;
-    let ready = ready(layout);
-    for (path, _) in ready.iter().filter(|(_, head)| head != commit) {
-        remove(repo, path);
-    }
-    let mut have = ready.iter().filter(|(_, head)| head == commit).count();
+    let missing = {
+        let _held = lock(layout)?;
+        let ready = ready(layout);
+        for (path, _) in ready.iter().filter(|(_, head)| head != commit) {
+            remove(repo, path);
+        }
+        (size as usize).saturating_sub(ready.iter().filter(|(_, head)| head == commit).count())
+    };
+    let aside = layout.eden_dir().join("pool").join("worktrees-making");
     let mut fresh = Vec::new();
-    while have < size as usize {
-        let path = dir(layout).join(crate::record::new_run_id());
+    for _ in 0..missing {
+        let path = aside.join(crate::record::new_run_id());
         let [config, workers] = ["-c", "checkout.workers=0"].map(std::ffi::OsStr::new);
         let args = [config, workers, "worktree".as_ref(), "add".as_ref(), "--quiet".as_ref(), "--detach".as_ref()];
         repo.run(args.into_iter().chain([path.as_os_str(), commit.as_ref()]))?;
         fresh.push(path);
-        have += 1;
-        made += 1;
     }
     // An index written in the second its files were is "racily clean": the run's first `git
     // status` would read every file. Settled a second later, here, it is not.
     if !fresh.is_empty() {
         std::thread::sleep(std::time::Duration::from_millis(1100));
-        for path in &fresh {
-            let _ = Git::new(path).run(["update-index", "-q", "--really-refresh"]);
-        }
     }
+    let mut made = 0;
+    for path in &fresh {
+        let _ = Git::new(path).run(["update-index", "-q", "--really-refresh"]);
+        let _held = lock(layout)?;
+        if !file(layout).is_file() {
+            remove(repo, path); // taken down meanwhile
+            continue;
+        }
+        fs_err::create_dir_all(dir(layout)).map_err(|err| Error::git(err.to_string()))?;
+        let name = path.file_name().unwrap_or_default();
+        repo.run([
+            std::ffi::OsStr::new("worktree"),
+            "move".as_ref(),
+            path.as_os_str(),
+            dir(layout).join(name).as_os_str(),
+        ])?;
+        made += 1;
+    }
+    let _ = std::fs::remove_dir(&aside);
     Ok(made)
 }
 
@@ -166,12 +185,14 @@ pub(crate) fn run_refill(args: &[std::ffi::OsString]) -> Option<i32> {
     }
     let layout = Layout::new(Path::new(repo), Path::new(repo).join(".git"));
     let pool: Pool = serde_json::from_str(&std::fs::read_to_string(file(&layout)).ok()?).ok()?;
+    let Ok(refilling) = std::fs::File::create(layout.eden_dir().join("pool").join("worktrees.refill.lock")) else {
+        return Some(1);
+    };
+    if nix::fcntl::Flock::lock(refilling, nix::fcntl::FlockArg::LockExclusiveNonblock).is_err() {
+        return Some(0); // another refill is at it
+    }
     // Behind the claim: the run that claimed starts first, undisturbed.
     std::thread::sleep(std::time::Duration::from_secs(2));
-    let Ok(_held) = lock(&layout) else { return Some(1) };
-    if !file(&layout).is_file() {
-        return Some(0); // taken down meanwhile
-    }
     let repo = Git::new(&layout.root);
     let Ok(Some(tip)) = repo.branch_commit(&pool.base) else { return Some(1) };
     Some(top_up(&layout, &repo, &tip, pool.size).map_or(1, |_| 0))
@@ -189,6 +210,12 @@ pub(crate) fn down(layout: &Layout) -> Result<usize, Error> {
     for (path, _) in &ready {
         remove(&repo, path);
     }
+    // Any a killed refill left half made.
+    let aside = layout.eden_dir().join("pool").join("worktrees-making");
+    for path in crate::safe_fs::dirs_in(&aside) {
+        remove(&repo, &path);
+    }
+    let _ = std::fs::remove_dir(&aside);
     let _ = repo.prune_worktrees();
     let _ = std::fs::remove_dir(dir(layout));
     Ok(ready.len())

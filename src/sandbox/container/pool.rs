@@ -420,7 +420,13 @@ pub(super) fn top_up(layout: &Layout, key: &str, pace: Duration) -> Result<Vec<S
         if waiting >= pool.size as usize || made.len() >= pool.size as usize {
             return Ok(made);
         }
-        made.push(make_member(&pool, &target, layout)?);
+        let member = make_member(&pool, &target, layout)?;
+        // Taken down while it was being made: it goes too, never left idle for its whole wait.
+        if read_pool(layout, key).is_none() {
+            remove(&target, &member)?;
+            return Ok(made);
+        }
+        made.push(member);
         std::thread::sleep(pace);
     }
 }
