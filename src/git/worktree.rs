@@ -111,34 +111,25 @@ impl Git {
 
     /// Create a worktree at `path` on a new branch `branch` starting at `base`.
     pub(crate) fn add_worktree_new_branch(&self, path: &Path, branch: &str, base: &str) -> Result<(), Error> {
-        let [config, workers] = PARALLEL_CHECKOUT.map(std::ffi::OsStr::new);
-        self.run([
-            config,
-            workers,
-            "worktree".as_ref(),
-            "add".as_ref(),
-            "--quiet".as_ref(),
-            "-b".as_ref(),
-            branch.as_ref(),
-            path.as_os_str(),
-            base.as_ref(),
-        ])
-        .map(drop)
+        self.add(&["-b".as_ref(), branch.as_ref(), path.as_os_str(), base.as_ref()])
     }
 
     /// Create a worktree at `path` for the existing `branch`.
     pub(crate) fn add_worktree(&self, path: &Path, branch: &str) -> Result<(), Error> {
+        self.add(&[path.as_os_str(), branch.as_ref()])
+    }
+
+    /// Create a worktree at `path` with `HEAD` detached at `commit` (made ahead, for a run to
+    /// claim: `orchestrator::premade`).
+    pub(crate) fn add_worktree_detached(&self, path: &Path, commit: &str) -> Result<(), Error> {
+        self.add(&["--detach".as_ref(), path.as_os_str(), commit.as_ref()])
+    }
+
+    /// `git worktree add --quiet ARGS…`, checking out with a worker per core.
+    fn add(&self, args: &[&std::ffi::OsStr]) -> Result<(), Error> {
         let [config, workers] = PARALLEL_CHECKOUT.map(std::ffi::OsStr::new);
-        self.run([
-            config,
-            workers,
-            "worktree".as_ref(),
-            "add".as_ref(),
-            "--quiet".as_ref(),
-            path.as_os_str(),
-            branch.as_ref(),
-        ])
-        .map(drop)
+        let head = [config, workers, "worktree".as_ref(), "add".as_ref(), "--quiet".as_ref()];
+        self.run(head.into_iter().chain(args.iter().copied())).map(drop)
     }
 
     /// Remove a clean worktree. git itself refuses when it has modified or untracked files, so

@@ -10,7 +10,6 @@
 use crate::error::Error;
 use crate::git::Git;
 use crate::layout::Layout;
-use crate::process::ProcessBuilder;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -97,9 +96,7 @@ fn top_up(layout: &Layout, repo: &Git, commit: &str, size: u32) -> Result<usize,
     let mut fresh = Vec::new();
     for _ in 0..missing {
         let path = aside.join(crate::record::new_run_id());
-        let [config, workers] = ["-c", "checkout.workers=0"].map(std::ffi::OsStr::new);
-        let args = [config, workers, "worktree".as_ref(), "add".as_ref(), "--quiet".as_ref(), "--detach".as_ref()];
-        repo.run(args.into_iter().chain([path.as_os_str(), commit.as_ref()]))?;
+        repo.add_worktree_detached(&path, commit)?;
         fresh.push(path);
     }
     // An index written in the second its files were is "racily clean": the run's first `git
@@ -167,13 +164,9 @@ pub(crate) fn claim(layout: &Layout, repo: &Git, worktree: &Path, branch: &str, 
 fn refill_behind(layout: &Layout) {
     let pool: Option<Pool> =
         std::fs::read_to_string(file(layout)).ok().and_then(|text| serde_json::from_str(&text).ok());
-    if !pool.is_some_and(|pool| pool.refill) {
-        return;
+    if pool.is_some_and(|pool| pool.refill) {
+        crate::sandbox::refill_behind(&layout.root, REFILL_WORKTREES);
     }
-    let Ok(eden) = std::env::current_exe() else { return };
-    let refill =
-        ProcessBuilder::new(eden).arg(crate::sandbox::POOL_REFILL_SUBCOMMAND).arg(&layout.root).arg(REFILL_WORKTREES);
-    let _ = refill.spawn_detached();
 }
 
 /// `eden __eden-pool-refill REPO worktrees`: the pool of worktrees topped up at its base's tip.
@@ -185,17 +178,15 @@ pub(crate) fn run_refill(args: &[std::ffi::OsString]) -> Option<i32> {
     }
     let layout = Layout::new(Path::new(repo), Path::new(repo).join(".git"));
     let pool: Pool = serde_json::from_str(&std::fs::read_to_string(file(&layout)).ok()?).ok()?;
-    let Ok(refilling) = std::fs::File::create(layout.eden_dir().join("pool").join("worktrees.refill.lock")) else {
-        return Some(1);
-    };
-    if nix::fcntl::Flock::lock(refilling, nix::fcntl::FlockArg::LockExclusiveNonblock).is_err() {
-        return Some(0); // another refill is at it
-    }
-    // Behind the claim: the run that claimed starts first, undisturbed.
-    std::thread::sleep(std::time::Duration::from_secs(2));
-    let repo = Git::new(&layout.root);
-    let Ok(Some(tip)) = repo.branch_commit(&pool.base) else { return Some(1) };
-    Some(top_up(&layout, &repo, &tip, pool.size).map_or(1, |_| 0))
+    let lock = layout.eden_dir().join("pool").join("worktrees.refill.lock");
+    Some(crate::sandbox::refill_alone(&lock, || {
+        if !file(&layout).is_file() {
+            return Ok(()); // taken down meanwhile
+        }
+        let repo = Git::new(&layout.root);
+        let tip = repo.branch_commit(&pool.base)?.ok_or_else(|| Error::git(format!("no branch `{}`", pool.base)))?;
+        top_up(&layout, &repo, &tip, pool.size).map(drop)
+    }))
 }
 
 /// `eden pool down`: every worktree made ahead removed, and the pool forgotten.

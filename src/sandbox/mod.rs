@@ -37,8 +37,29 @@ pub(crate) use registry::{provider, run_salvage};
 /// NAME` for a container, `__eden-salvage kubernetes CONTEXT NAMESPACE REPO RUN NAME` for a pod.
 pub(crate) const SALVAGE_SUBCOMMAND: &str = "__eden-salvage";
 
-/// The hidden subcommand that tops a warm pool up behind a claim: `__eden-pool-refill REPO KEY`.
+/// The hidden subcommand that tops a warm pool up behind a claim: `__eden-pool-refill REPO KEY`
+/// (`KEY`: a sandbox pool's, or `worktrees` for the worktrees made ahead).
 pub(crate) const POOL_REFILL_SUBCOMMAND: &str = "__eden-pool-refill";
+
+/// How long after a claim its refill starts: the run that claimed sets up and starts its agent
+/// first, undisturbed.
+const REFILL_AFTER: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// After a claim: a detached `eden __eden-pool-refill REPO KEY` tops the pool up.
+pub(crate) fn refill_behind(repo: &std::path::Path, key: &str) {
+    let Ok(eden) = std::env::current_exe() else { return };
+    let refill = crate::process::ProcessBuilder::new(eden).arg(POOL_REFILL_SUBCOMMAND).arg(repo).arg(key);
+    let _ = refill.spawn_detached();
+}
+
+/// A refill's body: alone (with another refill holding `lock`, nothing to do), `REFILL_AFTER`
+/// behind the claim, then `top_up`. Returns the exit code.
+pub(crate) fn refill_alone(lock: &std::path::Path, top_up: impl FnOnce() -> Result<(), crate::error::Error>) -> i32 {
+    let Ok(file) = std::fs::File::create(lock) else { return 1 };
+    let Ok(_held) = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock) else { return 0 };
+    std::thread::sleep(REFILL_AFTER);
+    top_up().map_or(1, |()| 0)
+}
 
 /// The longest one of eden's own commands in a sandbox (seeding it, bringing work back, a
 /// salvage) may take; then it is stopped, with everything it started.

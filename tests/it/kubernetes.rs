@@ -833,7 +833,9 @@ fn a_warm_pool_of_pods() {
     let path = env.write_manifest(&manifest(COMMIT_POD_NAME, ""));
     let up = pool(cluster, &env, &["up", path.to_str().unwrap(), "--size", "2", "--no-refill", "--json"]);
     up.assert_code(0);
-    let made: Vec<String> = up.json()["made"].as_array().unwrap().iter().map(|n| n.as_str().unwrap().into()).collect();
+    let mut made: Vec<String> =
+        up.json()["made"].as_array().unwrap().iter().map(|n| n.as_str().unwrap().into()).collect();
+    made.sort(); // made together: in the order they came up
     assert_eq!(made.len(), 2, "{}", up.stdout);
     assert_eq!(up.json()["idle"], 2, "{}", up.stdout);
     let children: Vec<_> = (0..3)

@@ -47,9 +47,6 @@ const MAKING: &str = "-making";
 const MARGIN: u64 = 3;
 /// Between two members a refill makes.
 const PACE: Duration = Duration::from_millis(500);
-/// How long after a claim its refill starts: the claiming run's set-up and its agent's start
-/// do not share the engine with a member being made.
-const REFILL_AFTER: Duration = Duration::from_secs(2);
 
 /// The idle member's keep-alive: waits for the claim (a workspace in the repository's worktrees
 /// folder `$2`, made by the claim's one set-up exec), then becomes the container's keep-alive
@@ -384,9 +381,7 @@ pub(super) fn refill_behind(layout: &Layout, key: &str) {
     if read_pool(layout, key).is_some_and(|pool| !pool.refill) {
         return;
     }
-    let Ok(eden) = std::env::current_exe() else { return };
-    let refill = ProcessBuilder::new(eden).arg(crate::sandbox::POOL_REFILL_SUBCOMMAND).arg(&layout.root).arg(key);
-    let _ = refill.spawn_detached();
+    crate::sandbox::refill_behind(&layout.root, key);
 }
 
 /// `eden __eden-pool-refill REPO KEY`: makes members until the pool has its size of claimable
@@ -398,13 +393,8 @@ pub(super) fn run_refill(args: &[std::ffi::OsString]) -> Option<i32> {
     let repo = Path::new(repo);
     let layout = Layout::new(repo, repo.join(".git"));
     read_pool(&layout, key)?;
-    let Ok(lock) = std::fs::File::create(pool_dir(&layout).join(format!("{key}.lock"))) else { return Some(1) };
-    if nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusiveNonblock).is_err() {
-        return Some(0); // another refill is at it
-    }
-    // Behind the claim: the run that claimed sets its member up first, undisturbed.
-    std::thread::sleep(REFILL_AFTER);
-    Some(top_up(&layout, key, PACE).map_or(1, |_| 0))
+    let lock = pool_dir(&layout).join(format!("{key}.lock"));
+    Some(crate::sandbox::refill_alone(&lock, || top_up(&layout, key, PACE).map(drop)))
 }
 
 /// Members made until pool `key` has its size of claimable ones; returns their names.

@@ -788,19 +788,23 @@ fn mark() -> Result<String, Error> {
 
 /// Delete a pod now (its processes killed at once). Gone already is fine.
 fn delete_pod(kube: &Kube, name: &str) -> Result<(), Error> {
-    let output = run(kube.command().finishing().args([
-        "delete",
-        "pod",
-        name,
-        "--grace-period=0",
-        "--force",
-        "--wait=false",
-        "--ignore-not-found",
-    ]))?;
+    delete_pods(kube, &[name])
+}
+
+/// Delete pods now (their processes killed at once). Gone already is fine.
+fn delete_pods(kube: &Kube, names: &[&str]) -> Result<(), Error> {
+    if names.is_empty() {
+        return Ok(());
+    }
+    let output = run(kube
+        .command()
+        .finishing()
+        .args(["delete", "pod", "--grace-period=0", "--force", "--wait=false", "--ignore-not-found"])
+        .args(names))?;
     if output.success() {
         return Ok(());
     }
-    Err(Error::sandbox(format!("cannot delete pod `{name}`: {}", first_line(&output.stderr))))
+    Err(Error::sandbox(format!("cannot delete pod `{}`: {}", names.join("`, `"), first_line(&output.stderr))))
 }
 
 impl Channel for Pod {

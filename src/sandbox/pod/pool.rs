@@ -42,9 +42,8 @@ const NOTE_MADE: &str = "eden.pool.made";
 const PREFIX: &str = "eden-pool-";
 /// A member this close to its end is not claimed.
 const MARGIN: u64 = 3;
-/// Between two members a refill makes, and how long after a claim the refill starts.
+/// Between two members a refill makes.
 const PACE: Duration = Duration::from_millis(500);
-const REFILL_AFTER: Duration = Duration::from_secs(2);
 /// At most this many members are made at once.
 const TOGETHER: usize = 4;
 
@@ -298,15 +297,9 @@ pub(super) fn claim(plan: &PodPlan, site: &RunSite, kube: &Kube, base: &str, ede
 
 /// After a claim: a detached eden tops the pool up again, unless it was made not to refill.
 fn refill_behind(layout: &Layout, pool: &PodPool) {
-    if !pool.refill {
-        return;
+    if pool.refill {
+        crate::sandbox::refill_behind(&layout.root, &pool.key);
     }
-    let Ok(eden) = std::env::current_exe() else { return };
-    let refill = crate::process::ProcessBuilder::new(eden)
-        .arg(crate::sandbox::POOL_REFILL_SUBCOMMAND)
-        .arg(&layout.root)
-        .arg(&pool.key);
-    let _ = refill.spawn_detached();
 }
 
 /// `eden __eden-pool-refill REPO KEY` for a pool of pods: `None` when `KEY` is not one.
@@ -316,12 +309,8 @@ pub(super) fn run_refill(args: &[std::ffi::OsString]) -> Option<i32> {
     let repo = Path::new(repo);
     let layout = Layout::new(repo, repo.join(".git"));
     read(&layout, key)?;
-    let Ok(lock) = std::fs::File::create(dir(&layout).join(format!("{key}.refill.lock"))) else { return Some(1) };
-    if nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusiveNonblock).is_err() {
-        return Some(0); // another refill is at it
-    }
-    std::thread::sleep(REFILL_AFTER);
-    Some(top_up(&layout, key, PACE).map_or(1, |_| 0))
+    let lock = dir(&layout).join(format!("{key}.refill.lock"));
+    Some(crate::sandbox::refill_alone(&lock, || top_up(&layout, key, PACE).map(drop)))
 }
 
 /// Members made, one by one `pace` apart, until pool `key` has its size of claimable ones;
@@ -436,18 +425,7 @@ fn make_member(layout: &Layout, pool: &PodPool) -> Result<String, Error> {
 
 /// Delete pods now. Gone already is fine.
 fn delete(kube: &Kube, names: &[String]) -> Result<(), Error> {
-    if names.is_empty() {
-        return Ok(());
-    }
-    let output = run(kube
-        .command()
-        .finishing()
-        .args(["delete", "pod", "--grace-period=0", "--force", "--wait=false", "--ignore-not-found"])
-        .args(names))?;
-    if output.success() {
-        return Ok(());
-    }
-    Err(Error::sandbox(format!("cannot delete pods {}: {}", names.join(", "), kubectl_reason(&output.stderr))))
+    super::delete_pods(kube, &names.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
 /// `eden pool up` for a `kubernetes` plan: the pool's file, and its members made, each waited
@@ -656,7 +634,9 @@ mod tests {
         };
         let pod = member_pod(&pool, Path::new("/repo"), "eden-pool-k-1");
         let command = &pod["spec"]["containers"][0]["command"];
-        assert_eq!(command[UNTIL_ARG].as_str().unwrap().parse::<u64>().unwrap() / 10, (now() + 600) / 10);
+        let before = now();
+        let until: u64 = command[UNTIL_ARG].as_str().unwrap().parse().unwrap();
+        assert!((before - 5 + 600..=now() + 600).contains(&until), "{until}");
         assert_eq!(command[5], "/repo/.eden/worktrees");
         assert_eq!(pod["spec"]["activeDeadlineSeconds"], 4200);
         assert_eq!(pod["metadata"]["labels"][LABEL_POOL], "k");
