@@ -50,6 +50,12 @@ pub fn main_with_args(args: Vec<std::ffi::OsString>) -> i32 {
         return orchestrator::premade::run_refill(&args[2..])
             .unwrap_or_else(|| sandbox::registry::run_pool_refill(&args[2..]));
     }
+    if args.get(1).is_some_and(|a| a == sandbox::door::DOOR_CALL_SUBCOMMAND) {
+        return sandbox::door::run_call(&args[2..]);
+    }
+    if args.get(1).is_some_and(|a| a == sandbox::door::DOOR_SUBCOMMAND) {
+        return sandbox::door::run_serve(&args[2..]);
+    }
     if args.get(1).is_some_and(|a| a == proxy::relay::RELAY_SUBCOMMAND) {
         return proxy::relay::run(&args[2..]);
     }

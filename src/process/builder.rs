@@ -505,6 +505,22 @@ impl ProcessBuilder {
         command.spawn()
     }
 
+    /// Spawn a command a door runs for its caller (`sandbox::door`), as an engine's `exec`
+    /// would: in a process group of its own, stdout and stderr piped, stdin piped when `stdin`.
+    pub(crate) fn spawn_for_caller(&self, stdin: bool) -> std::io::Result<std::process::Child> {
+        use std::os::unix::process::CommandExt;
+        let mut command = self.command();
+        command.process_group(0).stdin(if stdin { Stdio::piped() } else { Stdio::null() });
+        command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()
+    }
+
+    /// Become this command (`exec`): its stdin, stdout, stderr and environment this process's.
+    /// Returns only when it could not.
+    pub(crate) fn become_it(&self) -> std::io::Error {
+        use std::os::unix::process::CommandExt;
+        self.command().exec()
+    }
+
     /// Spawn in a session of its own (no signal for eden's group or terminal reaches it), with
     /// stdin piped from eden and no output: for guards that must outlive eden (see `guard`).
     pub(crate) fn spawn_detached(&self) -> std::io::Result<std::process::Child> {

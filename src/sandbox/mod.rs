@@ -12,6 +12,7 @@ pub(crate) mod agent_state;
 pub(crate) mod artifacts;
 mod carry;
 mod container;
+pub(crate) mod door;
 pub(crate) mod engine;
 pub(crate) mod firewall;
 mod handle;

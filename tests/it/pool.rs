@@ -211,6 +211,64 @@ fn idle_members_end_and_clean_knows_them(engine: &str) {
     pool(&env, &["down"]).assert_code(0);
 }
 
+/// A claimed member's door (`sandbox::door`) serves eden alone: the agent, inside, connects to
+/// it and asks for a command, which never runs (a caller inside the sandbox is refused). Then
+/// the agent commits and kills the door, which relays its own command: that command fails, and
+/// eden brings its commit back through the engine's exec instead.
+fn the_door_serves_eden_alone(engine: &str) {
+    if !ready(engine) {
+        return;
+    }
+    let env = TestEnv::new();
+    let script = r#"u=$(id -u):$(id -g); perl -MIO::Socket::UNIX -e 'my $s = IO::Socket::UNIX->new(Peer => "/opt/eden/door/door") or do { print "no door\n"; exit }; my $r = qq({"user":"$ARGV[0]","cwd":null,"env":[],"argv":["sh","-c","touch /tmp/door-ran"],"stdin":false}); print $s pack("N", length $r) . $r; shutdown($s, 1); local $/; my $got = <$s>; print "the door answered ", length($got // ""), " bytes\n"' "$u"; sleep 1; if [ -e /tmp/door-ran ]; then echo ran > door.txt; else echo refused > door.txt; fi; git add door.txt && git -c user.name=box -c user.email=box@example.com commit -qm door; echo killing the door; d=__eden; for p in /proc/[0-9]*; do c=$(tr '\0' ' ' < $p/cmdline 2>/dev/null); case "$c" in "/opt/eden/bin/eden $d-door "*) kill -9 ${p#/proc/};; esac; done; sleep 5"#;
+    let path = env.write_manifest(&manifest(engine, script, ""));
+    pool_up(&env, &path, &["--size", "1", "--no-refill"]);
+    let run = env.eden(&["run", path.to_str().unwrap(), "--json"]);
+    run.assert_code(3);
+    assert!(run.stderr.contains("claimed from the warm pool"), "{}", run.stderr);
+    assert!(run.stderr.contains("the door answered 0 bytes"), "{}", run.stderr);
+    assert!(run.stderr.contains("killing the door"), "{}", run.stderr);
+    let branch = run.record()["branch"].as_str().unwrap().to_owned();
+    assert_eq!(env.git(&["show", &format!("{branch}:door.txt")]), "refused", "{}", run.stderr);
+    assert!(containers_of(engine, &repo(&env)).is_empty());
+    pool(&env, &["down"]).assert_code(0);
+    let doors = env.repo.join(".eden/pool/doors");
+    assert!(!doors.read_dir().is_ok_and(|mut dir| dir.next().is_some()), "no door's folder left");
+}
+
+/// A door refuses a caller in its own pid namespace, which is where an agent would call from:
+/// here, a door on this machine and a call from this machine. The command never runs.
+#[test]
+fn a_door_refuses_a_caller_it_can_see() {
+    let env = TestEnv::new();
+    let socket = env.root().join("door");
+    let mut door = std::process::Command::new(crate::support::EDEN)
+        .args(["__eden-door", socket.to_str().unwrap()])
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !socket.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let proof = env.root().join("ran");
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", door.id())).unwrap();
+    let start = stat.rsplit_once(')').unwrap().1.split_whitespace().nth(19).unwrap().to_owned();
+    let user = format!("{}:{}", nix::unistd::getuid().as_raw(), nix::unistd::getgid().as_raw());
+    let call = serde_json::json!({
+        "socket": socket, "peer": [door.id(), start.parse::<u64>().unwrap()], "user": user, "cwd": null,
+        "env": [], "stdin": false, "argv": ["touch", proof], "fallback": ["false"],
+    });
+    let called = std::process::Command::new(crate::support::EDEN)
+        .args(["__eden-door-call", &call.to_string()])
+        .output()
+        .unwrap();
+    let _ = door.kill();
+    let _ = door.wait();
+    assert_eq!(called.status.code(), Some(125), "{}", String::from_utf8_lossy(&called.stderr));
+    assert!(String::from_utf8_lossy(&called.stderr).contains("the sandbox's door"));
+    assert!(!proof.exists(), "the command ran");
+}
+
 macro_rules! pool_tests {
     ($engine:ident) => {
         mod $engine {
@@ -229,6 +287,10 @@ macro_rules! pool_tests {
             #[test]
             fn idle_members_end_and_clean_knows_them() {
                 super::idle_members_end_and_clean_knows_them(stringify!($engine));
+            }
+            #[test]
+            fn the_door_serves_eden_alone() {
+                super::the_door_serves_eden_alone(stringify!($engine));
             }
             #[test]
             fn a_member_and_a_worktree_made_ahead() {

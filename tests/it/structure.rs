@@ -178,8 +178,10 @@ fn engine_clients_start_in_one_place() {
 }
 
 /// eden's helper processes (hidden subcommands: the containment init, the allowlist's probes,
-/// the simulated agent, the credential relay and its tunnel) talk on their own stdout and stderr, which eden reads.
-const HELPERS: [&str; 8] = [
+/// the simulated agent, the credential relay and its tunnel, a pool member's door and its calls)
+/// talk on their own stdout and stderr, which eden reads.
+const HELPERS: [&str; 9] = [
+    "sandbox/door.rs",
     "sandbox/pack.rs",
     "forge/credential.rs",
     "process/contain.rs",

@@ -138,23 +138,27 @@ fn warm<'scope>(
         user: run_user(),
         process: crate::process::ProcessStamp::current(),
         kept: false,
+        door: None,
     };
     let clock = std::time::Instant::now();
-    let Some(member) = pool::claim(target, &layout, &key, &name, &claim, base)? else {
+    let Some(claimed) = pool::claim(target, &layout, &key, &name, &claim, base)? else {
         pool::refill_behind(&layout, &key);
         return Ok(Warm::Cold(Some("the warm pool has no idle member left".into()), ready));
     };
     pool::refill_behind(&layout, &key);
+    let member = claimed.member;
     let mut container = Container::new(request, &name, member.id.clone(), base.to_owned());
+    container.door = claimed.door;
+    container.renaming = claimed.renaming.map(|renaming| (member.name.clone(), renaming));
     container.time("claim", clock);
     container.pooled = Some(site.repo_root.clone());
     container.guard = guard(eden, target, &name);
+    // The rename goes on behind the claim: until it is waited for (before services, which
+    // name it, and at the end), the engine is asked by the container's id.
+    let ahead = Some(member.seed.as_str()).filter(|seed| !seed.is_empty());
     let set_up = container
-        .set_up(
-            request,
-            Workspace::MadeByTheSeed { ahead: Some(member.seed.as_str()).filter(|seed| !seed.is_empty()) },
-            joined(ready),
-        )
+        .set_up(request, Workspace::MadeByTheSeed { ahead }, joined(ready))
+        .and_then(|()| if request.plan.services.is_empty() { Ok(()) } else { container.renamed() })
         .and_then(|()| start_services(&mut container, request, &labels(request, base)));
     match set_up {
         Ok(()) => Ok(Warm::Claimed(Box::new(container), member.name)),
@@ -252,6 +256,8 @@ impl Container {
             keep_volume: false,
             exposed: request.plan.expose_worktree,
             services: Vec::new(),
+            door: None,
+            renaming: None,
             steps: Vec::new(),
             removed: false,
         }
@@ -509,6 +515,13 @@ impl Container {
         self.steps.push(("environment", took, ended));
         let ((seeded, firewall), took, ended) = seeded;
         self.steps.push(("seed", took, ended));
+        // The keep-alive first: what is started below is added to what sweeps spare.
+        if let Some(keep) = seeded? {
+            self.keep = self.keep_alive(&keep)?;
+        }
+        if let Some(door) = &self.door {
+            self.keep = format!("{}|{}", self.keep, door.inside);
+        }
         if self.carried() {
             let exec = |command, stdin| self.as_root(command, stdin);
             if let Some(proxy) = &request.site.proxy {
@@ -520,9 +533,6 @@ impl Container {
             }
         }
         self.firewall = firewall?;
-        if let Some(keep) = seeded? {
-            self.keep = self.keep_alive(&keep)?;
-        }
         let clock = std::time::Instant::now();
         if let Some(policy) = policy(plan).filter(|_| self.remote) {
             let sandbox = crate::sandbox::remote_rules::RemoteSandbox {
@@ -572,7 +582,7 @@ impl Container {
         ready: Result<repository::Ready, Error>,
     ) -> (Result<Option<String>, Error>, Result<Option<crate::sandbox::firewall::Refresher>, Error>) {
         let plan = request.plan;
-        let (engine, name) = (self.target.engine, self.name.clone());
+        let (engine, name) = (self.target.engine, self.engine_ref().to_owned());
         let local = policy(plan).filter(|_| !self.remote);
         let rules =
             local.map(|policy| std::thread::spawn(move || crate::sandbox::firewall::install(engine, &name, &policy)));

@@ -54,6 +54,10 @@ pub(crate) struct Container {
     pub(super) exposed: bool,
     /// The containers of its `[[service]]`s made so far (`services`), removed before it.
     pub(super) services: Vec<String>,
+    /// A claimed pool member's door (`sandbox::door`): the run's user's commands go through it.
+    pub(super) door: Option<crate::sandbox::door::Door>,
+    /// A claim at the door renames the member behind it: its name until then, and the rename.
+    pub(super) renaming: Option<(String, std::thread::JoinHandle<Result<crate::process::Output, Error>>)>,
     /// How long each step of its start took (`SandboxHandle::timings`).
     pub(super) steps: Vec<(&'static str, std::time::Duration, std::time::Instant)>,
     pub(super) removed: bool,
@@ -143,12 +147,12 @@ impl SandboxHandle for Container {
         args.extend(command.get_args().iter().cloned());
         let wrapped = command.with_program("sh", args);
         let exec = self.exec(wrapped, flags).stdin(stdin);
-        let (target, name) = (self.target.clone(), self.name.clone());
+        let (target, name) = (self.target.clone(), self.engine_ref().to_owned());
         let inside = carry::InsideSandbox {
             exec: Box::new(move |argv| target.command().args(["exec", &name]).args(argv)),
             pid_file,
             keep: self.keep.clone(),
-            gone: Some(self.target.command().args(["wait", &self.name])),
+            gone: Some(self.target.command().args(["wait", self.engine_ref()])),
         };
         Ok(Prepared { command: exec, inside: Some(Box::new(inside)) })
     }
@@ -203,6 +207,7 @@ impl SandboxHandle for Container {
         if self.removed {
             return Ok(None);
         }
+        let _ = self.renamed();
         // Stopped by something else: started again, so what it holds can still come back.
         let alive = self.running().unwrap_or(false)
             || (engine::run(self.target.command().args(["start", &self.name])).is_ok_and(|out| out.success())
@@ -262,9 +267,21 @@ impl Container {
     /// `ENGINE exec [flags] -u USER -w CWD -e NAME… NAME PROGRAM ARGS…` for `command`, as the
     /// run's user unless `flags` name one, its environment passed by name only (the values
     /// travel in the client's own environment).
+    /// Through the member's door instead when it has one (a claimed pool member on a local
+    /// engine), for the run's user without a terminal: the same command, without the engine.
     pub(super) fn exec(&self, command: ProcessBuilder, flags: &[&str]) -> ProcessBuilder {
         let user = (!flags.contains(&"-u")).then(run_user);
-        exec_in(&self.target, &self.name, user.as_deref(), command, flags, &self.exec_env)
+        let (cwd, program) = (command.get_cwd().map(Path::to_path_buf), command.program().to_owned());
+        let argv: Vec<std::ffi::OsString> =
+            std::iter::once(program).chain(command.get_args().iter().cloned()).collect();
+        let engine = exec_in(&self.target, self.engine_ref(), user.as_deref(), command, flags, &self.exec_env);
+        match (&self.door, user) {
+            (Some(door), Some(user)) if flags.iter().all(|flag| *flag == "-i") => {
+                let argv: Vec<&std::ffi::OsStr> = argv.iter().map(|word| word.as_os_str()).collect();
+                door.call(engine, &user, cwd.as_deref(), &argv, flags.contains(&"-i"))
+            }
+            _ => engine,
+        }
     }
 
     /// What a run brings (state folders, the held keys' proxy) is carried in through the
@@ -274,7 +291,8 @@ impl Container {
     }
 
     fn running(&self) -> Result<bool, Error> {
-        let state = engine::run(self.target.command().args(["inspect", "--format", "{{.State.Running}}", &self.name]))?;
+        let state =
+            engine::run(self.target.command().args(["inspect", "--format", "{{.State.Running}}", self.engine_ref()]))?;
         Ok(state.success() && state.stdout.trim() == "true")
     }
 
@@ -284,11 +302,38 @@ impl Container {
         self.exec(command, if stdin { &["-i", "-u", "0"] } else { &["-u", "0"] })
     }
 
+    /// What the engine is asked about the container by: a member claimed at its door by its id
+    /// (its rename goes on behind the claim), any other by its name.
+    pub(super) fn engine_ref(&self) -> &str {
+        match self.door.is_some() && !self.id.is_empty() {
+            true => &self.id,
+            false => &self.name,
+        }
+    }
+
+    /// The rename of a member claimed at its door, waited for: the engine knows the container
+    /// by its run's name from here on (if it failed, by its name before the claim).
+    pub(super) fn renamed(&mut self) -> Result<(), Error> {
+        let Some((before, renaming)) = self.renaming.take() else { return Ok(()) };
+        let renamed = renaming.join().unwrap_or_else(|_| Err(Error::internal("renaming the pool member panicked")))?;
+        if renamed.success() {
+            return Ok(());
+        }
+        let err = Error::sandbox(format!(
+            "cannot rename the claimed pool member `{before}` to `{}`: {}",
+            self.name,
+            carry::first_line(&renamed.stderr)
+        ));
+        self.name = before;
+        Err(err)
+    }
+
     /// Remove the container (and its volume unless kept), bringing nothing back.
     pub(super) fn close_quietly(&mut self) -> Result<(), Error> {
         if self.removed {
             return Ok(());
         }
+        let _ = self.renamed();
         self.removed = true;
         self.firewall = None;
         self.tunnel = None;

@@ -26,7 +26,8 @@ use super::exec::{label_template, listing, remove, run_user, OBJECTS_INSIDE, PID
 use crate::error::Error;
 use crate::layout::{Layout, LABEL_PID, LABEL_REPO, LABEL_RUN, LABEL_USER};
 use crate::process::ProcessBuilder;
-use crate::sandbox::carry::first_line;
+use crate::sandbox::carry::{first_line, EDEN_INSIDE};
+use crate::sandbox::door::DOOR_INSIDE;
 use crate::sandbox::engine::{self, Target};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -96,6 +97,9 @@ pub(super) struct Claim {
     /// The run ended with work too big to come back, kept in the member.
     #[serde(default)]
     pub(super) kept: bool,
+    /// The member's door's folder on this machine, removed with it.
+    #[serde(default)]
+    pub(super) door: Option<PathBuf>,
 }
 
 /// The pool's key: the engine, the image, every argument a member is made with, and eden's
@@ -162,6 +166,7 @@ pub(super) fn mark_kept(repo: &Path, name: &str) {
 
 pub(super) fn forget_claim(repo: &Path, name: &str) {
     let layout = Layout::new(repo, repo.join(".git"));
+    forget_door(read_claim(repo, name).and_then(|claim| claim.door).as_deref());
     let _ = std::fs::remove_file(claim_path(&layout, name));
 }
 
@@ -177,73 +182,140 @@ fn now() -> u64 {
 
 /// Make one idle member of `pool`, its folders for a claim made ahead.
 pub(super) fn make_member(pool: &PoolFile, target: &Target, layout: &Layout) -> Result<String, Error> {
-    let repo = &layout.root;
     // Made under a name no claim takes, and renamed once it is ready: a run never gets a member
     // whose folders or repository are still being made.
     let ready = format!("{IDLE_PREFIX}{}-{}", pool.key, crate::record::new_run_id());
     let name = format!("{ready}{MAKING}");
-    let until = (now() + pool.idle_seconds).to_string();
-    let worktrees = layout.worktrees().display().to_string();
     let host = crate::git::Git::new(&layout.root);
     let seed = match &pool.seed {
         Some(base) => host.branch_commit(base)?.unwrap_or_default(),
         None => String::new(),
     };
+    let door = door_dir(layout, &ready).filter(|_| opens_a_door(pool));
+    let until = now() + pool.idle_seconds;
+    let made = start_member(pool, target, layout, &name, &seed, until, door.as_deref()).and_then(|id| {
+        let opened = match &door {
+            Some(door) => open_door(target, &name, door)?,
+            None => false,
+        };
+        if !opened {
+            // A plain member then, claimed through the engine.
+            forget_door(door.as_deref());
+        }
+        let renamed = engine::run(target.command().args(["rename", &name, &ready]).finishing())?;
+        if !renamed.success() {
+            return Err(Error::sandbox(format!("cannot rename pool member `{name}`: {}", first_line(&renamed.stderr))));
+        }
+        if opened {
+            let member = ReadyMember { name: ready.clone(), id, key: pool.key.clone(), until, seed: seed.clone() };
+            member.write(layout)?;
+        }
+        Ok(())
+    });
+    match made {
+        Ok(()) => Ok(ready),
+        Err(err) => {
+            let _ = remove(target, &name);
+            forget_door(door.as_deref());
+            Err(err)
+        }
+    }
+}
+
+/// `docker run` of an idle member (its door's folder mounted in, if it gets one), its folders
+/// made ready for a claim and its repository made ahead; the engine's id for it.
+fn start_member(
+    pool: &PoolFile,
+    target: &Target,
+    layout: &Layout,
+    name: &str,
+    seed: &str,
+    until: u64,
+    door: Option<&Path>,
+) -> Result<String, Error> {
+    let until = until.to_string();
+    let worktrees = layout.worktrees().display().to_string();
     let labels = [
         // Empty: a member is no run's until claimed, but `eden clean --all-repos` finds it.
         (LABEL_RUN, String::new()),
         (LABEL_POOL, pool.key.clone()),
         (LABEL_UNTIL, until.clone()),
-        (LABEL_REPO, repo.display().to_string()),
+        (LABEL_REPO, layout.root.display().to_string()),
         (LABEL_PID, "0".to_owned()),
         (LABEL_USER, run_user()),
-        (LABEL_SEED, seed.clone()),
+        (LABEL_SEED, seed.to_owned()),
     ];
-    let mut command = target.command().args(["run", "-d", "--init", "--name", &name]);
+    let mut command = target.command().args(["run", "-d", "--init", "--name", name]);
     for (key, value) in &labels {
         command = command.args(["--label", &format!("{key}={value}")]);
     }
-    let command = command.args(&pool.args).args(["-w", "/"]).arg(&pool.image).args([
-        "sh",
-        "-c",
-        IDLE_SCRIPT,
-        "sh",
-        &until,
-        &worktrees,
-    ]);
-    let made = engine::run(command.finishing()).and_then(|made| match made.success() {
-        true => {
-            engine::run(target.command().args(["exec", "-u", "0", &name, "sh", "-c", PREPARE_SCRIPT, "sh"]).args([
-                run_user().as_str(),
-                &worktrees,
-                PIDS_INSIDE,
-            ]))
+    if let Some(door) = door {
+        fs_err::create_dir_all(door).map_err(|err| Error::sandbox(err.to_string()))?;
+        command = command.args(["-v", &format!("{}:{DOOR_INSIDE}", door.display())]);
+    }
+    let command = command.args(&pool.args).args(["-w", "/"]).arg(&pool.image);
+    let command = command.args(["sh", "-c", IDLE_SCRIPT, "sh", &until, &worktrees]);
+    let failed = |made: &crate::process::Output| {
+        Error::sandbox(format!(
+            "{} cannot start a pool member from `{}`: {}",
+            target.describe(),
+            pool.image,
+            first_line(&made.stderr)
+        ))
+    };
+    let made = engine::run(command.finishing())?;
+    if !made.success() {
+        return Err(failed(&made));
+    }
+    let prepare = target.command().args(["exec", "-u", "0", name, "sh", "-c", PREPARE_SCRIPT, "sh"]);
+    let prepared = engine::run(prepare.args([run_user().as_str(), &worktrees, PIDS_INSIDE]))?;
+    if !prepared.success() {
+        return Err(failed(&prepared));
+    }
+    if !seed.is_empty() {
+        seed_member(target, layout, name, seed)?;
+    }
+    Ok(made.stdout.trim().to_owned())
+}
+
+/// Where member `name` (as it is named when ready, `eden-pool-KEY-ID`) has its door's folder
+/// on this machine: `.eden/pool/doors/ID`.
+pub(super) fn door_dir(layout: &Layout, name: &str) -> Option<PathBuf> {
+    let name = name.strip_suffix(MAKING).unwrap_or(name);
+    let (_, id) = name.strip_prefix(IDLE_PREFIX)?.split_once('-')?;
+    crate::record::is_run_id(id).then(|| pool_dir(layout).join("doors").join(id))
+}
+
+/// A member gets a door where eden's executable is mounted in (a local engine) and where a
+/// socket made inside is one this machine can connect to (not under gVisor, whose sockets are
+/// its own).
+fn opens_a_door(pool: &PoolFile) -> bool {
+    let eden_mounted = pool.args.iter().any(|arg| arg.ends_with(&format!(":{EDEN_INSIDE}:ro")));
+    let gvisor = pool.args.windows(2).any(|pair| pair[0] == "--runtime" && super::exec::is_gvisor(&pair[1]));
+    eden_mounted && !gvisor
+}
+
+/// The door started in member `name` as the run's user, and waited for (a member whose door
+/// does not open is still a member: its claims go through the engine's `exec`).
+fn open_door(target: &Target, name: &str, door: &Path) -> Result<bool, Error> {
+    let socket = format!("{DOOR_INSIDE}/{}", crate::sandbox::door::SOCKET);
+    let start = target.command().args(["exec", "-d", "-u", &run_user(), name, EDEN_INSIDE]);
+    engine::run(start.args([crate::sandbox::door::DOOR_SUBCOMMAND, socket.as_str()]).finishing())?;
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let socket = door.join(crate::sandbox::door::SOCKET);
+    while std::time::Instant::now() < deadline {
+        if crate::sandbox::door::Door::open(&socket).is_some() {
+            return Ok(true);
         }
-        false => Ok(made),
-    });
-    let made = made.and_then(|made| match made.success() && !seed.is_empty() {
-        true => seed_member(target, layout, &name, &seed).map(|()| made),
-        false => Ok(made),
-    });
-    let made = made.and_then(|made| match made.success() {
-        true => engine::run(target.command().args(["rename", &name, &ready]).finishing()),
-        false => Ok(made),
-    });
-    match made {
-        Ok(made) if made.success() => Ok(ready),
-        Ok(made) => {
-            let _ = remove(target, &name);
-            Err(Error::sandbox(format!(
-                "{} cannot start a pool member from `{}`: {}",
-                target.describe(),
-                pool.image,
-                first_line(&made.stderr)
-            )))
-        }
-        Err(err) => {
-            let _ = remove(target, &name);
-            Err(err)
-        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(false)
+}
+
+/// A door's folder, gone with its member.
+pub(super) fn forget_door(door: Option<&Path>) {
+    if let Some(door) = door {
+        let _ = crate::safe_fs::remove_tree(door);
     }
 }
 
@@ -336,9 +408,17 @@ pub(super) fn members(target: &Target, repo: &Path) -> Result<Vec<Member>, Error
         .collect())
 }
 
-/// Claim an idle member of pool `key` for the run: the claim written, then the member renamed
-/// `name`. The member as it was listed; `None` when no member could be claimed (there is none,
-/// or others took them first).
+/// A member claimed: as it was listed, its door if it has one, and its rename to the run's
+/// name if that is still under way (a claim at the door renames behind the claim).
+pub(super) struct Claimed {
+    pub(super) member: Member,
+    pub(super) door: Option<crate::sandbox::door::Door>,
+    pub(super) renaming: Option<std::thread::JoinHandle<Result<crate::process::Output, Error>>>,
+}
+
+/// Claim an idle member of pool `key` for the run: the claim written, then the member taken
+/// (at its door, or by the engine's rename to `name`). `None` when no member could be claimed
+/// (there is none, or others took them first).
 pub(super) fn claim(
     target: &Target,
     layout: &Layout,
@@ -346,33 +426,121 @@ pub(super) fn claim(
     name: &str,
     claim: &Claim,
     start: &str,
-) -> Result<Option<Member>, Error> {
+) -> Result<Option<Claimed>, Error> {
     // One claim at a time in the repository: two `rename`s of one container at once can both
     // succeed (the engine's rename is not atomic under concurrency: seen with docker), so the
     // listing and the rename are done under this lock. A killed eden's lock goes with it.
-    fs_err::create_dir_all(pool_dir(layout)).map_err(|err| Error::sandbox(err.to_string()))?;
+    fs_err::create_dir_all(pool_dir(layout).join("claims")).map_err(|err| Error::sandbox(err.to_string()))?;
     let lock = std::fs::File::create(pool_dir(layout).join("claims.lock"))
         .map_err(|err| Error::sandbox(format!("cannot open the pool's claim lock: {err}")))?;
     let _held = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusive)
         .map_err(|(_, err)| Error::sandbox(format!("cannot take the pool's claim lock: {err}")))?;
-    let mut idle: Vec<Member> =
-        members(target, &layout.root)?.into_iter().filter(|member| member.key == key && member.claimable()).collect();
+    if let Some(claimed) = claim_at_the_door(target, layout, key, name, claim, start)? {
+        return Ok(Some(claimed));
+    }
+    // Members with a door are claimed only at it: one listed idle here may be being renamed.
+    let mut idle: Vec<Member> = members(target, &layout.root)?
+        .into_iter()
+        .filter(|member| member.key == key && member.claimable())
+        .filter(|member| !door_dir(layout, &member.name).is_some_and(|door| door.exists()))
+        .collect();
     // One holding the repository at the run's start first, then the newest: the oldest end
     // first, and a refill replaces what is taken.
     idle.sort_by_key(|member| (member.seed != start, std::cmp::Reverse(member.until)));
     let path = claim_path(layout, name);
-    let json = serde_json::to_value(claim).map_err(|err| Error::internal(err.to_string()))?;
-    fs_err::create_dir_all(path.parent().unwrap_or(layout.eden_dir().as_path()))
-        .map_err(|err| Error::sandbox(err.to_string()))?;
-    crate::record::save_json(&path, &json).map_err(|err| Error::sandbox(err.to_string()))?;
     for member in idle {
+        write_claim(layout, name, claim, None)?;
         let renamed = engine::run(target.command().args(["rename", &member.name, name]).finishing())?;
         if renamed.success() {
-            return Ok(Some(member));
+            return Ok(Some(Claimed { member, door: None, renaming: None }));
         }
     }
     let _ = std::fs::remove_file(&path);
     Ok(None)
+}
+
+/// The claim of member `name`, naming the member's door: written before the member is taken,
+/// so that a salvage finds both.
+fn write_claim(layout: &Layout, name: &str, claim: &Claim, door: Option<PathBuf>) -> Result<(), Error> {
+    let claim = Claim { door, ..claim.clone() };
+    let json = serde_json::to_value(&claim).map_err(|err| Error::internal(err.to_string()))?;
+    crate::record::save_json(&claim_path(layout, name), &json).map_err(|err| Error::sandbox(err.to_string()))
+}
+
+/// A member ready at its door (`ReadyMember`) taken by removing its file, under the claim lock,
+/// with no call to the engine: its door answering says it is there. Its rename to `name`
+/// goes on behind the claim.
+fn claim_at_the_door(
+    target: &Target,
+    layout: &Layout,
+    key: &str,
+    name: &str,
+    claim: &Claim,
+    start: &str,
+) -> Result<Option<Claimed>, Error> {
+    let mut ready: Vec<(PathBuf, ReadyMember)> = ReadyMember::all(layout)
+        .into_iter()
+        .filter(|(_, member)| member.key == key && member.until > now() + MARGIN)
+        .collect();
+    ready.sort_by_key(|(_, member)| (member.seed != start, std::cmp::Reverse(member.until)));
+    for (path, ready) in ready {
+        // Taken, whether its door answers or not: one that does not is gone, or going.
+        let _ = std::fs::remove_file(&path);
+        let Some(folder) = door_dir(layout, &ready.name) else { continue };
+        let Some(door) = crate::sandbox::door::Door::open(&folder.join(crate::sandbox::door::SOCKET)) else { continue };
+        write_claim(layout, name, claim, Some(folder))?;
+        let rename = target.command().args(["rename", &ready.name, name]).finishing();
+        let renaming = std::thread::spawn(move || engine::run(rename));
+        let member = Member {
+            name: ready.name,
+            id: ready.id,
+            key: ready.key,
+            running: true,
+            until: ready.until,
+            seed: ready.seed,
+        };
+        return Ok(Some(Claimed { member, door: Some(door), renaming: Some(renaming) }));
+    }
+    Ok(None)
+}
+
+/// `.eden/pool/ready/ID.json`: a member with a door, ready to be claimed at it. Written by eden
+/// once the member is ready, in a folder no sandbox sees; its claim removes it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct ReadyMember {
+    name: String,
+    id: String,
+    key: String,
+    until: u64,
+    seed: String,
+}
+
+impl ReadyMember {
+    fn folder(layout: &Layout) -> PathBuf {
+        pool_dir(layout).join("ready")
+    }
+
+    fn write(&self, layout: &Layout) -> Result<(), Error> {
+        let Some(door) = door_dir(layout, &self.name) else { return Ok(()) };
+        let file = door.file_name().map(|id| Self::folder(layout).join(id).with_extension("json"));
+        let json = serde_json::to_value(self).map_err(|err| Error::internal(err.to_string()))?;
+        fs_err::create_dir_all(Self::folder(layout)).map_err(|err| Error::sandbox(err.to_string()))?;
+        match file {
+            Some(file) => crate::record::save_json(&file, &json).map_err(|err| Error::sandbox(err.to_string())),
+            None => Ok(()),
+        }
+    }
+
+    fn all(layout: &Layout) -> Vec<(PathBuf, ReadyMember)> {
+        let files = crate::safe_fs::files_in(&Self::folder(layout));
+        files
+            .into_iter()
+            .filter_map(|path| {
+                let member: ReadyMember = serde_json::from_str(&std::fs::read_to_string(&path).ok()?).ok()?;
+                Some((path, member))
+            })
+            .collect()
+    }
 }
 
 /// After a claim: a detached eden tops the pool up again (one refill at a time per pool),
@@ -405,6 +573,9 @@ pub(super) fn top_up(layout: &Layout, key: &str, pace: Duration) -> Result<Vec<S
         let Some(pool) = read_pool(layout, key) else { return Ok(made) };
         let target = target_of(&pool)?;
         let members = members(&target, &layout.root)?;
+        if made.is_empty() {
+            prune_doors(layout);
+        }
         let waiting = members.iter().filter(|member| member.key == pool.key && member.idle() && member.running).count();
         // At most a pool's size at a time, whatever the engine says meanwhile.
         if waiting >= pool.size as usize || made.len() >= pool.size as usize {
@@ -517,11 +688,68 @@ pub(super) fn down(layout: &Layout) -> Result<Vec<String>, Error> {
         for member in members(&target, &layout.root)? {
             if member.idle() && member.key == pool.key {
                 remove(&target, &member.name)?;
+                forget_door(door_dir(layout, &member.name).as_deref());
                 removed.push(format!("{} ({})", member.name, target.describe()));
             }
         }
     }
+    for (path, _) in ReadyMember::all(layout) {
+        let _ = std::fs::remove_file(path);
+    }
+    prune_doors(layout);
     Ok(removed)
+}
+
+/// What doors leave behind, tidied (under the claim lock, so no claim is half made meanwhile):
+/// a ready member's file once the member is gone; a member with a door that is neither ready
+/// nor claimed by a live eden (its claim's eden died before the rename), removed; and a door's
+/// folder no member has any more. A folder made in the last minute is spared: its member may
+/// not be listed yet.
+pub(super) fn prune_doors(layout: &Layout) {
+    let Ok(lock) = std::fs::File::create(pool_dir(layout).join("claims.lock")) else { return };
+    let Ok(_held) = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusive) else { return };
+    let mut targets: Vec<Target> = pools(layout).iter().filter_map(|pool| target_of(pool).ok()).collect();
+    targets.dedup();
+    let mut listed = Vec::new();
+    for target in targets {
+        let Ok(members) = members(&target, &layout.root) else { return };
+        listed.extend(members.into_iter().map(|member| (target.clone(), member)));
+    }
+    let claims: Vec<Claim> = crate::safe_fs::files_in(&pool_dir(layout).join("claims"))
+        .iter()
+        .filter_map(|path| serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok())
+        .collect();
+    let ready = ReadyMember::all(layout);
+    for (path, member) in &ready {
+        if !listed.iter().any(|(_, listed)| listed.name == member.name && listed.running) {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+    let recent = |path: &Path| {
+        let modified = std::fs::metadata(path).and_then(|meta| meta.modified());
+        modified.is_ok_and(|at| at.elapsed().unwrap_or_default() < Duration::from_secs(60))
+    };
+    let claimed_by = |door: &Path| claims.iter().find(|claim| claim.door.as_deref() == Some(door));
+    let mut kept = Vec::new();
+    for (target, member) in &listed {
+        let Some(door) = door_dir(layout, &member.name).filter(|door| door.exists()) else { continue };
+        let orphan = member.idle()
+            && !member.name.ends_with(MAKING)
+            && !ready.iter().any(|(_, ready)| ready.name == member.name)
+            && !claimed_by(&door).is_some_and(|claim| claim.process.is_alive())
+            && !recent(&door);
+        if orphan && remove(target, &member.name).is_ok() {
+            continue;
+        }
+        kept.push(door);
+    }
+    let Ok(entries) = std::fs::read_dir(pool_dir(layout).join("doors")) else { return };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if !kept.contains(&path) && claimed_by(&path).is_none() && !recent(&path) {
+            let _ = crate::safe_fs::remove_tree(&path);
+        }
+    }
 }
 
 #[cfg(test)]
