@@ -230,9 +230,15 @@ pub(crate) fn run_call(args: &[std::ffi::OsString]) -> i32 {
         eprintln!("eden: {DOOR_CALL_SUBCOMMAND} takes one JSON argument");
         return DOOR_FAILED;
     };
-    match connect(&call.socket, Some(call.peer)) {
-        Some((stream, _)) => relay(stream, &call),
-        None => fall_back(&call.fallback),
+    // Values that are not UTF-8 cannot cross in JSON: the engine's `exec` carries them.
+    let env: Option<Vec<(String, String)>> = call
+        .env
+        .iter()
+        .filter_map(|name| Some(std::env::var_os(name)?.into_string().map(|value| (name.clone(), value)).ok()))
+        .collect();
+    match (env, connect(&call.socket, Some(call.peer))) {
+        (Some(env), Some((stream, _))) => relay(stream, &call, env),
+        _ => fall_back(&call.fallback),
     }
 }
 
@@ -245,8 +251,7 @@ fn fall_back(fallback: &[String]) -> i32 {
 }
 
 /// The call sent, stdin carried in, stdout and stderr carried out; the command's exit code.
-fn relay(mut stream: UnixStream, call: &Call) -> i32 {
-    let env = call.env.iter().filter_map(|name| Some((name.clone(), std::env::var(name).ok()?))).collect();
+fn relay(mut stream: UnixStream, call: &Call, env: Vec<(String, String)>) -> i32 {
     let request =
         Request { user: call.user.clone(), cwd: call.cwd.clone(), env, argv: call.argv.clone(), stdin: call.stdin };
     if let Err(err) = send_request(&mut stream, &request) {

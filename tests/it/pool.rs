@@ -224,11 +224,18 @@ fn the_door_serves_eden_alone(engine: &str) {
     let path = env.write_manifest(&manifest(engine, script, ""));
     pool_up(&env, &path, &["--size", "1", "--no-refill"]);
     let run = env.eden(&["run", path.to_str().unwrap(), "--json"]);
-    run.assert_code(3);
     assert!(run.stderr.contains("claimed from the warm pool"), "{}", run.stderr);
+    let branch = run.record()["branch"].as_str().unwrap().to_owned();
+    if std::env::var("EDEN_TEST_RUNTIME").is_ok_and(|runtime| runtime.contains("runsc")) {
+        // gVisor's sockets are its own: its members have no door, and claims go through the engine.
+        assert!(run.stderr.contains("no door"), "{}", run.stderr);
+        assert_eq!(env.git(&["show", &format!("{branch}:door.txt")]), "refused", "{}", run.stderr);
+        pool(&env, &["down"]).assert_code(0);
+        return;
+    }
+    run.assert_code(3);
     assert!(run.stderr.contains("the door answered 0 bytes"), "{}", run.stderr);
     assert!(run.stderr.contains("killing the door"), "{}", run.stderr);
-    let branch = run.record()["branch"].as_str().unwrap().to_owned();
     assert_eq!(env.git(&["show", &format!("{branch}:door.txt")]), "refused", "{}", run.stderr);
     assert!(containers_of(engine, &repo(&env)).is_empty());
     pool(&env, &["down"]).assert_code(0);

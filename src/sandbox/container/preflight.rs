@@ -69,16 +69,14 @@ pub(crate) fn preflight_on(plan: &ContainerPlan, host: Option<&EngineHost>) -> R
             _ => {}
         }
     }
-    // Asked together: a run's start waits for both, and the image's answer is used only when
-    // the engine's is good.
-    let (info, inspect) = std::thread::scope(|scope| {
-        let inspect = target.command().args(["image", "inspect", "--format", "{{.Id}}", &plan.image]);
-        let inspect = scope.spawn(move || engine::run(inspect));
-        let info = engine::run(target.command().args(["version", "--format", "{{.Server.Version}}"]));
-        (info, inspect.join())
-    });
-    let info = info?;
-    if !info.success() {
+    // The image first: found, it says the engine answers too. Only when it is not found is the
+    // engine asked whether it is there at all, to say which of the two is wrong.
+    let inspect = engine::run(target.command().args(["image", "inspect", "--format", "{{.Id}}", &plan.image]))?;
+    let info = match inspect.success() {
+        true => None,
+        false => Some(engine::run(target.command().args(["version", "--format", "{{.Server.Version}}"]))?),
+    };
+    if let Some(info) = info.filter(|info| !info.success()) {
         return Err(Error::sandbox(format!(
             "`{binary} version` cannot reach the engine ({}): {}",
             target.describe(),
@@ -90,7 +88,6 @@ pub(crate) fn preflight_on(plan: &ContainerPlan, host: Option<&EngineHost>) -> R
             (Engine::Podman, false) => "check `podman info` for the engine's own error",
         }));
     }
-    let inspect = inspect.map_err(|_| Error::internal("asking the engine for the image panicked"))??;
     if !inspect.success() {
         let image = &plan.image;
         let hint = match &target.host {
