@@ -36,6 +36,7 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             [CompletionResult]::new('steer', 'steer', [CompletionResultType]::ParameterValue, 'Interrupt a live run''s agent and give its next iteration a new prompt')
             [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check what a first run needs, and say what to fix')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script for bash, zsh, fish, elvish or powershell')
+            [CompletionResult]::new('schema', 'schema', [CompletionResultType]::ParameterValue, 'Print the manifest''s JSON Schema, for editors and checkers (taplo, Even Better TOML)')
             [CompletionResult]::new('sessions', 'sessions', [CompletionResultType]::ParameterValue, 'The run history: list runs, replay one, total tokens and cost, remove runs')
             [CompletionResult]::new('pr', 'pr', [CompletionResultType]::ParameterValue, 'Open (or update) a run''s pull request, or follow it again (`eden pr follow RUN`)')
             [CompletionResult]::new('pool', 'pool', [CompletionResultType]::ParameterValue, 'Keep idle sandboxes warm for a manifest, so a run claims one instead of starting cold')
@@ -224,6 +225,11 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             break
         }
         'eden;completions' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'eden;schema' {
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
@@ -430,6 +436,7 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             [CompletionResult]::new('steer', 'steer', [CompletionResultType]::ParameterValue, 'Interrupt a live run''s agent and give its next iteration a new prompt')
             [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check what a first run needs, and say what to fix')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script for bash, zsh, fish, elvish or powershell')
+            [CompletionResult]::new('schema', 'schema', [CompletionResultType]::ParameterValue, 'Print the manifest''s JSON Schema, for editors and checkers (taplo, Even Better TOML)')
             [CompletionResult]::new('sessions', 'sessions', [CompletionResultType]::ParameterValue, 'The run history: list runs, replay one, total tokens and cost, remove runs')
             [CompletionResult]::new('pr', 'pr', [CompletionResultType]::ParameterValue, 'Open (or update) a run''s pull request, or follow it again (`eden pr follow RUN`)')
             [CompletionResult]::new('pool', 'pool', [CompletionResultType]::ParameterValue, 'Keep idle sandboxes warm for a manifest, so a run claims one instead of starting cold')
@@ -479,6 +486,9 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             break
         }
         'eden;help;completions' {
+            break
+        }
+        'eden;help;schema' {
             break
         }
         'eden;help;sessions' {

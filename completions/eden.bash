@@ -55,6 +55,9 @@ _eden() {
             eden,run)
                 cmd="eden__subcmd__run"
                 ;;
+            eden,schema)
+                cmd="eden__subcmd__schema"
+                ;;
             eden,sessions)
                 cmd="eden__subcmd__sessions"
                 ;;
@@ -99,6 +102,9 @@ _eden() {
                 ;;
             eden__subcmd__help,run)
                 cmd="eden__subcmd__help__subcmd__run"
+                ;;
+            eden__subcmd__help,schema)
+                cmd="eden__subcmd__help__subcmd__schema"
                 ;;
             eden__subcmd__help,sessions)
                 cmd="eden__subcmd__help__subcmd__sessions"
@@ -254,7 +260,7 @@ _eden() {
 
     case "${cmd}" in
         eden)
-            opts="-h -V --help --version run interactive init image clean diff merge discard steer doctor completions sessions pr pool help"
+            opts="-h -V --help --version run interactive init image clean diff merge discard steer doctor completions schema sessions pr pool help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -377,7 +383,7 @@ _eden() {
             return 0
             ;;
         eden__subcmd__help)
-            opts="run interactive init image clean diff merge discard steer doctor completions sessions pr pool help"
+            opts="run interactive init image clean diff merge discard steer doctor completions schema sessions pr pool help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -657,6 +663,20 @@ _eden() {
             return 0
             ;;
         eden__subcmd__help__subcmd__run)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        eden__subcmd__help__subcmd__schema)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1619,6 +1639,20 @@ _eden() {
                     fi
                     return 0
                     ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        eden__subcmd__schema)
+            opts="-h --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 *)
                     COMPREPLY=()
                     ;;

@@ -33,6 +33,7 @@ set edit:completion:arg-completer[eden] = {|@words|
             cand steer 'Interrupt a live run''s agent and give its next iteration a new prompt'
             cand doctor 'Check what a first run needs, and say what to fix'
             cand completions 'Print a shell completion script for bash, zsh, fish, elvish or powershell'
+            cand schema 'Print the manifest''s JSON Schema, for editors and checkers (taplo, Even Better TOML)'
             cand sessions 'The run history: list runs, replay one, total tokens and cost, remove runs'
             cand pr 'Open (or update) a run''s pull request, or follow it again (`eden pr follow RUN`)'
             cand pool 'Keep idle sandboxes warm for a manifest, so a run claims one instead of starting cold'
@@ -202,6 +203,10 @@ set edit:completion:arg-completer[eden] = {|@words|
             cand --help 'Print help'
         }
         &'eden;completions'= {
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'eden;schema'= {
             cand -h 'Print help'
             cand --help 'Print help'
         }
@@ -378,6 +383,7 @@ set edit:completion:arg-completer[eden] = {|@words|
             cand steer 'Interrupt a live run''s agent and give its next iteration a new prompt'
             cand doctor 'Check what a first run needs, and say what to fix'
             cand completions 'Print a shell completion script for bash, zsh, fish, elvish or powershell'
+            cand schema 'Print the manifest''s JSON Schema, for editors and checkers (taplo, Even Better TOML)'
             cand sessions 'The run history: list runs, replay one, total tokens and cost, remove runs'
             cand pr 'Open (or update) a run''s pull request, or follow it again (`eden pr follow RUN`)'
             cand pool 'Keep idle sandboxes warm for a manifest, so a run claims one instead of starting cold'
@@ -413,6 +419,8 @@ set edit:completion:arg-completer[eden] = {|@words|
         &'eden;help;doctor'= {
         }
         &'eden;help;completions'= {
+        }
+        &'eden;help;schema'= {
         }
         &'eden;help;sessions'= {
             cand list 'One line per run, newest first (from `.eden/runs/`)'

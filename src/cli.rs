@@ -92,6 +92,13 @@ zsh: `eden completions zsh > ~/.zfunc/_eden` (with `fpath+=~/.zfunc` before `com
 fish: `eden completions fish > ~/.config/fish/completions/eden.fish`. Packagers: `completions/` in the source holds them all."
     )]
     Completions(CompletionsArgs),
+    /// Print the manifest's JSON Schema, for editors and checkers (taplo, Even Better TOML)
+    #[command(
+        after_help = "`eden init` writes `#:schema` at the top of the manifest it makes, naming `.eden/eden.schema.json`, \
+which it writes too; `eden schema > .eden/eden.schema.json` refreshes it after an upgrade. The schema is made from the \
+same definitions eden reads manifests with, and `eden.schema.json` in eden's source is a copy of it."
+    )]
+    Schema,
     /// The run history: list runs, replay one, total tokens and cost, remove runs
     #[command(subcommand)]
     Sessions(SessionsCommand),

@@ -1,5 +1,5 @@
 //! Errors that reach the user. Each carries its kind (which decides the exit code documented in
-//! the README), the message, an optional `hint:` with the fix, and optionally the lower-level
+//! the book), the message, an optional `hint:` with the fix, and optionally the lower-level
 //! error that caused it (`source()`). Every fallible path in eden returns this one type, and
 //! `ui::print_error` is its one renderer.
 //!

@@ -1,5 +1,5 @@
 //! Every exit code eden documents: its number, what it means, and which outranks which when
-//! several runs end differently. `--help`, the man pages, the README's table, the several-runs
+//! several runs end differently. `--help`, the man pages, the book's table, the several-runs
 //! code and the JSON's `exit_code` all come from here (`tests/it/generated.rs` holds the docs
 //! to it).
 
@@ -165,7 +165,7 @@ impl Exit {
         }
     }
 
-    /// In full (the man pages and the README).
+    /// In full (the man pages and the book).
     pub fn meaning(self) -> &'static str {
         match self {
             Exit::Success => {

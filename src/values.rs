@@ -520,3 +520,74 @@ mod tests {
         }
     }
 }
+
+/// The manifest's JSON Schema (`eden schema`) says of each value type what eden reads: an
+/// editor's check then agrees with eden's own (the order of a duration's units aside, which eden
+/// says with the line and column).
+mod json_schemas {
+    use super::{Duration, MaybeZeroDuration, Size, StringList};
+    use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
+    use std::borrow::Cow;
+
+    const DURATION_PATTERN: &str = r"^\s*(([0-9]*\.?[0-9]+(ms|s|m|h|d))+|[0-9]*\.?[0-9]+)\s*$";
+
+    impl JsonSchema for Duration {
+        fn schema_name() -> Cow<'static, str> {
+            "Duration".into()
+        }
+        fn json_schema(_: &mut SchemaGenerator) -> Schema {
+            json_schema!({
+                "description": "A duration: \"90s\", \"10m\", \"1h30m\", \"1.5h\", \"250ms\", \"2d\" (each unit once, largest first), or a number of seconds.",
+                "anyOf": [
+                    { "type": "string", "pattern": DURATION_PATTERN },
+                    { "type": "number", "exclusiveMinimum": 0 }
+                ]
+            })
+        }
+    }
+
+    impl JsonSchema for MaybeZeroDuration {
+        fn schema_name() -> Cow<'static, str> {
+            "DurationOrZero".into()
+        }
+        fn json_schema(_: &mut SchemaGenerator) -> Schema {
+            json_schema!({
+                "description": "A duration (\"90s\", \"10m\", \"6h\", or seconds), or 0.",
+                "anyOf": [
+                    { "type": "string", "pattern": DURATION_PATTERN },
+                    { "type": "number", "minimum": 0 }
+                ]
+            })
+        }
+    }
+
+    impl JsonSchema for Size {
+        fn schema_name() -> Cow<'static, str> {
+            "Size".into()
+        }
+        fn json_schema(_: &mut SchemaGenerator) -> Schema {
+            json_schema!({
+                "description": "A size: a number of bytes, or \"512m\", \"4g\" (k, m, g, t: powers of 1024; a trailing b is allowed).",
+                "anyOf": [
+                    { "type": "string", "pattern": r"^\s*[0-9]*\.?[0-9]+\s*[kKmMgGtT]?[bB]?\s*$" },
+                    { "type": "integer", "minimum": 1 }
+                ]
+            })
+        }
+    }
+
+    impl JsonSchema for StringList {
+        fn schema_name() -> Cow<'static, str> {
+            "StringList".into()
+        }
+        fn json_schema(_: &mut SchemaGenerator) -> Schema {
+            json_schema!({
+                "description": "A string, or a list of strings.",
+                "anyOf": [
+                    { "type": "string" },
+                    { "type": "array", "items": { "type": "string" } }
+                ]
+            })
+        }
+    }
+}

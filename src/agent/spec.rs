@@ -11,7 +11,7 @@ use super::{AdapterSettings, Invocation, LinesParser, Parser};
 use crate::process::ProcessBuilder;
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub(crate) enum AgentKind {
     ClaudeCode,
@@ -35,7 +35,7 @@ pub(crate) enum Family {
 }
 
 /// How a `cli` agent gets its prompt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub(crate) enum PromptVia {
     Stdin,

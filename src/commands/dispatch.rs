@@ -1,6 +1,6 @@
 //! The command line's commands, each to the file that carries it out: one way into each.
 
-use super::{clean, completions, doctor, image, init, pool, pr, review, run, sessions, steer};
+use super::{clean, completions, doctor, image, init, pool, pr, review, run, schema, sessions, steer};
 
 /// Each command to the file that carries it out: one way into each.
 pub(crate) fn dispatch(command: crate::cli::Command) -> Result<i32, crate::error::Error> {
@@ -17,6 +17,7 @@ pub(crate) fn dispatch(command: crate::cli::Command) -> Result<i32, crate::error
         Command::Steer(args) => steer::steer(args),
         Command::Doctor(args) => doctor::doctor(args),
         Command::Completions(args) => completions::completions(args),
+        Command::Schema => schema::schema(),
         Command::Sessions(command) => sessions::sessions(command),
         Command::Pr(args) => pr::pr(args),
         Command::Pool(command) => pool::pool(command),

@@ -235,7 +235,7 @@ fn failed_hint(args: &ImageBuildArgs, untrusted: bool) -> String {
         let engine = args.engine.as_deref().map(|engine| format!(" --engine {engine}")).unwrap_or_default();
         let base = args.base.as_deref().map(|base| format!(" --base {base}")).unwrap_or_default();
         return format!(
-            "the build did not trust a TLS certificate: behind a TLS-inspecting proxy, give its CA certificate (PEM): `EXTRA_CA_CERT=\"$(cat proxy-ca.crt)\" eden image build{engine}{base} --agent {} --build-arg EXTRA_CA_CERT` (see the README's Building an image); the steps that succeeded are cached",
+            "the build did not trust a TLS certificate: behind a TLS-inspecting proxy, give its CA certificate (PEM): `EXTRA_CA_CERT=\"$(cat proxy-ca.crt)\" eden image build{engine}{base} --agent {} --build-arg EXTRA_CA_CERT` (see \"Building an image\" in the book's Containers guide); the steps that succeeded are cached",
             args.agent.as_deref().unwrap_or(AgentKind::DEFAULT.as_str())
         );
     }

@@ -26,7 +26,11 @@ pub(crate) fn init(args: InitArgs) -> Result<i32, Error> {
     let container = matches!(args.sandbox.as_str(), "docker" | "podman" | "kubernetes");
     // The image is named after the repository, as `eden image build` names it.
     let tag = default_tag(repo.as_deref().unwrap_or(&dir));
-    let mut files = vec![("eden.toml", manifest(&args.agent, &args.sandbox, &tag))];
+    // The manifest names the schema an editor checks it with (taplo, Even Better TOML):
+    // eden's folder at the repository's root, which git is told to leave out.
+    let schema_at = repo.as_deref().unwrap_or(&dir).join(crate::layout::EDEN_DIR).join(SCHEMA_NAME);
+    let schema_line = format!("#:schema {}\n", relative(&schema_at, &dir));
+    let mut files = vec![("eden.toml", format!("{schema_line}{}", manifest(&args.agent, &args.sandbox, &tag)))];
     if container {
         files.push((DOCKERFILE_NAME, DOCKERFILE.to_owned()));
     }
@@ -54,6 +58,7 @@ pub(crate) fn init(args: InitArgs) -> Result<i32, Error> {
             .map_err(|err| Error::internal(format!("cannot write `{}`", path.display())).with_source(err))?;
         crate::ui::print_note(&format!("wrote {}", shown(&path, &current)));
     }
+    write_schema(&schema_at, &current)?;
     if repo.is_none() {
         crate::ui::print_note(&format!(
             "warning: `{}` is not in a git repository, and eden runs need one: `git init` there first",
@@ -64,6 +69,38 @@ pub(crate) fn init(args: InitArgs) -> Result<i32, Error> {
         crate::ui::print_note(&line);
     }
     Ok(0)
+}
+
+/// The manifest's JSON Schema, as `eden schema` prints it.
+pub(crate) const SCHEMA_NAME: &str = "eden.schema.json";
+
+/// The schema written (refreshed if it is there), and its folder kept out of git.
+fn write_schema(path: &Path, current: &Path) -> Result<(), Error> {
+    let text = super::schema::text();
+    if std::fs::read_to_string(path).is_ok_and(|on_disk| on_disk == text) {
+        return Ok(());
+    }
+    let folder = path.parent().unwrap_or(Path::new("."));
+    fs_err::create_dir_all(folder)
+        .and_then(|()| fs_err::write(path, text))
+        .map_err(|err| Error::internal(format!("cannot write `{}`", path.display())).with_source(err))?;
+    if let Ok(found) = Git::discover(folder) {
+        Git::exclude_folder(&found.common_dir, crate::layout::EDEN_DIR)?;
+    }
+    crate::ui::print_note(&format!("wrote {} (the manifest's schema, for editors)", shown(path, current)));
+    Ok(())
+}
+
+/// `path` relative to the folder `from` (both absolute), as `#:schema` takes it.
+fn relative(path: &Path, from: &Path) -> String {
+    let common = path.components().zip(from.components()).take_while(|(a, b)| a == b).count();
+    let up = from.components().count() - common;
+    let mut parts: Vec<String> = std::iter::repeat_n("..".to_owned(), up).collect();
+    parts.extend(path.components().skip(common).map(|part| part.as_os_str().to_string_lossy().into_owned()));
+    match up {
+        0 => format!("./{}", parts.join("/")),
+        _ => parts.join("/"),
+    }
 }
 
 /// What to do next, as commands that work when pasted where `init` was run.
@@ -146,7 +183,7 @@ fn manifest(agent: &str, sandbox: &str, tag: &str) -> String {
         _ => "",
     };
     format!(
-        r#"# eden manifest: `eden run` runs it. Reference: the README's "Manifest reference".
+        r#"# eden manifest: `eden run` runs it. Every key: docs/src/reference/manifest.md, or `eden schema`.
 name = "task"
 prompt = """
 {placeholder}

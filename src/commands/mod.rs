@@ -16,6 +16,7 @@ mod pr;
 mod recorded;
 pub(crate) mod review;
 pub(crate) mod run;
+pub mod schema;
 pub(crate) mod sessions;
 pub(crate) mod settings;
 mod single;

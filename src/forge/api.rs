@@ -6,7 +6,7 @@ use crate::redact::Secret;
 use serde::{Deserialize, Serialize};
 
 /// `[forge] kind`; each has its row in `KINDS`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub(crate) enum ForgeKind {
     Github,
@@ -156,7 +156,7 @@ pub(crate) struct ReviewComment {
 }
 
 /// How a pull request is merged through the API.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub(crate) enum MergeMethod {
     Merge,

@@ -190,7 +190,7 @@ pub(crate) fn load(request: LoadRequest<'_>) -> Result<(Manifest, Source), Error
         let (line, column) = err.span().map_or((1, 1), |span| line_column(&text, span.start));
         let file = file.as_deref().unwrap_or(Path::new("manifest"));
         Error::usage(format!("{}:{line}:{column}: invalid TOML: {}", file.display(), err.message().trim_end()))
-            .with_hint("see the manifest reference in the README")
+            .with_hint("every key: `eden schema`, or docs/src/reference/manifest.md in eden's source")
     })?;
     let document = file.as_ref().map(|_| ImDocument::parse(text.clone()).expect("parsed as TOML above"));
     let mut source = Source {

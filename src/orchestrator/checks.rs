@@ -117,7 +117,7 @@ fn cannot_run(check: &CheckPlan, code: i32, output_tail: &str, sandbox: &str) ->
         kind => (
             format!("in the {kind} sandbox"),
             format!(
-                "the sandbox lacks `{program}`: add it to the image (see \"Extending the image\" in the README: a `--base` with the toolchain, or a line in `Dockerfile.eden`), or fix the check's `cmd`"
+                "the sandbox lacks `{program}`: add it to the image (see \"Extending the image\" in the book's Containers guide: a `--base` with the toolchain, or a line in `Dockerfile.eden`), or fix the check's `cmd`"
             ),
         ),
     };

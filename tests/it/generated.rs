@@ -24,6 +24,7 @@ fn generated() -> Vec<(PathBuf, Vec<u8>)> {
     let mut cli = eden::cli::Cli::command().disable_help_subcommand(true);
     cli.build();
     man_pages(&cli, &mut files);
+    files.extend(crate::reference::pages());
     files
 }
 
@@ -113,35 +114,57 @@ fn generated_files_are_fresh() {
     );
 }
 
-/// The README's parts that come from the code: (name, contents) of each region between
-/// `<!-- name… -->` and `<!-- /name -->`.
-fn readme_regions() -> Vec<(&'static str, String)> {
+/// The parts of the README and the book that come from the code: (name, contents) of each
+/// region between `<!-- name… -->` and `<!-- /name -->`.
+fn regions() -> Vec<(&'static str, String)> {
     vec![("exit-codes", format!("\n{}", Exit::markdown_table())), ("exit-severity", Exit::severity_line())]
 }
 
+/// The README and every page of the book.
+pub fn documents() -> Vec<PathBuf> {
+    let mut found = vec![source_dir().join("README.md")];
+    let mut folders = vec![source_dir().join("docs/src")];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                folders.push(path);
+            } else if path.extension().is_some_and(|ext| ext == "md") {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
 #[test]
-fn the_readme_says_what_the_code_does() {
-    let path = source_dir().join("README.md");
-    let readme = std::fs::read_to_string(&path).unwrap();
-    let mut fresh = readme.clone();
-    for (name, contents) in readme_regions() {
-        let open =
-            fresh.find(&format!("<!-- {name}")).unwrap_or_else(|| panic!("README.md has no `<!-- {name}` region"));
-        let start = open + fresh[open..].find("-->").unwrap() + 3;
-        let end = fresh.find(&format!("<!-- /{name} -->")).unwrap_or_else(|| panic!("`{name}` is not closed"));
-        fresh.replace_range(start..end, &contents);
+fn the_docs_say_what_the_code_does() {
+    let refresh = std::env::var_os("EDEN_REFRESH_GENERATED").is_some();
+    let mut stale = Vec::new();
+    for path in documents() {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut fresh = text.clone();
+        for (name, contents) in regions() {
+            let Some(open) = fresh.find(&format!("<!-- {name}")) else { continue };
+            let start = open + fresh[open..].find("-->").unwrap() + 3;
+            let end = fresh.find(&format!("<!-- /{name} -->")).unwrap_or_else(|| panic!("`{name}` is not closed"));
+            fresh.replace_range(start..end, &contents);
+        }
+        if fresh != text {
+            if refresh {
+                std::fs::write(&path, &fresh).unwrap();
+            }
+            stale.push(path.display().to_string());
+        }
     }
-    if fresh != readme && std::env::var_os("EDEN_REFRESH_GENERATED").is_some() {
-        std::fs::write(&path, &fresh).unwrap();
-        return;
-    }
-    assert!(fresh == readme, "README.md's generated regions are stale; refresh them with `{REFRESH}`");
+    assert!(refresh || stale.is_empty(), "generated regions are stale in {stale:?}; refresh them with `{REFRESH}`");
 }
 
 #[test]
 fn no_stray_generated_files() {
     let expected: Vec<PathBuf> = generated().into_iter().map(|(path, _)| path).collect();
-    for dir in ["completions", "man"] {
+    for dir in ["completions", "man", "docs/src/reference"] {
         for entry in std::fs::read_dir(source_dir().join(dir)).unwrap() {
             let path = Path::new(dir).join(entry.unwrap().file_name());
             assert!(expected.contains(&path), "`{}` is no longer generated: remove it", path.display());

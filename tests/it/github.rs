@@ -258,13 +258,13 @@ fn the_action_declares_what_eden_writes() {
     assert_eq!(written, expected);
 }
 
-/// The README's workflow is `action/example-workflow.yml`, word for word, and what it gives the
+/// The book's CI page's workflow is `action/example-workflow.yml`, word for word, and what it gives the
 /// action are inputs `action.yml` has.
 #[test]
 fn the_readmes_workflow_is_the_example_and_fits_the_action() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
-    let start = readme.find("```yaml\nname: eden\n").expect("the README has the workflow") + "```yaml\n".len();
+    let readme = std::fs::read_to_string(root.join("docs/src/getting-started/ci.md")).unwrap();
+    let start = readme.find("```yaml\nname: eden\n").expect("the CI page has the workflow") + "```yaml\n".len();
     let workflow = &readme[start..start + readme[start..].find("```\n").unwrap()];
     let example = std::fs::read_to_string(root.join("action/example-workflow.yml")).unwrap();
     assert!(example.ends_with(workflow), "action/example-workflow.yml is the README's workflow");
@@ -286,7 +286,8 @@ fn the_readmes_workflow_is_the_example_and_fits_the_action() {
 }
 
 /// Every workflow and action the project ships parses as YAML, as GitHub reads it (PyYAML,
-/// which `.ci/run` installs): `action.yml`, `action/*.yml`, and every `yaml` block of the README.
+/// which `.ci/run` installs): `action.yml`, `action/*.yml`, and every `yaml` block of the README
+/// and the book.
 #[test]
 fn every_workflow_shipped_is_valid_yaml() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -298,9 +299,14 @@ fn every_workflow_shipped_is_valid_yaml() {
             shipped.push((format!("action/{name}"), std::fs::read_to_string(entry.path()).unwrap()));
         }
     }
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
-    for (n, block) in readme.split("```yaml\n").skip(1).enumerate() {
-        shipped.push((format!("README.md, yaml block {}", n + 1), block.split("\n```").next().unwrap().to_owned()));
+    for path in crate::generated::documents() {
+        let text = std::fs::read_to_string(&path).unwrap();
+        for (n, block) in text.split("```yaml\n").skip(1).enumerate() {
+            shipped.push((
+                format!("{}, yaml block {}", path.display(), n + 1),
+                block.split("\n```").next().unwrap().to_owned(),
+            ));
+        }
     }
     assert!(shipped.len() >= 3, "{shipped:?}");
     for (what, text) in &shipped {

@@ -124,6 +124,7 @@ fn init_next_steps_work_from_where_it_ran() {
     insta::assert_snapshot!(run.stderr.trim_end(), @"
     wrote sub/cfg/eden.toml
     wrote sub/cfg/Dockerfile.eden
+    wrote .eden/eden.schema.json (the manifest's schema, for editors)
     next: edit the prompt in sub/cfg/eden.toml
     then: eden image build --engine docker --agent none --file sub/cfg/Dockerfile.eden
     then: eden run sub/cfg/eden.toml
@@ -131,6 +132,12 @@ fn init_next_steps_work_from_where_it_ran() {
     ");
     let manifest = std::fs::read_to_string(env.repo.join("sub/cfg/eden.toml")).unwrap();
     assert!(manifest.contains("image = \"eden:repo\""), "named after the repository: {manifest}");
+    // Its schema, for editors: at the repository's root, named from where the manifest is, and
+    // kept out of git.
+    assert!(manifest.starts_with("#:schema ../../.eden/eden.schema.json\n"), "{manifest}");
+    let schema = std::fs::read_to_string(env.repo.join(".eden/eden.schema.json")).unwrap();
+    assert_eq!(schema, env.eden(&["schema"]).stdout);
+    assert!(!env.git(&["status", "--porcelain"]).contains(".eden"));
 
     // A pod runs an image too: the Dockerfile is written, and the step names it.
     let run = env.eden(&["init", "--agent", "claude-code", "--sandbox", "kubernetes", "--dir", "pods"]);
@@ -249,7 +256,7 @@ fn podman_builds_from_an_empty_context_and_fails_cleanly() {
     builds_from_an_empty_context_and_fail_cleanly("podman");
 }
 
-/// The first hour, as the README tells it: `eden init --sandbox docker --agent claude-code`, the
+/// The first hour, as the book's getting-started page tells it: `eden init --sandbox docker --agent claude-code`, the
 /// prompt written, `eden image build`, `eden run eden.toml` — with the real Claude Code (its
 /// native executable mounted, where the image would have it from npm) against the scripted
 /// model server. The agent's commit is merged; nothing is left behind.

@@ -174,7 +174,7 @@ fn zero_iterations() {
 fn invalid_toml() {
     insta::assert_snapshot!(rejected("prompt = \"x\n[agent]\n", &[]), @r"
     error: [TMP]/plan.toml:1:12: invalid TOML: invalid basic string
-    hint: see the manifest reference in the README
+    hint: every key: `eden schema`, or docs/src/reference/manifest.md in eden's source
     ");
 }
 
