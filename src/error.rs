@@ -50,7 +50,7 @@ pub(crate) enum ErrorKind {
 
 /// Which `[budget]` cap a run crossed, and by how much. Written as `scope` (`run` or `step`)
 /// and, for a step's, `step` (its name), as records have always said it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(into = "ExceededWritten", from = "ExceededWritten")]
 pub(crate) struct BudgetExceeded {
     pub(crate) scope: BudgetScope,
@@ -68,7 +68,7 @@ pub(crate) enum BudgetScope {
 }
 
 /// `BudgetExceeded` as records and events write it.
-#[derive(Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 struct ExceededWritten {
     scope: ScopeWritten,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -78,7 +78,7 @@ struct ExceededWritten {
     used: String,
 }
 
-#[derive(Clone, Copy, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Copy, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 enum ScopeWritten {
     Run,
@@ -108,7 +108,7 @@ impl From<ExceededWritten> for BudgetExceeded {
 
 /// Which cap, named as the manifest key that sets it (hence the shared prefix).
 #[allow(clippy::enum_variant_names)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum BudgetCap {
     MaxTokens,

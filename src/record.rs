@@ -37,7 +37,7 @@ fn is_zero(count: &u64) -> bool {
 /// The shape of the records this eden writes; bumped when a field changes meaning.
 pub(crate) const RECORD_VERSION: u32 = 1;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum RunStatus {
     Running,
@@ -58,7 +58,7 @@ impl RunStatus {
 }
 
 /// Where a run is (or was when it ended or died).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum RunPhase {
     /// Checked, record written, worktree not made yet.
@@ -76,7 +76,7 @@ pub(crate) enum RunPhase {
 }
 
 /// Why a run ended: how it succeeded, or the kind of its error.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum ExitReason {
     /// The completion signal was seen.
@@ -151,7 +151,7 @@ impl ExitReason {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunRecord {
     /// `RECORD_VERSION` of the eden that wrote it.
     pub(crate) version: u32,
@@ -266,7 +266,7 @@ pub struct RunRecord {
     pub(crate) record_path: PathBuf,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum RunKind {
     #[default]
@@ -274,7 +274,7 @@ pub(crate) enum RunKind {
     Interactive,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum MergeKind {
     FastForward,
@@ -285,14 +285,14 @@ pub(crate) enum MergeKind {
 }
 
 /// A key the agent got only as a placeholder, and where eden's proxy sent it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct HeldKeyRecord {
     pub(crate) var: String,
     pub(crate) upstream: String,
 }
 
 /// `--from RUN[@N]`: the run this one started from, and the commit its branch started at.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct FromRecord {
     pub(crate) run: String,
     /// `@N`: the commit after that run's iteration N (else its branch's tip).
@@ -305,7 +305,7 @@ pub(crate) struct FromRecord {
 }
 
 /// A file kept from the sandbox's workspace (`artifacts`), under `.eden/artifacts/RUN/`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct ArtifactRecord {
     /// Relative to the workspace (and to the run's artifacts folder).
     pub(crate) path: String,
@@ -314,14 +314,14 @@ pub(crate) struct ArtifactRecord {
 }
 
 /// A `[[service]]` of the run: the name the agent reached it by, and its image.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct ServiceRecord {
     pub(crate) name: String,
     pub(crate) image: String,
 }
 
 /// The run's container.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct ContainerRecord {
     pub(crate) engine: SandboxEngine,
     /// The engine's address (`sandbox.host`, or a remote default's as the client resolved it);
@@ -340,7 +340,7 @@ pub(crate) struct ContainerRecord {
 }
 
 /// Something done with a run after it ended.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct LaterRecord {
     pub(crate) at: String,
     pub(crate) action: LaterAction,
@@ -349,7 +349,7 @@ pub(crate) struct LaterRecord {
     pub(crate) into: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum LaterAction {
     /// By `eden merge`.
@@ -371,7 +371,7 @@ impl LaterRecord {
 }
 
 /// What a run's sandbox ran on, as the record, the events and a guard's arguments name it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub(crate) enum SandboxEngine {
     #[default]
@@ -430,7 +430,7 @@ impl std::fmt::Display for SandboxEngine {
 }
 
 /// A run's place among the attempts of one invocation (`--attempts N`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct AttemptRecord {
     /// From 1.
     pub(crate) number: u32,
@@ -522,7 +522,7 @@ pub(crate) fn save_json(path: &Path, value: &impl Serialize) -> std::io::Result<
 }
 
 /// How one invocation of the agent ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum IterationOutcome {
     /// Exited 0 without the signal: the loop goes on.
@@ -563,7 +563,7 @@ impl IterationOutcome {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct IterationRecord {
     /// The step it belongs to (`main` without `[[step]]`).
     pub(crate) step: String,
@@ -599,7 +599,7 @@ pub(crate) struct IterationRecord {
 }
 
 /// A captured transcript: the copy under `.eden/sessions/<run-id>/`, where it came from.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct TranscriptRecord {
     pub(crate) path: PathBuf,
     /// The agent's own file, or the command that exported it.
@@ -610,7 +610,7 @@ pub(crate) struct TranscriptRecord {
     pub(crate) subagents: Vec<PathBuf>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum StepStatus {
     Ok,
@@ -628,7 +628,7 @@ impl StepStatus {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct StepRecord {
     pub(crate) name: String,
     pub(crate) agent: AgentKind,
@@ -644,7 +644,7 @@ pub(crate) struct StepRecord {
     pub(crate) completion_signal: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum HookOutcome {
     Ok,
@@ -665,7 +665,7 @@ impl HookOutcome {
 }
 
 /// One hook that ran, in the order they ran.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct HookRecord {
     pub(crate) phase: HookPhase,
     pub(crate) side: Side,
@@ -677,7 +677,7 @@ pub(crate) struct HookRecord {
 }
 
 /// `[branch] push`: what was pushed where, and whether it went.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct PushRecord {
     pub(crate) remote: String,
     pub(crate) branch: String,
@@ -694,7 +694,7 @@ pub(crate) struct PushRecord {
 }
 
 /// The pull request a run opened (or updated), as eden last saw it.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 pub(crate) struct PullRequestRecord {
     pub(crate) forge: String,
     pub(crate) repository: String,
@@ -719,7 +719,7 @@ fn open_state() -> String {
 }
 
 /// One round of a pull request: what started it, on which head, and the run that answered.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 pub(crate) struct RoundRecord {
     /// The head commit and the failures it answered (a round is never started twice for one).
     pub(crate) key: String,
@@ -733,7 +733,7 @@ pub(crate) struct RoundRecord {
 }
 
 /// One run of a `[[check]]`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct CheckRecord {
     pub(crate) step: String,
     pub(crate) name: String,
@@ -748,7 +748,7 @@ pub(crate) struct CheckRecord {
     pub(crate) output_tail: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct ToolCallRecord {
     pub(crate) name: String,
     pub(crate) summary: String,
@@ -760,13 +760,13 @@ pub(crate) struct ToolCallRecord {
     pub(crate) error: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct AgentFailure {
     pub(crate) message: String,
     pub(crate) kind: FailureKind,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct ErrorRecord {
     pub(crate) kind: ExitReason,
     /// For agent failures the agent reported itself: `authentication`, `rate_limit`, `other`.
@@ -782,7 +782,7 @@ pub(crate) struct ErrorRecord {
 }
 
 /// One step on the way to the agent's first byte.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct TimingRecord {
     /// `worktree`, `sandbox`, `claim` or `start`, `environment`, `seed`, `rules`, `first exec`,
     /// `first byte`.
@@ -832,4 +832,9 @@ pub(crate) fn new_run_id() -> String {
     hasher
         .write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos());
     format!("{}-{}-{:06x}", &digits[..8], &digits[8..14], hasher.finish() & 0xff_ffff)
+}
+
+/// The JSON Schema of a run record (`.eden/runs/<id>.json`, `--json`), for the book's reference.
+pub fn record_json_schema() -> serde_json::Value {
+    serde_json::to_value(schemars::schema_for!(RunRecord)).expect("a schema is JSON")
 }

@@ -14,7 +14,7 @@ use std::path::Path;
 /// Written as a JSON object with its kind under `event` (`--json-events`, the log file) and
 /// read back from there (`eden sessions show`, the several-runs coordinator). Strings are
 /// borrowed while a run reports and owned when read back.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "event", rename_all = "snake_case")]
 // A run's one `RunFinished` carries its record; events are reported one at a time, so the
 // size of the largest variant costs nothing worth a box.
@@ -245,7 +245,7 @@ impl Event<'_> {
 
 /// An event as one line of `--json-events` or a log file: when, which run, then the event's
 /// own keys. Written by `ui::log_file`; read back with `Logged::parse`.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct Logged<'a> {
     pub(crate) ts: Cow<'a, str>,
     pub(crate) run_id: Cow<'a, str>,
@@ -263,7 +263,7 @@ impl Logged<'static> {
 
 /// An error as data, for scripts: what `--json` prints (as `{"error": …}`) when a run fails
 /// before it has a record, and what the several-runs coordinator reads back.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct ErrorReport {
     pub(crate) kind: crate::record::ExitReason,
     pub(crate) message: String,
@@ -274,7 +274,7 @@ pub(crate) struct ErrorReport {
     pub(crate) also: Vec<AlsoReport>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct AlsoReport {
     pub(crate) message: String,
     pub(crate) hint: Option<String>,
@@ -297,7 +297,7 @@ impl ErrorReport {
 }
 
 /// What a run prints on stdout when it fails before it has a record: `{"error": …}`.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct Failed {
     pub(crate) error: ErrorReport,
 }
@@ -334,6 +334,11 @@ impl RunEvents {
             reporter.report(&self.run_id, event);
         }
     }
+}
+
+/// The JSON Schema of the events (`--json-events`, the log's lines), for the book's reference.
+pub fn events_json_schema() -> serde_json::Value {
+    serde_json::to_value(schemars::schema_for!(Event<'static>)).expect("a schema is JSON")
 }
 
 #[cfg(test)]

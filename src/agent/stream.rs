@@ -45,7 +45,7 @@ pub(crate) enum StreamEvent<'a> {
 }
 
 /// Token counts (and cost when the agent reports it).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub(crate) struct Usage {
     pub(crate) input_tokens: u64,
     pub(crate) output_tokens: u64,
@@ -98,7 +98,7 @@ pub(crate) enum UsageMode {
     SessionTotal,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum FailureKind {
     Authentication,

@@ -64,7 +64,7 @@ pub(crate) struct Discovered {
     pub(crate) checkout: PathBuf,
 }
 
-#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 pub(crate) struct Commit {
     pub(crate) sha: String,
     pub(crate) subject: String,

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 /// The five moments of a run at which hooks run, in the order they come, named as the manifest
 /// names them (hence the shared prefix).
 #[allow(clippy::enum_variant_names)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum Phase {
     OnWorktreeReady,
@@ -39,7 +39,7 @@ impl Phase {
 }
 
 /// Where a hook runs: on the host in the worktree, or in the sandbox (the host for `none`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum Side {
     Host,

@@ -38,7 +38,7 @@ pub(crate) const INIT_SUBCOMMAND: &str = "__eden-init";
 /// `subreaper` (for testing the fallback, or where namespaces misbehave).
 pub(crate) const CONTAINMENT_ENV: &str = "EDEN_CONTAINMENT";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub(crate) enum Containment {
     PidNamespace,

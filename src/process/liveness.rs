@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub(crate) struct ProcessStamp {
     pub(crate) pid: u32,
     /// Start time in clock ticks since boot; 0 when unknown (then the pid alone decides).

@@ -19,6 +19,8 @@ pub fn pages() -> Vec<(PathBuf, Vec<u8>)> {
         (reference.join("exit-codes.md"), exit_codes().into_bytes()),
         (reference.join("environment.md"), environment().into_bytes()),
         (reference.join("files.md"), files().into_bytes()),
+        (reference.join("records.md"), records().into_bytes()),
+        (reference.join("events.md"), events().into_bytes()),
     ]
 }
 
@@ -30,8 +32,14 @@ fn said(schema: &Value) -> String {
 }
 
 fn definition<'a>(root: &'a Value, schema: &'a Value) -> Option<(&'a str, &'a Value)> {
-    let name = schema["$ref"].as_str()?.strip_prefix("#/definitions/")?;
-    Some((name, &root["definitions"][name]))
+    let reference = schema["$ref"].as_str()?;
+    match reference.strip_prefix("#/definitions/") {
+        Some(name) => Some((name, &root["definitions"][name])),
+        None => {
+            let name = reference.strip_prefix("#/$defs/")?;
+            Some((name, &root["$defs"][name]))
+        }
+    }
 }
 
 /// A table of keys (a definition with properties).
@@ -64,6 +72,8 @@ fn kind(root: &Value, schema: &Value, tables: &[(String, String)]) -> String {
             .join(" \\| ");
     }
     if let Some(choices) = schema["oneOf"].as_array().or(schema["anyOf"].as_array()) {
+        // A value that may be left out (JSON's null) is said by the key's not being required.
+        let choices: Vec<&Value> = choices.iter().filter(|choice| choice["type"] != "null").collect();
         let consts: Option<Vec<String>> =
             choices.iter().map(|choice| choice["const"].as_str().map(|value| format!("`{value}`"))).collect();
         return match consts {
@@ -71,7 +81,11 @@ fn kind(root: &Value, schema: &Value, tables: &[(String, String)]) -> String {
             None => choices.iter().map(|choice| kind(root, choice, tables)).collect::<Vec<_>>().join(", or "),
         };
     }
-    match schema["type"].as_str() {
+    let one_type = match &schema["type"] {
+        Value::Array(types) => types.iter().filter_map(Value::as_str).find(|kind| *kind != "null"),
+        other => other.as_str(),
+    };
+    match one_type {
         Some("array") => format!("list of {}", plural(&kind(root, &schema["items"], tables))),
         Some("object") => format!("table of {}", plural(&kind(root, &schema["additionalProperties"], tables))),
         Some(other) => other.to_owned(),
@@ -102,8 +116,13 @@ fn anchor(heading: &str) -> String {
 /// Every table of keys under `schema`, breadth first, each definition once: (its definition,
 /// the path it is first written at: `agent`, `[step]`, `hooks.host`, `sandbox.mounts[]`).
 fn tables_of(root: &Value) -> Vec<(String, String)> {
+    tables_under(root, vec![(String::new(), root)])
+}
+
+/// `tables_of`, from several starting tables (an event's variants).
+fn tables_under<'a>(root: &'a Value, start: Vec<(String, &'a Value)>) -> Vec<(String, String)> {
     let mut found: Vec<(String, String)> = Vec::new();
-    let mut queue: Vec<(String, &Value)> = vec![(String::new(), root)];
+    let mut queue = start;
     while !queue.is_empty() {
         let (path, schema) = queue.remove(0);
         let Some(properties) = schema["properties"].as_object() else { continue };
@@ -154,15 +173,7 @@ seconds; sizes are bytes or `\"512m\"`, `\"4g\"`. A [guide](../guides/manifests.
 section.\n\n## Top-level keys\n\n{}",
         key_rows(root, root, &tables)
     );
-    for (name, path) in &tables {
-        let def = &root["definitions"][name.as_str()];
-        page.push_str(&format!("\n## {path}\n\n"));
-        let text = said(def);
-        if !text.is_empty() {
-            page.push_str(&format!("{text}\n\n"));
-        }
-        page.push_str(&key_rows(root, def, &tables));
-    }
+    page.push_str(&nested_tables(root, &tables));
     page
 }
 
@@ -217,5 +228,61 @@ fn files() -> String {
     for (path, text) in eden::cli::FILES {
         page.push_str(&format!("| `{path}` | {} |\n", text.replace('|', "\\|")));
     }
+    page
+}
+
+/// The tables below the top one, each with its keys.
+fn nested_tables(root: &Value, tables: &[(String, String)]) -> String {
+    let mut page = String::new();
+    for (name, path) in tables {
+        let def = if root["definitions"][name.as_str()].is_object() {
+            &root["definitions"][name.as_str()]
+        } else {
+            &root["$defs"][name.as_str()]
+        };
+        page.push_str(&format!("\n## {path}\n\n"));
+        let text = said(def);
+        if !text.is_empty() {
+            page.push_str(&format!("{text}\n\n"));
+        }
+        page.push_str(&key_rows(root, def, tables));
+    }
+    page
+}
+
+fn records() -> String {
+    let root = eden::record::record_json_schema();
+    let tables = tables_of(&root);
+    format!(
+        "{GENERATED}\n# Run records\n\nA run's record, `.eden/runs/<id>.json` (and what `eden run --json` prints), made from \
+`RunRecord` in `src/record.rs`. It is written from the run's start and at every phase, and reads back: `version` says \
+which eden wrote it. Words such as statuses and outcomes are fixed lowercase words.\n\n## The record\n\n{}{}",
+        key_rows(&root, &root, &tables),
+        nested_tables(&root, &tables)
+    )
+}
+
+fn events() -> String {
+    let root = eden::report::events_json_schema();
+    let variants: Vec<&Value> = root["oneOf"].as_array().map(|all| all.iter().collect()).unwrap_or_default();
+    let name = |variant: &Value| {
+        let event = &variant["properties"]["event"];
+        event["const"].as_str().or_else(|| event["enum"][0].as_str()).unwrap_or("?").to_owned()
+    };
+    let tables = tables_under(&root, variants.iter().map(|variant| (name(variant), *variant)).collect());
+    let mut page = format!(
+        "{GENERATED}\n# Events\n\nWhat a run reports as it goes, one JSON object per line: `eden run --json-events` on stdout, \
+and the run's log (`.eden/logs/<id>.jsonl`), each with its `run_id`. Made from `Event` in `src/report.rs`; `event` names \
+the kind.\n"
+    );
+    for variant in &variants {
+        page.push_str(&format!("\n## `{}`\n\n", name(variant)));
+        let text = said(variant);
+        if !text.is_empty() {
+            page.push_str(&format!("{text}\n\n"));
+        }
+        page.push_str(&key_rows(&root, variant, &tables));
+    }
+    page.push_str(&nested_tables(&root, &tables));
     page
 }
