@@ -57,7 +57,7 @@ network = \"bridge\""
       "$eden" run "$work/plan.toml" --quiet --json > "$work/$engine-$mode-$n.json" || true
       records+=("$work/$engine-$mode-$n.json")
       # A warm run's member is replaced behind it, two seconds later: let the refill finish.
-      [ "$mode" = warm ] && sleep 3
+      [ "$mode" = warm ] && sleep "${PAUSE:-3}"
     done
     [ "$mode" = warm ] && "$eden" pool down >/dev/null 2>&1
     percentiles "$engine $mode" "${records[@]}"

@@ -245,7 +245,7 @@ impl Exit {
         order.join(" > ")
     }
 
-    /// The README's table of exit codes.
+    /// The book's table of exit codes.
     pub fn markdown_table() -> String {
         let mut table = String::from("| code | meaning |\n|---|---|\n");
         for exit in Exit::ALL {

@@ -35,7 +35,12 @@ pub(crate) struct ContainerRequest<'a> {
 /// The engine a run's container goes on, checked: which one, and whether it sees this machine's
 /// Start the run's container (after `preflight`) and seed its workspace. Anything that fails
 /// after the container exists removes it, and its volume.
-pub(crate) fn start(request: &ContainerRequest<'_>) -> Result<(Box<dyn SandboxHandle>, Origin), Error> {
+/// `pruning`, the prune of earlier runs' containers going on beside: a claimed member takes it
+/// (its handle waits for it at the end); otherwise the caller waits for it.
+pub(crate) fn start(
+    request: &ContainerRequest<'_>,
+    pruning: &mut Option<super::leftovers::Pruning>,
+) -> Result<(Box<dyn SandboxHandle>, Origin), Error> {
     let eden =
         std::env::current_exe().map_err(|err| Error::sandbox(format!("cannot find eden's executable: {err}")))?;
     let base = request.site.base()?;
@@ -45,7 +50,7 @@ pub(crate) fn start(request: &ContainerRequest<'_>) -> Result<(Box<dyn SandboxHa
         // The seed's host half (the sandbox's `.git`, from the host's git) while the container
         // is claimed or made.
         let ready = scope.spawn(|| repository::prepare(&seed));
-        let (cold, ready) = match warm(request, &eden, &base, ready)? {
+        let (cold, ready) = match warm(request, &eden, &base, ready, pruning)? {
             Warm::Claimed(container, member) => return Ok((container, Origin::Warm { member })),
             Warm::Cold(why, ready) => (why, ready),
         };
@@ -98,6 +103,7 @@ fn warm<'scope>(
     eden: &Path,
     base: &str,
     ready: ReadySeed<'scope>,
+    pruning: &mut Option<super::leftovers::Pruning>,
 ) -> Result<Warm<'scope>, Error> {
     let site = request.site;
     let layout = crate::layout::Layout::new(&site.repo_root, &site.common_dir);
@@ -150,6 +156,7 @@ fn warm<'scope>(
     let mut container = Container::new(request, &name, member.id.clone(), base.to_owned());
     container.door = claimed.door;
     container.renaming = claimed.renaming.map(|renaming| (member.name.clone(), renaming));
+    container.pruning = pruning.take();
     container.time("claim", clock);
     container.pooled = Some(site.repo_root.clone());
     container.guard = guard(eden, target, &name);
@@ -258,6 +265,7 @@ impl Container {
             services: Vec::new(),
             door: None,
             renaming: None,
+            pruning: None,
             steps: Vec::new(),
             removed: false,
         }

@@ -58,6 +58,8 @@ pub(crate) struct Container {
     pub(super) door: Option<crate::sandbox::door::Door>,
     /// A claim at the door renames the member behind it: its name until then, and the rename.
     pub(super) renaming: Option<(String, std::thread::JoinHandle<Result<crate::process::Output, Error>>)>,
+    /// The prune of earlier runs' containers, left going by a claim: waited for at the end.
+    pub(super) pruning: Option<super::leftovers::Pruning>,
     /// How long each step of its start took (`SandboxHandle::timings`).
     pub(super) steps: Vec<(&'static str, std::time::Duration, std::time::Instant)>,
     pub(super) removed: bool,
@@ -204,6 +206,19 @@ impl SandboxHandle for Container {
     }
 
     fn close(&mut self) -> Result<Option<String>, Error> {
+        let pruned = self.pruning.take().map(|pruning| pruning.join().unwrap_or_default()).unwrap_or_default();
+        let pruned = super::leftovers::pruned_said(pruned);
+        let closed = self.close_own();
+        match (closed, pruned.is_empty()) {
+            (Ok(note), false) => Ok(Some(pruned.into_iter().chain(note).collect::<Vec<_>>().join("\n"))),
+            (closed, _) => closed,
+        }
+    }
+}
+
+impl Container {
+    /// `close`, for the container itself.
+    fn close_own(&mut self) -> Result<Option<String>, Error> {
         if self.removed {
             return Ok(None);
         }

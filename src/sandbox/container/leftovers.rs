@@ -173,6 +173,20 @@ pub(crate) fn salvage_and_remove(target: &Target, name: &str) -> Result<Vec<Path
     Ok(saved)
 }
 
+/// The prune's removals, as warnings: each container, and where what it held is saved.
+pub(super) fn pruned_said(pruned: Vec<(String, Vec<PathBuf>)>) -> Vec<String> {
+    let mut warnings = Vec::new();
+    for (name, saved) in pruned {
+        let saved = saved.iter().map(|path| format!(" `{}`", path.display())).collect::<String>();
+        let saved = if saved.is_empty() { String::new() } else { format!("; what it held is saved as{saved}") };
+        warnings.push(format!("removed container `{name}` left by an earlier run{saved}"));
+    }
+    warnings
+}
+
+/// A prune of abandoned containers, going on beside a run's start (`prune_abandoned`).
+pub(crate) type Pruning = std::thread::JoinHandle<Vec<(String, Vec<PathBuf>)>>;
+
 /// Remove containers of this repository left by eden processes that no longer exist (eden was
 /// killed before it could clean up, and its guard did not either), saving what they held first.
 /// Returns the names removed and the files saved.

@@ -2,7 +2,7 @@
 
 use super::create::{ContainerRequest, Origin};
 use super::exec::is_gvisor;
-use super::leftovers::prune_abandoned;
+use super::leftovers::{prune_abandoned, pruned_said};
 use super::preflight::{preflight, preflight_on, Engaged};
 use crate::error::Error;
 use crate::manifest::plan::{ContainerPlan, EngineHost, Plan};
@@ -90,17 +90,13 @@ impl provider::Provider for Provider {
         let request = ContainerRequest { plan: &self.plan, engaged, site: start.site, programs: start.programs };
         // Containers earlier runs left are salvaged and removed while the run's own starts:
         // neither touches the other (a pruned container's eden is dead; this one's is alive).
-        let (pruned, started) = std::thread::scope(|scope| {
-            let pruned = scope.spawn(|| prune_abandoned(&engaged.target, &start.site.repo_root));
-            let started = super::create::start(&request);
-            (pruned.join().unwrap_or_default(), started)
-        });
-        let mut warnings = Vec::new();
-        for (name, saved) in pruned {
-            let saved = saved.iter().map(|path| format!(" `{}`", path.display())).collect::<String>();
-            let saved = if saved.is_empty() { String::new() } else { format!("; what it held is saved as{saved}") };
-            warnings.push(format!("removed container `{name}` left by an earlier run{saved}"));
-        }
+        // A claimed member's start is quicker than the engine's listing: its handle waits for
+        // the prune at its end instead.
+        let (target, repo) = (engaged.target.clone(), start.site.repo_root.clone());
+        let mut pruning = Some(std::thread::spawn(move || prune_abandoned(&target, &repo)));
+        let started = super::create::start(&request, &mut pruning);
+        let pruned = pruning.map(|pruning| pruning.join().unwrap_or_default()).unwrap_or_default();
+        let warnings = pruned_said(pruned);
         let (handle, origin) = started?;
         let name = handle.container().map(|container| container.name).unwrap_or_default();
         let host = engaged.target.host.as_ref().map(|host| host.as_str().to_owned());
