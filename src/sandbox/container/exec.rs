@@ -37,8 +37,15 @@ macro_rules! keep_alive_listing {
     };
 }
 
-/// `keep_alive_listing`, on its own: a claimed pool member's is read by its one set-up exec.
-pub(super) const KEEP_ALIVE_SCRIPT: &str = keep_alive_listing!();
+/// Where a pool member's keep-alive writes its pid as it starts (as root: no command of a run's
+/// can change it).
+pub(super) const KEEP_ALIVE_FILE: &str = "/tmp/.eden-keep-alive";
+
+/// A claimed pool member's keep-alive, read by its one set-up exec: the pid it wrote (the
+/// listing would also find what the member's earlier commands left to the init), or, in a
+/// member made before it wrote one, `keep_alive_listing`.
+pub(super) const KEEP_ALIVE_SCRIPT: &str =
+    concat!("cat /tmp/.eden-keep-alive 2>/dev/null || { ", keep_alive_listing!(), "; }");
 
 /// Run as root once a container made for the run is up: the workspace (a volume the engine
 /// made, owned by root) handed to the run's user, the pid folder made, and the keep-alive
@@ -159,4 +166,12 @@ pub(super) fn listing(
         )));
     }
     Ok(listing.stdout.lines().map(|line| line.split('\t').map(str::to_owned).collect()).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_keep_alive_file_is_the_one_the_idle_script_writes() {
+        assert!(super::KEEP_ALIVE_SCRIPT.starts_with(&format!("cat {} ", super::KEEP_ALIVE_FILE)));
+    }
 }

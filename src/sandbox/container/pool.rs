@@ -22,7 +22,9 @@
 //! is up (then it exits, and `eden pool`/`eden clean` remove it). After a claim, a detached
 //! `eden __eden-pool-refill` tops the pool up again, one member at a time.
 
-use super::exec::{label_template, listing, remove, run_user, OBJECTS_INSIDE, PIDS_INSIDE, SEED_AHEAD_INSIDE};
+use super::exec::{
+    label_template, listing, remove, run_user, KEEP_ALIVE_FILE, OBJECTS_INSIDE, PIDS_INSIDE, SEED_AHEAD_INSIDE,
+};
 use crate::error::Error;
 use crate::layout::{Layout, LABEL_PID, LABEL_REPO, LABEL_RUN, LABEL_USER};
 use crate::process::ProcessBuilder;
@@ -49,10 +51,11 @@ const MARGIN: u64 = 3;
 /// Between two members a refill makes.
 const PACE: Duration = Duration::from_millis(500);
 
-/// The idle member's keep-alive: waits for the claim (a workspace in the repository's worktrees
+/// The idle member's keep-alive: writes its pid (`exec::KEEP_ALIVE_FILE`), waits for the claim (a workspace in the repository's worktrees
 /// folder `$2`, made by the claim's one set-up exec), then becomes the container's keep-alive
 /// (the same pid); exits at `$1` if unclaimed.
-const IDLE_SCRIPT: &str = r#"until [ -n "$(ls -A "$2" 2>/dev/null)" ]; do [ "$(date +%s)" -lt "$1" ] || exit 0; sleep 1; done
+const IDLE_SCRIPT: &str = r#"echo $$ > "$3"
+until [ -n "$(ls -A "$2" 2>/dev/null)" ]; do [ "$(date +%s)" -lt "$1" ] || exit 0; sleep 1; done
 exec tail -f /dev/null"#;
 
 /// Made ahead in a member, as root, for the run's user (`$1`): the repository's worktrees folder
@@ -254,7 +257,7 @@ fn start_member(
         command = command.args(["-v", &format!("{}:{DOOR_INSIDE}", door.display())]);
     }
     let command = command.args(&pool.args).args(["-w", "/"]).arg(&pool.image);
-    let command = command.args(["sh", "-c", IDLE_SCRIPT, "sh", &until, &worktrees]);
+    let command = command.args(["sh", "-c", IDLE_SCRIPT, "sh", &until, &worktrees, KEEP_ALIVE_FILE]);
     let failed = |made: &crate::process::Output| {
         Error::sandbox(format!(
             "{} cannot start a pool member from `{}`: {}",
