@@ -270,6 +270,12 @@ fn the_first_hour(engine: &str) {
     let manifest = std::fs::read_to_string(env.repo.join("eden.toml")).unwrap();
     let manifest = manifest.replace(eden::manifest::PLACEHOLDER_TASK, "Create hello.txt and commit it.");
     std::fs::write(env.repo.join("eden.toml"), manifest).unwrap();
+    // The image of its own from its first step: `build_run_remove` builds the same Dockerfile
+    // at the same time, and removing one image took the layers the other's build was reusing.
+    let dockerfile = std::fs::read_to_string(env.repo.join("Dockerfile.eden")).unwrap();
+    let dockerfile = dockerfile.replacen("FROM ${BASE}\n", "FROM ${BASE}\nLABEL eden.test=first-hour\n", 1);
+    assert!(dockerfile.contains("LABEL eden.test=first-hour"), "{dockerfile}");
+    std::fs::write(env.repo.join("Dockerfile.eden"), dockerfile).unwrap();
     let tag = format!("localhost/eden-first-hour-{engine}:{}", std::process::id());
     let build = env.eden(&["image", "build", "--engine", engine, "--agent", "none", "--base", IMAGE, "--tag", &tag]);
     build.assert_code(0);

@@ -365,7 +365,13 @@ fn right_after_init() {
     let run = env.eden(&["run", "eden.toml"]);
     run.assert_code(2);
     assert!(run.error_text().contains("it is `eden init`'s placeholder"), "{}", run.stderr);
-    assert!(!env.repo.join(".eden").exists(), "nothing made");
+    // Nothing made by the run: `.eden/` holds only the schema `init` wrote for editors.
+    let made: Vec<String> = std::fs::read_dir(env.repo.join(".eden"))
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(made, ["eden.schema.json"], "nothing made");
 
     let mut command = env.eden_command(&[
         "interactive",
