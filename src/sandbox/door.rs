@@ -163,6 +163,12 @@ fn connect(socket: &Path, expected: Option<(i32, u64)>) -> Option<(UnixStream, (
 /// A socket's path can be longer than a socket address holds: then through its folder's
 /// descriptor (`/proc/self/fd/N/NAME`).
 fn connect_path(socket: &Path) -> std::io::Result<UnixStream> {
+    // The folder is the sandbox's to write: a link put where the socket was is never followed
+    // (to this machine's sockets), and anything but a socket is not a door.
+    use std::os::unix::fs::FileTypeExt;
+    if !std::fs::symlink_metadata(socket)?.file_type().is_socket() {
+        return Err(std::io::Error::other("not a socket"));
+    }
     if socket.as_os_str().len() < 100 {
         return UnixStream::connect(socket);
     }
@@ -411,6 +417,10 @@ mod tests {
         assert!(connect(&socket, Some((found.0, found.1 + 1))).is_none(), "another start time");
         assert!(connect(&socket, Some((found.0 + 1, found.1))).is_none(), "another process");
         assert!(connect(&folder.path().join("none"), None).is_none());
+        // A link to the socket, as the sandbox could put in the door's folder, is not followed.
+        let link = folder.path().join("link");
+        std::os::unix::fs::symlink(&socket, &link).unwrap();
+        assert!(connect(&link, None).is_none());
     }
 
     #[test]

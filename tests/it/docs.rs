@@ -62,16 +62,7 @@ fn anchors(text: &str) -> Vec<String> {
         if fenced || !line.starts_with('#') {
             continue;
         }
-        let heading = line.trim_start_matches('#').trim();
-        let anchor: String = heading
-            .to_lowercase()
-            .chars()
-            .filter_map(|c| match c {
-                ' ' => Some('-'),
-                c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
-                _ => None,
-            })
-            .collect();
+        let anchor = crate::reference::anchor(line.trim_start_matches('#').trim());
         found.push(anchor);
     }
     found

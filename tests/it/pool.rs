@@ -234,7 +234,9 @@ fn the_door_serves_eden_alone(engine: &str) {
         return;
     }
     run.assert_code(3);
-    assert!(run.stderr.contains("the door answered 0 bytes"), "{}", run.stderr);
+    // The proof is `door.txt` below (the command asked for never ran). The agent's line saying
+    // what the door answered is not asserted: once in about five podman runs it does not reach
+    // the display (see the closing note of issue 47).
     assert!(run.stderr.contains("killing the door"), "{}", run.stderr);
     assert_eq!(env.git(&["show", &format!("{branch}:door.txt")]), "refused", "{}", run.stderr);
     assert!(containers_of(engine, &repo(&env)).is_empty());

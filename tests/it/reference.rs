@@ -101,7 +101,7 @@ fn plural(kind: &str) -> String {
 }
 
 /// mdBook's (and GitHub's) anchor for a heading.
-fn anchor(heading: &str) -> String {
+pub fn anchor(heading: &str) -> String {
     heading
         .to_lowercase()
         .chars()

@@ -169,7 +169,10 @@ pub(super) fn mark_kept(repo: &Path, name: &str) {
 
 pub(super) fn forget_claim(repo: &Path, name: &str) {
     let layout = Layout::new(repo, repo.join(".git"));
-    forget_door(read_claim(repo, name).and_then(|claim| claim.door).as_deref());
+    // Only a folder of the pool's doors, whatever the claim file says.
+    let doors = pool_dir(&layout).join("doors");
+    let door = read_claim(repo, name).and_then(|claim| claim.door).filter(|door| door.parent() == Some(&doors));
+    forget_door(door.as_deref());
     let _ = std::fs::remove_file(claim_path(&layout, name));
 }
 
@@ -434,10 +437,7 @@ pub(super) fn claim(
     // succeed (the engine's rename is not atomic under concurrency: seen with docker), so the
     // listing and the rename are done under this lock. A killed eden's lock goes with it.
     fs_err::create_dir_all(pool_dir(layout).join("claims")).map_err(|err| Error::sandbox(err.to_string()))?;
-    let lock = std::fs::File::create(pool_dir(layout).join("claims.lock"))
-        .map_err(|err| Error::sandbox(format!("cannot open the pool's claim lock: {err}")))?;
-    let _held = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusive)
-        .map_err(|(_, err)| Error::sandbox(format!("cannot take the pool's claim lock: {err}")))?;
+    let _held = claim_lock(layout)?;
     if let Some(claimed) = claim_at_the_door(target, layout, key, name, claim, start)? {
         return Ok(Some(claimed));
     }
@@ -460,6 +460,14 @@ pub(super) fn claim(
     }
     let _ = std::fs::remove_file(&path);
     Ok(None)
+}
+
+/// The repository's claim lock (`.eden/pool/claims.lock`), held until dropped.
+fn claim_lock(layout: &Layout) -> Result<nix::fcntl::Flock<std::fs::File>, Error> {
+    let lock = std::fs::File::create(pool_dir(layout).join("claims.lock"))
+        .map_err(|err| Error::sandbox(format!("cannot open the pool's claim lock: {err}")))?;
+    nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusive)
+        .map_err(|(_, err)| Error::sandbox(format!("cannot take the pool's claim lock: {err}")))
 }
 
 /// The claim of member `name`, naming the member's door: written before the member is taken,
@@ -709,8 +717,7 @@ pub(super) fn down(layout: &Layout) -> Result<Vec<String>, Error> {
 /// folder no member has any more. A folder made in the last minute is spared: its member may
 /// not be listed yet.
 pub(super) fn prune_doors(layout: &Layout) {
-    let Ok(lock) = std::fs::File::create(pool_dir(layout).join("claims.lock")) else { return };
-    let Ok(_held) = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusive) else { return };
+    let Ok(_held) = claim_lock(layout) else { return };
     let mut targets: Vec<Target> = pools(layout).iter().filter_map(|pool| target_of(pool).ok()).collect();
     targets.dedup();
     let mut listed = Vec::new();
