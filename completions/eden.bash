@@ -1682,7 +1682,7 @@ _eden() {
             fi
             case "${prev}" in
                 --by)
-                    COMPREPLY=($(compgen -W "run agent model branch day" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "run manifest agent model branch day" -- "${cur}"))
                     return 0
                     ;;
                 --since)

@@ -248,6 +248,7 @@ complete -c eden -n "__fish_eden_using_subcommand sessions; and __fish_seen_subc
 complete -c eden -n "__fish_eden_using_subcommand sessions; and __fish_seen_subcommand_from show" -s f -l follow -d 'Follow a run as it goes (from another terminal): its events as `eden run` shows them, until it ends; exits with the run\'s exit code'
 complete -c eden -n "__fish_eden_using_subcommand sessions; and __fish_seen_subcommand_from show" -s h -l help -d 'Print help'
 complete -c eden -n "__fish_eden_using_subcommand sessions; and __fish_seen_subcommand_from cost" -l by -d 'Group the totals by' -r -f -a "run\t''
+manifest\t''
 agent\t''
 model\t''
 branch\t''

@@ -347,7 +347,7 @@ fn page(text: &str, no_pager: bool) {
 
 fn cost(args: SessionsCostArgs) -> Result<i32, Error> {
     let by = By::parse(&args.by).ok_or_else(|| {
-        Error::usage(format!("`--by {}`: totals go by run, agent, model, branch or day", args.by))
+        Error::usage(format!("`--by {}`: totals go by run, manifest, agent, model, branch or day", args.by))
             .with_hint(format!("give one of: {}", By::NAMES.join(", ")))
     })?;
     let since = since(args.since.as_ref())?;
@@ -365,7 +365,7 @@ fn cost(args: SessionsCostArgs) -> Result<i32, Error> {
         .iter()
         .filter(|run| since.is_none_or(|since| history::since(&run.started_at).is_some_and(|ago| ago <= since)))
         .collect();
-    let totals = cost::totals(&kept, by, &prices);
+    let totals = cost::totals(&kept, by, &prices, &layout.root);
     if args.json {
         print_data(&serde_json::to_string_pretty(&totals).expect("totals serialize"));
         return Ok(0);
@@ -412,6 +412,7 @@ fn cost(args: SessionsCostArgs) -> Result<i32, Error> {
 fn by_header(by: By) -> &'static str {
     match by {
         By::Run => "RUN",
+        By::Manifest => "MANIFEST",
         By::Agent => "AGENT",
         By::Model => "MODEL",
         By::Branch => "BRANCH",

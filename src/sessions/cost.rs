@@ -1,4 +1,4 @@
-//! `eden sessions cost`: tokens and cost totalled by run, agent, model, branch or day. Cost is
+//! `eden sessions cost`: tokens and cost totalled by run, manifest, agent, model, branch or day. Cost is
 //! what the agent reported; for agents that report tokens only, it comes from a price table the
 //! user supplies (`~/.config/eden/prices.toml` or `--prices FILE`), and is unknown otherwise —
 //! never guessed.
@@ -81,6 +81,7 @@ pub(crate) fn load_prices(path: &Path, explicit: bool) -> Result<Prices, Error> 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum By {
     Run,
+    Manifest,
     Agent,
     Model,
     Branch,
@@ -88,11 +89,12 @@ pub(crate) enum By {
 }
 
 impl By {
-    pub(crate) const NAMES: [&str; 5] = ["run", "agent", "model", "branch", "day"];
+    pub(crate) const NAMES: [&str; 6] = ["run", "manifest", "agent", "model", "branch", "day"];
 
     pub(crate) fn parse(name: &str) -> Option<By> {
         Some(match name {
             "run" => By::Run,
+            "manifest" => By::Manifest,
             "agent" => By::Agent,
             "model" => By::Model,
             "branch" => By::Branch,
@@ -120,8 +122,18 @@ pub(crate) struct Total {
     pub(crate) unpriced_models: Vec<String>,
 }
 
-/// Total the iterations of `runs` grouped `by`, in key order (`run` and `day`: newest first).
-pub(crate) fn totals(runs: &[&Light], by: By, prices: &Prices) -> Vec<Total> {
+/// The key of a run's manifest: its path from the repository's `root` when it lies inside,
+/// else as recorded; `(flags)` for a run its flags alone described.
+pub(crate) fn manifest_key(run: &Light, root: &Path) -> String {
+    match &run.manifest {
+        Some(path) => path.strip_prefix(root).unwrap_or(path).display().to_string(),
+        None => "(flags)".into(),
+    }
+}
+
+/// Total the iterations of `runs` grouped `by`, in key order (`run` and `day`: newest first);
+/// `root` is the repository's, which manifests are named from.
+pub(crate) fn totals(runs: &[&Light], by: By, prices: &Prices, root: &Path) -> Vec<Total> {
     let mut groups: BTreeMap<String, (Total, std::collections::BTreeSet<String>)> = BTreeMap::new();
     for run in runs {
         for iteration in &run.iterations {
@@ -133,6 +145,7 @@ pub(crate) fn totals(runs: &[&Light], by: By, prices: &Prices) -> Vec<Total> {
                 .unwrap_or_else(|| "unknown".into());
             let key = match by {
                 By::Run => run.id.clone(),
+                By::Manifest => manifest_key(run, root),
                 By::Agent => step.map_or_else(|| "unknown".into(), |s| s.agent.as_str().to_owned()),
                 By::Model => model.clone(),
                 By::Branch => run.branch.clone(),
@@ -217,16 +230,34 @@ mod tests {
         let unknown =
             run("0", None, r#"{"input_tokens":7,"output_tokens":1,"cache_read_tokens":0,"cache_write_tokens":0}"#);
         let all = [&reported, &priced, &unknown];
-        let by_model = totals(&all, By::Model, &prices);
+        let by_model = totals(&all, By::Model, &prices, Path::new("/repo"));
         let keys: Vec<&str> = by_model.iter().map(|t| t.key.as_str()).collect();
         assert_eq!(keys, ["gpt-5.5", "opus", "unknown"]);
         assert!((by_model[0].cost_usd - 2.0).abs() < 1e-9);
         assert!((by_model[1].cost_usd - 0.5).abs() < 1e-9);
         assert_eq!((by_model[2].unpriced_iterations, by_model[2].unpriced_models.clone()), (1, vec!["unknown".into()]));
-        let by_agent = totals(&all, By::Agent, &prices);
+        let by_agent = totals(&all, By::Agent, &prices, Path::new("/repo"));
         assert_eq!(by_agent.len(), 1);
         assert_eq!((by_agent[0].runs, by_agent[0].input_tokens), (3, 1_000_017));
-        let by_run = totals(&all, By::Run, &prices);
+        let by_run = totals(&all, By::Run, &prices, Path::new("/repo"));
         assert_eq!(by_run.iter().map(|t| t.key.as_str()).collect::<Vec<_>>(), ["2", "1", "0"]);
+    }
+
+    #[test]
+    fn by_manifest_names_it_from_the_repository_and_flags_alone_apart() {
+        let usage =
+            r#"{"input_tokens":1,"output_tokens":1,"cache_read_tokens":0,"cache_write_tokens":0,"cost_usd":0.25}"#;
+        let mut inside = run("2", None, usage);
+        inside.manifest = Some("/repo/plans/fix.toml".into());
+        let mut again = run("1", None, usage);
+        again.manifest = Some("/repo/plans/fix.toml".into());
+        let mut outside = run("0", None, usage);
+        outside.manifest = Some("/elsewhere/review.toml".into());
+        let flags = run("3", None, usage);
+        let all = [&inside, &again, &outside, &flags];
+        let by = totals(&all, By::Manifest, &Prices::default(), Path::new("/repo"));
+        let keys: Vec<(&str, usize)> = by.iter().map(|t| (t.key.as_str(), t.runs)).collect();
+        assert_eq!(keys, [("(flags)", 1), ("/elsewhere/review.toml", 1), ("plans/fix.toml", 2)]);
+        assert!((by[2].cost_usd - 0.5).abs() < 1e-9);
     }
 }

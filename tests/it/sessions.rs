@@ -188,6 +188,13 @@ fn tokens_without_a_reported_cost_are_priced_from_the_table_or_shown_unpriced() 
     assert_eq!(total["key"], "gpt-test");
     assert!((total["cost_usd"].as_f64().unwrap() - 3.0).abs() < 1e-9, "{total}");
     assert_eq!(total["unpriced_iterations"], 0);
+    // By manifest (this one lies outside the repository: named as recorded).
+    let by_manifest =
+        env.eden(&["sessions", "cost", "--by", "manifest", "--json", "--prices", prices.to_str().unwrap()]);
+    by_manifest.assert_code(0);
+    let totals = by_manifest.json();
+    let keys: Vec<&str> = totals.as_array().unwrap().iter().map(|t| t["key"].as_str().unwrap()).collect();
+    assert_eq!(keys, [env.root().join("plan.toml").to_str().unwrap()]);
 
     // The default table under the config folder is read too; a broken one is a located error.
     let config = env.home().join(".config/eden");
