@@ -860,7 +860,7 @@ exit code is the most severe: {}.",
 }
 
 /// The environment variables eden reads, for the man pages.
-pub const ENVIRONMENT: [(&str, &str); 5] = [
+pub const ENVIRONMENT: [(&str, &str); 7] = [
     ("NO_COLOR", "When set and not empty, no colors."),
     ("TERM", "`dumb` gets plain lines: no spinner, no colors, no lines redrawn."),
     (
@@ -872,10 +872,18 @@ pub const ENVIRONMENT: [(&str, &str); 5] = [
         "EDEN_RUN_ID, EDEN_NAME, EDEN_BRANCH, EDEN_BASE_BRANCH, EDEN_WORKTREE, EDEN_REPO, EDEN_PHASE, EDEN_HOOK_SIDE, EDEN_ITERATION, EDEN_STATUS",
         "Set by eden for every hook (not read from your environment).",
     ),
+    (
+        "EDEN_EVENT, EDEN_RUN_ID, EDEN_NAME, EDEN_REPO",
+        "Set by eden for a `[notify] command` (which gets the event as JSON on stdin, and of eden's environment only `PATH`, `HOME`, the user, locale, `TMPDIR` and a desktop's display and bus).",
+    ),
+    (
+        "XDG_CONFIG_HOME",
+        "Where eden's user config (`eden/config.toml`) and price table (`eden/prices.toml`) are (default `~/.config`).",
+    ),
 ];
 
 /// The files eden reads and writes, for the man pages.
-pub const FILES: [(&str, &str); 11] = [
+pub const FILES: [(&str, &str); 12] = [
     ("eden.toml", "A run manifest, as `eden init` writes it; any name works: `eden run plan.toml`."),
     (
         "Dockerfile.eden",
@@ -894,6 +902,10 @@ pub const FILES: [(&str, &str); 11] = [
         "The agents' own transcripts, copied after each iteration (`eden sessions show --raw`).",
     ),
     ("~/.config/eden/prices.toml", "Prices per million tokens for `eden sessions cost`, by model."),
+    (
+        "~/.config/eden/config.toml",
+        "Yours: settings for every run; `[notify]` (as a manifest's) tells every run's events to a command or a webhook.",
+    ),
     (".eden/locks/", "Branch and repository locks (flock); a lock held by a live eden is never taken."),
     (".eden/patches/<run-id>.patch", "Uncommitted work brought back from an `isolated` run's copy."),
 ];

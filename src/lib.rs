@@ -16,6 +16,7 @@ pub mod layout;
 pub mod lock;
 pub mod manifest;
 pub mod net;
+pub mod notify;
 pub mod orchestrator;
 pub mod output;
 pub mod process;

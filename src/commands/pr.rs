@@ -141,7 +141,21 @@ fn follow_pull(args: &RunArgs, plan: &Plan, record: &mut RunRecord) -> Result<()
     check_own(record, &repo)?;
     let destination = crate::pull_request::destination(plan, &repo)?.ok_or_else(|| Error::internal("no forge"))?;
     let mut forge = crate::forge::open(&destination.target)?;
-    let mut rounds = RunRounds { args, plan, branch: pull.head.clone(), last: record.clone() };
+    let about = crate::notify::About {
+        run_id: record.id.clone(),
+        name: plan.name.clone(),
+        repository: record.repo.clone(),
+        branch: pull.head.clone(),
+        base_branch: Some(pull.base.clone()),
+    };
+    let notifier = crate::notify::Notifier::new(&plan.notify, about);
+    let mut rounds = RunRounds {
+        args,
+        plan,
+        branch: pull.head.clone(),
+        last: record.clone(),
+        told: Told { notifier: &notifier, number: pull.number, url: pull.url.clone(), round: pull.rounds.len() as u32 },
+    };
     let first = plan.steps.first().ok_or_else(|| Error::internal("a plan without a step"))?;
     let task = crate::manifest::prompt::render(&first.prompt.template, &first.prompt.args);
     let signals = first.loop_.completion_signal.clone();
@@ -154,6 +168,11 @@ fn follow_pull(args: &RunArgs, plan: &Plan, record: &mut RunRecord) -> Result<()
     let mut with = Following { settings, task: &task, signals: &signals, say: &mut said, save: &mut keep };
     note(args, &format!("pull request #{}: following its checks and reviews", pull.number));
     let ended = follow::follow(forge.as_mut(), &mut pull, &mut rounds, &mut with);
+    drop(rounds);
+    tell_end(&notifier, &pull, ended.as_ref().ok());
+    for warning in notifier.settle() {
+        note(args, &warning);
+    }
     record.pull_request = Some(pull.clone());
     save(record)?;
     let requests = forge.requests();
@@ -174,6 +193,56 @@ fn follow_pull(args: &RunArgs, plan: &Plan, record: &mut RunRecord) -> Result<()
     Ok(())
 }
 
+/// `[notify]`: how following ended (green, merged elsewhere, or given up).
+fn tell_end(notifier: &crate::notify::Notifier, pull: &PullRequestRecord, ended: Option<&Ended>) {
+    use crate::manifest::schema::NotifyOn;
+    let Some(about) = notifier.about() else { return };
+    let (event, merged, text) = match ended {
+        Some(Ended::Green { merged, .. }) => {
+            let how = if *merged { "green and merged" } else { "green" };
+            (NotifyOn::PullRequestGreen, *merged, format!("eden: pull request #{} is {how}: {}", pull.number, pull.url))
+        }
+        Some(Ended::MergedElsewhere) => {
+            (NotifyOn::PullRequestGreen, true, format!("eden: pull request #{} was merged on the forge", pull.number))
+        }
+        None if pull.state == "gave_up" => (
+            NotifyOn::PullRequestGaveUp,
+            false,
+            format!("eden: pull request #{} needs a person: {}", pull.number, pull.url),
+        ),
+        None => return,
+    };
+    let mut notice = crate::notify::Notice::new(event, about, text);
+    notice.pull_request = Some(crate::notify::PullRequest {
+        number: pull.number,
+        url: pull.url.clone(),
+        round: None,
+        merged: Some(merged),
+    });
+    notifier.send(notice);
+}
+
+/// `[notify]`: each round as it begins.
+struct Told<'a> {
+    notifier: &'a crate::notify::Notifier,
+    number: u64,
+    url: String,
+    /// Rounds begun so far.
+    round: u32,
+}
+
+impl Told<'_> {
+    fn round_begins(&mut self) {
+        self.round += 1;
+        let Some(about) = self.notifier.about() else { return };
+        let (number, url) = (self.number, self.url.clone());
+        let text = format!("eden: pull request #{number}: round {} sends the agent back to fix it: {url}", self.round);
+        let mut notice = crate::notify::Notice::new(crate::manifest::schema::NotifyOn::PullRequestRound, about, text);
+        notice.pull_request = Some(crate::notify::PullRequest { number, url, round: Some(self.round), merged: None });
+        self.notifier.send(notice);
+    }
+}
+
 /// Rounds as runs of the plan's first step on the pull request's branch.
 struct RunRounds<'a> {
     args: &'a RunArgs,
@@ -181,10 +250,12 @@ struct RunRounds<'a> {
     branch: String,
     /// The run before this round: its session is resumed.
     last: RunRecord,
+    told: Told<'a>,
 }
 
 impl Rounds for RunRounds<'_> {
     fn run(&mut self, prompt: &str, files: &[(String, Vec<u8>)]) -> Result<RunRecord, Error> {
+        self.told.round_begins();
         let checkout = crate::git::Git::new(&self.last.repo);
         let mut plan = self.round_plan(prompt);
         let common_dir = crate::git::Git::discover(&self.last.repo)?.common_dir;

@@ -214,6 +214,36 @@ pub(crate) fn load(request: LoadRequest<'_>) -> Result<(Manifest, Source), Error
     Ok((manifest, source))
 }
 
+/// The user-level config (`UserConfig`) at `path`, with its source for located errors; `None`
+/// when there is no such file.
+pub(crate) fn load_user_config(path: &Path) -> Result<Option<(super::schema::UserConfig, Source)>, Error> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => {
+            return Err(Error::usage(format!("cannot read eden's config `{}`: {err}", path.display()))
+                .with_hint("make it readable, or move it away"))
+        }
+    };
+    let config = toml::from_str(&text).map_err(|err: toml::de::Error| {
+        let (line, column) = err.span().map_or((1, 1), |span| line_column(&text, span.start));
+        Error::usage(format!("{}:{line}:{column}: {}", path.display(), err.message().trim_end()))
+            .with_hint("eden's config holds `[notify]` (`command`, `webhook`, `on`, `timeout`), as a manifest's does")
+    })?;
+    let document = ImDocument::parse(text.clone()).ok();
+    let source = Source {
+        file: Some(path.to_path_buf()),
+        base_dir: path.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf),
+        document,
+        overrides: Vec::new(),
+        notes: Vec::new(),
+        prompt_optional: false,
+        placeholder_allowed: false,
+        unset: None,
+    };
+    Ok(Some((config, source)))
+}
+
 /// A manifest read from `text` as if from `plan.toml` in the current folder, for the resolvers'
 /// unit tests; `Err` holds the message of what `load` would refuse.
 #[cfg(test)]

@@ -15,6 +15,7 @@ mod kind_keys;
 pub(crate) mod load;
 pub(crate) mod logging_plan;
 mod loop_plan;
+pub(crate) mod notify_plan;
 pub(crate) mod output_plan;
 pub(crate) mod plan;
 pub(crate) mod prompt;

@@ -54,6 +54,8 @@ pub(crate) struct Plan {
     pub(crate) forge: Option<super::pull_request_plan::ForgePlan>,
     /// `[pull_request]`: push and open a pull request instead of merging here.
     pub(crate) pull_request: Option<super::pull_request_plan::PullRequestPlan>,
+    /// `[notify]`, the manifest's and the user config's: where the run's events are told.
+    pub(crate) notify: super::notify_plan::NotifyPlan,
     /// Values replaced by `***` in everything eden writes.
     #[serde(skip)]
     pub(crate) secrets: Vec<Secret>,
@@ -158,6 +160,7 @@ pub(crate) fn resolve(
         resolve_parts(&manifest, source, host_env)?;
     let pull_request = super::pull_request_plan::resolve_pull_request(&manifest, branch.strategy, source)?;
     let forge = super::pull_request_plan::resolve_forge(&manifest, source, host_env)?;
+    let notify = super::notify_plan::resolve_notify(manifest.notify.as_ref(), source, host_env, process_env)?;
     if let Some(pull_request) = &pull_request {
         // The branch goes to the pull request's remote, under the lease `[branch] push` takes.
         branch.push = Some(pull_request.remote.clone());
@@ -181,6 +184,7 @@ pub(crate) fn resolve(
         .collect();
     let mut secrets = secrets(&manifest, dotenv, host_env);
     secrets.extend(forge.as_ref().map(|forge| forge.token.clone()));
+    secrets.extend(notify.targets.iter().filter_map(|target| target.webhook.as_ref().map(|hook| hook.url.clone())));
     let env = EnvPlan { file: dotenv.path.clone(), dotenv: dotenv_plan, sandbox: sandbox_env };
     let around = super::held_plan::Surroundings {
         sandbox: &sandbox,
@@ -211,6 +215,7 @@ pub(crate) fn resolve(
         artifacts,
         forge,
         pull_request,
+        notify,
         secrets,
     })
 }

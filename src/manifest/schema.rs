@@ -75,6 +75,84 @@ pub(crate) struct Manifest {
     /// `[pull_request]`: the run's branch is pushed and a pull request opened (or updated)
     /// instead of a local merge, then followed until it is green.
     pub(crate) pull_request: Option<PullRequestSection>,
+    /// `[notify]`: tell a command or a webhook when the run ends, needs review, hits its budget
+    /// or waits for a usage limit (a user-level `[notify]` in `~/.config/eden/config.toml`
+    /// applies to every run as well).
+    pub(crate) notify: Option<NotifySection>,
+}
+
+/// `[notify]`, in a manifest or in the user-level config.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct NotifySection {
+    /// Run on the host (`sh -c`) for each event, with the event as JSON on stdin and
+    /// `EDEN_EVENT`, `EDEN_RUN_ID` set; it gets a small environment, never eden's keys.
+    pub(crate) command: Option<String>,
+    /// `https://` URL the event is POSTed to as JSON (plain `http://` only to this machine). May
+    /// be one `${VAR}` reference, as a URL that carries its own secret should be.
+    pub(crate) webhook: Option<String>,
+    /// The events to tell (default: all): `finished`, `failed`, `kept`, `budget`,
+    /// `usage_limit_wait`, `pull_request_round`, `pull_request_green`, `pull_request_gave_up`.
+    pub(crate) on: Option<Vec<NotifyOn>>,
+    /// How long one delivery may take (default 10s); a webhook is tried three times in all.
+    pub(crate) timeout: Option<Duration>,
+}
+
+/// An event `[notify]` can tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum NotifyOn {
+    /// The run ended well: its work merged (or there was nothing to merge).
+    Finished,
+    /// The run failed (its exit code is not 0).
+    Failed,
+    /// The run ended well but its work was kept on its branch for a person to review.
+    Kept,
+    /// A `[budget]` cap was crossed and the agent stopped.
+    Budget,
+    /// The agent hit its provider's usage limit; eden waits and goes on.
+    UsageLimitWait,
+    /// The run's pull request is sent back to the agent for a round of fixes.
+    PullRequestRound,
+    /// The run's pull request is green (and merged, when eden merges it).
+    PullRequestGreen,
+    /// The pull request's rounds (or time) ran out: it needs a person.
+    PullRequestGaveUp,
+}
+
+impl NotifyOn {
+    pub(crate) const ALL: [NotifyOn; 8] = [
+        NotifyOn::Finished,
+        NotifyOn::Failed,
+        NotifyOn::Kept,
+        NotifyOn::Budget,
+        NotifyOn::UsageLimitWait,
+        NotifyOn::PullRequestRound,
+        NotifyOn::PullRequestGreen,
+        NotifyOn::PullRequestGaveUp,
+    ];
+
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            NotifyOn::Finished => "finished",
+            NotifyOn::Failed => "failed",
+            NotifyOn::Kept => "kept",
+            NotifyOn::Budget => "budget",
+            NotifyOn::UsageLimitWait => "usage_limit_wait",
+            NotifyOn::PullRequestRound => "pull_request_round",
+            NotifyOn::PullRequestGreen => "pull_request_green",
+            NotifyOn::PullRequestGaveUp => "pull_request_gave_up",
+        }
+    }
+}
+
+/// The user-level config, `$XDG_CONFIG_HOME/eden/config.toml` (default
+/// `~/.config/eden/config.toml`): settings for every run of this user.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct UserConfig {
+    /// `[notify]` for every run, beside the manifest's own.
+    pub(crate) notify: Option<NotifySection>,
 }
 
 pub(crate) use crate::forge::{ForgeKind, MergeMethod};

@@ -147,6 +147,8 @@ pub(crate) struct Run<'p> {
     push_lease: Option<push::Lease>,
     /// `[pull_request]`: the forge's token, answering eden's own git for the push remote.
     credential: Option<crate::forge::credential::ForRemote>,
+    /// `[notify]`: the run's events told to commands and webhooks.
+    notifier: crate::notify::Notifier,
 }
 
 impl<'p> Run<'p> {
@@ -202,7 +204,11 @@ impl<'p> Run<'p> {
             stopping: options.stopping,
             gate: None,
         };
-        let events = RunEvents::new(&run_id, reporters);
+        let mut events = RunEvents::new(&run_id, reporters);
+        let notifier = notifier(plan, &run_id, &pre);
+        if let Some(reporter) = notifier.reporter() {
+            events.add(reporter);
+        }
         let run = Run {
             events,
             plan,
@@ -223,6 +229,7 @@ impl<'p> Run<'p> {
             holder: None,
             push_lease,
             credential,
+            notifier,
         };
         Ok((run, pre))
     }
@@ -706,9 +713,25 @@ impl<'p> Run<'p> {
                 self.events.report(&Event::Warning { message: message.as_str().into() });
             }
         }
+        // Told before the end is shown, so that a delivery that failed is said with the run.
+        for warning in self.notifier.ended(&record) {
+            self.events.report(&Event::Warning { message: warning.into() });
+        }
         self.events.report(&Event::RunFinished { record: std::borrow::Cow::Borrowed(&record) });
         RunResult { record: Some(record), error }
     }
+}
+
+/// `[notify]`'s teller for this run.
+fn notifier(plan: &Plan, run_id: &str, pre: &Preflight) -> crate::notify::Notifier {
+    let about = crate::notify::About {
+        run_id: run_id.to_owned(),
+        name: plan.name.clone(),
+        repository: pre.root.clone(),
+        branch: pre.branch.clone(),
+        base_branch: pre.base_branch.clone(),
+    };
+    crate::notify::Notifier::new(&plan.notify, about)
 }
 
 /// The `EDEN_*` variables every hook sees.

@@ -37,6 +37,7 @@ mod locks;
 mod loop_watchdogs;
 mod manifest_errors;
 mod model_server;
+mod notify;
 mod parallel;
 mod pool;
 mod prompts;

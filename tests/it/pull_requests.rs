@@ -240,6 +240,22 @@ echo "<promise>COMPLETE</promise>""##,
     )
 }
 
+/// `[notify]` keeping each notice as a line of `told.jsonl` and its environment in `told.env`.
+fn told(env: &TestEnv) -> String {
+    let root = env.root().display();
+    format!("[notify]\ncommand = \"{{ cat; echo; }} >> {root}/told.jsonl; env >> {root}/told.env\"\n")
+}
+
+/// The events `[notify]` was told, in order; none carried the token.
+fn told_events(env: &TestEnv) -> Vec<String> {
+    let told = std::fs::read_to_string(env.root().join("told.jsonl")).unwrap();
+    let environments = std::fs::read_to_string(env.root().join("told.env")).unwrap();
+    assert!(!told.contains(TOKEN) && !environments.contains(TOKEN), "the token was told");
+    told.lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap()["event"].as_str().unwrap().to_owned())
+        .collect()
+}
+
 fn followed(env: &TestEnv, forge: &Forge, extra: &str) -> String {
     cli_manifest(
         &round_agent(env),
@@ -276,9 +292,15 @@ fn ci_wants_fixed(forge: &Forge) {
 fn a_failing_check_is_answered_by_a_round_until_the_pull_request_is_green() {
     let (env, forge) = world();
     ci_wants_fixed(&forge);
-    let run = run_with_token(&env, &followed(&env, &forge, ""), TOKEN);
+    let run = run_with_token(&env, &followed(&env, &forge, &told(&env)), TOKEN);
     run.assert_code(0);
     assert!(run.stderr.contains("round 1: check `test` failure"), "{}", run.stderr);
+    // `[notify]` was told of the round and of the end, with no token.
+    let told = told_events(&env);
+    assert_eq!(
+        told.iter().filter(|event| event.starts_with("pull_request")).collect::<Vec<_>>(),
+        ["pull_request_round", "pull_request_green"]
+    );
     assert!(run.stderr.contains("pull request #1 is green"), "{}", run.stderr);
     let record = run.json();
     let pull = &record["pull_request"];
@@ -337,8 +359,9 @@ fn spent_rounds_end_with_the_give_up_label_and_a_comment() {
             log: "boom\n".into(),
         }]
     });
-    let run = run_with_token(&env, &followed(&env, &forge, "max_rounds = 1\n"), TOKEN);
+    let run = run_with_token(&env, &followed(&env, &forge, &format!("max_rounds = 1\n{}", told(&env))), TOKEN);
     run.assert_code(9);
+    assert_eq!(told_events(&env).last().map(String::as_str), Some("pull_request_gave_up"));
     assert!(run.error_text().contains("1 round(s) spent"), "{}", run.error_text());
     assert_eq!(forge.pulls()[0].labels, ["needs-human"]);
     let comments = forge.state.comments.lock().unwrap().clone();

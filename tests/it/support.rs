@@ -60,6 +60,8 @@ impl TestEnv {
             .env("GIT_COMMITTER_NAME", "Test")
             .env("GIT_COMMITTER_EMAIL", "test@example.com")
             .env_remove("NO_COLOR")
+            // eden's user config (`[notify]`, prices) is the test's own `HOME`'s.
+            .env_remove("XDG_CONFIG_HOME")
             // A test's runs never write the summary of the job the suite runs in.
             .env_remove("GITHUB_STEP_SUMMARY")
             .env_remove("GITHUB_OUTPUT");
