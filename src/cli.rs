@@ -79,6 +79,13 @@ where it can (every agent kind but `cli` and `simulated`). The interrupted itera
 the iteration count goes on (a steered last iteration gets one more). Works for a run of several at once: each \
 has its own id. Exit codes: 0 delivered · 2 no such run, or it is not running.")]
     Steer(SteerArgs),
+    /// A live dashboard of the runs: follow, steer, diff, merge, discard and stop them
+    #[command(after_help = "The list: live runs first (phase, iteration, time, tokens, cost, the agent's last \
+line), then recent ones with their end; attempts under their group. Keys: ↑↓ select, ⏎ open a run (its \
+timeline and output), `f` follow its output, `/` filter, `t` sort, `s` steer, `d` diff (through git's pager), \
+`m` merge, `x` discard, `c` stop (as Ctrl-C would), `a` the attempts side by side, `q` quit. Every action asks \
+first. Needs a terminal: without one, `eden sessions list` and `eden sessions show RUN --follow`.")]
+    Top(TopArgs),
     /// Check what a first run needs, and say what to fix
     #[command(after_help = "One line each: git and its identity, the repository, docker and podman and whether \
 they answer, bubblewrap, each agent CLI on PATH with its version and whether a key or login is there (never \
@@ -474,6 +481,13 @@ pub(crate) struct DiffArgs {
     /// More for `git diff` (`--stat`, `--name-only`); after `--`, passed as they are
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "GIT_DIFF_ARGS")]
     pub(crate) args: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct TopArgs {
+    /// The repositories whose runs to show (default: the current directory's)
+    #[arg(value_name = "DIR", value_hint = ValueHint::DirPath)]
+    pub(crate) dirs: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -21,6 +21,7 @@ pub(crate) mod sessions;
 pub(crate) mod settings;
 mod single;
 pub(crate) mod steer;
+mod top;
 
 pub(crate) use common::{current_dir, last_commit, layout};
 pub(crate) use dispatch::dispatch;

@@ -100,28 +100,9 @@ impl Notice {
 /// Text from an agent made fit to tell: secrets redacted, escape sequences and control
 /// characters dropped, chat markup broken (`<`, `>` and a mention's `@`), one line, cut short.
 pub(crate) fn plain(text: &str) -> String {
-    let text = crate::redact::apply(text);
     let mut out = String::new();
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
+    for c in crate::ui::plain_line(text).chars() {
         match c {
-            // An escape sequence: ESC, then `[` parameters up to a final letter, or `]` up to
-            // BEL or ESC `\`, or one more character.
-            '\u{1b}' => match chars.next() {
-                Some('[') => while chars.next().is_some_and(|c| !('@'..='~').contains(&c)) {},
-                Some(']' | 'P' | '_' | '^') => {
-                    while let Some(c) = chars.next() {
-                        if c == '\u{7}' || (c == '\u{1b}' && chars.next_if_eq(&'\\').is_some()) {
-                            break;
-                        }
-                    }
-                }
-                _ => {}
-            },
-            '\n' | '\r' | '\t' => out.push(' '),
-            c if c.is_control() => {}
-            // Bidirectional overrides and zero-width joiners that could hide text.
-            '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => {}
             '<' => out.push('‹'),
             '>' => out.push('›'),
             '@' => out.push_str("@\u{200b}"),

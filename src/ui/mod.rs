@@ -12,6 +12,8 @@ pub(crate) mod otlp;
 mod plain;
 pub(crate) mod replay;
 mod terminal;
+pub(crate) mod top;
+pub(crate) use terminal::plain_line;
 mod ticker;
 
 pub(crate) use live::LiveReporter;
