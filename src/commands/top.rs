@@ -106,8 +106,7 @@ fn act(
         },
         Action::Diff(run) => {
             let root = board.root_of(&run).map(|root| root.to_path_buf());
-            let shown = session.lend(|| diff(&run, root.as_deref()))?;
-            shown.err().unwrap_or_default()
+            session.lend(|| diff(&run, root.as_deref()))?.unwrap_or_default()
         }
         Action::Merge(run) => {
             let said = eden(&["merge", &run], board.root_of(&run));
@@ -177,15 +176,18 @@ fn eden(args: &[&str], root: Option<&std::path::Path>) -> String {
     }
 }
 
-/// `eden diff RUN` on the terminal, through the pager (which waits for `q`).
-fn diff(run: &str, root: Option<&std::path::Path>) -> Result<(), String> {
-    let root = root.ok_or_else(|| "the run is gone".to_owned())?;
-    let exe = std::env::current_exe().map_err(|err| err.to_string())?;
+/// `eden diff RUN` on the terminal, through the pager (which waits for `q`); what went wrong.
+fn diff(run: &str, root: Option<&std::path::Path>) -> Option<String> {
+    let Some(root) = root else { return Some("the run is gone".into()) };
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(err) => return Some(format!("cannot find eden's own executable: {err}")),
+    };
     let command = crate::process::ProcessBuilder::new(exe).args(["diff", run, "--repo"]).arg(root).env("LESS", "R");
     match command.status_inherited() {
-        Ok(status) if status.success() => Ok(()),
-        Ok(_) => Err(format!("`eden diff {run}` failed")),
-        Err(err) => Err(format!("cannot run `eden diff`: {err}")),
+        Ok(status) if status.success() => None,
+        Ok(_) => Some(format!("`eden diff {run}` failed")),
+        Err(err) => Some(format!("cannot run `eden diff`: {err}")),
     }
 }
 

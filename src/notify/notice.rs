@@ -101,7 +101,7 @@ impl Notice {
 /// characters dropped, chat markup broken (`<`, `>` and a mention's `@`), one line, cut short.
 pub(crate) fn plain(text: &str) -> String {
     let mut out = String::new();
-    for c in crate::ui::plain_line(text).chars() {
+    for c in crate::redact::plain_line(text).chars() {
         match c {
             '<' => out.push('‹'),
             '>' => out.push('›'),

@@ -13,7 +13,7 @@ mod plain;
 pub(crate) mod replay;
 mod terminal;
 pub(crate) mod top;
-pub(crate) use terminal::plain_line;
+pub(crate) use crate::redact::plain_line;
 mod ticker;
 
 pub(crate) use live::LiveReporter;

@@ -6,36 +6,6 @@
 
 use std::borrow::Cow;
 
-/// `text` as one plain line: secrets redacted, every escape sequence (`ESC [ …`, `ESC ] … BEL`,
-/// the other string sequences) dropped whole, bidirectional overrides and control characters
-/// dropped, line breaks and tabs made spaces. For places that draw text themselves (`eden top`)
-/// or hand it on (`[notify]`), where no sequence of the agent's may act, not even a colour.
-pub(crate) fn plain_line(text: &str) -> String {
-    let text = crate::redact::apply(text);
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\u{1b}' => match chars.next() {
-                Some('[') => while chars.next().is_some_and(|c| !('@'..='~').contains(&c)) {},
-                Some(']' | 'P' | '_' | '^' | 'X') => {
-                    while let Some(c) = chars.next() {
-                        if c == '\u{7}' || (c == '\u{1b}' && chars.next_if_eq(&'\\').is_some()) {
-                            break;
-                        }
-                    }
-                }
-                _ => {}
-            },
-            '\n' | '\r' | '\t' => out.push(' '),
-            '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => {}
-            c if c.is_control() => {}
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 /// Make `text` safe to write to a terminal. Newlines and tabs stay; `ESC [ … m` (colours and
 /// styles) stays, followed by a reset at the end so an agent's colour cannot leak into the next
 /// line; ESC in any other sequence becomes `␛`, other C0 controls their control pictures

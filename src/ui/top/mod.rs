@@ -11,3 +11,6 @@ pub(crate) use model::Board;
 pub(crate) use screen::{Action, Key, Screen, View};
 pub(crate) use terminal::{Input, Session};
 pub(crate) use view::draw;
+
+#[cfg(test)]
+mod tests;

@@ -50,8 +50,8 @@ pub(crate) struct LogTail {
     pub(crate) output: VecDeque<String>,
     /// The agent, as the run's start says it (the record names it once its step begins).
     pub(crate) agent: Option<crate::agent::AgentKind>,
-    /// The iteration under way, as the log says (the record lags behind).
-    pub(crate) iteration: Option<u32>,
+    /// The iteration under way, and of how many, as the log says (the record lags behind).
+    pub(crate) iteration: Option<(u32, u32)>,
     /// Tokens and cost of the iterations so far (the finished ones' and the current one's).
     pub(crate) tokens: u64,
     pub(crate) cost_usd: Option<f64>,
@@ -179,12 +179,18 @@ impl Tracked {
             RunStatus::Finished if record.merged_into.is_some() => "merged".into(),
             RunStatus::Finished if record.exit_code == Some(0) && record.preserved_branch.is_some() => "kept".into(),
             RunStatus::Finished if record.exit_code == Some(0) => "done".into(),
-            RunStatus::Finished => match record.exit_reason {
-                Some(reason) if record.preserved_branch.is_some() => format!("kept: {}", reason.as_str()),
-                Some(reason) => format!("failed: {}", reason.as_str()),
-                None => "failed".into(),
-            },
+            RunStatus::Finished if self.for_review() => "kept".into(),
+            RunStatus::Finished => "failed".into(),
         }
+    }
+
+    /// Did it end with its work kept for a person to look at (a protected path changed, a
+    /// conflict, changes left uncommitted)?
+    fn for_review(&self) -> bool {
+        use crate::record::ExitReason;
+        self.record.preserved_branch.is_some()
+            && (matches!(self.record.exit_reason, Some(ExitReason::Protected | ExitReason::UncommittedWork))
+                || self.record.error.as_ref().is_some_and(|error| !error.conflicts.is_empty()))
     }
 
     /// Is its work waiting for a person (kept on a branch, never merged or discarded)?
@@ -228,7 +234,10 @@ impl Tracked {
     /// The iteration under way (or the last), of how many.
     pub(crate) fn iteration(&self) -> (u32, u32) {
         let done = self.record.iterations.last().map_or(0, |it| it.iteration);
-        (self.log.iteration.unwrap_or(done).max(done), self.record.max_iterations)
+        match self.log.iteration {
+            Some((now, of)) if now >= done => (now, of),
+            _ => (done, self.record.max_iterations),
+        }
     }
 }
 
@@ -283,7 +292,7 @@ impl LogTail {
             Event::RunStarted { agent, .. } => self.agent = Some(*agent),
             Event::IterationStarted { iteration, max_iterations } => {
                 moment("iteration", format!("{iteration}/{max_iterations} begins"));
-                self.iteration = Some(*iteration);
+                self.iteration = Some((*iteration, *max_iterations));
                 self.current = (0, None);
             }
             Event::IterationFinished { iteration, outcome, duration_ms, .. } => {

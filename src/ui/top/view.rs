@@ -27,7 +27,7 @@ pub(crate) fn draw(frame: &mut Frame<'_>, board: &Board, screen: &Screen, now: S
         View::Attempts { group } => attempts(frame, body, board, group, screen),
     }
     frame.render_widget(Paragraph::new(status_line(screen)), status);
-    frame.render_widget(Paragraph::new(Span::styled(keys_line(screen), dim(screen))), keys);
+    frame.render_widget(Paragraph::new(Span::styled(keys_line(screen, keys.width), dim(screen))), keys);
 }
 
 fn header_line(board: &Board, screen: &Screen) -> Text<'static> {
@@ -66,8 +66,12 @@ fn status_line(screen: &Screen) -> Text<'static> {
     }
 }
 
-fn keys_line(screen: &Screen) -> String {
+fn keys_line(screen: &Screen, width: u16) -> String {
+    let narrow = width < 100;
     match &screen.view {
+        View::List if narrow => {
+            format!("⏎ open /filter t sort:{} f follow s steer d diff m merge x discard c stop a q", screen.sort.name())
+        }
         View::List => format!(
             "↑↓ select  ⏎ open  / filter  t sort ({})  f follow  s steer  d diff  m merge  x discard  c stop  a attempts  q quit",
             screen.sort.name()
@@ -89,15 +93,15 @@ fn list(frame: &mut Frame<'_>, area: Rect, board: &Board, screen: &Screen, now: 
         header.push("TOKENS");
     }
     header.extend(["COST", "LAST"]);
-    let mut widths = vec![Constraint::Length(if wide { 24 } else { 16 }), Constraint::Length(11)];
+    let mut widths = vec![Constraint::Length(if wide { 24 } else { 15 }), Constraint::Length(11)];
     if wide {
-        widths.push(Constraint::Length(16));
+        widths.push(Constraint::Length(20));
     }
-    widths.extend([Constraint::Length(13), Constraint::Length(5), Constraint::Length(7)]);
+    widths.extend([Constraint::Length(if wide { 12 } else { 10 }), Constraint::Length(5), Constraint::Length(6)]);
     if wide {
         widths.push(Constraint::Length(7));
     }
-    widths.extend([Constraint::Length(8), Constraint::Min(10)]);
+    widths.extend([Constraint::Length(7), Constraint::Min(10)]);
     let lines = screen.lines(board, now);
     let rows: Vec<Row> = lines
         .iter()
@@ -178,7 +182,11 @@ fn run_row(run: &Tracked, attempt: bool, wide: bool, screen: &Screen, now: Syste
 /// A finished run in a few words: its commits, its checks, where its work is.
 fn end_summary(run: &Tracked) -> String {
     let record = &run.record;
-    let mut parts = vec![format!("{} commit(s)", record.commits.len())];
+    let mut parts = Vec::new();
+    if let Some(reason) = record.exit_reason.filter(|_| record.exit_code != Some(0)) {
+        parts.push(reason.as_str().to_owned());
+    }
+    parts.push(format!("{} commit(s)", record.commits.len()));
     let failed = record.checks.iter().filter(|check| check.outcome.as_str() != "ok").count();
     if !record.checks.is_empty() {
         parts.push(format!("checks {}/{}", record.checks.len() - failed, record.checks.len()));
@@ -197,7 +205,10 @@ fn end_summary(run: &Tracked) -> String {
 fn sandbox(run: &Tracked) -> String {
     let kind = run.record.sandbox.as_str();
     match run.record.container.as_ref().and_then(|c| c.host.as_deref().or(c.node.as_deref())) {
-        Some(host) => crate::ui::plain_line(&format!("{kind}@{host}")),
+        Some(host) => {
+            let host = host.split_once("://").map_or(host, |(_, rest)| rest);
+            crate::ui::plain_line(&format!("{kind}@{host}"))
+        }
         None => kind.to_owned(),
     }
 }
