@@ -17,15 +17,15 @@ const DRAW_EVERY: Duration = Duration::from_millis(100);
 
 pub(crate) fn top(args: TopArgs) -> Result<i32, Error> {
     use std::io::IsTerminal;
+    let layouts = match args.dirs.as_slice() {
+        [] => vec![super::layout(None)?],
+        dirs => dirs.iter().map(|dir| super::layout(Some(dir))).collect::<Result<Vec<_>, _>>()?,
+    };
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         return Err(Error::usage("`eden top` needs a terminal").with_hint(
             "without one: `eden sessions list` lists the runs, `eden sessions show RUN --follow` follows one",
         ));
     }
-    let layouts = match args.dirs.as_slice() {
-        [] => vec![super::layout(None)?],
-        dirs => dirs.iter().map(|dir| super::layout(Some(dir))).collect::<Result<Vec<_>, _>>()?,
-    };
     crate::process::note_signals().map_err(|err| Error::internal("cannot listen for signals").with_source(err))?;
     let color = std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty());
     let mut board = Board::new(&layouts);

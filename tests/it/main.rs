@@ -60,5 +60,6 @@ mod strategies;
 mod structure;
 mod structured;
 mod telemetry;
+mod top;
 mod usage_limits;
 mod work_kept;

@@ -214,7 +214,10 @@ impl Screen {
             Key::PageDown => self.selected = (self.selected + 10).min(count.saturating_sub(1)),
             Key::Home => self.selected = 0,
             Key::End => self.selected = count.saturating_sub(1),
-            Key::Char('/') if self.view == View::List => self.ask = Some(Ask::Filter(self.filter.clone())),
+            Key::Char('/') if self.view == View::List => {
+                self.filter.clear();
+                self.ask = Some(Ask::Filter(String::new()));
+            }
             Key::Char('t') if self.view == View::List => self.sort = self.sort.next(),
             Key::Enter => return self.open(board, now, current),
             Key::Char('a') => return self.open_attempts(board, now, run),
