@@ -34,6 +34,7 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             [CompletionResult]::new('merge', 'merge', [CompletionResultType]::ParameterValue, 'Merge a kept run''s branch into its base, as the run''s own merge would')
             [CompletionResult]::new('discard', 'discard', [CompletionResultType]::ParameterValue, 'Remove a run''s branch, worktree and container; its record stays')
             [CompletionResult]::new('steer', 'steer', [CompletionResultType]::ParameterValue, 'Interrupt a live run''s agent and give its next iteration a new prompt')
+            [CompletionResult]::new('top', 'top', [CompletionResultType]::ParameterValue, 'A live dashboard of the runs: follow, steer, diff, merge, discard and stop them')
             [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check what a first run needs, and say what to fix')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script for bash, zsh, fish, elvish or powershell')
             [CompletionResult]::new('schema', 'schema', [CompletionResultType]::ParameterValue, 'Print the manifest''s JSON Schema, for editors and checkers (taplo, Even Better TOML)')
@@ -211,6 +212,11 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
         }
         'eden;steer' {
             [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'The repository whose runs to look in (default: the current directory''s)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'eden;top' {
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
@@ -434,6 +440,7 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             [CompletionResult]::new('merge', 'merge', [CompletionResultType]::ParameterValue, 'Merge a kept run''s branch into its base, as the run''s own merge would')
             [CompletionResult]::new('discard', 'discard', [CompletionResultType]::ParameterValue, 'Remove a run''s branch, worktree and container; its record stays')
             [CompletionResult]::new('steer', 'steer', [CompletionResultType]::ParameterValue, 'Interrupt a live run''s agent and give its next iteration a new prompt')
+            [CompletionResult]::new('top', 'top', [CompletionResultType]::ParameterValue, 'A live dashboard of the runs: follow, steer, diff, merge, discard and stop them')
             [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check what a first run needs, and say what to fix')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script for bash, zsh, fish, elvish or powershell')
             [CompletionResult]::new('schema', 'schema', [CompletionResultType]::ParameterValue, 'Print the manifest''s JSON Schema, for editors and checkers (taplo, Even Better TOML)')
@@ -480,6 +487,9 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             break
         }
         'eden;help;steer' {
+            break
+        }
+        'eden;help;top' {
             break
         }
         'eden;help;doctor' {

@@ -64,6 +64,9 @@ _eden() {
             eden,steer)
                 cmd="eden__subcmd__steer"
                 ;;
+            eden,top)
+                cmd="eden__subcmd__top"
+                ;;
             eden__subcmd__help,clean)
                 cmd="eden__subcmd__help__subcmd__clean"
                 ;;
@@ -111,6 +114,9 @@ _eden() {
                 ;;
             eden__subcmd__help,steer)
                 cmd="eden__subcmd__help__subcmd__steer"
+                ;;
+            eden__subcmd__help,top)
+                cmd="eden__subcmd__help__subcmd__top"
                 ;;
             eden__subcmd__help__subcmd__image,build)
                 cmd="eden__subcmd__help__subcmd__image__subcmd__build"
@@ -260,7 +266,7 @@ _eden() {
 
     case "${cmd}" in
         eden)
-            opts="-h -V --help --version run interactive init image clean diff merge discard steer doctor completions schema sessions pr pool help"
+            opts="-h -V --help --version run interactive init image clean diff merge discard steer top doctor completions schema sessions pr pool help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -383,7 +389,7 @@ _eden() {
             return 0
             ;;
         eden__subcmd__help)
-            opts="run interactive init image clean diff merge discard steer doctor completions schema sessions pr pool help"
+            opts="run interactive init image clean diff merge discard steer top doctor completions schema sessions pr pool help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -789,6 +795,20 @@ _eden() {
             return 0
             ;;
         eden__subcmd__help__subcmd__steer)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        eden__subcmd__help__subcmd__top)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -2002,6 +2022,20 @@ _eden() {
                     fi
                     return 0
                     ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        eden__subcmd__top)
+            opts="-h --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 *)
                     COMPREPLY=()
                     ;;

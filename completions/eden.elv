@@ -31,6 +31,7 @@ set edit:completion:arg-completer[eden] = {|@words|
             cand merge 'Merge a kept run''s branch into its base, as the run''s own merge would'
             cand discard 'Remove a run''s branch, worktree and container; its record stays'
             cand steer 'Interrupt a live run''s agent and give its next iteration a new prompt'
+            cand top 'A live dashboard of the runs: follow, steer, diff, merge, discard and stop them'
             cand doctor 'Check what a first run needs, and say what to fix'
             cand completions 'Print a shell completion script for bash, zsh, fish, elvish or powershell'
             cand schema 'Print the manifest''s JSON Schema, for editors and checkers (taplo, Even Better TOML)'
@@ -191,6 +192,10 @@ set edit:completion:arg-completer[eden] = {|@words|
         }
         &'eden;steer'= {
             cand --repo 'The repository whose runs to look in (default: the current directory''s)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'eden;top'= {
             cand -h 'Print help'
             cand --help 'Print help'
         }
@@ -381,6 +386,7 @@ set edit:completion:arg-completer[eden] = {|@words|
             cand merge 'Merge a kept run''s branch into its base, as the run''s own merge would'
             cand discard 'Remove a run''s branch, worktree and container; its record stays'
             cand steer 'Interrupt a live run''s agent and give its next iteration a new prompt'
+            cand top 'A live dashboard of the runs: follow, steer, diff, merge, discard and stop them'
             cand doctor 'Check what a first run needs, and say what to fix'
             cand completions 'Print a shell completion script for bash, zsh, fish, elvish or powershell'
             cand schema 'Print the manifest''s JSON Schema, for editors and checkers (taplo, Even Better TOML)'
@@ -415,6 +421,8 @@ set edit:completion:arg-completer[eden] = {|@words|
         &'eden;help;discard'= {
         }
         &'eden;help;steer'= {
+        }
+        &'eden;help;top'= {
         }
         &'eden;help;doctor'= {
         }

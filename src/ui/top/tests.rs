@@ -243,3 +243,19 @@ fn a_log_is_read_on_from_where_it_stopped() {
     board.refresh(None);
     assert_eq!(board.find(id).unwrap().log.last_line.as_deref(), Some("Second line"));
 }
+
+#[test]
+fn several_repositories_on_one_board() {
+    let (first, second) = (World::new(), World::new());
+    busy(&first);
+    second.run("20261128-085959-ffffff", json!({"name": "elsewhere", "merged_into": "main"}));
+    let layouts: Vec<crate::layout::Layout> = [&first, &second]
+        .iter()
+        .map(|world| crate::layout::Layout::new(&world.root, world.root.join(".git")))
+        .collect();
+    let mut board = Board::new(&layouts);
+    board.refresh(None);
+    let shown = frame(&board, &Screen::new(false), (80, 24));
+    assert!(shown.contains("2 repositories") && shown.contains("8 runs") && shown.contains("elsewhere"), "{shown}");
+    assert_eq!(board.root_of("20261128-085959-ffffff"), Some(second.root.as_path()));
+}
