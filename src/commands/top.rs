@@ -73,6 +73,7 @@ fn watch(session: &mut Session, board: &mut Board, screen: &mut Screen, layouts:
                 read_at = Instant::now() - READ_EVERY;
             }
             Some(Input::Resized) => dirty = true,
+            Some(Input::Gone) => return Ok(()),
             None => {}
         }
     }

@@ -234,19 +234,37 @@ fn sigterm_and_ctrl_c_give_the_terminal_back() {
 
     let again = Tmux::start(&top_script(&env), (80, 24));
     again.wait("eden top", |screen| screen.contains("no runs yet"));
-    let pids = Command::new("pgrep").args(["-f", &format!("{EDEN} top")]).output().unwrap();
-    for pid in String::from_utf8_lossy(&pids.stdout).lines() {
-        // Only ours: the one whose HOME is this test's.
-        let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-        if String::from_utf8_lossy(&environ).contains(&env.home().display().to_string()) {
-            Command::new("kill").args(["-TERM", pid]).status().unwrap();
-        }
+    for pid in tops_of(&env) {
+        Command::new("kill").args(["-TERM", &pid]).status().unwrap();
     }
     again.wait("eden top to exit", |screen| screen.contains("TOP-EXITED 0"));
     assert!(!again.alternate_screen());
     let before = std::fs::read_to_string(env.root().join("stty-before")).unwrap();
     let after = std::fs::read_to_string(env.root().join("stty-after")).unwrap();
     assert_eq!(before, after);
+
+    // The terminal itself goes away (its window closed): eden top ends, it does not spin.
+    let gone = Tmux::start(&top_script(&env), (80, 24));
+    gone.wait("eden top", |screen| screen.contains("no runs yet"));
+    drop(gone);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !tops_of(&env).is_empty() {
+        assert!(Instant::now() < deadline, "eden top outlived its terminal");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The pids of the `eden top`s this test started (their `HOME` is the test's).
+fn tops_of(env: &TestEnv) -> Vec<String> {
+    let pids = Command::new("pgrep").args(["-f", &format!("{EDEN} top")]).output().unwrap();
+    String::from_utf8_lossy(&pids.stdout)
+        .lines()
+        .filter(|pid| {
+            let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            String::from_utf8_lossy(&environ).contains(&format!("HOME={}", env.home().display()))
+        })
+        .map(str::to_owned)
+        .collect()
 }
 
 #[test]

@@ -21,6 +21,8 @@ pub(crate) struct Session {
 pub(crate) enum Input {
     Key(super::Key),
     Resized,
+    /// The terminal is no more.
+    Gone,
 }
 
 impl Session {
@@ -52,10 +54,29 @@ impl Session {
         Ok(result)
     }
 
-    /// The next key or resize within `wait`, if any.
+    /// The next key or resize within `wait`, if any. The terminal's own file is waited on here,
+    /// not in crossterm: a terminal that went away (its window closed, tmux killed) is said at
+    /// once (`Input::Gone`; crossterm would read its end again and again), and a signal ends the
+    /// wait early.
     pub(crate) fn input(&self, wait: Duration) -> std::io::Result<Option<Input>> {
-        if !event::poll(wait)? {
-            return Ok(None);
+        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+        use std::os::fd::AsFd;
+        if !event::poll(Duration::ZERO)? {
+            let stdin = std::io::stdin();
+            let mut fds = [PollFd::new(stdin.as_fd(), PollFlags::POLLIN)];
+            let millis = PollTimeout::try_from(wait.as_millis().min(60_000) as i32).unwrap_or(PollTimeout::ZERO);
+            match poll(&mut fds, millis) {
+                Ok(0) | Err(nix::errno::Errno::EINTR) => return Ok(None),
+                Ok(_) => {}
+                Err(err) => return Err(err.into()),
+            }
+            let gone = PollFlags::POLLHUP | PollFlags::POLLERR | PollFlags::POLLNVAL;
+            if fds[0].revents().is_some_and(|events| events.intersects(gone)) {
+                return Ok(Some(Input::Gone));
+            }
+            if !event::poll(Duration::ZERO)? {
+                return Ok(None);
+            }
         }
         Ok(match event::read()? {
             TermEvent::Key(key) if key.kind != KeyEventKind::Release => key_of(key).map(Input::Key),

@@ -255,6 +255,10 @@ fn run_view(frame: &mut Frame<'_>, area: Rect, run: &Tracked, follow: bool, scre
             ])
         })
         .collect();
+    for artifact in &record.artifacts {
+        let kept = format!("artifact    {} ({} bytes)", artifact.path, artifact.bytes);
+        moments.push(Text::from(crate::ui::plain_line(&kept)));
+    }
     if let Some(pull) = &record.pull_request {
         moments.push(Text::from(crate::ui::plain_line(&format!(
             "pull request #{} {}: {}",
