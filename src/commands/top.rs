@@ -19,7 +19,13 @@ pub(crate) fn top(args: TopArgs) -> Result<i32, Error> {
     use std::io::IsTerminal;
     let layouts = match args.dirs.as_slice() {
         [] => vec![super::layout(None)?],
-        dirs => dirs.iter().map(|dir| super::layout(Some(dir))).collect::<Result<Vec<_>, _>>()?,
+        dirs => dirs
+            .iter()
+            .map(|dir| {
+                super::layout(Some(dir))
+                    .map_err(|error| error.with_hint("name folders of git repositories: `eden top DIR…`"))
+            })
+            .collect::<Result<Vec<_>, _>>()?,
     };
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         return Err(Error::usage("`eden top` needs a terminal").with_hint(
