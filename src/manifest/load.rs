@@ -117,6 +117,24 @@ pub(crate) struct Source {
 }
 
 impl Source {
+    fn new(
+        file: Option<PathBuf>,
+        base_dir: PathBuf,
+        document: Option<ImDocument<String>>,
+        overrides: Vec<Override>,
+    ) -> Source {
+        Source {
+            file,
+            base_dir,
+            document,
+            overrides,
+            notes: Vec::new(),
+            prompt_optional: false,
+            placeholder_allowed: false,
+            unset: None,
+        }
+    }
+
     /// An error about the value at `path`, located in the file or attributed to its flag.
     pub(crate) fn error_at(&self, path: &KeyPath, message: impl fmt::Display) -> Error {
         Error::usage(format!("{}: {message}", self.origin(path, false)))
@@ -193,16 +211,7 @@ pub(crate) fn load(request: LoadRequest<'_>) -> Result<(Manifest, Source), Error
             .with_hint("every key: `eden schema`, or docs/src/reference/manifest.md in eden's source")
     })?;
     let document = file.as_ref().map(|_| ImDocument::parse(text.clone()).expect("parsed as TOML above"));
-    let mut source = Source {
-        file,
-        base_dir,
-        document,
-        overrides: request.overrides,
-        notes: Vec::new(),
-        prompt_optional: false,
-        placeholder_allowed: false,
-        unset: None,
-    };
+    let mut source = Source::new(file, base_dir, document, request.overrides);
 
     for item in &source.overrides {
         if let Some(note) = apply_override(&mut table, item)? {
@@ -230,17 +239,8 @@ pub(crate) fn load_user_config(path: &Path) -> Result<Option<(super::schema::Use
         Error::usage(format!("{}:{line}:{column}: {}", path.display(), err.message().trim_end()))
             .with_hint("eden's config holds `[notify]` (`command`, `webhook`, `on`, `timeout`), as a manifest's does")
     })?;
-    let document = ImDocument::parse(text.clone()).ok();
-    let source = Source {
-        file: Some(path.to_path_buf()),
-        base_dir: path.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf),
-        document,
-        overrides: Vec::new(),
-        notes: Vec::new(),
-        prompt_optional: false,
-        placeholder_allowed: false,
-        unset: None,
-    };
+    let base_dir = path.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let source = Source::new(Some(path.to_path_buf()), base_dir, ImDocument::parse(text.clone()).ok(), Vec::new());
     Ok(Some((config, source)))
 }
 
@@ -250,16 +250,7 @@ pub(crate) fn load_user_config(path: &Path) -> Result<Option<(super::schema::Use
 pub(crate) fn from_text(text: &str) -> Result<(Manifest, Source), String> {
     let table: toml::Table = toml::from_str(text).map_err(|err| err.to_string())?;
     let document = Some(ImDocument::parse(text.to_owned()).map_err(|err| err.to_string())?);
-    let source = Source {
-        file: Some(PathBuf::from("plan.toml")),
-        base_dir: PathBuf::from("."),
-        document,
-        overrides: Vec::new(),
-        notes: Vec::new(),
-        prompt_optional: false,
-        placeholder_allowed: false,
-        unset: None,
-    };
+    let source = Source::new(Some(PathBuf::from("plan.toml")), PathBuf::from("."), document, Vec::new());
     let manifest = deserialize(table, &source).map_err(|err| err.message)?;
     Ok((manifest, source))
 }
