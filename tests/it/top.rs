@@ -76,6 +76,11 @@ impl Drop for Tmux {
 /// A script for tmux to run: the test's environment, the terminal's settings before and after,
 /// `eden top` between them, and how it exited.
 fn top_script(env: &TestEnv) -> PathBuf {
+    top_script_with(env, "")
+}
+
+/// `top_script` with `more` exported too.
+fn top_script_with(env: &TestEnv, more: &str) -> PathBuf {
     let root = env.root().display().to_string();
     let mut exports = String::new();
     let mut probe = Command::new("true");
@@ -90,7 +95,7 @@ fn top_script(env: &TestEnv) -> PathBuf {
     env.script(
         "top.sh",
         &format!(
-            "{exports}cd '{repo}'\nstty -g > {root}/stty-before\n{EDEN} top\necho \"TOP-EXITED $?\"\nstty -g > {root}/stty-after\nsleep 600\n",
+            "{exports}{more}\ncd '{repo}'\nstty -g > {root}/stty-before\n{EDEN} top\necho \"TOP-EXITED $?\"\nstty -g > {root}/stty-after\nsleep 600\n",
             repo = env.repo.display()
         ),
     )
@@ -265,6 +270,28 @@ fn tops_of(env: &TestEnv) -> Vec<String> {
         })
         .map(str::to_owned)
         .collect()
+}
+
+#[test]
+fn colours_unless_no_color() {
+    let env = TestEnv::new();
+    let done = env.run_manifest(
+        "name = \"done\"\nprompt = \"x\"\n[agent]\nkind = \"simulated\"\nlines = [\"<promise>COMPLETE</promise>\"]\n",
+        &[],
+    );
+    done.assert_code(0);
+    let coloured = |more: &str| {
+        let tmux = Tmux::start(&top_script_with(&env, more), (100, 24));
+        tmux.wait("the run", |screen| screen.contains("done"));
+        let output = tmux.command(&["capture-pane", "-p", "-e", "-t", "top"]).output().unwrap();
+        tmux.keys(&["q"]);
+        tmux.wait("eden top to exit", |screen| screen.contains("TOP-EXITED 0"));
+        let screen = String::from_utf8_lossy(&output.stdout).into_owned();
+        // A foreground colour: `ESC [ 3x m` or `ESC [ 38;…`.
+        screen.contains("\u{1b}[32m") || screen.contains("\u{1b}[38;")
+    };
+    assert!(coloured(""), "the finished run's state is green");
+    assert!(!coloured("export NO_COLOR=1"), "NO_COLOR: no colour");
 }
 
 #[test]
