@@ -35,6 +35,7 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             [CompletionResult]::new('discard', 'discard', [CompletionResultType]::ParameterValue, 'Remove a run''s branch, worktree and container; its record stays')
             [CompletionResult]::new('steer', 'steer', [CompletionResultType]::ParameterValue, 'Interrupt a live run''s agent and give its next iteration a new prompt')
             [CompletionResult]::new('top', 'top', [CompletionResultType]::ParameterValue, 'A live dashboard of the runs: follow, steer, diff, merge, discard and stop them')
+            [CompletionResult]::new('mcp', 'mcp', [CompletionResultType]::ParameterValue, 'Serve eden to another agent over MCP (stdio): start runs, watch, steer and review them')
             [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check what a first run needs, and say what to fix')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script for bash, zsh, fish, elvish or powershell')
             [CompletionResult]::new('schema', 'schema', [CompletionResultType]::ParameterValue, 'Print the manifest''s JSON Schema, for editors and checkers (taplo, Even Better TOML)')
@@ -217,6 +218,13 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             break
         }
         'eden;top' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'eden;mcp' {
+            [CompletionResult]::new('--allow', '--allow', [CompletionResultType]::ParameterName, 'The tools the client may call: names, `default` (all but merge and discard) or `all`')
+            [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'The repository served (default: the current directory''s)')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
@@ -441,6 +449,7 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             [CompletionResult]::new('discard', 'discard', [CompletionResultType]::ParameterValue, 'Remove a run''s branch, worktree and container; its record stays')
             [CompletionResult]::new('steer', 'steer', [CompletionResultType]::ParameterValue, 'Interrupt a live run''s agent and give its next iteration a new prompt')
             [CompletionResult]::new('top', 'top', [CompletionResultType]::ParameterValue, 'A live dashboard of the runs: follow, steer, diff, merge, discard and stop them')
+            [CompletionResult]::new('mcp', 'mcp', [CompletionResultType]::ParameterValue, 'Serve eden to another agent over MCP (stdio): start runs, watch, steer and review them')
             [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check what a first run needs, and say what to fix')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script for bash, zsh, fish, elvish or powershell')
             [CompletionResult]::new('schema', 'schema', [CompletionResultType]::ParameterValue, 'Print the manifest''s JSON Schema, for editors and checkers (taplo, Even Better TOML)')
@@ -490,6 +499,9 @@ Register-ArgumentCompleter -Native -CommandName 'eden' -ScriptBlock {
             break
         }
         'eden;help;top' {
+            break
+        }
+        'eden;help;mcp' {
             break
         }
         'eden;help;doctor' {

@@ -43,6 +43,9 @@ _eden() {
             eden,interactive)
                 cmd="eden__subcmd__interactive"
                 ;;
+            eden,mcp)
+                cmd="eden__subcmd__mcp"
+                ;;
             eden,merge)
                 cmd="eden__subcmd__merge"
                 ;;
@@ -93,6 +96,9 @@ _eden() {
                 ;;
             eden__subcmd__help,interactive)
                 cmd="eden__subcmd__help__subcmd__interactive"
+                ;;
+            eden__subcmd__help,mcp)
+                cmd="eden__subcmd__help__subcmd__mcp"
                 ;;
             eden__subcmd__help,merge)
                 cmd="eden__subcmd__help__subcmd__merge"
@@ -266,7 +272,7 @@ _eden() {
 
     case "${cmd}" in
         eden)
-            opts="-h -V --help --version run interactive init image clean diff merge discard steer top doctor completions schema sessions pr pool help"
+            opts="-h -V --help --version run interactive init image clean diff merge discard steer top mcp doctor completions schema sessions pr pool help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -389,7 +395,7 @@ _eden() {
             return 0
             ;;
         eden__subcmd__help)
-            opts="run interactive init image clean diff merge discard steer top doctor completions schema sessions pr pool help"
+            opts="run interactive init image clean diff merge discard steer top mcp doctor completions schema sessions pr pool help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -557,6 +563,20 @@ _eden() {
             return 0
             ;;
         eden__subcmd__help__subcmd__interactive)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        eden__subcmd__help__subcmd__mcp)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1211,6 +1231,34 @@ _eden() {
                     COMPREPLY=("${cur}")
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        eden__subcmd__mcp)
+            opts="-h --allow --repo --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --allow)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --repo)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
                     fi
                     return 0
                     ;;

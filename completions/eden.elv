@@ -32,6 +32,7 @@ set edit:completion:arg-completer[eden] = {|@words|
             cand discard 'Remove a run''s branch, worktree and container; its record stays'
             cand steer 'Interrupt a live run''s agent and give its next iteration a new prompt'
             cand top 'A live dashboard of the runs: follow, steer, diff, merge, discard and stop them'
+            cand mcp 'Serve eden to another agent over MCP (stdio): start runs, watch, steer and review them'
             cand doctor 'Check what a first run needs, and say what to fix'
             cand completions 'Print a shell completion script for bash, zsh, fish, elvish or powershell'
             cand schema 'Print the manifest''s JSON Schema, for editors and checkers (taplo, Even Better TOML)'
@@ -196,6 +197,12 @@ set edit:completion:arg-completer[eden] = {|@words|
             cand --help 'Print help'
         }
         &'eden;top'= {
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'eden;mcp'= {
+            cand --allow 'The tools the client may call: names, `default` (all but merge and discard) or `all`'
+            cand --repo 'The repository served (default: the current directory''s)'
             cand -h 'Print help'
             cand --help 'Print help'
         }
@@ -387,6 +394,7 @@ set edit:completion:arg-completer[eden] = {|@words|
             cand discard 'Remove a run''s branch, worktree and container; its record stays'
             cand steer 'Interrupt a live run''s agent and give its next iteration a new prompt'
             cand top 'A live dashboard of the runs: follow, steer, diff, merge, discard and stop them'
+            cand mcp 'Serve eden to another agent over MCP (stdio): start runs, watch, steer and review them'
             cand doctor 'Check what a first run needs, and say what to fix'
             cand completions 'Print a shell completion script for bash, zsh, fish, elvish or powershell'
             cand schema 'Print the manifest''s JSON Schema, for editors and checkers (taplo, Even Better TOML)'
@@ -423,6 +431,8 @@ set edit:completion:arg-completer[eden] = {|@words|
         &'eden;help;steer'= {
         }
         &'eden;help;top'= {
+        }
+        &'eden;help;mcp'= {
         }
         &'eden;help;doctor'= {
         }

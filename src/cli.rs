@@ -86,6 +86,13 @@ timeline and output), `f` follow its output, `/` filter, `t` sort, `s` steer, `d
 `m` merge, `x` discard, `c` stop (as Ctrl-C would), `a` the attempts side by side, `q` quit. Every action asks \
 first. Needs a terminal: without one, `eden sessions list` and `eden sessions show RUN --follow`.")]
     Top(TopArgs),
+    /// Serve eden to another agent over MCP (stdio): start runs, watch, steer and review them
+    #[command(after_help = "A Model Context Protocol server on stdin and stdout, for a parent agent or an \
+orchestrator: `claude mcp add eden -- eden mcp`. Tools: run (a manifest of the repository, or a prompt, an \
+agent and a sandbox; `wait` reports progress), status, show, diff, steer, stop, and with `--allow` merge and \
+discard; resources: `eden://runs/<id>` (records) and `eden://logs/<id>`. Runs it started get SIGTERM (and \
+stop as for Ctrl-C, their work kept) when it ends.")]
+    Mcp(McpArgs),
     /// Check what a first run needs, and say what to fix
     #[command(after_help = "One line each: git and its identity, the repository, docker and podman and whether \
 they answer, bubblewrap, each agent CLI on PATH with its version and whether a key or login is there (never \
@@ -481,6 +488,17 @@ pub(crate) struct DiffArgs {
     /// More for `git diff` (`--stat`, `--name-only`); after `--`, passed as they are
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "GIT_DIFF_ARGS")]
     pub(crate) args: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct McpArgs {
+    /// The tools the client may call: names, `default` (all but merge and discard) or `all`
+    #[arg(long, value_name = "TOOLS", value_hint = ValueHint::Other)]
+    pub(crate) allow: Option<String>,
+
+    /// The repository served (default: the current directory's)
+    #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath)]
+    pub(crate) repo: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -1,6 +1,6 @@
 //! The command line's commands, each to the file that carries it out: one way into each.
 
-use super::{clean, completions, doctor, image, init, pool, pr, review, run, schema, sessions, steer, top};
+use super::{clean, completions, doctor, image, init, mcp, pool, pr, review, run, schema, sessions, steer, top};
 
 /// Each command to the file that carries it out: one way into each.
 pub(crate) fn dispatch(command: crate::cli::Command) -> Result<i32, crate::error::Error> {
@@ -16,6 +16,7 @@ pub(crate) fn dispatch(command: crate::cli::Command) -> Result<i32, crate::error
         Command::Discard(args) => review::discard(args),
         Command::Steer(args) => steer::steer(args),
         Command::Top(args) => top::top(args),
+        Command::Mcp(args) => mcp::mcp(args),
         Command::Doctor(args) => doctor::doctor(args),
         Command::Completions(args) => completions::completions(args),
         Command::Schema => schema::schema(),

@@ -11,6 +11,7 @@ pub(crate) mod image;
 pub(crate) mod init;
 pub(crate) mod invocation;
 mod launch;
+mod mcp;
 mod pool;
 mod pr;
 mod recorded;

@@ -74,3 +74,13 @@ pub(crate) fn proven_eden(
     }
     Ok(nix::unistd::Pid::from_raw(run.process.pid as i32))
 }
+
+/// SIGINT to the run's own eden, as Ctrl-C in its terminal would.
+pub(crate) fn stop(layout: &crate::layout::Layout, run: &str) -> Result<(), Error> {
+    let (runs, _) = crate::sessions::history::load(layout);
+    let light = crate::sessions::history::find(&runs, run)?;
+    let record = crate::record::RunRecord::load(&light.record_path)?;
+    let pid = proven_eden(layout, light, &record)?;
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT)
+        .map_err(|err| Error::usage(format!("run `{run}` could not be reached: {err}")))
+}

@@ -106,7 +106,7 @@ fn act(
                 None => format!("run `{run}` is gone"),
             }
         }
-        Action::Stop(run) => match layout_of(&run).map(|layout| stop(layout, &run)) {
+        Action::Stop(run) => match layout_of(&run).map(|layout| super::steer::stop(layout, &run)) {
             Some(Ok(())) => format!("stopping `{run}`: its work is kept"),
             Some(Err(err)) => err.message,
             None => format!("run `{run}` is gone"),
@@ -153,16 +153,6 @@ fn offer_discarding_the_others(board: &Board, screen: &mut Screen, merged: &str)
         let question = format!("discard the {} other attempt(s) of this group? (y/n)", others.len());
         screen.confirm(Action::DiscardOthers(others), question);
     }
-}
-
-/// SIGINT to the run's own eden, as Ctrl-C in its terminal would.
-fn stop(layout: &Layout, run: &str) -> Result<(), Error> {
-    let (runs, _) = crate::sessions::history::load(layout);
-    let light = crate::sessions::history::find(&runs, run)?;
-    let record = crate::record::RunRecord::load(&light.record_path)?;
-    let pid = super::steer::proven_eden(layout, light, &record)?;
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT)
-        .map_err(|err| Error::usage(format!("run `{run}` could not be reached: {err}")))
 }
 
 /// `eden ARGS --repo ROOT`, its output kept: its last word, for the status line.

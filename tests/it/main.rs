@@ -36,6 +36,7 @@ mod kubernetes;
 mod locks;
 mod loop_watchdogs;
 mod manifest_errors;
+mod mcp;
 mod model_server;
 mod notify;
 mod parallel;
