@@ -58,7 +58,7 @@ pub fn manifest(engine: &str, script: &str, extra_sandbox: &str) -> String {
     )
 }
 
-const COMMIT: &str = "id -u > owner.txt && git add owner.txt && git -c user.name=box -c user.email=box@example.com commit -qm 'from the box' && echo '<promise>COMPLETE</promise>'";
+pub const COMMIT: &str = "id -u > owner.txt && git add owner.txt && git -c user.name=box -c user.email=box@example.com commit -qm 'from the box' && echo '<promise>COMPLETE</promise>'";
 
 fn writes_commits_and_merges(engine: &str) {
     if !ready(engine) {

@@ -196,3 +196,51 @@ fn allow_chooses_the_tools_and_a_wrong_one_is_refused() {
     let refused = only.call(2, "run", json!({"manifest": "x.toml"}));
     assert!(refused["result"]["content"][0]["text"].as_str().unwrap().contains("`run` is not allowed"), "{refused}");
 }
+
+#[test]
+fn claude_code_runs_a_task_in_docker_through_eden_mcp() {
+    use crate::model_server::ModelServer;
+    if crate::real_agents::require("claude").is_none() || !crate::containers::ready("docker") {
+        return;
+    }
+    let env = TestEnv::new();
+    env.write(
+        "plans/box.toml",
+        &crate::support::with_test_runtime(&crate::containers::manifest("docker", crate::containers::COMMIT, "")),
+    );
+    let server = ModelServer::start(std::fs::canonicalize(&env.repo).unwrap(), false);
+    let config = env.root().join("mcp.json");
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {"eden": {"type": "stdio", "command": EDEN, "args": ["mcp"]}}}).to_string(),
+    )
+    .unwrap();
+    let mut claude = Command::new("claude");
+    claude
+        .args(["-p", "Run plans/box.toml with eden and tell me how it ended.", "--output-format", "text"])
+        .arg("--mcp-config")
+        .arg(&config)
+        .args(["--strict-mcp-config", "--allowedTools", crate::model_server::EDEN_RUN_TOOL])
+        .current_dir(&env.repo)
+        .stdin(Stdio::null());
+    env.apply_env(&mut claude);
+    for (key, value) in crate::real_agents::claude_env(&env, &server) {
+        claude.env(key, value);
+    }
+    let run = Run::from(claude.output().unwrap());
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    // The run landed, in docker, and Claude got its result.
+    assert!(
+        env.log_subjects("main").contains(&"from the box".to_owned()),
+        "{:?}\n{}",
+        env.log_subjects("main"),
+        run.stdout
+    );
+    let record = env.last_record();
+    assert_eq!((record["sandbox"].as_str(), record["merged_into"].as_str()), (Some("docker"), Some("main")));
+    assert!(
+        run.stdout.contains("eden answered") && run.stdout.contains(record["id"].as_str().unwrap()),
+        "{}",
+        run.stdout
+    );
+}

@@ -292,6 +292,39 @@ enum Step {
     Chore,
     /// A scripted final answer (`Answers`).
     Answer(String),
+    /// A call of a tool by name (an MCP server's).
+    Tool {
+        name: &'static str,
+        input: Value,
+    },
+}
+
+/// The tool eden's MCP server offers Claude Code for a run, by the name Claude gives it.
+pub const EDEN_RUN_TOOL: &str = "mcp__eden__run";
+
+/// A conversation whose prompt asks to run `plans/…toml` with eden, when Claude has eden's MCP
+/// tools: call `run` on that manifest and wait; then answer with what the tool said.
+fn eden_mcp(body: &Value, tools: &[&str], tool_results: usize) -> Option<Step> {
+    if !tools.contains(&EDEN_RUN_TOOL) {
+        return None;
+    }
+    let asked = body["messages"][0].to_string();
+    let start = asked.find("plans/")?;
+    let manifest: String = asked[start..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '/' | '.' | '-' | '_'))
+        .collect();
+    if tool_results == 0 {
+        return Some(Step::Tool { name: EDEN_RUN_TOOL, input: json!({"manifest": manifest, "wait": true}) });
+    }
+    let result = body["messages"]
+        .as_array()?
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .filter(|block| block["type"] == "tool_result")
+        .map(|block| block["content"].to_string())
+        .last()?;
+    Some(Step::Answer(format!("eden answered: {result}")))
 }
 
 pub struct Answers {
@@ -373,8 +406,12 @@ fn anthropic(
         .count();
     let tools: Vec<&str> = body["tools"].as_array().into_iter().flatten().filter_map(|t| t["name"].as_str()).collect();
     let claude = tools.contains(&"Write");
-    let script = step(body, !tools.is_empty(), tool_results, workdir, answers);
+    let script = match eden_mcp(body, &tools, tool_results) {
+        Some(script) => script,
+        None => step(body, !tools.is_empty(), tool_results, workdir, answers),
+    };
     let (text, tool) = match script {
+        Step::Tool { name, input } => ("I'll ask eden.".to_owned(), Some((name, input))),
         Step::Write { path } => {
             // Asked to fix what eden's checks found (`[[check]]`): the file says so, and the
             // commit is a fix.
@@ -457,7 +494,7 @@ fn responses(body: &Value, workdir: &str) -> Reply {
             json!({"type": "function_call", "id": "fc_mock", "call_id": "call_mock_1", "name": "exec_command", "status": "completed",
             "arguments": json!({"cmd": COMMIT, "workdir": workdir}).to_string()})
         }
-        Step::Done | Step::Chore | Step::Answer(_) => {
+        Step::Done | Step::Chore | Step::Answer(_) | Step::Tool { .. } => {
             json!({"type": "message", "id": "msg_mock", "role": "assistant", "status": "completed",
             "content": [{"type": "output_text", "text": FINAL_TEXT, "annotations": []}]})
         }
@@ -497,7 +534,7 @@ fn chat(body: &Value, workdir: &str, stream: bool, answers: Option<&Answers>) ->
     let tool_named = |name: &str| tools.iter().find(|t| t["function"]["name"] == name).copied();
     let script = step(body, !tools.is_empty(), tool_results, workdir, answers);
     let (text, call) = match script {
-        Step::Chore => ("Mock title".to_owned(), None),
+        Step::Chore | Step::Tool { .. } => ("Mock title".to_owned(), None),
         Step::Answer(reply) => (reply, None),
         Step::Write { path } => {
             let call = if tool_named("create").is_some() {
