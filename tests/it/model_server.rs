@@ -323,7 +323,7 @@ fn eden_mcp(body: &Value, tools: &[&str], tool_results: usize) -> Option<Step> {
         .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
         .filter(|block| block["type"] == "tool_result")
         .map(|block| block["content"].to_string())
-        .last()?;
+        .next_back()?;
     Some(Step::Answer(format!("eden answered: {result}")))
 }
 
