@@ -915,7 +915,7 @@ pub const ENVIRONMENT: [(&str, &str); 7] = [
 ];
 
 /// The files eden reads and writes, for the man pages.
-pub const FILES: [(&str, &str); 12] = [
+pub const FILES: [(&str, &str); 13] = [
     ("eden.toml", "A run manifest, as `eden init` writes it; any name works: `eden run plan.toml`."),
     (
         "Dockerfile.eden",
@@ -940,4 +940,8 @@ pub const FILES: [(&str, &str); 12] = [
     ),
     (".eden/locks/", "Branch and repository locks (flock); a lock held by a live eden is never taken."),
     (".eden/patches/<run-id>.patch", "Uncommitted work brought back from an `isolated` run's copy."),
+    (
+        ".eden/mcp/quick-<n>.toml",
+        "The manifest `eden mcp` wrote for a quick run (its record names it, for `--from` and `sessions resume`).",
+    ),
 ];

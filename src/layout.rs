@@ -27,6 +27,11 @@ impl Layout {
         self.root.join(EDEN_DIR)
     }
 
+    /// The manifests `eden mcp` writes for quick runs.
+    pub(crate) fn mcp_manifests(&self) -> PathBuf {
+        self.eden_dir().join("mcp")
+    }
+
     /// `.eden/worktrees/<branch-slug>`: one per branch.
     pub(crate) fn worktrees(&self) -> PathBuf {
         self.eden_dir().join("worktrees")

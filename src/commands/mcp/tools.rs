@@ -263,7 +263,7 @@ fn quick_manifest(server: &Server, arguments: &Value) -> Result<PathBuf, Error> 
             toml::Table::from_iter([("max_iterations".to_owned(), max.clamp(1, 50).into())]).into(),
         );
     }
-    let folder = server.layout.eden_dir().join("mcp");
+    let folder = server.layout.mcp_manifests();
     fs_err::create_dir_all(&folder)
         .map_err(|err| Error::internal("cannot write the run's manifest").with_source(err))?;
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
