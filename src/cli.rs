@@ -86,7 +86,7 @@ timeline and output), `f` follow its output, `/` filter, `t` sort, `s` steer, `d
 `m` merge, `x` discard, `c` stop (as Ctrl-C would), `a` the attempts side by side, `q` quit. Every action asks \
 first. Needs a terminal: without one, `eden sessions list` and `eden sessions show RUN --follow`.")]
     Top(TopArgs),
-    /// Serve eden to another agent over MCP (stdio): start runs, watch, steer and review them
+    /// Serve eden to another agent over MCP (stdio): start, watch, steer and review runs
     #[command(after_help = "A Model Context Protocol server on stdin and stdout, for a parent agent or an \
 orchestrator: `claude mcp add eden -- eden mcp`. Tools: run (a manifest of the repository, or a prompt, an \
 agent and a sandbox; `wait` reports progress), status, show, diff, steer, stop, and with `--allow` merge and \
