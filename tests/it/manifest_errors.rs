@@ -31,7 +31,7 @@ fn unknown_key_with_suggestion() {
 fn unknown_top_level_key() {
     insta::assert_snapshot!(rejected("promt = \"x\"\n[agent]\nkind = \"simulated\"\n", &[]), @"
     error: [TMP]/plan.toml:1:1: unknown key `promt` at the top level
-    hint: did you mean `prompt`? known keys: `name`, `prompt`, `prompt_file`, `prompt_args`, `agent`, `sandbox`, `branch`, `loop`, `timeouts`, `hooks`, `copy_to_worktree`, `output`, `logging`, `step`, `budget`, `redact`, `check`, `service`, `artifacts`, `attempts`, `attempts_pick`, `attempts_score`, `forge`, `pull_request`
+    hint: did you mean `prompt`? known keys: `name`, `prompt`, `prompt_file`, `prompt_args`, `agent`, `sandbox`, `branch`, `loop`, `timeouts`, `hooks`, `copy_to_worktree`, `output`, `logging`, `step`, `budget`, `redact`, `check`, `service`, `artifacts`, `attempts`, `attempts_pick`, `attempts_score`, `forge`, `pull_request`, `notify`
     ");
 }
 
@@ -39,7 +39,7 @@ fn unknown_top_level_key() {
 fn unknown_section() {
     insta::assert_snapshot!(rejected(&format!("{OK}[lop]\nmax_iterations = 2\n"), &[]), @"
     error: [TMP]/plan.toml:4:2: unknown key `lop` at the top level
-    hint: did you mean `loop`? known keys: `name`, `prompt`, `prompt_file`, `prompt_args`, `agent`, `sandbox`, `branch`, `loop`, `timeouts`, `hooks`, `copy_to_worktree`, `output`, `logging`, `step`, `budget`, `redact`, `check`, `service`, `artifacts`, `attempts`, `attempts_pick`, `attempts_score`, `forge`, `pull_request`
+    hint: did you mean `loop`? known keys: `name`, `prompt`, `prompt_file`, `prompt_args`, `agent`, `sandbox`, `branch`, `loop`, `timeouts`, `hooks`, `copy_to_worktree`, `output`, `logging`, `step`, `budget`, `redact`, `check`, `service`, `artifacts`, `attempts`, `attempts_pick`, `attempts_score`, `forge`, `pull_request`, `notify`
     ");
 }
 
