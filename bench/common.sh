@@ -130,3 +130,25 @@ sampled() {
   if [ "$status" -ne 0 ]; then echo "failed (exit $status): $*" >&2; return "$status"; fi
   echo "$elapsed $(cat "$peak_file")"
 }
+
+# A manifest ($work/ticker.toml) whose `cli` agent prints a line of work every $1 seconds until
+# it is stopped: a run that stays live.
+ticker_manifest() {
+  cat > "$work/ticker.sh" <<AGENT
+#!/usr/bin/env bash
+cat > /dev/null
+i=0
+while true; do i=\$((i + 1)); echo "working on step \$i of the task, reading src/file\$i.rs"; sleep $1; done
+AGENT
+  chmod +x "$work/ticker.sh"
+  cat > "$work/ticker.toml" <<TOML
+name = "ticker"
+prompt = "go"
+[agent]
+kind = "cli"
+binary = "$work/ticker.sh"
+[loop]
+max_iterations = 1
+idle_timeout = "10m"
+TOML
+}

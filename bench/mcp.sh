@@ -8,14 +8,7 @@ source "$(dirname "$0")/common.sh"
 runs=${1:-50}
 calls=${2:-200}
 cd "$repo"
-cat > "$work/ticker.sh" <<'AGENT'
-#!/usr/bin/env bash
-cat > /dev/null
-i=0
-while true; do i=$((i + 1)); echo "step $i"; sleep 1; done
-AGENT
-chmod +x "$work/ticker.sh"
-cat > "$work/ticker.toml" <<TOML
+ticker_manifest 1
 name = "ticker"
 prompt = "go"
 [agent]

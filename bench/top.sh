@@ -9,14 +9,7 @@ source "$(dirname "$0")/common.sh"
 runs=${1:-20}
 secs=${2:-60}
 cd "$repo"
-cat > "$work/ticker.sh" <<'AGENT'
-#!/usr/bin/env bash
-cat > /dev/null
-i=0
-while true; do i=$((i + 1)); echo "working on step $i of the task, reading src/file$i.rs"; sleep 0.2; done
-AGENT
-chmod +x "$work/ticker.sh"
-cat > "$work/ticker.toml" <<TOML
+ticker_manifest 0.2
 name = "ticker"
 prompt = "go"
 [agent]
