@@ -9,15 +9,6 @@ runs=${1:-50}
 calls=${2:-200}
 cd "$repo"
 ticker_manifest 1
-name = "ticker"
-prompt = "go"
-[agent]
-kind = "cli"
-binary = "$work/ticker.sh"
-[loop]
-max_iterations = 1
-idle_timeout = "10m"
-TOML
 
 # p50 and p95 (ms) of CALLS `status` calls, and the server's peak RSS.
 measure() {

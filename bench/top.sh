@@ -10,15 +10,6 @@ runs=${1:-20}
 secs=${2:-60}
 cd "$repo"
 ticker_manifest 0.2
-name = "ticker"
-prompt = "go"
-[agent]
-kind = "cli"
-binary = "$work/ticker.sh"
-[loop]
-max_iterations = 1
-idle_timeout = "10m"
-TOML
 
 # Ticks of CPU eden top used, and its peak RSS, over $secs seconds; $1 names the tmux socket.
 measure() {
