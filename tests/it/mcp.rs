@@ -268,3 +268,23 @@ fn a_quick_run_goes_in_a_sandbox_with_its_fields_as_values() {
     assert_eq!(record["checks"][0]["outcome"], "ok", "{record}");
     assert_eq!(record["exit_code"], 0);
 }
+
+#[test]
+fn a_run_of_several_attempts_returns_each_id() {
+    let env = TestEnv::new();
+    env.write(
+        "plans/twice.toml",
+        "name = \"twice\"\nprompt = \"x\"\nattempts = 2\n[agent]\nkind = \"simulated\"\nline_delay = \"200ms\"\nlines = [\"a\", \"<promise>COMPLETE</promise>\"]\n",
+    );
+    env.git(&["add", "plans"]);
+    env.git(&["commit", "-qm", "plans"]);
+    let mut raw = Raw::start(&env, &[]);
+    let started = raw.call(1, "run", json!({"manifest": "plans/twice.toml"}));
+    let runs = started["result"]["structuredContent"]["runs"].as_array().unwrap_or_else(|| panic!("{started}")).clone();
+    assert_eq!(runs.len(), 2, "{started}");
+    let waited = raw.call(2, "run", json!({"manifest": "plans/twice.toml", "wait": true}));
+    let ended = waited["result"]["structuredContent"]["ended"].as_array().unwrap_or_else(|| panic!("{waited}")).clone();
+    assert_eq!(ended.len(), 2, "{waited}");
+    assert!(ended.iter().all(|run| run["exit_code"] == 0 && run["attempt"]["of"] == 2), "{waited}");
+    all_ended(&env);
+}

@@ -155,12 +155,18 @@ impl Started {
         }
     }
 
-    /// Until the runs said their ids, or the invocation ended without one.
+    /// Until the runs said their ids (the attempts of one invocation start together: until
+    /// half a second passes without a new one), or the invocation ended without one.
     fn wait_for_ids(&self) -> Result<(), Error> {
         let deadline = Instant::now() + START_WITHIN;
         let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        let mut known = (0, Instant::now());
         loop {
-            if !seen.ids.is_empty() {
+            if seen.ids.len() != known.0 {
+                known = (seen.ids.len(), Instant::now());
+            }
+            let settled = known.1.elapsed() >= Duration::from_millis(500) || seen.exited.is_some();
+            if !seen.ids.is_empty() && settled {
                 return Ok(());
             }
             if seen.exited.is_some() || seen.error.is_some() {
