@@ -21,12 +21,15 @@ fn sdk() -> Option<std::path::PathBuf> {
     None
 }
 
-/// The repository's plans: a run that commits, one that waits to be steered, a slow one.
+/// The repository's plans: a run that commits (after a second, so that its progress is told well
+/// before its end: the SDK's client runs notification handlers a moment after it reads them, and
+/// a progress told together with the answer finds its handler gone), one that waits to be
+/// steered, a slow one.
 fn plans(env: &TestEnv) {
     env.write(
         "plans/quick.toml",
         "name = \"quick\"\nprompt = \"x\"\n[agent]\nkind = \"cli\"\nbinary = \"sh\"\n\
-         args = [\"-c\", \"cat >/dev/null; echo hi > quick.txt; git add quick.txt; git -c user.name=a -c user.email=a@b commit -qm quick; echo '<promise>COMPLETE</promise>'\"]\n\
+         args = [\"-c\", \"cat >/dev/null; sleep 1; echo hi > quick.txt; git add quick.txt; git -c user.name=a -c user.email=a@b commit -qm quick; echo '<promise>COMPLETE</promise>'\"]\n\
          [loop]\nmax_iterations = 1\n",
     );
     env.write(

@@ -32,8 +32,9 @@ impl Starter {
         Starter { jobs: Mutex::new(jobs) }
     }
 
-    /// Start `eden run MANIFEST --json-events` in `root`; its runs, once they said their ids.
-    pub(crate) fn start(&self, manifest: &Path, root: &Path) -> Result<Arc<Started>, Error> {
+    /// Start `eden run MANIFEST --json-events` in `root`; its runs, once they said their ids
+    /// (`all`: every attempt's, else the first's).
+    pub(crate) fn start(&self, manifest: &Path, root: &Path, all: bool) -> Result<Arc<Started>, Error> {
         let exe = std::env::current_exe()
             .map_err(|err| Error::internal("cannot find eden's own executable").with_source(err))?;
         let builder =
@@ -52,7 +53,7 @@ impl Starter {
         let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
         let keep = Arc::clone(&started);
         std::thread::spawn(move || keep.read(stdout, stderr, child));
-        started.wait_for_ids()?;
+        started.wait_for_ids(all)?;
         Ok(started)
     }
 }
@@ -155,9 +156,9 @@ impl Started {
         }
     }
 
-    /// Until the runs said their ids (the attempts of one invocation start together: until
-    /// half a second passes without a new one), or the invocation ended without one.
-    fn wait_for_ids(&self) -> Result<(), Error> {
+    /// Until the runs said their ids (`all`: the attempts of one invocation start together, so
+    /// until half a second passes without a new one), or the invocation ended without one.
+    fn wait_for_ids(&self, all: bool) -> Result<(), Error> {
         let deadline = Instant::now() + START_WITHIN;
         let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
         let mut known = (0, Instant::now());
@@ -165,7 +166,7 @@ impl Started {
             if seen.ids.len() != known.0 {
                 known = (seen.ids.len(), Instant::now());
             }
-            let settled = known.1.elapsed() >= Duration::from_millis(500) || seen.exited.is_some();
+            let settled = !all || known.1.elapsed() >= Duration::from_millis(500) || seen.exited.is_some();
             if !seen.ids.is_empty() && settled {
                 return Ok(());
             }

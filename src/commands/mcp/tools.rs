@@ -162,11 +162,13 @@ fn run(server: &Server, arguments: &Value, call: &Call) -> Answer {
         Ok(manifest) => manifest,
         Err(error) => return Answer::Done(Err(error)),
     };
-    let started = match server.starter.start(&manifest, &server.layout.root) {
+    // Waiting, the ids come with the end; else every attempt's is said now.
+    let wait = optional(arguments, "wait").and_then(Value::as_bool) == Some(true);
+    let started = match server.starter.start(&manifest, &server.layout.root, !wait) {
         Ok(started) => started,
         Err(error) => return Answer::Done(Err(error)),
     };
-    if optional(arguments, "wait").and_then(Value::as_bool) != Some(true) {
+    if !wait {
         let seen = started.seen();
         return Answer::Done(Ok(json!({"runs": seen.ids, "status": "running"})));
     }
