@@ -23,6 +23,12 @@ pub(crate) fn mcp(args: McpArgs) -> Result<i32, Error> {
     let allowed = allowed(args.allow.as_deref())?;
     let board = crate::ui::top::Board::new(std::slice::from_ref(&layout));
     let server = Arc::new(Server { layout, allowed, starter: runs::Starter::new(), board: Mutex::new(board) });
+    if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        crate::ui::print_note(
+            "eden mcp speaks the Model Context Protocol on stdin and stdout, for an agent to start: \
+             `claude mcp add eden -- eden mcp` (Ctrl-D ends it)",
+        );
+    }
     let calls: Arc<Mutex<HashMap<String, Arc<AtomicBool>>>> = Arc::default();
     let mut input = std::io::BufReader::new(std::io::stdin().lock());
     let mut line = Vec::new();
