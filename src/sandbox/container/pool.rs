@@ -53,9 +53,11 @@ const PACE: Duration = Duration::from_millis(500);
 
 /// The idle member's keep-alive: writes its pid (`exec::KEEP_ALIVE_FILE`), waits for the claim (a workspace in the repository's worktrees
 /// folder `$2`, made by the claim's one set-up exec), then becomes the container's keep-alive
-/// (the same pid); exits at `$1` if unclaimed.
+/// (the same pid); exits at `$1` if unclaimed — only when `date` said so: a `date` that failed
+/// or was killed (a claimed member's processes are swept while this loop may still be polling)
+/// must not end the container under the run.
 const IDLE_SCRIPT: &str = r#"echo $$ > "$3"
-until [ -n "$(ls -A "$2" 2>/dev/null)" ]; do [ "$(date +%s)" -lt "$1" ] || exit 0; sleep 1; done
+until [ -n "$(ls -A "$2" 2>/dev/null)" ]; do now=$(date +%s) && [ -n "$now" ] && [ "$now" -ge "$1" ] && exit 0; sleep 1; done
 exec tail -f /dev/null"#;
 
 /// Made ahead in a member, as root, for the run's user (`$1`): the repository's worktrees folder
