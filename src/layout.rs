@@ -6,6 +6,16 @@
 
 use std::path::{Path, PathBuf};
 
+/// The user's config folder for eden: `$XDG_CONFIG_HOME/eden` (when absolute), else
+/// `$HOME/.config/eden`; `env` reads the environment.
+pub(crate) fn user_config_dir(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    let config = env("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .filter(|path| path.is_absolute())
+        .or_else(|| env("HOME").filter(|home| !home.is_empty()).map(|home| PathBuf::from(home).join(".config")))?;
+    Some(config.join("eden"))
+}
+
 #[derive(Debug, Clone)]
 pub(crate) struct Layout {
     /// The main worktree's root.

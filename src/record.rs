@@ -467,6 +467,14 @@ impl AttemptRecord {
 }
 
 impl RunRecord {
+    /// Did the run fail with its work kept for a person to look at, rather than fail outright:
+    /// a protected path changed, a conflict, changes left uncommitted? (`[notify]`'s `kept`,
+    /// `eden top`'s `kept`.)
+    pub(crate) fn failed_for_review(&self) -> bool {
+        matches!(self.exit_reason, Some(ExitReason::Protected | ExitReason::UncommittedWork))
+            || self.error.as_ref().is_some_and(|error| !error.conflicts.is_empty())
+    }
+
     /// Write the record where it belongs, atomically (a temporary file renamed over it), with
     /// secrets redacted.
     /// Strategy `head`: the run worked on the checkout's own branch, which it leaves as it is.

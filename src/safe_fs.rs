@@ -245,6 +245,15 @@ fn sorted_entries(dir: &Path) -> Vec<(PathBuf, std::fs::FileType)> {
 }
 
 /// The files in `dir` (not following links), sorted.
+/// A file a record names (a log, a record), opened to read: without blocking (it may name a
+/// FIFO) or following a last link, and only when it is a regular file.
+pub(crate) fn open_regular(path: &Path) -> Option<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let flags = OFlag::O_NONBLOCK | OFlag::O_NOFOLLOW;
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(flags.bits()).open(path).ok()?;
+    file.metadata().ok()?.is_file().then_some(file)
+}
+
 pub(crate) fn files_in(dir: &Path) -> Vec<PathBuf> {
     sorted_entries(dir).into_iter().filter(|(_, kind)| kind.is_file()).map(|(path, _)| path).collect()
 }

@@ -47,11 +47,7 @@ impl Serialize for Webhook {
 /// The user-level config's path: `$XDG_CONFIG_HOME/eden/config.toml`, else
 /// `$HOME/.config/eden/config.toml`.
 pub(crate) fn user_config_path(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
-    let config = env("XDG_CONFIG_HOME")
-        .map(PathBuf::from)
-        .filter(|path| path.is_absolute())
-        .or_else(|| env("HOME").filter(|home| !home.is_empty()).map(|home| PathBuf::from(home).join(".config")))?;
-    Some(config.join("eden").join("config.toml"))
+    Some(crate::layout::user_config_dir(env)?.join("config.toml"))
 }
 
 /// The manifest's `[notify]` and the user config's, resolved; `process_env` finds the config,

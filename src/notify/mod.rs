@@ -62,10 +62,8 @@ impl Notifier {
     /// Tell `notice` to every target that wants it, each on a thread of its own.
     pub(crate) fn send(&self, notice: Notice) {
         let Some(shared) = &self.shared else { return };
-        let body = Arc::new(serde_json::to_vec(&notice).expect("notices serialize"));
-        let redacted = crate::redact::apply(&String::from_utf8_lossy(&body)).into_owned().into_bytes();
-        let body =
-            Arc::new(if redacted.len() == body.len() && *redacted == **body { (*body).clone() } else { redacted });
+        let json = serde_json::to_string(&notice).expect("notices serialize");
+        let body = Arc::new(crate::redact::apply(&json).into_owned().into_bytes());
         for target in shared.targets.iter().filter(|target| target.on.contains(&notice.event)) {
             *shared.pending.lock().unwrap_or_else(|e| e.into_inner()) += 1;
             let (shared, target, body) = (Arc::clone(shared), target.clone(), Arc::clone(&body));
@@ -132,15 +130,11 @@ pub(crate) fn end_of(record: &RunRecord) -> Option<NotifyOn> {
     if beaten {
         return None;
     }
-    // Work a person is to look at: a branch kept instead of merged, a protected path changed,
-    // a conflict, changes left uncommitted.
-    let for_review = matches!(record.exit_reason, Some(ExitReason::Protected | ExitReason::UncommittedWork))
-        || record.error.as_ref().is_some_and(|error| !error.conflicts.is_empty());
     Some(match (record.exit_code, &record.merged_into, &record.preserved_branch) {
         (Some(0), Some(_), _) => NotifyOn::Finished,
         (Some(0), None, Some(_)) => NotifyOn::Kept,
         (Some(0), None, None) => NotifyOn::Finished,
-        _ if for_review => NotifyOn::Kept,
+        _ if record.failed_for_review() => NotifyOn::Kept,
         _ => NotifyOn::Failed,
     })
 }

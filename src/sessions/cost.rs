@@ -48,11 +48,8 @@ impl Price {
 
 /// The default price table: `$XDG_CONFIG_HOME/eden/prices.toml` or `~/.config/eden/prices.toml`.
 pub(crate) fn default_prices_path() -> Option<PathBuf> {
-    let config = std::env::var_os("XDG_CONFIG_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".config")))?;
-    Some(config.join("eden").join("prices.toml"))
+    let env = |name: &str| std::env::var(name).ok();
+    Some(crate::layout::user_config_dir(&env)?.join("prices.toml"))
 }
 
 /// Read a price table; a missing default one is an empty table, a missing `--prices` an error.

@@ -291,3 +291,26 @@ fn a_run_of_several_attempts_returns_each_id() {
     assert!(ended.iter().all(|run| run["exit_code"] == 0 && run["attempt"]["of"] == 2), "{waited}");
     all_ended(&env);
 }
+
+#[test]
+fn a_planted_record_naming_another_file_as_its_log_serves_none_of_it() {
+    let env = TestEnv::new();
+    let secret = env.root().join("id_rsa");
+    std::fs::write(&secret, "-----BEGIN OPENSSH PRIVATE KEY-----\nplanted-secret-bytes\n").unwrap();
+    let id = "20261128-090000-abcdef";
+    let mut record: Value = serde_json::from_str(include_str!("../fixtures/top/record.json")).unwrap();
+    record["id"] = json!(id);
+    record["log"] = json!(secret);
+    let runs = env.repo.join(".eden/runs");
+    std::fs::create_dir_all(&runs).unwrap();
+    std::fs::write(runs.join(format!("{id}.json")), record.to_string()).unwrap();
+    let mut raw = Raw::start(&env, &[]);
+    raw.send(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {"uri": format!("eden://logs/{id}")}})
+            .to_string(),
+    );
+    let answer = raw.answer();
+    assert_eq!(answer["result"]["contents"][0]["text"], "", "{answer}");
+    let shown = raw.call(2, "show", json!({"run": id}));
+    assert!(!shown.to_string().contains("planted-secret-bytes"), "{shown}");
+}

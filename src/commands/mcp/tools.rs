@@ -9,7 +9,7 @@ use super::wire;
 use crate::error::Error;
 use crate::layout::Layout;
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Every tool, in the order they are listed.
 pub(crate) const TOOLS: [&str; 8] = ["run", "status", "show", "diff", "steer", "stop", "merge", "discard"];
@@ -317,8 +317,8 @@ fn show(server: &Server, arguments: &Value) -> Result<Value, Error> {
     };
     let from = optional(arguments, "from").and_then(Value::as_u64).unwrap_or(0);
     let most = optional(arguments, "max_events").and_then(Value::as_u64).unwrap_or(100).clamp(1, MAX_EVENTS);
-    let mut file =
-        open_regular(log).ok_or_else(|| Error::usage(format!("run `{}`'s log cannot be read", record.id)))?;
+    let mut file = crate::safe_fs::open_regular(log)
+        .ok_or_else(|| Error::usage(format!("run `{}`'s log cannot be read", record.id)))?;
     file.seek(std::io::SeekFrom::Start(from)).map_err(|err| Error::usage("`from` is past the log").with_source(err))?;
     let mut reader = std::io::BufReader::new(file.take(MAX_LOG_READ));
     let (mut events, mut next, mut bytes) = (Vec::new(), from, 0usize);
@@ -341,7 +341,8 @@ fn show(server: &Server, arguments: &Value) -> Result<Value, Error> {
             break;
         }
     }
-    let more = open_regular(log).and_then(|file| file.metadata().ok()).is_some_and(|meta| meta.len() > next);
+    let more =
+        crate::safe_fs::open_regular(log).and_then(|file| file.metadata().ok()).is_some_and(|meta| meta.len() > next);
     Ok(json!({"run": record.id, "events": events, "next": next, "more": more}))
 }
 
@@ -418,14 +419,6 @@ fn record_of(server: &Server, run: &str) -> Result<crate::record::RunRecord, Err
     crate::record::RunRecord::load(&light.record_path)
 }
 
-/// A file a record names, opened without blocking or following a last link, if it is a regular file.
-fn open_regular(path: &Path) -> Option<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let flags = nix::fcntl::OFlag::O_NONBLOCK | nix::fcntl::OFlag::O_NOFOLLOW;
-    let file = std::fs::OpenOptions::new().read(true).custom_flags(flags.bits()).open(path).ok()?;
-    file.metadata().ok()?.is_file().then_some(file)
-}
-
 /// `resources/list`: the newest runs' records and logs.
 pub(crate) fn resources(server: &Server) -> Value {
     let (runs, _) = crate::sessions::history::load(&server.layout);
@@ -455,7 +448,7 @@ pub(crate) fn read(server: &Server, uri: &str) -> Result<Value, Error> {
         "logs" => (run.log.clone().ok_or_else(unknown)?, "application/x-ndjson"),
         _ => return Err(unknown()),
     };
-    let mut file = open_regular(&path).ok_or_else(unknown)?;
+    let mut file = crate::safe_fs::open_regular(&path).ok_or_else(unknown)?;
     let len = file.metadata().map(|meta| meta.len()).unwrap_or(0);
     let from = if kind == "logs" { len.saturating_sub(MAX_LOG_READ) } else { 0 };
     let _ = file.seek(std::io::SeekFrom::Start(from));
@@ -465,6 +458,15 @@ pub(crate) fn read(server: &Server, uri: &str) -> Result<Value, Error> {
     if from > 0 {
         // Whole lines only.
         text = text.split_once('\n').map_or(String::new(), |(_, rest)| rest.to_owned());
+    }
+    if kind == "logs" {
+        // A record names its log, and a record eden did not write may name any file of this
+        // user's: only the lines that are this run's events are served.
+        let of_run = |line: &&str| {
+            serde_json::from_str::<Value>(line)
+                .is_ok_and(|event| event["run_id"] == json!(id) && event["event"].is_string())
+        };
+        text = text.lines().filter(of_run).map(|line| format!("{line}\n")).collect();
     }
     let text = crate::redact::apply(&text).into_owned();
     Ok(json!({"contents": [{"uri": uri, "mimeType": mime, "text": text}]}))

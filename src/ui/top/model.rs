@@ -15,6 +15,8 @@ const MAX_RUNS: usize = 200;
 /// The most moments and output lines kept of a run.
 const MAX_MOMENTS: usize = 500;
 const MAX_OUTPUT: usize = 2000;
+/// The largest record read.
+const MAX_RECORD: u64 = 16 << 20;
 /// The most bytes of a log read in one refresh (the rest on the next ones).
 const MAX_READ: u64 = 4 << 20;
 
@@ -109,7 +111,7 @@ impl Repo {
             Ok(entries) => entries
                 .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
                 .filter_map(|name| name.strip_suffix(".json").map(str::to_owned))
-                .filter(|id| !id.starts_with('.'))
+                .filter(|id| crate::record::is_run_id(id))
                 .collect(),
             Err(_) => Vec::new(),
         };
@@ -127,13 +129,9 @@ impl Repo {
             let stamp = (meta.modified().unwrap_or(SystemTime::UNIX_EPOCH), meta.len());
             let known = self.runs.get(&id).map(|tracked| tracked.stamp);
             if known != Some(stamp) {
-                // A record is small; one that does not parse (half written, or not eden's) is
-                // passed over until it changes again.
-                let Some(record) =
-                    std::fs::read(&path).ok().and_then(|bytes| serde_json::from_slice::<RunRecord>(&bytes).ok())
-                else {
-                    continue;
-                };
+                // A record is small (one larger than `MAX_RECORD` is not eden's); one that does not
+                // parse (half written, or not eden's) is passed over until it changes again.
+                let Some(record) = read_record(&path) else { continue };
                 if record.id != id {
                     continue;
                 }
@@ -179,18 +177,9 @@ impl Tracked {
             RunStatus::Finished if record.merged_into.is_some() => "merged".into(),
             RunStatus::Finished if record.exit_code == Some(0) && record.preserved_branch.is_some() => "kept".into(),
             RunStatus::Finished if record.exit_code == Some(0) => "done".into(),
-            RunStatus::Finished if self.for_review() => "kept".into(),
+            RunStatus::Finished if record.preserved_branch.is_some() && record.failed_for_review() => "kept".into(),
             RunStatus::Finished => "failed".into(),
         }
-    }
-
-    /// Did it end with its work kept for a person to look at (a protected path changed, a
-    /// conflict, changes left uncommitted)?
-    fn for_review(&self) -> bool {
-        use crate::record::ExitReason;
-        self.record.preserved_branch.is_some()
-            && (matches!(self.record.exit_reason, Some(ExitReason::Protected | ExitReason::UncommittedWork))
-                || self.record.error.as_ref().is_some_and(|error| !error.conflicts.is_empty()))
     }
 
     /// Is its work waiting for a person (kept on a branch, never merged or discarded)?
@@ -241,20 +230,19 @@ impl Tracked {
     }
 }
 
-/// A log as a record names it: a regular file, opened without blocking (a record eden did not
-/// write may name a FIFO) and without following a last link.
-fn open_log(path: &Path) -> Option<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let flags = nix::fcntl::OFlag::O_NONBLOCK | nix::fcntl::OFlag::O_NOFOLLOW;
-    let file = std::fs::OpenOptions::new().read(true).custom_flags(flags.bits()).open(path).ok()?;
-    file.metadata().ok()?.is_file().then_some(file)
+/// A record file, read whole when it is a regular file of at most `MAX_RECORD` bytes.
+fn read_record(path: &Path) -> Option<RunRecord> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    crate::safe_fs::open_regular(path)?.take(MAX_RECORD + 1).read_to_end(&mut bytes).ok()?;
+    (bytes.len() as u64 <= MAX_RECORD).then(|| serde_json::from_slice(&bytes).ok()).flatten()
 }
 
 impl LogTail {
     /// Read what was added to `path` since the last read; whether anything was.
     fn read(&mut self, path: &Path, run_id: &str) -> bool {
         use std::io::{Read, Seek, SeekFrom};
-        let Some(mut file) = open_log(path) else { return false };
+        let Some(mut file) = crate::safe_fs::open_regular(path) else { return false };
         let Ok(len) = file.metadata().map(|meta| meta.len()) else { return false };
         if len < self.offset {
             // Rewritten from the start: read it again.
@@ -267,6 +255,10 @@ impl LogTail {
         let Ok(read) = file.take(MAX_READ).read_to_end(&mut chunk) else { return false };
         self.offset += read as u64;
         self.pending.extend_from_slice(&chunk);
+        // A line longer than a read is not eden's: dropped, not kept growing.
+        if self.pending.len() as u64 > MAX_READ && memchr::memchr(b'\n', &self.pending).is_none() {
+            self.pending.clear();
+        }
         let mut lines = Vec::new();
         while let Some(end) = memchr::memchr(b'\n', &self.pending) {
             lines.push(self.pending.drain(..=end).collect::<Vec<u8>>());
